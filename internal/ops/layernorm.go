@@ -1,0 +1,215 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/chewxy/hm"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// LayerNorm normalises x over its last dim D and applies the affine map:
+// y = (x − mean) / sqrt(var + eps) · gamma + beta, with the biased variance,
+// as torch.nn.LayerNorm. x has shape (..., D); gamma (D); beta (D) or nil for
+// no bias. y has x's shape.
+func LayerNorm(x, gamma, beta *gorgonia.Node, eps float64) (*gorgonia.Node, error) {
+	const name = "layer norm"
+	if err := checkFloatNode(name, "input", x); err != nil {
+		return nil, err
+	}
+	if err := checkFloatNode(name, "weight", gamma); err != nil {
+		return nil, err
+	}
+	if eps <= 0 || math.IsNaN(eps) {
+		return nil, fmt.Errorf("layer norm: eps %g must be positive", eps)
+	}
+	d := x.Shape()[x.Dims()-1]
+	want := tensor.Shape{d}
+	if !gamma.Shape().Eq(want) {
+		return nil, fmt.Errorf("layer norm: weight %v does not fit input %v, want (%d)", gamma.Shape(), x.Shape(), d)
+	}
+	args := gorgonia.Nodes{x, gamma}
+	if beta != nil {
+		if err := checkFloatNode(name, "bias", beta); err != nil {
+			return nil, err
+		}
+		if !beta.Shape().Eq(want) {
+			return nil, fmt.Errorf("layer norm: bias %v does not fit input %v, want (%d)", beta.Shape(), x.Shape(), d)
+		}
+		args = append(args, beta)
+	}
+	op := &layerNormOp{base: base{name: fmt.Sprintf("LayerNorm(%g)", eps), arity: len(args)}, eps: eps, dims: x.Dims()}
+	return gorgonia.ApplyOp(op, args...)
+}
+
+type layerNormOp struct {
+	base
+	eps  float64
+	dims int
+}
+
+func (op *layerNormOp) Type() hm.Type {
+	ts := []hm.Type{tt(op.dims, typeA), tt(1, typeA)}
+	if op.arity == 3 {
+		ts = append(ts, tt(1, typeA))
+	}
+	return hm.NewFnType(append(ts, tt(op.dims, typeA))...)
+}
+
+func (op *layerNormOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
+	s, err := shapes(op.name, in)
+	if err != nil {
+		return nil, err
+	}
+	return s[0].Clone(), nil
+}
+
+func (op *layerNormOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
+	ts, dt, err := floats(op.name, vs...)
+	if err != nil {
+		return nil, err
+	}
+	y := newDense(dt, ts[0].Shape())
+	if isFloat32(dt) {
+		layerNormFwd(data[float32](ts[0]), data[float32](ts[1]), biasOf[float32](ts), data[float32](y), op.eps)
+	} else {
+		layerNormFwd(data[float64](ts[0]), data[float64](ts[1]), biasOf[float64](ts), data[float64](y), op.eps)
+	}
+	return y, nil
+}
+
+// rowStats returns the mean and 1/sqrt(var+eps) of one row, accumulated in
+// float64.
+func rowStats[T Float](row []T, eps float64) (mean, rstd float64) {
+	for _, v := range row {
+		mean += float64(v)
+	}
+	mean /= float64(len(row))
+	var v2 float64
+	for _, v := range row {
+		d := float64(v) - mean
+		v2 += d * d
+	}
+	return mean, 1 / math.Sqrt(v2/float64(len(row))+eps)
+}
+
+func layerNormFwd[T Float](x, g, b, y []T, eps float64) {
+	d := len(g)
+	for r := 0; r+d <= len(x); r += d {
+		xr, yr := x[r:r+d], y[r:r+d]
+		mean, rstd := rowStats(xr, eps)
+		m, s := T(mean), T(rstd)
+		for i, v := range xr {
+			yr[i] = (v - m) * s * g[i]
+		}
+		if b != nil {
+			for i := range yr {
+				yr[i] += b[i]
+			}
+		}
+	}
+}
+
+func (op *layerNormOp) DiffWRT(n int) []bool {
+	d := make([]bool, n)
+	for i := range d {
+		d[i] = true
+	}
+	return d
+}
+
+func (op *layerNormOp) SymDiff(in gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	x, gamma := in[0], in[1]
+	dx, err := gorgonia.ApplyOp(&layerNormGradOp{base: base{name: fmt.Sprintf("LayerNormGradInput(%g)", op.eps), arity: 3}, eps: op.eps, dims: op.dims, wrtInput: true}, x, gamma, grad)
+	if err != nil {
+		return nil, fmt.Errorf("layer norm grad input: %w", err)
+	}
+	dg, err := gorgonia.ApplyOp(&layerNormGradOp{base: base{name: fmt.Sprintf("LayerNormGradWeight(%g)", op.eps), arity: 3}, eps: op.eps, dims: op.dims}, x, gamma, grad)
+	if err != nil {
+		return nil, fmt.Errorf("layer norm grad weight: %w", err)
+	}
+	res := gorgonia.Nodes{dx, dg}
+	if len(in) == 3 {
+		db, err := SumLeading(grad, 1)
+		if err != nil {
+			return nil, fmt.Errorf("layer norm grad bias: %w", err)
+		}
+		res = append(res, db)
+	}
+	return res, nil
+}
+
+// layerNormGradOp maps (x, gamma, dy) to dx (x's shape) or to dgamma (D).
+type layerNormGradOp struct {
+	base
+	eps      float64
+	dims     int
+	wrtInput bool
+}
+
+func (op *layerNormGradOp) Type() hm.Type {
+	out := tt(1, typeA)
+	if op.wrtInput {
+		out = tt(op.dims, typeA)
+	}
+	return hm.NewFnType(tt(op.dims, typeA), tt(1, typeA), tt(op.dims, typeA), out)
+}
+
+func (op *layerNormGradOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
+	s, err := shapes(op.name, in)
+	if err != nil {
+		return nil, err
+	}
+	if op.wrtInput {
+		return s[0].Clone(), nil
+	}
+	return s[1].Clone(), nil
+}
+
+func (op *layerNormGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
+	ts, dt, err := floats(op.name, vs...)
+	if err != nil {
+		return nil, err
+	}
+	shape := ts[1].Shape()
+	if op.wrtInput {
+		shape = ts[0].Shape()
+	}
+	out := newDense(dt, shape)
+	if isFloat32(dt) {
+		layerNormBwd(data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), data[float32](out), op.eps, op.wrtInput)
+	} else {
+		layerNormBwd(data[float64](ts[0]), data[float64](ts[1]), data[float64](ts[2]), data[float64](out), op.eps, op.wrtInput)
+	}
+	return out, nil
+}
+
+// layerNormBwd writes dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)) with ĝ = dy·gamma
+// when wrtInput, else accumulates dgamma = Σ_rows dy·x̂.
+func layerNormBwd[T Float](x, g, dy, out []T, eps float64, wrtInput bool) {
+	d := len(g)
+	for r := 0; r+d <= len(x); r += d {
+		xr, dyr := x[r:r+d], dy[r:r+d]
+		mean, rstd := rowStats(xr, eps)
+		if !wrtInput {
+			for i, v := range xr {
+				out[i] += dyr[i] * T((float64(v)-mean)*rstd)
+			}
+			continue
+		}
+		var sg, sgx float64
+		for i, v := range xr {
+			gh := float64(dyr[i]) * float64(g[i])
+			sg += gh
+			sgx += gh * (float64(v) - mean) * rstd
+		}
+		sg /= float64(d)
+		sgx /= float64(d)
+		or := out[r : r+d]
+		for i, v := range xr {
+			xh := (float64(v) - mean) * rstd
+			or[i] = T(rstd * (float64(dyr[i])*float64(g[i]) - sg - xh*sgx))
+		}
+	}
+}

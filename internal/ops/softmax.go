@@ -1,0 +1,189 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/chewxy/hm"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// MaskedSoftmax computes softmax(scale·s) over the last dim of attention
+// scores s (B·h, Tq, Tk), in one pass, with masked keys given probability 0.
+//
+// mask, which may be nil, is a key-padding mask of shape (B, Tk) with 1 for a
+// key to attend to and 0 for padding; the batch index of score row b·h+i is b.
+// With causal, query i may attend key j only when j ≤ i + (Tk − Tq), so the
+// last query sees every key (the alignment a KV cache needs). A row with no
+// key left to attend to is all zeros, not NaN. The result has s's shape.
+func MaskedSoftmax(s, mask *gorgonia.Node, scale float64, causal bool) (*gorgonia.Node, error) {
+	const name = "masked softmax"
+	if err := checkFloatNode(name, "scores", s); err != nil {
+		return nil, err
+	}
+	if s.Dims() != 3 {
+		return nil, fmt.Errorf("masked softmax: scores %v must be (B·heads, Tq, Tk)", s.Shape())
+	}
+	op := &softmaxOp{base: base{name: fmt.Sprintf("MaskedSoftmax(%g,%v)", scale, causal), arity: 1}, scale: scale, causal: causal}
+	args := gorgonia.Nodes{s}
+	if mask != nil {
+		if err := checkFloatNode(name, "mask", mask); err != nil {
+			return nil, err
+		}
+		bh, tk := s.Shape()[0], s.Shape()[2]
+		if mask.Dims() != 2 || mask.Shape()[1] != tk || mask.Shape()[0] == 0 || bh%mask.Shape()[0] != 0 {
+			return nil, fmt.Errorf("masked softmax: mask %v does not fit scores %v, want (B, %d) with B dividing %d", mask.Shape(), s.Shape(), tk, bh)
+		}
+		op.arity = 2
+		args = append(args, mask)
+	}
+	return gorgonia.ApplyOp(op, args...)
+}
+
+type softmaxOp struct {
+	base
+	scale  float64
+	causal bool
+}
+
+func (op *softmaxOp) Type() hm.Type {
+	if op.arity == 2 {
+		return hm.NewFnType(tt(3, typeA), tt(2, typeA), tt(3, typeA))
+	}
+	return hm.NewFnType(tt(3, typeA), tt(3, typeA))
+}
+
+func (op *softmaxOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
+	s, err := shapes(op.name, in)
+	if err != nil {
+		return nil, err
+	}
+	return s[0].Clone(), nil
+}
+
+func (op *softmaxOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
+	ts, dt, err := floats(op.name, vs...)
+	if err != nil {
+		return nil, err
+	}
+	out := newDense(dt, ts[0].Shape())
+	sh := ts[0].Shape()
+	if isFloat32(dt) {
+		softmaxFwd(data[float32](ts[0]), maskOf[float32](ts), data[float32](out), sh[0], sh[1], sh[2], op.scale, op.causal)
+	} else {
+		softmaxFwd(data[float64](ts[0]), maskOf[float64](ts), data[float64](out), sh[0], sh[1], sh[2], op.scale, op.causal)
+	}
+	return out, nil
+}
+
+func maskOf[T Float](ts []*tensor.Dense) []T {
+	if len(ts) < 2 {
+		return nil
+	}
+	return data[T](ts[1])
+}
+
+func softmaxFwd[T Float](s, mask, out []T, bh, tq, tk int, scale float64, causal bool) {
+	heads := 1
+	if mask != nil {
+		heads = bh / (len(mask) / tk)
+	}
+	for r := 0; r < bh*tq; r++ {
+		z, i := r/tq, r%tq
+		row, o := s[r*tk:(r+1)*tk], out[r*tk:(r+1)*tk]
+		limit := tk
+		if causal {
+			limit = min(tk, i+tk-tq+1)
+		}
+		var m []T
+		if mask != nil {
+			b := z / heads
+			m = mask[b*tk : (b+1)*tk]
+		}
+		mx := math.Inf(-1)
+		for j := 0; j < limit; j++ {
+			if m == nil || m[j] != 0 {
+				mx = max(mx, float64(row[j])*scale)
+			}
+		}
+		if math.IsInf(mx, -1) {
+			continue // nothing to attend to: the row stays zero
+		}
+		var sum float64
+		for j := 0; j < limit; j++ {
+			if m == nil || m[j] != 0 {
+				e := math.Exp(float64(row[j])*scale - mx)
+				o[j] = T(e)
+				sum += e
+			}
+		}
+		inv := T(1 / sum)
+		for j := 0; j < limit; j++ {
+			o[j] *= inv
+		}
+	}
+}
+
+func (op *softmaxOp) DiffWRT(n int) []bool {
+	if n == 2 {
+		return []bool{true, false}
+	}
+	return []bool{true}
+}
+
+func (op *softmaxOp) SymDiff(_ gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	g := &softmaxGradOp{base: base{name: fmt.Sprintf("MaskedSoftmaxGrad(%g)", op.scale), arity: 2}, scale: op.scale}
+	ds, err := gorgonia.ApplyOp(g, out, grad)
+	if err != nil {
+		return nil, fmt.Errorf("masked softmax grad: %w", err)
+	}
+	if op.arity == 2 {
+		return gorgonia.Nodes{ds, nil}, nil
+	}
+	return gorgonia.Nodes{ds}, nil
+}
+
+// softmaxGradOp maps (p, dy) to ds = scale·p·(dy − Σⱼ dyⱼ·pⱼ) row by row.
+type softmaxGradOp struct {
+	base
+	scale float64
+}
+
+func (op *softmaxGradOp) Type() hm.Type { return sameType(2) }
+
+func (op *softmaxGradOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
+	s, err := shapes(op.name, in)
+	if err != nil {
+		return nil, err
+	}
+	return s[0].Clone(), nil
+}
+
+func (op *softmaxGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
+	ts, dt, err := floats(op.name, vs...)
+	if err != nil {
+		return nil, err
+	}
+	out := newDense(dt, ts[0].Shape())
+	tk := ts[0].Shape()[ts[0].Dims()-1]
+	if isFloat32(dt) {
+		softmaxBwd(data[float32](ts[0]), data[float32](ts[1]), data[float32](out), tk, op.scale)
+	} else {
+		softmaxBwd(data[float64](ts[0]), data[float64](ts[1]), data[float64](out), tk, op.scale)
+	}
+	return out, nil
+}
+
+func softmaxBwd[T Float](p, dy, out []T, tk int, scale float64) {
+	for r := 0; r+tk <= len(p); r += tk {
+		pr, dr, or := p[r:r+tk], dy[r:r+tk], out[r:r+tk]
+		var dot float64
+		for j, v := range pr {
+			dot += float64(v) * float64(dr[j])
+		}
+		for j, v := range pr {
+			or[j] = T(scale * float64(v) * (float64(dr[j]) - dot))
+		}
+	}
+}
