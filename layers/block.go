@@ -1,0 +1,228 @@
+package layers
+
+import (
+	"fmt"
+
+	"gorgonia.org/gorgonia"
+)
+
+// Norm is where a block's LayerNorms sit.
+type Norm string
+
+// The norm placements. Post-norm (the original Transformer, BERT) computes
+// LN(x + f(x)); pre-norm (GPT-2, ViT) computes x + f(LN(x)) and needs a
+// final LayerNorm after the stack.
+const (
+	PostNorm Norm = "post"
+	PreNorm  Norm = "pre"
+)
+
+// BlockNames are the scopes of a block's parts relative to the block; they
+// may contain dots. The zero value means Hugging Face BART's names.
+type BlockNames struct {
+	SelfAttn, SelfAttnNorm   string
+	CrossAttn, CrossAttnNorm string // decoder blocks only
+	FFNIn, FFNOut, FinalNorm string
+	Attention                AttentionNames
+	Layers, StackNorm        string // a stack's list of blocks and its final norm (pre-norm)
+}
+
+func (n BlockNames) orDefault() BlockNames {
+	if n == (BlockNames{}) {
+		return BlockNames{
+			SelfAttn: "self_attn", SelfAttnNorm: "self_attn_layer_norm",
+			CrossAttn: "encoder_attn", CrossAttnNorm: "encoder_attn_layer_norm",
+			FFNIn: "fc1", FFNOut: "fc2", FinalNorm: "final_layer_norm",
+			Layers: "layers", StackNorm: "layer_norm",
+		}
+	}
+	return n
+}
+
+// BlockConfig describes an encoder or decoder block.
+type BlockConfig struct {
+	Dim, Heads, FFNDim int
+	Activation         string  // see ParseActivation
+	Norm               Norm    // PreNorm or PostNorm
+	LayerNormEps       float64 // e.g. 1e-5
+	Dropout            float64 // on each sublayer's output before the residual add
+	AttentionDropout   float64 // on attention probabilities
+	ActivationDropout  float64 // inside the feed-forward
+	Bias               bool    // biases on all projections
+	Names              BlockNames
+}
+
+// Validate reports a configuration that cannot be built.
+func (c BlockConfig) Validate() error {
+	if c.Norm != PreNorm && c.Norm != PostNorm {
+		return fmt.Errorf("block: norm placement %q must be %q or %q", c.Norm, PreNorm, PostNorm)
+	}
+	if c.FFNDim <= 0 {
+		return fmt.Errorf("block: feed-forward width %d must be positive", c.FFNDim)
+	}
+	if !(c.LayerNormEps > 0) {
+		return fmt.Errorf("block: layer norm eps %g must be positive", c.LayerNormEps)
+	}
+	if _, err := ParseActivation(c.Activation); err != nil {
+		return fmt.Errorf("block: %w", err)
+	}
+	for _, p := range []float64{c.Dropout, c.AttentionDropout, c.ActivationDropout} {
+		if !(p >= 0 && p < 1) {
+			return fmt.Errorf("block: dropout %g must be in [0, 1)", p)
+		}
+	}
+	return c.attention().Validate()
+}
+
+func (c BlockConfig) attention() AttentionConfig {
+	return AttentionConfig{Dim: c.Dim, Heads: c.Heads, Bias: c.Bias, Dropout: c.AttentionDropout, Names: c.Names.orDefault().Attention}
+}
+
+// sublayer is one residual branch: an attention or feed-forward with its
+// LayerNorm and output dropout.
+type sublayer struct {
+	norm    *LayerNorm
+	prenorm bool
+	dropout Dropout
+}
+
+// apply returns LN(x + drop(f(x))) for post-norm and x + drop(f(LN(x))) for
+// pre-norm: the residual always carries x itself, never LN(x).
+func (s sublayer) apply(g *Graph, x *gorgonia.Node, f func(*gorgonia.Node) (*gorgonia.Node, error)) (*gorgonia.Node, error) {
+	in := x
+	var err error
+	if s.prenorm {
+		if in, err = s.norm.Forward(g, x); err != nil {
+			return nil, err
+		}
+	}
+	y, err := f(in)
+	if err != nil {
+		return nil, err
+	}
+	if y, err = s.dropout.Forward(g, y); err != nil {
+		return nil, err
+	}
+	if y, err = gorgonia.Add(x, y); err != nil {
+		return nil, fmt.Errorf("%s: residual: %w", s.norm.Weight.Name, err)
+	}
+	if s.prenorm {
+		return y, nil
+	}
+	return s.norm.Forward(g, y)
+}
+
+func newSublayer(s Scope, c BlockConfig, normName string) (sublayer, error) {
+	n, err := NewLayerNorm(s.Sub(normName), c.Dim, c.LayerNormEps, true)
+	if err != nil {
+		return sublayer{}, err
+	}
+	return sublayer{norm: n, prenorm: c.Norm == PreNorm, dropout: Dropout{P: c.Dropout}}, nil
+}
+
+// EncoderBlock is self-attention then a feed-forward, each a residual
+// sublayer with its LayerNorm.
+type EncoderBlock struct {
+	SelfAttn *MultiHeadAttention
+	FFN      *FeedForward
+	attn     sublayer
+	ffn      sublayer
+}
+
+// NewEncoderBlock creates an encoder block in scope s.
+func NewEncoderBlock(s Scope, c BlockConfig) (*EncoderBlock, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.prefix, err)
+	}
+	n := c.Names.orDefault()
+	b := &EncoderBlock{}
+	var err error
+	if b.SelfAttn, err = NewMultiHeadAttention(s.Sub(n.SelfAttn), c.attention()); err != nil {
+		return nil, err
+	}
+	if b.attn, err = newSublayer(s, c, n.SelfAttnNorm); err != nil {
+		return nil, err
+	}
+	if b.FFN, err = newFFN(s, c, n); err != nil {
+		return nil, err
+	}
+	if b.ffn, err = newSublayer(s, c, n.FinalNorm); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func newFFN(s Scope, c BlockConfig, n BlockNames) (*FeedForward, error) {
+	return NewFeedForward(s, FeedForwardConfig{Dim: c.Dim, Hidden: c.FFNDim, Activation: c.Activation,
+		Dropout: c.ActivationDropout, Bias: c.Bias, In: n.FFNIn, Out: n.FFNOut})
+}
+
+// Forward maps x (B, T, D), with an optional key-padding mask (B, T), to
+// (B, T, D).
+func (b *EncoderBlock) Forward(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, error) {
+	h, err := b.attn.apply(g, x, func(in *gorgonia.Node) (*gorgonia.Node, error) {
+		return b.SelfAttn.Forward(g, in, nil, mask, false)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.FFN.Forward(g, in) })
+}
+
+// DecoderBlock is causal self-attention, cross-attention to an encoder's
+// output, then a feed-forward, each a residual sublayer.
+type DecoderBlock struct {
+	SelfAttn, CrossAttn *MultiHeadAttention
+	FFN                 *FeedForward
+	self, cross, ffn    sublayer
+}
+
+// NewDecoderBlock creates a decoder block in scope s.
+func NewDecoderBlock(s Scope, c BlockConfig) (*DecoderBlock, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.prefix, err)
+	}
+	n := c.Names.orDefault()
+	b := &DecoderBlock{}
+	var err error
+	if b.SelfAttn, err = NewMultiHeadAttention(s.Sub(n.SelfAttn), c.attention()); err != nil {
+		return nil, err
+	}
+	if b.self, err = newSublayer(s, c, n.SelfAttnNorm); err != nil {
+		return nil, err
+	}
+	if b.CrossAttn, err = NewMultiHeadAttention(s.Sub(n.CrossAttn), c.attention()); err != nil {
+		return nil, err
+	}
+	if b.cross, err = newSublayer(s, c, n.CrossAttnNorm); err != nil {
+		return nil, err
+	}
+	if b.FFN, err = newFFN(s, c, n); err != nil {
+		return nil, err
+	}
+	if b.ffn, err = newSublayer(s, c, n.FinalNorm); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Forward maps decoder states x (B, T, D) to (B, T, D), attending causally
+// to x (with optional key-padding mask (B, T)) and to the encoder output
+// memory (B, Tm, D) (with optional memMask (B, Tm)).
+func (b *DecoderBlock) Forward(g *Graph, x, mask, memory, memMask *gorgonia.Node) (*gorgonia.Node, error) {
+	if memory == nil {
+		return nil, fmt.Errorf("%s: a decoder block needs the encoder output", b.CrossAttn.Query.Weight.Name)
+	}
+	h, err := b.self.apply(g, x, func(in *gorgonia.Node) (*gorgonia.Node, error) {
+		return b.SelfAttn.Forward(g, in, nil, mask, true)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if h, err = b.cross.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) {
+		return b.CrossAttn.Forward(g, in, memory, memMask, false)
+	}); err != nil {
+		return nil, err
+	}
+	return b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.FFN.Forward(g, in) })
+}

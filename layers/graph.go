@@ -1,0 +1,148 @@
+package layers
+
+import (
+	"fmt"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/d73a19ff/zoo/internal/ops"
+)
+
+// Graph is one Gorgonia expression graph of fixed shapes built from a Store.
+// Parameters are bound into it by reference: every graph made from the same
+// store reads and (through an optimizer) updates the same tensors.
+type Graph struct {
+	*gorgonia.ExprGraph
+	store    *Store
+	train    bool
+	seed     uint64
+	nodes    map[*Param]*gorgonia.Node
+	dropouts []*ops.DropoutSite
+}
+
+// GraphOption sets a runtime knob of a Graph.
+type GraphOption func(*Graph)
+
+// Training switches dropout on. Graphs are built for evaluation by default.
+func Training() GraphOption { return func(g *Graph) { g.train = true } }
+
+// DropoutSeed seeds the graph's dropout masks (default 0).
+func DropoutSeed(seed uint64) GraphOption { return func(g *Graph) { g.seed = seed } }
+
+// NewGraph starts a graph over the store's parameters.
+func (s *Store) NewGraph(opts ...GraphOption) *Graph {
+	g := &Graph{ExprGraph: gorgonia.NewGraph(), store: s, nodes: map[*Param]*gorgonia.Node{}}
+	for _, o := range opts {
+		o(g)
+	}
+	return g
+}
+
+// IsTraining reports whether dropout is on.
+func (g *Graph) IsTraining() bool { return g.train }
+
+// Dtype is the float element type of the graph.
+func (g *Graph) Dtype() tensor.Dtype { return g.store.dtype }
+
+// Node returns the graph node bound to p, creating it on first use. The node
+// holds p.Value itself, not a copy.
+func (g *Graph) Node(p *Param) *gorgonia.Node {
+	if n, ok := g.nodes[p]; ok {
+		return n
+	}
+	n := gorgonia.NewTensor(g.ExprGraph, p.Value.Dtype(), p.Value.Dims(),
+		gorgonia.WithShape(p.Value.Shape().Clone()...), gorgonia.WithName(p.Name), gorgonia.WithValue(p.Value))
+	g.nodes[p] = n
+	return n
+}
+
+// Learnables are the nodes of the parameters this graph uses, in the store's
+// creation order: the list to differentiate with respect to.
+func (g *Graph) Learnables() gorgonia.Nodes {
+	var out gorgonia.Nodes
+	for _, p := range g.store.params {
+		if n, ok := g.nodes[p]; ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Params are the parameters this graph uses, in the store's order.
+func (g *Graph) Params() []*Param {
+	var out []*Param
+	for _, p := range g.store.params {
+		if _, ok := g.nodes[p]; ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Input adds a named float input of the graph's dtype, zero-filled; set it
+// with gorgonia.Let before each run.
+func (g *Graph) Input(name string, shape ...int) *gorgonia.Node {
+	return g.input(name, g.store.dtype, shape)
+}
+
+// IntInput adds a named int input (token ids, targets), zero-filled.
+func (g *Graph) IntInput(name string, shape ...int) *gorgonia.Node {
+	return g.input(name, tensor.Int, shape)
+}
+
+func (g *Graph) input(name string, dt tensor.Dtype, shape []int) *gorgonia.Node {
+	v := tensor.New(tensor.WithShape(shape...), tensor.Of(dt))
+	return gorgonia.NewTensor(g.ExprGraph, dt, len(shape), gorgonia.WithShape(shape...), gorgonia.WithName(name), gorgonia.WithValue(v))
+}
+
+// Constant adds a float constant of the graph's dtype from float64 values.
+func (g *Graph) Constant(name string, v []float64, shape ...int) (*gorgonia.Node, error) {
+	if len(v) != tensor.Shape(shape).TotalSize() {
+		return nil, fmt.Errorf("layers: constant %s: %d values do not fill shape %v", name, len(v), shape)
+	}
+	var t *tensor.Dense
+	if g.store.dtype == tensor.Float64 {
+		t = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]float64(nil), v...)))
+	} else {
+		f := make([]float32, len(v))
+		for i, x := range v {
+			f[i] = float32(x)
+		}
+		t = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f))
+	}
+	return gorgonia.NewTensor(g.ExprGraph, t.Dtype(), len(shape), gorgonia.WithShape(shape...), gorgonia.WithName(name), gorgonia.WithValue(t)), nil
+}
+
+// IntConstant adds an int constant.
+func (g *Graph) IntConstant(name string, v []int, shape ...int) (*gorgonia.Node, error) {
+	if len(v) != tensor.Shape(shape).TotalSize() {
+		return nil, fmt.Errorf("layers: constant %s: %d values do not fill shape %v", name, len(v), shape)
+	}
+	t := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]int(nil), v...)))
+	return gorgonia.NewTensor(g.ExprGraph, tensor.Int, len(shape), gorgonia.WithShape(shape...), gorgonia.WithName(name), gorgonia.WithValue(t)), nil
+}
+
+// dropoutSite registers a new dropout location; sites are numbered in the
+// order the graph is built, so equal graphs get equal masks.
+func (g *Graph) dropoutSite() *ops.DropoutSite {
+	s := &ops.DropoutSite{Seed: g.seed, Site: uint64(len(g.dropouts))}
+	g.dropouts = append(g.dropouts, s)
+	return s
+}
+
+// DropoutCall is how many forward runs the dropout masks have advanced.
+func (g *Graph) DropoutCall() uint64 {
+	if len(g.dropouts) == 0 {
+		return 0
+	}
+	return g.dropouts[0].Call
+}
+
+// SetDropoutCall makes the next run draw the masks of run n: saving
+// DropoutCall and restoring it resumes a run exactly.
+func (g *Graph) SetDropoutCall(n uint64) {
+	for _, s := range g.dropouts {
+		s.Call = n
+	}
+}

@@ -1,0 +1,47 @@
+package layers
+
+import (
+	"fmt"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/internal/ops"
+)
+
+// Linear is y = x·Wᵀ + b, with W stored (out, in) as in torch.nn.Linear.
+// Its parameters are "weight" and, with a bias, "bias".
+type Linear struct {
+	Weight, Bias *Param // Bias is nil without a bias
+	In, Out      int
+}
+
+// NewLinear creates a Linear layer in scope s.
+func NewLinear(s Scope, in, out int, bias bool) (*Linear, error) {
+	if in <= 0 || out <= 0 {
+		return nil, fmt.Errorf("linear %s: sizes in=%d out=%d must be positive", s.prefix, in, out)
+	}
+	l := &Linear{In: in, Out: out}
+	var err error
+	if l.Weight, err = s.Param("weight", []int{out, in}, s.store.weightInit(in)); err != nil {
+		return nil, err
+	}
+	if bias {
+		if l.Bias, err = s.Param("bias", []int{out}, s.store.biasInit(in)); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// Forward maps x of shape (..., In) to (..., Out).
+func (l *Linear) Forward(g *Graph, x *gorgonia.Node) (*gorgonia.Node, error) {
+	var b *gorgonia.Node
+	if l.Bias != nil {
+		b = g.Node(l.Bias)
+	}
+	y, err := ops.Linear(x, g.Node(l.Weight), b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", l.Weight.Name, err)
+	}
+	return y, nil
+}

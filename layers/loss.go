@@ -1,0 +1,19 @@
+package layers
+
+import (
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/internal/ops"
+)
+
+// IgnoreIndex is the target value the loss skips by default, as in PyTorch.
+const IgnoreIndex = -100
+
+// CrossEntropy is the mean softmax cross-entropy of logits (..., V) against
+// int targets (...): targets equal to ignoreIndex are skipped, and with label
+// smoothing ε each position's loss is (1−ε)·NLL + ε·mean_j(−log p_j), as
+// torch.nn.functional.cross_entropy. It returns a scalar and never builds a
+// one-hot (N, V) tensor.
+func CrossEntropy(logits, targets *gorgonia.Node, ignoreIndex int, labelSmoothing float64) (*gorgonia.Node, error) {
+	return ops.CrossEntropy(logits, targets, ignoreIndex, labelSmoothing)
+}

@@ -1,0 +1,74 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/internal/ops"
+)
+
+// SinusoidalTable returns the (t, dim) positional encoding of "Attention Is
+// All You Need" (Vaswani et al. 2017, §3.5), with sine and cosine
+// interleaved: PE[pos, 2i] = sin(pos / base^(2i/dim)) and
+// PE[pos, 2i+1] = cos(pos / base^(2i/dim)). The paper uses base 10000. It is
+// defined for any t, so it extends past the lengths seen in training.
+func SinusoidalTable(t, dim int, base float64) ([]float64, error) {
+	if t < 0 || dim <= 0 || !(base > 1) {
+		return nil, fmt.Errorf("sinusoidal table: need t ≥ 0, dim > 0 and base > 1, got t=%d dim=%d base=%g", t, dim, base)
+	}
+	pe := make([]float64, t*dim)
+	for c := 0; c < dim; c++ {
+		inv := math.Pow(base, -float64(c/2*2)/float64(dim))
+		for pos := 0; pos < t; pos++ {
+			a := float64(pos) * inv
+			if c%2 == 0 {
+				pe[pos*dim+c] = math.Sin(a)
+			} else {
+				pe[pos*dim+c] = math.Cos(a)
+			}
+		}
+	}
+	return pe, nil
+}
+
+// Sinusoidal adds the fixed sinusoidal positional encoding to its input. It
+// has no parameters.
+type Sinusoidal struct {
+	Dim  int
+	Base float64
+}
+
+// NewSinusoidal makes the encoding for width dim; base 10000 is the paper's.
+func NewSinusoidal(dim int, base float64) (*Sinusoidal, error) {
+	if _, err := SinusoidalTable(0, dim, base); err != nil {
+		return nil, err
+	}
+	return &Sinusoidal{Dim: dim, Base: base}, nil
+}
+
+// Forward adds PE[0…T−1] to x (B, T, Dim) and returns (B, T, Dim).
+func (s *Sinusoidal) Forward(g *Graph, x *gorgonia.Node) (*gorgonia.Node, error) {
+	return s.ForwardFrom(g, x, 0)
+}
+
+// ForwardFrom adds PE[offset…offset+T−1], as a decoder with a KV cache needs.
+func (s *Sinusoidal) ForwardFrom(g *Graph, x *gorgonia.Node, offset int) (*gorgonia.Node, error) {
+	if x.Dims() != 3 || x.Shape()[2] != s.Dim {
+		return nil, fmt.Errorf("sinusoidal positions: input %v must be (B, T, %d)", x.Shape(), s.Dim)
+	}
+	if offset < 0 {
+		return nil, fmt.Errorf("sinusoidal positions: negative offset %d", offset)
+	}
+	t := x.Shape()[1]
+	table, err := SinusoidalTable(offset+t, s.Dim, s.Base)
+	if err != nil {
+		return nil, err
+	}
+	pe, err := g.Constant(fmt.Sprintf("sinusoidal.%d.%d", offset, t), table[offset*s.Dim:], t, s.Dim)
+	if err != nil {
+		return nil, err
+	}
+	return ops.AddBroadcast(x, pe)
+}

@@ -1,0 +1,99 @@
+package layers
+
+import (
+	"fmt"
+
+	"gorgonia.org/gorgonia"
+)
+
+// Encoder is a stack of EncoderBlocks ("layers.0", "layers.1", …); a
+// pre-norm stack ends with its own LayerNorm ("layer_norm").
+type Encoder struct {
+	Layers []*EncoderBlock
+	Norm   *LayerNorm // nil for post-norm
+}
+
+// NewEncoder creates n blocks in scope s.
+func NewEncoder(s Scope, c BlockConfig, n int) (*Encoder, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("encoder %s: %d layers; need at least one", s.prefix, n)
+	}
+	names := c.Names.orDefault()
+	e := &Encoder{}
+	for i := 0; i < n; i++ {
+		b, err := NewEncoderBlock(s.Sub(names.Layers).Index(i), c)
+		if err != nil {
+			return nil, err
+		}
+		e.Layers = append(e.Layers, b)
+	}
+	var err error
+	if e.Norm, err = stackNorm(s, c, names); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func stackNorm(s Scope, c BlockConfig, n BlockNames) (*LayerNorm, error) {
+	if c.Norm != PreNorm {
+		return nil, nil
+	}
+	return NewLayerNorm(s.Sub(n.StackNorm), c.Dim, c.LayerNormEps, true)
+}
+
+// Forward maps x (B, T, D) with an optional key-padding mask (B, T) to
+// (B, T, D).
+func (e *Encoder) Forward(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, error) {
+	var err error
+	for i, b := range e.Layers {
+		if x, err = b.Forward(g, x, mask); err != nil {
+			return nil, fmt.Errorf("encoder layer %d: %w", i, err)
+		}
+	}
+	if e.Norm != nil {
+		return e.Norm.Forward(g, x)
+	}
+	return x, nil
+}
+
+// Decoder is a stack of DecoderBlocks, with a final LayerNorm when pre-norm.
+type Decoder struct {
+	Layers []*DecoderBlock
+	Norm   *LayerNorm // nil for post-norm
+}
+
+// NewDecoder creates n blocks in scope s.
+func NewDecoder(s Scope, c BlockConfig, n int) (*Decoder, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("decoder %s: %d layers; need at least one", s.prefix, n)
+	}
+	names := c.Names.orDefault()
+	d := &Decoder{}
+	for i := 0; i < n; i++ {
+		b, err := NewDecoderBlock(s.Sub(names.Layers).Index(i), c)
+		if err != nil {
+			return nil, err
+		}
+		d.Layers = append(d.Layers, b)
+	}
+	var err error
+	if d.Norm, err = stackNorm(s, c, names); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Forward maps x (B, T, D) to (B, T, D) given the encoder output memory
+// (B, Tm, D); mask (B, T) and memMask (B, Tm) are optional key-padding masks.
+func (d *Decoder) Forward(g *Graph, x, mask, memory, memMask *gorgonia.Node) (*gorgonia.Node, error) {
+	var err error
+	for i, b := range d.Layers {
+		if x, err = b.Forward(g, x, mask, memory, memMask); err != nil {
+			return nil, fmt.Errorf("decoder layer %d: %w", i, err)
+		}
+	}
+	if d.Norm != nil {
+		return d.Norm.Forward(g, x)
+	}
+	return x, nil
+}

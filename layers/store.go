@@ -1,0 +1,207 @@
+// Package layers holds the shared building blocks every model in the zoo is
+// assembled from: a parameter store with checkpoint-key naming, Linear,
+// Embedding, LayerNorm, Dropout, activations, positional encodings,
+// multi-head attention, feed-forward, encoder and decoder blocks, patch
+// embedding and the cross-entropy loss.
+//
+// Parameters live in a Store, apart from any Gorgonia graph, so the same
+// tensors can be bound without copying into several graphs of different
+// fixed shapes (training, evaluation, one-token generation): see Graph.
+package layers
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"gorgonia.org/tensor"
+)
+
+// Param is one learnable tensor, named by its checkpoint key.
+type Param struct {
+	Name  string
+	Value *tensor.Dense
+}
+
+// Store holds a model's parameters, in creation order, apart from any graph.
+type Store struct {
+	dtype   tensor.Dtype
+	rng     *rand.Rand
+	initStd float64
+	params  []*Param
+	byName  map[string]*Param
+}
+
+// Option sets a runtime knob of a Store.
+type Option func(*Store)
+
+// WithDtype sets the parameters' element type: tensor.Float32 (the default)
+// or tensor.Float64.
+func WithDtype(dt tensor.Dtype) Option { return func(s *Store) { s.dtype = dt } }
+
+// WithSeed seeds the initialiser (default 0), so that a model is reproducible.
+func WithSeed(seed uint64) Option {
+	return func(s *Store) { s.rng = rand.New(rand.NewPCG(seed, 0x5eed)) }
+}
+
+// WithInitStd makes weight matrices and embeddings N(0, std²) and biases
+// zero, as Hugging Face models do with `initializer_range`. Without it,
+// Linear layers use PyTorch's default U(±1/√fan_in) and embeddings N(0, 1).
+func WithInitStd(std float64) Option { return func(s *Store) { s.initStd = std } }
+
+// NewStore returns an empty store.
+func NewStore(opts ...Option) (*Store, error) {
+	s := &Store{dtype: tensor.Float32, byName: map[string]*Param{}}
+	WithSeed(0)(s)
+	for _, o := range opts {
+		o(s)
+	}
+	if s.dtype != tensor.Float32 && s.dtype != tensor.Float64 {
+		return nil, fmt.Errorf("layers: dtype %v is not supported, use float32 or float64", s.dtype)
+	}
+	if s.initStd < 0 || math.IsNaN(s.initStd) {
+		return nil, fmt.Errorf("layers: init std %g must be positive", s.initStd)
+	}
+	return s, nil
+}
+
+// Dtype is the parameters' element type.
+func (s *Store) Dtype() tensor.Dtype { return s.dtype }
+
+// Params lists the parameters in creation order.
+func (s *Store) Params() []*Param { return append([]*Param(nil), s.params...) }
+
+// Param finds a parameter by name.
+func (s *Store) Param(name string) (*Param, bool) {
+	p, ok := s.byName[name]
+	return p, ok
+}
+
+// NumParams is the total number of learnable scalars.
+func (s *Store) NumParams() int {
+	n := 0
+	for _, p := range s.params {
+		n += p.Value.Size()
+	}
+	return n
+}
+
+// Root is the scope with an empty prefix.
+func (s *Store) Root() Scope { return Scope{store: s} }
+
+// Scope names parameters hierarchically so that each name is its checkpoint
+// key: s.Sub("encoder").Sub("layer").Index(3).Sub("output") names its
+// "weight" "encoder.layer.3.output.weight".
+type Scope struct {
+	store  *Store
+	prefix string
+}
+
+// Sub returns the child scope name.
+func (s Scope) Sub(name string) Scope { return Scope{store: s.store, prefix: s.Name(name)} }
+
+// Index returns the child scope of item i of a list of layers.
+func (s Scope) Index(i int) Scope { return s.Sub(strconv.Itoa(i)) }
+
+// Name is the full name of a leaf in this scope.
+func (s Scope) Name(leaf string) string {
+	if s.prefix == "" {
+		return leaf
+	}
+	return s.prefix + "." + leaf
+}
+
+// Store is the store this scope creates parameters in.
+func (s Scope) Store() *Store { return s.store }
+
+// Init fills a new parameter's values, given its shape.
+type Init func(rng *rand.Rand, shape []int, v []float64)
+
+// Param creates the parameter leaf in this scope, initialised by init.
+// It rejects an empty, dotted or duplicate name and a non-positive dim.
+func (s Scope) Param(leaf string, shape []int, init Init) (*Param, error) {
+	if s.store == nil {
+		return nil, fmt.Errorf("layers: scope %q has no store; use Store.Root()", s.prefix)
+	}
+	name := s.Name(leaf)
+	if leaf == "" || strings.Contains(leaf, ".") {
+		return nil, fmt.Errorf("layers: parameter name %q: a leaf must be non-empty and have no dots", name)
+	}
+	if _, dup := s.store.byName[name]; dup {
+		return nil, fmt.Errorf("layers: parameter %q is defined twice", name)
+	}
+	for _, d := range shape {
+		if d <= 0 {
+			return nil, fmt.Errorf("layers: parameter %q has shape %v; every dim must be positive", name, shape)
+		}
+	}
+	v := make([]float64, tensor.Shape(shape).TotalSize())
+	init(s.store.rng, shape, v)
+	var t *tensor.Dense
+	if s.store.dtype == tensor.Float64 {
+		t = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v))
+	} else {
+		f := make([]float32, len(v))
+		for i, x := range v {
+			f[i] = float32(x)
+		}
+		t = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f))
+	}
+	p := &Param{Name: name, Value: t}
+	s.store.params = append(s.store.params, p)
+	s.store.byName[name] = p
+	return p, nil
+}
+
+// Normal draws N(0, std²).
+func Normal(std float64) Init {
+	return func(rng *rand.Rand, _ []int, v []float64) {
+		for i := range v {
+			v[i] = rng.NormFloat64() * std
+		}
+	}
+}
+
+// Uniform draws U(−a, a).
+func Uniform(a float64) Init {
+	return func(rng *rand.Rand, _ []int, v []float64) {
+		for i := range v {
+			v[i] = (2*rng.Float64() - 1) * a
+		}
+	}
+}
+
+// Constant fills with c.
+func Constant(c float64) Init {
+	return func(_ *rand.Rand, _ []int, v []float64) {
+		for i := range v {
+			v[i] = c
+		}
+	}
+}
+
+// weightInit is the store's initialiser for a weight with fan-in fanIn.
+func (s *Store) weightInit(fanIn int) Init {
+	if s.initStd > 0 {
+		return Normal(s.initStd)
+	}
+	return Uniform(1 / math.Sqrt(float64(fanIn)))
+}
+
+// biasInit is the store's initialiser for a bias with fan-in fanIn.
+func (s *Store) biasInit(fanIn int) Init {
+	if s.initStd > 0 {
+		return Constant(0)
+	}
+	return Uniform(1 / math.Sqrt(float64(fanIn)))
+}
+
+// embeddingInit is the store's initialiser for an embedding table.
+func (s *Store) embeddingInit() Init {
+	if s.initStd > 0 {
+		return Normal(s.initStd)
+	}
+	return Normal(1)
+}
