@@ -1,0 +1,242 @@
+package safetensors
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"slices"
+	"unicode/utf8"
+)
+
+// MaxHeaderSize is the largest JSON header accepted, as in the Rust library.
+const MaxHeaderSize = 100_000_000
+
+// metadataKey is the reserved header key holding string metadata.
+const metadataKey = "__metadata__"
+
+// File is a decoded safetensors file.
+type File struct {
+	tensors  map[string]Tensor
+	names    []string
+	metadata map[string]string
+}
+
+// Decode parses and validates a complete safetensors file held in data. It
+// checks the header length, the JSON header, every dtype, shape and offset,
+// and that the tensors tile the data buffer exactly (no gaps or overlaps),
+// like the Rust library. It returns an error, never panics, on malformed
+// input. The returned tensors' Data alias data.
+func Decode(data []byte) (*File, error) {
+	f, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: %w", err)
+	}
+	return f, nil
+}
+
+// ReadFile reads and decodes the safetensors file at path. Errors are
+// wrapped with the path.
+func ReadFile(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: %w", err) // *PathError names the path
+	}
+	f, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Names returns the tensor names in sorted order.
+func (f *File) Names() []string {
+	return slices.Clone(f.names)
+}
+
+// Tensor returns the named tensor and whether it exists. The Shape is a copy;
+// Data aliases the decoded buffer.
+func (f *File) Tensor(name string) (Tensor, bool) {
+	t, ok := f.tensors[name]
+	if ok {
+		t.Shape = slices.Clone(t.Shape)
+	}
+	return t, ok
+}
+
+// Metadata returns a copy of the file's "__metadata__" map (empty, not nil,
+// when the file has none).
+func (f *File) Metadata() map[string]string {
+	m := maps.Clone(f.metadata)
+	if m == nil {
+		m = map[string]string{}
+	}
+	return m
+}
+
+// entry is one tensor's header record, before validation.
+type entry struct {
+	name       string
+	begin, end uint64
+}
+
+func decode(data []byte) (*File, error) {
+	if len(data) < 8 {
+		return nil, fmt.Errorf("file is %d bytes, shorter than the 8-byte header length", len(data))
+	}
+	n := le.Uint64(data)
+	if n > MaxHeaderSize {
+		return nil, fmt.Errorf("header length %d exceeds the %d-byte limit", n, MaxHeaderSize)
+	}
+	if n > uint64(len(data)-8) {
+		return nil, fmt.Errorf("header length %d is beyond the end of the %d-byte file", n, len(data))
+	}
+	header, buf := data[8:8+n], data[8+n:]
+	if !utf8.Valid(header) {
+		return nil, errors.New("header is not valid UTF-8")
+	}
+	if len(header) == 0 || header[0] != '{' {
+		return nil, errors.New("header is not a JSON object (must start with '{')")
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(header, &raw); err != nil {
+		return nil, fmt.Errorf("invalid JSON header: %w", err)
+	}
+
+	f := &File{tensors: make(map[string]Tensor, len(raw))}
+	entries := make([]entry, 0, len(raw))
+	// Visit names in sorted order so errors are deterministic.
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		msg := raw[name]
+		if name == metadataKey {
+			md, err := parseMetadata(msg)
+			if err != nil {
+				return nil, err
+			}
+			f.metadata = md
+			continue
+		}
+		t, e, err := parseEntry(name, msg, uint64(len(buf)))
+		if err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", name, err)
+		}
+		t.Data = buf[e.begin:e.end:e.end]
+		f.tensors[name] = t
+		f.names = append(f.names, name)
+		entries = append(entries, e)
+	}
+	if err := checkLayout(entries, uint64(len(buf))); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// parseMetadata decodes "__metadata__", which must be an object of strings
+// (or null, treated as absent, as serde does for an Option).
+func parseMetadata(msg json.RawMessage) (map[string]string, error) {
+	var md map[string]string
+	if err := json.Unmarshal(msg, &md); err != nil {
+		return nil, fmt.Errorf("%s is not a map of strings: %w", metadataKey, err)
+	}
+	return md, nil
+}
+
+// parseEntry validates one tensor record against a data buffer of bufLen
+// bytes. Unknown fields are ignored, as in the Rust library.
+func parseEntry(name string, msg json.RawMessage, bufLen uint64) (Tensor, entry, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(msg, &fields); err != nil || fields == nil {
+		return Tensor{}, entry{}, fmt.Errorf("entry is not a JSON object: %s", truncate(msg))
+	}
+	var (
+		dtype   string
+		shape   []int64
+		offsets []uint64
+	)
+	for _, p := range []struct {
+		key string
+		dst any
+	}{{"dtype", &dtype}, {"shape", &shape}, {"data_offsets", &offsets}} {
+		v, ok := fields[p.key]
+		if !ok {
+			return Tensor{}, entry{}, fmt.Errorf("missing %q", p.key)
+		}
+		if err := json.Unmarshal(v, p.dst); err != nil {
+			return Tensor{}, entry{}, fmt.Errorf("invalid %q %s: %w", p.key, truncate(v), err)
+		}
+	}
+	if shape == nil {
+		return Tensor{}, entry{}, errors.New(`"shape" is null`)
+	}
+	if len(offsets) != 2 {
+		return Tensor{}, entry{}, fmt.Errorf(`"data_offsets" must have 2 values, got %d`, len(offsets))
+	}
+	e := entry{name: name, begin: offsets[0], end: offsets[1]}
+	if e.begin > e.end {
+		return Tensor{}, entry{}, fmt.Errorf("data_offsets begin %d > end %d", e.begin, e.end)
+	}
+	if e.end > bufLen {
+		return Tensor{}, entry{}, fmt.Errorf("data_offsets [%d, %d] out of range of the %d-byte data buffer", e.begin, e.end, bufLen)
+	}
+	dims := make([]int, len(shape))
+	for i, d := range shape {
+		if d < 0 {
+			return Tensor{}, entry{}, fmt.Errorf("negative dim %d in shape %v", d, shape)
+		}
+		if d > math.MaxInt {
+			return Tensor{}, entry{}, fmt.Errorf("shape %v: element count overflows", shape)
+		}
+		dims[i] = int(d)
+	}
+	t := Tensor{Name: name, DType: DType(dtype), Shape: dims}
+	size, _, err := byteLen(t.DType, dims)
+	if err != nil {
+		return Tensor{}, entry{}, err
+	}
+	if uint64(size) != e.end-e.begin {
+		return Tensor{}, entry{}, fmt.Errorf("shape %v of %s needs %d bytes but data_offsets [%d, %d] span %d",
+			dims, dtype, size, e.begin, e.end, e.end-e.begin)
+	}
+	return t, e, nil
+}
+
+// checkLayout requires the tensors, sorted by offset, to cover
+// [0, bufLen) contiguously with no gaps or overlaps.
+func checkLayout(entries []entry, bufLen uint64) error {
+	slices.SortFunc(entries, func(a, b entry) int {
+		if a.begin != b.begin {
+			return cmp.Compare(a.begin, b.begin)
+		}
+		if a.end != b.end {
+			return cmp.Compare(a.end, b.end)
+		}
+		return cmp.Compare(a.name, b.name)
+	})
+	var pos uint64
+	prev := ""
+	for _, e := range entries {
+		switch {
+		case e.begin < pos:
+			return fmt.Errorf("tensor %q: data_offsets [%d, %d] overlap tensor %q (which ends at %d)", e.name, e.begin, e.end, prev, pos)
+		case e.begin > pos:
+			return fmt.Errorf("tensor %q: gap in data buffer: bytes [%d, %d) belong to no tensor", e.name, pos, e.begin)
+		}
+		pos, prev = e.end, e.name
+	}
+	if pos != bufLen {
+		return fmt.Errorf("data buffer is %d bytes but tensors cover only [0, %d)", bufLen, pos)
+	}
+	return nil
+}
+
+// truncate shortens raw JSON for error messages.
+func truncate(b []byte) string {
+	const max = 64
+	if len(b) > max {
+		return string(b[:max]) + "..."
+	}
+	return string(b)
+}
