@@ -1,0 +1,77 @@
+// Command zoo trains, fine-tunes and runs the zoo's transformers.
+//
+//	zoo <command> [arguments]
+//
+// Run zoo with no arguments for the list of commands.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// command is one subcommand of zoo.
+type command struct {
+	name, args, summary string
+	run                 func(args []string, stdout io.Writer) error // nil: not built yet
+}
+
+var commands = []command{
+	{"inspect", "FILE.safetensors", "list a checkpoint's tensors: name, dtype, shape and metadata", runInspect},
+	{"pretrain", "", "pretrain a model on a text or image corpus", nil},
+	{"finetune", "", "fine-tune a pretrained checkpoint on a task", nil},
+	{"generate", "", "generate text from a GPT checkpoint", nil},
+	{"version", "", "print the version", func(_ []string, w io.Writer) error {
+		_, err := fmt.Fprintln(w, "zoo", version)
+		return err
+	}},
+}
+
+const version = "0.1.0-dev"
+
+var errUsage = errors.New("usage")
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, "zoo: transformers in Go on Gorgonia (seq2seq Transformer, BERT, GPT, ViT).\n\nUsage:\n\n\tzoo <command> [arguments]\n\nCommands:\n\n")
+	for _, c := range commands {
+		status := ""
+		if c.run == nil {
+			status = " (not built yet)"
+		}
+		fmt.Fprintf(w, "\t%-9s %-17s %s%s\n", c.name, c.args, c.summary, status)
+	}
+	fmt.Fprint(w, "\nThe library is github.com/d73a19ff/zoo/layers (the shared blocks); see README.md.\n")
+}
+
+// run is main without the process exit, for tests.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		return 0
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		if c.run == nil {
+			fmt.Fprintf(stderr, "zoo %s: not built yet; it arrives with the model pipelines (see README.md, Status)\n", c.name)
+			return 2
+		}
+		if err := c.run(args[1:], stdout); err != nil {
+			if errors.Is(err, errUsage) {
+				fmt.Fprintf(stderr, "usage: zoo %s %s\n", c.name, c.args)
+				return 2
+			}
+			fmt.Fprintf(stderr, "zoo %s: %v\n", c.name, err)
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stderr, "zoo: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
