@@ -137,24 +137,34 @@ func NewEncoderBlock(s Scope, c BlockConfig) (*EncoderBlock, error) {
 	n := c.Names.orDefault()
 	b := &EncoderBlock{}
 	var err error
-	if b.SelfAttn, err = NewMultiHeadAttention(s.Sub(n.SelfAttn), c.attention()); err != nil {
+	if b.SelfAttn, b.attn, err = newAttention(s, c, n.SelfAttn, n.SelfAttnNorm); err != nil {
 		return nil, err
 	}
-	if b.attn, err = newSublayer(s, c, n.SelfAttnNorm); err != nil {
-		return nil, err
-	}
-	if b.FFN, err = newFFN(s, c, n); err != nil {
-		return nil, err
-	}
-	if b.ffn, err = newSublayer(s, c, n.FinalNorm); err != nil {
+	if b.FFN, b.ffn, err = newFFN(s, c, n); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-func newFFN(s Scope, c BlockConfig, n BlockNames) (*FeedForward, error) {
-	return NewFeedForward(s, FeedForwardConfig{Dim: c.Dim, Hidden: c.FFNDim, Activation: c.Activation,
+// newAttention makes an attention in scope name with its residual sublayer.
+func newAttention(s Scope, c BlockConfig, name, norm string) (*MultiHeadAttention, sublayer, error) {
+	a, err := NewMultiHeadAttention(s.Sub(name), c.attention())
+	if err != nil {
+		return nil, sublayer{}, err
+	}
+	sub, err := newSublayer(s, c, norm)
+	return a, sub, err
+}
+
+// newFFN makes the block's feed-forward with its residual sublayer.
+func newFFN(s Scope, c BlockConfig, n BlockNames) (*FeedForward, sublayer, error) {
+	f, err := NewFeedForward(s, FeedForwardConfig{Dim: c.Dim, Hidden: c.FFNDim, Activation: c.Activation,
 		Dropout: c.ActivationDropout, Bias: c.Bias, In: n.FFNIn, Out: n.FFNOut})
+	if err != nil {
+		return nil, sublayer{}, err
+	}
+	sub, err := newSublayer(s, c, n.FinalNorm)
+	return f, sub, err
 }
 
 // Forward maps x (B, T, D), with an optional key-padding mask (B, T), to
@@ -185,22 +195,13 @@ func NewDecoderBlock(s Scope, c BlockConfig) (*DecoderBlock, error) {
 	n := c.Names.orDefault()
 	b := &DecoderBlock{}
 	var err error
-	if b.SelfAttn, err = NewMultiHeadAttention(s.Sub(n.SelfAttn), c.attention()); err != nil {
+	if b.SelfAttn, b.self, err = newAttention(s, c, n.SelfAttn, n.SelfAttnNorm); err != nil {
 		return nil, err
 	}
-	if b.self, err = newSublayer(s, c, n.SelfAttnNorm); err != nil {
+	if b.CrossAttn, b.cross, err = newAttention(s, c, n.CrossAttn, n.CrossAttnNorm); err != nil {
 		return nil, err
 	}
-	if b.CrossAttn, err = NewMultiHeadAttention(s.Sub(n.CrossAttn), c.attention()); err != nil {
-		return nil, err
-	}
-	if b.cross, err = newSublayer(s, c, n.CrossAttnNorm); err != nil {
-		return nil, err
-	}
-	if b.FFN, err = newFFN(s, c, n); err != nil {
-		return nil, err
-	}
-	if b.ffn, err = newSublayer(s, c, n.FinalNorm); err != nil {
+	if b.FFN, b.ffn, err = newFFN(s, c, n); err != nil {
 		return nil, err
 	}
 	return b, nil

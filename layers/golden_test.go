@@ -117,6 +117,19 @@ func (g *golden) check(s *Store, gr *Graph, inputs map[string]*gorgonia.Node, y 
 	}
 }
 
+// runRead runs the graph once and returns copies of the nodes' values.
+func runRead(t *testing.T, g *Graph, nodes ...*gorgonia.Node) []gorgonia.Value {
+	t.Helper()
+	vals := make([]gorgonia.Value, len(nodes))
+	for i, n := range nodes {
+		gorgonia.Read(n, &vals[i])
+	}
+	m := gorgonia.NewTapeMachine(g.ExprGraph)
+	defer m.Close()
+	require.NoError(t, m.RunAll())
+	return vals
+}
+
 func requireClose(t *testing.T, what string, want, got *tensor.Dense, tol float64) {
 	t.Helper()
 	require.Equal(t, []int(want.Shape()), []int(got.Shape()), "%s: shape", what)
@@ -188,14 +201,9 @@ func TestGoldenActivations(t *testing.T) {
 		require.NoError(t, err)
 		grads, err := gorgonia.Grad(loss, x)
 		require.NoError(t, err)
-		var yv, gv gorgonia.Value
-		gorgonia.Read(y, &yv)
-		gorgonia.Read(grads[0], &gv)
-		m := gorgonia.NewTapeMachine(gr.ExprGraph)
-		require.NoError(t, m.RunAll())
-		m.Close()
-		requireClose(t, c.name, gd.dense("out."+c.name), yv.(*tensor.Dense), 1e-12)
-		requireClose(t, c.name+" grad", gd.dense("grad."+c.name), gv.(*tensor.Dense), 1e-12)
+		v := runRead(t, gr, y, grads[0])
+		requireClose(t, c.name, gd.dense("out."+c.name), v[0].(*tensor.Dense), 1e-12)
+		requireClose(t, c.name+" grad", gd.dense("grad."+c.name), v[1].(*tensor.Dense), 1e-12)
 	}
 }
 
@@ -297,13 +305,8 @@ func TestGoldenCrossEntropy(t *testing.T) {
 		require.NoError(t, err)
 		grads, err := gorgonia.Grad(loss, l)
 		require.NoError(t, err)
-		var lv, gv gorgonia.Value
-		gorgonia.Read(loss, &lv)
-		gorgonia.Read(grads[0], &gv)
-		m := gorgonia.NewTapeMachine(gr.ExprGraph)
-		require.NoError(t, m.RunAll())
-		m.Close()
-		require.InDelta(t, gd.dense(c.loss).Data().(float64), float64(*lv.(*gorgonia.F64)), 1e-12, c.loss)
-		requireClose(t, c.grad, gd.dense(c.grad), gv.(*tensor.Dense), 1e-12)
+		v := runRead(t, gr, loss, grads[0])
+		require.InDelta(t, gd.dense(c.loss).Data().(float64), float64(*v[0].(*gorgonia.F64)), 1e-12, c.loss)
+		requireClose(t, c.grad, gd.dense(c.grad), v[1].(*tensor.Dense), 1e-12)
 	}
 }

@@ -53,11 +53,7 @@ type actOp struct {
 func (op *actOp) Type() hm.Type { return sameType(op.arity) }
 
 func (op *actOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
-	s, err := shapes(op.name, in)
-	if err != nil {
-		return nil, err
-	}
-	return s[0].Clone(), nil
+	return firstShape(op.name, in)
 }
 
 func (op *actOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {

@@ -91,11 +91,7 @@ func (op *addBroadcastOp) Type() hm.Type {
 }
 
 func (op *addBroadcastOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
-	s, err := shapes(op.name, in)
-	if err != nil {
-		return nil, err
-	}
-	return s[0].Clone(), nil
+	return firstShape(op.name, in)
 }
 
 func (op *addBroadcastOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {

@@ -51,11 +51,7 @@ type dropoutOp struct {
 func (op *dropoutOp) Type() hm.Type { return sameType(1) }
 
 func (op *dropoutOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
-	s, err := shapes(op.name, in)
-	if err != nil {
-		return nil, err
-	}
-	return s[0].Clone(), nil
+	return firstShape(op.name, in)
 }
 
 // splitmix64 is Steele, Lea & Flood's SplitMix64 finaliser (OOPSLA 2014).

@@ -58,11 +58,7 @@ func (op *layerNormOp) Type() hm.Type {
 }
 
 func (op *layerNormOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
-	s, err := shapes(op.name, in)
-	if err != nil {
-		return nil, err
-	}
-	return s[0].Clone(), nil
+	return firstShape(op.name, in)
 }
 
 func (op *layerNormOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {

@@ -74,6 +74,16 @@ func shapes(name string, in []gorgonia.DimSizer) ([]tensor.Shape, error) {
 	return out, nil
 }
 
+// firstShape is the InferShape of an op whose output has its first input's
+// shape.
+func firstShape(name string, in []gorgonia.DimSizer) (tensor.Shape, error) {
+	s, err := shapes(name, in[:1])
+	if err != nil {
+		return nil, err
+	}
+	return s[0].Clone(), nil
+}
+
 // dense returns v as a contiguous *tensor.Dense.
 func dense(name string, v gorgonia.Value) (*tensor.Dense, error) {
 	d, ok := v.(*tensor.Dense)

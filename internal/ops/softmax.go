@@ -55,11 +55,7 @@ func (op *softmaxOp) Type() hm.Type {
 }
 
 func (op *softmaxOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
-	s, err := shapes(op.name, in)
-	if err != nil {
-		return nil, err
-	}
-	return s[0].Clone(), nil
+	return firstShape(op.name, in)
 }
 
 func (op *softmaxOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
@@ -153,11 +149,7 @@ type softmaxGradOp struct {
 func (op *softmaxGradOp) Type() hm.Type { return sameType(2) }
 
 func (op *softmaxGradOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
-	s, err := shapes(op.name, in)
-	if err != nil {
-		return nil, err
-	}
-	return s[0].Clone(), nil
+	return firstShape(op.name, in)
 }
 
 func (op *softmaxGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
