@@ -1,0 +1,142 @@
+package ops
+
+import (
+	"testing"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// The benchmarks time one forward and backward pass of each fused op and of
+// its composed reference from composed_test.go, in float32. rows/s counts the
+// rows normalised (LayerNorm, softmax) or the tokens processed (GELU, cross
+// entropy) per second.
+
+// benchBuild adds an op's inputs to g and returns its output and the inputs to
+// differentiate.
+type benchBuild func(g *gorgonia.ExprGraph) (out *gorgonia.Node, wrt gorgonia.Nodes, err error)
+
+// benchForwardBackward builds the graph once, forward plus gorgonia.Grad of
+// objective (Σ out ⊙ R, or the scaled loss for a scalar out), then times
+// RunAll and Reset of one TapeMachine.
+func benchForwardBackward(b *testing.B, rows int, build benchBuild) {
+	b.Helper()
+	g := gorgonia.NewGraph()
+	out, wrt, err := build(g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	loss, err := objective(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := gorgonia.Grad(loss, wrt...); err != nil {
+		b.Fatal(err)
+	}
+	m := gorgonia.NewTapeMachine(g)
+	defer m.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := m.RunAll(); err != nil {
+			b.Fatal(err)
+		}
+		m.Reset()
+	}
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// input32 adds a float32 node holding randDense(seed, shape...)·k.
+func input32(g *gorgonia.ExprGraph, name string, seed uint64, k float64, shape ...int) *gorgonia.Node {
+	return input(g, name, asDtype(scaled(randDense(seed, shape...), k), tensor.Float32))
+}
+
+func BenchmarkLayerNorm(b *testing.B) {
+	const n, d = 2048, 256
+	for _, v := range []struct {
+		name string
+		ln   func(x, gamma, beta *gorgonia.Node, eps float64) (*gorgonia.Node, error)
+	}{{"fused", LayerNorm}, {"composed", composedLayerNorm}} {
+		b.Run("N2048_D256/"+v.name, func(b *testing.B) {
+			benchForwardBackward(b, n, func(g *gorgonia.ExprGraph) (*gorgonia.Node, gorgonia.Nodes, error) {
+				x, gamma, beta := input32(g, "x", 1, 1, n, d), input32(g, "gamma", 2, 1, d), input32(g, "beta", 3, 1, d)
+				y, err := v.ln(x, gamma, beta, 1e-5)
+				return y, gorgonia.Nodes{x, gamma, beta}, err
+			})
+		})
+	}
+}
+
+func BenchmarkGELU(b *testing.B) {
+	const n, d = 2048, 1024
+	for _, v := range []struct {
+		name string
+		act  func(x *gorgonia.Node) (*gorgonia.Node, error)
+	}{
+		{"fused", func(x *gorgonia.Node) (*gorgonia.Node, error) { return Activate(x, GELU) }},
+		{"composed", composedGELU},
+	} {
+		b.Run("N2048_D1024/"+v.name, func(b *testing.B) {
+			benchForwardBackward(b, n, func(g *gorgonia.ExprGraph) (*gorgonia.Node, gorgonia.Nodes, error) {
+				x := input32(g, "x", 4, 1, n, d)
+				y, err := v.act(x)
+				return y, gorgonia.Nodes{x}, err
+			})
+		})
+	}
+}
+
+func BenchmarkMaskedSoftmax(b *testing.B) {
+	const batch, heads, t = 16, 4, 128
+	const scale = 0.125 // 1/√64
+	// Sequence b keeps its first t − 4·b keys.
+	m := make([]float64, batch*t)
+	for i := range batch {
+		for j := range t - 4*i {
+			m[i*t+j] = 1
+		}
+	}
+	for _, v := range []struct {
+		name string
+		sm   func(s, mask *gorgonia.Node, scale float64, causal bool) (*gorgonia.Node, error)
+	}{{"fused", MaskedSoftmax}, {"composed", composedMaskedSoftmax}} {
+		b.Run("BH64_T128/"+v.name, func(b *testing.B) {
+			benchForwardBackward(b, batch*heads*t, func(g *gorgonia.ExprGraph) (*gorgonia.Node, gorgonia.Nodes, error) {
+				s := input32(g, "scores", 5, 3, batch*heads, t, t)
+				mask := input(g, "mask", denseOf(tensor.Float32, tensor.Shape{batch, t}, m))
+				p, err := v.sm(s, mask, scale, false)
+				return p, gorgonia.Nodes{s}, err
+			})
+		})
+	}
+}
+
+func BenchmarkCrossEntropy(b *testing.B) {
+	const n, vocab, ignore, smoothing = 2048, 512, -100, 0.1
+	// Every eighth target is ignored, as padding would be.
+	targets := make([]int, n)
+	for i := range targets {
+		targets[i] = (i * 37) % vocab
+		if i%8 == 7 {
+			targets[i] = ignore
+		}
+	}
+	for _, v := range []struct {
+		name string
+		ce   func(g *gorgonia.ExprGraph, logits *gorgonia.Node) (*gorgonia.Node, error)
+	}{
+		{"fused", func(g *gorgonia.ExprGraph, logits *gorgonia.Node) (*gorgonia.Node, error) {
+			return CrossEntropy(logits, intInput(g, "targets", []int{n}, append([]int(nil), targets...)), ignore, smoothing)
+		}},
+		{"composed", func(_ *gorgonia.ExprGraph, logits *gorgonia.Node) (*gorgonia.Node, error) {
+			return composedCrossEntropy(logits, targets, ignore, smoothing)
+		}},
+	} {
+		b.Run("N2048_V512/"+v.name, func(b *testing.B) {
+			benchForwardBackward(b, n, func(g *gorgonia.ExprGraph) (*gorgonia.Node, gorgonia.Nodes, error) {
+				logits := input32(g, "logits", 6, 3, n, vocab)
+				loss, err := v.ce(g, logits)
+				return loss, gorgonia.Nodes{logits}, err
+			})
+		})
+	}
+}
