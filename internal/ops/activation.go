@@ -85,7 +85,12 @@ const (
 )
 
 func actKernel[T Float](a Act, grad bool, x, dy, out []T) {
-	for i, t := range x {
+	parallelFor(len(x), 8, func(lo, hi int) { actRange(a, grad, x, dy, out, lo, hi) })
+}
+
+func actRange[T Float](a Act, grad bool, x, dy, out []T, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		t := x[i]
 		v := float64(t)
 		var f, df float64
 		switch a {

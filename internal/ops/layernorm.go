@@ -92,17 +92,22 @@ func rowStats[T Float](row []T, eps float64) (mean, rstd float64) {
 
 func layerNormFwd[T Float](x, g, b, y []T, eps float64) {
 	d := len(g)
-	for r := 0; r+d <= len(x); r += d {
-		xr, yr := x[r:r+d], y[r:r+d]
-		mean, rstd := rowStats(xr, eps)
-		m, s := T(mean), T(rstd)
-		for i, v := range xr {
-			yr[i] = (v - m) * s * g[i]
+	parallelFor(len(x)/d, d, func(lo, hi int) {
+		for r := lo * d; r < hi*d; r += d {
+			layerNormRow(x[r:r+d], g, b, y[r:r+d], eps)
 		}
-		if b != nil {
-			for i := range yr {
-				yr[i] += b[i]
-			}
+	})
+}
+
+func layerNormRow[T Float](xr, g, b, yr []T, eps float64) {
+	mean, rstd := rowStats(xr, eps)
+	m, s := T(mean), T(rstd)
+	for i, v := range xr {
+		yr[i] = (v - m) * s * g[i]
+	}
+	if b != nil {
+		for i := range yr {
+			yr[i] += b[i]
 		}
 	}
 }
@@ -185,27 +190,36 @@ func (op *layerNormGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 // when wrtInput, else accumulates dgamma = Σ_rows dy·x̂.
 func layerNormBwd[T Float](x, g, dy, out []T, eps float64, wrtInput bool) {
 	d := len(g)
-	for r := 0; r+d <= len(x); r += d {
-		xr, dyr := x[r:r+d], dy[r:r+d]
-		mean, rstd := rowStats(xr, eps)
-		if !wrtInput {
+	if !wrtInput {
+		for r := 0; r+d <= len(x); r += d {
+			xr, dyr := x[r:r+d], dy[r:r+d]
+			mean, rstd := rowStats(xr, eps)
 			for i, v := range xr {
 				out[i] += dyr[i] * T((float64(v)-mean)*rstd)
 			}
-			continue
 		}
-		var sg, sgx float64
-		for i, v := range xr {
-			gh := float64(dyr[i]) * float64(g[i])
-			sg += gh
-			sgx += gh * (float64(v) - mean) * rstd
+		return
+	}
+	parallelFor(len(x)/d, 2*d, func(lo, hi int) {
+		for r := lo * d; r < hi*d; r += d {
+			layerNormRowGrad(x[r:r+d], g, dy[r:r+d], out[r:r+d], eps)
 		}
-		sg /= float64(d)
-		sgx /= float64(d)
-		or := out[r : r+d]
-		for i, v := range xr {
-			xh := (float64(v) - mean) * rstd
-			or[i] = T(rstd * (float64(dyr[i])*float64(g[i]) - sg - xh*sgx))
-		}
+	})
+}
+
+func layerNormRowGrad[T Float](xr, g, dyr, or []T, eps float64) {
+	d := len(g)
+	mean, rstd := rowStats(xr, eps)
+	var sg, sgx float64
+	for i, v := range xr {
+		gh := float64(dyr[i]) * float64(g[i])
+		sg += gh
+		sgx += gh * (float64(v) - mean) * rstd
+	}
+	sg /= float64(d)
+	sgx /= float64(d)
+	for i, v := range xr {
+		xh := (float64(v) - mean) * rstd
+		or[i] = T(rstd * (float64(dyr[i])*float64(g[i]) - sg - xh*sgx))
 	}
 }

@@ -85,7 +85,13 @@ func softmaxFwd[T Float](s, mask, out []T, bh, tq, tk int, scale float64, causal
 	if mask != nil {
 		heads = bh / (len(mask) / tk)
 	}
-	for r := 0; r < bh*tq; r++ {
+	parallelFor(bh*tq, tk, func(lo, hi int) {
+		softmaxRows(s, mask, out, lo, hi, tq, tk, heads, scale, causal)
+	})
+}
+
+func softmaxRows[T Float](s, mask, out []T, lo, hi, tq, tk, heads int, scale float64, causal bool) {
+	for r := lo; r < hi; r++ {
 		z, i := r/tq, r%tq
 		row, o := s[r*tk:(r+1)*tk], out[r*tk:(r+1)*tk]
 		limit := tk
@@ -168,14 +174,19 @@ func (op *softmaxGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 }
 
 func softmaxBwd[T Float](p, dy, out []T, tk int, scale float64) {
-	for r := 0; r+tk <= len(p); r += tk {
-		pr, dr, or := p[r:r+tk], dy[r:r+tk], out[r:r+tk]
-		var dot float64
-		for j, v := range pr {
-			dot += float64(v) * float64(dr[j])
+	parallelFor(len(p)/tk, 2*tk, func(lo, hi int) {
+		for r := lo * tk; r < hi*tk; r += tk {
+			softmaxRowGrad(p[r:r+tk], dy[r:r+tk], out[r:r+tk], scale)
 		}
-		for j, v := range pr {
-			or[j] = T(scale * float64(v) * (float64(dr[j]) - dot))
-		}
+	})
+}
+
+func softmaxRowGrad[T Float](pr, dr, or []T, scale float64) {
+	var dot float64
+	for j, v := range pr {
+		dot += float64(v) * float64(dr[j])
+	}
+	for j, v := range pr {
+		or[j] = T(scale * float64(v) * (float64(dr[j]) - dot))
 	}
 }

@@ -31,7 +31,7 @@ func CrossEntropy(logits, targets *gorgonia.Node, ignoreIndex int, smoothing flo
 	if logits.Dims() < 2 || !ls[:len(ls)-1].Eq(ts) {
 		return nil, fmt.Errorf("cross entropy: targets %v do not fit logits %v, want the logits' shape without its last dim", ts, ls)
 	}
-	op := &xentOp{base: base{name: fmt.Sprintf("CrossEntropy(%d,%g)", ignoreIndex, smoothing), arity: 2}, ignore: ignoreIndex, smoothing: smoothing, dims: logits.Dims()}
+	op := &xentOp{base: base{name: fmt.Sprintf("CrossEntropy(%d,%g)", ignoreIndex, smoothing), arity: 2}, ignore: ignoreIndex, smoothing: smoothing, dims: logits.Dims(), logits: ls.Clone()}
 	return gorgonia.ApplyOp(op, logits, targets)
 }
 
@@ -40,28 +40,30 @@ type xentOp struct {
 	ignore    int
 	smoothing float64
 	dims      int
-	grad      bool // (logits, targets, dloss) → dlogits
+	logits    tensor.Shape
+	wantGrad  bool          // set by SymDiff: forward runs also keep the gradient
+	cache     *tensor.Dense // d(loss)/d(logits) of the last forward run
+	fwd       *xentOp       // on the gradient op: the forward op whose cache it scales
 }
 
 func (op *xentOp) Type() hm.Type {
-	if op.grad {
-		return hm.NewFnType(tt(op.dims, typeA), tt(op.dims-1, tensor.Int), typeA, tt(op.dims, typeA))
+	if op.fwd != nil { // (loss, dloss) → dlogits; loss orders it after the forward
+		return hm.NewFnType(typeA, typeA, tt(op.dims, typeA))
 	}
 	return hm.NewFnType(tt(op.dims, typeA), tt(op.dims-1, tensor.Int), typeA)
 }
 
-func (op *xentOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
-	if op.grad {
-		s, err := shapes(op.name, in[:1])
-		if err != nil {
-			return nil, err
-		}
-		return s[0].Clone(), nil
+func (op *xentOp) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	if op.fwd != nil {
+		return op.logits.Clone(), nil
 	}
 	return tensor.ScalarShape(), nil
 }
 
 func (op *xentOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
+	if op.fwd != nil {
+		return op.scaleCache(vs[1])
+	}
 	ts, dt, err := floats(op.name, vs[0])
 	if err != nil {
 		return nil, err
@@ -77,31 +79,52 @@ func (op *xentOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 			return nil, fmt.Errorf("cross entropy: target %d at position %d is outside the %d classes [0, %d) and is not the ignore index %d", t, i, v, v, op.ignore)
 		}
 	}
-	if op.grad {
-		dl, err := scalar(op.name, vs[2])
-		if err != nil {
-			return nil, err
-		}
-		out := newDense(dt, logits.Shape())
-		if isFloat32(dt) {
-			xentKernel(data[float32](logits), tg, data[float32](out), v, op.ignore, op.smoothing, dl)
-		} else {
-			xentKernel(data[float64](logits), tg, data[float64](out), v, op.ignore, op.smoothing, dl)
-		}
-		return out, nil
+	op.cache = nil
+	if op.wantGrad {
+		op.cache = newDense(dt, logits.Shape())
 	}
-	var loss float64
 	if isFloat32(dt) {
-		loss = xentKernel(data[float32](logits), tg, nil, v, op.ignore, op.smoothing, 0)
-		return gorgonia.NewF32(float32(loss)), nil
+		return gorgonia.NewF32(float32(xentKernel(data[float32](logits), tg, cacheOf[float32](op.cache), v, op.ignore, op.smoothing))), nil
 	}
-	loss = xentKernel(data[float64](logits), tg, nil, v, op.ignore, op.smoothing, 0)
-	return gorgonia.NewF64(loss), nil
+	return gorgonia.NewF64(xentKernel(data[float64](logits), tg, cacheOf[float64](op.cache), v, op.ignore, op.smoothing)), nil
+}
+
+func cacheOf[T Float](d *tensor.Dense) []T {
+	if d == nil {
+		return nil
+	}
+	return data[T](d)
+}
+
+// scaleCache returns dloss times the gradient cached by the forward run.
+func (op *xentOp) scaleCache(dloss gorgonia.Value) (gorgonia.Value, error) {
+	dl, err := scalar(op.name, dloss)
+	if err != nil {
+		return nil, err
+	}
+	c := op.fwd.cache
+	if c == nil {
+		return nil, fmt.Errorf("%s: gradient ran before its forward pass", op.name)
+	}
+	out := newDense(c.Dtype(), c.Shape())
+	if isFloat32(c.Dtype()) {
+		scaleInto(data[float32](c), data[float32](out), float32(dl))
+	} else {
+		scaleInto(data[float64](c), data[float64](out), dl)
+	}
+	return out, nil
+}
+
+func scaleInto[T Float](x, out []T, s T) {
+	for i, v := range x {
+		out[i] = v * s
+	}
 }
 
 // xentKernel returns the mean loss; when grad is non-nil it also writes
-// dlogits = dloss·(p − (1−ε)·onehot − ε/V) / count.
-func xentKernel[T Float](logits []T, targets []int, grad []T, v, ignore int, eps, dloss float64) float64 {
+// d(mean loss)/d(logits) = (p − (1−ε)·onehot − ε/V) / count, in the same
+// pass, so each exp is computed once. Rows run in parallel.
+func xentKernel[T Float](logits []T, targets []int, grad []T, v, ignore int, eps float64) float64 {
 	count := 0
 	for _, t := range targets {
 		if t != ignore {
@@ -111,42 +134,61 @@ func xentKernel[T Float](logits []T, targets []int, grad []T, v, ignore int, eps
 	if count == 0 {
 		return 0
 	}
-	var total float64
-	scale := dloss / float64(count)
-	for r, t := range targets {
-		if t == ignore {
-			continue
-		}
-		row := logits[r*v : (r+1)*v]
-		mx := math.Inf(-1)
-		for _, x := range row {
-			mx = max(mx, float64(x))
-		}
-		var sum, sumLogits float64
-		for _, x := range row {
-			sum += math.Exp(float64(x) - mx)
-			sumLogits += float64(x)
-		}
-		lse := mx + math.Log(sum)
-		nll := lse - float64(row[t])
-		smooth := lse - sumLogits/float64(v) // mean_j −log p_j
-		total += (1-eps)*nll + eps*smooth
-		if grad != nil {
-			g := grad[r*v : (r+1)*v]
-			for j, x := range row {
-				g[j] = T(scale * (math.Exp(float64(x)-lse) - eps/float64(v)))
+	rowLoss := make([]float64, len(targets))
+	inv := 1 / float64(count)
+	parallelFor(len(targets), 2*v, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			if t := targets[r]; t != ignore {
+				var g []T
+				if grad != nil {
+					g = grad[r*v : (r+1)*v]
+				}
+				rowLoss[r] = xentRow(logits[r*v:(r+1)*v], t, g, eps, inv)
 			}
-			g[t] -= T(scale * (1 - eps))
+		}
+	})
+	var total float64
+	for _, l := range rowLoss {
+		total += l
+	}
+	return total * inv
+}
+
+// xentRow returns one row's smoothed loss and, if g is not nil, writes its
+// gradient scaled by inv.
+func xentRow[T Float](row []T, t int, g []T, eps, inv float64) float64 {
+	v := float64(len(row))
+	mx := math.Inf(-1)
+	for _, x := range row {
+		mx = max(mx, float64(x))
+	}
+	var sum, sumLogits float64
+	for j, x := range row {
+		e := math.Exp(float64(x) - mx)
+		sum += e
+		sumLogits += float64(x)
+		if g != nil {
+			g[j] = T(e)
 		}
 	}
-	return total / float64(count)
+	lse := mx + math.Log(sum)
+	nll := lse - float64(row[t])
+	smooth := lse - sumLogits/v // mean_j −log p_j
+	if g != nil {
+		for j := range g {
+			g[j] = T(inv * (float64(g[j])/sum - eps/v))
+		}
+		g[t] -= T(inv * (1 - eps))
+	}
+	return (1-eps)*nll + eps*smooth
 }
 
 func (op *xentOp) DiffWRT(int) []bool { return []bool{true, false} }
 
-func (op *xentOp) SymDiff(in gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	g := &xentOp{base: base{name: op.name + "Grad", arity: 3}, ignore: op.ignore, smoothing: op.smoothing, dims: op.dims, grad: true}
-	dl, err := gorgonia.ApplyOp(g, in[0], in[1], grad)
+func (op *xentOp) SymDiff(_ gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	op.wantGrad = true
+	g := &xentOp{base: base{name: op.name + "Grad", arity: 2}, dims: op.dims, logits: op.logits, fwd: op}
+	dl, err := gorgonia.ApplyOp(g, out, grad)
 	if err != nil {
 		return nil, fmt.Errorf("cross entropy grad: %w", err)
 	}
