@@ -78,9 +78,11 @@ func (op *bmmOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 }
 
 func bmmKernel[T Float](a, b, c []T, n, m, k, p int, tA, tB bool) {
-	for i := 0; i < n; i++ {
-		gemm(tA, tB, m, p, k, a[i*m*k:(i+1)*m*k], b[i*k*p:(i+1)*k*p], 0, c[i*m*p:(i+1)*m*p])
-	}
+	parallelFor(n, m*k*p/16, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gemm(tA, tB, m, p, k, a[i*m*k:(i+1)*m*k], b[i*k*p:(i+1)*k*p], 0, c[i*m*p:(i+1)*m*p])
+		}
+	})
 }
 
 func (op *bmmOp) DiffWRT(int) []bool { return []bool{true, true} }
