@@ -21,7 +21,8 @@ For a fair reference install libopenblas0-pthread and point the loader at it
 The BLAS library actually loaded is printed in the header line.
 
 Every benchmark is forward + backward in float32: 3 warm-up iterations, then
-the median of --iters (default 20, minimum 10) timed iterations.  tokens/s =
+the median of at least --iters (default 20, minimum 10) timed iterations;
+cheap ops get more iterations so that each timed loop lasts >= ~1 s.  tokens/s =
 B*T / seconds per iteration (for the standalone ops: rows / seconds, where
 rows = 16*128 = 2048 token positions).
 
@@ -42,6 +43,22 @@ import torch
 import torch.nn.functional as F
 
 THREADS = 2
+
+
+def cpu_busy_seconds():
+    """Total non-idle CPU seconds of the whole machine (Linux /proc/stat)."""
+    try:
+        with open("/proc/stat") as f:
+            vals = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)  # idle + iowait
+    return (sum(vals[:8]) - idle) / float(os.sysconf("SC_CLK_TCK"))
+
+
+def own_cpu_seconds():
+    t = os.times()
+    return t.user + t.system
 
 
 def blas_library():
@@ -94,11 +111,18 @@ def make_key_mask(B, T, gen):
     return torch.arange(T).view(1, T) < lens.view(B, 1)
 
 
-def bench(fn, params, iters, warmup=3):
+def bench(fn, params, iters, warmup=3, min_total=1.0, max_iters=1000):
+    """Median seconds/iter.  Cheap ops get more iterations (up to max_iters) so
+    that the timed loop lasts at least ~min_total seconds."""
+    t_warm = 0.0
     for _ in range(warmup):
+        t0 = time.perf_counter()
         fn()
+        t_warm = time.perf_counter() - t0
         for p in params:
             p.grad = None
+    if t_warm > 0:
+        iters = max(iters, min(max_iters, int(math.ceil(min_total / t_warm))))
     times = []
     for _ in range(iters):
         t0 = time.perf_counter()
@@ -106,7 +130,7 @@ def bench(fn, params, iters, warmup=3):
         times.append(time.perf_counter() - t0)
         for p in params:
             p.grad = None
-    return statistics.median(times)
+    return statistics.median(times), iters
 
 
 def build_cases(gen):
@@ -198,17 +222,17 @@ def main():
 
     env = " ".join("%s=%s" % (k, os.environ.get(k, "<unset>"))
                    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"))
-    print("torch %s, %s, threads=%d, %s, float32, fwd+bwd, warm-up 3, median of %d" % (
+    print("torch %s, %s, threads=%d, %s, float32, fwd+bwd, warm-up 3, median of >=%d" % (
         torch.__version__, platform.machine(), torch.get_num_threads(), env, iters))
     if os.environ.get("OMP_WAIT_POLICY", "").upper() != "PASSIVE":
         print("WARNING: OMP_WAIT_POLICY=PASSIVE not set; timings may be ~4x slower",
               file=sys.stderr)
-    try:
-        load1 = os.getloadavg()[0]
-        print("load average (1 min) before start: %.2f%s" % (
-            load1, "  (machine busy: timings unreliable)" if load1 > 0.5 else ""))
-    except OSError:
-        pass
+    busy0 = cpu_busy_seconds()
+    time.sleep(0.5)
+    busy1 = cpu_busy_seconds()
+    if busy0 is not None and busy1 is not None:
+        print("CPU busy before start (other processes): %.0f%% of %d cores" % (
+            100.0 * (busy1 - busy0) / (0.5 * os.cpu_count()), os.cpu_count()))
     blas = blas_library()
     print("BLAS: %s" % blas)
     if "openblas" not in blas and "mkl" not in blas:
@@ -216,14 +240,24 @@ def main():
               "slower. See tools/pytorch/README.md (LD_LIBRARY_PATH=.../openblas-pthread).",
               file=sys.stderr)
     print()
-    print("| benchmark | ms/iter | tokens/s |")
-    print("|---|---:|---:|")
-    for name, fn, params, tokens in build_cases(gen):
+    print("| benchmark | ms/iter | tokens/s | iters |")
+    print("|---|---:|---:|---:|")
+    cases = build_cases(gen)
+    busy_start, own_start, wall_start = cpu_busy_seconds(), own_cpu_seconds(), time.time()
+    for name, fn, params, tokens in cases:
         if args.filter and args.filter not in name:
             continue
-        sec = bench(fn, params, iters)
-        print("| %s | %.2f | %.0f |" % (name, sec * 1e3, tokens / sec))
+        sec, n = bench(fn, params, iters)
+        print("| %s | %.2f | %.0f | %d |" % (name, sec * 1e3, tokens / sec, n))
         sys.stdout.flush()
+    busy_end = cpu_busy_seconds()
+    if busy_start is not None and busy_end is not None:
+        wall = time.time() - wall_start
+        foreign = (busy_end - busy_start) - (own_cpu_seconds() - own_start)
+        frac = max(0.0, foreign) / (wall * os.cpu_count())
+        print()
+        print("CPU used by other processes during the run: %.0f%% of %d cores%s" % (
+            100.0 * frac, os.cpu_count(), "  (timings unreliable)" if frac > 0.1 else ""))
     return 0
 
 

@@ -1,0 +1,96 @@
+package layers_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/d73a19ff/zoo/layers"
+)
+
+// Build a pre-norm encoder, run one forward and backward pass on a padded
+// batch, and read the output and a gradient.
+func Example() {
+	s, err := layers.NewStore(layers.WithSeed(1), layers.WithInitStd(0.02))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	enc, err := layers.NewEncoder(s.Root().Sub("encoder"), layers.BlockConfig{
+		Dim: 16, Heads: 4, FFNDim: 64, Activation: "gelu", Norm: layers.PreNorm, LayerNormEps: 1e-5, Bias: true,
+	}, 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	g := s.NewGraph() // an evaluation graph: dropout off
+	x := g.Input("x", 2, 5, 16)
+	mask := g.Input("attention_mask", 2, 5)
+	_ = gorgonia.Let(mask, tensor.New(tensor.WithShape(2, 5), tensor.WithBacking([]float32{1, 1, 1, 1, 1, 1, 1, 1, 0, 0})))
+	y, err := enc.Forward(g, x, mask)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	loss, _ := gorgonia.Sum(y)
+	grads, err := gorgonia.Grad(loss, g.Learnables()...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var out, dw gorgonia.Value
+	gorgonia.Read(y, &out)
+	gorgonia.Read(grads[0], &dw)
+	m := gorgonia.NewTapeMachine(g.ExprGraph)
+	defer m.Close()
+	if err := m.RunAll(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("parameters:", s.NumParams()) // 2·(4·16²+4·16 + 2·16·64+64+16 + 2·2·16) + 2·16
+	fmt.Println("first:", s.Params()[0].Name)
+	fmt.Println("output:", out.Shape(), "gradient of the first:", dw.Shape())
+	// Output:
+	// parameters: 6592
+	// first: encoder.layers.0.self_attn.q_proj.weight
+	// output: (2, 5, 16) gradient of the first: (16, 16)
+}
+
+// Save a model as model.safetensors + config.json and load it into another.
+func ExampleSaveCheckpoint() {
+	type config struct {
+		HiddenSize int `json:"hidden_size"`
+	}
+	dir, _ := os.MkdirTemp("", "zoo-example")
+	defer os.RemoveAll(dir)
+
+	build := func(seed uint64) (*layers.Store, error) {
+		s, err := layers.NewStore(layers.WithSeed(seed))
+		if err != nil {
+			return nil, err
+		}
+		_, err = layers.NewLinear(s.Root().Sub("classifier"), 8, 3, true)
+		return s, err
+	}
+	a, _ := build(1)
+	b, _ := build(2)
+	if err := layers.SaveCheckpoint(dir, config{HiddenSize: 8}, a, nil); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := layers.LoadCheckpoint(dir, b); err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, _ := b.Param("classifier.weight")
+	q, _ := a.Param("classifier.weight")
+	fmt.Println("same weights:", p.Value.Data().([]float32)[0] == q.Value.Data().([]float32)[0])
+	_, err := os.Stat(filepath.Join(dir, layers.ConfigFile))
+	fmt.Println("config saved:", err == nil)
+	// Output:
+	// same weights: true
+	// config saved: true
+}
