@@ -1,0 +1,42 @@
+package ops
+
+import "math"
+
+// erf32 approximates erf for float32 work with the rational minimax form
+// x·P(x²)/Q(x²) on x clamped to [−4, 4] (beyond which erf is ±1 in float32),
+// the approximation Eigen and XLA use for single-precision erf. Its absolute
+// error against math.Erf is below 5e-7 (TestErf32). It is several times faster
+// than math.Erf, which dominates exact GELU in float32 otherwise.
+func erf32(x float32) float32 {
+	x = min(max(x, -4), 4)
+	x2 := x * x
+	p := float32(-2.72614225801306e-10)
+	p = p*x2 + 2.77068142495902e-08
+	p = p*x2 - 2.10102402082508e-06
+	p = p*x2 - 5.69250639462346e-05
+	p = p*x2 - 7.34990630326855e-04
+	p = p*x2 - 2.95459980854025e-03
+	p = p*x2 - 1.60960333262415e-02
+	q := float32(-1.45660718464996e-05)
+	q = q*x2 - 2.13374055278905e-04
+	q = q*x2 - 1.68282697438203e-03
+	q = q*x2 - 7.37332916720468e-03
+	q = q*x2 - 1.42647390514189e-02
+	return x * p / q
+}
+
+// geluForward32 is exact GELU over float32 with erf32.
+func geluForward32(x, out []float32) {
+	for i, v := range x {
+		out[i] = 0.5 * v * (1 + erf32(v*(1/sqrt2)))
+	}
+}
+
+// geluGrad32 is dy·(Φ(x) + x·φ(x)) over float32 with erf32.
+func geluGrad32(x, dy, out []float32) {
+	for i, v := range x {
+		cdf := 0.5 * (1 + erf32(v*(1/sqrt2)))
+		pdf := float32(invSqrt2Pi * math.Exp(float64(-0.5*v*v)))
+		out[i] = dy[i] * (cdf + v*pdf)
+	}
+}
