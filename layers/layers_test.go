@@ -213,3 +213,19 @@ func TestBadInput(t *testing.T) {
 	_, err = NewSinusoidal(8, 1)
 	require.ErrorContains(t, err, "base > 1")
 }
+
+// Attention dropout acts on the probabilities in training graphs only.
+func TestAttentionDropout(t *testing.T) {
+	s := newStore64(t)
+	a, err := NewMultiHeadAttention(s.Root(), AttentionConfig{Dim: 4, Heads: 2, Dropout: 0.5})
+	require.NoError(t, err)
+	run := func(opts ...GraphOption) []float64 {
+		g := s.NewGraph(opts...)
+		y, err := a.Forward(g, randInput(g, "x", 1, 2, 6, 4), nil, nil, false)
+		require.NoError(t, err)
+		return runRead(t, g, y)[0].(*tensor.Dense).Data().([]float64)
+	}
+	require.Equal(t, run(), run(), "evaluation is deterministic")
+	require.NotEqual(t, run(), run(Training(), DropoutSeed(1)), "training drops attention")
+	require.Equal(t, run(Training(), DropoutSeed(1)), run(Training(), DropoutSeed(1)), "and is reproducible")
+}
