@@ -5,16 +5,21 @@ import (
 	"math"
 
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/internal/ops"
 )
 
 // AttentionNames are the scopes of the four projections, relative to the
 // attention's scope; they may contain dots (BERT's "self.query",
-// "output.dense"). The zero value means Hugging Face BART's names.
+// "output.dense"). The zero value means Hugging Face BART's names. With a
+// fused query-key-value projection, Query names it (GPT-2's "c_attn").
 type AttentionNames struct{ Query, Key, Value, Out string }
 
-func (n AttentionNames) orDefault() AttentionNames {
+func (n AttentionNames) orDefault(fused bool) AttentionNames {
+	if n == (AttentionNames{}) && fused {
+		return AttentionNames{Query: "c_attn", Out: "c_proj"}
+	}
 	if n == (AttentionNames{}) {
 		return AttentionNames{Query: "q_proj", Key: "k_proj", Value: "v_proj", Out: "out_proj"}
 	}
@@ -28,6 +33,9 @@ type AttentionConfig struct {
 	Bias    bool           // biases on the four projections
 	Dropout float64        // dropout on the attention probabilities (training graphs)
 	Names   AttentionNames // parameter scopes; zero value: q_proj, k_proj, v_proj, out_proj
+	// FusedQKV projects queries, keys and values with one (3d, d) matrix, as
+	// GPT-2's c_attn; self-attention only.
+	FusedQKV bool
 }
 
 // Validate reports a configuration that cannot be built.
@@ -47,29 +55,40 @@ func (c AttentionConfig) Validate() error {
 // (Vaswani et al. 2017, §3.2): softmax(q·kᵀ/√d_head + mask)·v per head,
 // heads concatenated and projected. It has 4·d² weights, plus 4·d biases.
 type MultiHeadAttention struct {
-	Query, Key, Value, Out *Linear
+	Query, Key, Value, Out *Linear // with FusedQKV, Query is the fused (3d, d) projection and Key, Value are nil
 	Dim, Heads             int
 	dropout                Dropout
 }
 
-// NewMultiHeadAttention creates the four projections in scope s.
+// NewMultiHeadAttention creates the projections in scope s.
 func NewMultiHeadAttention(s Scope, c AttentionConfig) (*MultiHeadAttention, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", s.prefix, err)
 	}
-	n := c.Names.orDefault()
+	n := c.Names.orDefault(c.FusedQKV)
 	a := &MultiHeadAttention{Dim: c.Dim, Heads: c.Heads, dropout: Dropout{P: c.Dropout}}
 	var err error
-	for _, p := range []struct {
-		l    **Linear
-		name string
-	}{{&a.Query, n.Query}, {&a.Key, n.Key}, {&a.Value, n.Value}, {&a.Out, n.Out}} {
-		if *p.l, err = NewLinear(s.Sub(p.name), c.Dim, c.Dim, c.Bias); err != nil {
+	if c.FusedQKV {
+		if a.Query, err = NewLinear(s.Sub(n.Query), c.Dim, 3*c.Dim, c.Bias); err != nil {
 			return nil, err
 		}
+	} else {
+		for _, p := range []struct {
+			l    **Linear
+			name string
+		}{{&a.Query, n.Query}, {&a.Key, n.Key}, {&a.Value, n.Value}} {
+			if *p.l, err = NewLinear(s.Sub(p.name), c.Dim, c.Dim, c.Bias); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if a.Out, err = NewLinear(s.Sub(n.Out), c.Dim, c.Dim, c.Bias); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
+
+func (a *MultiHeadAttention) name() string { return a.Query.Weight.Name }
 
 // Forward attends from queries x (B, Tq, D) to keys and values kv
 // (B, Tk, D), or to x itself when kv is nil, and returns (B, Tq, D).
@@ -85,50 +104,146 @@ func (a *MultiHeadAttention) Forward(g *Graph, x, kv, mask *gorgonia.Node, causa
 // Read them with gorgonia.Read: the tape machine may reuse an intermediate
 // node's memory once the run has moved on.
 func (a *MultiHeadAttention) ForwardWithProbs(g *Graph, x, kv, mask *gorgonia.Node, causal bool) (out, probs *gorgonia.Node, err error) {
-	name := a.Query.Weight.Name
 	if kv == nil {
 		kv = x
 	}
+	if err := a.checkInputs(x, kv, mask); err != nil {
+		return nil, nil, err
+	}
+	q, k, v, err := a.Project(g, x, kv)
+	if err != nil {
+		return nil, nil, err
+	}
+	offset := ops.NoCausal
+	if causal {
+		offset = kv.Shape()[1] - x.Shape()[1]
+	}
+	return a.Attend(g, q, k, v, mask, offset)
+}
+
+func (a *MultiHeadAttention) checkInputs(x, kv, mask *gorgonia.Node) error {
 	if x.Dims() != 3 || kv.Dims() != 3 || x.Shape()[2] != a.Dim || kv.Shape()[2] != a.Dim || x.Shape()[0] != kv.Shape()[0] {
-		return nil, nil, fmt.Errorf("attention %s: queries %v and keys %v must be (B, T, %d) with the same B", name, x.Shape(), kv.Shape(), a.Dim)
+		return fmt.Errorf("attention %s: queries %v and keys %v must be (B, T, %d) with the same B", a.name(), x.Shape(), kv.Shape(), a.Dim)
 	}
 	if mask != nil && (mask.Dims() != 2 || mask.Shape()[0] != kv.Shape()[0] || mask.Shape()[1] != kv.Shape()[1]) {
-		return nil, nil, fmt.Errorf("attention %s: mask %v must be (B, Tk) = (%d, %d)", name, mask.Shape(), kv.Shape()[0], kv.Shape()[1])
+		return fmt.Errorf("attention %s: mask %v must be (B, Tk) = (%d, %d)", a.name(), mask.Shape(), kv.Shape()[0], kv.Shape()[1])
 	}
-	var q, k, v *gorgonia.Node
-	for _, p := range []struct {
-		dst **gorgonia.Node
-		l   *Linear
-		in  *gorgonia.Node
-	}{{&q, a.Query, x}, {&k, a.Key, kv}, {&v, a.Value, kv}} {
+	return nil
+}
+
+// Project maps queries x (B, Tq, D) and keys/values kv (B, Tk, D) to heads
+// q (B·h, Tq, d_head) and k, v (B·h, Tk, d_head). A fused projection needs
+// kv to be x.
+func (a *MultiHeadAttention) Project(g *Graph, x, kv *gorgonia.Node) (q, k, v *gorgonia.Node, err error) {
+	if a.Key == nil { // fused
+		if kv != x {
+			return nil, nil, nil, fmt.Errorf("attention %s: a fused query-key-value projection is for self-attention only", a.name())
+		}
+		qkv, err := a.Query.Forward(g, x) // (B, T, 3D)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		heads := make([]*gorgonia.Node, 3)
+		for i := range heads {
+			if heads[i], err = ops.SplitHeadsPart(qkv, a.Heads, i, 3); err != nil {
+				return nil, nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
+			}
+		}
+		return heads[0], heads[1], heads[2], nil
+	}
+	out := make([]*gorgonia.Node, 3)
+	for i, p := range []struct {
+		l  *Linear
+		in *gorgonia.Node
+	}{{a.Query, x}, {a.Key, kv}, {a.Value, kv}} {
 		y, err := p.l.Forward(g, p.in)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		if *p.dst, err = ops.SplitHeads(y, a.Heads); err != nil { // (B·h, T, d_head)
-			return nil, nil, fmt.Errorf("attention %s: %w", name, err)
+		if out[i], err = ops.SplitHeads(y, a.Heads); err != nil { // (B·h, T, d_head)
+			return nil, nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
 		}
 	}
+	return out[0], out[1], out[2], nil
+}
+
+// Attend computes the attention of heads q (B·h, Tq, d_head) over k, v
+// (B·h, Tk, d_head) with an optional key mask (B, Tk): query i sees key j
+// only when j ≤ i + causalOffset, unless causalOffset is NoCausal. It returns
+// the projected output (B, Tq, D) and the probabilities (B·h, Tq, Tk).
+func (a *MultiHeadAttention) Attend(g *Graph, q, k, v, mask *gorgonia.Node, causalOffset int) (out, probs *gorgonia.Node, err error) {
 	scores, err := ops.BatchedMatMul(q, k, false, true) // (B·h, Tq, Tk)
 	if err != nil {
-		return nil, nil, fmt.Errorf("attention %s: scores: %w", name, err)
+		return nil, nil, fmt.Errorf("attention %s: scores: %w", a.name(), err)
 	}
-	probs, err = ops.MaskedSoftmax(scores, mask, 1/math.Sqrt(float64(a.Dim/a.Heads)), causal)
+	probs, err = ops.CausalSoftmax(scores, mask, 1/math.Sqrt(float64(a.Dim/a.Heads)), causalOffset)
 	if err != nil {
-		return nil, nil, fmt.Errorf("attention %s: %w", name, err)
+		return nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
 	}
 	dropped, err := a.dropout.Forward(g, probs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("attention %s: %w", name, err)
+		return nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
 	}
 	ctx, err := ops.BatchedMatMul(dropped, v, false, false) // (B·h, Tq, d_head)
 	if err != nil {
-		return nil, nil, fmt.Errorf("attention %s: context: %w", name, err)
+		return nil, nil, fmt.Errorf("attention %s: context: %w", a.name(), err)
 	}
 	merged, err := ops.MergeHeads(ctx, a.Heads) // (B, Tq, D)
 	if err != nil {
-		return nil, nil, fmt.Errorf("attention %s: %w", name, err)
+		return nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
 	}
 	out, err = a.Out.Forward(g, merged)
 	return out, probs, err
+}
+
+// NoCausal as a causal offset turns the causal mask off.
+const NoCausal = ops.NoCausal
+
+// KVCache is one self-attention layer's key/value cache for incremental
+// decoding: K and V are graph inputs of shape (B·h, C, d_head) bound to
+// tensors that persist across runs, and Slot an int input of shape (1)
+// giving the cache slot of the first token of this run.
+type KVCache struct{ K, V, Slot *gorgonia.Node }
+
+// CacheShape is the shape of K and V for a batch and a capacity C.
+func (a *MultiHeadAttention) CacheShape(batch, capacity int) []int {
+	return []int{batch * a.Heads, capacity, a.Dim / a.Heads}
+}
+
+// ForwardCached is causal self-attention through a KV cache of capacity C:
+// the keys and values of x (B, T, D) are written into the cache at slots
+// [slot, slot+T), then x attends over the cache, whose occupied slots mask
+// (B, C) marks with 1. Several tokens (a prompt) must start at slot 0 and
+// attend causally; a single token attends to every marked slot. It returns
+// (B, T, D).
+func (a *MultiHeadAttention) ForwardCached(g *Graph, x, mask *gorgonia.Node, c *KVCache) (*gorgonia.Node, error) {
+	if c == nil || c.K == nil || c.V == nil || c.Slot == nil {
+		return nil, fmt.Errorf("attention %s: incomplete KV cache", a.name())
+	}
+	if err := a.checkInputs(x, x, nil); err != nil {
+		return nil, err
+	}
+	want := a.CacheShape(x.Shape()[0], c.K.Shape()[1])
+	if !c.K.Shape().Eq(tensor.Shape(want)) || !c.V.Shape().Eq(tensor.Shape(want)) {
+		return nil, fmt.Errorf("attention %s: cache %v and %v must be %v", a.name(), c.K.Shape(), c.V.Shape(), want)
+	}
+	if mask == nil || !mask.Shape().Eq(tensor.Shape{x.Shape()[0], want[1]}) {
+		return nil, fmt.Errorf("attention %s: a cached step needs a mask (B, C) = (%d, %d) of occupied slots", a.name(), x.Shape()[0], want[1])
+	}
+	q, k, v, err := a.Project(g, x, x)
+	if err != nil {
+		return nil, err
+	}
+	if k, err = ops.WriteSlots(c.K, k, c.Slot); err != nil {
+		return nil, fmt.Errorf("attention %s: %w", a.name(), err)
+	}
+	if v, err = ops.WriteSlots(c.V, v, c.Slot); err != nil {
+		return nil, fmt.Errorf("attention %s: %w", a.name(), err)
+	}
+	offset := NoCausal
+	if x.Shape()[1] > 1 {
+		offset = 0
+	}
+	out, _, err := a.Attend(g, q, k, v, mask, offset)
+	return out, err
 }

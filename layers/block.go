@@ -50,6 +50,12 @@ type BlockConfig struct {
 	ActivationDropout  float64 // inside the feed-forward
 	Bias               bool    // biases on all projections
 	Names              BlockNames
+	// Causal makes an encoder block's self-attention causal: a decoder-only
+	// (GPT) block is a causal encoder block.
+	Causal bool
+	// FusedQKV projects self-attention queries, keys and values with one
+	// matrix (GPT-2's c_attn).
+	FusedQKV bool
 }
 
 // Validate reports a configuration that cannot be built.
@@ -75,7 +81,7 @@ func (c BlockConfig) Validate() error {
 }
 
 func (c BlockConfig) attention() AttentionConfig {
-	return AttentionConfig{Dim: c.Dim, Heads: c.Heads, Bias: c.Bias, Dropout: c.AttentionDropout, Names: c.Names.orDefault().Attention}
+	return AttentionConfig{Dim: c.Dim, Heads: c.Heads, Bias: c.Bias, Dropout: c.AttentionDropout, Names: c.Names.orDefault().Attention, FusedQKV: c.FusedQKV}
 }
 
 // sublayer is one residual branch: an attention or feed-forward with its
@@ -127,6 +133,7 @@ type EncoderBlock struct {
 	FFN      *FeedForward
 	attn     sublayer
 	ffn      sublayer
+	causal   bool
 }
 
 // NewEncoderBlock creates an encoder block in scope s.
@@ -135,7 +142,7 @@ func NewEncoderBlock(s Scope, c BlockConfig) (*EncoderBlock, error) {
 		return nil, fmt.Errorf("%s: %w", s.prefix, err)
 	}
 	n := c.Names.orDefault()
-	b := &EncoderBlock{}
+	b := &EncoderBlock{causal: c.Causal}
 	var err error
 	if b.SelfAttn, b.attn, err = newAttention(s, c, n.SelfAttn, n.SelfAttnNorm); err != nil {
 		return nil, err
@@ -170,9 +177,25 @@ func newFFN(s Scope, c BlockConfig, n BlockNames) (*FeedForward, sublayer, error
 // Forward maps x (B, T, D), with an optional key-padding mask (B, T), to
 // (B, T, D).
 func (b *EncoderBlock) Forward(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, error) {
-	h, err := b.attn.apply(g, x, func(in *gorgonia.Node) (*gorgonia.Node, error) {
-		return b.SelfAttn.Forward(g, in, nil, mask, false)
+	return b.forward(g, x, func(in *gorgonia.Node) (*gorgonia.Node, error) {
+		return b.SelfAttn.Forward(g, in, nil, mask, b.causal)
 	})
+}
+
+// ForwardCached is Forward of a causal block through a KV cache (see
+// MultiHeadAttention.ForwardCached): x (B, T, D) are the tokens at the
+// cache's slot, mask (B, C) marks the occupied cache slots.
+func (b *EncoderBlock) ForwardCached(g *Graph, x, mask *gorgonia.Node, c *KVCache) (*gorgonia.Node, error) {
+	if !b.causal {
+		return nil, fmt.Errorf("%s: a KV cache needs a causal block", b.SelfAttn.name())
+	}
+	return b.forward(g, x, func(in *gorgonia.Node) (*gorgonia.Node, error) {
+		return b.SelfAttn.ForwardCached(g, in, mask, c)
+	})
+}
+
+func (b *EncoderBlock) forward(g *Graph, x *gorgonia.Node, attend func(*gorgonia.Node) (*gorgonia.Node, error)) (*gorgonia.Node, error) {
+	h, err := b.attn.apply(g, x, attend)
 	if err != nil {
 		return nil, err
 	}

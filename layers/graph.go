@@ -19,6 +19,7 @@ type Graph struct {
 	seed     uint64
 	nodes    map[*Param]*gorgonia.Node
 	dropouts []*ops.DropoutSite
+	names    map[string]int
 }
 
 // GraphOption sets a runtime knob of a Graph.
@@ -32,7 +33,7 @@ func DropoutSeed(seed uint64) GraphOption { return func(g *Graph) { g.seed = see
 
 // NewGraph starts a graph over the store's parameters.
 func (s *Store) NewGraph(opts ...GraphOption) *Graph {
-	g := &Graph{ExprGraph: gorgonia.NewGraph(), store: s, nodes: map[*Param]*gorgonia.Node{}}
+	g := &Graph{ExprGraph: gorgonia.NewGraph(), store: s, nodes: map[*Param]*gorgonia.Node{}, names: map[string]int{}}
 	for _, o := range opts {
 		o(g)
 	}
@@ -80,8 +81,21 @@ func (g *Graph) Params() []*Param {
 	return out
 }
 
+// unique returns name, or name#n if the graph already has it: Gorgonia
+// merges two inputs of the same name, type and shape into one node, which
+// would silently share, say, two layers' KV caches.
+func (g *Graph) unique(name string) string {
+	n := g.names[name]
+	g.names[name] = n + 1
+	if n == 0 {
+		return name
+	}
+	return fmt.Sprintf("%s#%d", name, n)
+}
+
 // Input adds a named float input of the graph's dtype, zero-filled; set it
-// with gorgonia.Let before each run.
+// with gorgonia.Let before each run. A name used twice gets a "#n" suffix,
+// so two inputs are never merged.
 func (g *Graph) Input(name string, shape ...int) *gorgonia.Node {
 	return g.input(name, g.store.dtype, shape)
 }
@@ -92,8 +106,14 @@ func (g *Graph) IntInput(name string, shape ...int) *gorgonia.Node {
 }
 
 func (g *Graph) input(name string, dt tensor.Dtype, shape []int) *gorgonia.Node {
-	v := tensor.New(tensor.WithShape(shape...), tensor.Of(dt))
-	return gorgonia.NewTensor(g.ExprGraph, dt, len(shape), gorgonia.WithShape(shape...), gorgonia.WithName(name), gorgonia.WithValue(v))
+	return g.Bind(name, tensor.New(tensor.WithShape(shape...), tensor.Of(dt)))
+}
+
+// Bind adds a named input bound to t itself, not a copy: a run reads t and
+// ops that write in place (a KV cache) write into it.
+// Names are made unique within the graph (see Input).
+func (g *Graph) Bind(name string, t *tensor.Dense) *gorgonia.Node {
+	return gorgonia.NewTensor(g.ExprGraph, t.Dtype(), t.Dims(), gorgonia.WithShape(t.Shape().Clone()...), gorgonia.WithName(g.unique(name)), gorgonia.WithValue(t))
 }
 
 // Constant adds a float constant of the graph's dtype from float64 values.
@@ -111,7 +131,7 @@ func (g *Graph) Constant(name string, v []float64, shape ...int) (*gorgonia.Node
 		}
 		t = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f))
 	}
-	return gorgonia.NewTensor(g.ExprGraph, t.Dtype(), len(shape), gorgonia.WithShape(shape...), gorgonia.WithName(name), gorgonia.WithValue(t)), nil
+	return g.Bind(name, t), nil
 }
 
 // IntConstant adds an int constant.
@@ -119,8 +139,7 @@ func (g *Graph) IntConstant(name string, v []int, shape ...int) (*gorgonia.Node,
 	if len(v) != tensor.Shape(shape).TotalSize() {
 		return nil, fmt.Errorf("layers: constant %s: %d values do not fill shape %v", name, len(v), shape)
 	}
-	t := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]int(nil), v...)))
-	return gorgonia.NewTensor(g.ExprGraph, tensor.Int, len(shape), gorgonia.WithShape(shape...), gorgonia.WithName(name), gorgonia.WithValue(t)), nil
+	return g.Bind(name, tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]int(nil), v...)))), nil
 }
 
 // dropoutSite registers a new dropout location; sites are numbered in the

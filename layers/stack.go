@@ -56,6 +56,24 @@ func (e *Encoder) Forward(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, err
 	return x, nil
 }
 
+// ForwardCached runs a causal stack through one KV cache per layer (see
+// EncoderBlock.ForwardCached).
+func (e *Encoder) ForwardCached(g *Graph, x, mask *gorgonia.Node, caches []*KVCache) (*gorgonia.Node, error) {
+	if len(caches) != len(e.Layers) {
+		return nil, fmt.Errorf("encoder: %d KV caches for %d layers", len(caches), len(e.Layers))
+	}
+	var err error
+	for i, b := range e.Layers {
+		if x, err = b.ForwardCached(g, x, mask, caches[i]); err != nil {
+			return nil, fmt.Errorf("layer %d: %w", i, err)
+		}
+	}
+	if e.Norm != nil {
+		return e.Norm.Forward(g, x)
+	}
+	return x, nil
+}
+
 // Decoder is a stack of DecoderBlocks, with a final LayerNorm when pre-norm.
 type Decoder struct {
 	Layers []*DecoderBlock

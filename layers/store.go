@@ -182,6 +182,22 @@ func Constant(c float64) Init {
 	}
 }
 
+// Reinit refills p with init, drawing from the store's generator; models
+// use it for initialisations of their own (GPT-2's scaled residual
+// projections).
+func (s *Store) Reinit(p *Param, init Init) {
+	v := make([]float64, p.Value.Size())
+	init(s.rng, p.Value.Shape(), v)
+	switch d := p.Value.Data().(type) {
+	case []float64:
+		copy(d, v)
+	case []float32:
+		for i, x := range v {
+			d[i] = float32(x)
+		}
+	}
+}
+
 // weightInit is the store's initialiser for a weight with fan-in fanIn.
 func (s *Store) weightInit(fanIn int) Init {
 	if s.initStd > 0 {

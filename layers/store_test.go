@@ -128,3 +128,14 @@ func TestParamCounts(t *testing.T) {
 	require.Equal(t, 3*(attn+ffn+2*ln), count(func(s Scope) error { _, err := NewEncoder(s, c, 3); return err }))
 	require.Equal(t, 16*3*4*4+16, count(func(s Scope) error { _, err := NewPatchEmbedding(s, 3, 4, 16); return err }))
 }
+
+// Two inputs given the same name stay two nodes (Gorgonia would merge them).
+func TestInputNamesAreUnique(t *testing.T) {
+	s, err := NewStore()
+	require.NoError(t, err)
+	g := s.NewGraph()
+	a, b := g.Input("k", 2, 3), g.Input("k", 2, 3)
+	require.NotSame(t, a, b)
+	require.Equal(t, "k", a.Name())
+	require.Equal(t, "k#1", b.Name())
+}

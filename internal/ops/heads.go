@@ -12,13 +12,31 @@ import (
 // x.view(B, T, h, d).transpose(1, 2) followed by a reshape: head k of batch
 // item b is row b·h+k and takes features [k·d, (k+1)·d).
 func SplitHeads(x *gorgonia.Node, heads int) (*gorgonia.Node, error) {
+	return SplitHeadsPart(x, heads, 0, 1)
+}
+
+// SplitHeadsPart splits part k of parts equal column blocks of x: for a fused
+// query-key-value projection x (B, T, 3·C), part 0, 1, 2 of 3 give the query,
+// key and value heads, each (B·h, T, C/h).
+func SplitHeadsPart(x *gorgonia.Node, heads, part, parts int) (*gorgonia.Node, error) {
 	if err := checkFloatNode("split heads", "input", x); err != nil {
 		return nil, err
 	}
-	if x.Dims() != 3 || heads < 1 || x.Shape()[2]%heads != 0 {
-		return nil, fmt.Errorf("split heads: input %v must be (B, T, C) with C divisible by %d heads", x.Shape(), heads)
+	if parts < 1 || part < 0 || part >= parts {
+		return nil, fmt.Errorf("split heads: part %d of %d", part, parts)
 	}
-	return gorgonia.ApplyOp(&headsOp{base: base{name: fmt.Sprintf("SplitHeads(%d)", heads), arity: 1}, heads: heads, split: true}, x)
+	if x.Dims() != 3 || heads < 1 || x.Shape()[2]%(heads*parts) != 0 {
+		return nil, fmt.Errorf("split heads: input %v must be (B, T, %d·C) with C divisible by %d heads", x.Shape(), parts, heads)
+	}
+	return gorgonia.ApplyOp(newHeadsOp(heads, part, parts, true), x)
+}
+
+func newHeadsOp(heads, part, parts int, split bool) *headsOp {
+	name := "MergeHeads"
+	if split {
+		name = "SplitHeads"
+	}
+	return &headsOp{base: base{name: fmt.Sprintf("%s(%d,%d/%d)", name, heads, part, parts), arity: 1}, heads: heads, part: part, parts: parts, split: split}
 }
 
 // MergeHeads is the inverse of SplitHeads: (B·h, T, d) to (B, T, h·d).
@@ -29,13 +47,15 @@ func MergeHeads(x *gorgonia.Node, heads int) (*gorgonia.Node, error) {
 	if x.Dims() != 3 || heads < 1 || x.Shape()[0]%heads != 0 {
 		return nil, fmt.Errorf("merge heads: input %v must be (B·h, T, d) with B·h divisible by %d heads", x.Shape(), heads)
 	}
-	return gorgonia.ApplyOp(&headsOp{base: base{name: fmt.Sprintf("MergeHeads(%d)", heads), arity: 1}, heads: heads}, x)
+	return gorgonia.ApplyOp(newHeadsOp(heads, 0, 1, false), x)
 }
 
+// headsOp moves (B, T, [part of parts], h, d) to (B, h, T, d) when split,
+// and back when merging (writing zeros in the other parts).
 type headsOp struct {
 	base
-	heads int
-	split bool
+	heads, part, parts int
+	split              bool
 }
 
 func (op *headsOp) Type() hm.Type { return hm.NewFnType(tt(3, typeA), tt(3, typeA)) }
@@ -47,9 +67,9 @@ func (op *headsOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
 	}
 	a, t, c := s[0][0], s[0][1], s[0][2]
 	if op.split {
-		return tensor.Shape{a * op.heads, t, c / op.heads}, nil
+		return tensor.Shape{a * op.heads, t, c / op.parts / op.heads}, nil
 	}
-	return tensor.Shape{a / op.heads, t, c * op.heads}, nil
+	return tensor.Shape{a / op.heads, t, c * op.heads * op.parts}, nil
 }
 
 func (op *headsOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
@@ -62,27 +82,29 @@ func (op *headsOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	var b, t, d int
 	var shape tensor.Shape
 	if op.split {
-		b, t, d = s[0], s[1], s[2]/op.heads
+		b, t, d = s[0], s[1], s[2]/op.parts/op.heads
 		shape = tensor.Shape{b * op.heads, t, d}
 	} else {
 		b, t, d = s[0]/op.heads, s[1], s[2]
-		shape = tensor.Shape{b, t, d * op.heads}
+		shape = tensor.Shape{b, t, d * op.heads * op.parts}
 	}
 	out := newDense(dt, shape)
 	if isFloat32(dt) {
-		permuteHeads(data[float32](x), data[float32](out), b, t, op.heads, d, op.split)
+		permuteHeads(data[float32](x), data[float32](out), b, t, op.heads, d, op.part, op.parts, op.split)
 	} else {
-		permuteHeads(data[float64](x), data[float64](out), b, t, op.heads, d, op.split)
+		permuteHeads(data[float64](x), data[float64](out), b, t, op.heads, d, op.part, op.parts, op.split)
 	}
 	return out, nil
 }
 
-// permuteHeads moves (B, T, h, d) to (B, h, T, d) when split, else back.
-func permuteHeads[T Float](x, out []T, b, t, h, d int, split bool) {
+// permuteHeads moves (B, T, [part], h, d) to (B, h, T, d) when split, else
+// back.
+func permuteHeads[T Float](x, out []T, b, t, h, d, part, parts int, split bool) {
+	row := parts * h * d // one token's merged features
 	for bi := 0; bi < b; bi++ {
 		for ti := 0; ti < t; ti++ {
 			for hi := 0; hi < h; hi++ {
-				merged := ((bi*t+ti)*h + hi) * d
+				merged := (bi*t+ti)*row + (part*h+hi)*d
 				heads := ((bi*h+hi)*t + ti) * d
 				if split {
 					copy(out[heads:heads+d], x[merged:merged+d])
@@ -97,13 +119,7 @@ func permuteHeads[T Float](x, out []T, b, t, h, d int, split bool) {
 func (op *headsOp) DiffWRT(int) []bool { return []bool{true} }
 
 func (op *headsOp) SymDiff(_ gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	var dx *gorgonia.Node
-	var err error
-	if op.split {
-		dx, err = MergeHeads(grad, op.heads)
-	} else {
-		dx, err = SplitHeads(grad, op.heads)
-	}
+	dx, err := gorgonia.ApplyOp(newHeadsOp(op.heads, op.part, op.parts, !op.split), grad)
 	if err != nil {
 		return nil, fmt.Errorf("%s grad: %w", op.name, err)
 	}

@@ -18,6 +18,21 @@ import (
 // last query sees every key (the alignment a KV cache needs). A row with no
 // key left to attend to is all zeros, not NaN. The result has s's shape.
 func MaskedSoftmax(s, mask *gorgonia.Node, scale float64, causal bool) (*gorgonia.Node, error) {
+	offset := NoCausal
+	if causal && s.Dims() == 3 {
+		offset = s.Shape()[2] - s.Shape()[1]
+	}
+	return CausalSoftmax(s, mask, scale, offset)
+}
+
+// NoCausal as the offset of CausalSoftmax turns the causal mask off.
+const NoCausal = math.MinInt
+
+// CausalSoftmax is MaskedSoftmax with the causal alignment given: query i
+// may attend key j only when j ≤ i + offset. A decoder reading a KV cache of
+// capacity C from its slot 0 uses offset 0; MaskedSoftmax's causal mask is
+// offset Tk − Tq. NoCausal turns it off.
+func CausalSoftmax(s, mask *gorgonia.Node, scale float64, offset int) (*gorgonia.Node, error) {
 	const name = "masked softmax"
 	if err := checkFloatNode(name, "scores", s); err != nil {
 		return nil, err
@@ -25,7 +40,8 @@ func MaskedSoftmax(s, mask *gorgonia.Node, scale float64, causal bool) (*gorgoni
 	if s.Dims() != 3 {
 		return nil, fmt.Errorf("masked softmax: scores %v must be (B·heads, Tq, Tk)", s.Shape())
 	}
-	op := &softmaxOp{base: base{name: fmt.Sprintf("MaskedSoftmax(%g,%v)", scale, causal), arity: 1}, scale: scale, causal: causal}
+	causal := offset != NoCausal
+	op := &softmaxOp{base: base{name: fmt.Sprintf("MaskedSoftmax(%g,%v,%d)", scale, causal, offset), arity: 1}, scale: scale, causal: causal, offset: offset}
 	args := gorgonia.Nodes{s}
 	if mask != nil {
 		if err := checkFloatNode(name, "mask", mask); err != nil {
@@ -45,6 +61,7 @@ type softmaxOp struct {
 	base
 	scale  float64
 	causal bool
+	offset int // with causal: query i sees keys j ≤ i + offset
 }
 
 func (op *softmaxOp) Type() hm.Type {
@@ -66,9 +83,9 @@ func (op *softmaxOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	out := newDense(dt, ts[0].Shape())
 	sh := ts[0].Shape()
 	if isFloat32(dt) {
-		softmaxFwd(data[float32](ts[0]), maskOf[float32](ts), data[float32](out), sh[0], sh[1], sh[2], op.scale, op.causal)
+		softmaxFwd(data[float32](ts[0]), maskOf[float32](ts), data[float32](out), sh[0], sh[1], sh[2], op.scale, op.causal, op.offset)
 	} else {
-		softmaxFwd(data[float64](ts[0]), maskOf[float64](ts), data[float64](out), sh[0], sh[1], sh[2], op.scale, op.causal)
+		softmaxFwd(data[float64](ts[0]), maskOf[float64](ts), data[float64](out), sh[0], sh[1], sh[2], op.scale, op.causal, op.offset)
 	}
 	return out, nil
 }
@@ -80,23 +97,23 @@ func maskOf[T Float](ts []*tensor.Dense) []T {
 	return data[T](ts[1])
 }
 
-func softmaxFwd[T Float](s, mask, out []T, bh, tq, tk int, scale float64, causal bool) {
+func softmaxFwd[T Float](s, mask, out []T, bh, tq, tk int, scale float64, causal bool, offset int) {
 	heads := 1
 	if mask != nil {
 		heads = bh / (len(mask) / tk)
 	}
 	parallelFor(bh*tq, tk, func(lo, hi int) {
-		softmaxRows(s, mask, out, lo, hi, tq, tk, heads, scale, causal)
+		softmaxRows(s, mask, out, lo, hi, tq, tk, heads, scale, causal, offset)
 	})
 }
 
-func softmaxRows[T Float](s, mask, out []T, lo, hi, tq, tk, heads int, scale float64, causal bool) {
+func softmaxRows[T Float](s, mask, out []T, lo, hi, tq, tk, heads int, scale float64, causal bool, offset int) {
 	for r := lo; r < hi; r++ {
 		z, i := r/tq, r%tq
 		row, o := s[r*tk:(r+1)*tk], out[r*tk:(r+1)*tk]
 		limit := tk
 		if causal {
-			limit = min(tk, i+tk-tq+1)
+			limit = max(0, min(tk, i+offset+1))
 		}
 		var m []T
 		if mask != nil {
