@@ -20,27 +20,38 @@ const (
 	ConfigFile  = "config.json"
 )
 
+// KeyMap translates between a store's parameter names and a checkpoint's
+// keys, for checkpoints laid out differently from the model (GPT-2 keeps its
+// projections transposed, as Conv1D). A nil KeyMap is the identity.
+type KeyMap interface {
+	// FromFile maps a checkpoint key to a parameter name; transpose marks a
+	// 2-D tensor stored transposed; skip marks a tensor to ignore (a buffer).
+	FromFile(key string) (name string, transpose, skip bool)
+	// ToFile maps a parameter name to its checkpoint key.
+	ToFile(name string) (key string, transpose bool)
+}
+
 // Save writes every parameter to a safetensors file at path, atomically: a
 // crash leaves any previous file at path intact. Tensors are written in the
 // store's dtype under their checkpoint keys, with metadata "format": "pt"
 // (which Hugging Face's loader expects) plus the given metadata.
 func (s *Store) Save(path string, metadata map[string]string) error {
+	return s.SaveMapped(path, metadata, nil)
+}
+
+// SaveMapped is Save through a KeyMap.
+func (s *Store) SaveMapped(path string, metadata map[string]string, km KeyMap) error {
 	md := map[string]string{"format": "pt"}
 	for k, v := range metadata {
 		md[k] = v
 	}
 	ts := make([]safetensors.Tensor, 0, len(s.params))
 	for _, p := range s.params {
-		var t safetensors.Tensor
-		var err error
-		switch d := p.Value.Data().(type) {
-		case []float32:
-			t, err = safetensors.FromFloat32s(p.Name, p.Value.Shape(), d)
-		case []float64:
-			t, err = safetensors.FromFloat64s(p.Name, p.Value.Shape(), d)
-		default:
-			err = fmt.Errorf("unsupported data %T", d)
+		key, transpose := p.Name, false
+		if km != nil {
+			key, transpose = km.ToFile(p.Name)
 		}
+		t, err := toTensor(key, p.Value, transpose)
 		if err != nil {
 			return fmt.Errorf("save %s: parameter %s: %w", path, p.Name, err)
 		}
@@ -50,6 +61,40 @@ func (s *Store) Save(path string, metadata map[string]string) error {
 		return fmt.Errorf("save %s: %w", path, err)
 	}
 	return nil
+}
+
+func toTensor(key string, v *tensor.Dense, transpose bool) (safetensors.Tensor, error) {
+	shape := []int(v.Shape().Clone())
+	if transpose {
+		if len(shape) != 2 {
+			return safetensors.Tensor{}, fmt.Errorf("cannot transpose shape %v", shape)
+		}
+		shape[0], shape[1] = shape[1], shape[0]
+	}
+	switch d := v.Data().(type) {
+	case []float32:
+		if transpose {
+			d = transposed(d, shape[1], shape[0])
+		}
+		return safetensors.FromFloat32s(key, shape, d)
+	case []float64:
+		if transpose {
+			d = transposed(d, shape[1], shape[0])
+		}
+		return safetensors.FromFloat64s(key, shape, d)
+	}
+	return safetensors.Tensor{}, fmt.Errorf("unsupported data %T", v.Data())
+}
+
+// transposed returns the (c, r) transpose of an (r, c) row-major matrix.
+func transposed[T any](a []T, r, c int) []T {
+	out := make([]T, len(a))
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			out[j*r+i] = a[i*c+j]
+		}
+	}
+	return out
 }
 
 // LoadError reports, all at once, every way a checkpoint disagrees with the
@@ -79,67 +124,97 @@ func (e *LoadError) Error() string {
 // strict: a missing, unexpected or mismatched tensor is a *LoadError naming
 // all of them, and then no parameter is changed. F64, F32, F16 and BF16
 // tensors are converted to the store's dtype.
-func (s *Store) Load(path string) error {
+func (s *Store) Load(path string) error { return s.LoadMapped(path, nil) }
+
+// LoadMapped is Load through a KeyMap.
+func (s *Store) LoadMapped(path string, km KeyMap) error {
 	f, err := safetensors.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
-	return s.loadFile(path, f)
-}
-
-func (s *Store) loadFile(path string, f *safetensors.File) error {
 	le := &LoadError{Path: path}
 	type pending struct {
-		p *Param
-		t safetensors.Tensor
+		p         *Param
+		t         safetensors.Tensor
+		transpose bool
 	}
-	var todo []pending
-	for _, p := range s.params {
-		t, ok := f.Tensor(p.Name)
+	found := map[string]pending{}
+	seen := map[string]bool{} // parameters the file has, usable or not
+	for _, key := range f.Names() {
+		name, transpose, skip := key, false, false
+		if km != nil {
+			name, transpose, skip = km.FromFile(key)
+		}
+		if skip {
+			continue
+		}
+		p, ok := s.byName[name]
 		if !ok {
-			le.Missing = append(le.Missing, p.Name)
+			le.Unexpected = append(le.Unexpected, key)
 			continue
 		}
-		if !slices.Equal(t.Shape, []int(p.Value.Shape())) {
-			le.Mismatched = append(le.Mismatched, fmt.Sprintf("%s: file %v, model %v", p.Name, t.Shape, []int(p.Value.Shape())))
-			continue
+		seen[name] = true
+		t, _ := f.Tensor(key)
+		shape := slices.Clone(t.Shape)
+		if transpose && len(shape) == 2 {
+			shape[0], shape[1] = shape[1], shape[0]
 		}
-		switch t.DType {
-		case safetensors.F64, safetensors.F32, safetensors.F16, safetensors.BF16:
+		switch {
+		case !slices.Equal(shape, []int(p.Value.Shape())):
+			le.Mismatched = append(le.Mismatched, fmt.Sprintf("%s: file %v, model %v", key, t.Shape, []int(p.Value.Shape())))
+		case t.DType != safetensors.F64 && t.DType != safetensors.F32 && t.DType != safetensors.F16 && t.DType != safetensors.BF16:
+			le.Mismatched = append(le.Mismatched, fmt.Sprintf("%s: dtype %s is not a float", key, t.DType))
 		default:
-			le.Mismatched = append(le.Mismatched, fmt.Sprintf("%s: dtype %s is not a float", p.Name, t.DType))
-			continue
+			found[name] = pending{p, t, transpose}
 		}
-		todo = append(todo, pending{p, t})
 	}
-	for _, name := range f.Names() {
-		if _, ok := s.byName[name]; !ok {
-			le.Unexpected = append(le.Unexpected, name)
+	for _, p := range s.params {
+		if !seen[p.Name] {
+			le.Missing = append(le.Missing, keyOf(km, p.Name))
 		}
 	}
 	if len(le.Missing)+len(le.Unexpected)+len(le.Mismatched) > 0 {
 		return le
 	}
-	for _, w := range todo {
-		if err := copyInto(w.p.Value, w.t); err != nil {
+	for _, p := range s.params {
+		w := found[p.Name]
+		if err := copyInto(w.p.Value, w.t, w.transpose); err != nil {
 			return fmt.Errorf("load %s: %s: %w", path, w.p.Name, err)
 		}
 	}
 	return nil
 }
 
-func copyInto(dst *tensor.Dense, t safetensors.Tensor) error {
+func keyOf(km KeyMap, name string) string {
+	if km == nil {
+		return name
+	}
+	k, _ := km.ToFile(name)
+	return k
+}
+
+func copyInto(dst *tensor.Dense, t safetensors.Tensor, transpose bool) error {
+	r, c := 0, 0
+	if transpose {
+		r, c = t.Shape[0], t.Shape[1]
+	}
 	switch d := dst.Data().(type) {
 	case []float32:
 		v, err := t.Float32s()
 		if err != nil {
 			return err
 		}
+		if transpose {
+			v = transposed(v, r, c)
+		}
 		copy(d, v)
 	case []float64:
 		v, err := t.Float64s()
 		if err != nil {
 			return err
+		}
+		if transpose {
+			v = transposed(v, r, c)
 		}
 		copy(d, v)
 	default:
@@ -148,21 +223,29 @@ func copyInto(dst *tensor.Dense, t safetensors.Tensor) error {
 	return nil
 }
 
-// SaveCheckpoint writes dir/config.json (config as indented JSON) and
-// dir/model.safetensors, each atomically, creating dir if needed.
+// SaveCheckpoint writes dir/model.safetensors and dir/config.json (config
+// as indented JSON), each atomically, creating dir if needed.
 func SaveCheckpoint(dir string, config any, s *Store, metadata map[string]string) error {
+	if _, err := json.Marshal(config); err != nil {
+		return fmt.Errorf("save checkpoint %s: config: %w", dir, err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
-	}
-	js, err := json.MarshalIndent(config, "", "  ")
-	if err != nil {
-		return fmt.Errorf("save checkpoint %s: config: %w", dir, err)
 	}
 	if err := s.Save(filepath.Join(dir, WeightsFile), metadata); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
+	return WriteConfig(dir, config)
+}
+
+// WriteConfig writes config as indented JSON to dir/config.json, atomically.
+func WriteConfig(dir string, config any) error {
+	js, err := json.MarshalIndent(config, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write config %s: %w", dir, err)
+	}
 	if err := atomicfile.WriteBytes(filepath.Join(dir, ConfigFile), append(js, '\n')); err != nil {
-		return fmt.Errorf("save checkpoint: %w", err)
+		return fmt.Errorf("write config: %w", err)
 	}
 	return nil
 }

@@ -92,3 +92,14 @@ func (p *LearnedPositional) ForwardIDs(g *Graph, x, positionIDs *gorgonia.Node) 
 	}
 	return gorgonia.Add(x, pe)
 }
+
+// Logits maps hidden states h (..., Dim) to scores (..., Num) against every
+// row of the table: the table doubles as the output projection (tied word
+// embeddings, as in GPT-2 and BERT).
+func (e *Embedding) Logits(g *Graph, h *gorgonia.Node) (*gorgonia.Node, error) {
+	y, err := ops.Linear(h, g.Node(e.Weight), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s (tied output): %w", e.Weight.Name, err)
+	}
+	return y, nil
+}

@@ -1,0 +1,98 @@
+package gpt
+
+// This file is the one place that knows how Hugging Face stores GPT-2.
+// Parameter names are already GPT-2's keys; what differs is:
+//   - the four projections are Conv1D in GPT-2, weight (in, out), where the
+//     zoo's Linear keeps (out, in): they are transposed on load and save;
+//   - GPT2Model checkpoints (the hub's "gpt2") have no "transformer." prefix;
+//   - older checkpoints carry the causal-mask buffers attn.bias and
+//     attn.masked_bias, which are not parameters and are skipped;
+//   - a checkpoint of a tied model may or may not include lm_head.weight
+//     (it equals wte); it is skipped when tied.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/d73a19ff/zoo/layers"
+)
+
+// conv1D are the suffixes of the weights GPT-2 stores transposed.
+var conv1D = []string{".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight"}
+
+// hfKeys maps GPT-2 checkpoint keys to the model's parameter names.
+type hfKeys struct{ tied bool }
+
+func isConv1D(name string) bool {
+	if !strings.HasPrefix(name, "transformer.h.") {
+		return false
+	}
+	for _, s := range conv1D {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// FromFile implements layers.KeyMap.
+func (k hfKeys) FromFile(key string) (name string, transpose, skip bool) {
+	if strings.HasSuffix(key, ".attn.bias") || strings.HasSuffix(key, ".attn.masked_bias") {
+		return "", false, true // causal-mask buffers, not parameters
+	}
+	if key == "lm_head.weight" {
+		return key, false, k.tied
+	}
+	name = key
+	if !strings.HasPrefix(key, "transformer.") {
+		name = "transformer." + key
+	}
+	return name, isConv1D(name), false
+}
+
+// ToFile implements layers.KeyMap; it writes what GPT2LMHeadModel's
+// save_pretrained writes.
+func (k hfKeys) ToFile(name string) (key string, transpose bool) {
+	return name, isConv1D(name)
+}
+
+// Save writes the model as a Hugging Face GPT-2 checkpoint: dir/config.json
+// and dir/model.safetensors in GPT-2's layout, each written atomically.
+func (m *Model) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("gpt: save: %w", err)
+	}
+	if err := m.Store.SaveMapped(filepath.Join(dir, layers.WeightsFile), nil, hfKeys{tied: m.LMHead == nil}); err != nil {
+		return fmt.Errorf("gpt: save: %w", err)
+	}
+	return layers.WriteConfig(dir, m.Config)
+}
+
+// Load reads a GPT-2 checkpoint directory (config.json and
+// model.safetensors), ours or Hugging Face's, into a new model. Options set
+// the dtype. Keys or shapes that do not fit the config are all reported by
+// name in a *layers.LoadError.
+func Load(dir string, opts ...layers.Option) (*Model, error) {
+	var cfg Config
+	if err := layers.ReadConfig(dir, &cfg); err != nil {
+		return nil, fmt.Errorf("gpt: %w", err)
+	}
+	m, err := New(cfg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("gpt: %s: %w", filepath.Join(dir, layers.ConfigFile), err)
+	}
+	if err := m.LoadWeights(filepath.Join(dir, layers.WeightsFile)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// LoadWeights reads GPT-2 weights from a safetensors file into the model.
+func (m *Model) LoadWeights(path string) error {
+	if err := m.Store.LoadMapped(path, hfKeys{tied: m.LMHead == nil}); err != nil {
+		return fmt.Errorf("gpt: %w", err)
+	}
+	return nil
+}
