@@ -1,0 +1,101 @@
+package gpt
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/d73a19ff/zoo/internal/safetensors"
+	"github.com/d73a19ff/zoo/layers"
+)
+
+func TestHFKeyMapping(t *testing.T) {
+	k := hfKeys{tied: true}
+	for _, c := range []struct {
+		key, name       string
+		transpose, skip bool
+	}{
+		{"transformer.h.3.attn.c_attn.weight", "transformer.h.3.attn.c_attn.weight", true, false},
+		{"h.3.attn.c_attn.weight", "transformer.h.3.attn.c_attn.weight", true, false}, // GPT2Model checkpoints
+		{"h.0.mlp.c_fc.weight", "transformer.h.0.mlp.c_fc.weight", true, false},
+		{"h.0.mlp.c_proj.weight", "transformer.h.0.mlp.c_proj.weight", true, false},
+		{"h.0.attn.c_proj.weight", "transformer.h.0.attn.c_proj.weight", true, false},
+		{"h.0.attn.c_attn.bias", "transformer.h.0.attn.c_attn.bias", false, false},
+		{"wte.weight", "transformer.wte.weight", false, false},
+		{"h.0.attn.bias", "", false, true},        // causal-mask buffer
+		{"h.0.attn.masked_bias", "", false, true}, // its older companion
+		{"lm_head.weight", "lm_head.weight", false, true},
+	} {
+		name, tr, skip := k.FromFile(c.key)
+		require.Equal(t, c.skip, skip, c.key)
+		if !skip {
+			require.Equal(t, c.name, name, c.key)
+			require.Equal(t, c.transpose, tr, c.key)
+			back, tr2 := k.ToFile(name)
+			require.Equal(t, "transformer."+strings.TrimPrefix(c.key, "transformer."), back)
+			require.Equal(t, tr, tr2)
+		}
+	}
+	_, _, skip := hfKeys{tied: false}.FromFile("lm_head.weight")
+	require.False(t, skip, "an untied head is a parameter")
+}
+
+// A checkpoint laid out as the hub's gpt2 (no "transformer." prefix, mask
+// buffers, a tied lm_head.weight) loads into the same weights.
+func TestLoadHubLayout(t *testing.T) {
+	ref, err := safetensors.ReadFile(filepath.Join(parityDir, layers.WeightsFile))
+	require.NoError(t, err)
+	var ts []safetensors.Tensor
+	for _, n := range ref.Names() {
+		x, _ := ref.Tensor(n)
+		x.Name = strings.TrimPrefix(n, "transformer.")
+		ts = append(ts, x)
+		if n == "transformer.wte.weight" {
+			lm := x
+			lm.Name = "lm_head.weight"
+			ts = append(ts, lm)
+		}
+	}
+	buf, err := safetensors.FromFloat32s("h.0.attn.bias", []int{1, 1, 24, 24}, make([]float32, 576))
+	require.NoError(t, err)
+	ts = append(ts, buf)
+	dir := t.TempDir()
+	require.NoError(t, safetensors.WriteFile(filepath.Join(dir, layers.WeightsFile), ts, map[string]string{"format": "pt"}))
+	cfg, err := os.ReadFile(filepath.Join(parityDir, layers.ConfigFile))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, layers.ConfigFile), cfg, 0o644))
+
+	a, err := Load(parityDir)
+	require.NoError(t, err)
+	b, err := Load(dir)
+	require.NoError(t, err)
+	for i, p := range a.Store.Params() {
+		require.Equal(t, p.Value.Data(), b.Store.Params()[i].Value.Data(), p.Name)
+	}
+}
+
+// A checkpoint that does not fit its config is reported key by key.
+func TestLoadReportsMismatches(t *testing.T) {
+	cfg := Micro()
+	cfg.NPositions = 24 // the reference has 24 positions
+	cfg.NEmbd, cfg.NHead = 32, 4
+	cfg.NLayer = 3 // the file has 2
+	cfg.VocabSize = 97
+	m, err := New(cfg)
+	require.NoError(t, err)
+	err = m.LoadWeights(filepath.Join(parityDir, layers.WeightsFile))
+	var le *layers.LoadError
+	require.True(t, errors.As(err, &le), "%v", err)
+	require.Contains(t, le.Missing, "transformer.h.2.attn.c_attn.weight")
+	require.Len(t, le.Missing, 12, "all of layer 2")
+	require.Len(t, le.Mismatched, 1)
+	require.Contains(t, le.Mismatched[0], "transformer.wte.weight: file [96 32], model [97 32]")
+	require.Empty(t, le.Unexpected)
+
+	_, err = Load(t.TempDir())
+	require.ErrorContains(t, err, "config.json")
+}
