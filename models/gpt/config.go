@@ -55,7 +55,7 @@ func Nano() Config {
 }
 
 // Micro is small enough for unit tests: 2 layers, 4 heads, 32 wide, a
-// 32-token context, 96 tokens, no dropout: 29,056 parameters.
+// 32-token context, 96 tokens, no dropout: 29,568 parameters.
 func Micro() Config {
 	c := defaults()
 	c.VocabSize, c.NPositions, c.NEmbd, c.NLayer, c.NHead = 96, 32, 32, 2, 4

@@ -262,3 +262,8 @@ func (a *testAdam) step(grads []gorgonia.Value) {
 		}
 	}
 }
+
+// The parameter counts in the presets' doc comments.
+func TestPresetDocCounts(t *testing.T) {
+	require.Equal(t, 29_568, paramCount(Micro()))
+}

@@ -1,0 +1,85 @@
+package gpt
+
+import (
+	"testing"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/layers"
+)
+
+// benchConfig is the reference size: V512, T128, d256, 4 heads,
+// 4 layers, d_ff 1024.
+func benchConfig() Config {
+	c := Micro()
+	c.VocabSize, c.NPositions, c.NEmbd, c.NHead, c.NLayer, c.NInner = 512, 128, 256, 4, 4, 1024
+	c.BOSTokenID, c.EOSTokenID = 0, 0
+	return c
+}
+
+// BenchmarkTrainStep is forward + backward of the LM loss (no optimizer
+// step yet: the training engine brings it), float32, dropout off.
+func BenchmarkTrainStep(b *testing.B) {
+	b.Run("V512_T128_d256_h4_L4_ff1024_B16", func(b *testing.B) {
+		const batch, t = 16, 128
+		m, err := New(benchConfig(), layers.WithSeed(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		g := m.Store.NewGraph()
+		ids, targets := g.IntInput("input_ids", batch, t), g.IntInput("labels", batch, t)
+		for i, v := range ids.Value().Data().([]int) {
+			ids.Value().Data().([]int)[i] = (i*31 + v) % 512
+			targets.Value().Data().([]int)[i] = (i*17 + 5) % 512
+		}
+		loss, _, err := m.Loss(g, Inputs{IDs: ids}, targets)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := gorgonia.Grad(loss, g.Learnables()...); err != nil {
+			b.Fatal(err)
+		}
+		vm := gorgonia.NewTapeMachine(g.ExprGraph)
+		defer vm.Close()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if err := vm.RunAll(); err != nil {
+				b.Fatal(err)
+			}
+			vm.Reset()
+		}
+		b.ReportMetric(float64(batch*t*b.N)/b.Elapsed().Seconds(), "tokens/s")
+		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/step")
+	})
+}
+
+// BenchmarkGenerate is greedy decoding of 112 tokens after a 16-token
+// prompt, batch 1, with and without the KV cache; graph building is timed
+// too, once per call.
+func BenchmarkGenerate(b *testing.B) {
+	m, err := New(benchConfig(), layers.WithSeed(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := make([]int, 16)
+	for i := range prompt {
+		prompt[i] = i * 7
+	}
+	for _, c := range []struct {
+		name    string
+		noCache bool
+	}{{"cache", false}, {"nocache", true}} {
+		b.Run(c.name+"/V512_d256_h4_L4_prompt16_new112_B1", func(b *testing.B) {
+			cfg := Greedy(112)
+			cfg.NoCache = c.noCache
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := m.Generate([][]int{prompt}, cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(112*b.N), "ms/token")
+		})
+	}
+}
