@@ -15,6 +15,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/d73a19ff/zoo/internal/graphtest"
 	"github.com/d73a19ff/zoo/internal/safetensors"
 )
 
@@ -120,14 +121,7 @@ func (g *golden) check(s *Store, gr *Graph, inputs map[string]*gorgonia.Node, y 
 // runRead runs the graph once and returns copies of the nodes' values.
 func runRead(t *testing.T, g *Graph, nodes ...*gorgonia.Node) []gorgonia.Value {
 	t.Helper()
-	vals := make([]gorgonia.Value, len(nodes))
-	for i, n := range nodes {
-		gorgonia.Read(n, &vals[i])
-	}
-	m := gorgonia.NewTapeMachine(g.ExprGraph)
-	defer m.Close()
-	require.NoError(t, m.RunAll())
-	return vals
+	return graphtest.Run(t, g.ExprGraph, nodes...)
 }
 
 func requireClose(t *testing.T, what string, want, got *tensor.Dense, tol float64) {

@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"github.com/d73a19ff/zoo/internal/graphtest"
 	"math"
 	"testing"
 
@@ -88,11 +89,7 @@ func TestDropoutLayer(t *testing.T) {
 		}
 		y, err := d.Forward(g, x)
 		require.NoError(t, err)
-		var v gorgonia.Value
-		gorgonia.Read(y, &v)
-		m := gorgonia.NewTapeMachine(g.ExprGraph)
-		defer m.Close()
-		require.NoError(t, m.RunAll())
+		v := graphtest.Run(t, g.ExprGraph, y)[0]
 		return append([]float32(nil), v.(*tensor.Dense).Data().([]float32)...)
 	}
 	eval := run()
@@ -119,11 +116,7 @@ func TestPatchEmbeddingIsConv(t *testing.T) {
 	y, err := pe.Forward(g, img)
 	require.NoError(t, err)
 	require.Equal(t, []int{b, (h / p) * (w / p), d}, []int(y.Shape()))
-	var v gorgonia.Value
-	gorgonia.Read(y, &v)
-	m := gorgonia.NewTapeMachine(g.ExprGraph)
-	defer m.Close()
-	require.NoError(t, m.RunAll())
+	v := graphtest.Run(t, g.ExprGraph, y)[0]
 	got := v.(*tensor.Dense).Data().([]float64)
 	x := img.Value().Data().([]float64)
 	wt, bias := pe.Weight.Value.Data().([]float64), pe.Bias.Value.Data().([]float64)
@@ -162,11 +155,7 @@ func TestSinusoidalBeyondTrainingLength(t *testing.T) {
 	x := g.Input("x", 1, 3, 8) // zeros: the output is the table itself
 	y, err := pe.ForwardFrom(g, x, 4000)
 	require.NoError(t, err)
-	var v gorgonia.Value
-	gorgonia.Read(y, &v)
-	m := gorgonia.NewTapeMachine(g.ExprGraph)
-	defer m.Close()
-	require.NoError(t, m.RunAll())
+	v := graphtest.Run(t, g.ExprGraph, y)[0]
 	require.InDeltaSlice(t, long[4000*8:4003*8], v.(*tensor.Dense).Data().([]float64), 1e-12)
 }
 

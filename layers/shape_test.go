@@ -2,6 +2,7 @@ package layers
 
 import (
 	"fmt"
+	"github.com/d73a19ff/zoo/internal/graphtest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -125,11 +126,7 @@ func TestShapes(t *testing.T) {
 				y, err := c.build(s, g)
 				require.NoError(t, err)
 				require.Equal(t, c.want, []int(y.Shape()))
-				var v gorgonia.Value
-				gorgonia.Read(y, &v)
-				m := gorgonia.NewTapeMachine(g.ExprGraph)
-				defer m.Close()
-				require.NoError(t, m.RunAll())
+				v := graphtest.Run(t, g.ExprGraph, y)[0]
 				require.Equal(t, c.want, []int(v.Shape()), "run-time shape")
 				require.Equal(t, dt, v.Dtype())
 			})

@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"github.com/d73a19ff/zoo/internal/graphtest"
 	"math"
 	"testing"
 
@@ -84,11 +85,7 @@ func TestParamsSharedAcrossGraphs(t *testing.T) {
 		y, err := l.Forward(g, x)
 		require.NoError(t, err)
 		require.Same(t, l.Weight.Value, g.Node(l.Weight).Value(), "bound by reference")
-		var v gorgonia.Value
-		gorgonia.Read(y, &v)
-		m := gorgonia.NewTapeMachine(g.ExprGraph)
-		defer m.Close()
-		require.NoError(t, m.RunAll())
+		v := graphtest.Run(t, g.ExprGraph, y)[0]
 		return v.(*tensor.Dense)
 	}
 	a := run(4)

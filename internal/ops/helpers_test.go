@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/internal/gradcheck"
+	"github.com/d73a19ff/zoo/internal/graphtest"
 )
 
 // randDense returns a float64 tensor of N(0, 1) values from a fixed seed.
@@ -44,11 +45,7 @@ func requireGrad(t *testing.T, build gradcheck.Build, o gradcheck.Options) {
 // eval runs a graph once and returns a copy of out's value.
 func eval(t *testing.T, g *gorgonia.ExprGraph, out *gorgonia.Node) *tensor.Dense {
 	t.Helper()
-	var v gorgonia.Value
-	gorgonia.Read(out, &v)
-	m := gorgonia.NewTapeMachine(g)
-	defer m.Close()
-	require.NoError(t, m.RunAll())
+	v := graphtest.Run(t, g, out)[0]
 	d, ok := v.(*tensor.Dense)
 	require.True(t, ok, "output is %T", v)
 	return d

@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/internal/gradcheck"
+	"github.com/d73a19ff/zoo/internal/graphtest"
 )
 
 // maskDense builds a (B, Tk) key mask of ones with the given (b, k) zeroed.
@@ -174,11 +175,7 @@ func TestCrossEntropyValues(t *testing.T) {
 	l := input(g, "l", tensor.New(tensor.WithShape(2, 4), tensor.WithBacking(make([]float64, 8))))
 	y, err := CrossEntropy(l, intInput(g, "t", []int{2}, []int{3, -100}), -100, 0.2)
 	require.NoError(t, err)
-	var v gorgonia.Value
-	gorgonia.Read(y, &v)
-	m := gorgonia.NewTapeMachine(g)
-	defer m.Close()
-	require.NoError(t, m.RunAll())
+	v := graphtest.Run(t, g, y)[0]
 	require.InDelta(t, math.Log(4), float64(*v.(*gorgonia.F64)), 1e-15)
 }
 

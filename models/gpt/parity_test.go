@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/d73a19ff/zoo/internal/graphtest"
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
 )
@@ -63,11 +63,7 @@ func logitsOf(t *testing.T, m *Model, ids []int, shape []int, mask []float32, po
 	}
 	y, err := m.Forward(g, in)
 	require.NoError(t, err)
-	var v gorgonia.Value
-	gorgonia.Read(y, &v)
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
-	defer vm.Close()
-	require.NoError(t, vm.RunAll())
+	v := graphtest.Run(t, g.ExprGraph, y)[0]
 	return v.(*tensor.Dense).Data().([]float32)
 }
 
