@@ -77,6 +77,30 @@ def blas_library():
     return ", ".join(sorted(libs)) or "none found"
 
 
+def print_environment(what):
+    """Prints torch, thread and BLAS settings and warns about what skews timings:
+    a missing OMP_WAIT_POLICY=PASSIVE, other processes busy, reference BLAS."""
+    env = " ".join("%s=%s" % (k, os.environ.get(k, "<unset>"))
+                   for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"))
+    print("torch %s, %s, threads=%d, %s, float32, %s" % (
+        torch.__version__, platform.machine(), torch.get_num_threads(), env, what))
+    if os.environ.get("OMP_WAIT_POLICY", "").upper() != "PASSIVE":
+        print("WARNING: OMP_WAIT_POLICY=PASSIVE not set; timings may be ~4x slower",
+              file=sys.stderr)
+    busy0 = cpu_busy_seconds()
+    time.sleep(0.5)
+    busy1 = cpu_busy_seconds()
+    if busy0 is not None and busy1 is not None:
+        print("CPU busy before start (other processes): %.0f%% of %d cores" % (
+            100.0 * (busy1 - busy0) / (0.5 * os.cpu_count()), os.cpu_count()))
+    blas = blas_library()
+    print("BLAS: %s" % blas)
+    if "openblas" not in blas and "mkl" not in blas:
+        print("WARNING: reference (netlib) BLAS in use; matmuls are single-threaded and ~10x "
+              "slower. See tools/pytorch/README.md (LD_LIBRARY_PATH=.../openblas-pthread).",
+              file=sys.stderr)
+
+
 def linear_params(n_in, n_out, gen):
     w = (torch.randn(n_out, n_in, generator=gen) / math.sqrt(n_in)).requires_grad_(True)
     b = torch.zeros(n_out).requires_grad_(True)
@@ -220,25 +244,7 @@ def main():
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1234)
 
-    env = " ".join("%s=%s" % (k, os.environ.get(k, "<unset>"))
-                   for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"))
-    print("torch %s, %s, threads=%d, %s, float32, fwd+bwd, warm-up 3, median of >=%d" % (
-        torch.__version__, platform.machine(), torch.get_num_threads(), env, iters))
-    if os.environ.get("OMP_WAIT_POLICY", "").upper() != "PASSIVE":
-        print("WARNING: OMP_WAIT_POLICY=PASSIVE not set; timings may be ~4x slower",
-              file=sys.stderr)
-    busy0 = cpu_busy_seconds()
-    time.sleep(0.5)
-    busy1 = cpu_busy_seconds()
-    if busy0 is not None and busy1 is not None:
-        print("CPU busy before start (other processes): %.0f%% of %d cores" % (
-            100.0 * (busy1 - busy0) / (0.5 * os.cpu_count()), os.cpu_count()))
-    blas = blas_library()
-    print("BLAS: %s" % blas)
-    if "openblas" not in blas and "mkl" not in blas:
-        print("WARNING: reference (netlib) BLAS in use; matmuls are single-threaded and ~10x "
-              "slower. See tools/pytorch/README.md (LD_LIBRARY_PATH=.../openblas-pthread).",
-              file=sys.stderr)
+    print_environment("fwd+bwd, warm-up 3, median of >=%d" % iters)
     print()
     print("| benchmark | ms/iter | tokens/s | iters |")
     print("|---|---:|---:|---:|")

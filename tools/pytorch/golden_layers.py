@@ -34,62 +34,21 @@ from collections import OrderedDict
 import torch
 import torch.nn.functional as F
 
+from safetensors_io import read_safetensors, write_safetensors
+
 torch.set_default_dtype(torch.float64)
 
 GENERATOR = "tools/pytorch/golden_layers.py"
 LN_EPS = 1e-5
 
 # --------------------------------------------------------------------------
-# safetensors I/O
+# safetensors I/O: everything here is stored as F64
 # --------------------------------------------------------------------------
 
 
-def write_safetensors(path, tensors, metadata):
+def write_f64(path, tensors, metadata):
     """Write an ordered mapping name -> tensor as F64 safetensors."""
-    header = OrderedDict()
-    header["__metadata__"] = OrderedDict((str(k), str(v)) for k, v in metadata.items())
-    blobs = []
-    offset = 0
-    for name, t in tensors.items():
-        t = t.detach().to(torch.float64).contiguous().cpu()
-        data = struct.pack("<%dd" % t.numel(), *t.reshape(-1).tolist())
-        header[name] = {
-            "dtype": "F64",
-            "shape": list(t.shape),
-            "data_offsets": [offset, offset + len(data)],
-        }
-        offset += len(data)
-        blobs.append(data)
-    hbytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    hbytes += b" " * ((8 - len(hbytes) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(hbytes)))
-        f.write(hbytes)
-        for b in blobs:
-            f.write(b)
-
-
-def read_safetensors(path):
-    """Minimal reader (F64 only) used for the self-check."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    assert n % 8 == 0, "header length not a multiple of 8"
-    header = json.loads(raw[8 : 8 + n].decode("utf-8"))
-    meta = header.pop("__metadata__", {})
-    base = 8 + n
-    out = OrderedDict()
-    expect = 0
-    for name, info in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
-        assert info["dtype"] == "F64"
-        b, e = info["data_offsets"]
-        assert b == expect, "non-contiguous offsets"
-        expect = e
-        cnt = (e - b) // 8
-        vals = struct.unpack("<%dd" % cnt, raw[base + b : base + e])
-        out[name] = torch.tensor(vals, dtype=torch.float64).reshape(info["shape"])
-    assert base + expect == len(raw), "trailing bytes"
-    return out, meta
+    write_safetensors(path, OrderedDict((k, t.detach().to(torch.float64)) for k, t in tensors.items()), metadata)
 
 
 # --------------------------------------------------------------------------
@@ -535,7 +494,7 @@ def main():
             assert v is not None, "%s: %s is None" % (name, k)
             assert torch.isfinite(v).all(), "%s: %s not finite" % (name, k)
         path = os.path.join(args.out, name + ".safetensors")
-        write_safetensors(path, tensors, meta)
+        write_f64(path, tensors, meta)
         # self-check: read back and compare bit-for-bit
         back, bmeta = read_safetensors(path)
         assert list(back) == list(tensors), "order mismatch"

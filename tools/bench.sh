@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the Go benchmarks and the PyTorch references back to back, on the same
+# machine in one run, so that their ratios are what count (the machine is
+# shared and noisy). Needs, for the PyTorch half:
+#   apt-get install python3-torch libopenblas0-pthread   (see tools/pytorch/README.md)
+# Usage: tools/bench.sh [go|torch]   (default: both)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-both}
+
+if [ "$what" != torch ]; then
+  echo "== Go ($(go version | cut -d' ' -f3), $(nproc) cores)"
+  go test ./layers/ ./internal/ops/ -run '^$' -bench . -benchtime 10x | grep -E '^(Benchmark|cpu:)'
+  # -bench patterns are split at '/': each level is its own regexp.
+  go test ./models/gpt/ -run '^$' -bench 'TrainStep' -benchtime 5x | grep -E '^Benchmark'
+  go test ./models/gpt/ -run '^$' -bench 'Generate/^cache' -benchtime 5x | grep -E '^Benchmark'
+  go test ./models/gpt/ -run '^$' -bench 'Generate/nocache' -benchtime 2x | grep -E '^Benchmark'
+fi
+
+if [ "$what" != go ]; then
+  echo "== PyTorch"
+  export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE
+  openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
+  if [ -d "$openblas" ]; then
+    export LD_LIBRARY_PATH=$openblas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  else
+    echo "warning: libopenblas0-pthread is not installed; torch will use the slow reference BLAS" >&2
+  fi
+  /usr/bin/python3 tools/pytorch/bench_layers.py
+  /usr/bin/python3 tools/pytorch/bench_gpt.py
+fi
