@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/internal/ops"
 )
 
 // Norm is where a block's LayerNorms sit.
@@ -109,7 +111,7 @@ func (s sublayer) apply(g *Graph, x *gorgonia.Node, f func(*gorgonia.Node) (*gor
 	if y, err = s.dropout.Forward(g, y); err != nil {
 		return nil, err
 	}
-	if y, err = gorgonia.Add(x, y); err != nil {
+	if y, err = ops.Add(x, y); err != nil {
 		return nil, fmt.Errorf("%s: residual: %w", s.norm.Weight.Name, err)
 	}
 	if s.prenorm {

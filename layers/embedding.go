@@ -90,7 +90,7 @@ func (p *LearnedPositional) ForwardIDs(g *Graph, x, positionIDs *gorgonia.Node) 
 	if err != nil {
 		return nil, err
 	}
-	return gorgonia.Add(x, pe)
+	return ops.Add(x, pe)
 }
 
 // Logits maps hidden states h (..., Dim) to scores (..., Num) against every

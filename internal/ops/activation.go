@@ -62,7 +62,7 @@ func (op *actOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := newDense(dt, ts[0].Shape())
+	out := op.output(dt, ts[0].Shape(), false)
 	if isFloat32(dt) {
 		actKernel(op.act, op.grad, data[float32](ts[0]), dyOf[float32](ts), data[float32](out))
 	} else {
@@ -127,6 +127,7 @@ func actGrad[T Float](a Act, x, dy, out []T) {
 	switch a {
 	case ReLU:
 		for i, v := range x {
+			out[i] = 0
 			if v > 0 {
 				out[i] = dy[i]
 			}

@@ -68,7 +68,7 @@ func (op *bmmOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	a, b := ts[0], ts[1]
 	n := a.Shape()[0]
 	m, k, _, p := op.dims(a.Shape(), b.Shape())
-	out := newDense(dt, tensor.Shape{n, m, p})
+	out := op.output(dt, tensor.Shape{n, m, p}, false)
 	if isFloat32(dt) {
 		bmmKernel(data[float32](a), data[float32](b), data[float32](out), n, m, k, p, op.tA, op.tB)
 	} else {

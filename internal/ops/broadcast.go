@@ -42,7 +42,7 @@ func (op *sumLeadingOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	y := newDense(dt, op.out)
+	y := op.output(dt, op.out, true) // sumRows accumulates
 	if isFloat32(dt) {
 		sumRows(data[float32](ts[0]), data[float32](y))
 	} else {
@@ -99,7 +99,7 @@ func (op *addBroadcastOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := newDense(dt, ts[0].Shape())
+	out := op.output(dt, ts[0].Shape(), false)
 	if isFloat32(dt) {
 		addRows(data[float32](ts[0]), data[float32](ts[1]), data[float32](out))
 	} else {

@@ -89,3 +89,14 @@ func TestWriteSlots(t *testing.T) {
 	_, err = WriteSlots(cn, input(g, "big", randDense(1, 2, 5, 3)), slot)
 	require.ErrorContains(t, err, "does not fit cache")
 }
+
+func TestAdd(t *testing.T) {
+	requireGrad(t, func(g *gorgonia.ExprGraph) (*gorgonia.Node, gorgonia.Nodes, error) {
+		a, b := input(g, "a", randDense(1, 2, 3)), input(g, "b", randDense(2, 2, 3))
+		y, err := Add(a, b)
+		return y, gorgonia.Nodes{a, b}, err
+	}, gradcheck.Options{})
+	g := gorgonia.NewGraph()
+	_, err := Add(input(g, "a", randDense(1, 2, 3)), input(g, "b", randDense(2, 3, 2)))
+	require.ErrorContains(t, err, "shapes (2, 3) and (3, 2) differ")
+}

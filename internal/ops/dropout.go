@@ -72,7 +72,7 @@ func (op *dropoutOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		if len(op.fwd.keep) != x.Size() {
 			return nil, fmt.Errorf("%s: gradient ran before its forward pass", op.name)
 		}
-		return dropoutApply(dt, x, op.fwd.keep, op.p), nil
+		return dropoutApply(op.output(dt, x.Shape(), false), x, op.fwd.keep, op.p), nil
 	}
 	n := x.Size()
 	if cap(op.keep) < n {
@@ -86,12 +86,11 @@ func (op *dropoutOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		op.keep[i] = splitmix64(key+uint64(i))>>11 >= thresh
 	}
 	s.Call++
-	return dropoutApply(dt, x, op.keep, op.p), nil
+	return dropoutApply(op.output(dt, x.Shape(), false), x, op.keep, op.p), nil
 }
 
-func dropoutApply(dt tensor.Dtype, x *tensor.Dense, keep []bool, p float64) *tensor.Dense {
-	out := newDense(dt, x.Shape())
-	if isFloat32(dt) {
+func dropoutApply(out, x *tensor.Dense, keep []bool, p float64) *tensor.Dense {
+	if isFloat32(x.Dtype()) {
 		maskScale(data[float32](x), keep, data[float32](out), float32(1/(1-p)))
 	} else {
 		maskScale(data[float64](x), keep, data[float64](out), 1/(1-p))
@@ -101,6 +100,7 @@ func dropoutApply(dt tensor.Dtype, x *tensor.Dense, keep []bool, p float64) *ten
 
 func maskScale[T Float](x []T, keep []bool, out []T, s T) {
 	for i, k := range keep {
+		out[i] = 0
 		if k {
 			out[i] = x[i] * s
 		}

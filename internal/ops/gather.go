@@ -71,10 +71,10 @@ func (op *gatherOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	}
 	var out *tensor.Dense
 	if op.grad {
-		out = newDense(dt, tensor.Shape{op.vocab, op.width})
+		out = op.output(dt, tensor.Shape{op.vocab, op.width}, true) // scatter-add
 	} else {
 		idShape := vs[1].Shape()
-		out = newDense(dt, append(idShape.Clone(), op.width))
+		out = op.output(dt, append(idShape.Clone(), op.width), false)
 	}
 	if isFloat32(dt) {
 		gatherKernel(data[float32](ts[0]), ids, data[float32](out), op.width, op.grad)

@@ -24,7 +24,11 @@ func gemm[T Float](tA, tB bool, m, n, k int, a, b []T, beta T, c []T) {
 	}
 	if k == 0 { // op(a)·op(b) is all zeros; BLAS rejects a zero leading dimension
 		for i := range c[:m*n] {
-			c[i] *= beta
+			if beta == 0 {
+				c[i] = 0 // BLAS: beta = 0 does not read C
+			} else {
+				c[i] *= beta
+			}
 		}
 		return
 	}

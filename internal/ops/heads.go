@@ -88,7 +88,7 @@ func (op *headsOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		b, t, d = s[0]/op.heads, s[1], s[2]
 		shape = tensor.Shape{b, t, d * op.heads * op.parts}
 	}
-	out := newDense(dt, shape)
+	out := op.output(dt, shape, !op.split && op.parts > 1) // merging one part leaves the others zero
 	if isFloat32(dt) {
 		permuteHeads(data[float32](x), data[float32](out), b, t, op.heads, d, op.part, op.parts, op.split)
 	} else {

@@ -66,7 +66,7 @@ func (op *layerNormOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	y := newDense(dt, ts[0].Shape())
+	y := op.output(dt, ts[0].Shape(), false)
 	if isFloat32(dt) {
 		layerNormFwd(data[float32](ts[0]), data[float32](ts[1]), biasOf[float32](ts), data[float32](y), op.eps)
 	} else {
@@ -177,7 +177,7 @@ func (op *layerNormGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if op.wrtInput {
 		shape = ts[0].Shape()
 	}
-	out := newDense(dt, shape)
+	out := op.output(dt, shape, !op.wrtInput) // dgamma accumulates
 	if isFloat32(dt) {
 		layerNormBwd(data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), data[float32](out), op.eps, op.wrtInput)
 	} else {

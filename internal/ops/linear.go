@@ -78,7 +78,7 @@ func (op *linearOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	n := x.Size() / in
 	shape := x.Shape().Clone()
 	shape[len(shape)-1] = outF
-	y := newDense(dt, shape)
+	y := op.output(dt, shape, false)
 	if isFloat32(dt) {
 		linearFwd(data[float32](x), data[float32](w), biasOf[float32](ts), data[float32](y), n, in, outF)
 	} else {
@@ -165,7 +165,7 @@ func (op *matGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		return nil, err
 	}
 	dy, other := ts[0], ts[1]
-	out := newDense(dt, op.outShape)
+	out := op.output(dt, op.outShape, false)
 	outF := dy.Shape()[dy.Dims()-1]
 	n := dy.Size() / outF
 	if op.wrtInput { // dx (n, in) = dy (n, out) · W (out, in)

@@ -27,6 +27,23 @@ type Float interface{ ~float32 | ~float64 }
 type base struct {
 	name  string
 	arity int
+	buf   *tensor.Dense // the op's output, reused from run to run
+}
+
+// output returns the op's output tensor for this run: the one from the last
+// run when dtype and shape agree (Gorgonia's tape machine drops its registers
+// on Reset, so without this every run reallocates every intermediate), else a
+// new one. With zero it is cleared first, for kernels that do not write every
+// element. Each node has its own op, so the buffer is never shared.
+func (b *base) output(dt tensor.Dtype, shape tensor.Shape, zero bool) *tensor.Dense {
+	if b.buf == nil || b.buf.Dtype() != dt || !b.buf.Shape().Eq(shape) {
+		b.buf = newDense(dt, shape)
+		return b.buf
+	}
+	if zero {
+		b.buf.Zero()
+	}
+	return b.buf
 }
 
 func (b base) Arity() int            { return b.arity }

@@ -63,7 +63,7 @@ func (op *patchOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if op.back {
 		shape = op.img
 	}
-	out := newDense(dt, shape)
+	out := op.output(dt, shape, false)
 	if isFloat32(dt) {
 		patchKernel(data[float32](ts[0]), data[float32](out), op.img, op.p, op.back)
 	} else {

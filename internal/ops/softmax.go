@@ -80,7 +80,7 @@ func (op *softmaxOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := newDense(dt, ts[0].Shape())
+	out := op.output(dt, ts[0].Shape(), true) // masked keys stay zero
 	sh := ts[0].Shape()
 	if isFloat32(dt) {
 		softmaxFwd(data[float32](ts[0]), maskOf[float32](ts), data[float32](out), sh[0], sh[1], sh[2], op.scale, op.causal, op.offset)
@@ -180,7 +180,7 @@ func (op *softmaxGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := newDense(dt, ts[0].Shape())
+	out := op.output(dt, ts[0].Shape(), false)
 	tk := ts[0].Shape()[ts[0].Dims()-1]
 	if isFloat32(dt) {
 		softmaxBwd(data[float32](ts[0]), data[float32](ts[1]), data[float32](out), tk, op.scale)

@@ -81,7 +81,7 @@ func (op *xentOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	}
 	op.cache = nil
 	if op.wantGrad {
-		op.cache = newDense(dt, logits.Shape())
+		op.cache = op.output(dt, logits.Shape(), true) // ignored rows stay zero
 	}
 	if isFloat32(dt) {
 		return gorgonia.NewF32(float32(xentKernel(data[float32](logits), tg, cacheOf[float32](op.cache), v, op.ignore, op.smoothing))), nil
@@ -106,7 +106,7 @@ func (op *xentOp) scaleCache(dloss gorgonia.Value) (gorgonia.Value, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%s: gradient ran before its forward pass", op.name)
 	}
-	out := newDense(c.Dtype(), c.Shape())
+	out := op.output(c.Dtype(), c.Shape(), false)
 	if isFloat32(c.Dtype()) {
 		scaleInto(data[float32](c), data[float32](out), float32(dl))
 	} else {
