@@ -45,6 +45,10 @@ func benchTrainStep(bn *testing.B, b, t, d int, build func(s *Store, g *Graph, x
 	}
 	m := gorgonia.NewTapeMachine(g.ExprGraph)
 	defer m.Close()
+	if err := m.RunAll(); err != nil { // warm-up: buffers are allocated once
+		bn.Fatal(err)
+	}
+	m.Reset()
 	bn.ReportAllocs()
 	bn.ResetTimer()
 	for i := 0; i < bn.N; i++ {

@@ -39,6 +39,10 @@ func benchForwardBackward(b *testing.B, rows int, build benchBuild) {
 	}
 	m := gorgonia.NewTapeMachine(g)
 	defer m.Close()
+	if err := m.RunAll(); err != nil { // warm-up: buffers are allocated once
+		b.Fatal(err)
+	}
+	m.Reset()
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := m.RunAll(); err != nil {

@@ -41,6 +41,10 @@ func BenchmarkTrainStep(b *testing.B) {
 		}
 		vm := gorgonia.NewTapeMachine(g.ExprGraph)
 		defer vm.Close()
+		if err := vm.RunAll(); err != nil { // warm-up: buffers are allocated once
+			b.Fatal(err)
+		}
+		vm.Reset()
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
