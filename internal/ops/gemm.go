@@ -1,19 +1,8 @@
 package ops
 
-import (
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
-)
-
-// impl is the BLAS every matrix product in the project goes through.
-var impl gonum.Implementation
-
-func trans(t bool) blas.Transpose {
-	if t {
-		return blas.Trans
-	}
-	return blas.NoTrans
-}
+// Every matrix product in the project goes through gemm, which calls sgemm
+// or dgemm: the pure-Go default (gemm_default.go) or, built with
+// -tags openblas, OpenBLAS through cgo (gemm_openblas.go).
 
 // gemm computes c = op(a)·op(b) + beta·c for row-major matrices, where op(a)
 // is (m, k), op(b) is (k, n) and c is (m, n). a, b and c are dense: their
@@ -41,8 +30,8 @@ func gemm[T Float](tA, tB bool, m, n, k int, a, b []T, beta T, c []T) {
 	}
 	switch c := any(c).(type) {
 	case []float32:
-		impl.Sgemm(trans(tA), trans(tB), m, n, k, 1, any(a).([]float32), lda, any(b).([]float32), ldb, float32(beta), c, n)
+		sgemm(tA, tB, m, n, k, any(a).([]float32), lda, any(b).([]float32), ldb, float32(beta), c, n)
 	case []float64:
-		impl.Dgemm(trans(tA), trans(tB), m, n, k, 1, any(a).([]float64), lda, any(b).([]float64), ldb, float64(beta), c, n)
+		dgemm(tA, tB, m, n, k, any(a).([]float64), lda, any(b).([]float64), ldb, float64(beta), c, n)
 	}
 }

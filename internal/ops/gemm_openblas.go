@@ -1,0 +1,38 @@
+//go:build openblas
+
+package ops
+
+// Built with -tags openblas, matrix products run in OpenBLAS through cgo.
+// Needs the C library and headers: apt-get install libopenblas-dev.
+
+/*
+#cgo LDFLAGS: -lopenblas
+#include <cblas.h>
+*/
+import "C"
+
+import "unsafe"
+
+// GEMMBackend names the matrix-multiply implementation this build uses.
+const GEMMBackend = "openblas"
+
+func ctrans(t bool) C.enum_CBLAS_TRANSPOSE {
+	if t {
+		return C.CblasTrans
+	}
+	return C.CblasNoTrans
+}
+
+// sgemm is row-major C = op(A)·op(B) + beta·C in float32.
+func sgemm(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	C.cblas_sgemm(C.CblasRowMajor, ctrans(tA), ctrans(tB), C.blasint(m), C.blasint(n), C.blasint(k), 1,
+		(*C.float)(unsafe.Pointer(&a[0])), C.blasint(lda), (*C.float)(unsafe.Pointer(&b[0])), C.blasint(ldb),
+		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.blasint(ldc))
+}
+
+// dgemm is sgemm in float64.
+func dgemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	C.cblas_dgemm(C.CblasRowMajor, ctrans(tA), ctrans(tB), C.blasint(m), C.blasint(n), C.blasint(k), 1,
+		(*C.double)(unsafe.Pointer(&a[0])), C.blasint(lda), (*C.double)(unsafe.Pointer(&b[0])), C.blasint(ldb),
+		C.double(beta), (*C.double)(unsafe.Pointer(&c[0])), C.blasint(ldc))
+}
