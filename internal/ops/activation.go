@@ -13,7 +13,7 @@ import (
 type Act int
 
 // The activations. GELU is exact, x·Φ(x) with Φ from erf (in float32 from
-// erf32, within 5e-7 of erf); GELUTanh is the
+// erf32, within 5e-7 of erf; the tanh form from tanh32, likewise); GELUTanh is the
 // tanh approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) that GPT-2
 // and BERT's original code use (Hendrycks & Gimpel, arXiv:1606.08415).
 const (
@@ -114,6 +114,10 @@ func actForward[T Float](a Act, x, out []T) {
 			out[i] = T(0.5 * v * (1 + math.Erf(v/sqrt2)))
 		}
 	case GELUTanh:
+		if x32, ok := any(x).([]float32); ok {
+			geluTanhForward32(x32, any(out).([]float32))
+			return
+		}
 		for i, t := range x {
 			v := float64(t)
 			out[i] = T(0.5 * v * (1 + math.Tanh(sqrt2OverPi*(v+geluCoef*v*v*v))))
@@ -143,6 +147,10 @@ func actGrad[T Float](a Act, x, dy, out []T) {
 			out[i] = dy[i] * T(cdf+v*invSqrt2Pi*math.Exp(-0.5*v*v))
 		}
 	case GELUTanh:
+		if x32, ok := any(x).([]float32); ok {
+			geluTanhGrad32(x32, any(dy).([]float32), any(out).([]float32))
+			return
+		}
 		for i, t := range x {
 			v := float64(t)
 			th := math.Tanh(sqrt2OverPi * (v + geluCoef*v*v*v))

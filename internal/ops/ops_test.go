@@ -274,3 +274,17 @@ func TestErf32(t *testing.T) {
 	require.InDelta(t, -1, erf32(-100), 1e-7)
 	require.Zero(t, erf32(0))
 }
+
+// tanh32 stays within 5e-7 of math.Tanh, absolute and relative.
+func TestTanh32(t *testing.T) {
+	worst := 0.0
+	for x := -12.0; x <= 12; x += 1e-4 {
+		xf := float32(x)
+		want := math.Tanh(float64(xf))
+		d := math.Abs(float64(tanh32(xf)) - want)
+		worst = math.Max(worst, d/math.Max(1e-30, math.Abs(want)))
+		require.Less(t, d, 5e-7)
+	}
+	require.Less(t, worst, 5e-7)
+	require.Zero(t, tanh32(0))
+}
