@@ -89,3 +89,160 @@ func BenchmarkEncoderBlock(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkEncoderStep is a whole encoder training step (forward + backward of
+// the loss) at the BERT-like and ViT-like shapes of the performance issue,
+// built from the shared layers; tools/pytorch/bench_layers.py has the same
+// models.
+func BenchmarkEncoderStep(b *testing.B) {
+	b.Run("bert_like_V1024_T128_d256_h4_L4_ff1024_B16", func(b *testing.B) {
+		const batch, t, v, d = 16, 128, 1024, 256
+		benchLoss(b, batch*t, func(s *Store, g *Graph) (*gorgonia.Node, error) { return bertLike(s, g, batch, t, v, d) })
+	})
+	b.Run("vit_like_28x28x1_p4_d128_h4_L6_ff256_B64", func(b *testing.B) {
+		const batch = 64
+		benchLoss(b, batch, func(s *Store, g *Graph) (*gorgonia.Node, error) { return vitLike(s, g, batch) })
+	})
+}
+
+// bertLike: word + position embeddings, LayerNorm, a post-norm GELU encoder
+// and a masked-LM head (dense, GELU, LayerNorm, tied decoder) with 15% of
+// the positions labelled.
+func bertLike(s *Store, g *Graph, batch, t, v, d int) (*gorgonia.Node, error) {
+	words, err := NewEmbedding(s.Root().Sub("word_embeddings"), v, d)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := NewLearnedPositional(s.Root().Sub("position_embeddings"), 512, d)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := NewLayerNorm(s.Root().Sub("embeddings_norm"), d, 1e-12, true)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := NewEncoder(s.Root().Sub("encoder"), BlockConfig{Dim: d, Heads: 4, FFNDim: 1024, Activation: "gelu",
+		Norm: PostNorm, LayerNormEps: 1e-12, Bias: true}, 4)
+	if err != nil {
+		return nil, err
+	}
+	dense, err := NewLinear(s.Root().Sub("mlm_dense"), d, d, true)
+	if err != nil {
+		return nil, err
+	}
+	mlmNorm, err := NewLayerNorm(s.Root().Sub("mlm_norm"), d, 1e-12, true)
+	if err != nil {
+		return nil, err
+	}
+	ids, labels := g.IntInput("input_ids", batch, t), g.IntInput("labels", batch, t)
+	lab := labels.Value().Data().([]int)
+	for i := range ids.Value().Data().([]int) {
+		ids.Value().Data().([]int)[i] = (i * 31) % v
+		lab[i] = IgnoreIndex
+		if i%7 == 0 {
+			lab[i] = (i * 13) % v
+		}
+	}
+	h, err := words.Forward(g, ids)
+	for _, f := range []func(*gorgonia.Node) (*gorgonia.Node, error){
+		func(x *gorgonia.Node) (*gorgonia.Node, error) { return pos.Forward(g, x) },
+		func(x *gorgonia.Node) (*gorgonia.Node, error) { return ln.Forward(g, x) },
+		func(x *gorgonia.Node) (*gorgonia.Node, error) { return enc.Forward(g, x, nil) },
+		func(x *gorgonia.Node) (*gorgonia.Node, error) { return dense.Forward(g, x) },
+		func(x *gorgonia.Node) (*gorgonia.Node, error) { return Activate(x, GELU) },
+		func(x *gorgonia.Node) (*gorgonia.Node, error) { return mlmNorm.Forward(g, x) },
+		func(x *gorgonia.Node) (*gorgonia.Node, error) { return words.Logits(g, x) },
+	} {
+		if err != nil {
+			return nil, err
+		}
+		h, err = f(h)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return CrossEntropy(h, labels, IgnoreIndex, 0)
+}
+
+// vitLike: 4×4 patches of 28×28 grey images, a class token, learned
+// positions, a pre-norm GELU encoder with a final norm, and a 10-way head on
+// the class token.
+func vitLike(s *Store, g *Graph, batch int) (*gorgonia.Node, error) {
+	const d = 128
+	patches, err := NewPatchEmbedding(s.Root().Sub("patch_embeddings"), 1, 4, d)
+	if err != nil {
+		return nil, err
+	}
+	cls, err := NewClassToken(s.Root(), d)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := NewLearnedPositional(s.Root().Sub("position_embeddings"), 50, d)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := NewEncoder(s.Root().Sub("encoder"), BlockConfig{Dim: d, Heads: 4, FFNDim: 256, Activation: "gelu",
+		Norm: PreNorm, LayerNormEps: 1e-12, Bias: true}, 6)
+	if err != nil {
+		return nil, err
+	}
+	head, err := NewLinear(s.Root().Sub("classifier"), d, 10, true)
+	if err != nil {
+		return nil, err
+	}
+	img := randInput32(g, "pixel_values", batch, 1, 28, 28)
+	labels, first := g.IntInput("labels", batch), g.IntInput("cls_index", batch)
+	for i := range labels.Value().Data().([]int) {
+		labels.Value().Data().([]int)[i] = i % 10
+	}
+	h, err := patches.Forward(g, img)
+	for _, f := range []func(*gorgonia.Node) (*gorgonia.Node, error){
+		func(x *gorgonia.Node) (*gorgonia.Node, error) { return cls.Forward(g, x) },
+		func(x *gorgonia.Node) (*gorgonia.Node, error) { return pos.Forward(g, x) },
+		func(x *gorgonia.Node) (*gorgonia.Node, error) { return enc.Forward(g, x, nil) },
+		func(x *gorgonia.Node) (*gorgonia.Node, error) { return SelectTokens(x, first) },
+		func(x *gorgonia.Node) (*gorgonia.Node, error) { return head.Forward(g, x) },
+	} {
+		if err != nil {
+			return nil, err
+		}
+		h, err = f(h)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return CrossEntropy(h, labels, IgnoreIndex, 0)
+}
+
+// benchLoss times forward + backward of a scalar loss on a float32 training
+// graph (dropout off), after one warm-up run, reporting items/s.
+func benchLoss(bn *testing.B, items int, build func(s *Store, g *Graph) (*gorgonia.Node, error)) {
+	s, err := NewStore(WithSeed(1), WithInitStd(0.02))
+	if err != nil {
+		bn.Fatal(err)
+	}
+	g := s.NewGraph(Training())
+	loss, err := build(s, g)
+	if err != nil {
+		bn.Fatal(err)
+	}
+	if _, err := gorgonia.Grad(loss, g.Learnables()...); err != nil {
+		bn.Fatal(err)
+	}
+	m := gorgonia.NewTapeMachine(g.ExprGraph)
+	defer m.Close()
+	if err := m.RunAll(); err != nil {
+		bn.Fatal(err)
+	}
+	m.Reset()
+	bn.ReportAllocs()
+	bn.ResetTimer()
+	for i := 0; i < bn.N; i++ {
+		if err := m.RunAll(); err != nil {
+			bn.Fatal(err)
+		}
+		m.Reset()
+	}
+	bn.ReportMetric(float64(bn.Elapsed().Milliseconds())/float64(bn.N), "ms/step")
+	bn.ReportMetric(float64(items*bn.N)/bn.Elapsed().Seconds(), "items/s")
+}

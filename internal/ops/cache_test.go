@@ -100,3 +100,33 @@ func TestAdd(t *testing.T) {
 	_, err := Add(input(g, "a", randDense(1, 2, 3)), input(g, "b", randDense(2, 3, 2)))
 	require.ErrorContains(t, err, "shapes (2, 3) and (3, 2) differ")
 }
+
+func TestPrependAndSelectTokens(t *testing.T) {
+	requireGrad(t, func(g *gorgonia.ExprGraph) (*gorgonia.Node, gorgonia.Nodes, error) {
+		x, tok := input(g, "x", randDense(1, 2, 3, 4)), input(g, "cls", randDense(2, 1, 1, 4))
+		y, err := PrependToken(x, tok)
+		return y, gorgonia.Nodes{x, tok}, err
+	}, gradcheck.Options{})
+	requireGrad(t, func(g *gorgonia.ExprGraph) (*gorgonia.Node, gorgonia.Nodes, error) {
+		x := input(g, "x", randDense(3, 3, 4, 2))
+		y, err := SelectTokens(x, intInput(g, "idx", []int{3}, []int{0, 3, 1}))
+		return y, gorgonia.Nodes{x}, err
+	}, gradcheck.Options{})
+
+	g := gorgonia.NewGraph()
+	x := input(g, "x", randDense(1, 2, 3, 4))
+	y, err := PrependToken(x, input(g, "cls", randDense(2, 4)))
+	require.NoError(t, err)
+	v := eval(t, g, y)
+	require.Equal(t, []int{2, 4, 4}, []int(v.Shape()))
+	xv, yv := x.Value().Data().([]float64), v.Data().([]float64)
+	require.Equal(t, xv[12:24], yv[20:32], "item 1's tokens follow its class token")
+
+	g = gorgonia.NewGraph()
+	s, err := SelectTokens(input(g, "x", randDense(1, 2, 3, 4)), intInput(g, "idx", []int{2}, []int{0, 3}))
+	require.NoError(t, err)
+	m := gorgonia.NewTapeMachine(g)
+	defer m.Close()
+	require.ErrorContains(t, m.RunAll(), "row 1 index 3 is outside [0, 3)")
+	_ = s
+}

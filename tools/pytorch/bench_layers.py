@@ -229,7 +229,82 @@ def build_cases(gen):
         F.cross_entropy(logits, targets, ignore_index=-100).backward()
 
     cases.append(("CrossEntropy/N%d_V%d" % (N, V), run_ce, [logits], N))
+    cases.extend(encoder_step_cases(gen))
     return cases
+
+
+def encoder_step_cases(gen):
+    """Whole encoder training steps (forward + backward of the loss, no
+    optimizer) at the performance issue's BERT-like and ViT-like shapes, the
+    same models as BenchmarkEncoderStep in layers/bench_test.go."""
+    cases = []
+    torch.manual_seed(0)
+    B, T, V, d = 16, 128, 1024, 256
+    bert = BertLike(V, d)
+    ids = torch.randint(0, V, (B, T), generator=gen)
+    labels = torch.full((B, T), -100, dtype=torch.long)
+    labels.view(-1)[::7] = torch.randint(0, V, ((labels.numel() + 6) // 7,), generator=gen)
+
+    def run_bert():
+        bert(ids, labels).backward()
+
+    cases.append(("EncoderStep/bert_like_V1024_T128_d256_h4_L4_ff1024_B16", run_bert, list(bert.parameters()), B * T))
+
+    Bv = 64
+    vit = ViTLike()
+    img = torch.randn(Bv, 1, 28, 28, generator=gen)
+    y = torch.arange(Bv) % 10
+
+    def run_vit():
+        vit(img, y).backward()
+
+    cases.append(("EncoderStep/vit_like_28x28x1_p4_d128_h4_L6_ff256_B64", run_vit, list(vit.parameters()), Bv))
+    return cases
+
+
+class BertLike(torch.nn.Module):
+    """Word + position embeddings, LayerNorm, a post-norm GELU encoder and a
+    masked-LM head (dense, GELU, LayerNorm, decoder tied to the words)."""
+
+    def __init__(self, V, d, layers=4, heads=4, ff=1024):
+        super().__init__()
+        nn = torch.nn
+        self.words, self.pos = nn.Embedding(V, d), nn.Embedding(512, d)
+        self.ln = nn.LayerNorm(d, eps=1e-12)
+        layer = nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, activation="gelu",
+                                           layer_norm_eps=1e-12, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.dense, self.mlm_ln = nn.Linear(d, d), nn.LayerNorm(d, eps=1e-12)
+
+    def forward(self, ids, labels):
+        h = self.words(ids) + self.pos(torch.arange(ids.shape[1]))
+        h = self.enc(self.ln(h))
+        h = self.mlm_ln(F.gelu(self.dense(h)))
+        logits = h @ self.words.weight.t()
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
+
+
+class ViTLike(torch.nn.Module):
+    """4×4 patches of 28×28 grey images, a class token, learned positions, a
+    pre-norm GELU encoder with a final norm, and a 10-way head on the class
+    token."""
+
+    def __init__(self, d=128, layers=6, heads=4, ff=256):
+        super().__init__()
+        nn = torch.nn
+        self.patch = nn.Conv2d(1, d, 4, 4)
+        self.cls = nn.Parameter(torch.zeros(1, 1, d))
+        self.pos = nn.Parameter(torch.randn(1, 50, d) * 0.02)
+        layer = nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, activation="gelu",
+                                           layer_norm_eps=1e-12, batch_first=True, norm_first=True)
+        self.enc = nn.TransformerEncoder(layer, layers, norm=nn.LayerNorm(d, eps=1e-12),
+                                         enable_nested_tensor=False)
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x, y):
+        h = self.patch(x).flatten(2).transpose(1, 2)
+        h = torch.cat([self.cls.expand(x.shape[0], -1, -1), h], dim=1) + self.pos
+        return F.cross_entropy(self.head(self.enc(h)[:, 0]), y)
 
 
 def main():
