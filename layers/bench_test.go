@@ -43,9 +43,16 @@ func benchTrainStep(bn *testing.B, b, t, d int, build func(s *Store, g *Graph, x
 	if _, err := gorgonia.Grad(loss, append(g.Learnables(), x)...); err != nil {
 		bn.Fatal(err)
 	}
+	runSteps(bn, g)
+	bn.ReportMetric(float64(b*t*bn.N)/bn.Elapsed().Seconds(), "tokens/s")
+}
+
+// runSteps runs the graph once to allocate its buffers, then bn.N times
+// under the timer.
+func runSteps(bn *testing.B, g *Graph) {
 	m := gorgonia.NewTapeMachine(g.ExprGraph)
 	defer m.Close()
-	if err := m.RunAll(); err != nil { // warm-up: buffers are allocated once
+	if err := m.RunAll(); err != nil {
 		bn.Fatal(err)
 	}
 	m.Reset()
@@ -57,7 +64,6 @@ func benchTrainStep(bn *testing.B, b, t, d int, build func(s *Store, g *Graph, x
 		}
 		m.Reset()
 	}
-	bn.ReportMetric(float64(b*t*bn.N)/bn.Elapsed().Seconds(), "tokens/s")
 }
 
 // BenchmarkMHA is multi-head self-attention with a key-padding mask,
@@ -229,20 +235,7 @@ func benchLoss(bn *testing.B, items int, build func(s *Store, g *Graph) (*gorgon
 	if _, err := gorgonia.Grad(loss, g.Learnables()...); err != nil {
 		bn.Fatal(err)
 	}
-	m := gorgonia.NewTapeMachine(g.ExprGraph)
-	defer m.Close()
-	if err := m.RunAll(); err != nil {
-		bn.Fatal(err)
-	}
-	m.Reset()
-	bn.ReportAllocs()
-	bn.ResetTimer()
-	for i := 0; i < bn.N; i++ {
-		if err := m.RunAll(); err != nil {
-			bn.Fatal(err)
-		}
-		m.Reset()
-	}
+	runSteps(bn, g)
 	bn.ReportMetric(float64(bn.Elapsed().Milliseconds())/float64(bn.N), "ms/step")
 	bn.ReportMetric(float64(items*bn.N)/bn.Elapsed().Seconds(), "items/s")
 }

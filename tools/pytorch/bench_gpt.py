@@ -46,7 +46,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_layers import cpu_busy_seconds, own_cpu_seconds, print_environment  # noqa: E402
+from bench_layers import ContentionWatch, print_environment  # noqa: E402
 from gpt2_reference import (GPT2Config, GPT2LMHeadModel, generate_greedy,  # noqa: E402
                             generate_greedy_cached)
 
@@ -137,7 +137,7 @@ def main():
     print("| benchmark | ms/step | ms/token | tokens/s | min–max ms/iter | iters |")
     print("|---|---:|---:|---:|---:|---:|")
     cases = build_cases(gen, args.activation)
-    busy_start, own_start, wall_start = cpu_busy_seconds(), own_cpu_seconds(), time.time()
+    watch = ContentionWatch()
     for name, fn, unit, tokens in cases:
         if args.filter and args.filter not in name:
             continue
@@ -148,14 +148,7 @@ def main():
             cols = ("", "%.2f" % (med * 1e3 / tokens), "%.0f" % (tokens / med))
         print("| %s | %s | %s | %s | %.0f–%.0f | %d |" % ((name,) + cols + (lo * 1e3, hi * 1e3, iters)))
         sys.stdout.flush()
-    busy_end = cpu_busy_seconds()
-    if busy_start is not None and busy_end is not None:
-        wall = time.time() - wall_start
-        foreign = (busy_end - busy_start) - (own_cpu_seconds() - own_start)
-        frac = max(0.0, foreign) / (wall * os.cpu_count())
-        print()
-        print("CPU used by other processes during the run: %.0f%% of %d cores%s" % (
-            100.0 * frac, os.cpu_count(), "  (timings unreliable)" if frac > 0.1 else ""))
+    watch.report()
     return 0
 
 

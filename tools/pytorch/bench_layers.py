@@ -77,6 +77,24 @@ def blas_library():
     return ", ".join(sorted(libs)) or "none found"
 
 
+class ContentionWatch:
+    """Measures the CPU other processes used while benchmarks ran."""
+
+    def __init__(self):
+        self.busy, self.own, self.wall = cpu_busy_seconds(), own_cpu_seconds(), time.time()
+
+    def report(self):
+        busy_end = cpu_busy_seconds()
+        if self.busy is None or busy_end is None:
+            return
+        wall = time.time() - self.wall
+        foreign = (busy_end - self.busy) - (own_cpu_seconds() - self.own)
+        frac = max(0.0, foreign) / (wall * os.cpu_count())
+        print()
+        print("CPU used by other processes during the run: %.0f%% of %d cores%s" % (
+            100.0 * frac, os.cpu_count(), "  (timings unreliable)" if frac > 0.1 else ""))
+
+
 def print_environment(what):
     """Prints torch, thread and BLAS settings and warns about what skews timings:
     a missing OMP_WAIT_POLICY=PASSIVE, other processes busy, reference BLAS."""
@@ -324,21 +342,14 @@ def main():
     print("| benchmark | ms/iter | tokens/s | iters |")
     print("|---|---:|---:|---:|")
     cases = build_cases(gen)
-    busy_start, own_start, wall_start = cpu_busy_seconds(), own_cpu_seconds(), time.time()
+    watch = ContentionWatch()
     for name, fn, params, tokens in cases:
         if args.filter and args.filter not in name:
             continue
         sec, n = bench(fn, params, iters)
         print("| %s | %.2f | %.0f | %d |" % (name, sec * 1e3, tokens / sec, n))
         sys.stdout.flush()
-    busy_end = cpu_busy_seconds()
-    if busy_start is not None and busy_end is not None:
-        wall = time.time() - wall_start
-        foreign = (busy_end - busy_start) - (own_cpu_seconds() - own_start)
-        frac = max(0.0, foreign) / (wall * os.cpu_count())
-        print()
-        print("CPU used by other processes during the run: %.0f%% of %d cores%s" % (
-            100.0 * frac, os.cpu_count(), "  (timings unreliable)" if frac > 0.1 else ""))
+    watch.report()
     return 0
 
 
