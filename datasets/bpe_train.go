@@ -1,0 +1,263 @@
+package datasets
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sugarme/tokenizer/pretokenizer"
+)
+
+// minMergeCount is the least number of occurrences a pair needs to become a
+// merge: a pair seen once compresses nothing. Hugging Face's
+// ByteLevelBPETokenizer.train uses the same default (min_frequency=2).
+const minMergeCount = 2
+
+// TrainBPE trains a byte-level BPE tokenizer (GPT-2's scheme) on the corpus
+// and returns it as a Hugging Face tokenizer.json run by sugarme/tokenizer.
+//
+// The vocabulary holds the special tokens (ids 0 … len(specialTokens)-1),
+// the 256 byte symbols, then one token per merge, up to vocabSize in all;
+// it is smaller when the corpus runs out of pairs seen at least twice.
+// Special tokens found in the text are not split into bytes, neither when
+// training nor when encoding. Training is deterministic: ties between
+// equally frequent pairs go to the pair of smaller ids, as in Hugging
+// Face's trainer.
+//
+// It does not use sugarme/tokenizer's bpe.BpeTrainer (v0.3.0), which prints
+// to standard output without a way to turn it off, breaks ties by map order
+// and the clock (so two runs give different merges), never decrements the
+// counts of pairs a merge destroys, and, when a merge yields a string that
+// is already a token, gives it a second id, leaving holes in the vocabulary
+// and merges whose ids decode to nothing (on Opticks with 6000 tokens, 286
+// of 175k tokens vanish on decoding). The algorithm here is Hugging Face
+// tokenizers' BpeTrainer (tokenizers/src/models/bpe/trainer.rs); the
+// tokenizer it builds is sugarme/tokenizer's.
+func TrainBPE(c *Corpus, vocabSize int, specialTokens []string) (Tokenizer, error) {
+	specials := slices.Clone(specialTokens)
+	for i, s := range specials {
+		if s == "" || slices.Contains(specials[:i], s) {
+			return nil, fmt.Errorf("datasets: train BPE: special token %d (%q) is empty or repeated", i, s)
+		}
+	}
+	if least := len(specials) + 256; vocabSize < least {
+		return nil, fmt.Errorf("datasets: train BPE: vocabulary size %d is below %d (%d special tokens + 256 bytes)", vocabSize, least, len(specials))
+	}
+	counts, err := countWords(c, specials)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: train BPE: %w", err)
+	}
+	vocab, merges := trainMerges(counts, specials, vocabSize)
+	raw, err := marshalByteLevelBPE(vocab, merges, len(specials))
+	if err != nil {
+		return nil, fmt.Errorf("datasets: train BPE: %w", err)
+	}
+	tok, err := parseHF(raw)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: train BPE: load the trained tokenizer: %w", err)
+	}
+	return tok, nil
+}
+
+// countWords pre-tokenizes the corpus as the byte-level tokenizer will and
+// counts each pre-token ("word", in byte symbols such as "Ġthe").
+func countWords(c *Corpus, specials []string) (map[string]int, error) {
+	counts := make(map[string]int)
+	err := c.Each(func(text string) error {
+		for _, piece := range splitSpecials(text, specials) {
+			gpt2Pieces(piece, func(lo, hi int) { counts[byteSymbolsOf(piece[lo:hi])]++ })
+		}
+		return nil
+	})
+	return counts, err
+}
+
+// splitSpecials returns the pieces of text between occurrences of the
+// special tokens, dropping the tokens and empty pieces.
+func splitSpecials(text string, specials []string) []string {
+	var out []string
+	for text != "" {
+		at, n := len(text), 0
+		for _, s := range specials {
+			if i := strings.Index(text, s); i >= 0 && (i < at || i == at && len(s) > n) {
+				at, n = i, len(s)
+			}
+		}
+		if at > 0 {
+			out = append(out, text[:at])
+		}
+		text = text[min(at+n, len(text)):]
+	}
+	return out
+}
+
+// byteSymbols returns the 256 byte-level symbols sorted by code point, the
+// order Hugging Face's trainer gives them ids in.
+func byteSymbols() []string {
+	out := make([]string, 0, 256)
+	for _, s := range pretokenizer.BytesChar {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b string) int { return int([]rune(a)[0]) - int([]rune(b)[0]) })
+	return out
+}
+
+// symPair is two adjacent token ids.
+type symPair struct{ a, b int }
+
+// change is how many times a word gained (+) or lost (-) a pair.
+type change struct {
+	p symPair
+	n int
+}
+
+// mergeWord replaces each (a, b) in w, left to right, by id, and returns the
+// pair counts that changed. It is tokenizers' Word::merge.
+func mergeWord(w []int, a, b, id int) ([]int, []change) {
+	var ch []change
+	for i := 0; i+1 < len(w); i++ {
+		if w[i] != a || w[i+1] != b {
+			continue
+		}
+		if i > 0 {
+			ch = append(ch, change{symPair{w[i-1], a}, -1}, change{symPair{w[i-1], id}, 1})
+		}
+		w[i] = id
+		w = append(w[:i+1], w[i+2:]...)
+		if i+1 < len(w) {
+			ch = append(ch, change{symPair{b, w[i+1]}, -1}, change{symPair{id, w[i+1]}, 1})
+		}
+	}
+	return w, ch
+}
+
+// pairItem is a queue entry: a pair and its count when queued.
+type pairItem struct {
+	p     symPair
+	count int
+}
+
+// pairQueue is a max-heap by count, ties to the smaller pair.
+type pairQueue []pairItem
+
+func (q pairQueue) Len() int { return len(q) }
+func (q pairQueue) Less(i, j int) bool {
+	if q[i].count != q[j].count {
+		return q[i].count > q[j].count
+	}
+	if q[i].p.a != q[j].p.a {
+		return q[i].p.a < q[j].p.a
+	}
+	return q[i].p.b < q[j].p.b
+}
+func (q pairQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *pairQueue) Push(x any)   { *q = append(*q, x.(pairItem)) }
+func (q *pairQueue) Pop() any {
+	old := *q
+	it := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return it
+}
+
+// trainMerges learns merges from word counts until the vocabulary has
+// vocabSize tokens or no pair occurs minMergeCount times. It returns the
+// vocabulary (index = id) and the merges in rank order.
+func trainMerges(counts map[string]int, specials []string, vocabSize int) ([]string, [][2]string) {
+	vocab := append(slices.Clone(specials), byteSymbols()...)
+	ids := make(map[string]int, vocabSize)
+	for i, s := range vocab {
+		ids[s] = i
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	words := make([][]int, len(keys))
+	freq := make([]int, len(keys))
+	pairCount := make(map[symPair]int)
+	where := make(map[symPair]map[int]struct{})
+	for wi, k := range keys {
+		for _, r := range k {
+			words[wi] = append(words[wi], ids[string(r)]) // every rune is a byte symbol
+		}
+		freq[wi] = counts[k]
+		for i := 0; i+1 < len(words[wi]); i++ {
+			p := symPair{words[wi][i], words[wi][i+1]}
+			pairCount[p] += freq[wi]
+			if where[p] == nil {
+				where[p] = make(map[int]struct{})
+			}
+			where[p][wi] = struct{}{}
+		}
+	}
+	q := make(pairQueue, 0, len(where))
+	for p := range where {
+		q = append(q, pairItem{p, pairCount[p]})
+	}
+	heap.Init(&q)
+
+	// where[p] is every word p was ever seen in, so a merge reaches all of
+	// its occurrences at once (tokenizers only visits the words recorded in
+	// the queue entry, and may learn the same merge twice).
+	var merges [][2]string
+	merged := make(map[symPair]bool)
+	for len(vocab) < vocabSize && q.Len() > 0 {
+		top := heap.Pop(&q).(pairItem)
+		if c := pairCount[top.p]; c != top.count { // stale entry: requeue with the true count
+			if c > 0 {
+				heap.Push(&q, pairItem{top.p, c})
+			}
+			continue
+		}
+		if top.count < minMergeCount {
+			break
+		}
+		left, right := vocab[top.p.a], vocab[top.p.b]
+		tok := left + right
+		id, ok := ids[tok]
+		if !ok {
+			id = len(vocab)
+			vocab = append(vocab, tok)
+			ids[tok] = id
+		}
+		if !merged[top.p] {
+			merged[top.p] = true
+			merges = append(merges, [2]string{left, right})
+		}
+
+		grown := make(map[symPair]bool)
+		for _, wi := range sortedKeys(where[top.p]) {
+			w, ch := mergeWord(words[wi], top.p.a, top.p.b, id)
+			words[wi] = w
+			for _, c := range ch {
+				pairCount[c.p] += c.n * freq[wi]
+				if c.n > 0 {
+					grown[c.p] = true
+					if where[c.p] == nil {
+						where[c.p] = make(map[int]struct{})
+					}
+					where[c.p][wi] = struct{}{}
+				}
+			}
+		}
+		delete(where, top.p)
+		for p := range grown {
+			if pairCount[p] > 0 {
+				heap.Push(&q, pairItem{p, pairCount[p]})
+			}
+		}
+	}
+	return vocab, merges
+}
+
+// sortedKeys returns a set's members in increasing order.
+func sortedKeys(s map[int]struct{}) []int {
+	out := make([]int, 0, len(s))
+	for k := range s {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
