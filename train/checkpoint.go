@@ -1,0 +1,149 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/d73a19ff/zoo/internal/atomicfile"
+)
+
+// Checkpoints live in <run>/checkpoints/<name>: step-000100, …, best and
+// final. Each holds the model (the Task's files), optimizer.safetensors and
+// trainer.json.
+const (
+	CheckpointsDir = "checkpoints"
+	TrainerFile    = "trainer.json"
+)
+
+// trainerState is trainer.json: what, beside the model and the optimizer,
+// makes a resumed run continue exactly.
+type trainerState struct {
+	Step        int      `json:"step"`
+	BestValLoss *float64 `json:"best_val_loss"` // null before the first evaluation
+	DataState   []byte   `json:"data_state"`
+	DropoutCall uint64   `json:"dropout_call"`
+}
+
+// checkpoint writes the run's state to checkpoints/name and returns the
+// directory. It writes into a temporary directory and renames it into
+// place, so a crash leaves the previous checkpoint of that name intact.
+func (t *Trainer) checkpoint(name string) (string, error) {
+	root := filepath.Join(t.cfg.Dir, CheckpointsDir)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("train: checkpoint: %w", err)
+	}
+	tmp, err := os.MkdirTemp(root, "."+name+".tmp-")
+	if err != nil {
+		return "", fmt.Errorf("train: checkpoint: %w", err)
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	if err := t.task.Save(tmp); err != nil {
+		return "", fmt.Errorf("train: checkpoint %s: model: %w", name, err)
+	}
+	if err := t.opt.Save(filepath.Join(tmp, StateFile)); err != nil {
+		return "", fmt.Errorf("train: checkpoint %s: %w", name, err)
+	}
+	data, err := t.data.State()
+	if err != nil {
+		return "", fmt.Errorf("train: checkpoint %s: data state: %w", name, err)
+	}
+	st := trainerState{Step: t.step, DataState: data, DropoutCall: t.train.g.DropoutCall()}
+	if !math.IsInf(t.best, 1) {
+		st.BestValLoss = &t.best
+	}
+	js, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("train: checkpoint %s: %w", name, err)
+	}
+	if err := atomicfile.WriteBytes(filepath.Join(tmp, TrainerFile), append(js, '\n')); err != nil {
+		return "", fmt.Errorf("train: checkpoint %s: %w", name, err)
+	}
+	final := filepath.Join(root, name)
+	if _, err := os.Stat(final); err == nil {
+		old := tmp + ".old"
+		if err := os.Rename(final, old); err != nil {
+			return "", fmt.Errorf("train: checkpoint %s: %w", name, err)
+		}
+		defer os.RemoveAll(old)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return "", fmt.Errorf("train: checkpoint %s: %w", name, err)
+	}
+	return final, nil
+}
+
+// Resume restores a run from one of its checkpoint directories: weights,
+// optimizer moments, step, data position and dropout masks, so that the run
+// goes on exactly as if it had not stopped. Metrics past the checkpoint's
+// step are dropped from metrics.jsonl.
+func (t *Trainer) Resume(ckpt string) error {
+	b, err := os.ReadFile(filepath.Join(ckpt, TrainerFile))
+	if err != nil {
+		return fmt.Errorf("train: resume: %w", err)
+	}
+	var st trainerState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("train: resume: %s: %w", filepath.Join(ckpt, TrainerFile), err)
+	}
+	if st.Step < 0 || st.Step > t.cfg.Steps {
+		return fmt.Errorf("train: resume: the checkpoint is at step %d, outside this run's %d steps", st.Step, t.cfg.Steps)
+	}
+	if err := t.task.Load(ckpt); err != nil {
+		return fmt.Errorf("train: resume: model: %w", err)
+	}
+	if err := t.opt.Load(filepath.Join(ckpt, StateFile)); err != nil {
+		return fmt.Errorf("train: resume: %w", err)
+	}
+	if err := t.data.Restore(st.DataState); err != nil {
+		return fmt.Errorf("train: resume: data: %w", err)
+	}
+	t.train.g.SetDropoutCall(st.DropoutCall)
+	t.step, t.best = st.Step, math.Inf(1)
+	if st.BestValLoss != nil {
+		t.best = *st.BestValLoss
+	}
+	recs, err := readMetrics(t.cfg.Dir, t.step)
+	if err != nil {
+		return err
+	}
+	t.hist = history{}
+	var lines []byte
+	for _, r := range recs {
+		t.hist.add(r)
+		js, _ := json.Marshal(r)
+		lines = append(append(lines, js...), '\n')
+	}
+	if err := atomicfile.WriteBytes(filepath.Join(t.cfg.Dir, MetricsFile), lines); err != nil {
+		return fmt.Errorf("train: resume: %w", err)
+	}
+	return nil
+}
+
+// Latest returns the newest checkpoint of a run directory: final if it
+// exists, else the highest step-N.
+func Latest(run string) (string, error) {
+	root := filepath.Join(run, CheckpointsDir)
+	if _, err := os.Stat(filepath.Join(root, "final", TrainerFile)); err == nil {
+		return filepath.Join(root, "final"), nil
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return "", fmt.Errorf("train: no checkpoints in %s: %w", run, err)
+	}
+	var steps []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "step-") {
+			steps = append(steps, e.Name())
+		}
+	}
+	if len(steps) == 0 {
+		return "", fmt.Errorf("train: no checkpoints in %s", root)
+	}
+	sort.Strings(steps)
+	return filepath.Join(root, steps[len(steps)-1]), nil
+}

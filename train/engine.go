@@ -1,0 +1,351 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/d73a19ff/zoo/layers"
+)
+
+// Batch is one micro-batch of a model family's data.
+type Batch interface {
+	// Targets is how many target tokens (labels that are not ignored) the
+	// batch holds: a step's loss is normalised by the total over its
+	// micro-batches, not by an average of averages.
+	Targets() int
+}
+
+// Data gives the engine its batches.
+type Data interface {
+	// Next returns the next training micro-batch.
+	Next() (Batch, error)
+	// Eval returns the validation batches: the same ones at every evaluation.
+	Eval() ([]Batch, error)
+	// State and Restore save and restore the position in the training data,
+	// so that a resumed run sees the batches it would have seen.
+	State() ([]byte, error)
+	Restore(state []byte) error
+}
+
+// Task is what a model family gives the engine.
+type Task interface {
+	// Store holds the parameters to train.
+	Store() *layers.Store
+	// Loss builds on g the mean loss of one micro-batch over its targets, and
+	// returns a function that loads a batch into g's inputs.
+	Loss(g *layers.Graph) (loss *gorgonia.Node, load func(Batch) error, err error)
+	// Save writes the model's checkpoint (config.json, model.safetensors)
+	// into an existing directory, and Load reads it back into Store.
+	Save(dir string) error
+	Load(dir string) error
+}
+
+// Config sets a training run.
+type Config struct {
+	Steps      int         // optimizer steps in all
+	Accumulate int         // micro-batches per step; 0 means 1
+	ClipNorm   float64     // global gradient-norm clip; 0 turns it off
+	EvalEvery  int         // evaluate every so many steps (and at the end); 0: only at the end
+	SaveEvery  int         // checkpoint every so many steps; 0: only the best and the final one
+	Dir        string      // run directory: metrics.jsonl, loss.png, checkpoints/
+	Seed       uint64      // seeds dropout
+	AdamW      AdamWConfig // the optimizer
+	Schedule   Schedule    // the learning rate per step
+}
+
+// Validate reports a configuration that cannot run.
+func (c Config) Validate() error {
+	switch {
+	case c.Steps <= 0:
+		return fmt.Errorf("train: steps %d must be positive", c.Steps)
+	case c.Accumulate < 0 || c.EvalEvery < 0 || c.SaveEvery < 0:
+		return fmt.Errorf("train: accumulate %d, eval_every %d and save_every %d must not be negative", c.Accumulate, c.EvalEvery, c.SaveEvery)
+	case !(c.ClipNorm >= 0):
+		return fmt.Errorf("train: clip norm %g must not be negative", c.ClipNorm)
+	case c.Dir == "":
+		return fmt.Errorf("train: no run directory")
+	case c.Schedule == nil:
+		return fmt.Errorf("train: no learning-rate schedule")
+	}
+	return c.AdamW.Validate()
+}
+
+// ErrInterrupted is returned by Run when its context is cancelled (Ctrl-C):
+// a checkpoint of the last finished step has been written.
+var ErrInterrupted = errors.New("train: interrupted")
+
+// Trainer runs the training loop of one Task on one Data.
+type Trainer struct {
+	cfg   Config
+	task  Task
+	data  Data
+	opt   *AdamW
+	train *compiled
+	eval  *compiled
+	step  int     // optimizer steps done
+	best  float64 // best validation loss so far
+	hist  history
+	start time.Time
+}
+
+// compiled is a graph with its machine, loss and gradient reads.
+type compiled struct {
+	g       *layers.Graph
+	vm      gorgonia.VM
+	load    func(Batch) error
+	loss    gorgonia.Value
+	grads   []gorgonia.Value
+	nodes   gorgonia.Nodes
+	summed  []*tensor.Dense // accumulated gradients
+	targets int
+}
+
+// New builds the training and evaluation graphs and the optimizer.
+func New(task Task, data Data, cfg Config) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Accumulate == 0 {
+		cfg.Accumulate = 1
+	}
+	t := &Trainer{cfg: cfg, task: task, data: data, best: math.Inf(1)}
+	var err error
+	if t.train, err = compile(task, true, cfg.Seed); err != nil {
+		return nil, err
+	}
+	if t.eval, err = compile(task, false, cfg.Seed); err != nil {
+		return nil, err
+	}
+	if t.opt, err = NewAdamW(t.train.g.Params(), cfg.AdamW); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func compile(task Task, training bool, seed uint64) (*compiled, error) {
+	var opts []layers.GraphOption
+	if training {
+		opts = append(opts, layers.Training(), layers.DropoutSeed(seed))
+	}
+	g := task.Store().NewGraph(opts...)
+	loss, load, err := task.Loss(g)
+	if err != nil {
+		return nil, fmt.Errorf("train: building the loss: %w", err)
+	}
+	if !loss.IsScalar() {
+		return nil, fmt.Errorf("train: the loss has shape %v, want a scalar", loss.Shape())
+	}
+	c := &compiled{g: g, load: load}
+	gorgonia.Read(loss, &c.loss)
+	if training {
+		if c.nodes, err = gorgonia.Grad(loss, g.Learnables()...); err != nil {
+			return nil, fmt.Errorf("train: gradients: %w", err)
+		}
+		c.grads = make([]gorgonia.Value, len(c.nodes))
+		for i, n := range c.nodes {
+			gorgonia.Read(n, &c.grads[i])
+		}
+		for _, p := range g.Params() {
+			c.summed = append(c.summed, tensor.New(tensor.WithShape(p.Value.Shape().Clone()...), tensor.Of(p.Value.Dtype())))
+		}
+	}
+	c.vm = gorgonia.NewTapeMachine(g.ExprGraph)
+	return c, nil
+}
+
+// run loads a batch, runs the graph and returns the batch's mean loss.
+func (c *compiled) run(b Batch) (float64, error) {
+	if err := c.load(b); err != nil {
+		return 0, err
+	}
+	c.loss = nil
+	err := c.vm.RunAll()
+	c.vm.Reset()
+	if err != nil {
+		return 0, err
+	}
+	return scalarValue(c.loss)
+}
+
+// Close frees the machines.
+func (t *Trainer) Close() {
+	t.train.vm.Close()
+	t.eval.vm.Close()
+}
+
+// Step is the number of optimizer steps done.
+func (t *Trainer) Step() int { return t.step }
+
+// Result is how a run ended.
+type Result struct {
+	Steps    int
+	Loss     float64 // the last step's training loss
+	ValLoss  float64 // the last evaluation's loss
+	BestLoss float64 // the best evaluation's loss
+	Final    string  // the final checkpoint's directory
+}
+
+// Run trains until cfg.Steps, evaluating, logging and checkpointing, and
+// writes the final checkpoint. progress, if not nil, shows a progress bar.
+// A NaN or Inf loss stops the run with an error naming the step, keeping the
+// last good checkpoint; a cancelled ctx saves a checkpoint and returns
+// ErrInterrupted.
+func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
+	m, err := openMetrics(t.cfg.Dir)
+	if err != nil {
+		return Result{}, err
+	}
+	defer m.Close()
+	bar := newBar(progress, t.cfg.Steps, t.step)
+	var res Result
+	t.start = time.Now()
+	for t.step < t.cfg.Steps {
+		if ctx.Err() != nil {
+			if _, err := t.checkpoint(fmt.Sprintf("step-%06d", t.step)); err != nil {
+				return res, err
+			}
+			return res, ErrInterrupted
+		}
+		rec, err := t.trainStep()
+		if err != nil {
+			return res, err
+		}
+		res.Loss = rec.Loss
+		last := t.step == t.cfg.Steps
+		if last || (t.cfg.EvalEvery > 0 && t.step%t.cfg.EvalEvery == 0) {
+			if err := t.evaluate(&rec, &res); err != nil {
+				return res, err
+			}
+		}
+		if err := m.write(rec); err != nil {
+			return res, err
+		}
+		t.hist.add(rec)
+		if rec.ValLoss != nil {
+			if err := t.hist.plot(t.cfg.Dir); err != nil {
+				return res, err
+			}
+		}
+		if !last && t.cfg.SaveEvery > 0 && t.step%t.cfg.SaveEvery == 0 {
+			if _, err := t.checkpoint(fmt.Sprintf("step-%06d", t.step)); err != nil {
+				return res, err
+			}
+		}
+		bar.update(rec)
+	}
+	bar.finish()
+	res.Steps, res.BestLoss = t.step, t.best
+	res.Final, err = t.checkpoint("final")
+	return res, err
+}
+
+// trainStep runs one optimizer step over cfg.Accumulate micro-batches.
+func (t *Trainer) trainStep() (record, error) {
+	c := t.train
+	for _, s := range c.summed {
+		s.Zero()
+	}
+	began := time.Now()
+	var lossSum float64
+	total := 0
+	for i := 0; i < t.cfg.Accumulate; i++ {
+		b, err := t.data.Next()
+		if err != nil {
+			return record{}, fmt.Errorf("train: step %d: data: %w", t.step+1, err)
+		}
+		loss, err := c.run(b)
+		if err != nil {
+			return record{}, fmt.Errorf("train: step %d: %w", t.step+1, err)
+		}
+		n := b.Targets()
+		lossSum += loss * float64(n)
+		total += n
+		// Each micro-batch's gradient is of its mean loss: weighting it by its
+		// target count makes the sum the gradient of the summed loss.
+		if err := addScaled(c.summed, c.grads, float64(n)); err != nil {
+			return record{}, fmt.Errorf("train: step %d: %w", t.step+1, err)
+		}
+	}
+	if total == 0 {
+		return record{}, fmt.Errorf("train: step %d: the micro-batches hold no targets", t.step+1)
+	}
+	loss := lossSum / float64(total)
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return record{}, fmt.Errorf("train: step %d: the loss is %v; stopping, the last good checkpoint is kept under %s", t.step+1, loss, t.cfg.Dir)
+	}
+	grads := make([]gorgonia.Value, len(c.summed))
+	for i, s := range c.summed {
+		scaleDense(s, 1/float64(total))
+		grads[i] = s
+	}
+	norm := math.NaN()
+	if t.cfg.ClipNorm > 0 {
+		var err error
+		if norm, err = ClipGradNorm(grads, t.cfg.ClipNorm); err != nil {
+			return record{}, fmt.Errorf("train: step %d: %w", t.step+1, err)
+		}
+	}
+	lr := t.cfg.Schedule.LR(t.step)
+	if err := t.opt.Step(grads, lr); err != nil {
+		return record{}, fmt.Errorf("train: step %d: %w", t.step+1, err)
+	}
+	t.step++
+	secs := time.Since(began).Seconds()
+	rec := record{Step: t.step, Loss: loss, LR: lr, Targets: total, Seconds: secs, TargetsPerSec: float64(total) / secs}
+	if !math.IsNaN(norm) {
+		rec.GradNorm = &norm
+	}
+	return rec, nil
+}
+
+// evaluate runs the validation batches, records their mean loss (weighted by
+// targets) and saves the best checkpoint.
+func (t *Trainer) evaluate(rec *record, res *Result) error {
+	batches, err := t.data.Eval()
+	if err != nil {
+		return fmt.Errorf("train: evaluation: %w", err)
+	}
+	var sum float64
+	total := 0
+	for _, b := range batches {
+		l, err := t.eval.run(b)
+		if err != nil {
+			return fmt.Errorf("train: evaluation at step %d: %w", t.step, err)
+		}
+		sum += l * float64(b.Targets())
+		total += b.Targets()
+	}
+	if total == 0 {
+		return fmt.Errorf("train: evaluation at step %d: the validation batches hold no targets", t.step)
+	}
+	val := sum / float64(total)
+	rec.ValLoss = &val
+	res.ValLoss = val
+	if val < t.best {
+		t.best = val
+		if _, err := t.checkpoint("best"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Elapsed is the wall time of the current Run so far.
+func (t *Trainer) Elapsed() time.Duration { return time.Since(t.start) }
+
+func scalarValue(v gorgonia.Value) (float64, error) {
+	switch s := v.(type) {
+	case *gorgonia.F32:
+		return float64(*s), nil
+	case *gorgonia.F64:
+		return float64(*s), nil
+	}
+	return 0, fmt.Errorf("train: the loss is %T, want a float scalar", v)
+}

@@ -1,0 +1,295 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/d73a19ff/zoo/layers"
+)
+
+// toyTask is a bigram language model: embedding, dropout, a linear head.
+type toyTask struct {
+	store   *layers.Store
+	emb     *layers.Embedding
+	head    *layers.Linear
+	dropout float64
+}
+
+const toyV, toyD, toyB, toyT = 12, 8, 4, 6
+
+func newToy(t *testing.T, seed uint64, dropout float64) *toyTask {
+	s, err := layers.NewStore(layers.WithSeed(seed), layers.WithInitStd(0.1))
+	require.NoError(t, err)
+	emb, err := layers.NewEmbedding(s.Root().Sub("emb"), toyV, toyD)
+	require.NoError(t, err)
+	head, err := layers.NewLinear(s.Root().Sub("head"), toyD, toyV, true)
+	require.NoError(t, err)
+	return &toyTask{store: s, emb: emb, head: head, dropout: dropout}
+}
+
+func (k *toyTask) Store() *layers.Store { return k.store }
+
+func (k *toyTask) Loss(g *layers.Graph) (*gorgonia.Node, func(Batch) error, error) {
+	ids, targets := g.IntInput("ids", toyB, toyT), g.IntInput("targets", toyB, toyT)
+	scale := g.Input("scale", toyB, toyT, toyD) // ones, or NaN to poison a batch
+	h, err := k.emb.Forward(g, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	if h, err = gorgonia.HadamardProd(h, scale); err != nil {
+		return nil, nil, err
+	}
+	if h, err = (layers.Dropout{P: k.dropout}).Forward(g, h); err != nil {
+		return nil, nil, err
+	}
+	if h, err = k.head.Forward(g, h); err != nil {
+		return nil, nil, err
+	}
+	loss, err := layers.CrossEntropy(h, targets, layers.IgnoreIndex, 0)
+	load := func(b Batch) error {
+		tb := b.(toyBatch)
+		copy(ids.Value().Data().([]int), tb.ids)
+		copy(targets.Value().Data().([]int), tb.targets)
+		for i := range scale.Value().Data().([]float32) {
+			scale.Value().Data().([]float32)[i] = 1
+			if tb.poison {
+				scale.Value().Data().([]float32)[i] = float32(math.NaN())
+			}
+		}
+		return nil
+	}
+	return loss, load, err
+}
+
+func (k *toyTask) Save(dir string) error {
+	return k.store.Save(filepath.Join(dir, layers.WeightsFile), nil)
+}
+func (k *toyTask) Load(dir string) error { return k.store.Load(filepath.Join(dir, layers.WeightsFile)) }
+
+type toyBatch struct {
+	ids, targets []int
+	poison       bool
+}
+
+func (b toyBatch) Targets() int {
+	n := 0
+	for _, t := range b.targets {
+		if t != layers.IgnoreIndex {
+			n++
+		}
+	}
+	return n
+}
+
+// toyData draws windows of a fixed periodic sequence from a seeded PCG.
+type toyData struct {
+	pcg    *rand.PCG
+	calls  int
+	onNext func(call int) // a hook for the tests
+	poison int            // the call that returns a NaN-making batch, or 0
+}
+
+func newToyData(seed uint64) *toyData { return &toyData{pcg: rand.NewPCG(seed, 1)} }
+
+func seqAt(i int) int { return (i*5 + i/7) % toyV }
+
+func (d *toyData) batch(r *rand.Rand) toyBatch {
+	b := toyBatch{ids: make([]int, toyB*toyT), targets: make([]int, toyB*toyT)}
+	for row := 0; row < toyB; row++ {
+		off := r.IntN(1000)
+		for j := 0; j < toyT; j++ {
+			b.ids[row*toyT+j], b.targets[row*toyT+j] = seqAt(off+j), seqAt(off+j+1)
+		}
+	}
+	return b
+}
+
+func (d *toyData) Next() (Batch, error) {
+	d.calls++
+	if d.onNext != nil {
+		d.onNext(d.calls)
+	}
+	b := d.batch(rand.New(d.pcg))
+	b.poison = d.calls == d.poison
+	return b, nil
+}
+
+func (d *toyData) Eval() ([]Batch, error) {
+	r := rand.New(rand.NewPCG(99, 99))
+	return []Batch{d.batch(r), d.batch(r)}, nil
+}
+
+func (d *toyData) State() ([]byte, error) { return d.pcg.MarshalBinary() }
+func (d *toyData) Restore(b []byte) error { return d.pcg.UnmarshalBinary(b) }
+
+func toyConfig(dir string, steps int) Config {
+	sched, _ := WarmupCosine(3e-2, 3e-3, 3, steps)
+	return Config{Steps: steps, Accumulate: 2, ClipNorm: 1, EvalEvery: 5, SaveEvery: 5, Dir: dir, Seed: 7,
+		AdamW: DefaultAdamWConfig(), Schedule: sched}
+}
+
+func TestRunLearns(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := New(newToy(t, 1, 0.1), newToyData(1), toyConfig(dir, 30))
+	require.NoError(t, err)
+	defer tr.Close()
+	var progress strings.Builder
+	res, err := tr.Run(context.Background(), &progress)
+	require.NoError(t, err)
+	require.Equal(t, 30, res.Steps)
+	require.Less(t, res.ValLoss, math.Log(toyV)/2, "the bigram model learns the sequence")
+	require.LessOrEqual(t, res.BestLoss, res.ValLoss)
+	for _, f := range []string{MetricsFile, PlotFile, "checkpoints/final/" + TrainerFile, "checkpoints/best/" + StateFile, "checkpoints/step-000025/" + layers.WeightsFile} {
+		_, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err, f)
+	}
+	recs, err := readMetrics(dir, 1<<30)
+	require.NoError(t, err)
+	require.Len(t, recs, 30)
+	require.NotNil(t, recs[4].ValLoss, "evaluated at step 5")
+	require.Contains(t, progress.String(), "loss")
+	latest, err := Latest(dir)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, CheckpointsDir, "final"), latest)
+}
+
+// Training 2N steps equals training N steps, being interrupted, and resuming
+// for N more in a new process: identical weights, bit for bit.
+func TestRunResumesExactly(t *testing.T) {
+	const n = 10
+	whole := t.TempDir()
+	a := newToy(t, 1, 0.2)
+	tr, err := New(a, newToyData(3), toyConfig(whole, 2*n))
+	require.NoError(t, err)
+	_, err = tr.Run(context.Background(), nil)
+	require.NoError(t, err)
+	tr.Close()
+
+	split := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	data := newToyData(3)
+	data.onNext = func(call int) {
+		if call == 2*n { // the last micro-batch of step n
+			cancel()
+		}
+	}
+	tr, err = New(newToy(t, 1, 0.2), data, toyConfig(split, 2*n))
+	require.NoError(t, err)
+	_, err = tr.Run(ctx, nil)
+	require.True(t, errors.Is(err, ErrInterrupted), "%v", err)
+	tr.Close()
+	ckpt, err := Latest(split)
+	require.NoError(t, err)
+	require.Equal(t, "step-000010", filepath.Base(ckpt))
+
+	b := newToy(t, 42, 0.2) // other initial weights: all must come from the checkpoint
+	tr, err = New(b, newToyData(1234), toyConfig(split, 2*n))
+	require.NoError(t, err)
+	require.NoError(t, tr.Resume(ckpt))
+	_, err = tr.Run(context.Background(), nil)
+	require.NoError(t, err)
+	tr.Close()
+	for i, p := range a.store.Params() {
+		require.Equal(t, p.Value.Data(), b.store.Params()[i].Value.Data(), p.Name)
+	}
+	recs, err := readMetrics(split, 1<<30)
+	require.NoError(t, err)
+	require.Len(t, recs, 2*n)
+}
+
+// A NaN loss stops the run naming the step, and the last good checkpoint
+// stays.
+func TestNaNStops(t *testing.T) {
+	dir := t.TempDir()
+	cfg := toyConfig(dir, 20)
+	cfg.SaveEvery = 2
+	data := newToyData(1)
+	data.poison = 13 // step 7's first micro-batch
+	tr, err := New(newToy(t, 1, 0), data, cfg)
+	require.NoError(t, err)
+	defer tr.Close()
+	_, err = tr.Run(context.Background(), nil)
+	require.ErrorContains(t, err, "step 7: the loss is NaN")
+	latest, err := Latest(dir)
+	require.NoError(t, err)
+	require.Equal(t, "step-000006", filepath.Base(latest))
+	tr2, err := New(newToy(t, 2, 0), newToyData(1), cfg)
+	require.NoError(t, err)
+	require.NoError(t, tr2.Resume(latest), "the checkpoint is whole")
+	tr2.Close()
+}
+
+// With accumulation, a step's loss is the mean over all its target tokens,
+// not the mean of the micro-batches' means.
+func TestAccumulationWeightsByTargets(t *testing.T) {
+	task := newToy(t, 1, 0)
+	r := rand.New(rand.NewPCG(5, 5))
+	d := &toyData{}
+	a, b := d.batch(r), d.batch(r)
+	for i := 1; i < len(b.targets); i++ {
+		b.targets[i] = layers.IgnoreIndex // b has one target, a has 24
+	}
+	ev, err := compile(task, false, 0)
+	require.NoError(t, err)
+	la, err := ev.run(a)
+	require.NoError(t, err)
+	lb, err := ev.run(b)
+	require.NoError(t, err)
+
+	fixed := &fixedData{batches: []Batch{a, b}}
+	cfg := toyConfig(t.TempDir(), 1)
+	cfg.ClipNorm = 0
+	var err2 error
+	cfg.Schedule, err2 = Constant(1e-3)
+	require.NoError(t, err2)
+	tr, err := New(task, fixed, cfg)
+	require.NoError(t, err)
+	defer tr.Close()
+	rec, err := tr.trainStep()
+	require.NoError(t, err)
+	require.InDelta(t, (24*la+1*lb)/25, rec.Loss, 1e-6)
+	require.Greater(t, math.Abs((la+lb)/2-rec.Loss), 1e-3, "not the mean of means")
+}
+
+type fixedData struct {
+	batches []Batch
+	i       int
+}
+
+func (f *fixedData) Next() (Batch, error) {
+	b := f.batches[f.i%len(f.batches)]
+	f.i++
+	return b, nil
+}
+func (f *fixedData) Eval() ([]Batch, error) { return f.batches, nil }
+func (f *fixedData) State() ([]byte, error) { return nil, nil }
+func (f *fixedData) Restore(b []byte) error { return nil }
+
+func TestConfigErrors(t *testing.T) {
+	good := toyConfig(t.TempDir(), 3)
+	for _, c := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Steps = 0 }, "steps 0"},
+		{func(c *Config) { c.Dir = "" }, "no run directory"},
+		{func(c *Config) { c.Schedule = nil }, "no learning-rate schedule"},
+		{func(c *Config) { c.ClipNorm = -1 }, "clip norm"},
+	} {
+		cfg := good
+		c.edit(&cfg)
+		_, err := New(newToy(t, 1, 0), newToyData(1), cfg)
+		require.ErrorContains(t, err, c.want)
+	}
+	_ = tensor.Float32
+}

@@ -1,0 +1,168 @@
+package train
+
+import (
+	"bufio"
+	"image/color"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/schollz/progressbar/v3"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// The files of a run directory.
+const (
+	MetricsFile = "metrics.jsonl" // one JSON record per step
+	PlotFile    = "loss.png"      // training and validation loss, redrawn at each evaluation
+)
+
+// record is one step's line in metrics.jsonl.
+type record struct {
+	Step          int      `json:"step"`
+	Loss          float64  `json:"loss"`
+	ValLoss       *float64 `json:"val_loss,omitempty"`
+	LR            float64  `json:"lr"`
+	GradNorm      *float64 `json:"grad_norm,omitempty"`
+	Targets       int      `json:"targets"`
+	Seconds       float64  `json:"seconds"`
+	TargetsPerSec float64  `json:"targets_per_sec"`
+}
+
+// metrics appends records to the run's metrics.jsonl.
+type metrics struct{ f *os.File }
+
+func openMetrics(dir string) (*metrics, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("train: run directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, MetricsFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("train: metrics: %w", err)
+	}
+	return &metrics{f: f}, nil
+}
+
+func (m *metrics) write(r record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("train: metrics: %w", err)
+	}
+	if _, err := m.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("train: metrics: %w", err)
+	}
+	return nil
+}
+
+func (m *metrics) Close() error { return m.f.Close() }
+
+// readMetrics reads the records of steps ≤ upTo from a run's metrics.jsonl,
+// to redraw the loss curve after a resume.
+func readMetrics(dir string, upTo int) ([]record, error) {
+	f, err := os.Open(filepath.Join(dir, MetricsFile))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("train: metrics: %w", err)
+	}
+	defer f.Close()
+	var out []record
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r record
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Step <= upTo {
+			out = append(out, r)
+		}
+	}
+	return out, sc.Err()
+}
+
+// history is the loss curve of a run.
+type history struct{ train, val plotter.XYs }
+
+func (h *history) add(r record) {
+	h.train = append(h.train, plotter.XY{X: float64(r.Step), Y: r.Loss})
+	if r.ValLoss != nil {
+		h.val = append(h.val, plotter.XY{X: float64(r.Step), Y: *r.ValLoss})
+	}
+}
+
+// plot draws the curve to dir/loss.png, atomically.
+func (h *history) plot(dir string) error {
+	p := plot.New()
+	p.Title.Text = "loss"
+	p.X.Label.Text = "step"
+	p.Y.Label.Text = "cross-entropy"
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	for _, s := range []struct {
+		name string
+		xys  plotter.XYs
+		dash bool
+	}{{"train", h.train, false}, {"validation", h.val, true}} {
+		if len(s.xys) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(s.xys)
+		if err != nil {
+			return fmt.Errorf("train: plot: %w", err)
+		}
+		if s.dash {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+			l.Width = vg.Points(2)
+			l.Color = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+		}
+		p.Add(l)
+		p.Legend.Add(s.name, l)
+	}
+	tmp := filepath.Join(dir, ".loss.tmp.png")
+	if err := p.Save(8*vg.Inch, 5*vg.Inch, tmp); err != nil {
+		return fmt.Errorf("train: plot: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, PlotFile)); err != nil {
+		return fmt.Errorf("train: plot: %w", err)
+	}
+	return nil
+}
+
+// bar is the progress bar; a nil writer makes it a no-op.
+type bar struct{ b *progressbar.ProgressBar }
+
+func newBar(w io.Writer, total, done int) bar {
+	if w == nil {
+		return bar{}
+	}
+	b := progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetWidth(24),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(200_000_000),
+		progressbar.OptionSetDescription("training"),
+	)
+	_ = b.Set(done)
+	return bar{b: b}
+}
+
+func (b bar) update(r record) {
+	if b.b == nil {
+		return
+	}
+	desc := fmt.Sprintf("loss %.4f lr %.2e %.0f tok/s", r.Loss, r.LR, r.TargetsPerSec)
+	if r.ValLoss != nil {
+		desc += fmt.Sprintf(" val %.4f", *r.ValLoss)
+	}
+	b.b.Describe(desc)
+	_ = b.b.Set(r.Step)
+}
+
+func (b bar) finish() {
+	if b.b != nil {
+		_ = b.b.Finish()
+	}
+}
