@@ -2,9 +2,9 @@ package train
 
 import (
 	"bufio"
-	"image/color"
 	"encoding/json"
 	"fmt"
+	"image/color"
 	"io"
 	"os"
 	"path/filepath"
