@@ -20,9 +20,9 @@ type command struct {
 
 var commands = []command{
 	{"inspect", "FILE.safetensors", "list a checkpoint's tensors: name, dtype, shape and metadata", runInspect},
-	{"pretrain", "", "pretrain a model on a text or image corpus", nil},
+	{"pretrain", "gpt [flags]", "pretrain a GPT; with no flags, on Newton's Opticks (the main job)", runPretrain},
 	{"finetune", "", "fine-tune a pretrained checkpoint on a task", nil},
-	{"generate", "", "generate text from a GPT checkpoint", nil},
+	{"generate", "--checkpoint DIR", "generate text from a GPT checkpoint, streaming it", runGenerate},
 	{"version", "", "print the version", func(_ []string, w io.Writer) error {
 		_, err := fmt.Fprintln(w, "zoo", version)
 		return err
@@ -61,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		if err := c.run(args[1:], stdout); err != nil {
 			if errors.Is(err, errUsage) {
-				fmt.Fprintf(stderr, "usage: zoo %s %s\n", c.name, c.args)
+				fmt.Fprintf(stderr, "%v\nusage: zoo %s %s (zoo %s -h for help)\n", err, c.name, c.args, c.name)
 				return 2
 			}
 			fmt.Fprintf(stderr, "zoo %s: %v\n", c.name, err)

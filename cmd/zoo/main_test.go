@@ -25,8 +25,11 @@ func TestUnknownAndUnbuiltCommands(t *testing.T) {
 	require.Equal(t, 2, run([]string{"dance"}, &out, &errb))
 	require.Contains(t, errb.String(), `unknown command "dance"`)
 	errb.Reset()
-	require.Equal(t, 2, run([]string{"pretrain"}, &out, &errb))
+	require.Equal(t, 2, run([]string{"finetune"}, &out, &errb))
 	require.Contains(t, errb.String(), "not built yet")
+	errb.Reset()
+	require.Equal(t, 2, run([]string{"pretrain"}, &out, &errb))
+	require.Contains(t, errb.String(), "needs a model family: gpt")
 }
 
 func TestInspect(t *testing.T) {

@@ -123,10 +123,18 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	return json.Marshal(h)
 }
 
-// UnmarshalJSON reads a config.json, taking GPT-2's defaults for the fields
-// it leaves out (tie_word_embeddings defaults to true).
+// UnmarshalJSON reads a config.json. Fields it leaves out keep their values
+// when c is already set, as encoding/json does, and otherwise take GPT-2's
+// defaults (tie_word_embeddings defaults to true).
 func (c *Config) UnmarshalJSON(b []byte) error {
-	h := hfConfig{plainConfig: plainConfig(defaults())}
+	start := defaults()
+	if *c != (Config{}) {
+		start = *c
+	}
+	h := hfConfig{plainConfig: plainConfig(start)}
+	if c.NInner > 0 {
+		h.NInner = &c.NInner
+	}
 	if err := json.Unmarshal(b, &h); err != nil {
 		return err
 	}

@@ -86,6 +86,11 @@ func TestConfigJSON(t *testing.T) {
 	require.Equal(t, Micro(), back)
 
 	require.ErrorContains(t, json.Unmarshal([]byte(`{"model_type": "bert"}`), &c), `model_type "bert"`)
+	partial := Micro()
+	require.NoError(t, json.Unmarshal([]byte(`{"n_layer": 5}`), &partial))
+	require.Equal(t, 5, partial.NLayer)
+	require.Equal(t, Micro().NEmbd, partial.NEmbd, "fields the JSON leaves out keep their values")
+	c = Config{}
 	require.NoError(t, json.Unmarshal([]byte(`{"n_inner": 100, "tie_word_embeddings": false}`), &c))
 	require.Equal(t, 100, c.Inner())
 	require.False(t, c.TieWordEmbeddings)

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The CLI pretrains a tiny GPT for 20 steps on a generated corpus, then
+// generates from its checkpoint.
+func TestPretrainThenGenerate(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "corpus.txt")
+	var text strings.Builder
+	for i := 0; i < 400; i++ {
+		text.WriteString("the quick brown fox jumps over the lazy dog. ")
+	}
+	require.NoError(t, os.WriteFile(corpus, []byte(text.String()), 0o644))
+	cfg := filepath.Join(dir, "config.json")
+	require.NoError(t, os.WriteFile(cfg, []byte(`{
+		"model": {"n_layer": 1, "n_head": 2, "n_embd": 16, "n_positions": 16},
+		"batch_size": 4, "max_iters": 20, "warmup_iters": 2, "eval_interval": 10,
+		"save_interval": 10, "samples": 1, "sample_tokens": 10
+	}`), 0o644))
+	run_ := filepath.Join(dir, "run")
+	var out, errb bytes.Buffer
+	code := run([]string{"pretrain", "gpt", "--config", cfg, "--corpus", corpus, "--run", run_}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Contains(t, out.String(), "done: 20 steps")
+	require.Contains(t, out.String(), "zoo generate --checkpoint")
+	for _, f := range []string{"metrics.jsonl", "loss.png", "checkpoints/final/model.safetensors", "checkpoints/final/tokenizer.json", "checkpoints/step-000010/trainer.json"} {
+		_, err := os.Stat(filepath.Join(run_, f))
+		require.NoError(t, err, f)
+	}
+
+	out.Reset()
+	code = run([]string{"generate", "--checkpoint", filepath.Join(run_, "checkpoints", "final"), "--prompt", "the ", "--max-new-tokens", "12", "--seed", "3"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.True(t, strings.HasPrefix(out.String(), "the "))
+	require.Greater(t, len([]rune(out.String())), 12)
+
+	// An unknown config key and a wrong type are errors.
+	require.NoError(t, os.WriteFile(cfg, []byte(`{"model": {"n_layers": 2}}`), 0o644))
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"pretrain", "gpt", "--config", cfg, "--run", run_}, &out, &errb))
+	require.Contains(t, errb.String(), `unknown key "model.n_layers"`)
+	require.NoError(t, os.WriteFile(cfg, []byte(`{"batch_size": "twelve"}`), 0o644))
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"pretrain", "gpt", "--config", cfg, "--run", run_}, &out, &errb))
+	require.Contains(t, errb.String(), "batch_size")
+
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"pretrain", "gpt", "--corpus", filepath.Join(dir, "none*.txt"), "--run", run_}, &out, &errb))
+	require.Contains(t, errb.String(), "none*.txt")
+	errb.Reset()
+	require.Equal(t, 2, run([]string{"generate"}, &out, &errb))
+	require.Contains(t, errb.String(), "--checkpoint is required")
+}

@@ -1,0 +1,224 @@
+package pretrain
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models/gpt"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// TokenizerFile is the tokenizer saved beside every GPT checkpoint.
+const TokenizerFile = "tokenizer.json"
+
+// gptTask is GPT's causal-LM objective for the training engine.
+type gptTask struct {
+	m    *gpt.Model
+	tok  datasets.Tokenizer
+	b, t int
+}
+
+func (k *gptTask) Store() *layers.Store { return k.m.Store }
+
+func (k *gptTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
+	ids, targets := g.IntInput("input_ids", k.b, k.t), g.IntInput("labels", k.b, k.t)
+	loss, _, err := k.m.Loss(g, gpt.Inputs{IDs: ids}, targets)
+	load := func(b train.Batch) error {
+		lb, ok := b.(lmBatch)
+		if !ok || len(lb.ids) != k.b*k.t {
+			return fmt.Errorf("gpt: a batch of %T does not fit the (%d, %d) graph", b, k.b, k.t)
+		}
+		copy(ids.Value().Data().([]int), lb.ids)
+		copy(targets.Value().Data().([]int), lb.targets)
+		return nil
+	}
+	return loss, load, err
+}
+
+func (k *gptTask) Save(dir string) error {
+	if err := k.m.Save(dir); err != nil {
+		return err
+	}
+	return k.tok.Save(filepath.Join(dir, TokenizerFile))
+}
+
+func (k *gptTask) Load(dir string) error {
+	return k.m.LoadWeights(filepath.Join(dir, layers.WeightsFile))
+}
+
+// Result is what a pretraining run produced.
+type Result struct {
+	train.Result
+	Samples []string
+}
+
+// RunGPT pretrains a GPT as cfg says, writing checkpoints, metrics.jsonl and
+// loss.png under cfg.RunDir and the progress to out.
+func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) {
+	if cfg.Corpus == "" {
+		cfg.Corpus = OpticksPath()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	corpus, err := datasets.OpenCorpus(cfg.Corpus, datasets.CorpusOptions{})
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer(cfg, corpus)
+	if err != nil {
+		return nil, err
+	}
+	cache := cfg.CacheDir
+	if cache == "" {
+		cache = filepath.Join(filepath.Dir(filepath.Clean(cfg.RunDir)), "cache")
+	}
+	toks, err := datasets.Tokenize(corpus, tok, cache)
+	if err != nil {
+		return nil, err
+	}
+	block := cfg.Model.NPositions
+	trainTok, valTok, err := toks.Split(cfg.ValFraction)
+	if err != nil {
+		return nil, err
+	}
+	if trainTok.Len() <= block {
+		return nil, fmt.Errorf("pretrain: the training split has %d tokens, not more than one block of %d; use a longer corpus or a smaller model.n_positions", trainTok.Len(), block)
+	}
+	if err := checkMemory(cfg); err != nil {
+		return nil, err
+	}
+	mc := cfg.Model
+	mc.VocabSize, mc.BOSTokenID, mc.EOSTokenID = tok.VocabSize(), 0, 0
+	m, err := gpt.New(mc, layers.WithSeed(cfg.Seed))
+	if err != nil {
+		return nil, err
+	}
+	data, err := newLMData(trainTok, valTok, cfg.Batch, block, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
+	sched, err := train.WarmupCosine(cfg.LR, cfg.MinLR, cfg.Warmup, cfg.MaxIters)
+	if err != nil {
+		return nil, err
+	}
+	ac := train.DefaultAdamWConfig()
+	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.Beta1, cfg.Beta2, cfg.WeightDecay
+	tr, err := train.New(&gptTask{m: m, tok: tok, b: cfg.Batch, t: block}, data, train.Config{
+		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
+		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer tr.Close()
+	if cfg.Resume {
+		ckpt, err := train.Latest(cfg.RunDir)
+		if err != nil {
+			return nil, err
+		}
+		if err := tr.Resume(ckpt); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "resuming from %s at step %d\n", ckpt, tr.Step())
+	}
+	fmt.Fprintf(out, "gpt: %d parameters, %d layers, %d heads, %d wide, block %d; %d training and %d validation tokens (vocabulary %d)\n",
+		m.NumParams(), mc.NLayer, mc.NHead, mc.NEmbd, block, trainTok.Len(), valTok.Len(), tok.VocabSize())
+	res, err := tr.Run(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Result: res}
+	if r.Samples, err = samples(m, tok, cfg); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// tokenizer makes or loads the tokenizer cfg names.
+func tokenizer(cfg GPTConfig, c *datasets.Corpus) (datasets.Tokenizer, error) {
+	switch cfg.Tokenizer {
+	case "char":
+		return datasets.NewCharTokenizer(c)
+	case "bpe":
+		return datasets.TrainBPE(c, cfg.BPEVocab, nil)
+	case "":
+		return nil, errors.New("config: tokenizer is empty; use char, bpe or the path of a tokenizer.json")
+	}
+	return datasets.LoadTokenizer(cfg.Tokenizer)
+}
+
+// samples generates cfg.Samples texts from a newline, sampling at
+// temperature 0.8.
+func samples(m *gpt.Model, tok datasets.Tokenizer, cfg GPTConfig) ([]string, error) {
+	if cfg.Samples == 0 || cfg.SampleLen == 0 {
+		return nil, nil
+	}
+	prompt, err := tok.Encode("\n")
+	if err != nil || len(prompt) == 0 {
+		prompt = []int{0}
+	}
+	var out []string
+	for i := 0; i < cfg.Samples; i++ {
+		gen, err := m.Generate([][]int{prompt}, gpt.Sampling(cfg.SampleLen, 0.8, cfg.Seed+uint64(i)))
+		if err != nil {
+			return nil, err
+		}
+		text, err := tok.Decode(gen[0])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, text)
+	}
+	return out, nil
+}
+
+// checkMemory refuses a batch whose activations would not fit in the
+// machine's available memory, saying what to lower.
+func checkMemory(cfg GPTConfig) error {
+	need := activationBytes(cfg)
+	avail := availableMemory()
+	if avail > 0 && need > avail*9/10 {
+		return fmt.Errorf("pretrain: batch_size %d × block %d needs about %.1f GB for activations, more than the %.1f GB available; lower batch_size (use gradient_accumulation_steps to keep the tokens per step) or model.n_positions",
+			cfg.Batch, cfg.Model.NPositions, float64(need)/1e9, float64(avail)/1e9)
+	}
+	return nil
+}
+
+// activationBytes estimates a training step's float32 buffers: per layer
+// about 16 (B·T·d) tensors and 4 (B·h·T·T) attention tensors, forward and
+// backward, plus the logits and their gradient.
+func activationBytes(cfg GPTConfig) int64 {
+	m := cfg.Model
+	b, t, d, h := int64(cfg.Batch), int64(m.NPositions), int64(m.NEmbd), int64(m.NHead)
+	perLayer := 2 * (16*b*t*d + 4*b*h*t*t + 2*b*t*int64(m.Inner()))
+	vocab := max(int64(m.VocabSize), 256)
+	return 4 * (int64(m.NLayer)*perLayer + 3*b*t*vocab)
+}
+
+// availableMemory reads MemAvailable from /proc/meminfo, or 0.
+func availableMemory() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var kb int64
+		if n, _ := fmt.Sscanf(sc.Text(), "MemAvailable: %d kB", &kb); n == 1 {
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
