@@ -221,4 +221,3 @@ func availableMemory() int64 {
 	}
 	return 0
 }
-
