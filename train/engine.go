@@ -248,46 +248,20 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 
 // trainStep runs one optimizer step over cfg.Accumulate micro-batches.
 func (t *Trainer) trainStep() (record, error) {
-	c := t.train
-	for _, s := range c.summed {
-		s.Zero()
-	}
 	began := time.Now()
-	var lossSum float64
-	total := 0
-	for i := 0; i < t.cfg.Accumulate; i++ {
-		b, err := t.data.Next()
-		if err != nil {
-			return record{}, fmt.Errorf("train: step %d: data: %w", t.step+1, err)
-		}
-		loss, err := c.run(b)
-		if err != nil {
-			return record{}, fmt.Errorf("train: step %d: %w", t.step+1, err)
-		}
-		n := b.Targets()
-		lossSum += loss * float64(n)
-		total += n
-		// Each micro-batch's gradient is of its mean loss: weighting it by its
-		// target count makes the sum the gradient of the summed loss.
-		if err := addScaled(c.summed, c.grads, float64(n)); err != nil {
-			return record{}, fmt.Errorf("train: step %d: %w", t.step+1, err)
-		}
+	loss, total, err := t.accumulate()
+	if err != nil {
+		return record{}, fmt.Errorf("train: step %d: %w", t.step+1, err)
 	}
-	if total == 0 {
-		return record{}, fmt.Errorf("train: step %d: the micro-batches hold no targets", t.step+1)
-	}
-	loss := lossSum / float64(total)
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return record{}, fmt.Errorf("train: step %d: the loss is %v; stopping, the last good checkpoint is kept under %s", t.step+1, loss, t.cfg.Dir)
 	}
-	grads := make([]gorgonia.Value, len(c.summed))
-	for i, s := range c.summed {
-		scaleDense(s, 1/float64(total))
+	grads := make([]gorgonia.Value, len(t.train.summed))
+	for i, s := range t.train.summed {
 		grads[i] = s
 	}
 	norm := math.NaN()
 	if t.cfg.ClipNorm > 0 {
-		var err error
 		if norm, err = ClipGradNorm(grads, t.cfg.ClipNorm); err != nil {
 			return record{}, fmt.Errorf("train: step %d: %w", t.step+1, err)
 		}
@@ -303,6 +277,43 @@ func (t *Trainer) trainStep() (record, error) {
 		rec.GradNorm = &norm
 	}
 	return rec, nil
+}
+
+// accumulate runs cfg.Accumulate micro-batches and leaves in train.summed
+// the gradient of the step's loss: the mean over all their target tokens,
+// not a mean of the micro-batches' means. It returns that loss and the
+// number of targets.
+func (t *Trainer) accumulate() (loss float64, total int, err error) {
+	c := t.train
+	for _, s := range c.summed {
+		s.Zero()
+	}
+	var lossSum float64
+	for i := 0; i < t.cfg.Accumulate; i++ {
+		b, err := t.data.Next()
+		if err != nil {
+			return 0, 0, fmt.Errorf("data: %w", err)
+		}
+		l, err := c.run(b)
+		if err != nil {
+			return 0, 0, err
+		}
+		n := b.Targets()
+		lossSum += l * float64(n)
+		total += n
+		// Each micro-batch's gradient is of its mean loss: weighting it by its
+		// target count makes the sum the gradient of the summed loss.
+		if err := addScaled(c.summed, c.grads, float64(n)); err != nil {
+			return 0, 0, err
+		}
+	}
+	if total == 0 {
+		return 0, 0, fmt.Errorf("the micro-batches hold no targets")
+	}
+	for _, s := range c.summed {
+		scaleDense(s, 1/float64(total))
+	}
+	return lossSum / float64(total), total, nil
 }
 
 // evaluate runs the validation batches, records their mean loss (weighted by

@@ -23,6 +23,7 @@ type toyTask struct {
 	emb     *layers.Embedding
 	head    *layers.Linear
 	dropout float64
+	rows    int // batch rows; 0 means toyB
 }
 
 const toyV, toyD, toyB, toyT = 12, 8, 4, 6
@@ -40,8 +41,12 @@ func newToy(t *testing.T, seed uint64, dropout float64) *toyTask {
 func (k *toyTask) Store() *layers.Store { return k.store }
 
 func (k *toyTask) Loss(g *layers.Graph) (*gorgonia.Node, func(Batch) error, error) {
-	ids, targets := g.IntInput("ids", toyB, toyT), g.IntInput("targets", toyB, toyT)
-	scale := g.Input("scale", toyB, toyT, toyD) // ones, or NaN to poison a batch
+	rows := k.rows
+	if rows == 0 {
+		rows = toyB
+	}
+	ids, targets := g.IntInput("ids", rows, toyT), g.IntInput("targets", rows, toyT)
+	scale := g.Input("scale", rows, toyT, toyD) // ones, or NaN to poison a batch
 	h, err := k.emb.Forward(g, ids)
 	if err != nil {
 		return nil, nil, err
@@ -259,6 +264,42 @@ func TestAccumulationWeightsByTargets(t *testing.T) {
 	require.NoError(t, err)
 	require.InDelta(t, (24*la+1*lb)/25, rec.Loss, 1e-6)
 	require.Greater(t, math.Abs((la+lb)/2-rec.Loss), 1e-3, "not the mean of means")
+}
+
+// Accumulating 4 micro-batches of B/4 rows gives the gradient of one batch
+// of B rows, even when the rows hold different numbers of targets.
+func TestAccumulationEqualsOneBatch(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	big := (&toyData{}).batch(r) // toyB = 4 rows
+	for i := 2; i < toyT; i++ {
+		big.targets[i] = layers.IgnoreIndex // row 0 keeps 2 targets, the others 6
+	}
+	var quarters []Batch
+	for row := 0; row < toyB; row++ {
+		quarters = append(quarters, toyBatch{ids: big.ids[row*toyT : (row+1)*toyT], targets: big.targets[row*toyT : (row+1)*toyT]})
+	}
+	sched, err := Constant(1e-3)
+	require.NoError(t, err)
+	grads := func(rows, accumulate int, batches []Batch) ([]*tensor.Dense, float64) {
+		task := newToy(t, 1, 0)
+		task.rows = rows
+		cfg := Config{Steps: 1, Accumulate: accumulate, Dir: t.TempDir(), AdamW: DefaultAdamWConfig(), Schedule: sched}
+		tr, err := New(task, &fixedData{batches: batches}, cfg)
+		require.NoError(t, err)
+		defer tr.Close()
+		loss, _, err := tr.accumulate()
+		require.NoError(t, err)
+		return tr.train.summed, loss
+	}
+	one, l1 := grads(toyB, 1, []Batch{big})
+	four, l4 := grads(1, 4, quarters)
+	require.InDelta(t, l1, l4, 1e-6)
+	for i := range one {
+		a, b := one[i].Data().([]float32), four[i].Data().([]float32)
+		for j := range a {
+			require.InDelta(t, a[j], b[j], 1e-6, "parameter %d value %d", i, j)
+		}
+	}
 }
 
 type fixedData struct {
