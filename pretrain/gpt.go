@@ -91,8 +91,9 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	if trainTok.Len() <= block {
-		return nil, fmt.Errorf("pretrain: the training split has %d tokens, not more than one block of %d; use a longer corpus or a smaller model.n_positions", trainTok.Len(), block)
+	if trainTok.Len() <= block || valTok.Len() <= block {
+		return nil, fmt.Errorf("pretrain: the corpus has %d tokens; split %g/%g it leaves %d for training and %d for validation, and each needs more than one block of %d: use a longer corpus or a smaller model.n_positions",
+			toks.Len(), 1-cfg.ValFraction, cfg.ValFraction, trainTok.Len(), valTok.Len(), block)
 	}
 	if err := checkMemory(cfg); err != nil {
 		return nil, err
