@@ -1,0 +1,131 @@
+package gemm
+
+import "unsafe"
+
+// Blocking parameters (Goto & van de Geijn 2008), for 32 KiB L1d and 1 MiB
+// L2 per core: a kc×nc block of packed B (512 KiB) stays in L2; each kc×mr
+// micro-panel of packed A (12 KiB) stays in L1 while the block's kc×nr
+// micro-panels stream past it; the mc×kc block of packed A (1 MiB) is read
+// once per B block, from L2 or L3. Measured: kc ∈ [256, 512] and nc ∈ [512,
+// 1024] are all within noise of each other on the model's shapes.
+var (
+	blockK = 256  // kc: depth of one rank-kc update
+	blockN = 512  // nc: columns of B packed at a time (L2)
+	blockM = 1024 // mc: rows of A packed at a time (L3)
+)
+
+// job is one product C = alpha·op(A)·op(B) + beta·C, with alpha ≠ 0 and k > 0.
+type job struct {
+	tA, tB        bool
+	m, n, k       int
+	alpha, beta   float32
+	a, b, c       []float32
+	lda, ldb, ldc int
+	kern          *kernel
+}
+
+// buffers holds one goroutine's packing space.
+type buffers struct{ a, b, tile []float32 }
+
+// freeBufs keeps packing buffers between calls. Unlike a sync.Pool it is not
+// emptied by the garbage collector, which the megabyte-sized buffers of large
+// products would otherwise trigger on nearly every call.
+var freeBufs = make(chan *buffers, 16)
+
+func getBuffers() *buffers {
+	select {
+	case b := <-freeBufs:
+		return b
+	default:
+		return new(buffers)
+	}
+}
+
+func putBuffers(b *buffers) {
+	select {
+	case freeBufs <- b:
+	default: // more goroutines than slots: let this one go
+	}
+}
+
+// aligned returns a slice of n floats starting on a 64-byte boundary, reusing
+// *s when it is large enough.
+func aligned(s *[]float32, n int) []float32 {
+	if cap(*s) < n+16 {
+		*s = make([]float32, n+16)
+	}
+	buf := (*s)[:cap(*s)]
+	off := int(uintptrOf(buf)/4) % 16
+	if off != 0 {
+		off = 16 - off
+	}
+	return buf[off : off+n]
+}
+
+// run computes the block of C with rows [i0, i1) and columns [j0, j1).
+func (jb *job) run(i0, i1, j0, j1 int) {
+	bufs := getBuffers()
+	defer putBuffers(bufs)
+	mr, nr := jb.kern.mr, jb.kern.nr
+	kc := min(blockK, jb.k)
+	mc := min(roundUp(blockM, mr), roundUp(i1-i0, mr))
+	nc := min(roundUp(blockN, nr), roundUp(j1-j0, nr))
+	pa := aligned(&bufs.a, mc/mr*panelStride(kc, mr))
+	pb := aligned(&bufs.b, nc/nr*panelStride(kc, nr))
+	tile := aligned(&bufs.tile, mr*nr)
+	for pc := 0; pc < jb.k; pc += kc {
+		kb := min(kc, jb.k-pc)
+		beta := jb.beta
+		if pc > 0 {
+			beta = 1
+		}
+		for ic := i0; ic < i1; ic += mc {
+			mb := min(mc, i1-ic)
+			packA(pa, jb.a, jb.lda, jb.tA, ic, mb, pc, kb, mr)
+			for jc := j0; jc < j1; jc += nc {
+				nb := min(nc, j1-jc)
+				packB(pb, jb.b, jb.ldb, jb.tB, pc, kb, jc, nb, nr)
+				jb.macro(pa, pb, tile, ic, mb, jc, nb, kb, beta)
+			}
+		}
+	}
+}
+
+// macro multiplies a packed mb×kb block of A by a packed kb×nb block of B
+// into C[ic:ic+mb, jc:jc+nb], one mr×nr tile per kernel call. Edge tiles go
+// through tile and are then added into C.
+func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, kb int, beta float32) {
+	kern, ldc := jb.kern, jb.ldc
+	mr, nr := kern.mr, kern.nr
+	psA, psB := panelStride(kb, mr), panelStride(kb, nr)
+	for ir := 0; ir < mb; ir += mr {
+		a := &pa[ir/mr*psA]
+		rows := min(mr, mb-ir)
+		for jr := 0; jr < nb; jr += nr {
+			b := &pb[jr/nr*psB]
+			cols := min(nr, nb-jr)
+			off := (ic+ir)*ldc + jc + jr
+			if rows == mr && cols == nr {
+				_ = jb.c[off+(mr-1)*ldc+nr-1] // the kernel writes up to here
+				kern.fn(kb, a, b, &jb.c[off], ldc, jb.alpha, beta)
+				continue
+			}
+			kern.fn(kb, a, b, &tile[0], nr, jb.alpha, 0)
+			for r := 0; r < rows; r++ {
+				dst := jb.c[off+r*ldc:][:cols]
+				src := tile[r*nr:][:cols]
+				if beta == 0 {
+					copy(dst, src)
+					continue
+				}
+				for j, v := range src {
+					dst[j] = v + beta*dst[j]
+				}
+			}
+		}
+	}
+}
+
+func roundUp(x, m int) int { return (x + m - 1) / m * m }
+
+func uintptrOf(s []float32) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(s))) }

@@ -1,0 +1,310 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// sentinel fills the padding of C (columns n..ldc-1); it must survive.
+const sentinel = 12345
+
+// gemmCase is one product to check.
+type gemmCase struct {
+	tA, tB      bool
+	m, n, k     int
+	alpha, beta float32
+	pad         int // extra row-stride elements in A, B and C
+}
+
+func (tc gemmCase) String() string {
+	return fmt.Sprintf("%s%s/m%d_n%d_k%d/alpha%g_beta%g_pad%d", tr(tc.tA), tr(tc.tB), tc.m, tc.n, tc.k, tc.alpha, tc.beta, tc.pad)
+}
+
+func tr(t bool) string {
+	if t {
+		return "T"
+	}
+	return "N"
+}
+
+// randMat returns a rows×cols matrix with row stride cols+pad, values in [-1, 1).
+func randMat(rng *rand.Rand, rows, cols, pad int) ([]float32, int) {
+	ld := max(1, cols+pad)
+	s := make([]float32, max(0, (rows-1)*ld+cols))
+	for i := range s {
+		s[i] = 2*rng.Float32() - 1
+	}
+	return s, ld
+}
+
+// check runs Sgemm on tc and compares it with gonum's Sgemm.
+func (tc gemmCase) check(t *testing.T, rng *rand.Rand) {
+	t.Helper()
+	ra, ca := tc.m, tc.k
+	if tc.tA {
+		ra, ca = ca, ra
+	}
+	rb, cb := tc.k, tc.n
+	if tc.tB {
+		rb, cb = cb, rb
+	}
+	a, lda := randMat(rng, ra, ca, tc.pad)
+	b, ldb := randMat(rng, rb, cb, tc.pad)
+	c0, ldc := randMat(rng, tc.m, tc.n, tc.pad)
+	if tc.alpha == 0 { // alpha = 0 must not read A or B
+		for _, s := range [][]float32{a, b} {
+			for i := range s {
+				s[i] = float32(math.NaN())
+			}
+		}
+	}
+	for i := range c0 {
+		if i%ldc >= tc.n {
+			c0[i] = sentinel
+		} else if tc.beta == 0 {
+			c0[i] = float32(math.NaN()) // beta = 0 must not read C
+		}
+	}
+	got := append([]float32(nil), c0...)
+	Sgemm(tc.tA, tc.tB, tc.m, tc.n, tc.k, tc.alpha, a, lda, b, ldb, tc.beta, got, ldc)
+	want := append([]float32(nil), c0...)
+	if tc.beta == 0 {
+		for i := range want {
+			if i%ldc < tc.n {
+				want[i] = 0 // C holds NaNs; the result must not
+			}
+		}
+	}
+	if tc.alpha == 0 { // reference BLAS: C = beta·C; gonum would read A and B
+		for i := range want {
+			if i%ldc < tc.n {
+				want[i] *= tc.beta
+			}
+		}
+	} else {
+		gonum.Implementation{}.Sgemm(trans(tc.tA), trans(tc.tB), tc.m, tc.n, tc.k, tc.alpha, a, lda, b, ldb, tc.beta, want, ldc)
+	}
+
+	// |alpha|·|op(A)|·|op(B)| bounds the rounding error of each dot product.
+	absA, absB := abs(a), abs(b)
+	bound := make([]float64, len(c0))
+	if tc.m > 0 && tc.n > 0 && tc.alpha != 0 {
+		gonum.Implementation{}.Dgemm(trans(tc.tA), trans(tc.tB), tc.m, tc.n, tc.k, math.Abs(float64(tc.alpha)), absA, lda, absB, ldb, 0, bound, ldc)
+	}
+	const eps = 1.0 / (1 << 23)
+	bad := 0
+	for i := range got {
+		if i%ldc >= tc.n {
+			if got[i] != sentinel {
+				t.Fatalf("%v: padding C[%d] changed to %g", tc, i, got[i])
+			}
+			continue
+		}
+		tol := 2 * float64(tc.k+2) * eps * (bound[i] + math.Abs(float64(tc.beta*c0[i])))
+		if tc.beta == 0 {
+			tol = 2 * float64(tc.k+2) * eps * bound[i]
+		}
+		if d := math.Abs(float64(got[i] - want[i])); !(d <= tol+1e-30) {
+			if bad++; bad <= 3 {
+				t.Errorf("%v: C[%d,%d] = %g, want %g (tol %g)", tc, i/ldc, i%ldc, got[i], want[i], tol)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%v: %d wrong elements", tc, bad)
+	}
+}
+
+func abs(s []float32) []float64 {
+	d := make([]float64, len(s))
+	for i, v := range s {
+		d[i] = math.Abs(float64(v))
+	}
+	return d
+}
+
+// sweep checks all transposes over odd sizes, zero and one dimensions,
+// padded strides and the alpha, beta combinations.
+func sweep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := []int{0, 1, 3, 7, 17, 63, 65, 129}
+	alphas := []float32{1, 0.5, 0}
+	betas := []float32{0, 1, -0.7}
+	i := 0
+	for _, tA := range []bool{false, true} {
+		for _, tB := range []bool{false, true} {
+			for _, m := range sizes {
+				for _, n := range sizes {
+					for _, k := range sizes {
+						i++
+						tc := gemmCase{tA: tA, tB: tB, m: m, n: n, k: k,
+							alpha: alphas[i%3], beta: betas[(i/3)%3], pad: []int{0, 3}[(i/9)%2]}
+						tc.check(t, rng)
+					}
+				}
+			}
+		}
+	}
+	// Every alpha, beta pair on one shape with a tile edge in each dimension.
+	for _, alpha := range alphas {
+		for _, beta := range betas {
+			for _, tA := range []bool{false, true} {
+				for _, tB := range []bool{false, true} {
+					gemmCase{tA: tA, tB: tB, m: 37, n: 41, k: 29, alpha: alpha, beta: beta, pad: 5}.check(t, rng)
+				}
+			}
+		}
+	}
+}
+
+// withKernel runs f with kern forced as the active kernel.
+func withKernel(t *testing.T, kern *kernel, f func(t *testing.T)) {
+	t.Run(kern.name, func(t *testing.T) {
+		saved := active
+		active = kern
+		defer func() { active = saved }()
+		f(t)
+	})
+}
+
+// TestSgemmKernels runs the sweep with every kernel this CPU supports: on an
+// AVX-512 machine that is the AVX-512, AVX2 and portable Go kernels.
+func TestSgemmKernels(t *testing.T) {
+	for _, kern := range kernels() {
+		withKernel(t, kern, sweep)
+	}
+}
+
+// TestSgemmGoPacking runs the sweep with the portable packing routines (and
+// so without the few-rows vector path, which needs the same instructions).
+func TestSgemmGoPacking(t *testing.T) {
+	if !asmPack {
+		t.Skip("the Go packing routines are the only ones here")
+	}
+	asmPack = false
+	defer func() { asmPack = true }()
+	for _, kern := range kernels() {
+		withKernel(t, kern, sweep)
+	}
+}
+
+// TestSgemmFewRows checks products with m ≤ gemvRows, which are computed a
+// row at a time, with tails in n (n % 16, n % 128) and k (k % 16).
+func TestSgemmFewRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for m := 1; m <= gemvRows+1; m++ {
+		for _, nk := range [][2]int{{300, 37}, {128, 16}, {1, 300}, {143, 129}, {5, 3}} {
+			for _, tA := range []bool{false, true} {
+				for _, tB := range []bool{false, true} {
+					gemmCase{tA: tA, tB: tB, m: m, n: nk[0], k: nk[1], alpha: 1, beta: 0}.check(t, rng)
+					gemmCase{tA: tA, tB: tB, m: m, n: nk[0], k: nk[1], alpha: 0.5, beta: -0.7, pad: 3}.check(t, rng)
+				}
+			}
+		}
+	}
+}
+
+// TestSgemmBlocking shrinks the blocking parameters so that odd shapes cross
+// several kc, mc and nc blocks, and forces the multi-goroutine split.
+func TestSgemmBlocking(t *testing.T) {
+	saved := [...]int{blockK, blockM, blockN, parallelWork}
+	defer func() { blockK, blockM, blockN, parallelWork = saved[0], saved[1], saved[2], saved[3] }()
+	blockK, blockM, blockN, parallelWork = 16, 1, 1, 1 // mc, nc round up to one tile
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, kern := range kernels() {
+		withKernel(t, kern, func(t *testing.T) {
+			for _, s := range [][3]int{{1, 1, 1}, {13, 33, 17}, {100, 35, 33}, {25, 130, 64}, {63, 65, 129}} {
+				for _, tA := range []bool{false, true} {
+					for _, tB := range []bool{false, true} {
+						gemmCase{tA: tA, tB: tB, m: s[0], n: s[1], k: s[2], alpha: 0.5, beta: -0.7, pad: 2}.check(t, rng)
+						gemmCase{tA: tA, tB: tB, m: s[0], n: s[1], k: s[2], alpha: 1, beta: 0, pad: 0}.check(t, rng)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSgemmSmall checks the unpacked path used for tiny products.
+func TestSgemmSmall(t *testing.T) {
+	saved := smallWork
+	defer func() { smallWork = saved }()
+	smallWork = 1 << 30
+	t.Run("unpacked", sweep)
+}
+
+// TestSgemmLarge checks model-sized products with the default blocking.
+func TestSgemmLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large products")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, s := range [][3]int{{2048, 256, 768}, {1024, 1024, 256}, {333, 517, 1031}} {
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				gemmCase{tA: tA, tB: tB, m: s[0], n: s[1], k: s[2], alpha: 1, beta: 0.5}.check(t, rng)
+			}
+		}
+	}
+}
+
+// TestSgemmSplit checks that large products are shared among goroutines and
+// small ones are not.
+func TestSgemmSplit(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs GOMAXPROCS ≥ 2")
+	}
+	big := job{m: 2048, n: 768, k: 256, kern: active}
+	if w, _ := big.split(); w < 2 {
+		t.Errorf("2048×256×768 uses %d goroutines, want ≥ 2", w)
+	}
+	tall := job{m: 4, n: 8192, k: 1024, kern: active}
+	if w, byRows := tall.split(); w < 2 || byRows {
+		t.Errorf("4×1024×8192 uses %d goroutines by rows=%v, want ≥ 2 by columns", w, byRows)
+	}
+	head := job{m: 128, n: 128, k: 64, kern: active}
+	if w, _ := head.split(); w != 1 {
+		t.Errorf("128×64×128 uses %d goroutines, want 1", w)
+	}
+}
+
+// TestSgemmPanics checks the argument checks.
+func TestSgemmPanics(t *testing.T) {
+	s := make([]float32, 100)
+	for name, f := range map[string]func(){
+		"negative": func() { Sgemm(false, false, -1, 2, 2, 1, s, 2, s, 2, 0, s, 2) },
+		"lda":      func() { Sgemm(false, false, 2, 2, 3, 1, s, 2, s, 2, 0, s, 2) },
+		"ldb":      func() { Sgemm(false, true, 2, 2, 3, 1, s, 3, s, 2, 0, s, 2) },
+		"ldc":      func() { Sgemm(false, false, 2, 3, 2, 1, s, 2, s, 3, 0, s, 2) },
+		"shortA":   func() { Sgemm(false, false, 20, 2, 10, 1, s, 10, s, 2, 0, s, 2) },
+		"shortC":   func() { Sgemm(false, false, 2, 60, 2, 1, s, 2, s, 60, 0, s, 60) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+// TestDgemm checks the float64 entry point on one product.
+func TestDgemm(t *testing.T) {
+	a := []float64{1, 2, 3, 4, 5, 6} // 2×3
+	b := []float64{1, 0, 0, 1, 1, 1} // 3×2
+	c := []float64{1, 1, 1, 1}       // 2×2
+	Dgemm(false, false, 2, 2, 3, 1, a, 3, b, 2, 2, c, 2)
+	want := []float64{6, 7, 12, 13}
+	for i := range c {
+		if c[i] != want[i] {
+			t.Fatalf("Dgemm = %v, want %v", c, want)
+		}
+	}
+}

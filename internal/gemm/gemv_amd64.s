@@ -1,0 +1,247 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func gemvNAVX512(k, n int, x, b *float32, ldb int, c *float32, beta float32, tail uint32)
+// c[j] = Σ_p x[p]·b[p*ldb+j] + beta·c[j] for j < n, with c not read when
+// beta is ±0. Columns go 128 at a time (eight accumulators), then 16 at a
+// time; tail is lanes(n%16) for the last, partial block.
+TEXT ·gemvNAVX512(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ n+8(FP), DX
+	MOVQ x+16(FP), SI
+	MOVQ b+24(FP), DI
+	MOVQ ldb+32(FP), R8
+	SHLQ $2, R8
+	MOVQ c+40(FP), R9
+	VBROADCASTSS beta+48(FP), Z31
+	MOVL beta+48(FP), R12
+	SHLL $1, R12 // zero iff beta is ±0
+
+wide:
+	CMPQ DX, $128
+	JLT narrow
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ CX, BX
+
+wideloop:
+	VBROADCASTSS (R10), Z8
+	VFMADD231PS (R11), Z8, Z0
+	VFMADD231PS 64(R11), Z8, Z1
+	VFMADD231PS 128(R11), Z8, Z2
+	VFMADD231PS 192(R11), Z8, Z3
+	VFMADD231PS 256(R11), Z8, Z4
+	VFMADD231PS 320(R11), Z8, Z5
+	VFMADD231PS 384(R11), Z8, Z6
+	VFMADD231PS 448(R11), Z8, Z7
+	ADDQ $4, R10
+	ADDQ R8, R11
+	DECQ BX
+	JNZ wideloop
+	TESTL R12, R12
+	JZ widestore
+	VFMADD231PS (R9), Z31, Z0
+	VFMADD231PS 64(R9), Z31, Z1
+	VFMADD231PS 128(R9), Z31, Z2
+	VFMADD231PS 192(R9), Z31, Z3
+	VFMADD231PS 256(R9), Z31, Z4
+	VFMADD231PS 320(R9), Z31, Z5
+	VFMADD231PS 384(R9), Z31, Z6
+	VFMADD231PS 448(R9), Z31, Z7
+
+widestore:
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	VMOVUPS Z2, 128(R9)
+	VMOVUPS Z3, 192(R9)
+	VMOVUPS Z4, 256(R9)
+	VMOVUPS Z5, 320(R9)
+	VMOVUPS Z6, 384(R9)
+	VMOVUPS Z7, 448(R9)
+	ADDQ $512, DI
+	ADDQ $512, R9
+	SUBQ $128, DX
+	JMP wide
+
+narrow:
+	TESTQ DX, DX
+	JZ done
+	MOVL $0xffff, AX
+	CMPQ DX, $16
+	JGE mask
+	MOVL tail+52(FP), AX
+
+mask:
+	KMOVW AX, K1
+	VPXORD Z0, Z0, Z0
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ CX, BX
+
+narrowloop:
+	VBROADCASTSS (R10), Z8
+	VMOVUPS.Z (R11), K1, Z9
+	VFMADD231PS Z9, Z8, Z0
+	ADDQ $4, R10
+	ADDQ R8, R11
+	DECQ BX
+	JNZ narrowloop
+	TESTL R12, R12
+	JZ narrowstore
+	VMOVUPS.Z (R9), K1, Z9
+	VFMADD231PS Z9, Z31, Z0
+
+narrowstore:
+	VMOVUPS Z0, K1, (R9)
+	ADDQ $64, DI
+	ADDQ $64, R9
+	SUBQ $16, DX
+	JGT narrow
+
+done:
+	VZEROUPPER
+	RET
+
+// func gemvTAVX512(k, n int, x, b *float32, ldb int, c *float32, beta float32, tail uint32)
+// c[j] = Σ_p x[p]·b[j*ldb+p] + beta·c[j] for j < n: dot products of x with
+// rows of b, four rows at a time, sixteen steps per FMA; tail is
+// lanes(k%16) for the last, partial chunk of each row.
+TEXT ·gemvTAVX512(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	SHRQ $4, CX // whole chunks of 16
+	MOVQ n+8(FP), DX
+	MOVQ x+16(FP), SI
+	MOVQ b+24(FP), DI
+	MOVQ ldb+32(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R13 // 3 rows
+	MOVQ c+40(FP), R9
+	VBROADCASTSS beta+48(FP), X15
+	MOVL beta+48(FP), R12
+	SHLL $1, R12
+	MOVL tail+52(FP), AX
+	KMOVW AX, K1
+
+rows4:
+	CMPQ DX, $4
+	JLT rows1
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ CX, BX
+	TESTQ BX, BX
+	JZ tail4
+
+loop4:
+	VMOVUPS (R10), Z8
+	VFMADD231PS (R11), Z8, Z0
+	VFMADD231PS (R11)(R8*1), Z8, Z1
+	VFMADD231PS (R11)(R8*2), Z8, Z2
+	VFMADD231PS (R11)(R13*1), Z8, Z3
+	ADDQ $64, R10
+	ADDQ $64, R11
+	DECQ BX
+	JNZ loop4
+
+tail4:
+	TESTL AX, AX
+	JZ reduce4
+	VMOVUPS.Z (R10), K1, Z8
+	VMOVUPS.Z (R11), K1, Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS.Z (R11)(R8*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS.Z (R11)(R8*2), K1, Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS.Z (R11)(R13*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z3
+
+reduce4:
+	VEXTRACTF64X4 $1, Z0, Y4
+	VEXTRACTF64X4 $1, Z1, Y5
+	VEXTRACTF64X4 $1, Z2, Y6
+	VEXTRACTF64X4 $1, Z3, Y7
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VEXTRACTF128 $1, Y0, X4
+	VEXTRACTF128 $1, Y1, X5
+	VEXTRACTF128 $1, Y2, X6
+	VEXTRACTF128 $1, Y3, X7
+	VADDPS X4, X0, X0
+	VADDPS X5, X1, X1
+	VADDPS X6, X2, X2
+	VADDPS X7, X3, X3
+	VHADDPS X1, X0, X0
+	VHADDPS X3, X2, X2
+	VHADDPS X2, X0, X0 // the four dot products
+	TESTL R12, R12
+	JZ store4
+	VFMADD231PS (R9), X15, X0
+
+store4:
+	VMOVUPS X0, (R9)
+	LEAQ (DI)(R8*4), DI
+	ADDQ $16, R9
+	SUBQ $4, DX
+	JMP rows4
+
+rows1:
+	TESTQ DX, DX
+	JZ tdone
+	VPXORD Z0, Z0, Z0
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ CX, BX
+	TESTQ BX, BX
+	JZ tail1
+
+loop1:
+	VMOVUPS (R10), Z8
+	VFMADD231PS (R11), Z8, Z0
+	ADDQ $64, R10
+	ADDQ $64, R11
+	DECQ BX
+	JNZ loop1
+
+tail1:
+	TESTL AX, AX
+	JZ reduce1
+	VMOVUPS.Z (R10), K1, Z8
+	VMOVUPS.Z (R11), K1, Z9
+	VFMADD231PS Z9, Z8, Z0
+
+reduce1:
+	VEXTRACTF64X4 $1, Z0, Y4
+	VADDPS Y4, Y0, Y0
+	VEXTRACTF128 $1, Y0, X4
+	VADDPS X4, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	TESTL R12, R12
+	JZ store1
+	VFMADD231SS (R9), X15, X0
+
+store1:
+	VMOVSS X0, (R9)
+	ADDQ R8, DI
+	ADDQ $4, R9
+	DECQ DX
+	JMP rows1
+
+tdone:
+	VZEROUPPER
+	RET

@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package gemm
+
+// gemv reports false: without vector routines few-row products take the
+// packed path.
+func (jb *job) gemv() bool { return false }
