@@ -3,18 +3,37 @@
 # machine in one run, so that their ratios are what count (the machine is
 # shared and noisy). Needs, for the PyTorch half:
 #   apt-get install python3-torch libopenblas0-pthread   (see tools/pytorch/README.md)
-# Usage: tools/bench.sh [go|torch]   (default: both)
+# Usage: tools/bench.sh [go|torch]   (default: both, then the ratio table)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-both}
+if [ "$what" = both ]; then
+  out=$(mktemp)
+  "$0" go | tee "$out"
+  "$0" torch | tee -a "$out"
+  echo "== zoo / PyTorch (below 1: zoo is faster)"
+  python3 tools/bench_ratios.py < "$out"
+  rm -f "$out"
+  exit 0
+fi
+
+gobench() { # $1: extra go test flags
+  go test $1 ./layers/ ./internal/ops/ -run '^$' -bench . -benchtime 10x | grep -E '^(Benchmark|cpu:)'
+  # -bench patterns are split at '/': each level is its own regexp.
+  go test $1 ./models/gpt/ -run '^$' -bench 'TrainStep' -benchtime 5x | grep -E '^Benchmark'
+  go test $1 ./models/gpt/ -run '^$' -bench 'Generate/^cache' -benchtime 5x | grep -E '^Benchmark'
+  go test $1 ./models/gpt/ -run '^$' -bench 'Generate/nocache' -benchtime 2x | grep -E '^Benchmark'
+}
 
 if [ "$what" != torch ]; then
-  echo "== Go ($(go version | cut -d' ' -f3), $(nproc) cores)"
-  go test ./layers/ ./internal/ops/ -run '^$' -bench . -benchtime 10x | grep -E '^(Benchmark|cpu:)'
-  # -bench patterns are split at '/': each level is its own regexp.
-  go test ./models/gpt/ -run '^$' -bench 'TrainStep' -benchtime 5x | grep -E '^Benchmark'
-  go test ./models/gpt/ -run '^$' -bench 'Generate/^cache' -benchtime 5x | grep -E '^Benchmark'
-  go test ./models/gpt/ -run '^$' -bench 'Generate/nocache' -benchtime 2x | grep -E '^Benchmark'
+  echo "== Go ($(go version | cut -d' ' -f3), $(nproc) cores), pure Go"
+  gobench ""
+  if [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ]; then
+    echo "== Go (-tags openblas)"
+    OPENBLAS_NUM_THREADS=2 gobench "-tags openblas"
+  else
+    echo "note: libopenblas-dev is not installed; skipping the -tags openblas build" >&2
+  fi
 fi
 
 if [ "$what" != go ]; then
