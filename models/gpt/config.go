@@ -6,6 +6,8 @@ package gpt
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strconv"
 
 	"github.com/d73a19ff/zoo/layers"
 )
@@ -28,6 +30,8 @@ type Config struct {
 	TieWordEmbeddings  bool    `json:"tie_word_embeddings"` // LM head = wte; absent in JSON means true
 	BOSTokenID         int     `json:"bos_token_id"`
 	EOSTokenID         int     `json:"eos_token_id"`
+	// ID2Label names the classes of a sequence classifier, by id ("0", "1", …).
+	ID2Label map[string]string `json:"id2label,omitempty"`
 }
 
 // defaults are GPT-2's config defaults, for fields a config.json leaves out.
@@ -106,9 +110,10 @@ func (c Config) Validate() error {
 // hfConfig is Config as Hugging Face writes it.
 type hfConfig struct {
 	plainConfig
-	NInner        *int     `json:"n_inner"`
-	ModelType     string   `json:"model_type"`
-	Architectures []string `json:"architectures"`
+	NInner        *int           `json:"n_inner"`
+	ModelType     string         `json:"model_type"`
+	Architectures []string       `json:"architectures"`
+	Label2ID      map[string]int `json:"label2id,omitempty"`
 }
 
 type plainConfig Config
@@ -117,6 +122,17 @@ type plainConfig Config
 // with model_type and architectures.
 func (c Config) MarshalJSON() ([]byte, error) {
 	h := hfConfig{plainConfig: plainConfig(c), ModelType: "gpt2", Architectures: []string{"GPT2LMHeadModel"}}
+	if len(c.ID2Label) > 0 {
+		h.Architectures = []string{"GPT2ForSequenceClassification"}
+		h.Label2ID = map[string]int{}
+		for id, l := range c.ID2Label {
+			n, err := strconv.Atoi(id)
+			if err != nil {
+				return nil, fmt.Errorf("gpt config: id2label key %q is not an integer", id)
+			}
+			h.Label2ID[l] = n
+		}
+	}
 	if c.NInner > 0 {
 		h.NInner = &c.NInner
 	}
@@ -128,7 +144,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 // defaults (tie_word_embeddings defaults to true).
 func (c *Config) UnmarshalJSON(b []byte) error {
 	start := defaults()
-	if *c != (Config{}) {
+	if !reflect.ValueOf(*c).IsZero() {
 		start = *c
 	}
 	h := hfConfig{plainConfig: plainConfig(start)}

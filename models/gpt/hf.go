@@ -8,7 +8,8 @@ package gpt
 //   - older checkpoints carry the causal-mask buffers attn.bias and
 //     attn.masked_bias, which are not parameters and are skipped;
 //   - a checkpoint of a tied model may or may not include lm_head.weight
-//     (it equals wte); it is skipped when tied.
+//     (it equals wte); it is skipped when tied;
+//   - a sequence classifier's head is "score.weight", outside "transformer.".
 
 import (
 	"fmt"
@@ -46,8 +47,10 @@ func (k hfKeys) FromFile(key string) (name string, transpose, skip bool) {
 		return key, false, k.tied
 	}
 	name = key
-	if !strings.HasPrefix(key, "transformer.") {
-		name = "transformer." + key
+	for _, p := range []string{"h.", "wte.", "wpe.", "ln_f."} {
+		if strings.HasPrefix(key, p) { // a GPT2Model checkpoint: no "transformer." prefix
+			name = "transformer." + key
+		}
 	}
 	return name, isConv1D(name), false
 }

@@ -99,3 +99,31 @@ func TestLoadReportsMismatches(t *testing.T) {
 	_, err = Load(t.TempDir())
 	require.ErrorContains(t, err, "config.json")
 }
+
+// A classifier saves with id2label and the GPT2ForSequenceClassification
+// architecture, and loads back with its labels and weights.
+func TestClassifierCheckpoint(t *testing.T) {
+	m, err := New(Micro())
+	require.NoError(t, err)
+	c, err := NewClassifier(m, []string{"neg", "pos"})
+	require.NoError(t, err)
+	p, ok := m.Store.Param("score.weight")
+	require.True(t, ok)
+	require.Equal(t, []int{2, 32}, []int(p.Value.Shape()))
+	dir := t.TempDir()
+	require.NoError(t, c.Save(dir))
+	cfg, err := os.ReadFile(filepath.Join(dir, layers.ConfigFile))
+	require.NoError(t, err)
+	require.Contains(t, string(cfg), "GPT2ForSequenceClassification")
+	require.Contains(t, string(cfg), `"label2id"`)
+	back, err := LoadClassifier(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{"neg", "pos"}, back.Labels)
+	q, _ := back.Store.Param("score.weight")
+	require.Equal(t, p.Value.Data(), q.Value.Data())
+
+	_, err = LoadClassifier(parityDir)
+	require.ErrorContains(t, err, "not a sequence classifier")
+	_, err = NewClassifier(m, []string{"only"})
+	require.ErrorContains(t, err, "need at least 2")
+}

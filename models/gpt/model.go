@@ -86,6 +86,16 @@ type Inputs struct {
 
 // Forward maps token ids (B, T) to logits (B, T, V).
 func (m *Model) Forward(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
+	h, err := m.Hidden(g, in)
+	if err != nil {
+		return nil, err
+	}
+	return m.head(g, h)
+}
+
+// Hidden maps token ids (B, T) to the final hidden states (B, T, D), after
+// ln_f: what the LM head and task heads read.
+func (m *Model) Hidden(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 	h, err := m.embed(g, in)
 	if err != nil {
 		return nil, err
@@ -93,7 +103,7 @@ func (m *Model) Forward(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 	if h, err = m.H.Forward(g, h, in.Mask); err != nil {
 		return nil, fmt.Errorf("gpt: %w", err)
 	}
-	return m.head(g, h)
+	return h, nil
 }
 
 // embed maps ids (B, T) to wte + wpe with embedding dropout, (B, T, D).

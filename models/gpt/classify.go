@@ -1,0 +1,107 @@
+package gpt
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/layers"
+)
+
+// Classifier is GPT for sequence classification, as Hugging Face's
+// GPT2ForSequenceClassification: a linear "score" without bias on the final
+// hidden state of each sequence's last real token.
+type Classifier struct {
+	*Model
+	Score  *layers.Linear // score: (num_labels, n_embd)
+	Labels []string       // class names by id
+}
+
+// NewClassifier puts a classification head for labels on m (often a
+// pretrained LM), initialised N(0, initializer_range²), and records the
+// labels in m.Config.ID2Label.
+func NewClassifier(m *Model, labels []string) (*Classifier, error) {
+	if len(labels) < 2 {
+		return nil, fmt.Errorf("gpt classifier: %d labels; need at least 2", len(labels))
+	}
+	score, err := layers.NewLinear(m.Store.Root().Sub("score"), m.Config.NEmbd, len(labels), false)
+	if err != nil {
+		return nil, fmt.Errorf("gpt classifier: %w", err)
+	}
+	m.Store.Reinit(score.Weight, layers.Normal(m.Config.InitializerRange))
+	m.Config.ID2Label = map[string]string{}
+	for i, l := range labels {
+		m.Config.ID2Label[strconv.Itoa(i)] = l
+	}
+	return &Classifier{Model: m, Score: score, Labels: append([]string(nil), labels...)}, nil
+}
+
+// LoadClassifier reads a classifier checkpoint written by Save (its
+// config.json has id2label).
+func LoadClassifier(dir string, opts ...layers.Option) (*Classifier, error) {
+	var cfg Config
+	if err := layers.ReadConfig(dir, &cfg); err != nil {
+		return nil, fmt.Errorf("gpt: %w", err)
+	}
+	if len(cfg.ID2Label) == 0 {
+		return nil, fmt.Errorf("gpt: %s has no id2label: it is not a sequence classifier", filepath.Join(dir, layers.ConfigFile))
+	}
+	ids := make([]int, 0, len(cfg.ID2Label))
+	for k := range cfg.ID2Label {
+		n, err := strconv.Atoi(k)
+		if err != nil {
+			return nil, fmt.Errorf("gpt: id2label key %q is not an integer", k)
+		}
+		ids = append(ids, n)
+	}
+	sort.Ints(ids)
+	labels := make([]string, len(ids))
+	for i, n := range ids {
+		if n != i {
+			return nil, fmt.Errorf("gpt: id2label ids must be 0…%d, found %d", len(ids)-1, n)
+		}
+		labels[i] = cfg.ID2Label[strconv.Itoa(n)]
+	}
+	m, err := New(cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	c, err := NewClassifier(m, labels)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.LoadWeights(filepath.Join(dir, layers.WeightsFile)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Logits maps token ids (B, T) to class scores (B, num_labels), reading
+// each row's hidden state at last (B) int: the position of its last real
+// token (right padding needs no mask under a causal model).
+func (c *Classifier) Logits(g *layers.Graph, in Inputs, last *gorgonia.Node) (*gorgonia.Node, error) {
+	h, err := c.Hidden(g, in)
+	if err != nil {
+		return nil, err
+	}
+	if h, err = layers.SelectTokens(h, last); err != nil {
+		return nil, fmt.Errorf("gpt classifier: %w", err)
+	}
+	return c.Score.Forward(g, h)
+}
+
+// Loss is the mean cross-entropy of the class scores against labels (B)
+// int; labels equal to layers.IgnoreIndex (padding rows) are skipped. It
+// returns the loss and the scores (B, num_labels).
+func (c *Classifier) Loss(g *layers.Graph, in Inputs, last, labels *gorgonia.Node) (loss, logits *gorgonia.Node, err error) {
+	if logits, err = c.Logits(g, in, last); err != nil {
+		return nil, nil, err
+	}
+	if loss, err = layers.CrossEntropy(logits, labels, layers.IgnoreIndex, 0); err != nil {
+		return nil, nil, fmt.Errorf("gpt classifier: %w", err)
+	}
+	return loss, logits, nil
+}
