@@ -41,6 +41,7 @@ type GPTConfig struct {
 	Samples     int        `json:"samples"`       // samples printed at the end
 	SampleLen   int        `json:"sample_tokens"` // tokens per sample
 	Resume      bool       `json:"resume"`        // continue from the run directory's latest checkpoint
+	InitFrom    string     `json:"init_from"`     // start from this checkpoint (model, config, tokenizer): LM fine-tuning
 }
 
 // DefaultGPT is nanoGPT's CPU configuration, character level, on Isaac

@@ -74,8 +74,17 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizer(cfg, corpus)
-	if err != nil {
+	var tok datasets.Tokenizer
+	var m *gpt.Model
+	if cfg.InitFrom != "" { // fine-tuning: the checkpoint's model, config and tokenizer
+		if tok, err = datasets.LoadTokenizer(filepath.Join(cfg.InitFrom, TokenizerFile)); err != nil {
+			return nil, fmt.Errorf("pretrain: init_from: %w", err)
+		}
+		if m, err = gpt.Load(cfg.InitFrom); err != nil {
+			return nil, fmt.Errorf("pretrain: init_from: %w", err)
+		}
+		cfg.Model = m.Config
+	} else if tok, err = tokenizer(cfg, corpus); err != nil {
 		return nil, err
 	}
 	cache := cfg.CacheDir
@@ -99,10 +108,13 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 		return nil, err
 	}
 	mc := cfg.Model
-	mc.VocabSize, mc.BOSTokenID, mc.EOSTokenID = tok.VocabSize(), 0, 0
-	m, err := gpt.New(mc, layers.WithSeed(cfg.Seed))
-	if err != nil {
-		return nil, err
+	if m == nil {
+		mc.VocabSize, mc.BOSTokenID, mc.EOSTokenID = tok.VocabSize(), 0, 0
+		if m, err = gpt.New(mc, layers.WithSeed(cfg.Seed)); err != nil {
+			return nil, err
+		}
+	} else if m.Config.VocabSize != tok.VocabSize() {
+		return nil, fmt.Errorf("pretrain: init_from: the tokenizer has %d tokens, the model %d", tok.VocabSize(), m.Config.VocabSize)
 	}
 	data, err := newLMData(trainTok, valTok, cfg.Batch, block, cfg.Seed)
 	if err != nil {

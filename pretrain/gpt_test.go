@@ -2,6 +2,7 @@ package pretrain
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -74,4 +75,28 @@ func TestDecodeGPTConfig(t *testing.T) {
 	require.ErrorContains(t, err, `unknown key "model.n_layers"`)
 	_, err = DecodeGPTConfig([]byte(`{"learning_rate": "fast"}`), DefaultGPT())
 	require.ErrorContains(t, err, "learning_rate")
+}
+
+// Fine-tuning a checkpoint on new text starts from its weights and
+// tokenizer: the first loss is far below a fresh model's.
+func TestInitFrom(t *testing.T) {
+	text := strings.Repeat("a short text to learn by heart. ", 40)
+	base := tinyConfig(t, writeCorpus(t, text))
+	res, err := RunGPT(context.Background(), base, io.Discard)
+	require.NoError(t, err)
+	ft := tinyConfig(t, writeCorpus(t, strings.Repeat("a short text to learn. ", 40)))
+	ft.InitFrom, ft.MaxIters, ft.Warmup = res.Final, 20, 2
+	ft.Model.NLayer = 7 // ignored: the checkpoint's config wins
+	out, err := RunGPT(context.Background(), ft, io.Discard)
+	require.NoError(t, err)
+	recs, err := os.ReadFile(filepath.Join(ft.RunDir, "metrics.jsonl"))
+	require.NoError(t, err)
+	var first struct{ Loss float64 }
+	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(string(recs), "\n", 2)[0]), &first))
+	require.Less(t, first.Loss, 1.5, "starts from the learnt weights (a fresh model starts near ln 15 = 2.7)")
+	require.Less(t, out.Loss, 1.0)
+
+	ft.InitFrom = t.TempDir()
+	_, err = RunGPT(context.Background(), ft, io.Discard)
+	require.ErrorContains(t, err, "init_from")
 }
