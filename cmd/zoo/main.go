@@ -21,8 +21,9 @@ type command struct {
 var commands = []command{
 	{"inspect", "FILE.safetensors", "list a checkpoint's tensors: name, dtype, shape and metadata", runInspect},
 	{"pretrain", "gpt [flags]", "pretrain a GPT; with no flags, on Newton's Opticks (the main job)", runPretrain},
-	{"finetune", "", "fine-tune a pretrained checkpoint on a task", nil},
+	{"finetune", "gpt --task lm|classify", "fine-tune a GPT checkpoint on new text or a labelled file", runFinetune},
 	{"generate", "--checkpoint DIR", "generate text from a GPT checkpoint, streaming it", runGenerate},
+	{"eval", "", "evaluate a checkpoint on a corpus or labelled file", nil},
 	{"version", "", "print the version", func(_ []string, w io.Writer) error {
 		_, err := fmt.Fprintln(w, "zoo", version)
 		return err

@@ -1,0 +1,305 @@
+// Package finetune runs the zoo's fine-tuning pipelines: today GPT sequence
+// classification on a labelled file (`zoo finetune gpt --task classify`).
+// Causal-LM fine-tuning is pretraining started from a checkpoint
+// (pretrain.GPTConfig.InitFrom).
+package finetune
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models/gpt"
+	"github.com/d73a19ff/zoo/pretrain"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// ClassifyConfig is the configuration of GPT sequence classification.
+type ClassifyConfig struct {
+	Checkpoint  string  `json:"init_from"`       // a GPT checkpoint: config.json, model.safetensors, tokenizer.json
+	TrainFile   string  `json:"train_file"`      // CSV, TSV or JSONL with text and label
+	ValFile     string  `json:"validation_file"` // optional; without it val_fraction of train_file validates
+	TextColumn  string  `json:"text_column"`
+	LabelColumn string  `json:"label_column"`
+	ValFraction float64 `json:"val_fraction"`
+	MaxLength   int     `json:"max_length"` // tokens kept per text (its first ones); 0: the model's n_positions
+	Batch       int     `json:"batch_size"`
+	MaxIters    int     `json:"max_iters"`
+	LR          float64 `json:"learning_rate"`
+	Warmup      int     `json:"warmup_iters"`
+	WeightDecay float64 `json:"weight_decay"`
+	GradClip    float64 `json:"grad_clip"`
+	EvalEvery   int     `json:"eval_interval"`
+	Seed        uint64  `json:"seed"`
+	RunDir      string  `json:"run_dir"`
+}
+
+// DefaultClassify is a small fine-tuning run: batch 16, 300 steps at 3e-4
+// with 30 warmup steps and linear decay, a 10% validation split.
+func DefaultClassify() ClassifyConfig {
+	return ClassifyConfig{ValFraction: 0.1, Batch: 16, MaxIters: 300, LR: 3e-4, Warmup: 30, WeightDecay: 0.01,
+		GradClip: 1, EvalEvery: 100, Seed: 1, RunDir: filepath.Join("runs", "gpt-classify")}
+}
+
+// ClassifyResult is what a fine-tuning run produced.
+type ClassifyResult struct {
+	train.Result
+	Confusion Confusion // on the validation set, with the final weights
+}
+
+// RunClassify fine-tunes the GPT checkpoint as a sequence classifier and
+// reports accuracy and macro-F1 on the validation set.
+func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*ClassifyResult, error) {
+	if cfg.Checkpoint == "" || cfg.TrainFile == "" {
+		return nil, fmt.Errorf("finetune: init_from (a GPT checkpoint) and train_file are required")
+	}
+	if cfg.Batch <= 0 || cfg.MaxIters <= 0 || !(cfg.ValFraction > 0 && cfg.ValFraction < 1) {
+		return nil, fmt.Errorf("finetune: batch_size %d and max_iters %d must be positive and val_fraction %g in (0, 1)", cfg.Batch, cfg.MaxIters, cfg.ValFraction)
+	}
+	tok, err := datasets.LoadTokenizer(filepath.Join(cfg.Checkpoint, pretrain.TokenizerFile))
+	if err != nil {
+		return nil, fmt.Errorf("finetune: %w", err)
+	}
+	m, err := gpt.Load(cfg.Checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("finetune: %w", err)
+	}
+	opts := datasets.LabelledOptions{TextColumn: cfg.TextColumn, LabelColumn: cfg.LabelColumn}
+	trainEx, err := datasets.ReadLabelled(cfg.TrainFile, opts)
+	if err != nil {
+		return nil, err
+	}
+	var valEx []datasets.Example
+	if cfg.ValFile != "" {
+		if valEx, err = datasets.ReadLabelled(cfg.ValFile, opts); err != nil {
+			return nil, err
+		}
+	} else {
+		trainEx, valEx = splitExamples(trainEx, cfg.ValFraction, cfg.Seed)
+	}
+	labels := datasets.Labels(trainEx)
+	clf, err := gpt.NewClassifier(m, labels)
+	if err != nil {
+		return nil, fmt.Errorf("finetune: %w", err)
+	}
+	maxLen := cfg.MaxLength
+	if maxLen <= 0 || maxLen > m.Config.NPositions {
+		maxLen = m.Config.NPositions
+	}
+	tr, err := encode(trainEx, labels, tok, maxLen)
+	if err != nil {
+		return nil, fmt.Errorf("finetune: %s: %w", cfg.TrainFile, err)
+	}
+	va, err := encode(valEx, labels, tok, maxLen)
+	if err != nil {
+		return nil, fmt.Errorf("finetune: validation: %w", err)
+	}
+	data := newClsData(tr, va, cfg.Batch, maxLen, cfg.Seed)
+	sched, err := train.WarmupLinear(cfg.LR, cfg.Warmup, cfg.MaxIters)
+	if err != nil {
+		return nil, err
+	}
+	ac := train.DefaultAdamWConfig()
+	ac.WeightDecay = cfg.WeightDecay
+	task := &clsTask{c: clf, tok: tok, b: cfg.Batch, t: maxLen}
+	trainer, err := train.New(task, data, train.Config{Steps: cfg.MaxIters, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
+		Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched})
+	if err != nil {
+		return nil, err
+	}
+	defer trainer.Close()
+	fmt.Fprintf(out, "gpt classifier: %d labels %v, %d training and %d validation examples, max length %d\n", len(labels), labels, len(tr), len(va), maxLen)
+	res, err := trainer.Run(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	conf, err := evaluate(task, data.val, labels)
+	if err != nil {
+		return nil, err
+	}
+	return &ClassifyResult{Result: res, Confusion: conf}, nil
+}
+
+// example is one encoded text: its token ids and class id.
+type example struct {
+	ids   []int
+	label int
+}
+
+func encode(ex []datasets.Example, labels []string, tok datasets.Tokenizer, maxLen int) ([]example, error) {
+	ids, err := datasets.LabelIDs(ex, labels)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]example, len(ex))
+	for i, e := range ex {
+		t, err := tok.Encode(e.Text)
+		if err != nil {
+			return nil, fmt.Errorf("example %d: %w", i+1, err)
+		}
+		if len(t) == 0 {
+			return nil, fmt.Errorf("example %d has no tokens", i+1)
+		}
+		out[i] = example{ids: t[:min(len(t), maxLen)], label: ids[i]}
+	}
+	return out, nil
+}
+
+// splitExamples shuffles with the seed and keeps the last fraction apart.
+func splitExamples(ex []datasets.Example, frac float64, seed uint64) (train, val []datasets.Example) {
+	ex = append([]datasets.Example(nil), ex...)
+	r := rand.New(rand.NewPCG(seed, 17))
+	r.Shuffle(len(ex), func(i, j int) { ex[i], ex[j] = ex[j], ex[i] })
+	n := max(1, int(float64(len(ex))*frac))
+	return ex[:len(ex)-n], ex[len(ex)-n:]
+}
+
+// clsBatch is B right-padded texts with the position of each one's last
+// token and its class (IgnoreIndex for padding rows).
+type clsBatch struct {
+	ids          []int // (B, T)
+	last, labels []int // (B)
+}
+
+func (b clsBatch) Targets() int {
+	n := 0
+	for _, l := range b.labels {
+		if l != layers.IgnoreIndex {
+			n++
+		}
+	}
+	return n
+}
+
+func makeBatch(ex []example, b, t int) clsBatch {
+	out := clsBatch{ids: make([]int, b*t), last: make([]int, b), labels: make([]int, b)}
+	for i := 0; i < b; i++ {
+		out.labels[i] = layers.IgnoreIndex
+		if i < len(ex) {
+			copy(out.ids[i*t:], ex[i].ids)
+			out.last[i], out.labels[i] = len(ex[i].ids)-1, ex[i].label
+		}
+	}
+	return out
+}
+
+// clsData draws training batches at random (seeded, resumable) and serves
+// the validation set in order.
+type clsData struct {
+	train []example
+	val   []train.Batch
+	pcg   *rand.PCG
+	b, t  int
+}
+
+func newClsData(tr, va []example, b, t int, seed uint64) *clsData {
+	d := &clsData{train: tr, pcg: rand.NewPCG(seed, 29), b: b, t: t}
+	for i := 0; i < len(va); i += b {
+		d.val = append(d.val, makeBatch(va[i:min(i+b, len(va))], b, t))
+	}
+	return d
+}
+
+func (d *clsData) Next() (train.Batch, error) {
+	r := rand.New(d.pcg)
+	pick := make([]example, d.b)
+	for i := range pick {
+		pick[i] = d.train[r.IntN(len(d.train))]
+	}
+	return makeBatch(pick, d.b, d.t), nil
+}
+
+func (d *clsData) Eval() ([]train.Batch, error) { return d.val, nil }
+func (d *clsData) State() ([]byte, error)       { return d.pcg.MarshalBinary() }
+func (d *clsData) Restore(s []byte) error       { return d.pcg.UnmarshalBinary(s) }
+
+// clsTask is the classification objective for the training engine.
+type clsTask struct {
+	c    *gpt.Classifier
+	tok  datasets.Tokenizer
+	b, t int
+}
+
+func (k *clsTask) Store() *layers.Store { return k.c.Store }
+
+func (k *clsTask) inputs(g *layers.Graph) (ids, last, labels *gorgonia.Node) {
+	return g.IntInput("input_ids", k.b, k.t), g.IntInput("last_token", k.b), g.IntInput("labels", k.b)
+}
+
+func (k *clsTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
+	ids, last, labels := k.inputs(g)
+	loss, _, err := k.c.Loss(g, gpt.Inputs{IDs: ids}, last, labels)
+	return loss, loader(ids, last, labels), err
+}
+
+func loader(ids, last, labels *gorgonia.Node) func(train.Batch) error {
+	return func(b train.Batch) error {
+		cb, ok := b.(clsBatch)
+		if !ok {
+			return fmt.Errorf("finetune: batch of %T", b)
+		}
+		copy(ids.Value().Data().([]int), cb.ids)
+		copy(last.Value().Data().([]int), cb.last)
+		copy(labels.Value().Data().([]int), cb.labels)
+		return nil
+	}
+}
+
+func (k *clsTask) Save(dir string) error {
+	if err := k.c.Save(dir); err != nil {
+		return err
+	}
+	return k.tok.Save(filepath.Join(dir, pretrain.TokenizerFile))
+}
+
+func (k *clsTask) Load(dir string) error {
+	return k.c.LoadWeights(filepath.Join(dir, layers.WeightsFile))
+}
+
+// evaluate predicts every validation batch and tallies the confusion matrix.
+func evaluate(k *clsTask, batches []train.Batch, labels []string) (Confusion, error) {
+	g := k.c.Store.NewGraph()
+	ids, last, lab := k.inputs(g)
+	logits, err := k.c.Logits(g, gpt.Inputs{IDs: ids}, last)
+	if err != nil {
+		return Confusion{}, err
+	}
+	var v gorgonia.Value
+	gorgonia.Read(logits, &v)
+	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	defer vm.Close()
+	load := loader(ids, last, lab)
+	var truth, pred []int
+	for _, b := range batches {
+		if err := load(b); err != nil {
+			return Confusion{}, err
+		}
+		v = nil
+		if err := vm.RunAll(); err != nil {
+			return Confusion{}, fmt.Errorf("finetune: evaluation: %w", err)
+		}
+		vm.Reset()
+		scores := v.(*tensor.Dense).Data().([]float32)
+		for i, l := range b.(clsBatch).labels {
+			if l == layers.IgnoreIndex {
+				continue
+			}
+			row := scores[i*len(labels) : (i+1)*len(labels)]
+			best := 0
+			for j, s := range row {
+				if s > row[best] {
+					best = j
+				}
+			}
+			truth, pred = append(truth, l), append(pred, best)
+		}
+	}
+	return NewConfusion(labels, truth, pred)
+}

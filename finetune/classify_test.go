@@ -1,0 +1,77 @@
+package finetune
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/d73a19ff/zoo/pretrain"
+)
+
+// toySet writes a separable labelled CSV: "pos" texts use one set of words,
+// "neg" texts another.
+func toySet(t *testing.T, n int, seed uint64) (csv, corpus string) {
+	words := map[string][]string{"pos": {"good", "great", "nice", "fine"}, "neg": {"bad", "awful", "poor", "sad"}}
+	r := rand.New(rand.NewPCG(seed, 1))
+	var b, all strings.Builder
+	b.WriteString("text,label\n")
+	for i := 0; i < n; i++ {
+		label := []string{"pos", "neg"}[i%2]
+		var text []string
+		for j := 0; j < 3+r.IntN(3); j++ {
+			text = append(text, words[label][r.IntN(4)])
+		}
+		fmt.Fprintf(&b, "%s,%s\n", strings.Join(text, " "), label)
+		all.WriteString(strings.Join(text, " ") + ". ")
+	}
+	dir := t.TempDir()
+	csv, corpus = filepath.Join(dir, "toy.csv"), filepath.Join(dir, "corpus.txt")
+	require.NoError(t, os.WriteFile(csv, []byte(b.String()), 0o644))
+	require.NoError(t, os.WriteFile(corpus, []byte(strings.Repeat(all.String(), 2)), 0o644))
+	return csv, corpus
+}
+
+// tinyCheckpoint pretrains a tiny character-level GPT for a few steps.
+func tinyCheckpoint(t *testing.T, corpus string) string {
+	cfg := pretrain.DefaultGPT()
+	cfg.Corpus, cfg.RunDir = corpus, filepath.Join(t.TempDir(), "run")
+	cfg.Model.NLayer, cfg.Model.NHead, cfg.Model.NEmbd, cfg.Model.NPositions = 1, 2, 32, 32
+	cfg.Batch, cfg.MaxIters, cfg.Warmup, cfg.EvalEvery, cfg.SaveEvery, cfg.Samples = 8, 30, 3, 0, 0, 0
+	res, err := pretrain.RunGPT(context.Background(), cfg, io.Discard)
+	require.NoError(t, err)
+	return res.Final
+}
+
+// The classification fine-tune learns a separable toy set.
+func TestClassifyLearnsToySet(t *testing.T) {
+	csv, corpus := toySet(t, 200, 1)
+	cfg := DefaultClassify()
+	cfg.Checkpoint, cfg.TrainFile, cfg.RunDir = tinyCheckpoint(t, corpus), csv, filepath.Join(t.TempDir(), "cls")
+	cfg.Batch, cfg.MaxIters, cfg.LR, cfg.Warmup, cfg.EvalEvery, cfg.ValFraction = 16, 120, 3e-3, 10, 60, 0.2
+	res, err := RunClassify(context.Background(), cfg, io.Discard)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, res.Confusion.Accuracy(), 0.95, "%v", res.Confusion)
+	require.GreaterOrEqual(t, res.Confusion.MacroF1(), 0.95)
+	_, err = os.Stat(filepath.Join(res.Final, "tokenizer.json"))
+	require.NoError(t, err)
+
+	// A validation file with a label the training file lacks is an error.
+	bad := filepath.Join(t.TempDir(), "val.csv")
+	require.NoError(t, os.WriteFile(bad, []byte("text,label\ngood nice,meh\n"), 0o644))
+	cfg.ValFile, cfg.RunDir = bad, filepath.Join(t.TempDir(), "cls2")
+	_, err = RunClassify(context.Background(), cfg, io.Discard)
+	require.ErrorContains(t, err, "meh")
+	// A file without a label column is an error naming it.
+	nolabel := filepath.Join(t.TempDir(), "nolabel.csv")
+	require.NoError(t, os.WriteFile(nolabel, []byte("text,class\ngood,pos\n"), 0o644))
+	cfg.TrainFile, cfg.ValFile = nolabel, ""
+	_, err = RunClassify(context.Background(), cfg, io.Discard)
+	require.ErrorContains(t, err, "label")
+}
