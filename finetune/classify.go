@@ -5,10 +5,13 @@
 package finetune
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 
 	"gorgonia.org/gorgonia"
@@ -46,6 +49,22 @@ type ClassifyConfig struct {
 func DefaultClassify() ClassifyConfig {
 	return ClassifyConfig{ValFraction: 0.1, Batch: 16, MaxIters: 300, LR: 3e-4, Warmup: 30, WeightDecay: 0.01,
 		GradClip: 1, EvalEvery: 100, Seed: 1, RunDir: filepath.Join("runs", "gpt-classify")}
+}
+
+// ReadClassifyConfig reads a JSON config file over base; unknown keys and
+// wrong types are errors.
+func ReadClassifyConfig(path string, base ClassifyConfig) (ClassifyConfig, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return base, fmt.Errorf("config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	cfg := base
+	if err := dec.Decode(&cfg); err != nil {
+		return base, fmt.Errorf("config: %s: %w", path, err)
+	}
+	return cfg, nil
 }
 
 // ClassifyResult is what a fine-tuning run produced.

@@ -61,6 +61,9 @@ func TestClassifyLearnsToySet(t *testing.T) {
 	require.GreaterOrEqual(t, res.Confusion.MacroF1(), 0.95)
 	_, err = os.Stat(filepath.Join(res.Final, "tokenizer.json"))
 	require.NoError(t, err)
+	conf, err := EvalClassify(res.Final, csv, 8) // zoo eval's path, from the saved checkpoint
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, conf.Accuracy(), 0.95)
 
 	// A validation file with a label the training file lacks is an error.
 	bad := filepath.Join(t.TempDir(), "val.csv")

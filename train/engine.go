@@ -323,20 +323,10 @@ func (t *Trainer) evaluate(rec *record, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("train: evaluation: %w", err)
 	}
-	var sum float64
-	total := 0
-	for _, b := range batches {
-		l, err := t.eval.run(b)
-		if err != nil {
-			return fmt.Errorf("train: evaluation at step %d: %w", t.step, err)
-		}
-		sum += l * float64(b.Targets())
-		total += b.Targets()
+	val, _, err := meanLoss(t.eval, batches)
+	if err != nil {
+		return fmt.Errorf("train: evaluation at step %d: %w", t.step, err)
 	}
-	if total == 0 {
-		return fmt.Errorf("train: evaluation at step %d: the validation batches hold no targets", t.step)
-	}
-	val := sum / float64(total)
 	rec.ValLoss = &val
 	res.ValLoss = val
 	if val < t.best {
@@ -346,6 +336,38 @@ func (t *Trainer) evaluate(rec *record, res *Result) error {
 		}
 	}
 	return nil
+}
+
+// meanLoss is the loss over all the batches' targets.
+func meanLoss(c *compiled, batches []Batch) (loss float64, targets int, err error) {
+	var sum float64
+	for _, b := range batches {
+		l, err := c.run(b)
+		if err != nil {
+			return 0, 0, err
+		}
+		sum += l * float64(b.Targets())
+		targets += b.Targets()
+	}
+	if targets == 0 {
+		return 0, 0, fmt.Errorf("the batches hold no targets")
+	}
+	return sum / float64(targets), targets, nil
+}
+
+// Evaluate is the mean loss of task over the batches' targets, in an
+// evaluation graph (dropout off): what `zoo eval` reports.
+func Evaluate(task Task, batches []Batch) (loss float64, targets int, err error) {
+	c, err := compile(task, false, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.vm.Close()
+	loss, targets, err = meanLoss(c, batches)
+	if err != nil {
+		return 0, 0, fmt.Errorf("train: evaluate: %w", err)
+	}
+	return loss, targets, nil
 }
 
 // Elapsed is the wall time of the current Run so far.

@@ -302,6 +302,29 @@ func TestAccumulationEqualsOneBatch(t *testing.T) {
 	}
 }
 
+// A corrupted or truncated checkpoint is a clear error on resume, and the
+// run's other checkpoints stay usable.
+func TestResumeRejectsCorruptCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := New(newToy(t, 1, 0), newToyData(1), toyConfig(dir, 10))
+	require.NoError(t, err)
+	_, err = tr.Run(context.Background(), nil)
+	require.NoError(t, err)
+	tr.Close()
+	step5 := filepath.Join(dir, CheckpointsDir, "step-000005")
+	weights := filepath.Join(step5, layers.WeightsFile)
+	b, err := os.ReadFile(weights)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(weights, b[:len(b)/2], 0o644))
+	tr, err = New(newToy(t, 1, 0), newToyData(1), toyConfig(dir, 10))
+	require.NoError(t, err)
+	defer tr.Close()
+	require.ErrorContains(t, tr.Resume(step5), "safetensors")
+	require.NoError(t, os.WriteFile(filepath.Join(step5, TrainerFile), []byte("{not json"), 0o644))
+	require.ErrorContains(t, tr.Resume(step5), TrainerFile)
+	require.NoError(t, tr.Resume(filepath.Join(dir, CheckpointsDir, "final")), "other checkpoints are intact")
+}
+
 type fixedData struct {
 	batches []Batch
 	i       int

@@ -29,6 +29,7 @@ func runFinetune(args []string, stdout io.Writer) error {
 	valFile := fs.String("validation-file", "", "with --task classify: optional validation file")
 	run := fs.String("run", "", "run directory")
 	steps := fs.Int("max-iters", 0, "optimizer steps")
+	cfgPath := fs.String("config", "", "JSON config file (pretrain.GPTConfig for lm, finetune.ClassifyConfig for classify); flags override it")
 	fs.Usage = func() {
 		fmt.Fprintln(stdout, "usage: zoo finetune gpt --task lm|classify --checkpoint DIR [flags]\n\nFlags:")
 		fs.PrintDefaults()
@@ -47,7 +48,14 @@ func runFinetune(args []string, stdout io.Writer) error {
 	switch *task {
 	case "lm":
 		cfg := pretrain.DefaultGPT()
-		cfg.InitFrom, cfg.RunDir = *ckpt, "runs/gpt-finetune"
+		cfg.RunDir = "runs/gpt-finetune"
+		if *cfgPath != "" {
+			var err error
+			if cfg, err = pretrain.ReadGPTConfig(*cfgPath, cfg); err != nil {
+				return err
+			}
+		}
+		cfg.InitFrom = *ckpt
 		if *corpus != "" {
 			cfg.Corpus = *corpus
 		}
@@ -64,7 +72,19 @@ func runFinetune(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "\ndone: %d steps, validation loss %.4f\ncheckpoint: %s\n", res.Steps, res.ValLoss, res.Final)
 	case "classify":
 		cfg := finetune.DefaultClassify()
-		cfg.Checkpoint, cfg.TrainFile, cfg.ValFile = *ckpt, *trainFile, *valFile
+		if *cfgPath != "" {
+			var err error
+			if cfg, err = finetune.ReadClassifyConfig(*cfgPath, cfg); err != nil {
+				return err
+			}
+		}
+		cfg.Checkpoint = *ckpt
+		if *trainFile != "" {
+			cfg.TrainFile = *trainFile
+		}
+		if *valFile != "" {
+			cfg.ValFile = *valFile
+		}
 		if *run != "" {
 			cfg.RunDir = *run
 		}

@@ -23,7 +23,7 @@ var commands = []command{
 	{"pretrain", "gpt [flags]", "pretrain a GPT; with no flags, on Newton's Opticks (the main job)", runPretrain},
 	{"finetune", "gpt --task lm|classify", "fine-tune a GPT checkpoint on new text or a labelled file", runFinetune},
 	{"generate", "--checkpoint DIR", "generate text from a GPT checkpoint, streaming it", runGenerate},
-	{"eval", "", "evaluate a checkpoint on a corpus or labelled file", nil},
+	{"eval", "--checkpoint DIR", "score a checkpoint on a corpus (loss) or a labelled file (accuracy, F1)", runEval},
 	{"version", "", "print the version", func(_ []string, w io.Writer) error {
 		_, err := fmt.Fprintln(w, "zoo", version)
 		return err

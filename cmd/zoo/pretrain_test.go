@@ -43,6 +43,11 @@ func TestPretrainThenGenerate(t *testing.T) {
 	require.True(t, strings.HasPrefix(out.String(), "the "))
 	require.Greater(t, len([]rune(out.String())), 12)
 
+	out.Reset()
+	code = run([]string{"eval", "--checkpoint", filepath.Join(run_, "checkpoints", "final"), "--corpus", corpus}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), "perplexity")
+
 	// An unknown config key and a wrong type are errors.
 	require.NoError(t, os.WriteFile(cfg, []byte(`{"model": {"n_layers": 2}}`), 0o644))
 	errb.Reset()

@@ -1,0 +1,41 @@
+package pretrain
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/models/gpt"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// EvalGPT is the mean next-token cross-entropy of a GPT checkpoint on a
+// corpus, over every non-overlapping window of the checkpoint's context
+// (the validation loss RunGPT reports), batch windows at a time.
+func EvalGPT(checkpoint, corpus string, batch int) (loss float64, tokens int, err error) {
+	if batch <= 0 {
+		return 0, 0, fmt.Errorf("eval: batch %d must be positive", batch)
+	}
+	tok, err := datasets.LoadTokenizer(filepath.Join(checkpoint, TokenizerFile))
+	if err != nil {
+		return 0, 0, fmt.Errorf("eval: %w", err)
+	}
+	m, err := gpt.Load(checkpoint)
+	if err != nil {
+		return 0, 0, fmt.Errorf("eval: %w", err)
+	}
+	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	toks, err := datasets.Tokenize(c, tok, "")
+	if err != nil {
+		return 0, 0, err
+	}
+	t := m.Config.NPositions
+	batches, err := windows(toks, batch, t)
+	if err != nil {
+		return 0, 0, fmt.Errorf("eval: %w", err)
+	}
+	return train.Evaluate(&gptTask{m: m, tok: tok, b: batch, t: t}, batches)
+}
