@@ -47,8 +47,11 @@ func Activate(x *gorgonia.Node, a Act) (*gorgonia.Node, error) {
 
 type actOp struct {
 	base
-	act  Act
-	grad bool // (x, dy) → dy·act'(x)
+	act      Act
+	grad     bool      // (x, dy) → dy·act'(x)
+	wantGrad bool      // set by SymDiff: float32 GELU forward runs keep a per-element term
+	kept     []float32 // that term (tanh or Φ) from the last forward run
+	fwd      *actOp    // on the gradient op: the forward op
 }
 
 func (op *actOp) Type() hm.Type { return sameType(op.arity) }
@@ -63,12 +66,52 @@ func (op *actOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		return nil, err
 	}
 	out := op.output(dt, ts[0].Shape(), false)
+	if isFloat32(dt) && (op.act == GELU || op.act == GELUTanh) {
+		x, y := data[float32](ts[0]), data[float32](out)
+		if op.grad {
+			var kept []float32
+			if op.fwd != nil && len(op.fwd.kept) == len(x) {
+				kept = op.fwd.kept
+			}
+			parallelFor(len(x), 8, func(lo, hi int) {
+				gelu32(op.act, true, x[lo:hi], dyOf[float32](ts)[lo:hi], y[lo:hi], sub(kept, lo, hi))
+			})
+			return out, nil
+		}
+		if op.wantGrad && len(op.kept) != len(x) {
+			op.kept = make([]float32, len(x))
+		}
+		parallelFor(len(x), 8, func(lo, hi int) { gelu32(op.act, false, x[lo:hi], nil, y[lo:hi], sub(op.kept, lo, hi)) })
+		return out, nil
+	}
 	if isFloat32(dt) {
 		actKernel(op.act, op.grad, data[float32](ts[0]), dyOf[float32](ts), data[float32](out))
 	} else {
 		actKernel(op.act, op.grad, data[float64](ts[0]), dyOf[float64](ts), data[float64](out))
 	}
 	return out, nil
+}
+
+// gelu32 runs one of the float32 GELU kernels; kept is the forward's tanh
+// or Φ per element (written by the forward, read by the gradient), or nil.
+func gelu32(a Act, grad bool, x, dy, out, kept []float32) {
+	switch {
+	case a == GELU && grad:
+		geluGrad32(x, dy, out, kept)
+	case a == GELU:
+		geluForward32(x, out, kept)
+	case grad:
+		geluTanhGrad32(x, dy, out, kept)
+	default:
+		geluTanhForward32(x, out, kept)
+	}
+}
+
+func sub(s []float32, lo, hi int) []float32 {
+	if s == nil {
+		return nil
+	}
+	return s[lo:hi]
 }
 
 func dyOf[T Float](ts []*tensor.Dense) []T {
@@ -105,19 +148,11 @@ func actForward[T Float](a Act, x, out []T) {
 			out[i] = max(v, 0)
 		}
 	case GELU:
-		if x32, ok := any(x).([]float32); ok {
-			geluForward32(x32, any(out).([]float32))
-			return
-		}
 		for i, t := range x {
 			v := float64(t)
 			out[i] = T(0.5 * v * (1 + math.Erf(v/sqrt2)))
 		}
 	case GELUTanh:
-		if x32, ok := any(x).([]float32); ok {
-			geluTanhForward32(x32, any(out).([]float32))
-			return
-		}
 		for i, t := range x {
 			v := float64(t)
 			out[i] = T(0.5 * v * (1 + math.Tanh(sqrt2OverPi*(v+geluCoef*v*v*v))))
@@ -137,20 +172,12 @@ func actGrad[T Float](a Act, x, dy, out []T) {
 			}
 		}
 	case GELU:
-		if x32, ok := any(x).([]float32); ok {
-			geluGrad32(x32, any(dy).([]float32), any(out).([]float32))
-			return
-		}
 		for i, t := range x {
 			v := float64(t)
 			cdf := 0.5 * (1 + math.Erf(v/sqrt2))
 			out[i] = dy[i] * T(cdf+v*invSqrt2Pi*math.Exp(-0.5*v*v))
 		}
 	case GELUTanh:
-		if x32, ok := any(x).([]float32); ok {
-			geluTanhGrad32(x32, any(dy).([]float32), any(out).([]float32))
-			return
-		}
 		for i, t := range x {
 			v := float64(t)
 			th := math.Tanh(sqrt2OverPi * (v + geluCoef*v*v*v))
@@ -165,7 +192,8 @@ func (op *actOp) SymDiff(in gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.No
 	if op.grad {
 		return nil, fmt.Errorf("%s: second derivatives are not implemented", op.name)
 	}
-	dx, err := gorgonia.ApplyOp(&actOp{base: base{name: op.name + "Grad", arity: 2}, act: op.act, grad: true}, in[0], grad)
+	op.wantGrad = true
+	dx, err := gorgonia.ApplyOp(&actOp{base: base{name: op.name + "Grad", arity: 2}, act: op.act, grad: true, fwd: op}, in[0], grad)
 	if err != nil {
 		return nil, fmt.Errorf("%s grad: %w", op.name, err)
 	}

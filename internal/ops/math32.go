@@ -8,7 +8,11 @@ import "math"
 // error against math.Erf is below 5e-7 (TestErf32). It is several times faster
 // than math.Erf, which dominates exact GELU in float32 otherwise.
 func erf32(x float32) float32 {
-	x = min(max(x, -4), 4)
+	if x > 4 {
+		x = 4
+	} else if x < -4 {
+		x = -4
+	}
 	x2 := x * x
 	p := float32(-2.72614225801306e-10)
 	p = p*x2 + 2.77068142495902e-08
@@ -30,7 +34,11 @@ func erf32(x float32) float32 {
 // float32), the approximation Eigen uses for single precision. Its error
 // against math.Tanh is below 5e-7, absolute and relative (TestTanh32).
 func tanh32(x float32) float32 {
-	x = min(max(x, -7.90531110763549805), 7.90531110763549805)
+	if x > 7.90531110763549805 { // plain comparisons: the built-in float min and max also order NaNs and zeros, and cost more
+		x = 7.90531110763549805
+	} else if x < -7.90531110763549805 {
+		x = -7.90531110763549805
+	}
 	x2 := x * x
 	p := float32(-2.76076847742355e-16)
 	p = p*x2 + 2.00018790482477e-13
@@ -46,32 +54,54 @@ func tanh32(x float32) float32 {
 	return x * p / q
 }
 
-// geluTanhForward32 is the tanh-approximated GELU over float32 with tanh32.
-func geluTanhForward32(x, out []float32) {
+// geluTanhForward32 is the tanh-approximated GELU over float32 with tanh32;
+// with keep it stores each tanh for the gradient.
+func geluTanhForward32(x, out, keep []float32) {
 	for i, v := range x {
-		out[i] = 0.5 * v * (1 + tanh32(sqrt2OverPi*(v+geluCoef*v*v*v)))
+		th := tanh32(sqrt2OverPi * (v + geluCoef*v*v*v))
+		if keep != nil {
+			keep[i] = th
+		}
+		out[i] = 0.5 * v * (1 + th)
 	}
 }
 
-// geluTanhGrad32 is its derivative times dy.
-func geluTanhGrad32(x, dy, out []float32) {
+// geluTanhGrad32 is its derivative times dy, from the kept tanh values when
+// there are any.
+func geluTanhGrad32(x, dy, out, kept []float32) {
 	for i, v := range x {
-		th := tanh32(sqrt2OverPi * (v + geluCoef*v*v*v))
+		var th float32
+		if kept != nil {
+			th = kept[i]
+		} else {
+			th = tanh32(sqrt2OverPi * (v + geluCoef*v*v*v))
+		}
 		out[i] = dy[i] * (0.5*(1+th) + 0.5*v*(1-th*th)*sqrt2OverPi*(1+3*geluCoef*v*v))
 	}
 }
 
-// geluForward32 is exact GELU over float32 with erf32.
-func geluForward32(x, out []float32) {
+// geluForward32 is exact GELU over float32 with erf32; with keep it stores
+// each Φ(x) for the gradient.
+func geluForward32(x, out, keep []float32) {
 	for i, v := range x {
-		out[i] = 0.5 * v * (1 + erf32(v*(1/sqrt2)))
+		cdf := 0.5 * (1 + erf32(v*(1/sqrt2)))
+		if keep != nil {
+			keep[i] = cdf
+		}
+		out[i] = v * cdf
 	}
 }
 
-// geluGrad32 is dy·(Φ(x) + x·φ(x)) over float32 with erf32.
-func geluGrad32(x, dy, out []float32) {
+// geluGrad32 is dy·(Φ(x) + x·φ(x)), from the kept Φ values when there are
+// any.
+func geluGrad32(x, dy, out, kept []float32) {
 	for i, v := range x {
-		cdf := 0.5 * (1 + erf32(v*(1/sqrt2)))
+		var cdf float32
+		if kept != nil {
+			cdf = kept[i]
+		} else {
+			cdf = 0.5 * (1 + erf32(v*(1/sqrt2)))
+		}
 		pdf := float32(invSqrt2Pi * math.Exp(float64(-0.5*v*v)))
 		out[i] = dy[i] * (cdf + v*pdf)
 	}
