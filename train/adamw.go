@@ -3,8 +3,10 @@ package train
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"gorgonia.org/gorgonia"
 
@@ -194,22 +196,41 @@ func (o *AdamW) Step(grads []gorgonia.Value, lr float64) error {
 	t := float64(o.step)
 	bc1 := 1 - math.Pow(o.cfg.Beta1, t)
 	bc2 := 1 - math.Pow(o.cfg.Beta2, t)
-	for i, s := range o.slots {
-		c := coeffs{
-			decay: 1, beta1: o.cfg.Beta1, beta2: o.cfg.Beta2, eps: o.cfg.Eps,
-			stepSize: lr / bc1, bc2Sqrt: math.Sqrt(bc2),
-		}
-		if s.decay {
-			c.decay = 1 - lr*o.cfg.WeightDecay
-		}
-		w := work[i]
-		if w.p32 != nil {
-			update(w.p32, w.g32, s.m32, s.v32, c)
-		} else {
-			update(w.p64, w.g64, s.m64, s.v64, c)
-		}
+	// Parameters update independently, element by element, so spreading them
+	// over the cores gives the same bits as one loop.
+	var wg sync.WaitGroup
+	next := make(chan int, len(o.slots))
+	for i := range o.slots {
+		next <- i
 	}
+	close(next)
+	for range min(runtime.GOMAXPROCS(0), len(o.slots)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				o.update(o.slots[i], work[i], lr, bc1, bc2)
+			}
+		}()
+	}
+	wg.Wait()
 	return nil
+}
+
+// update applies the step to one parameter.
+func (o *AdamW) update(s *slot, w operands, lr, bc1, bc2 float64) {
+	c := coeffs{
+		decay: 1, beta1: o.cfg.Beta1, beta2: o.cfg.Beta2, eps: o.cfg.Eps,
+		stepSize: lr / bc1, bc2Sqrt: math.Sqrt(bc2),
+	}
+	if s.decay {
+		c.decay = 1 - lr*o.cfg.WeightDecay
+	}
+	if w.p32 != nil {
+		update(w.p32, w.g32, s.m32, s.v32, c)
+	} else {
+		update(w.p64, w.g64, s.m64, s.v64, c)
+	}
 }
 
 // operands are one parameter's values and gradient, of one dtype.

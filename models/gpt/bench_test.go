@@ -6,6 +6,7 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/train"
 )
 
 // benchConfig is the reference size: V512, T128, d256, 4 heads,
@@ -17,8 +18,9 @@ func benchConfig() Config {
 	return c
 }
 
-// BenchmarkTrainStep is forward + backward of the LM loss (no optimizer
-// step yet: the training engine brings it), float32, dropout off.
+// BenchmarkTrainStep is a whole training step: forward, backward of the LM
+// loss and an AdamW update (as PyTorch's reference step), float32, dropout
+// off.
 func BenchmarkTrainStep(b *testing.B) {
 	b.Run("V512_T128_d256_h4_L4_ff1024_B16", func(b *testing.B) {
 		const batch, t = 16, 128
@@ -36,22 +38,34 @@ func BenchmarkTrainStep(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := gorgonia.Grad(loss, g.Learnables()...); err != nil {
+		grads, err := gorgonia.Grad(loss, g.Learnables()...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		vals := make([]gorgonia.Value, len(grads))
+		for i := range grads {
+			gorgonia.Read(grads[i], &vals[i])
+		}
+		opt, err := train.NewAdamW(g.Params(), train.DefaultAdamWConfig())
+		if err != nil {
 			b.Fatal(err)
 		}
 		vm := gorgonia.NewTapeMachine(g.ExprGraph)
 		defer vm.Close()
-		if err := vm.RunAll(); err != nil { // warm-up: buffers are allocated once
-			b.Fatal(err)
-		}
-		vm.Reset()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
+		step := func() {
 			if err := vm.RunAll(); err != nil {
 				b.Fatal(err)
 			}
 			vm.Reset()
+			if err := opt.Step(vals, 1e-4); err != nil {
+				b.Fatal(err)
+			}
+		}
+		step() // warm-up: buffers are allocated once
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			step()
 		}
 		b.ReportMetric(float64(batch*t*b.N)/b.Elapsed().Seconds(), "tokens/s")
 		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/step")
