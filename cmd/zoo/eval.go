@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,20 +13,12 @@ import (
 // runEval is `zoo eval --checkpoint DIR (--corpus TEXT | --labelled FILE)`.
 func runEval(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("zoo eval", flag.ContinueOnError)
-	fs.SetOutput(stdout)
 	ckpt := fs.String("checkpoint", "", "checkpoint directory (with tokenizer.json)")
 	corpus := fs.String("corpus", "", "text to score a language model on: loss and perplexity")
 	labelled := fs.String("labelled", "", "CSV, TSV or JSONL to score a classifier on: accuracy and macro-F1")
 	batch := fs.Int("batch-size", 12, "windows or texts per batch")
-	fs.Usage = func() {
-		fmt.Fprintln(stdout, "usage: zoo eval --checkpoint DIR (--corpus TEXT | --labelled FILE)\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
+	if help, err := parse(fs, args, stdout, "usage: zoo eval --checkpoint DIR (--corpus TEXT | --labelled FILE)"); help || err != nil {
+		return err
 	}
 	switch {
 	case *ckpt == "" || (*corpus == "") == (*labelled == ""):

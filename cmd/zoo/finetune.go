@@ -21,7 +21,6 @@ func runFinetune(args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: finetune needs a model family: gpt", errUsage)
 	}
 	fs := flag.NewFlagSet("zoo finetune gpt", flag.ContinueOnError)
-	fs.SetOutput(stdout)
 	task := fs.String("task", "lm", "lm (continue causal-LM training on new text) or classify (sequence classification)")
 	ckpt := fs.String("checkpoint", "", "the GPT checkpoint to start from")
 	corpus := fs.String("corpus", "", "with --task lm: the new text")
@@ -30,15 +29,8 @@ func runFinetune(args []string, stdout io.Writer) error {
 	run := fs.String("run", "", "run directory")
 	steps := fs.Int("max-iters", 0, "optimizer steps")
 	cfgPath := fs.String("config", "", "JSON config file (pretrain.GPTConfig for lm, finetune.ClassifyConfig for classify); flags override it")
-	fs.Usage = func() {
-		fmt.Fprintln(stdout, "usage: zoo finetune gpt --task lm|classify --checkpoint DIR [flags]\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
+	if help, err := parse(fs, args[1:], stdout, "usage: zoo finetune gpt --task lm|classify --checkpoint DIR [flags]"); help || err != nil {
+		return err
 	}
 	if *ckpt == "" {
 		return fmt.Errorf("%w: --checkpoint is required", errUsage)
@@ -107,7 +99,7 @@ func runFinetune(args []string, stdout io.Writer) error {
 func interrupted(err error, run string, w io.Writer) error {
 	if errors.Is(err, train.ErrInterrupted) {
 		latest, _ := train.Latest(run)
-		fmt.Fprintf(w, "\ninterrupted: checkpoint written to %s\n", latest)
+		fmt.Fprintf(w, "\ninterrupted: checkpoint written to %s; continue with --run %s --resume\n", latest, run)
 	}
 	return err
 }

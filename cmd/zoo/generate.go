@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 // streaming the continuation as it is produced.
 func runGenerate(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("zoo generate", flag.ContinueOnError)
-	fs.SetOutput(stdout)
 	ckpt := fs.String("checkpoint", "", "checkpoint directory (config.json, model.safetensors, tokenizer.json)")
 	prompt := fs.String("prompt", "\n", "text to continue")
 	n := fs.Int("max-new-tokens", 200, "tokens to generate")
@@ -25,15 +23,8 @@ func runGenerate(args []string, stdout io.Writer) error {
 	topP := fs.Float64("top-p", 1, "nucleus sampling mass in (0, 1]")
 	seed := fs.Uint64("seed", 1, "sampling seed")
 	noCache := fs.Bool("no-cache", false, "recompute the context every step instead of using the KV cache")
-	fs.Usage = func() {
-		fmt.Fprintln(stdout, "usage: zoo generate --checkpoint DIR [--prompt TEXT] [flags]\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
+	if help, err := parse(fs, args, stdout, "usage: zoo generate --checkpoint DIR [--prompt TEXT] [flags]"); help || err != nil {
+		return err
 	}
 	if *ckpt == "" {
 		return fmt.Errorf("%w: --checkpoint is required", errUsage)

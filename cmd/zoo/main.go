@@ -7,6 +7,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -76,3 +77,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// parse parses a command's flags, printing usage and the flags for -h;
+// help reports that it did and the command should stop.
+func parse(fs *flag.FlagSet, args []string, w io.Writer, usage string) (help bool, err error) {
+	fs.SetOutput(w)
+	fs.Usage = func() {
+		fmt.Fprintln(w, usage+"\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return false, errUsage
+	}
+	return false, nil
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,7 +20,6 @@ func runPretrain(args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: pretrain needs a model family: gpt", errUsage)
 	}
 	fs := flag.NewFlagSet("zoo pretrain gpt", flag.ContinueOnError)
-	fs.SetOutput(stdout)
 	cfgPath := fs.String("config", "", "JSON config file (nanoGPT key names; see pretrain.GPTConfig); flags override it")
 	run := fs.String("run", "", "run directory (checkpoints, metrics.jsonl, loss.png)")
 	corpus := fs.String("corpus", "", "corpus file, directory or glob (default: Newton's Opticks from the Go toolchain)")
@@ -31,15 +29,8 @@ func runPretrain(args []string, stdout io.Writer) error {
 	evalEvery := fs.Int("eval-interval", 0, "evaluate every so many steps")
 	seed := fs.Uint64("seed", 0, "seed of initialisation, batches and dropout")
 	resume := fs.Bool("resume", false, "continue from the run directory's latest checkpoint")
-	fs.Usage = func() {
-		fmt.Fprintln(stdout, "usage: zoo pretrain gpt [flags]\n\nPretrains a GPT (causal LM). With no flags: nanoGPT's CPU configuration, character level, on Newton's Opticks.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
+	if help, err := parse(fs, args[1:], stdout, "usage: zoo pretrain gpt [flags]\n\nPretrains a GPT (causal LM). With no flags: nanoGPT's CPU configuration, character level, on Newton's Opticks."); help || err != nil {
+		return err
 	}
 	cfg := pretrain.DefaultGPT()
 	if *cfgPath != "" {
@@ -71,13 +62,8 @@ func runPretrain(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := pretrain.RunGPT(ctx, cfg, stdout)
-	if errors.Is(err, train.ErrInterrupted) {
-		latest, _ := train.Latest(cfg.RunDir)
-		fmt.Fprintf(stdout, "\ninterrupted: checkpoint written to %s; continue with: zoo pretrain gpt --run %s --resume\n", latest, cfg.RunDir)
-		return err
-	}
 	if err != nil {
-		return err
+		return interrupted(err, cfg.RunDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f)\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss)
 	fmt.Fprintf(stdout, "checkpoint: %s\nloss curve: %s\n", res.Final, filepath.Join(cfg.RunDir, train.PlotFile))
