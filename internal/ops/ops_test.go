@@ -288,3 +288,15 @@ func TestTanh32(t *testing.T) {
 	require.Less(t, worst, 5e-7)
 	require.Zero(t, tanh32(0))
 }
+
+// exp32 stays within 3e-7 of math.Exp, relatively, over float32's range.
+func TestExp32(t *testing.T) {
+	for x := -87.0; x <= 88.37; x += 1e-3 {
+		xf := float32(x)
+		want := math.Exp(float64(xf))
+		require.InDelta(t, 0, (float64(exp32(xf))-want)/want, 3e-7, "x=%v", xf)
+	}
+	require.Zero(t, exp32(-100))
+	require.True(t, math.IsInf(float64(exp32(100)), 1))
+	require.Equal(t, float32(1), exp32(0))
+}
