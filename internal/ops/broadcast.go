@@ -51,15 +51,21 @@ func (op *sumLeadingOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	return y, nil
 }
 
-// sumRows adds every len(y)-long row of x into y.
+// sumRows adds every len(y)-long row of x into y. Cores split the columns,
+// so no two write the same element.
 func sumRows[T Float](x, y []T) {
 	w := len(y)
-	for r := 0; r+w <= len(x); r += w {
-		row := x[r : r+w]
-		for i, v := range row {
-			y[i] += v
-		}
+	if w == 0 {
+		return
 	}
+	parallelFor(w, len(x)/w, func(lo, hi int) {
+		dst := y[lo:hi]
+		for r := 0; r+w <= len(x); r += w {
+			for i, v := range x[r+lo : r+hi] {
+				dst[i] += v
+			}
+		}
+	})
 }
 
 // AddBroadcast returns x + y where y's shape equals the trailing dims of x's,

@@ -147,6 +147,7 @@ type layerNormGradOp struct {
 	eps      float64
 	dims     int
 	wrtInput bool
+	stats    []float64 // per-row mean and 1/std, reused from run to run
 }
 
 func (op *layerNormGradOp) Type() hm.Type {
@@ -178,26 +179,40 @@ func (op *layerNormGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		shape = ts[0].Shape()
 	}
 	out := op.output(dt, shape, !op.wrtInput) // dgamma accumulates
+	if rows := 2 * ts[0].Size() / ts[1].Size(); !op.wrtInput && len(op.stats) != rows {
+		op.stats = make([]float64, rows)
+	}
 	if isFloat32(dt) {
-		layerNormBwd(data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), data[float32](out), op.eps, op.wrtInput)
+		layerNormBwd(data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), data[float32](out), op.stats, op.eps, op.wrtInput)
 	} else {
-		layerNormBwd(data[float64](ts[0]), data[float64](ts[1]), data[float64](ts[2]), data[float64](out), op.eps, op.wrtInput)
+		layerNormBwd(data[float64](ts[0]), data[float64](ts[1]), data[float64](ts[2]), data[float64](out), op.stats, op.eps, op.wrtInput)
 	}
 	return out, nil
 }
 
 // layerNormBwd writes dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)) with ĝ = dy·gamma
 // when wrtInput, else accumulates dgamma = Σ_rows dy·x̂.
-func layerNormBwd[T Float](x, g, dy, out []T, eps float64, wrtInput bool) {
+// stats is scratch for dgamma: two values per row.
+func layerNormBwd[T Float](x, g, dy, out []T, stats []float64, eps float64, wrtInput bool) {
 	d := len(g)
 	if !wrtInput {
-		for r := 0; r+d <= len(x); r += d {
-			xr, dyr := x[r:r+d], dy[r:r+d]
-			mean, rstd := rowStats(xr, eps)
-			for i, v := range xr {
-				out[i] += dyr[i] * T((float64(v)-mean)*rstd)
+		// dgamma = Σ_rows dy·x̂: the rows' statistics first, then cores
+		// split the columns, so no two write the same element.
+		rows := len(x) / d
+		parallelFor(rows, d, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				stats[2*r], stats[2*r+1] = rowStats(x[r*d:(r+1)*d], eps)
 			}
-		}
+		})
+		parallelFor(d, rows, func(lo, hi int) {
+			for r := 0; r < rows; r++ {
+				mean, rstd := stats[2*r], stats[2*r+1]
+				xr, dyr := x[r*d+lo:r*d+hi], dy[r*d+lo:r*d+hi]
+				for i, v := range xr {
+					out[lo+i] += dyr[i] * T((float64(v)-mean)*rstd)
+				}
+			}
+		})
 		return
 	}
 	parallelFor(len(x)/d, 2*d, func(lo, hi int) {
