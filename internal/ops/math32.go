@@ -59,6 +59,16 @@ func exp32(x float32) float32 {
 	return y * math.Float32frombits(uint32(n+127)<<23)
 }
 
+// expOf is e^x at the precision of T: exp32 for float32 work, math.Exp for
+// float64, so float64 results stay exact.
+func expOf[T Float](x float64) float64 {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return float64(exp32(float32(x)))
+	}
+	return math.Exp(x)
+}
+
 // tanh32 approximates tanh for float32 work with the rational form
 // x·P(x²)/Q(x²) on x clamped to ±7.9053 (beyond which tanh is ±1 in
 // float32), the approximation Eigen uses for single precision. Its error

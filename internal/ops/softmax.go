@@ -122,8 +122,8 @@ func softmaxRows[T Float](s, mask, out []T, lo, hi, tq, tk, heads int, scale flo
 		}
 		mx := math.Inf(-1)
 		for j := 0; j < limit; j++ {
-			if m == nil || m[j] != 0 {
-				mx = max(mx, float64(row[j])*scale)
+			if v := float64(row[j]) * scale; (m == nil || m[j] != 0) && v > mx {
+				mx = v
 			}
 		}
 		if math.IsInf(mx, -1) {
@@ -132,7 +132,7 @@ func softmaxRows[T Float](s, mask, out []T, lo, hi, tq, tk, heads int, scale flo
 		var sum float64
 		for j := 0; j < limit; j++ {
 			if m == nil || m[j] != 0 {
-				e := math.Exp(float64(row[j])*scale - mx)
+				e := expOf[T](float64(row[j])*scale - mx)
 				o[j] = T(e)
 				sum += e
 			}

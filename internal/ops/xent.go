@@ -160,11 +160,13 @@ func xentRow[T Float](row []T, t int, g []T, eps, inv float64) float64 {
 	v := float64(len(row))
 	mx := math.Inf(-1)
 	for _, x := range row {
-		mx = max(mx, float64(x))
+		if float64(x) > mx {
+			mx = float64(x)
+		}
 	}
 	var sum, sumLogits float64
 	for j, x := range row {
-		e := math.Exp(float64(x) - mx)
+		e := expOf[T](float64(x) - mx)
 		sum += e
 		sumLogits += float64(x)
 		if g != nil {
