@@ -52,6 +52,7 @@ func DefaultGPT() GPTConfig {
 	m := gpt.Micro()
 	m.NLayer, m.NHead, m.NEmbd, m.NPositions = 4, 4, 128, 64
 	m.ActivationFunction = "gelu"
+	m.BOSTokenID, m.EOSTokenID = 0, 0 // ids of a vocabulary the tokenizer decides
 	m.ResidPdrop, m.EmbdPdrop, m.AttnPdrop = 0, 0, 0
 	return GPTConfig{
 		Tokenizer: "char", BPEVocab: 2048, Model: m,
@@ -134,7 +135,6 @@ func (c GPTConfig) Validate() error {
 		return fmt.Errorf("config: samples and sample_tokens must not be negative")
 	}
 	m := c.Model
-	m.VocabSize = max(m.VocabSize, 1)
-	m.BOSTokenID, m.EOSTokenID = 0, 0
+	m.VocabSize = max(m.VocabSize, m.BOSTokenID+1, m.EOSTokenID+1) // the tokenizer sets it later
 	return m.Validate()
 }

@@ -109,7 +109,7 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	}
 	mc := cfg.Model
 	if m == nil {
-		mc.VocabSize, mc.BOSTokenID, mc.EOSTokenID = tok.VocabSize(), 0, 0
+		mc.VocabSize = tok.VocabSize()
 		if m, err = gpt.New(mc, layers.WithSeed(cfg.Seed)); err != nil {
 			return nil, err
 		}

@@ -92,7 +92,6 @@ type Trainer struct {
 	step  int     // optimizer steps done
 	best  float64 // best validation loss so far
 	hist  history
-	start time.Time
 }
 
 // compiled is a graph with its machine, loss and gradient reads.
@@ -205,7 +204,6 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 	defer m.Close()
 	bar := newBar(progress, t.cfg.Steps, t.step)
 	var res Result
-	t.start = time.Now()
 	for t.step < t.cfg.Steps {
 		if ctx.Err() != nil {
 			if _, err := t.checkpoint(fmt.Sprintf("step-%06d", t.step)); err != nil {
@@ -369,9 +367,6 @@ func Evaluate(task Task, batches []Batch) (loss float64, targets int, err error)
 	}
 	return loss, targets, nil
 }
-
-// Elapsed is the wall time of the current Run so far.
-func (t *Trainer) Elapsed() time.Duration { return time.Since(t.start) }
 
 func scalarValue(v gorgonia.Value) (float64, error) {
 	switch s := v.(type) {

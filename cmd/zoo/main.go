@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/d73a19ff/zoo/internal/ops"
 )
 
 // command is one subcommand of zoo.
@@ -26,7 +28,7 @@ var commands = []command{
 	{"generate", "--checkpoint DIR", "generate text from a GPT checkpoint, streaming it", runGenerate},
 	{"eval", "--checkpoint DIR", "score a checkpoint on a corpus (loss) or a labelled file (accuracy, F1)", runEval},
 	{"version", "", "print the version", func(_ []string, w io.Writer) error {
-		_, err := fmt.Fprintln(w, "zoo", version)
+		_, err := fmt.Fprintf(w, "zoo %s (GEMM: %s)\n", version, ops.GEMMBackend)
 		return err
 	}},
 }

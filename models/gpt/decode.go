@@ -18,6 +18,7 @@ type stepGraph struct {
 	mask      *tensor.Dense // (B, T) without a cache, (B, C) with one
 	slot      *tensor.Dense // (1) int, with a cache
 	logitsVal gorgonia.Value
+	last      [][]float64 // each row's last-token logits, reused from step to step
 	b, t, v   int
 }
 
@@ -73,7 +74,8 @@ func intTensor(shape ...int) *tensor.Dense {
 	return tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Int))
 }
 
-// run executes the graph and returns each row's last-token logits (B, V).
+// run executes the graph and returns each row's last-token logits (B, V),
+// valid until the next run.
 func (s *stepGraph) run() ([][]float64, error) {
 	s.logitsVal = nil
 	err := s.vm.RunAll()
@@ -85,9 +87,14 @@ func (s *stepGraph) run() ([][]float64, error) {
 	if !ok {
 		return nil, fmt.Errorf("gpt: logits are %T", s.logitsVal)
 	}
-	out := make([][]float64, s.b)
+	if s.last == nil {
+		s.last = make([][]float64, s.b)
+		for r := range s.last {
+			s.last[r] = make([]float64, s.v)
+		}
+	}
+	out := s.last
 	for r := range out {
-		out[r] = make([]float64, s.v)
 		off := ((r+1)*s.t - 1) * s.v
 		switch x := d.Data().(type) {
 		case []float32:

@@ -65,27 +65,31 @@ func newSampler(cfg GenerateConfig, rows int) *sampler {
 
 // next picks a token from one row's logits (V). Every call draws exactly one
 // random number in sampling mode, so cached and uncached decoding stay in
-// step.
+// step. Only top-k and top-p need the tokens ordered by probability; plain
+// temperature sampling draws in id order without sorting.
 func (s *sampler) next(row int, logits []float64) int {
-	if s.cfg.Temperature == 0 {
-		best := 0
-		for j, v := range logits {
-			if v > logits[best] {
-				best = j
-			}
+	best := 0
+	for j, v := range logits {
+		if v > logits[best] {
+			best = j
 		}
+	}
+	if s.cfg.Temperature == 0 {
 		return best
 	}
 	s.idx, s.prob = s.idx[:0], s.prob[:0]
 	for j := range logits {
 		s.idx = append(s.idx, j)
 	}
-	// Most likely first; ties by token id, so the order is deterministic.
-	sort.SliceStable(s.idx, func(a, b int) bool { return logits[s.idx[a]] > logits[s.idx[b]] })
-	if k := s.cfg.TopK; k > 0 && k < len(s.idx) {
-		s.idx = s.idx[:k]
+	filtered := (s.cfg.TopK > 0 && s.cfg.TopK < len(logits)) || s.cfg.TopP < 1
+	if filtered {
+		// Most likely first; ties by token id, so the order is deterministic.
+		sort.SliceStable(s.idx, func(a, b int) bool { return logits[s.idx[a]] > logits[s.idx[b]] })
+		if k := s.cfg.TopK; k > 0 && k < len(s.idx) {
+			s.idx = s.idx[:k]
+		}
 	}
-	mx := logits[s.idx[0]]
+	mx := logits[best]
 	var sum float64
 	for _, j := range s.idx {
 		p := math.Exp((logits[j] - mx) / s.cfg.Temperature)
