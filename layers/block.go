@@ -236,19 +236,39 @@ func NewDecoderBlock(s Scope, c BlockConfig) (*DecoderBlock, error) {
 // to x (with optional key-padding mask (B, T)) and to the encoder output
 // memory (B, Tm, D) (with optional memMask (B, Tm)).
 func (b *DecoderBlock) Forward(g *Graph, x, mask, memory, memMask *gorgonia.Node) (*gorgonia.Node, error) {
+	out, _, err := b.ForwardWithProbs(g, x, mask, memory, memMask)
+	return out, err
+}
+
+// ForwardWithProbs is Forward that also returns the cross-attention
+// probabilities (B·h, T, Tm).
+func (b *DecoderBlock) ForwardWithProbs(g *Graph, x, mask, memory, memMask *gorgonia.Node) (out, probs *gorgonia.Node, err error) {
 	if memory == nil {
-		return nil, fmt.Errorf("%s: a decoder block needs the encoder output", b.CrossAttn.Query.Weight.Name)
+		return nil, nil, fmt.Errorf("%s: a decoder block needs the encoder output", b.CrossAttn.name())
 	}
-	h, err := b.self.apply(g, x, func(in *gorgonia.Node) (*gorgonia.Node, error) {
-		return b.SelfAttn.Forward(g, in, nil, mask, true)
-	})
+	self := func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.SelfAttn.Forward(g, in, nil, mask, true) }
+	cross := func(in *gorgonia.Node) (*gorgonia.Node, *gorgonia.Node, error) {
+		return b.CrossAttn.ForwardWithProbs(g, in, memory, memMask, false)
+	}
+	return b.forward(g, x, self, cross)
+}
+
+// forward runs the three residual sublayers with the given self- and
+// cross-attention, returning the output and the cross-attention
+// probabilities.
+func (b *DecoderBlock) forward(g *Graph, x *gorgonia.Node, self func(*gorgonia.Node) (*gorgonia.Node, error),
+	cross func(*gorgonia.Node) (*gorgonia.Node, *gorgonia.Node, error)) (out, probs *gorgonia.Node, err error) {
+	h, err := b.self.apply(g, x, self)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if h, err = b.cross.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) {
-		return b.CrossAttn.Forward(g, in, memory, memMask, false)
+		y, p, err := cross(in)
+		probs = p
+		return y, err
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.FFN.Forward(g, in) })
+	out, err = b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.FFN.Forward(g, in) })
+	return out, probs, err
 }

@@ -103,3 +103,16 @@ func (e *Embedding) Logits(g *Graph, h *gorgonia.Node) (*gorgonia.Node, error) {
 	}
 	return y, nil
 }
+
+// ForwardScaled maps int ids (...) to c·vectors (..., Dim): the Transformer
+// multiplies its token embeddings by √d_model (Vaswani et al. 2017, §3.4).
+func (e *Embedding) ForwardScaled(g *Graph, ids *gorgonia.Node, c float64) (*gorgonia.Node, error) {
+	y, err := e.Forward(g, ids)
+	if err != nil {
+		return nil, err
+	}
+	if y, err = ops.Scale(y, c); err != nil {
+		return nil, fmt.Errorf("%s: %w", e.Weight.Name, err)
+	}
+	return y, nil
+}

@@ -72,3 +72,45 @@ func (s *Sinusoidal) ForwardFrom(g *Graph, x *gorgonia.Node, offset int) (*gorgo
 	}
 	return ops.AddBroadcast(x, pe)
 }
+
+// PositionInput is a graph input of T rows of the sinusoidal table, chosen
+// before each run: a decoding step with a KV cache adds the position it is
+// at without a graph per position.
+type PositionInput struct {
+	Node *gorgonia.Node // (T, Dim)
+	s    *Sinusoidal
+}
+
+// Input adds a (t, Dim) position input to g; call SetOffset before a run.
+func (s *Sinusoidal) Input(g *Graph, t int) *PositionInput {
+	return &PositionInput{Node: g.Input("sinusoidal_positions", t, s.Dim), s: s}
+}
+
+// SetOffset fills the input with PE[offset…offset+T−1].
+func (p *PositionInput) SetOffset(offset int) error {
+	t := p.Node.Shape()[0]
+	if offset < 0 {
+		return fmt.Errorf("sinusoidal positions: negative offset %d", offset)
+	}
+	table, err := SinusoidalTable(offset+t, p.s.Dim, p.s.Base)
+	if err != nil {
+		return err
+	}
+	switch d := p.Node.Value().Data().(type) {
+	case []float32:
+		for i, v := range table[offset*p.s.Dim:] {
+			d[i] = float32(v)
+		}
+	case []float64:
+		copy(d, table[offset*p.s.Dim:])
+	}
+	return nil
+}
+
+// ForwardInput adds the rows of p to x (B, T, Dim) and returns (B, T, Dim).
+func (s *Sinusoidal) ForwardInput(g *Graph, x *gorgonia.Node, p *PositionInput) (*gorgonia.Node, error) {
+	if x.Dims() != 3 || x.Shape()[2] != s.Dim || x.Shape()[1] != p.Node.Shape()[0] {
+		return nil, fmt.Errorf("sinusoidal positions: input %v must be (B, %d, %d)", x.Shape(), p.Node.Shape()[0], s.Dim)
+	}
+	return ops.AddBroadcast(x, p.Node)
+}

@@ -52,7 +52,7 @@ func (t *Trainer) checkpoint(name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("train: checkpoint %s: data state: %w", name, err)
 	}
-	st := trainerState{Step: t.step, DataState: data, DropoutCall: t.train.g.DropoutCall()}
+	st := trainerState{Step: t.step, DataState: data, DropoutCall: t.dropoutCall}
 	if !math.IsInf(t.best, 1) {
 		st.BestValLoss = &t.best
 	}
@@ -102,7 +102,7 @@ func (t *Trainer) Resume(ckpt string) error {
 	if err := t.data.Restore(st.DataState); err != nil {
 		return fmt.Errorf("train: resume: data: %w", err)
 	}
-	t.train.g.SetDropoutCall(st.DropoutCall)
+	t.dropoutCall = st.DropoutCall
 	t.step, t.best = st.Step, math.Inf(1)
 	if st.BestValLoss != nil {
 		t.best = *st.BestValLoss

@@ -87,9 +87,14 @@ type Trainer struct {
 	task  Task
 	data  Data
 	opt   *AdamW
-	train *compiled
-	eval  *compiled
-	step  int     // optimizer steps done
+	train *graphs
+	eval  *graphs
+	// summed accumulates a step's gradients, in the optimizer's order.
+	summed []*tensor.Dense
+	// dropoutCall counts training runs: every graph draws the dropout masks
+	// of the run it is, so a resumed run redraws the same masks.
+	dropoutCall uint64
+	step        int     // optimizer steps done
 	best  float64 // best validation loss so far
 	hist  history
 }
@@ -102,8 +107,7 @@ type compiled struct {
 	loss    gorgonia.Value
 	grads   []gorgonia.Value
 	nodes   gorgonia.Nodes
-	summed  []*tensor.Dense // accumulated gradients
-	targets int
+	params  []*layers.Param // in the order of grads
 }
 
 // New builds the training and evaluation graphs and the optimizer.
@@ -116,32 +120,42 @@ func New(task Task, data Data, cfg Config) (*Trainer, error) {
 	}
 	t := &Trainer{cfg: cfg, task: task, data: data, best: math.Inf(1)}
 	var err error
-	if t.train, err = compile(task, true, cfg.Seed); err != nil {
+	if t.train, err = newGraphs(task, true, cfg.Seed); err != nil {
 		return nil, err
 	}
-	if t.eval, err = compile(task, false, cfg.Seed); err != nil {
+	if t.eval, err = newGraphs(task, false, cfg.Seed); err != nil {
 		return nil, err
 	}
-	if t.opt, err = NewAdamW(t.train.g.Params(), cfg.AdamW); err != nil {
+	params := task.Store().Params() // a ShapedTask's graphs each use every parameter
+	if t.train.one != nil {
+		params = t.train.one.params
+	}
+	if t.opt, err = NewAdamW(params, cfg.AdamW); err != nil {
 		return nil, err
+	}
+	for _, p := range params {
+		t.summed = append(t.summed, tensor.New(tensor.WithShape(p.Value.Shape().Clone()...), tensor.Of(p.Value.Dtype())))
 	}
 	return t, nil
 }
 
-func compile(task Task, training bool, seed uint64) (*compiled, error) {
+// lossFunc builds a task's loss on a graph (Task.Loss or ShapedTask.LossFor).
+type lossFunc func(g *layers.Graph) (*gorgonia.Node, func(Batch) error, error)
+
+func compile(s *layers.Store, training bool, seed uint64, build lossFunc) (*compiled, error) {
 	var opts []layers.GraphOption
 	if training {
 		opts = append(opts, layers.Training(), layers.DropoutSeed(seed))
 	}
-	g := task.Store().NewGraph(opts...)
-	loss, load, err := task.Loss(g)
+	g := s.NewGraph(opts...)
+	loss, load, err := build(g)
 	if err != nil {
 		return nil, fmt.Errorf("train: building the loss: %w", err)
 	}
 	if !loss.IsScalar() {
 		return nil, fmt.Errorf("train: the loss has shape %v, want a scalar", loss.Shape())
 	}
-	c := &compiled{g: g, load: load}
+	c := &compiled{g: g, load: load, params: g.Params()}
 	gorgonia.Read(loss, &c.loss)
 	if training {
 		if c.nodes, err = gorgonia.Grad(loss, g.Learnables()...); err != nil {
@@ -150,9 +164,6 @@ func compile(task Task, training bool, seed uint64) (*compiled, error) {
 		c.grads = make([]gorgonia.Value, len(c.nodes))
 		for i, n := range c.nodes {
 			gorgonia.Read(n, &c.grads[i])
-		}
-		for _, p := range g.Params() {
-			c.summed = append(c.summed, tensor.New(tensor.WithShape(p.Value.Shape().Clone()...), tensor.Of(p.Value.Dtype())))
 		}
 	}
 	c.vm = gorgonia.NewTapeMachine(g.ExprGraph)
@@ -175,8 +186,8 @@ func (c *compiled) run(b Batch) (float64, error) {
 
 // Close frees the machines.
 func (t *Trainer) Close() {
-	t.train.vm.Close()
-	t.eval.vm.Close()
+	t.train.close()
+	t.eval.close()
 }
 
 // Step is the number of optimizer steps done.
@@ -254,8 +265,8 @@ func (t *Trainer) trainStep() (record, error) {
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return record{}, fmt.Errorf("train: step %d: the loss is %v; stopping, the last good checkpoint is kept under %s", t.step+1, loss, t.cfg.Dir)
 	}
-	grads := make([]gorgonia.Value, len(t.train.summed))
-	for i, s := range t.train.summed {
+	grads := make([]gorgonia.Value, len(t.summed))
+	for i, s := range t.summed {
 		grads[i] = s
 	}
 	norm := math.NaN()
@@ -277,13 +288,12 @@ func (t *Trainer) trainStep() (record, error) {
 	return rec, nil
 }
 
-// accumulate runs cfg.Accumulate micro-batches and leaves in train.summed
+// accumulate runs cfg.Accumulate micro-batches and leaves in t.summed
 // the gradient of the step's loss: the mean over all their target tokens,
 // not a mean of the micro-batches' means. It returns that loss and the
 // number of targets.
 func (t *Trainer) accumulate() (loss float64, total int, err error) {
-	c := t.train
-	for _, s := range c.summed {
+	for _, s := range t.summed {
 		s.Zero()
 	}
 	var lossSum float64
@@ -292,23 +302,32 @@ func (t *Trainer) accumulate() (loss float64, total int, err error) {
 		if err != nil {
 			return 0, 0, fmt.Errorf("data: %w", err)
 		}
+		c, err := t.train.get(b)
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(c.params) != len(t.summed) {
+			return 0, 0, fmt.Errorf("a graph uses %d of the %d parameters the optimizer updates", len(c.params), len(t.summed))
+		}
+		c.g.SetDropoutCall(t.dropoutCall)
 		l, err := c.run(b)
 		if err != nil {
 			return 0, 0, err
 		}
+		t.dropoutCall = c.g.DropoutCall()
 		n := b.Targets()
 		lossSum += l * float64(n)
 		total += n
 		// Each micro-batch's gradient is of its mean loss: weighting it by its
 		// target count makes the sum the gradient of the summed loss.
-		if err := addScaled(c.summed, c.grads, float64(n)); err != nil {
+		if err := addScaled(t.summed, c.grads, float64(n)); err != nil {
 			return 0, 0, err
 		}
 	}
 	if total == 0 {
 		return 0, 0, fmt.Errorf("the micro-batches hold no targets")
 	}
-	for _, s := range c.summed {
+	for _, s := range t.summed {
 		scaleDense(s, 1/float64(total))
 	}
 	return lossSum / float64(total), total, nil
@@ -337,9 +356,13 @@ func (t *Trainer) evaluate(rec *record, res *Result) error {
 }
 
 // meanLoss is the loss over all the batches' targets.
-func meanLoss(c *compiled, batches []Batch) (loss float64, targets int, err error) {
+func meanLoss(gs *graphs, batches []Batch) (loss float64, targets int, err error) {
 	var sum float64
 	for _, b := range batches {
+		c, err := gs.get(b)
+		if err != nil {
+			return 0, 0, err
+		}
 		l, err := c.run(b)
 		if err != nil {
 			return 0, 0, err
@@ -356,12 +379,12 @@ func meanLoss(c *compiled, batches []Batch) (loss float64, targets int, err erro
 // Evaluate is the mean loss of task over the batches' targets, in an
 // evaluation graph (dropout off): what `zoo eval` reports.
 func Evaluate(task Task, batches []Batch) (loss float64, targets int, err error) {
-	c, err := compile(task, false, 0)
+	gs, err := newGraphs(task, false, 0)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer c.vm.Close()
-	loss, targets, err = meanLoss(c, batches)
+	defer gs.close()
+	loss, targets, err = meanLoss(gs, batches)
 	if err != nil {
 		return 0, 0, fmt.Errorf("train: evaluate: %w", err)
 	}

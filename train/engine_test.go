@@ -244,7 +244,7 @@ func TestAccumulationWeightsByTargets(t *testing.T) {
 	for i := 1; i < len(b.targets); i++ {
 		b.targets[i] = layers.IgnoreIndex // b has one target, a has 24
 	}
-	ev, err := compile(task, false, 0)
+	ev, err := compile(task.Store(), false, 0, task.Loss)
 	require.NoError(t, err)
 	la, err := ev.run(a)
 	require.NoError(t, err)
@@ -289,7 +289,7 @@ func TestAccumulationEqualsOneBatch(t *testing.T) {
 		defer tr.Close()
 		loss, _, err := tr.accumulate()
 		require.NoError(t, err)
-		return tr.train.summed, loss
+		return tr.summed, loss
 	}
 	one, l1 := grads(toyB, 1, []Batch{big})
 	four, l4 := grads(1, 4, quarters)

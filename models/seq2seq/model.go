@@ -1,0 +1,188 @@
+package seq2seq
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/layers"
+)
+
+// Model is the encoder-decoder Transformer. Parameter names are BART's
+// (model.shared.weight or model.{encoder,decoder}.embed_tokens.weight,
+// model.encoder.layers.N.self_attn.q_proj.weight, …,
+// model.decoder.layers.N.encoder_attn.*, lm_head.weight); sinusoidal
+// positions are not parameters.
+type Model struct {
+	Config   Config
+	Store    *layers.Store
+	SrcEmbed *layers.Embedding // model.shared or model.encoder.embed_tokens
+	TgtEmbed *layers.Embedding // the same table as SrcEmbed when shared
+	Pos      *layers.Sinusoidal
+	Encoder  *layers.Encoder
+	Decoder  *layers.Decoder
+	LMHead   *layers.Linear // lm_head; nil when tied to TgtEmbed
+	drop     layers.Dropout
+}
+
+// New builds a model with fairseq's initialisation of the Transformer:
+// Xavier-uniform weights, zero biases, and N(0, 1/d_model) embeddings, so
+// that embeddings scaled by √d_model have unit variance. Options set the
+// dtype and seed.
+func New(cfg Config, opts ...layers.Option) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := layers.NewStore(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
+	}
+	m := &Model{Config: cfg, Store: s, drop: layers.Dropout{P: cfg.Dropout}}
+	root := s.Root().Sub("model")
+	if cfg.ShareEmbeddings {
+		if m.SrcEmbed, err = layers.NewEmbedding(root.Sub("shared"), cfg.SrcVocabSize, cfg.DModel); err != nil {
+			return nil, fmt.Errorf("seq2seq: %w", err)
+		}
+		m.TgtEmbed = m.SrcEmbed
+	} else {
+		if m.SrcEmbed, err = layers.NewEmbedding(root.Sub("encoder").Sub("embed_tokens"), cfg.SrcVocabSize, cfg.DModel); err != nil {
+			return nil, fmt.Errorf("seq2seq: %w", err)
+		}
+		if m.TgtEmbed, err = layers.NewEmbedding(root.Sub("decoder").Sub("embed_tokens"), cfg.TgtVocabSize, cfg.DModel); err != nil {
+			return nil, fmt.Errorf("seq2seq: %w", err)
+		}
+	}
+	if m.Pos, err = layers.NewSinusoidal(cfg.DModel, 10000); err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
+	}
+	if m.Encoder, err = layers.NewEncoder(root.Sub("encoder"), cfg.block(), cfg.NumEncoderLayers); err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
+	}
+	if m.Decoder, err = layers.NewDecoder(root.Sub("decoder"), cfg.block(), cfg.NumDecoderLayers); err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
+	}
+	if !cfg.TieOutput {
+		if m.LMHead, err = layers.NewLinear(s.Root().Sub("lm_head"), cfg.DModel, cfg.TgtVocabSize, false); err != nil {
+			return nil, fmt.Errorf("seq2seq: %w", err)
+		}
+	}
+	m.initialise()
+	return m, nil
+}
+
+// initialise applies fairseq's transformer initialisation
+// (fairseq/models/transformer: Embedding and Linear with xavier_uniform_).
+func (m *Model) initialise() {
+	for _, p := range m.Store.Params() {
+		shape := p.Value.Shape()
+		switch {
+		case p == m.SrcEmbed.Weight || p == m.TgtEmbed.Weight:
+			m.Store.Reinit(p, layers.Normal(1/math.Sqrt(float64(m.Config.DModel))))
+		case len(shape) == 2:
+			m.Store.Reinit(p, layers.Uniform(math.Sqrt(6/float64(shape[0]+shape[1]))))
+		case isBias(p.Name) && !isNorm(p.Name):
+			m.Store.Reinit(p, layers.Constant(0))
+		}
+	}
+}
+
+// Inputs are a batch's graph inputs. Src (B, Ts) and TgtIn (B, Tt) are token
+// ids; the masks (B, Ts) and (B, Tt), 1 for tokens and 0 for padding, may be
+// nil when nothing is padded. TgtIn is the target shifted right: bos, y1, …
+type Inputs struct {
+	Src, SrcMask, TgtIn, TgtMask *gorgonia.Node
+}
+
+// Forward maps Src (B, Ts) and TgtIn (B, Tt) to logits (B, Tt, V_tgt).
+func (m *Model) Forward(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
+	memory, err := m.Encode(g, in.Src, in.SrcMask)
+	if err != nil {
+		return nil, err
+	}
+	h, err := m.decode(g, in.TgtIn, in.TgtMask, memory, in.SrcMask)
+	if err != nil {
+		return nil, err
+	}
+	return m.Head(g, h)
+}
+
+// Encode maps source ids (B, Ts) with an optional padding mask (B, Ts) to
+// the encoder output (B, Ts, D).
+func (m *Model) Encode(g *layers.Graph, src, srcMask *gorgonia.Node) (*gorgonia.Node, error) {
+	x, err := m.embed(g, m.SrcEmbed, src, "source")
+	if err != nil {
+		return nil, err
+	}
+	if x, err = m.Encoder.Forward(g, x, srcMask); err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
+	}
+	return x, nil
+}
+
+// decode maps target inputs (B, Tt) to decoder states (B, Tt, D).
+func (m *Model) decode(g *layers.Graph, tgtIn, tgtMask, memory, srcMask *gorgonia.Node) (*gorgonia.Node, error) {
+	y, err := m.embed(g, m.TgtEmbed, tgtIn, "target")
+	if err != nil {
+		return nil, err
+	}
+	if y, err = m.Decoder.Forward(g, y, tgtMask, memory, srcMask); err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
+	}
+	return y, nil
+}
+
+// embed maps ids (B, T) to √d·E[ids] + PE with dropout, (B, T, D).
+func (m *Model) embed(g *layers.Graph, e *layers.Embedding, ids *gorgonia.Node, side string) (*gorgonia.Node, error) {
+	if ids == nil || ids.Dims() != 2 {
+		return nil, fmt.Errorf("seq2seq: %s ids must be (B, T)", side)
+	}
+	if t := ids.Shape()[1]; t > m.Config.MaxLen {
+		return nil, fmt.Errorf("seq2seq: %s of %d tokens is longer than max_len %d; truncate it or raise max_len", side, t, m.Config.MaxLen)
+	}
+	x, err := e.ForwardScaled(g, ids, math.Sqrt(float64(m.Config.DModel)))
+	if err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
+	}
+	if x, err = m.Pos.Forward(g, x); err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
+	}
+	return m.drop.Forward(g, x)
+}
+
+// Head maps decoder states (B, T, D) to logits (B, T, V_tgt).
+func (m *Model) Head(g *layers.Graph, h *gorgonia.Node) (*gorgonia.Node, error) {
+	var logits *gorgonia.Node
+	var err error
+	if m.LMHead != nil {
+		logits, err = m.LMHead.Forward(g, h)
+	} else {
+		logits, err = m.TgtEmbed.Logits(g, h)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("seq2seq: output projection: %w", err)
+	}
+	return logits, nil
+}
+
+// Loss is the label-smoothed cross-entropy (Szegedy et al. 2016; the paper
+// uses ε = 0.1) of the logits for in against labels (B, Tt) int, the target
+// shifted left, averaged over labels that are not layers.IgnoreIndex. It
+// returns the scalar loss and the logits (B, Tt, V_tgt).
+func (m *Model) Loss(g *layers.Graph, in Inputs, labels *gorgonia.Node, smoothing float64) (loss, logits *gorgonia.Node, err error) {
+	if logits, err = m.Forward(g, in); err != nil {
+		return nil, nil, err
+	}
+	if loss, err = layers.CrossEntropy(logits, labels, layers.IgnoreIndex, smoothing); err != nil {
+		return nil, nil, fmt.Errorf("seq2seq: loss: %w", err)
+	}
+	return loss, logits, nil
+}
+
+// NumParams is the number of learnable scalars.
+func (m *Model) NumParams() int { return m.Store.NumParams() }
+
+func isBias(name string) bool { return strings.HasSuffix(name, ".bias") }
+
+func isNorm(name string) bool { return strings.Contains(name, "layer_norm.") }
