@@ -94,7 +94,9 @@ func (d *Decoder) ForwardCached(g *Graph, x *gorgonia.Node, s DecoderState) (*go
 	}
 	var err error
 	for i, b := range d.Layers {
-		self := func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.SelfAttn.ForwardCached(g, in, s.Mask, s.Self[i]) }
+		self := func(in *gorgonia.Node) (*gorgonia.Node, error) {
+			return b.SelfAttn.ForwardCached(g, in, s.Mask, s.Self[i])
+		}
 		cross := func(in *gorgonia.Node) (*gorgonia.Node, *gorgonia.Node, error) {
 			return b.CrossAttn.ForwardKV(g, in, s.Cross[i], s.MemMask)
 		}

@@ -95,19 +95,19 @@ type Trainer struct {
 	// of the run it is, so a resumed run redraws the same masks.
 	dropoutCall uint64
 	step        int     // optimizer steps done
-	best  float64 // best validation loss so far
-	hist  history
+	best        float64 // best validation loss so far
+	hist        history
 }
 
 // compiled is a graph with its machine, loss and gradient reads.
 type compiled struct {
-	g       *layers.Graph
-	vm      gorgonia.VM
-	load    func(Batch) error
-	loss    gorgonia.Value
-	grads   []gorgonia.Value
-	nodes   gorgonia.Nodes
-	params  []*layers.Param // in the order of grads
+	g      *layers.Graph
+	vm     gorgonia.VM
+	load   func(Batch) error
+	loss   gorgonia.Value
+	grads  []gorgonia.Value
+	nodes  gorgonia.Nodes
+	params []*layers.Param // in the order of grads
 }
 
 // New builds the training and evaluation graphs and the optimizer.
