@@ -35,6 +35,31 @@ const minMergeCount = 2
 // tokenizers' BpeTrainer (tokenizers/src/models/bpe/trainer.rs); the
 // tokenizer it builds is sugarme/tokenizer's.
 func TrainBPE(c *Corpus, vocabSize int, specialTokens []string) (Tokenizer, error) {
+	return trainBPE(c, vocabSize, specialTokens)
+}
+
+// TrainBPETexts is TrainBPE on texts held in memory, such as both sides of
+// a parallel corpus (a joint vocabulary).
+func TrainBPETexts(texts []string, vocabSize int, specialTokens []string) (Tokenizer, error) {
+	return trainBPE(textList(texts), vocabSize, specialTokens)
+}
+
+// textSource is what BPE training reads: a Corpus or texts in memory.
+type textSource interface{ Each(fn func(text string) error) error }
+
+// textList is texts in memory as a textSource.
+type textList []string
+
+func (l textList) Each(fn func(string) error) error {
+	for _, t := range l {
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func trainBPE(c textSource, vocabSize int, specialTokens []string) (Tokenizer, error) {
 	specials := slices.Clone(specialTokens)
 	for i, s := range specials {
 		if s == "" || slices.Contains(specials[:i], s) {
@@ -62,7 +87,7 @@ func TrainBPE(c *Corpus, vocabSize int, specialTokens []string) (Tokenizer, erro
 
 // countWords pre-tokenizes the corpus as the byte-level tokenizer will and
 // counts each pre-token ("word", in byte symbols such as "Ġthe").
-func countWords(c *Corpus, specials []string) (map[string]int, error) {
+func countWords(c textSource, specials []string) (map[string]int, error) {
 	counts := make(map[string]int)
 	err := c.Each(func(text string) error {
 		for _, piece := range splitSpecials(text, specials) {

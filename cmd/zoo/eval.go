@@ -12,6 +12,9 @@ import (
 
 // runEval is `zoo eval --checkpoint DIR (--corpus TEXT | --labelled FILE)`.
 func runEval(args []string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "seq2seq" {
+		return runEvalSeq2Seq(args[1:], stdout)
+	}
 	fs := flag.NewFlagSet("zoo eval", flag.ContinueOnError)
 	ckpt := fs.String("checkpoint", "", "checkpoint directory (with tokenizer.json)")
 	corpus := fs.String("corpus", "", "text to score a language model on: loss and perplexity")

@@ -17,8 +17,11 @@ import (
 
 // runFinetune is `zoo finetune gpt --task lm|classify --checkpoint DIR …`.
 func runFinetune(args []string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "seq2seq" {
+		return runFinetuneSeq2Seq(args[1:], stdout)
+	}
 	if len(args) == 0 || args[0] != "gpt" {
-		return fmt.Errorf("%w: finetune needs a model family: gpt", errUsage)
+		return fmt.Errorf("%w: finetune needs a model family: gpt or seq2seq", errUsage)
 	}
 	fs := flag.NewFlagSet("zoo finetune gpt", flag.ContinueOnError)
 	task := fs.String("task", "lm", "lm (continue causal-LM training on new text) or classify (sequence classification)")

@@ -23,10 +23,11 @@ type command struct {
 
 var commands = []command{
 	{"inspect", "FILE.safetensors", "list a checkpoint's tensors: name, dtype, shape and metadata", runInspect},
-	{"pretrain", "gpt [flags]", "pretrain a GPT; with no flags, on Newton's Opticks (the main job)", runPretrain},
-	{"finetune", "gpt --task lm|classify", "fine-tune a GPT checkpoint on new text or a labelled file", runFinetune},
+	{"pretrain", "gpt|seq2seq [flags]", "pretrain a GPT (with no flags, on Newton's Opticks: the main job) or a seq2seq by denoising", runPretrain},
+	{"finetune", "gpt|seq2seq [flags]", "fine-tune a GPT (lm, classify) or train translation with a seq2seq", runFinetune},
+	{"translate", "--checkpoint DIR", "translate lines with a seq2seq checkpoint; --attention draws the map", runTranslate},
 	{"generate", "--checkpoint DIR", "generate text from a GPT checkpoint, streaming it", runGenerate},
-	{"eval", "--checkpoint DIR", "score a checkpoint on a corpus (loss) or a labelled file (accuracy, F1)", runEval},
+	{"eval", "[seq2seq] --checkpoint DIR", "score a checkpoint: loss, accuracy/F1, or BLEU/chrF (seq2seq)", runEval},
 	{"version", "", "print the version", func(_ []string, w io.Writer) error {
 		_, err := fmt.Fprintf(w, "zoo %s (GEMM: %s)\n", version, ops.GEMMBackend)
 		return err

@@ -14,10 +14,13 @@ import (
 	"github.com/d73a19ff/zoo/train"
 )
 
-// runPretrain is `zoo pretrain gpt [flags]`.
+// runPretrain is `zoo pretrain gpt|seq2seq [flags]`.
 func runPretrain(args []string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "seq2seq" {
+		return runPretrainSeq2Seq(args[1:], stdout)
+	}
 	if len(args) == 0 || args[0] != "gpt" {
-		return fmt.Errorf("%w: pretrain needs a model family: gpt", errUsage)
+		return fmt.Errorf("%w: pretrain needs a model family: gpt or seq2seq", errUsage)
 	}
 	fs := flag.NewFlagSet("zoo pretrain gpt", flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "JSON config file (nanoGPT key names; see pretrain.GPTConfig); flags override it")

@@ -135,17 +135,14 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	return json.Marshal(fileConfig{plainConfig: plainConfig(c), ModelType: ModelType, Architectures: []string{"Transformer"}})
 }
 
-// UnmarshalJSON reads a config.json; a config of another model family (a
-// GPT-2 or BERT checkpoint) is an error that says so.
+// UnmarshalJSON reads a config.json over c's values; a config of another
+// model family (a GPT-2 or BERT checkpoint) is an error that says so.
 func (c *Config) UnmarshalJSON(b []byte) error {
 	f := fileConfig{plainConfig: plainConfig(*c)}
 	if err := json.Unmarshal(b, &f); err != nil {
 		return err
 	}
-	if f.ModelType != ModelType {
-		if f.ModelType == "" {
-			return fmt.Errorf("seq2seq config: no model_type; this is not a seq2seq checkpoint")
-		}
+	if f.ModelType != ModelType && f.ModelType != "" {
 		return fmt.Errorf("seq2seq config: model_type %q is another model family; this needs a %q checkpoint", f.ModelType, ModelType)
 	}
 	*c = Config(f.plainConfig)

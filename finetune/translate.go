@@ -1,0 +1,221 @@
+package finetune
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/atomicfile"
+	"github.com/d73a19ff/zoo/internal/s2s"
+	"github.com/d73a19ff/zoo/models/seq2seq"
+)
+
+// TranslationConfig is the configuration of translation training
+// (`zoo finetune seq2seq`): from scratch, or from a pretrained checkpoint
+// (init_from).
+type TranslationConfig struct {
+	Data    string `json:"data"`     // TSV of source<TAB>target (Tatoeba/Anki layout)
+	SrcFile string `json:"src_file"` // or two aligned files, line by line
+	TgtFile string `json:"tgt_file"`
+	s2s.TrainConfig
+	Beam          int     `json:"num_beams"`      // beam width for the final scores
+	LengthPenalty float64 `json:"length_penalty"` // GNMT α
+	ScoreSize     int     `json:"score_size"`     // held-out pairs scored with BLEU and chrF; 0: all
+}
+
+// DefaultTranslation is the paper's recipe on the Small model, beam 4 with
+// α = 0.6 (§6.1).
+func DefaultTranslation() TranslationConfig {
+	c := TranslationConfig{TrainConfig: s2s.DefaultTrainConfig(), Beam: 4, LengthPenalty: 0.6, ScoreSize: 1000}
+	c.RunDir = filepath.Join("runs", "seq2seq-translate")
+	return c
+}
+
+// ReadTranslationConfig reads a JSON config file over base; unknown keys
+// and wrong types are errors.
+func ReadTranslationConfig(path string, base TranslationConfig) (TranslationConfig, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return base, fmt.Errorf("config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	cfg := base
+	if err := dec.Decode(&cfg); err != nil {
+		return base, fmt.Errorf("config: %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// TranslationScores are corpus scores of one decoding strategy.
+type TranslationScores struct {
+	Strategy string  `json:"strategy"`
+	BLEU     float64 `json:"bleu"`
+	BLEUText string  `json:"bleu_signature"`
+	ChrF     float64 `json:"chrf"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// TranslationResult is what a run produced; it is also written to
+// run_dir/results.json.
+type TranslationResult struct {
+	Steps         int                 `json:"steps"`
+	ValLoss       float64             `json:"val_loss"`
+	TrainSeconds  float64             `json:"train_seconds"`
+	Params        int                 `json:"params"`
+	TrainPairs    int                 `json:"train_pairs"`
+	HeldOutPairs  int                 `json:"held_out_pairs"`
+	Scores        []TranslationScores `json:"scores"`
+	Final         string              `json:"checkpoint"`
+	ReadReport    string              `json:"read_report"`
+	EncodeReport  string              `json:"encode_report"`
+	ExampleOutput [][3]string         `json:"examples"` // source, reference, beam output
+}
+
+// RunTranslation trains a translation model on the pairs, then scores the
+// held-out pairs with BLEU and chrF, by beam search and by greedy decoding.
+func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (*TranslationResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Beam < 1 {
+		return nil, fmt.Errorf("config: num_beams %d must be at least 1", cfg.Beam)
+	}
+	pairs, read, err := readPairs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "%s\n", read)
+	trainP, held := splitPairs(pairs, cfg.HeldOut, cfg.Seed)
+	if len(trainP) == 0 || len(held) == 0 {
+		return nil, fmt.Errorf("finetune: %d pairs leave %d for training and %d held out; need both", len(pairs), len(trainP), len(held))
+	}
+	m, tok, err := s2s.Setup(cfg.TrainConfig, func() []string {
+		texts := make([]string, 0, 2*len(trainP))
+		for _, p := range trainP {
+			texts = append(texts, p.Src, p.Tgt)
+		}
+		return texts
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finetune: %w", err)
+	}
+	trainEx, rep, err := s2s.Encode(tok, trainP, m.Config.MaxLen, cfg.Overlong)
+	if err != nil {
+		return nil, err
+	}
+	heldEx, _, err := s2s.Encode(tok, held, m.Config.MaxLen, s2s.Truncate)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "training: %s\n", rep)
+	data, err := s2s.NewData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, nil)
+	if err != nil {
+		return nil, fmt.Errorf("finetune: %w", err)
+	}
+	began := time.Now()
+	tres, err := s2s.Run(ctx, cfg.TrainConfig, m, tok, data, out)
+	if err != nil {
+		return nil, err
+	}
+	res := &TranslationResult{Steps: tres.Steps, ValLoss: tres.ValLoss, TrainSeconds: time.Since(began).Seconds(),
+		Params: m.NumParams(), TrainPairs: len(trainEx), HeldOutPairs: len(held), Final: tres.Final,
+		ReadReport: read.String(), EncodeReport: rep.String()}
+	scored := held
+	if cfg.ScoreSize > 0 && len(scored) > cfg.ScoreSize {
+		scored = scored[:cfg.ScoreSize]
+	}
+	for _, greedy := range []bool{false, true} {
+		s, outputs, err := ScoreTranslation(m, tok, scored, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty}, greedy)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "%s on %d held-out pairs: BLEU %.2f, chrF %.2f (%.1f s)\n", s.Strategy, len(scored), s.BLEU, s.ChrF, s.Seconds)
+		res.Scores = append(res.Scores, s)
+		if !greedy {
+			for i := 0; i < min(10, len(scored)); i++ {
+				res.ExampleOutput = append(res.ExampleOutput, [3]string{scored[i].Src, scored[i].Tgt, outputs[i]})
+			}
+		}
+	}
+	js, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfile.WriteBytes(filepath.Join(cfg.RunDir, "results.json"), append(js, '\n')); err != nil {
+		return nil, fmt.Errorf("finetune: %w", err)
+	}
+	return res, nil
+}
+
+// ScoreTranslation translates the pairs' sources and scores the outputs
+// against their targets with corpus BLEU and chrF.
+func ScoreTranslation(m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets.Pair, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
+	s := TranslationScores{Strategy: fmt.Sprintf("beam %d (α %.1f)", dc.Beam, dc.LengthPenalty)}
+	if greedy {
+		s.Strategy = "greedy"
+	}
+	srcs, refs := make([]string, len(pairs)), make([]string, len(pairs))
+	for i, p := range pairs {
+		srcs[i], refs[i] = p.Src, p.Tgt
+	}
+	began := time.Now()
+	cands, _, err := s2s.Translate(m, tok, srcs, dc, greedy, 64, nil)
+	if err != nil {
+		return s, nil, fmt.Errorf("finetune: translate: %w", err)
+	}
+	s.Seconds = time.Since(began).Seconds()
+	hyps := make([]string, len(cands))
+	for i, c := range cands {
+		if len(c) > 0 {
+			hyps[i] = c[0].Text
+		}
+	}
+	bleu, err := CorpusBLEU(hyps, refs)
+	if err != nil {
+		return s, nil, err
+	}
+	chrf, err := CorpusChrF(hyps, refs)
+	if err != nil {
+		return s, nil, err
+	}
+	s.BLEU, s.BLEUText, s.ChrF = bleu.Score, bleu.String(), chrf.Score
+	return s, hyps, nil
+}
+
+// readPairs reads the TSV or the two aligned files the config names.
+func readPairs(cfg TranslationConfig) ([]datasets.Pair, datasets.ParallelReport, error) {
+	switch {
+	case cfg.Data != "" && (cfg.SrcFile != "" || cfg.TgtFile != ""):
+		return nil, datasets.ParallelReport{}, fmt.Errorf("config: give data (a TSV) or src_file and tgt_file, not both")
+	case cfg.Data != "":
+		return datasets.ReadParallelTSV(cfg.Data, datasets.ParallelOptions{})
+	case cfg.SrcFile != "" && cfg.TgtFile != "":
+		return datasets.ReadParallelFiles(cfg.SrcFile, cfg.TgtFile, datasets.ParallelOptions{})
+	}
+	return nil, datasets.ParallelReport{}, fmt.Errorf("config: no data: give data (a source<TAB>target TSV) or src_file and tgt_file")
+}
+
+// splitPairs holds out about n pairs (in expectation) by their source sentence (a hash of
+// it, so the split is stable and no source is in both halves: a dictionary
+// lists one English phrase with several German ones).
+func splitPairs(pairs []datasets.Pair, n int, seed uint64) (trainP, held []datasets.Pair) {
+	frac := float64(n) / float64(max(len(pairs), 1))
+	for _, p := range pairs {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d\x00%s", seed, p.Src)
+		if float64(h.Sum64()%1_000_000)/1e6 < frac {
+			held = append(held, p)
+		} else {
+			trainP = append(trainP, p)
+		}
+	}
+	return trainP, held
+}

@@ -1,0 +1,131 @@
+package s2s
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/models/seq2seq"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// Noiser corrupts an example's source (denoising); rng is seeded per batch,
+// so a resumed run draws the same noise.
+type Noiser func(ex Example, rng *rand.Rand) Example
+
+// Data serves length-bucketed training batches and fixed validation
+// batches, as the engine's train.Data.
+type Data struct {
+	cfg        seq2seq.Config
+	train      []Example
+	plan       *datasets.BucketPlan
+	val        []train.Batch
+	noise      Noiser
+	seed, next uint64 // batches served, seeding the noise
+}
+
+// DefaultBounds are the bucket lengths, up to max_len.
+func DefaultBounds(maxLen int) []int {
+	var out []int
+	for _, b := range []int{8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512} {
+		if b < maxLen {
+			out = append(out, b)
+		}
+	}
+	return append(out, maxLen)
+}
+
+// NewData buckets the examples into batches of at most rows pairs. With a
+// noiser, each training and validation source is corrupted (validation
+// once, with a fixed seed).
+func NewData(cfg seq2seq.Config, trainEx, valEx []Example, rows int, seed uint64, noise Noiser) (*Data, error) {
+	d := &Data{cfg: cfg, train: trainEx, noise: noise, seed: seed}
+	bounds := DefaultBounds(cfg.MaxLen)
+	var err error
+	if d.plan, err = plan(trainEx, bounds, rows, seed, noise != nil); err != nil {
+		return nil, fmt.Errorf("training split: %w", err)
+	}
+	vp, err := plan(valEx, bounds, rows, seed, noise != nil)
+	if err != nil {
+		return nil, fmt.Errorf("validation split: %w", err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 1<<62))
+	for _, bb := range vp.All() {
+		b, err := d.batch(valEx, bb, rng)
+		if err != nil {
+			return nil, err
+		}
+		d.val = append(d.val, b)
+	}
+	return d, nil
+}
+
+// plan buckets examples by their lengths; a noised source is padded to
+// its target's bound, since noise changes its length.
+func plan(ex []Example, bounds []int, rows int, seed uint64, noised bool) (*datasets.BucketPlan, error) {
+	src, tgt := make([]int, len(ex)), make([]int, len(ex))
+	for i, e := range ex {
+		src[i], tgt[i] = seq2seq.SourceLen(len(e.Src)), seq2seq.TargetLen(len(e.Tgt))
+		if noised {
+			src[i] = max(src[i], tgt[i])
+		}
+	}
+	return datasets.NewBucketPlan(src, tgt, bounds, rows, seed)
+}
+
+// TrainSize is the number of training pairs.
+func (d *Data) TrainSize() int { return len(d.train) }
+
+// Plan is the training bucket plan, for reports.
+func (d *Data) Plan() *datasets.BucketPlan { return d.plan }
+
+func (d *Data) batch(ex []Example, bb datasets.Bucketed, rng *rand.Rand) (Batch, error) {
+	srcs, tgts := make([][]int, len(bb.Idx)), make([][]int, len(bb.Idx))
+	for i, j := range bb.Idx {
+		e := ex[j]
+		if d.noise != nil {
+			e = d.noise(e, rng)
+			e.Src = e.Src[:min(len(e.Src), bb.SrcT-1)]
+		}
+		srcs[i], tgts[i] = e.Src, e.Tgt
+	}
+	b, err := d.cfg.NewBatch(srcs, tgts, d.plan.Batch(), bb.SrcT, bb.TgtT)
+	if err != nil {
+		return Batch{}, fmt.Errorf("s2s: %w", err)
+	}
+	return Batch{b}, nil
+}
+
+// Next implements train.Data.
+func (d *Data) Next() (train.Batch, error) {
+	rng := rand.New(rand.NewPCG(d.seed, d.next))
+	d.next++
+	return d.batch(d.train, d.plan.Next(), rng)
+}
+
+// Eval implements train.Data.
+func (d *Data) Eval() ([]train.Batch, error) { return d.val, nil }
+
+// State implements train.Data: the bucket plan's position and the count of
+// batches served.
+func (d *Data) State() ([]byte, error) {
+	s, err := d.plan.State()
+	if err != nil {
+		return nil, err
+	}
+	return binary.LittleEndian.AppendUint64(s, d.next), nil
+}
+
+// Restore implements train.Data.
+func (d *Data) Restore(state []byte) error {
+	if len(state) < 8 {
+		return fmt.Errorf("s2s: data state of %d bytes is too short", len(state))
+	}
+	n := len(state) - 8
+	if err := d.plan.Restore(state[:n]); err != nil {
+		return err
+	}
+	d.next = binary.LittleEndian.Uint64(state[n:])
+	return nil
+}

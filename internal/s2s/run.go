@@ -1,0 +1,143 @@
+package s2s
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models/seq2seq"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// TrainConfig is the part of a seq2seq pipeline's configuration that
+// pretraining and fine-tuning share. The defaults are the paper's recipe
+// (§5.3, §5.4): Adam with β = (0.9, 0.98), ε = 1e-9, the inverse-square-root
+// schedule with 4000 warmup steps, label smoothing 0.1.
+type TrainConfig struct {
+	Tokenizer      string         `json:"tokenizer"`      // a tokenizer.json; empty: train a joint byte-level BPE
+	BPEVocab       int            `json:"bpe_vocab_size"` // when training one
+	Model          seq2seq.Config `json:"model"`          // vocabulary sizes come from the tokenizer
+	InitFrom       string         `json:"init_from"`      // start from this checkpoint (model and tokenizer)
+	Overlong       Overlong       `json:"overlong"`       // "truncate" or "skip" pairs longer than max_len
+	Batch          int            `json:"batch_size"`     // pairs per batch
+	Steps          int            `json:"max_steps"`
+	Warmup         int            `json:"warmup_steps"`
+	LRFactor       float64        `json:"lr_factor"` // scales the schedule; 1 is the paper's
+	Beta1          float64        `json:"adam_beta1"`
+	Beta2          float64        `json:"adam_beta2"`
+	Eps            float64        `json:"adam_epsilon"`
+	WeightDecay    float64        `json:"weight_decay"`
+	LabelSmoothing float64        `json:"label_smoothing"`
+	ClipNorm       float64        `json:"clip_norm"` // 0: off
+	EvalEvery      int            `json:"eval_interval"`
+	SaveEvery      int            `json:"save_interval"`
+	HeldOut        int            `json:"held_out"` // pairs kept out of training, for validation
+	Seed           uint64         `json:"seed"`
+	RunDir         string         `json:"run_dir"`
+	Resume         bool           `json:"resume"` // continue from run_dir's latest checkpoint
+}
+
+// DefaultTrainConfig is the paper's recipe on the Small model.
+func DefaultTrainConfig() TrainConfig {
+	return TrainConfig{
+		BPEVocab: 8000, Model: seq2seq.Small(), Overlong: Truncate, Batch: 64, Steps: 10000, Warmup: 4000, LRFactor: 1,
+		Beta1: 0.9, Beta2: 0.98, Eps: 1e-9, LabelSmoothing: 0.1, EvalEvery: 500, SaveEvery: 1000, HeldOut: 1000, Seed: 1,
+	}
+}
+
+// Validate reports settings that cannot run.
+func (c TrainConfig) Validate() error {
+	switch {
+	case c.Batch <= 0 || c.Steps <= 0 || c.Warmup <= 0:
+		return fmt.Errorf("config: batch_size %d, max_steps %d and warmup_steps %d must be positive", c.Batch, c.Steps, c.Warmup)
+	case c.Overlong != Truncate && c.Overlong != Skip:
+		return fmt.Errorf("config: overlong %q must be %q or %q", c.Overlong, Truncate, Skip)
+	case !(c.LabelSmoothing >= 0 && c.LabelSmoothing < 1):
+		return fmt.Errorf("config: label_smoothing %g must be in [0, 1)", c.LabelSmoothing)
+	case c.HeldOut <= 0:
+		return fmt.Errorf("config: held_out %d must be positive: the held-out pairs validate the run", c.HeldOut)
+	case c.RunDir == "":
+		return fmt.Errorf("config: run_dir is empty")
+	case c.Tokenizer == "" && c.InitFrom == "" && c.BPEVocab < 260+len(Specials):
+		return fmt.Errorf("config: bpe_vocab_size %d must be at least %d", c.BPEVocab, 260+len(Specials))
+	}
+	m := c.Model
+	m.SrcVocabSize, m.TgtVocabSize = max(m.SrcVocabSize, len(Specials)), max(m.SrcVocabSize, len(Specials))
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("config: model: %w", err)
+	}
+	return nil
+}
+
+// Setup loads the model and tokenizer of init_from, or builds a new model
+// for the tokenizer (training a joint BPE on texts when none is given).
+func Setup(c TrainConfig, texts func() []string) (*seq2seq.Model, datasets.Tokenizer, error) {
+	if c.InitFrom != "" {
+		tok, err := datasets.LoadTokenizer(filepath.Join(c.InitFrom, TokenizerFile))
+		if err != nil {
+			return nil, nil, fmt.Errorf("init_from: %w", err)
+		}
+		m, err := seq2seq.Load(c.InitFrom)
+		if err != nil {
+			return nil, nil, fmt.Errorf("init_from: %w", err)
+		}
+		if m.Config.SrcVocabSize != tok.VocabSize() || m.Config.TgtVocabSize != tok.VocabSize() {
+			return nil, nil, fmt.Errorf("init_from: the tokenizer has %d tokens, the model %d and %d", tok.VocabSize(), m.Config.SrcVocabSize, m.Config.TgtVocabSize)
+		}
+		return m, tok, nil
+	}
+	var tok datasets.Tokenizer
+	var err error
+	if c.Tokenizer != "" {
+		tok, err = datasets.LoadTokenizer(c.Tokenizer)
+	} else {
+		tok, err = TrainTokenizer(texts(), c.BPEVocab)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	mc := c.Model
+	mc.SrcVocabSize, mc.TgtVocabSize = tok.VocabSize(), tok.VocabSize()
+	mc.PadTokenID, mc.BOSTokenID, mc.EOSTokenID = 0, 1, 2
+	m, err := seq2seq.New(mc, layers.WithSeed(c.Seed))
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, tok, nil
+}
+
+// Run trains m on the examples with the engine, writing checkpoints,
+// metrics.jsonl and loss.png under c.RunDir and progress to out.
+func Run(ctx context.Context, c TrainConfig, m *seq2seq.Model, tok datasets.Tokenizer, data *Data, out io.Writer) (train.Result, error) {
+	sched, err := train.Noam(m.Config.DModel, c.Warmup, c.LRFactor)
+	if err != nil {
+		return train.Result{}, err
+	}
+	ac := train.AdamWConfig{Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay}
+	tr, err := train.New(&Task{Model: m, Tok: tok, Smoothing: c.LabelSmoothing}, data, train.Config{
+		Steps: c.Steps, ClipNorm: c.ClipNorm, EvalEvery: c.EvalEvery, SaveEvery: c.SaveEvery,
+		Dir: c.RunDir, Seed: c.Seed, AdamW: ac, Schedule: sched,
+	})
+	if err != nil {
+		return train.Result{}, err
+	}
+	defer tr.Close()
+	if c.Resume {
+		ckpt, err := train.Latest(c.RunDir)
+		if err != nil {
+			return train.Result{}, err
+		}
+		if err := tr.Resume(ckpt); err != nil {
+			return train.Result{}, err
+		}
+		fmt.Fprintf(out, "resuming from %s at step %d\n", ckpt, tr.Step())
+	}
+	p := data.Plan()
+	fmt.Fprintf(out, "seq2seq: %d parameters (%d+%d layers, %d wide, %d heads, vocabulary %d); %d training pairs in %d buckets, %.0f%% padding\n",
+		m.NumParams(), m.Config.NumEncoderLayers, m.Config.NumDecoderLayers, m.Config.DModel, m.Config.NumHeads,
+		m.Config.TgtVocabSize, data.TrainSize(), len(p.Shapes()), 100*p.PaddingFraction())
+	return tr.Run(ctx, out)
+}

@@ -1,0 +1,147 @@
+// Package s2s is what the seq2seq pretraining and fine-tuning pipelines
+// share: the joint tokenizer with its special tokens, encoding pairs with
+// counted truncations, the engine's task, length-bucketed batches, and
+// batched translation.
+package s2s
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models/seq2seq"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// Specials are the special tokens at the start of every seq2seq
+// vocabulary, in id order, matching seq2seq.Config's pad_token_id 0,
+// bos_token_id 1 and eos_token_id 2; <mask> (3) is denoising's mask.
+var Specials = []string{"<pad>", "<s>", "</s>", "<mask>"}
+
+// MaskID is the id of <mask>.
+const MaskID = 3
+
+// TokenizerFile is the tokenizer saved beside every seq2seq checkpoint.
+const TokenizerFile = "tokenizer.json"
+
+// TrainTokenizer trains a joint byte-level BPE of vocab tokens on texts.
+func TrainTokenizer(texts []string, vocab int) (datasets.Tokenizer, error) {
+	tok, err := datasets.TrainBPETexts(texts, vocab, Specials)
+	if err != nil {
+		return nil, err
+	}
+	return tok, nil
+}
+
+// Example is a pair as token ids, without bos and eos.
+type Example struct{ Src, Tgt []int }
+
+// Overlong says what to do with a side longer than max_len allows.
+type Overlong string
+
+// The policies for over-long sides.
+const (
+	Truncate Overlong = "truncate" // keep the first tokens, counted
+	Skip     Overlong = "skip"     // drop the pair, counted
+)
+
+// EncodeReport counts what encoding pairs changed or dropped.
+type EncodeReport struct {
+	Pairs, Truncated, Skipped, Empty int
+}
+
+func (r EncodeReport) String() string {
+	return fmt.Sprintf("%d pairs encoded; %d over-long truncated, %d over-long skipped, %d empty after tokenization skipped", r.Pairs, r.Truncated, r.Skipped, r.Empty)
+}
+
+// Encode tokenizes pairs for a model whose sources hold at most maxLen−1
+// tokens (eos takes one) and whose targets too (bos or eos takes one).
+func Encode(tok datasets.Tokenizer, pairs []datasets.Pair, maxLen int, policy Overlong) ([]Example, EncodeReport, error) {
+	if policy != Truncate && policy != Skip {
+		return nil, EncodeReport{}, fmt.Errorf("s2s: over-long policy %q must be %q or %q", policy, Truncate, Skip)
+	}
+	limit := maxLen - 1
+	var out []Example
+	var rep EncodeReport
+	for i, p := range pairs {
+		src, err := tok.Encode(p.Src)
+		if err != nil {
+			return nil, rep, fmt.Errorf("s2s: pair %d source: %w", i, err)
+		}
+		tgt, err := tok.Encode(p.Tgt)
+		if err != nil {
+			return nil, rep, fmt.Errorf("s2s: pair %d target: %w", i, err)
+		}
+		if len(src) == 0 || len(tgt) == 0 {
+			rep.Empty++
+			continue
+		}
+		if len(src) > limit || len(tgt) > limit {
+			if policy == Skip {
+				rep.Skipped++
+				continue
+			}
+			rep.Truncated++
+			src, tgt = src[:min(len(src), limit)], tgt[:min(len(tgt), limit)]
+		}
+		out = append(out, Example{Src: src, Tgt: tgt})
+	}
+	rep.Pairs = len(out)
+	return out, rep, nil
+}
+
+// Task is the seq2seq training objective for the engine: label-smoothed
+// cross-entropy, one graph per bucket shape (B, Ts, Tt).
+type Task struct {
+	Model     *seq2seq.Model
+	Tok       datasets.Tokenizer
+	Smoothing float64
+}
+
+// Store implements train.Task.
+func (k *Task) Store() *layers.Store { return k.Model.Store }
+
+// Loss implements train.Task; batches come in several shapes, so the
+// engine calls LossFor.
+func (k *Task) Loss(*layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
+	return nil, nil, fmt.Errorf("s2s: the seq2seq task builds one graph per batch shape (LossFor)")
+}
+
+// LossFor implements train.ShapedTask for shape (B, Ts, Tt).
+func (k *Task) LossFor(g *layers.Graph, shape []int) (*gorgonia.Node, func(train.Batch) error, error) {
+	if len(shape) != 3 {
+		return nil, nil, fmt.Errorf("s2s: batch shape %v, want (B, Ts, Tt)", shape)
+	}
+	f := k.Model.NewFeed(g, shape[0], shape[1], shape[2])
+	loss, _, err := k.Model.Loss(g, f.Inputs, f.Labels, k.Smoothing)
+	load := func(b train.Batch) error {
+		sb, ok := b.(Batch)
+		if !ok {
+			return fmt.Errorf("s2s: a batch of %T is not a seq2seq batch", b)
+		}
+		return f.Load(sb.Batch)
+	}
+	return loss, load, err
+}
+
+// Save writes the model and the tokenizer into dir.
+func (k *Task) Save(dir string) error {
+	if err := k.Model.Save(dir); err != nil {
+		return err
+	}
+	return k.Tok.Save(filepath.Join(dir, TokenizerFile))
+}
+
+// Load reads a checkpoint's weights into the model.
+func (k *Task) Load(dir string) error {
+	return k.Model.LoadWeights(filepath.Join(dir, layers.WeightsFile))
+}
+
+// Batch is a seq2seq.Batch with the shape the engine keys graphs by.
+type Batch struct{ seq2seq.Batch }
+
+// Shape implements train.Shaped.
+func (b Batch) Shape() []int { return []int{b.B, b.Ts, b.Tt} }

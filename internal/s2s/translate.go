@@ -1,0 +1,91 @@
+package s2s
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/models/seq2seq"
+)
+
+// Candidate is one decoded output as text.
+type Candidate struct {
+	Text  string
+	Score float64 // log-probability with the length penalty
+}
+
+// TranslateReport counts sources that had to be truncated.
+type TranslateReport struct{ Truncated int }
+
+// Translate decodes texts, batch sources at a time (sorted by length, so
+// that batches pad little), and returns each text's n-best candidates in
+// the input order. With cfg.Beam 1 and greedy set it decodes greedily.
+// Sources longer than the model's max_len are truncated and counted; an
+// empty source is an error naming it. progress, if not nil, is called with
+// the number of texts done.
+func Translate(m *seq2seq.Model, tok datasets.Tokenizer, texts []string, cfg seq2seq.DecodeConfig, greedy bool, batch int, progress func(int)) ([][]Candidate, TranslateReport, error) {
+	var rep TranslateReport
+	if batch <= 0 {
+		return nil, rep, fmt.Errorf("s2s: translation batch %d must be positive", batch)
+	}
+	ids := make([][]int, len(texts))
+	for i, t := range texts {
+		if strings.TrimSpace(t) == "" {
+			return nil, rep, fmt.Errorf("s2s: source %d is empty", i)
+		}
+		s, err := tok.Encode(t)
+		if err != nil {
+			return nil, rep, fmt.Errorf("s2s: source %d: %w", i, err)
+		}
+		if len(s) == 0 {
+			return nil, rep, fmt.Errorf("s2s: source %d has no tokens", i)
+		}
+		if limit := m.Config.MaxLen - 1; len(s) > limit {
+			s = s[:limit]
+			rep.Truncated++
+		}
+		ids[i] = s
+	}
+	order := make([]int, len(texts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(ids[a]) - len(ids[b]) })
+	out := make([][]Candidate, len(texts))
+	for lo := 0; lo < len(order); lo += batch {
+		part := order[lo:min(lo+batch, len(order))]
+		srcs := make([][]int, len(part))
+		for i, j := range part {
+			srcs[i] = ids[j]
+		}
+		var hyps [][]seq2seq.Hypothesis
+		var err error
+		if greedy {
+			var toks [][]int
+			if toks, err = m.Greedy(srcs, cfg); err == nil {
+				for _, t := range toks {
+					hyps = append(hyps, []seq2seq.Hypothesis{{Tokens: t}})
+				}
+			}
+		} else {
+			hyps, err = m.BeamSearch(srcs, cfg)
+		}
+		if err != nil {
+			return nil, rep, err
+		}
+		for i, j := range part {
+			for _, h := range hyps[i] {
+				text, err := tok.Decode(h.Tokens)
+				if err != nil {
+					return nil, rep, fmt.Errorf("s2s: decode output %d: %w", j, err)
+				}
+				out[j] = append(out[j], Candidate{Text: strings.TrimSpace(text), Score: h.Score})
+			}
+		}
+		if progress != nil {
+			progress(min(lo+batch, len(order)))
+		}
+	}
+	return out, rep, nil
+}

@@ -1,0 +1,120 @@
+package pretrain
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/s2s"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// Seq2SeqConfig is the configuration of denoising pretraining of the
+// encoder-decoder Transformer (`zoo pretrain seq2seq`), in the style of
+// BART (Lewis et al. 2019): the encoder reads a corrupted line and the
+// decoder rebuilds the original.
+type Seq2SeqConfig struct {
+	Corpus string `json:"corpus"` // monolingual text, one example per line: file, directory or glob
+	s2s.TrainConfig
+	Noise datasets.NoiseConfig `json:"noise"`
+}
+
+// DefaultSeq2Seq is BART's noise (30% of tokens masked in Poisson(3.5)
+// spans, sentences permuted) and the paper's optimiser on the Small model.
+func DefaultSeq2Seq() Seq2SeqConfig {
+	c := Seq2SeqConfig{TrainConfig: s2s.DefaultTrainConfig(),
+		Noise: datasets.NoiseConfig{MaskRatio: 0.3, PoissonLambda: 3.5, PermuteSentences: true, MaskID: s2s.MaskID}}
+	c.RunDir = filepath.Join("runs", "seq2seq-denoise")
+	return c
+}
+
+// ReadSeq2SeqConfig reads a JSON config file over base; unknown keys and
+// wrong types are errors.
+func ReadSeq2SeqConfig(path string, base Seq2SeqConfig) (Seq2SeqConfig, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return base, fmt.Errorf("config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	cfg := base
+	if err := dec.Decode(&cfg); err != nil {
+		return base, fmt.Errorf("config: %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// RunSeq2Seq pretrains a seq2seq model by denoising the corpus's lines.
+func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Result, error) {
+	if cfg.Corpus == "" {
+		return train.Result{}, fmt.Errorf("config: corpus is empty: give monolingual text, one example per line")
+	}
+	if err := cfg.Validate(); err != nil {
+		return train.Result{}, err
+	}
+	c, err := datasets.OpenCorpus(cfg.Corpus, datasets.CorpusOptions{})
+	if err != nil {
+		return train.Result{}, err
+	}
+	var lines []string
+	if err := c.Each(func(text string) error {
+		for _, l := range strings.Split(text, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				lines = append(lines, l)
+			}
+		}
+		return nil
+	}); err != nil {
+		return train.Result{}, err
+	}
+	pairs := make([]datasets.Pair, len(lines))
+	for i, l := range lines {
+		pairs[i] = datasets.Pair{Src: l, Tgt: l}
+	}
+	if len(pairs) <= cfg.HeldOut {
+		return train.Result{}, fmt.Errorf("pretrain: the corpus has %d lines, not more than held_out %d", len(pairs), cfg.HeldOut)
+	}
+	held, trainP := pairs[:cfg.HeldOut], pairs[cfg.HeldOut:]
+	m, tok, err := s2s.Setup(cfg.TrainConfig, func() []string { return lines[cfg.HeldOut:] })
+	if err != nil {
+		return train.Result{}, fmt.Errorf("pretrain: %w", err)
+	}
+	noise := cfg.Noise
+	noise.MaskID = s2s.MaskID
+	for _, p := range []string{".", "!", "?"} {
+		if ids, err := tok.Encode(p); err == nil && len(ids) == 1 {
+			noise.EndOfSentence = append(noise.EndOfSentence, ids[0])
+		}
+	}
+	if err := noise.Validate(); err != nil {
+		return train.Result{}, fmt.Errorf("config: noise: %w", err)
+	}
+	trainEx, rep, err := s2s.Encode(tok, trainP, m.Config.MaxLen, cfg.Overlong)
+	if err != nil {
+		return train.Result{}, err
+	}
+	heldEx, _, err := s2s.Encode(tok, held, m.Config.MaxLen, s2s.Truncate)
+	if err != nil {
+		return train.Result{}, err
+	}
+	fmt.Fprintf(out, "%d lines; training: %s\n", len(lines), rep)
+	corrupt := func(ex s2s.Example, rng *rand.Rand) s2s.Example {
+		src := datasets.Noise(ex.Tgt, noise, rng)
+		if len(src) == 0 {
+			src = []int{s2s.MaskID}
+		}
+		return s2s.Example{Src: src, Tgt: ex.Tgt}
+	}
+	data, err := s2s.NewData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, corrupt)
+	if err != nil {
+		return train.Result{}, fmt.Errorf("pretrain: %w", err)
+	}
+	return s2s.Run(ctx, cfg.TrainConfig, m, tok, data, out)
+}
