@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	enNumbers = []string{"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}
+	deNumbers = []string{"eins", "zwei", "drei", "vier", "fünf", "sechs", "sieben", "acht", "neun", "zehn"}
+)
+
+// numberPairs writes English→German number phrases, plus a line without a
+// tab and a blank line, which reading must count and skip.
+func numberPairs(t *testing.T, path string) {
+	var b strings.Builder
+	for i := 0; i < 300; i++ {
+		a, c := i%10, (i/10)%10
+		fmt.Fprintf(&b, "%s %s\t%s %s\n", enNumbers[a], enNumbers[c], deNumbers[a], deNumbers[c])
+	}
+	b.WriteString("a line without a tab\n\n")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+}
+
+// The seq2seq CLI end to end on generated data: denoising pretraining,
+// translation fine-tuning from it, translate with an attention map, eval,
+// and the bad inputs that must be clear errors.
+func TestSeq2SeqCLI(t *testing.T) {
+	dir := t.TempDir()
+	tsv := filepath.Join(dir, "pairs.tsv")
+	numberPairs(t, tsv)
+	mono := filepath.Join(dir, "mono.txt")
+	require.NoError(t, os.WriteFile(mono, []byte(strings.Repeat(strings.Join(enNumbers, " ")+". "+strings.Join(deNumbers, " ")+".\n", 60)), 0o644))
+	cfg := filepath.Join(dir, "config.json")
+	require.NoError(t, os.WriteFile(cfg, []byte(`{
+		"bpe_vocab_size": 300, "batch_size": 16, "warmup_steps": 4, "eval_interval": 5, "save_interval": 5,
+		"held_out": 20,
+		"model": {"d_model": 32, "num_heads": 2, "d_ff": 64, "num_encoder_layers": 1, "num_decoder_layers": 1,
+			"dropout": 0.1, "max_len": 24, "activation": "relu", "layer_norm_eps": 1e-5,
+			"share_embeddings": true, "tie_output": true, "src_vocab_size": 300, "tgt_vocab_size": 300,
+			"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
+	}`), 0o644))
+
+	var out, errb bytes.Buffer
+	pre := filepath.Join(dir, "pre")
+	code := run([]string{"pretrain", "seq2seq", "--config", cfg, "--corpus", mono, "--run", pre, "--max-steps", "6"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Contains(t, out.String(), "done: 6 steps")
+
+	out.Reset()
+	ft := filepath.Join(dir, "ft")
+	code = run([]string{"finetune", "seq2seq", "--config", cfg, "--data", tsv, "--run", ft, "--max-steps", "10",
+		"--init-from", filepath.Join(pre, "checkpoints", "final")}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	for _, want := range []string{"skipped 1 without a tab, 1 empty", "done: 10 steps", "BLEU", "chrF", "greedy"} {
+		require.Contains(t, out.String(), want)
+	}
+	for _, f := range []string{"results.json", "loss.png", "metrics.jsonl", "checkpoints/final/tokenizer.json", "checkpoints/step-000005/trainer.json"} {
+		_, err := os.Stat(filepath.Join(ft, f))
+		require.NoError(t, err, f)
+	}
+	ckpt := filepath.Join(ft, "checkpoints", "final")
+
+	in := filepath.Join(dir, "in.txt")
+	require.NoError(t, os.WriteFile(in, []byte("one two\n\nthree four\n"), 0o644))
+	png := filepath.Join(dir, "attention.png")
+	out.Reset()
+	code = run([]string{"translate", "--checkpoint", ckpt, "--input", in, "--nbest", "2", "--attention", png}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	require.Len(t, lines, 5, "two scored lines per sentence and the blank line kept: %q", out.String())
+	require.Equal(t, "", lines[2])
+	st, err := os.Stat(png)
+	require.NoError(t, err)
+	require.Greater(t, st.Size(), int64(1000))
+
+	out.Reset()
+	code = run([]string{"eval", "seq2seq", "--checkpoint", ckpt, "--data", tsv, "--limit", "20", "--greedy"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), "greedy on 20 pairs: BLEU")
+
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"translate", "--checkpoint", ckpt, "--input", in, "--beam", "0"}, "beam size 0"},
+		{[]string{"translate", "--checkpoint", filepath.Join(dir, "nowhere")}, "no such file"},
+		{[]string{"finetune", "seq2seq", "--config", cfg, "--run", ft}, "no data"},
+	} {
+		errb.Reset()
+		require.NotEqual(t, 0, run(c.args, &out, &errb), c.args)
+		require.Contains(t, errb.String(), c.msg, c.args)
+	}
+
+	// A GPT checkpoint is not a seq2seq one.
+	gptDir := filepath.Join(dir, "gpt")
+	require.NoError(t, os.MkdirAll(gptDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(gptDir, "config.json"), []byte(`{"model_type": "gpt2", "n_embd": 32}`), 0o644))
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"translate", "--checkpoint", gptDir, "--input", in}, &out, &errb))
+	require.Contains(t, errb.String(), "another model family")
+}

@@ -1,0 +1,35 @@
+package finetune
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/d73a19ff/zoo/datasets"
+)
+
+// The held-out split is stable, about the size asked for, and keeps every
+// source sentence on one side: a dictionary lists a phrase several times.
+func TestSplitPairsBySource(t *testing.T) {
+	var pairs []datasets.Pair
+	for i := 0; i < 2000; i++ {
+		src := fmt.Sprintf("phrase %d", i%700)
+		pairs = append(pairs, datasets.Pair{Src: src, Tgt: fmt.Sprintf("Satz %d", i)})
+	}
+	tr, held := splitPairs(pairs, 200, 1)
+	require.Equal(t, len(pairs), len(tr)+len(held))
+	require.InDelta(t, 200, len(held), 80)
+	inTrain := map[string]bool{}
+	for _, p := range tr {
+		inTrain[p.Src] = true
+	}
+	for _, p := range held {
+		require.False(t, inTrain[p.Src], "%q is in both halves", p.Src)
+	}
+	tr2, held2 := splitPairs(pairs, 200, 1)
+	require.Equal(t, held, held2)
+	require.Equal(t, tr, tr2)
+	_, held3 := splitPairs(pairs, 200, 2)
+	require.NotEqual(t, held, held3, "the seed chooses the split")
+}
