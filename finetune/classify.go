@@ -5,19 +5,17 @@
 package finetune
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models/gpt"
 	"github.com/d73a19ff/zoo/pretrain"
@@ -54,17 +52,7 @@ func DefaultClassify() ClassifyConfig {
 // ReadClassifyConfig reads a JSON config file over base; unknown keys and
 // wrong types are errors.
 func ReadClassifyConfig(path string, base ClassifyConfig) (ClassifyConfig, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return base, fmt.Errorf("config: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	cfg := base
-	if err := dec.Decode(&cfg); err != nil {
-		return base, fmt.Errorf("config: %s: %w", path, err)
-	}
-	return cfg, nil
+	return jsonconfig.Read(path, base)
 }
 
 // ClassifyResult is what a fine-tuning run produced.

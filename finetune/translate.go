@@ -1,18 +1,17 @@
 package finetune
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/internal/s2s"
 	"github.com/d73a19ff/zoo/models/seq2seq"
 )
@@ -41,17 +40,7 @@ func DefaultTranslation() TranslationConfig {
 // ReadTranslationConfig reads a JSON config file over base; unknown keys
 // and wrong types are errors.
 func ReadTranslationConfig(path string, base TranslationConfig) (TranslationConfig, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return base, fmt.Errorf("config: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	cfg := base
-	if err := dec.Decode(&cfg); err != nil {
-		return base, fmt.Errorf("config: %s: %w", path, err)
-	}
-	return cfg, nil
+	return jsonconfig.Read(path, base)
 }
 
 // TranslationScores are corpus scores of one decoding strategy.

@@ -1,17 +1,15 @@
 package pretrain
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/internal/s2s"
 	"github.com/d73a19ff/zoo/train"
 )
@@ -38,17 +36,7 @@ func DefaultSeq2Seq() Seq2SeqConfig {
 // ReadSeq2SeqConfig reads a JSON config file over base; unknown keys and
 // wrong types are errors.
 func ReadSeq2SeqConfig(path string, base Seq2SeqConfig) (Seq2SeqConfig, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return base, fmt.Errorf("config: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	cfg := base
-	if err := dec.Decode(&cfg); err != nil {
-		return base, fmt.Errorf("config: %s: %w", path, err)
-	}
-	return cfg, nil
+	return jsonconfig.Read(path, base)
 }
 
 // RunSeq2Seq pretrains a seq2seq model by denoising the corpus's lines.

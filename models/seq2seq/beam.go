@@ -22,11 +22,7 @@ func (m *Model) BeamSearch(srcs [][]int, cfg DecodeConfig) ([][]Hypothesis, erro
 	}
 	nbest := max(cfg.NBest, 1)
 	k := cfg.Beam
-	e, err := m.encodeSources(srcs, k)
-	if err != nil {
-		return nil, err
-	}
-	st, err := m.newStepper(e, cfg)
+	st, err := m.start(srcs, k, cfg)
 	if err != nil {
 		return nil, err
 	}

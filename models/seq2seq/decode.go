@@ -68,7 +68,13 @@ func (m *Model) maxLen(cfg DecodeConfig) int {
 	return m.Config.MaxLen
 }
 
-func (m *Model) newStepper(e *encoded, cfg DecodeConfig) (stepper, error) {
+// start encodes the sources, each repeated for beams rows, and returns the
+// decoder's stepper over them.
+func (m *Model) start(srcs [][]int, beams int, cfg DecodeConfig) (stepper, error) {
+	e, err := m.encodeSources(srcs, beams)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.NoCache {
 		return &fullStep{m: m, e: e, graphs: map[int]*fullGraph{}}, nil
 	}
@@ -78,11 +84,7 @@ func (m *Model) newStepper(e *encoded, cfg DecodeConfig) (stepper, error) {
 // greedy is the plain argmax loop, kept apart from beam search so that a
 // beam of one can be tested against it.
 func (m *Model) greedy(srcs [][]int, cfg DecodeConfig) ([][]Hypothesis, error) {
-	e, err := m.encodeSources(srcs, 1)
-	if err != nil {
-		return nil, err
-	}
-	st, err := m.newStepper(e, cfg)
+	st, err := m.start(srcs, 1, cfg)
 	if err != nil {
 		return nil, err
 	}
