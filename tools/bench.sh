@@ -23,6 +23,7 @@ gobench() { # $1: extra go test flags
   go test $1 ./models/gpt/ -run '^$' -bench 'TrainStep' -benchtime 5x | grep -E '^Benchmark'
   go test $1 ./models/gpt/ -run '^$' -bench 'Generate/^cache' -benchtime 5x | grep -E '^Benchmark'
   go test $1 ./models/gpt/ -run '^$' -bench 'Generate/nocache' -benchtime 2x | grep -E '^Benchmark'
+  go test $1 ./models/seq2seq/ -run '^$' -bench . -benchtime 5x | grep -E '^Benchmark'
 }
 
 if [ "$what" != torch ]; then
@@ -47,4 +48,5 @@ if [ "$what" != go ]; then
   fi
   /usr/bin/python3 tools/pytorch/bench_layers.py
   /usr/bin/python3 tools/pytorch/bench_gpt.py
+  /usr/bin/python3 tools/pytorch/bench_seq2seq.py
 fi

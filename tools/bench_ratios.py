@@ -20,6 +20,8 @@ PAIRS = [
     ("GELU/N2048_D1024/fused", "GELU/N2048_D1024", "ns/op"),
     ("MaskedSoftmax/BH64_T128/fused", "MaskedSoftmax/BH64_T128", "ns/op"),
     ("CrossEntropy/N2048_V512/fused", "CrossEntropy/N2048_V512", "ns/op"),
+    ("TrainStep/small_V8000_d256_h4_L3+3_ff1024_B64_Ts16_Tt16", "Seq2seqTrainStep/small_V8000_d256_h4_L3+3_ff1024_B64_Ts16_Tt16", "ns/op"),
+    ("BeamSearch/small_B16_Ts12_beam4_steps16", "Seq2seqBeamSearch/small_B16_Ts12_beam4_steps16", "ns/op"),
 ]
 
 

@@ -57,7 +57,7 @@ func Base() Config {
 
 // Small is the demo size for English→German phrases on two cores: 3+3
 // layers, 256 wide, 4 heads, d_ff 1024, a shared vocabulary of 8,000:
-// 7,627,264 parameters.
+// 7,577,600 parameters.
 func Small() Config {
 	c := Base()
 	c.DModel, c.NumHeads, c.DFF, c.NumEncoderLayers, c.NumDecoderLayers = 256, 4, 1024, 3, 3
