@@ -92,19 +92,11 @@ func (op *actOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	return out, nil
 }
 
-// gelu32 runs one of the float32 GELU kernels; kept is the forward's tanh
-// or Φ per element (written by the forward, read by the gradient), or nil.
+// gelu32 runs one of the float32 GELU kernels (vector ones where the CPU
+// has them, see vec.go); kept is the forward's tanh or Φ per element
+// (written by the forward, read by the gradient), or nil.
 func gelu32(a Act, grad bool, x, dy, out, kept []float32) {
-	switch {
-	case a == GELU && grad:
-		geluGrad32(x, dy, out, kept)
-	case a == GELU:
-		geluForward32(x, out, kept)
-	case grad:
-		geluTanhGrad32(x, dy, out, kept)
-	default:
-		geluTanhForward32(x, out, kept)
-	}
+	vecGELU(a, grad, x, dy, out, kept)
 }
 
 func sub(s []float32, lo, hi int) []float32 {

@@ -68,7 +68,7 @@ func (op *layerNormOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	}
 	y := op.output(dt, ts[0].Shape(), false)
 	if isFloat32(dt) {
-		layerNormFwd(data[float32](ts[0]), data[float32](ts[1]), biasOf[float32](ts), data[float32](y), op.eps)
+		layerNormFwd32(data[float32](ts[0]), data[float32](ts[1]), biasOf[float32](ts), data[float32](y), op.eps)
 	} else {
 		layerNormFwd(data[float64](ts[0]), data[float64](ts[1]), biasOf[float64](ts), data[float64](y), op.eps)
 	}
@@ -183,7 +183,7 @@ func (op *layerNormGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		op.stats = make([]float64, rows)
 	}
 	if isFloat32(dt) {
-		layerNormBwd(data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), data[float32](out), op.stats, op.eps, op.wrtInput)
+		layerNormBwd32(data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), data[float32](out), op.stats, op.eps, op.wrtInput)
 	} else {
 		layerNormBwd(data[float64](ts[0]), data[float64](ts[1]), data[float64](ts[2]), data[float64](out), op.stats, op.eps, op.wrtInput)
 	}
@@ -237,4 +237,59 @@ func layerNormRowGrad[T Float](xr, g, dyr, or []T, eps float64) {
 		xh := (float64(v) - mean) * rstd
 		or[i] = T(rstd * (float64(dyr[i])*float64(g[i]) - sg - xh*sgx))
 	}
+}
+
+// layerNormFwd32 is layerNormFwd on the row primitives of vec.go: the
+// statistics by the corrected two-pass algorithm in float32 lanes (see
+// meanVar), then the affine map.
+func layerNormFwd32(x, g, b, y []float32, eps float64) {
+	d := len(g)
+	if d == 0 {
+		return
+	}
+	parallelFor(len(x)/d, d, func(lo, hi int) {
+		for r := lo * d; r < hi*d; r += d {
+			mean, rstd := rowStats32(x[r:r+d], eps)
+			vecLNAffine(x[r:r+d], g, b, y[r:r+d], mean, float32(rstd))
+		}
+	})
+}
+
+// rowStats32 is rowStats for float32 rows: the mean and 1/sqrt(var+eps),
+// the latter in float64.
+func rowStats32(row []float32, eps float64) (float32, float64) {
+	mean, variance := vecMeanVar(row)
+	return mean, 1 / math.Sqrt(float64(variance)+eps)
+}
+
+// layerNormBwd32 is layerNormBwd on the row primitives of vec.go.
+func layerNormBwd32(x, g, dy, out []float32, stats []float64, eps float64, wrtInput bool) {
+	d := len(g)
+	if d == 0 {
+		return
+	}
+	rows := len(x) / d
+	if !wrtInput {
+		parallelFor(rows, d, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				mean, rstd := rowStats32(x[r*d:(r+1)*d], eps)
+				stats[2*r], stats[2*r+1] = float64(mean), rstd
+			}
+		})
+		parallelFor(d, rows, func(lo, hi int) {
+			for r := 0; r < rows; r++ {
+				vecLNGammaAcc(x[r*d+lo:r*d+hi], dy[r*d+lo:r*d+hi], out[lo:hi], float32(stats[2*r]), float32(stats[2*r+1]))
+			}
+		})
+		return
+	}
+	parallelFor(rows, 2*d, func(lo, hi int) {
+		for r := lo * d; r < hi*d; r += d {
+			xr, dyr := x[r:r+d], dy[r:r+d]
+			mean, rstd := rowStats32(xr, eps)
+			sg, sgx := vecLNGradSums(xr, g, dyr, mean)
+			mg, mgx := float64(sg)/float64(d), float64(sgx)*rstd/float64(d)
+			vecLNGradApply(xr, g, dyr, out[r:r+d], mean, float32(rstd), float32(rstd*mgx), float32(mg))
+		}
+	})
 }

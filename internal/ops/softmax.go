@@ -80,10 +80,12 @@ func (op *softmaxOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := op.output(dt, ts[0].Shape(), true) // masked keys stay zero
+	// The float64 kernel leaves masked keys as they are, so they must start
+	// at zero; the float32 one writes every element.
+	out := op.output(dt, ts[0].Shape(), !isFloat32(dt))
 	sh := ts[0].Shape()
 	if isFloat32(dt) {
-		softmaxFwd(data[float32](ts[0]), maskOf[float32](ts), data[float32](out), sh[0], sh[1], sh[2], op.scale, op.causal, op.offset)
+		softmaxFwd32(data[float32](ts[0]), maskOf[float32](ts), data[float32](out), sh[0], sh[1], sh[2], op.scale, op.causal, op.offset)
 	} else {
 		softmaxFwd(data[float64](ts[0]), maskOf[float64](ts), data[float64](out), sh[0], sh[1], sh[2], op.scale, op.causal, op.offset)
 	}
@@ -183,7 +185,7 @@ func (op *softmaxGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	out := op.output(dt, ts[0].Shape(), false)
 	tk := ts[0].Shape()[ts[0].Dims()-1]
 	if isFloat32(dt) {
-		softmaxBwd(data[float32](ts[0]), data[float32](ts[1]), data[float32](out), tk, op.scale)
+		softmaxBwd32(data[float32](ts[0]), data[float32](ts[1]), data[float32](out), tk, op.scale)
 	} else {
 		softmaxBwd(data[float64](ts[0]), data[float64](ts[1]), data[float64](out), tk, op.scale)
 	}
@@ -206,4 +208,56 @@ func softmaxRowGrad[T Float](pr, dr, or []T, scale float64) {
 	for j, v := range pr {
 		or[j] = T(scale * float64(v) * (float64(dr[j]) - dot))
 	}
+}
+
+// softmaxFwd32 is softmaxFwd on the row primitives of vec.go: the masked max
+// of the scaled scores, then e = exp32(scale·s − max) with its sum in one
+// pass (masked keys get 0), then e/Σe. It writes every element of out: keys
+// past the causal limit and rows with nothing to attend to are zeroed.
+func softmaxFwd32(s, mask, out []float32, bh, tq, tk int, scale float64, causal bool, offset int) {
+	if tk == 0 {
+		return
+	}
+	heads := 1
+	if mask != nil {
+		heads = bh / (len(mask) / tk)
+	}
+	sc := float32(scale)
+	parallelFor(bh*tq, tk, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			limit := tk
+			if causal {
+				limit = max(0, min(tk, r%tq+offset+1))
+			}
+			row, o := s[r*tk:r*tk+limit], out[r*tk:(r+1)*tk]
+			clear(o[limit:])
+			o = o[:limit]
+			var m []float32
+			if mask != nil {
+				b := r / tq / heads
+				m = mask[b*tk : b*tk+limit]
+			}
+			mx := vecMaxScaled(row, m, sc)
+			if math.IsInf(float64(mx), -1) {
+				clear(o) // nothing to attend to: the row is zero
+				continue
+			}
+			sum := vecExpShift(row, m, o, sc, mx)
+			vecAffine(o, o, 1/sum, 0)
+		}
+	})
+}
+
+// softmaxBwd32 is softmaxBwd on the row primitives of vec.go.
+func softmaxBwd32(p, dy, out []float32, tk int, scale float64) {
+	if tk == 0 {
+		return
+	}
+	sc := float32(scale)
+	parallelFor(len(p)/tk, 2*tk, func(lo, hi int) {
+		for r := lo * tk; r < hi*tk; r += tk {
+			pr, dr := p[r:r+tk], dy[r:r+tk]
+			vecSoftmaxGrad(pr, dr, out[r:r+tk], sc, vecDot(pr, dr))
+		}
+	})
 }

@@ -81,12 +81,12 @@ func (op *xentOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	}
 	op.cache = nil
 	if op.wantGrad {
-		op.cache = op.output(dt, logits.Shape(), true) // ignored rows stay zero
+		op.cache = op.output(dt, logits.Shape(), false) // xentKernel writes every row
 	}
 	if isFloat32(dt) {
-		return gorgonia.NewF32(float32(xentKernel(data[float32](logits), tg, cacheOf[float32](op.cache), v, op.ignore, op.smoothing))), nil
+		return gorgonia.NewF32(float32(xentKernel(data[float32](logits), tg, cacheOf[float32](op.cache), v, op.ignore, op.smoothing, xentRow32))), nil
 	}
-	return gorgonia.NewF64(xentKernel(data[float64](logits), tg, cacheOf[float64](op.cache), v, op.ignore, op.smoothing)), nil
+	return gorgonia.NewF64(xentKernel(data[float64](logits), tg, cacheOf[float64](op.cache), v, op.ignore, op.smoothing, xentRow[float64])), nil
 }
 
 func cacheOf[T Float](d *tensor.Dense) []T {
@@ -108,7 +108,8 @@ func (op *xentOp) scaleCache(dloss gorgonia.Value) (gorgonia.Value, error) {
 	}
 	out := op.output(c.Dtype(), c.Shape(), false)
 	if isFloat32(c.Dtype()) {
-		scaleInto(data[float32](c), data[float32](out), float32(dl))
+		src, dst := data[float32](c), data[float32](out)
+		parallelFor(len(src), 1, func(lo, hi int) { vecAffine(src[lo:hi], dst[lo:hi], float32(dl), 0) })
 	} else {
 		scaleInto(data[float64](c), data[float64](out), dl)
 	}
@@ -123,8 +124,9 @@ func scaleInto[T Float](x, out []T, s T) {
 
 // xentKernel returns the mean loss; when grad is non-nil it also writes
 // d(mean loss)/d(logits) = (p − (1−ε)·onehot − ε/V) / count, in the same
-// pass, so each exp is computed once. Rows run in parallel.
-func xentKernel[T Float](logits []T, targets []int, grad []T, v, ignore int, eps float64) float64 {
+// pass, so each exp is computed once, and zeros for ignored rows. Rows run
+// in parallel, each through xentRow (xentRow32 in float32).
+func xentKernel[T Float](logits []T, targets []int, grad []T, v, ignore int, eps float64, xentRow func(row []T, t int, g []T, eps, inv float64) float64) float64 {
 	count := 0
 	for _, t := range targets {
 		if t != ignore {
@@ -132,6 +134,7 @@ func xentKernel[T Float](logits []T, targets []int, grad []T, v, ignore int, eps
 		}
 	}
 	if count == 0 {
+		clear(grad)
 		return 0
 	}
 	rowLoss := make([]float64, len(targets))
@@ -144,6 +147,8 @@ func xentKernel[T Float](logits []T, targets []int, grad []T, v, ignore int, eps
 					g = grad[r*v : (r+1)*v]
 				}
 				rowLoss[r] = xentRow(logits[r*v:(r+1)*v], t, g, eps, inv)
+			} else if grad != nil {
+				clear(grad[r*v : (r+1)*v])
 			}
 		}
 	})
@@ -195,4 +200,21 @@ func (op *xentOp) SymDiff(_ gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.
 		return nil, fmt.Errorf("cross entropy grad: %w", err)
 	}
 	return gorgonia.Nodes{dl, nil}, nil
+}
+
+// xentRow32 is xentRow on the row primitives of vec.go: the max, then the
+// exps (stored in g when there is one) with their sum, then the gradient's
+// affine map (p − ε/V)·inv in place.
+func xentRow32(row []float32, t int, g []float32, eps, inv float64) float64 {
+	v := float64(len(row))
+	mx := vecMax(row)
+	sum := float64(vecExpShift(row, nil, g, 1, mx))
+	lse := float64(mx) + math.Log(sum)
+	nll := lse - float64(row[t])
+	smooth := lse - float64(vecSum(row))/v // mean_j −log p_j
+	if g != nil {
+		vecAffine(g, g, float32(inv/sum), float32(-inv*eps/v))
+		g[t] -= float32(inv * (1 - eps))
+	}
+	return (1-eps)*nll + eps*smooth
 }
