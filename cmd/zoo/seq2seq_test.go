@@ -67,6 +67,14 @@ func TestSeq2SeqCLI(t *testing.T) {
 	}
 	ckpt := filepath.Join(ft, "checkpoints", "final")
 
+	// Resuming past the end continues with the checkpoint's tokenizer and
+	// model: no tokenizer is trained again.
+	out.Reset()
+	code = run([]string{"finetune", "seq2seq", "--config", cfg, "--data", tsv, "--run", ft, "--resume", "--max-steps", "12"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Contains(t, out.String(), "at step 10")
+	require.Contains(t, out.String(), "done: 12 steps")
+
 	in := filepath.Join(dir, "in.txt")
 	require.NoError(t, os.WriteFile(in, []byte("one two\n\nthree four\n"), 0o644))
 	png := filepath.Join(dir, "attention.png")

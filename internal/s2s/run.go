@@ -72,20 +72,29 @@ func (c TrainConfig) Validate() error {
 	return nil
 }
 
-// Setup loads the model and tokenizer of init_from, or builds a new model
-// for the tokenizer (training a joint BPE on texts when none is given).
+// Setup loads the model and tokenizer of the run's latest checkpoint when
+// resuming, or of init_from, or builds a new model for the tokenizer
+// (training a joint BPE on texts when none is given).
 func Setup(c TrainConfig, texts func() []string) (*seq2seq.Model, datasets.Tokenizer, error) {
-	if c.InitFrom != "" {
-		tok, err := datasets.LoadTokenizer(filepath.Join(c.InitFrom, TokenizerFile))
+	from, what := c.InitFrom, "init_from"
+	if c.Resume {
+		ckpt, err := train.Latest(c.RunDir)
 		if err != nil {
-			return nil, nil, fmt.Errorf("init_from: %w", err)
+			return nil, nil, err
 		}
-		m, err := seq2seq.Load(c.InitFrom)
+		from, what = ckpt, "resume"
+	}
+	if from != "" {
+		tok, err := datasets.LoadTokenizer(filepath.Join(from, TokenizerFile))
 		if err != nil {
-			return nil, nil, fmt.Errorf("init_from: %w", err)
+			return nil, nil, fmt.Errorf("%s: %w", what, err)
+		}
+		m, err := seq2seq.Load(from)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}
 		if m.Config.SrcVocabSize != tok.VocabSize() || m.Config.TgtVocabSize != tok.VocabSize() {
-			return nil, nil, fmt.Errorf("init_from: the tokenizer has %d tokens, the model %d and %d", tok.VocabSize(), m.Config.SrcVocabSize, m.Config.TgtVocabSize)
+			return nil, nil, fmt.Errorf("%s: the tokenizer has %d tokens, the model %d and %d", what, tok.VocabSize(), m.Config.SrcVocabSize, m.Config.TgtVocabSize)
 		}
 		return m, tok, nil
 	}
