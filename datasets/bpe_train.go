@@ -45,7 +45,9 @@ func TrainBPETexts(texts []string, vocabSize int, specialTokens []string) (Token
 }
 
 // textSource is what BPE training reads: a Corpus or texts in memory.
-type textSource interface{ Each(fn func(text string) error) error }
+type textSource interface {
+	Each(fn func(text string) error) error
+}
 
 // textList is texts in memory as a textSource.
 type textList []string

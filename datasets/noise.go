@@ -1,7 +1,6 @@
 package datasets
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -48,9 +47,6 @@ func (c NoiseConfig) Validate() error {
 	return nil
 }
 
-// errInvalidNoise prefixes Noise's panic on an invalid config.
-var errInvalidNoise = errors.New("datasets: Noise called with an invalid config (call NoiseConfig.Validate first)")
-
 // Noise returns a corrupted copy of ids, the source of a denoising example
 // whose target is ids itself; ids is not modified. Empty ids give an empty
 // result.
@@ -70,10 +66,10 @@ var errInvalidNoise = errors.New("datasets: Noise called with an invalid config 
 // Unlike fairseq, spans never overlap, so exactly the drawn number of
 // tokens is masked, and there is no random-token replacement. rng is a
 // *rand.Rand from math/rand/v2; the result depends only on ids, c and the
-// state of rng. Noise panics if c is invalid: call c.Validate once first.
-func Noise(ids []int, c NoiseConfig, rng *rand.Rand) []int {
+// state of rng. An invalid c is an error (see NoiseConfig.Validate).
+func Noise(ids []int, c NoiseConfig, rng *rand.Rand) ([]int, error) {
 	if err := c.Validate(); err != nil {
-		panic(fmt.Errorf("%w: %w", errInvalidNoise, err))
+		return nil, err
 	}
 	seq := slices.Clone(ids)
 	if seq == nil {
@@ -83,9 +79,9 @@ func Noise(ids []int, c NoiseConfig, rng *rand.Rand) []int {
 		seq = permuteSentences(seq, c.EndOfSentence, rng)
 	}
 	if c.MaskRatio == 0 || len(seq) == 0 {
-		return seq
+		return seq, nil
 	}
-	return infill(seq, c, rng)
+	return infill(seq, c, rng), nil
 }
 
 // permuteSentences returns the sentences of seq in a random order.

@@ -64,7 +64,7 @@ func TestNoiseMaskRatio(t *testing.T) {
 	for range 2000 {
 		n := 5 + rng.IntN(60)
 		ids := counting(2, n)
-		out := Noise(ids, c, rng)
+		out := mustNoise(t, ids, c, rng)
 		m, k, ins := infillSpans(t, ids, out, c.MaskID)
 		masked += m
 		tokens += n
@@ -101,7 +101,7 @@ func TestNoiseLargeLambdaMasksOneSpan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	ids := counting(2, 100)
 	for range 20 {
-		out := Noise(ids, c, rng)
+		out := mustNoise(t, ids, c, rng)
 		masked, masks, inserts := infillSpans(t, ids, out, 0)
 		assert.Equal(t, 30, masked)
 		assert.Equal(t, 1, masks)
@@ -116,7 +116,7 @@ func TestNoiseSmallLambdaInserts(t *testing.T) {
 	c := NoiseConfig{MaskRatio: 0.5, PoissonLambda: 0.01, MaskID: 0}
 	rng := rand.New(rand.NewPCG(6, 6))
 	ids := counting(2, 40)
-	out := Noise(ids, c, rng)
+	out := mustNoise(t, ids, c, rng)
 	masked, masks, _ := infillSpans(t, ids, out, 0)
 	assert.Equal(t, 20, masked)
 	// 41 insertions, and about 20 spans of one token (P(2 | ≥ 1) ≈ λ/2).
@@ -134,7 +134,7 @@ func TestNoisePermuteSentences(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	orders := map[string]int{}
 	for range 500 {
-		out := Noise(ids, c, rng)
+		out := mustNoise(t, ids, c, rng)
 		assert.Equal(t, input, ids, "the input is not modified")
 		assert.ElementsMatch(t, ids, out, "the same multiset of tokens")
 		// out is a concatenation of the sentences in some order.
@@ -156,8 +156,8 @@ func TestNoisePermuteSentences(t *testing.T) {
 	assert.Len(t, orders, 24, "all 4! orders occur")
 
 	// One sentence, or none ended: unchanged.
-	assert.Equal(t, []int{5, 6, 1}, Noise([]int{5, 6, 1}, c, rng))
-	assert.Equal(t, []int{5, 6, 7}, Noise([]int{5, 6, 7}, c, rng))
+	assert.Equal(t, []int{5, 6, 1}, mustNoise(t, []int{5, 6, 1}, c, rng))
+	assert.Equal(t, []int{5, 6, 7}, mustNoise(t, []int{5, 6, 7}, c, rng))
 }
 
 func TestNoiseDeterministic(t *testing.T) {
@@ -169,7 +169,7 @@ func TestNoiseDeterministic(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 0))
 		var outs [][]int
 		for range 10 {
-			outs = append(outs, Noise(ids, bart, rng))
+			outs = append(outs, mustNoise(t, ids, bart, rng))
 		}
 		return outs
 	}
@@ -188,12 +188,12 @@ func TestNoiseDeterministic(t *testing.T) {
 
 func TestNoiseEdgeCases(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	assert.Equal(t, []int{}, Noise(nil, bart, rng))
-	assert.Equal(t, []int{}, Noise([]int{}, bart, rng))
+	assert.Equal(t, []int{}, mustNoise(t, nil, bart, rng))
+	assert.Equal(t, []int{}, mustNoise(t, []int{}, bart, rng))
 
 	// Ratio 1: every token masked, by as many masks as spans.
 	all := NoiseConfig{MaskRatio: 1, PoissonLambda: 3.5, MaskID: 0}
-	out := Noise(counting(2, 50), all, rng)
+	out := mustNoise(t, counting(2, 50), all, rng)
 	assert.NotContains(t, out, 2)
 	assert.Equal(t, len(out), slices.Index(append(slices.Clone(out), -1), -1))
 	for _, id := range out {
@@ -203,16 +203,14 @@ func TestNoiseEdgeCases(t *testing.T) {
 	// Ratio 0 without permutation: an equal copy, not the same array.
 	ids := counting(2, 10)
 	none := NoiseConfig{PoissonLambda: 3.5, MaskID: 0}
-	out = Noise(ids, none, rng)
+	out = mustNoise(t, ids, none, rng)
 	assert.Equal(t, ids, out)
 	out[0] = -5
 	assert.Equal(t, 2, ids[0])
 
-	// An invalid config panics, naming Validate.
-	assert.PanicsWithError(t, "datasets: Noise called with an invalid config (call NoiseConfig.Validate first): "+
-		"datasets: noise config: Poisson λ 0 must be positive and finite", func() {
-		Noise(ids, NoiseConfig{MaskRatio: 0.3}, rng)
-	})
+	// An invalid config is an error.
+	_, err := Noise(ids, NoiseConfig{MaskRatio: 0.3}, rng)
+	assert.EqualError(t, err, "datasets: noise config: Poisson λ 0 must be positive and finite")
 }
 
 func TestNoiseConfigValidate(t *testing.T) {
@@ -256,4 +254,12 @@ func TestPositivePoisson(t *testing.T) {
 		sd := math.Sqrt(sumSq/n - mean*mean)
 		assert.InDelta(t, want, mean, 5*sd/math.Sqrt(n)+1e-9, "λ = %v", lambda)
 	}
+}
+
+// mustNoise is Noise for a valid config.
+func mustNoise(t *testing.T, ids []int, c NoiseConfig, rng *rand.Rand) []int {
+	t.Helper()
+	out, err := Noise(ids, c, rng)
+	require.NoError(t, err)
+	return out
 }

@@ -93,12 +93,12 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 		return train.Result{}, err
 	}
 	fmt.Fprintf(out, "%d lines; training: %s\n", len(lines), rep)
-	corrupt := func(ex s2s.Example, rng *rand.Rand) s2s.Example {
-		src := datasets.Noise(ex.Tgt, noise, rng)
+	corrupt := func(ex s2s.Example, rng *rand.Rand) (s2s.Example, error) {
+		src, err := datasets.Noise(ex.Tgt, noise, rng)
 		if len(src) == 0 {
 			src = []int{s2s.MaskID}
 		}
-		return s2s.Example{Src: src, Tgt: ex.Tgt}
+		return s2s.Example{Src: src, Tgt: ex.Tgt}, err
 	}
 	data, err := s2s.NewData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, corrupt)
 	if err != nil {

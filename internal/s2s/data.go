@@ -12,7 +12,7 @@ import (
 
 // Noiser corrupts an example's source (denoising); rng is seeded per batch,
 // so a resumed run draws the same noise.
-type Noiser func(ex Example, rng *rand.Rand) Example
+type Noiser func(ex Example, rng *rand.Rand) (Example, error)
 
 // Data serves length-bucketed training batches and fixed validation
 // batches, as the engine's train.Data.
@@ -85,7 +85,10 @@ func (d *Data) batch(ex []Example, bb datasets.Bucketed, rng *rand.Rand) (Batch,
 	for i, j := range bb.Idx {
 		e := ex[j]
 		if d.noise != nil {
-			e = d.noise(e, rng)
+			var err error
+			if e, err = d.noise(e, rng); err != nil {
+				return Batch{}, fmt.Errorf("s2s: noise: %w", err)
+			}
 			e.Src = e.Src[:min(len(e.Src), bb.SrcT-1)]
 		}
 		srcs[i], tgts[i] = e.Src, e.Tgt

@@ -67,8 +67,9 @@ func TestResumeExactly(t *testing.T) {
 		m, err := seq2seq.New(tinyConfig(), layers.WithSeed(seed))
 		require.NoError(t, err)
 		noise := datasets.NoiseConfig{MaskRatio: 0.3, PoissonLambda: 2, MaskID: MaskID}
-		d, err := NewData(m.Config, examples(200, 1), examples(20, 2), 8, 5, func(ex Example, rng *rand.Rand) Example {
-			return Example{Src: datasets.Noise(ex.Src, noise, rng), Tgt: ex.Tgt}
+		d, err := NewData(m.Config, examples(200, 1), examples(20, 2), 8, 5, func(ex Example, rng *rand.Rand) (Example, error) {
+			src, err := datasets.Noise(ex.Src, noise, rng)
+			return Example{Src: src, Tgt: ex.Tgt}, err
 		})
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, len(d.Plan().Shapes()), 3, "several bucket shapes")
