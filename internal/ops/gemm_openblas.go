@@ -2,32 +2,18 @@
 
 package ops
 
-// Built with -tags openblas, matrix products run in OpenBLAS through cgo.
-// Needs the C library and headers: apt-get install libopenblas-dev.
+// Built with -tags openblas, matrix products run in OpenBLAS through cgo
+// (internal/cblas). Needs the C library and headers: apt-get install
+// libopenblas-dev.
 //
 // OpenBLAS runs single-threaded and large products are split by rows across
 // goroutines, as the pure-Go kernel does: OpenBLAS's own threads spin while
 // the element-wise kernels want the cores, and measured slower that way.
 
-/*
-#cgo LDFLAGS: -lopenblas
-#include <cblas.h>
-*/
-import "C"
-
-import "unsafe"
+import "github.com/d73a19ff/zoo/internal/cblas"
 
 // GEMMBackend names the matrix-multiply implementation this build uses.
 const GEMMBackend = "openblas"
-
-func ctrans(t bool) C.enum_CBLAS_TRANSPOSE {
-	if t {
-		return C.CblasTrans
-	}
-	return C.CblasNoTrans
-}
-
-func init() { C.openblas_set_num_threads(1) }
 
 // splitWork is the product size (m·n·k) from which sgemm splits rows.
 const splitWork = 1 << 21
@@ -35,7 +21,7 @@ const splitWork = 1 << 21
 // sgemm is row-major C = op(A)·op(B) + beta·C in float32.
 func sgemm(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m*n*k < splitWork {
-		cblasSgemm(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
+		cblas.Sgemm(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	parallelFor(m, minWork, func(lo, hi int) {
@@ -43,19 +29,11 @@ func sgemm(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int,
 		if tA {
 			off = lo // …or its columns when stored transposed
 		}
-		cblasSgemm(tA, tB, hi-lo, n, k, a[off:], lda, b, ldb, beta, c[lo*ldc:], ldc)
+		cblas.Sgemm(tA, tB, hi-lo, n, k, a[off:], lda, b, ldb, beta, c[lo*ldc:], ldc)
 	})
-}
-
-func cblasSgemm(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	C.cblas_sgemm(C.CblasRowMajor, ctrans(tA), ctrans(tB), C.blasint(m), C.blasint(n), C.blasint(k), 1,
-		(*C.float)(unsafe.Pointer(&a[0])), C.blasint(lda), (*C.float)(unsafe.Pointer(&b[0])), C.blasint(ldb),
-		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.blasint(ldc))
 }
 
 // dgemm is sgemm in float64.
 func dgemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
-	C.cblas_dgemm(C.CblasRowMajor, ctrans(tA), ctrans(tB), C.blasint(m), C.blasint(n), C.blasint(k), 1,
-		(*C.double)(unsafe.Pointer(&a[0])), C.blasint(lda), (*C.double)(unsafe.Pointer(&b[0])), C.blasint(ldb),
-		C.double(beta), (*C.double)(unsafe.Pointer(&c[0])), C.blasint(ldc))
+	cblas.Dgemm(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
 }
