@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"strings"
 
 	"gorgonia.org/gorgonia"
 
@@ -67,15 +66,6 @@ func (gs *graphs) get(b Batch) (*compiled, error) {
 	}
 	gs.byShape[key] = c
 	return c, nil
-}
-
-// shapes lists the compiled shapes, for messages.
-func (gs *graphs) shapes() string {
-	var out []string
-	for k := range gs.byShape {
-		out = append(out, k)
-	}
-	return strings.Join(out, " ")
 }
 
 func (gs *graphs) close() {

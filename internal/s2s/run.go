@@ -64,8 +64,9 @@ func (c TrainConfig) Validate() error {
 	case c.Tokenizer == "" && c.InitFrom == "" && c.BPEVocab < 260+len(Specials):
 		return fmt.Errorf("config: bpe_vocab_size %d must be at least %d", c.BPEVocab, 260+len(Specials))
 	}
-	m := c.Model
-	m.SrcVocabSize, m.TgtVocabSize = max(m.SrcVocabSize, len(Specials)), max(m.SrcVocabSize, len(Specials))
+	m := c.Model // the joint tokenizer sets both vocabulary sizes later, to one value
+	v := max(m.SrcVocabSize, len(Specials))
+	m.SrcVocabSize, m.TgtVocabSize = v, v
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("config: model: %w", err)
 	}

@@ -62,14 +62,22 @@ func (s *cachedStep) next(prefix [][]int, t int) ([][]float64, error) {
 		return nil, fmt.Errorf("seq2seq: step %d is past the cache's %d slots", t, capacity)
 	}
 	ids := s.ids.Data().([]int)
-	keep := make([]int, len(prefix)*capacity)
 	for r, p := range prefix {
 		ids[r] = p[t]
-		for j := 0; j <= t; j++ {
-			keep[r*capacity+j] = 1
+	}
+	// Steps come in order 0, 1, 2, … and every row is at the same step, so
+	// the mask of occupied slots gains slot t in each row (reordering rows
+	// does not change it).
+	switch d := s.mask.Data().(type) {
+	case []float32:
+		for r := range prefix {
+			d[r*capacity+t] = 1
+		}
+	case []float64:
+		for r := range prefix {
+			d[r*capacity+t] = 1
 		}
 	}
-	setMask(s.mask, keep, 0)
 	s.slot.Data().([]int)[0] = t
 	if err := s.pos.SetOffset(t); err != nil {
 		return nil, err
