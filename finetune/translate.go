@@ -12,7 +12,6 @@ import (
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
 	"github.com/d73a19ff/zoo/internal/jsonconfig"
-	"github.com/d73a19ff/zoo/internal/s2s"
 	"github.com/d73a19ff/zoo/models/seq2seq"
 )
 
@@ -23,7 +22,7 @@ type TranslationConfig struct {
 	Data    string `json:"data"`     // TSV of source<TAB>target (Tatoeba/Anki layout)
 	SrcFile string `json:"src_file"` // or two aligned files, line by line
 	TgtFile string `json:"tgt_file"`
-	s2s.TrainConfig
+	seq2seq.TrainConfig
 	Beam          int     `json:"num_beams"`      // beam width for the final scores
 	LengthPenalty float64 `json:"length_penalty"` // GNMT α
 	ScoreSize     int     `json:"score_size"`     // held-out pairs scored with BLEU and chrF; 0: all
@@ -32,7 +31,7 @@ type TranslationConfig struct {
 // DefaultTranslation is the paper's recipe on the Small model, beam 4 with
 // α = 0.6 (§6.1).
 func DefaultTranslation() TranslationConfig {
-	c := TranslationConfig{TrainConfig: s2s.DefaultTrainConfig(), Beam: 4, LengthPenalty: 0.6, ScoreSize: 1000}
+	c := TranslationConfig{TrainConfig: seq2seq.DefaultTrainConfig(), Beam: 4, LengthPenalty: 0.6, ScoreSize: 1000}
 	c.RunDir = filepath.Join("runs", "seq2seq-translate")
 	return c
 }
@@ -86,7 +85,7 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	if len(trainP) == 0 || len(held) == 0 {
 		return nil, fmt.Errorf("finetune: %d pairs leave %d for training and %d held out; need both", len(pairs), len(trainP), len(held))
 	}
-	m, tok, err := s2s.Setup(cfg.TrainConfig, func() []string {
+	m, tok, err := seq2seq.Setup(cfg.TrainConfig, func() []string {
 		texts := make([]string, 0, 2*len(trainP))
 		for _, p := range trainP {
 			texts = append(texts, p.Src, p.Tgt)
@@ -96,21 +95,21 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
-	trainEx, rep, err := s2s.Encode(tok, trainP, m.Config.MaxLen, cfg.Overlong)
+	trainEx, rep, err := seq2seq.Encode(tok, trainP, m.Config.MaxLen, cfg.Overlong)
 	if err != nil {
 		return nil, err
 	}
-	heldEx, _, err := s2s.Encode(tok, held, m.Config.MaxLen, s2s.Truncate)
+	heldEx, _, err := seq2seq.Encode(tok, held, m.Config.MaxLen, seq2seq.Truncate)
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "training: %s\n", rep)
-	data, err := s2s.NewData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, nil)
+	data, err := seq2seq.NewData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, nil)
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
 	began := time.Now()
-	tres, err := s2s.Run(ctx, cfg.TrainConfig, m, tok, data, out)
+	tres, err := seq2seq.Run(ctx, cfg.TrainConfig, m, tok, data, out)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +155,7 @@ func ScoreTranslation(m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets
 		srcs[i], refs[i] = p.Src, p.Tgt
 	}
 	began := time.Now()
-	cands, _, err := s2s.Translate(m, tok, srcs, dc, greedy, 64, nil)
+	cands, _, err := seq2seq.Translate(m, tok, srcs, dc, greedy, 64, nil)
 	if err != nil {
 		return s, nil, fmt.Errorf("finetune: translate: %w", err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/jsonconfig"
-	"github.com/d73a19ff/zoo/internal/s2s"
+	"github.com/d73a19ff/zoo/models/seq2seq"
 	"github.com/d73a19ff/zoo/train"
 )
 
@@ -20,15 +20,15 @@ import (
 // decoder rebuilds the original.
 type Seq2SeqConfig struct {
 	Corpus string `json:"corpus"` // monolingual text, one example per line: file, directory or glob
-	s2s.TrainConfig
+	seq2seq.TrainConfig
 	Noise datasets.NoiseConfig `json:"noise"`
 }
 
 // DefaultSeq2Seq is BART's noise (30% of tokens masked in Poisson(3.5)
 // spans, sentences permuted) and the paper's optimiser on the Small model.
 func DefaultSeq2Seq() Seq2SeqConfig {
-	c := Seq2SeqConfig{TrainConfig: s2s.DefaultTrainConfig(),
-		Noise: datasets.NoiseConfig{MaskRatio: 0.3, PoissonLambda: 3.5, PermuteSentences: true, MaskID: s2s.MaskID}}
+	c := Seq2SeqConfig{TrainConfig: seq2seq.DefaultTrainConfig(),
+		Noise: datasets.NoiseConfig{MaskRatio: 0.3, PoissonLambda: 3.5, PermuteSentences: true, MaskID: seq2seq.MaskID}}
 	c.RunDir = filepath.Join("runs", "seq2seq-denoise")
 	return c
 }
@@ -70,12 +70,12 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 		return train.Result{}, fmt.Errorf("pretrain: the corpus has %d lines, not more than held_out %d", len(pairs), cfg.HeldOut)
 	}
 	held, trainP := pairs[:cfg.HeldOut], pairs[cfg.HeldOut:]
-	m, tok, err := s2s.Setup(cfg.TrainConfig, func() []string { return lines[cfg.HeldOut:] })
+	m, tok, err := seq2seq.Setup(cfg.TrainConfig, func() []string { return lines[cfg.HeldOut:] })
 	if err != nil {
 		return train.Result{}, fmt.Errorf("pretrain: %w", err)
 	}
 	noise := cfg.Noise
-	noise.MaskID = s2s.MaskID
+	noise.MaskID = seq2seq.MaskID
 	for _, p := range []string{".", "!", "?"} {
 		if ids, err := tok.Encode(p); err == nil && len(ids) == 1 {
 			noise.EndOfSentence = append(noise.EndOfSentence, ids[0])
@@ -84,25 +84,25 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 	if err := noise.Validate(); err != nil {
 		return train.Result{}, fmt.Errorf("config: noise: %w", err)
 	}
-	trainEx, rep, err := s2s.Encode(tok, trainP, m.Config.MaxLen, cfg.Overlong)
+	trainEx, rep, err := seq2seq.Encode(tok, trainP, m.Config.MaxLen, cfg.Overlong)
 	if err != nil {
 		return train.Result{}, err
 	}
-	heldEx, _, err := s2s.Encode(tok, held, m.Config.MaxLen, s2s.Truncate)
+	heldEx, _, err := seq2seq.Encode(tok, held, m.Config.MaxLen, seq2seq.Truncate)
 	if err != nil {
 		return train.Result{}, err
 	}
 	fmt.Fprintf(out, "%d lines; training: %s\n", len(lines), rep)
-	corrupt := func(ex s2s.Example, rng *rand.Rand) (s2s.Example, error) {
+	corrupt := func(ex seq2seq.Example, rng *rand.Rand) (seq2seq.Example, error) {
 		src, err := datasets.Noise(ex.Tgt, noise, rng)
 		if len(src) == 0 {
-			src = []int{s2s.MaskID}
+			src = []int{seq2seq.MaskID}
 		}
-		return s2s.Example{Src: src, Tgt: ex.Tgt}, err
+		return seq2seq.Example{Src: src, Tgt: ex.Tgt}, err
 	}
-	data, err := s2s.NewData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, corrupt)
+	data, err := seq2seq.NewData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, corrupt)
 	if err != nil {
 		return train.Result{}, fmt.Errorf("pretrain: %w", err)
 	}
-	return s2s.Run(ctx, cfg.TrainConfig, m, tok, data, out)
+	return seq2seq.Run(ctx, cfg.TrainConfig, m, tok, data, out)
 }

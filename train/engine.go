@@ -58,6 +58,7 @@ type Config struct {
 	Seed       uint64      // seeds dropout
 	AdamW      AdamWConfig // the optimizer
 	Schedule   Schedule    // the learning rate per step
+	LogEvery   int         // plain log lines (when progress is not a terminal) every so many steps; 0: a twentieth of the run
 }
 
 // Validate reports a configuration that cannot run.
@@ -203,7 +204,8 @@ type Result struct {
 }
 
 // Run trains until cfg.Steps, evaluating, logging and checkpointing, and
-// writes the final checkpoint. progress, if not nil, shows a progress bar.
+// writes the final checkpoint. progress, if not nil, shows a progress bar
+// when it is a terminal and plain log lines otherwise.
 // A NaN or Inf loss stops the run with an error naming the step, keeping the
 // last good checkpoint; a cancelled ctx saves a checkpoint and returns
 // ErrInterrupted.
@@ -213,7 +215,7 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 		return Result{}, err
 	}
 	defer m.Close()
-	bar := newBar(progress, t.cfg.Steps, t.step)
+	bar := newProgress(progress, t.cfg.Steps, t.step, t.cfg.LogEvery)
 	var res Result
 	for t.step < t.cfg.Steps {
 		if ctx.Err() != nil {

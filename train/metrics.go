@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -130,13 +132,75 @@ func (h *history) plot(dir string) error {
 	return nil
 }
 
-// bar is the progress bar; a nil writer makes it a no-op.
-type bar struct{ b *progressbar.ProgressBar }
+// progress shows a run's progress: a live bar on a terminal, and
+// otherwise (a file, a pipe, CI) one plain line per log interval and per
+// evaluation, so a log stays readable: about 20 lines for a whole run.
+type progress interface {
+	update(r record)
+	finish()
+}
+
+// newProgress picks the bar when w is a terminal and plain lines otherwise;
+// a nil w shows nothing. every is the plain log interval in steps (0: a
+// twentieth of the run).
+func newProgress(w io.Writer, total, done, every int) progress {
+	switch {
+	case w == nil:
+		return noProgress{}
+	case isTerminal(w):
+		return newBar(w, total, done)
+	}
+	if every <= 0 {
+		every = max(1, total/20)
+	}
+	return &lines{w: w, total: total, every: every, began: time.Now(), from: done}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+type noProgress struct{}
+
+func (noProgress) update(record) {}
+func (noProgress) finish()       {}
+
+// lines writes one plain line per log interval and per evaluation:
+// step, loss, learning rate, targets (tokens) per second and the ETA.
+type lines struct {
+	w           io.Writer
+	total, from int
+	every       int
+	began       time.Time
+}
+
+func (l *lines) update(r record) {
+	if r.ValLoss == nil && r.Step%l.every != 0 && r.Step != l.total {
+		return
+	}
+	line := fmt.Sprintf("step %d/%d  loss %.4f", r.Step, l.total, r.Loss)
+	if r.ValLoss != nil {
+		line += fmt.Sprintf("  val %.4f", *r.ValLoss)
+	}
+	line += fmt.Sprintf("  lr %.2e  %.0f tok/s", r.LR, r.TargetsPerSec)
+	if done := r.Step - l.from; done > 0 && r.Step < l.total {
+		per := time.Since(l.began) / time.Duration(done)
+		line += fmt.Sprintf("  eta %s", (per * time.Duration(l.total-r.Step)).Round(time.Second))
+	}
+	fmt.Fprintln(l.w, line)
+}
+
+func (l *lines) finish() {}
+
+// bar is the progress bar of a terminal.
+type bar struct {
+	b *progressbar.ProgressBar
+	w io.Writer
+}
 
 func newBar(w io.Writer, total, done int) bar {
-	if w == nil {
-		return bar{}
-	}
 	b := progressbar.NewOptions(total,
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionShowCount(),
@@ -146,13 +210,10 @@ func newBar(w io.Writer, total, done int) bar {
 		progressbar.OptionSetDescription("training"),
 	)
 	_ = b.Set(done)
-	return bar{b: b}
+	return bar{b: b, w: w}
 }
 
 func (b bar) update(r record) {
-	if b.b == nil {
-		return
-	}
 	desc := fmt.Sprintf("loss %.4f lr %.2e %.0f tok/s", r.Loss, r.LR, r.TargetsPerSec)
 	if r.ValLoss != nil {
 		desc += fmt.Sprintf(" val %.4f", *r.ValLoss)
@@ -162,7 +223,6 @@ func (b bar) update(r record) {
 }
 
 func (b bar) finish() {
-	if b.b != nil {
-		_ = b.b.Finish()
-	}
+	_ = b.b.Finish()
+	fmt.Fprintln(b.w)
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/finetune"
 	"github.com/d73a19ff/zoo/internal/heatmap"
-	"github.com/d73a19ff/zoo/internal/s2s"
 	"github.com/d73a19ff/zoo/models/seq2seq"
 	"github.com/d73a19ff/zoo/pretrain"
 )
@@ -41,7 +40,7 @@ func addTrainFlags(fs *flag.FlagSet) trainFlags {
 	}
 }
 
-func (f trainFlags) apply(c *s2s.TrainConfig) {
+func (f trainFlags) apply(c *seq2seq.TrainConfig) {
 	if *f.run != "" {
 		c.RunDir = *f.run
 	}
@@ -137,7 +136,7 @@ func loadSeq2Seq(dir string) (*seq2seq.Model, datasets.Tokenizer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	tok, err := datasets.LoadTokenizer(filepath.Join(dir, s2s.TokenizerFile))
+	tok, err := datasets.LoadTokenizer(filepath.Join(dir, seq2seq.TokenizerFile))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -195,10 +194,10 @@ func runTranslate(args []string, stdout io.Writer) error {
 	if *greedy {
 		dc.Beam, dc.NBest = 1, 1
 	}
-	var cands [][]s2s.Candidate
+	var cands [][]seq2seq.Candidate
 	if len(texts) > 0 {
-		var rep s2s.TranslateReport
-		if cands, rep, err = s2s.Translate(m, tok, texts, dc, *greedy, 32, nil); err != nil {
+		var rep seq2seq.TranslateReport
+		if cands, rep, err = seq2seq.Translate(m, tok, texts, dc, *greedy, 32, nil); err != nil {
 			return err
 		}
 		if rep.Truncated > 0 {

@@ -22,6 +22,10 @@ type Batch struct {
 // Targets is the number of labels the loss counts.
 func (b Batch) Targets() int { return b.N }
 
+// Shape is (B, Ts, Tt): the engine compiles one graph per shape
+// (train.Shaped).
+func (b Batch) Shape() []int { return []int{b.B, b.Ts, b.Tt} }
+
 // SourceLen is the number of positions a source of n tokens takes: the
 // tokens and eos.
 func SourceLen(n int) int { return n + 1 }

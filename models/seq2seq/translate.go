@@ -1,4 +1,4 @@
-package s2s
+package seq2seq
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/d73a19ff/zoo/datasets"
-	"github.com/d73a19ff/zoo/models/seq2seq"
 )
 
 // Candidate is one decoded output as text.
@@ -24,22 +23,22 @@ type TranslateReport struct{ Truncated int }
 // Sources longer than the model's max_len are truncated and counted; an
 // empty source is an error naming it. progress, if not nil, is called with
 // the number of texts done.
-func Translate(m *seq2seq.Model, tok datasets.Tokenizer, texts []string, cfg seq2seq.DecodeConfig, greedy bool, batch int, progress func(int)) ([][]Candidate, TranslateReport, error) {
+func Translate(m *Model, tok datasets.Tokenizer, texts []string, cfg DecodeConfig, greedy bool, batch int, progress func(int)) ([][]Candidate, TranslateReport, error) {
 	var rep TranslateReport
 	if batch <= 0 {
-		return nil, rep, fmt.Errorf("s2s: translation batch %d must be positive", batch)
+		return nil, rep, fmt.Errorf("seq2seq: translation batch %d must be positive", batch)
 	}
 	ids := make([][]int, len(texts))
 	for i, t := range texts {
 		if strings.TrimSpace(t) == "" {
-			return nil, rep, fmt.Errorf("s2s: source %d is empty", i)
+			return nil, rep, fmt.Errorf("seq2seq: source %d is empty", i)
 		}
 		s, err := tok.Encode(t)
 		if err != nil {
-			return nil, rep, fmt.Errorf("s2s: source %d: %w", i, err)
+			return nil, rep, fmt.Errorf("seq2seq: source %d: %w", i, err)
 		}
 		if len(s) == 0 {
-			return nil, rep, fmt.Errorf("s2s: source %d has no tokens", i)
+			return nil, rep, fmt.Errorf("seq2seq: source %d has no tokens", i)
 		}
 		if limit := m.Config.MaxLen - 1; len(s) > limit {
 			s = s[:limit]
@@ -59,13 +58,13 @@ func Translate(m *seq2seq.Model, tok datasets.Tokenizer, texts []string, cfg seq
 		for i, j := range part {
 			srcs[i] = ids[j]
 		}
-		var hyps [][]seq2seq.Hypothesis
+		var hyps [][]Hypothesis
 		var err error
 		if greedy {
 			var toks [][]int
 			if toks, err = m.Greedy(srcs, cfg); err == nil {
 				for _, t := range toks {
-					hyps = append(hyps, []seq2seq.Hypothesis{{Tokens: t}})
+					hyps = append(hyps, []Hypothesis{{Tokens: t}})
 				}
 			}
 		} else {
@@ -78,7 +77,7 @@ func Translate(m *seq2seq.Model, tok datasets.Tokenizer, texts []string, cfg seq
 			for _, h := range hyps[i] {
 				text, err := tok.Decode(h.Tokens)
 				if err != nil {
-					return nil, rep, fmt.Errorf("s2s: decode output %d: %w", j, err)
+					return nil, rep, fmt.Errorf("seq2seq: decode output %d: %w", j, err)
 				}
 				out[j] = append(out[j], Candidate{Text: strings.TrimSpace(text), Score: h.Score})
 			}

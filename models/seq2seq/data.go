@@ -1,4 +1,4 @@
-package s2s
+package seq2seq
 
 import (
 	"encoding/binary"
@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 
 	"github.com/d73a19ff/zoo/datasets"
-	"github.com/d73a19ff/zoo/models/seq2seq"
 	"github.com/d73a19ff/zoo/train"
 )
 
@@ -17,7 +16,7 @@ type Noiser func(ex Example, rng *rand.Rand) (Example, error)
 // Data serves length-bucketed training batches and fixed validation
 // batches, as the engine's train.Data.
 type Data struct {
-	cfg        seq2seq.Config
+	cfg        Config
 	train      []Example
 	plan       *datasets.BucketPlan
 	val        []train.Batch
@@ -39,7 +38,7 @@ func DefaultBounds(maxLen int) []int {
 // NewData buckets the examples into batches of at most rows pairs. With a
 // noiser, each training and validation source is corrupted (validation
 // once, with a fixed seed).
-func NewData(cfg seq2seq.Config, trainEx, valEx []Example, rows int, seed uint64, noise Noiser) (*Data, error) {
+func NewData(cfg Config, trainEx, valEx []Example, rows int, seed uint64, noise Noiser) (*Data, error) {
 	d := &Data{cfg: cfg, train: trainEx, noise: noise, seed: seed}
 	bounds := DefaultBounds(cfg.MaxLen)
 	var err error
@@ -69,7 +68,7 @@ func NewData(cfg seq2seq.Config, trainEx, valEx []Example, rows int, seed uint64
 func plan(ex []Example, bounds []int, rows int, seed uint64) (*datasets.BucketPlan, error) {
 	lens := make([]int, len(ex))
 	for i, e := range ex {
-		lens[i] = max(seq2seq.SourceLen(len(e.Src)), seq2seq.TargetLen(len(e.Tgt)))
+		lens[i] = max(SourceLen(len(e.Src)), TargetLen(len(e.Tgt)))
 	}
 	return datasets.NewBucketPlan(lens, lens, bounds, rows, seed)
 }
@@ -87,7 +86,7 @@ func (d *Data) batch(ex []Example, bb datasets.Bucketed, rng *rand.Rand) (Batch,
 		if d.noise != nil {
 			var err error
 			if e, err = d.noise(e, rng); err != nil {
-				return Batch{}, fmt.Errorf("s2s: noise: %w", err)
+				return Batch{}, fmt.Errorf("seq2seq: noise: %w", err)
 			}
 			e.Src = e.Src[:min(len(e.Src), bb.SrcT-1)]
 		}
@@ -95,9 +94,9 @@ func (d *Data) batch(ex []Example, bb datasets.Bucketed, rng *rand.Rand) (Batch,
 	}
 	b, err := d.cfg.NewBatch(srcs, tgts, d.plan.Batch(), bb.SrcT, bb.TgtT)
 	if err != nil {
-		return Batch{}, fmt.Errorf("s2s: %w", err)
+		return Batch{}, fmt.Errorf("seq2seq: %w", err)
 	}
-	return Batch{b}, nil
+	return b, nil
 }
 
 // Next implements train.Data.
@@ -123,7 +122,7 @@ func (d *Data) State() ([]byte, error) {
 // Restore implements train.Data.
 func (d *Data) Restore(state []byte) error {
 	if len(state) < 8 {
-		return fmt.Errorf("s2s: data state of %d bytes is too short", len(state))
+		return fmt.Errorf("seq2seq: data state of %d bytes is too short", len(state))
 	}
 	n := len(state) - 8
 	if err := d.plan.Restore(state[:n]); err != nil {

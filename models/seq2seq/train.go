@@ -1,4 +1,4 @@
-package s2s
+package seq2seq
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
-	"github.com/d73a19ff/zoo/models/seq2seq"
 	"github.com/d73a19ff/zoo/train"
 )
 
@@ -17,33 +16,33 @@ import (
 // (§5.3, §5.4): Adam with β = (0.9, 0.98), ε = 1e-9, the inverse-square-root
 // schedule with 4000 warmup steps, label smoothing 0.1.
 type TrainConfig struct {
-	Tokenizer      string         `json:"tokenizer"`      // a tokenizer.json; empty: train a joint byte-level BPE
-	BPEVocab       int            `json:"bpe_vocab_size"` // when training one
-	Model          seq2seq.Config `json:"model"`          // vocabulary sizes come from the tokenizer
-	InitFrom       string         `json:"init_from"`      // start from this checkpoint (model and tokenizer)
-	Overlong       Overlong       `json:"overlong"`       // "truncate" or "skip" pairs longer than max_len
-	Batch          int            `json:"batch_size"`     // pairs per batch
-	Steps          int            `json:"max_steps"`
-	Warmup         int            `json:"warmup_steps"`
-	LRFactor       float64        `json:"lr_factor"` // scales the schedule; 1 is the paper's
-	Beta1          float64        `json:"adam_beta1"`
-	Beta2          float64        `json:"adam_beta2"`
-	Eps            float64        `json:"adam_epsilon"`
-	WeightDecay    float64        `json:"weight_decay"`
-	LabelSmoothing float64        `json:"label_smoothing"`
-	ClipNorm       float64        `json:"clip_norm"` // 0: off
-	EvalEvery      int            `json:"eval_interval"`
-	SaveEvery      int            `json:"save_interval"`
-	HeldOut        int            `json:"held_out"` // pairs kept out of training, for validation
-	Seed           uint64         `json:"seed"`
-	RunDir         string         `json:"run_dir"`
-	Resume         bool           `json:"resume"` // continue from run_dir's latest checkpoint
+	Tokenizer      string   `json:"tokenizer"`      // a tokenizer.json; empty: train a joint byte-level BPE
+	BPEVocab       int      `json:"bpe_vocab_size"` // when training one
+	Model          Config   `json:"model"`          // vocabulary sizes come from the tokenizer
+	InitFrom       string   `json:"init_from"`      // start from this checkpoint (model and tokenizer)
+	Overlong       Overlong `json:"overlong"`       // "truncate" or "skip" pairs longer than max_len
+	Batch          int      `json:"batch_size"`     // pairs per batch
+	Steps          int      `json:"max_steps"`
+	Warmup         int      `json:"warmup_steps"`
+	LRFactor       float64  `json:"lr_factor"` // scales the schedule; 1 is the paper's
+	Beta1          float64  `json:"adam_beta1"`
+	Beta2          float64  `json:"adam_beta2"`
+	Eps            float64  `json:"adam_epsilon"`
+	WeightDecay    float64  `json:"weight_decay"`
+	LabelSmoothing float64  `json:"label_smoothing"`
+	ClipNorm       float64  `json:"clip_norm"` // 0: off
+	EvalEvery      int      `json:"eval_interval"`
+	SaveEvery      int      `json:"save_interval"`
+	HeldOut        int      `json:"held_out"` // pairs kept out of training, for validation
+	Seed           uint64   `json:"seed"`
+	RunDir         string   `json:"run_dir"`
+	Resume         bool     `json:"resume"` // continue from run_dir's latest checkpoint
 }
 
 // DefaultTrainConfig is the paper's recipe on the Small model.
 func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{
-		BPEVocab: 8000, Model: seq2seq.Small(), Overlong: Truncate, Batch: 64, Steps: 10000, Warmup: 4000, LRFactor: 1,
+		BPEVocab: 8000, Model: Small(), Overlong: Truncate, Batch: 64, Steps: 10000, Warmup: 4000, LRFactor: 1,
 		Beta1: 0.9, Beta2: 0.98, Eps: 1e-9, LabelSmoothing: 0.1, EvalEvery: 500, SaveEvery: 1000, HeldOut: 1000, Seed: 1,
 	}
 }
@@ -76,7 +75,7 @@ func (c TrainConfig) Validate() error {
 // Setup loads the model and tokenizer of the run's latest checkpoint when
 // resuming, or of init_from, or builds a new model for the tokenizer
 // (training a joint BPE on texts when none is given).
-func Setup(c TrainConfig, texts func() []string) (*seq2seq.Model, datasets.Tokenizer, error) {
+func Setup(c TrainConfig, texts func() []string) (*Model, datasets.Tokenizer, error) {
 	from, what := c.InitFrom, "init_from"
 	if c.Resume {
 		ckpt, err := train.Latest(c.RunDir)
@@ -90,7 +89,7 @@ func Setup(c TrainConfig, texts func() []string) (*seq2seq.Model, datasets.Token
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}
-		m, err := seq2seq.Load(from)
+		m, err := Load(from)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}
@@ -112,7 +111,7 @@ func Setup(c TrainConfig, texts func() []string) (*seq2seq.Model, datasets.Token
 	mc := c.Model
 	mc.SrcVocabSize, mc.TgtVocabSize = tok.VocabSize(), tok.VocabSize()
 	mc.PadTokenID, mc.BOSTokenID, mc.EOSTokenID = 0, 1, 2
-	m, err := seq2seq.New(mc, layers.WithSeed(c.Seed))
+	m, err := New(mc, layers.WithSeed(c.Seed))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -121,7 +120,7 @@ func Setup(c TrainConfig, texts func() []string) (*seq2seq.Model, datasets.Token
 
 // Run trains m on the examples with the engine, writing checkpoints,
 // metrics.jsonl and loss.png under c.RunDir and progress to out.
-func Run(ctx context.Context, c TrainConfig, m *seq2seq.Model, tok datasets.Tokenizer, data *Data, out io.Writer) (train.Result, error) {
+func Run(ctx context.Context, c TrainConfig, m *Model, tok datasets.Tokenizer, data *Data, out io.Writer) (train.Result, error) {
 	sched, err := train.Noam(m.Config.DModel, c.Warmup, c.LRFactor)
 	if err != nil {
 		return train.Result{}, err

@@ -2,7 +2,7 @@
 // share: the joint tokenizer with its special tokens, encoding pairs with
 // counted truncations, the engine's task, length-bucketed batches, and
 // batched translation.
-package s2s
+package seq2seq
 
 import (
 	"fmt"
@@ -12,12 +12,11 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
-	"github.com/d73a19ff/zoo/models/seq2seq"
 	"github.com/d73a19ff/zoo/train"
 )
 
 // Specials are the special tokens at the start of every seq2seq
-// vocabulary, in id order, matching seq2seq.Config's pad_token_id 0,
+// vocabulary, in id order, matching Config's pad_token_id 0,
 // bos_token_id 1 and eos_token_id 2; <mask> (3) is denoising's mask.
 var Specials = []string{"<pad>", "<s>", "</s>", "<mask>"}
 
@@ -61,7 +60,7 @@ func (r EncodeReport) String() string {
 // tokens (eos takes one) and whose targets too (bos or eos takes one).
 func Encode(tok datasets.Tokenizer, pairs []datasets.Pair, maxLen int, policy Overlong) ([]Example, EncodeReport, error) {
 	if policy != Truncate && policy != Skip {
-		return nil, EncodeReport{}, fmt.Errorf("s2s: over-long policy %q must be %q or %q", policy, Truncate, Skip)
+		return nil, EncodeReport{}, fmt.Errorf("seq2seq: over-long policy %q must be %q or %q", policy, Truncate, Skip)
 	}
 	limit := maxLen - 1
 	var out []Example
@@ -69,11 +68,11 @@ func Encode(tok datasets.Tokenizer, pairs []datasets.Pair, maxLen int, policy Ov
 	for i, p := range pairs {
 		src, err := tok.Encode(p.Src)
 		if err != nil {
-			return nil, rep, fmt.Errorf("s2s: pair %d source: %w", i, err)
+			return nil, rep, fmt.Errorf("seq2seq: pair %d source: %w", i, err)
 		}
 		tgt, err := tok.Encode(p.Tgt)
 		if err != nil {
-			return nil, rep, fmt.Errorf("s2s: pair %d target: %w", i, err)
+			return nil, rep, fmt.Errorf("seq2seq: pair %d target: %w", i, err)
 		}
 		if len(src) == 0 || len(tgt) == 0 {
 			rep.Empty++
@@ -96,7 +95,7 @@ func Encode(tok datasets.Tokenizer, pairs []datasets.Pair, maxLen int, policy Ov
 // Task is the seq2seq training objective for the engine: label-smoothed
 // cross-entropy, one graph per bucket shape (B, Ts, Tt).
 type Task struct {
-	Model     *seq2seq.Model
+	Model     *Model
 	Tok       datasets.Tokenizer
 	Smoothing float64
 }
@@ -107,22 +106,22 @@ func (k *Task) Store() *layers.Store { return k.Model.Store }
 // Loss implements train.Task; batches come in several shapes, so the
 // engine calls LossFor.
 func (k *Task) Loss(*layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
-	return nil, nil, fmt.Errorf("s2s: the seq2seq task builds one graph per batch shape (LossFor)")
+	return nil, nil, fmt.Errorf("seq2seq: the seq2seq task builds one graph per batch shape (LossFor)")
 }
 
 // LossFor implements train.ShapedTask for shape (B, Ts, Tt).
 func (k *Task) LossFor(g *layers.Graph, shape []int) (*gorgonia.Node, func(train.Batch) error, error) {
 	if len(shape) != 3 {
-		return nil, nil, fmt.Errorf("s2s: batch shape %v, want (B, Ts, Tt)", shape)
+		return nil, nil, fmt.Errorf("seq2seq: batch shape %v, want (B, Ts, Tt)", shape)
 	}
 	f := k.Model.NewFeed(g, shape[0], shape[1], shape[2])
 	loss, _, err := k.Model.Loss(g, f.Inputs, f.Labels, k.Smoothing)
 	load := func(b train.Batch) error {
 		sb, ok := b.(Batch)
 		if !ok {
-			return fmt.Errorf("s2s: a batch of %T is not a seq2seq batch", b)
+			return fmt.Errorf("seq2seq: a batch of %T is not a seq2seq batch", b)
 		}
-		return f.Load(sb.Batch)
+		return f.Load(sb)
 	}
 	return loss, load, err
 }
@@ -139,9 +138,3 @@ func (k *Task) Save(dir string) error {
 func (k *Task) Load(dir string) error {
 	return k.Model.LoadWeights(filepath.Join(dir, layers.WeightsFile))
 }
-
-// Batch is a seq2seq.Batch with the shape the engine keys graphs by.
-type Batch struct{ seq2seq.Batch }
-
-// Shape implements train.Shaped.
-func (b Batch) Shape() []int { return []int{b.B, b.Ts, b.Tt} }

@@ -1,4 +1,4 @@
-package s2s
+package seq2seq
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
-	"github.com/d73a19ff/zoo/models/seq2seq"
 	"github.com/d73a19ff/zoo/train"
 )
 
@@ -32,8 +31,8 @@ func examples(n int, seed uint64) []Example {
 	return out
 }
 
-func tinyConfig() seq2seq.Config {
-	c := seq2seq.Tiny()
+func tinyConfig() Config {
+	c := Tiny()
 	c.SrcVocabSize, c.TgtVocabSize, c.Dropout = 24, 24, 0.1
 	return c
 }
@@ -63,8 +62,8 @@ func (fakeTok) Save(string) error { return nil }
 // order, noise and dropout all continue where they were.
 func TestResumeExactly(t *testing.T) {
 	const n = 6
-	build := func(seed uint64) (*seq2seq.Model, *Data) {
-		m, err := seq2seq.New(tinyConfig(), layers.WithSeed(seed))
+	build := func(seed uint64) (*Model, *Data) {
+		m, err := New(tinyConfig(), layers.WithSeed(seed))
 		require.NoError(t, err)
 		noise := datasets.NoiseConfig{MaskRatio: 0.3, PoissonLambda: 2, MaskID: MaskID}
 		d, err := NewData(m.Config, examples(200, 1), examples(20, 2), 8, 5, func(ex Example, rng *rand.Rand) (Example, error) {
@@ -77,7 +76,7 @@ func TestResumeExactly(t *testing.T) {
 	}
 	cfg := DefaultTrainConfig()
 	cfg.Steps, cfg.Warmup, cfg.EvalEvery, cfg.SaveEvery, cfg.LRFactor = 2*n, 5, 4, 0, 2
-	trainer := func(m *seq2seq.Model, d train.Data, dir string) *train.Trainer {
+	trainer := func(m *Model, d train.Data, dir string) *train.Trainer {
 		sched, err := train.Noam(m.Config.DModel, cfg.Warmup, cfg.LRFactor)
 		require.NoError(t, err)
 		tr, err := train.New(&Task{Model: m, Tok: fakeTok{}, Smoothing: 0.1}, d, train.Config{Steps: cfg.Steps, EvalEvery: cfg.EvalEvery,
