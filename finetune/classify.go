@@ -1,6 +1,8 @@
-// Package finetune runs the zoo's fine-tuning pipelines: today GPT sequence
-// classification on a labelled file (`zoo finetune gpt --task classify`).
-// Causal-LM fine-tuning is pretraining started from a checkpoint
+// Package finetune runs the zoo's fine-tuning pipelines: sequence
+// classification for every family that has a classifier
+// (models.Classifier: `zoo finetune gpt --task classify`), and translation
+// with the seq2seq Transformer (`zoo finetune seq2seq`). Causal-LM
+// fine-tuning is pretraining started from a checkpoint
 // (pretrain.GPTConfig.InitFrom).
 package finetune
 
@@ -17,20 +19,20 @@ import (
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/layers"
-	"github.com/d73a19ff/zoo/models/gpt"
-	"github.com/d73a19ff/zoo/pretrain"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/train"
 )
 
-// ClassifyConfig is the configuration of GPT sequence classification.
+// ClassifyConfig is the configuration of sequence classification, for
+// every family.
 type ClassifyConfig struct {
-	Checkpoint  string  `json:"init_from"`       // a GPT checkpoint: config.json, model.safetensors, tokenizer.json
+	Checkpoint  string  `json:"init_from"`       // a checkpoint of any family that classifies: config.json, model.safetensors, tokenizer.json
 	TrainFile   string  `json:"train_file"`      // CSV, TSV or JSONL with text and label
 	ValFile     string  `json:"validation_file"` // optional; without it val_fraction of train_file validates
 	TextColumn  string  `json:"text_column"`
 	LabelColumn string  `json:"label_column"`
 	ValFraction float64 `json:"val_fraction"`
-	MaxLength   int     `json:"max_length"` // tokens kept per text (its first ones); 0: the model's n_positions
+	MaxLength   int     `json:"max_length"` // tokens kept per text (its first ones); 0: the most the model reads
 	Batch       int     `json:"batch_size"`
 	MaxIters    int     `json:"max_iters"`
 	LR          float64 `json:"learning_rate"`
@@ -43,10 +45,11 @@ type ClassifyConfig struct {
 }
 
 // DefaultClassify is a small fine-tuning run: batch 16, 300 steps at 3e-4
-// with 30 warmup steps and linear decay, a 10% validation split.
+// with 30 warmup steps and linear decay, a 10% validation split. The run
+// directory, when left empty, is runs/<family>-classify.
 func DefaultClassify() ClassifyConfig {
 	return ClassifyConfig{ValFraction: 0.1, Batch: 16, MaxIters: 300, LR: 3e-4, Warmup: 30, WeightDecay: 0.01,
-		GradClip: 1, EvalEvery: 100, Seed: 1, RunDir: filepath.Join("runs", "gpt-classify")}
+		GradClip: 1, EvalEvery: 100, Seed: 1}
 }
 
 // ReadClassifyConfig reads a JSON config file over base; unknown keys and
@@ -61,20 +64,27 @@ type ClassifyResult struct {
 	Confusion Confusion // on the validation set, with the final weights
 }
 
-// RunClassify fine-tunes the GPT checkpoint as a sequence classifier and
-// reports accuracy and macro-F1 on the validation set.
+// RunClassify puts a classification head on the checkpoint's backbone,
+// whatever its family, fine-tunes it on the labelled texts, and reports
+// accuracy, macro-F1 and the confusion matrix on the validation set.
 func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*ClassifyResult, error) {
 	if cfg.Checkpoint == "" || cfg.TrainFile == "" {
-		return nil, fmt.Errorf("finetune: init_from (a GPT checkpoint) and train_file are required")
+		return nil, fmt.Errorf("finetune: init_from (a checkpoint) and train_file are required")
 	}
 	if cfg.Batch <= 0 || cfg.MaxIters <= 0 || !(cfg.ValFraction > 0 && cfg.ValFraction < 1) {
 		return nil, fmt.Errorf("finetune: batch_size %d and max_iters %d must be positive and val_fraction %g in (0, 1)", cfg.Batch, cfg.MaxIters, cfg.ValFraction)
 	}
-	tok, err := datasets.LoadTokenizer(filepath.Join(cfg.Checkpoint, pretrain.TokenizerFile))
+	ckpt, err := models.Open(cfg.Checkpoint)
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
-	m, err := gpt.Load(cfg.Checkpoint)
+	if ckpt.Family.NewClassifier == nil {
+		return nil, fmt.Errorf("finetune: the %s family has no sequence classifier", ckpt.Family.Name)
+	}
+	if cfg.RunDir == "" {
+		cfg.RunDir = filepath.Join("runs", ckpt.Family.Name+"-classify")
+	}
+	tok, err := ckpt.Tokenizer()
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
@@ -92,13 +102,13 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 		trainEx, valEx = splitExamples(trainEx, cfg.ValFraction, cfg.Seed)
 	}
 	labels := datasets.Labels(trainEx)
-	clf, err := gpt.NewClassifier(m, labels)
+	clf, err := ckpt.Family.NewClassifier(cfg.Checkpoint, labels)
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
 	maxLen := cfg.MaxLength
-	if maxLen <= 0 || maxLen > m.Config.NPositions {
-		maxLen = m.Config.NPositions
+	if maxLen <= 0 || maxLen > clf.MaxLength() {
+		maxLen = clf.MaxLength()
 	}
 	tr, err := encode(trainEx, labels, tok, maxLen)
 	if err != nil {
@@ -108,7 +118,7 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if err != nil {
 		return nil, fmt.Errorf("finetune: validation: %w", err)
 	}
-	data := newClsData(tr, va, cfg.Batch, maxLen, cfg.Seed)
+	data := newClsData(tr, va, cfg.Batch, maxLen, clf.PadID(), cfg.Seed)
 	sched, err := train.WarmupLinear(cfg.LR, cfg.Warmup, cfg.MaxIters)
 	if err != nil {
 		return nil, err
@@ -122,7 +132,7 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 		return nil, err
 	}
 	defer trainer.Close()
-	fmt.Fprintf(out, "gpt classifier: %d labels %v, %d training and %d validation examples, max length %d\n", len(labels), labels, len(tr), len(va), maxLen)
+	fmt.Fprintf(out, "%s classifier: %d labels %v, %d training and %d validation examples, max length %d\n", ckpt.Family.Name, len(labels), labels, len(tr), len(va), maxLen)
 	res, err := trainer.Run(ctx, out)
 	if err != nil {
 		return nil, err
@@ -168,11 +178,12 @@ func splitExamples(ex []datasets.Example, frac float64, seed uint64) (train, val
 	return ex[:len(ex)-n], ex[len(ex)-n:]
 }
 
-// clsBatch is B right-padded texts with the position of each one's last
-// token and its class (IgnoreIndex for padding rows).
+// clsBatch is B right-padded texts with their padding mask, the position
+// of each one's last token and its class (IgnoreIndex for padding rows).
 type clsBatch struct {
-	ids          []int // (B, T)
-	last, labels []int // (B)
+	ids          []int     // (B, T)
+	mask         []float64 // (B, T): 1 for a token, 0 for padding
+	last, labels []int     // (B)
 }
 
 func (b clsBatch) Targets() int {
@@ -185,12 +196,18 @@ func (b clsBatch) Targets() int {
 	return n
 }
 
-func makeBatch(ex []example, b, t int) clsBatch {
-	out := clsBatch{ids: make([]int, b*t), last: make([]int, b), labels: make([]int, b)}
+func makeBatch(ex []example, b, t, pad int) clsBatch {
+	out := clsBatch{ids: make([]int, b*t), mask: make([]float64, b*t), last: make([]int, b), labels: make([]int, b)}
+	for i := range out.ids {
+		out.ids[i] = pad
+	}
 	for i := 0; i < b; i++ {
 		out.labels[i] = layers.IgnoreIndex
 		if i < len(ex) {
 			copy(out.ids[i*t:], ex[i].ids)
+			for j := range ex[i].ids {
+				out.mask[i*t+j] = 1
+			}
 			out.last[i], out.labels[i] = len(ex[i].ids)-1, ex[i].label
 		}
 	}
@@ -200,16 +217,16 @@ func makeBatch(ex []example, b, t int) clsBatch {
 // clsData draws training batches at random (seeded, resumable) and serves
 // the validation set in order.
 type clsData struct {
-	train []example
-	val   []train.Batch
-	pcg   *rand.PCG
-	b, t  int
+	train     []example
+	val       []train.Batch
+	pcg       *rand.PCG
+	b, t, pad int
 }
 
-func newClsData(tr, va []example, b, t int, seed uint64) *clsData {
-	d := &clsData{train: tr, pcg: rand.NewPCG(seed, 29), b: b, t: t}
+func newClsData(tr, va []example, b, t, pad int, seed uint64) *clsData {
+	d := &clsData{train: tr, pcg: rand.NewPCG(seed, 29), b: b, t: t, pad: pad}
 	for i := 0; i < len(va); i += b {
-		d.val = append(d.val, makeBatch(va[i:min(i+b, len(va))], b, t))
+		d.val = append(d.val, makeBatch(va[i:min(i+b, len(va))], b, t, pad))
 	}
 	return d
 }
@@ -220,7 +237,7 @@ func (d *clsData) Next() (train.Batch, error) {
 	for i := range pick {
 		pick[i] = d.train[r.IntN(len(d.train))]
 	}
-	return makeBatch(pick, d.b, d.t), nil
+	return makeBatch(pick, d.b, d.t, d.pad), nil
 }
 
 func (d *clsData) Eval() ([]train.Batch, error) { return d.val, nil }
@@ -229,52 +246,81 @@ func (d *clsData) Restore(s []byte) error       { return d.pcg.UnmarshalBinary(s
 
 // clsTask is the classification objective for the training engine.
 type clsTask struct {
-	c    *gpt.Classifier
+	c    models.Classifier
 	tok  datasets.Tokenizer
 	b, t int
 }
 
-func (k *clsTask) Store() *layers.Store { return k.c.Store }
+func (k *clsTask) Store() *layers.Store { return k.c.ParamStore() }
 
-func (k *clsTask) inputs(g *layers.Graph) (ids, last, labels *gorgonia.Node) {
-	return g.IntInput("input_ids", k.b, k.t), g.IntInput("last_token", k.b), g.IntInput("labels", k.b)
+// Decay implements train.Decayer when the classifier's model declares its
+// own no-decay parameters.
+func (k *clsTask) Decay(name string, shape []int) bool {
+	if d, ok := k.c.(train.Decayer); ok {
+		return d.Decay(name, shape)
+	}
+	return train.DecayMatrices(name, shape)
+}
+
+// clsInputs are a classification graph's inputs and their loader.
+type clsInputs struct {
+	models.ClassifierInputs
+	labels *gorgonia.Node
+}
+
+func (k *clsTask) inputs(g *layers.Graph) clsInputs {
+	return clsInputs{ClassifierInputs: models.ClassifierInputs{
+		IDs: g.IntInput("input_ids", k.b, k.t), Mask: g.Input("attention_mask", k.b, k.t), Last: g.IntInput("last_token", k.b),
+	}, labels: g.IntInput("labels", k.b)}
 }
 
 func (k *clsTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
-	ids, last, labels := k.inputs(g)
-	loss, _, err := k.c.Loss(g, gpt.Inputs{IDs: ids}, last, labels)
-	return loss, loader(ids, last, labels), err
+	in := k.inputs(g)
+	logits, err := k.c.ClassLogits(g, in.ClassifierInputs)
+	if err != nil {
+		return nil, nil, err
+	}
+	loss, err := layers.CrossEntropy(logits, in.labels, layers.IgnoreIndex, 0)
+	return loss, in.load, err
 }
 
-func loader(ids, last, labels *gorgonia.Node) func(train.Batch) error {
-	return func(b train.Batch) error {
-		cb, ok := b.(clsBatch)
-		if !ok {
-			return fmt.Errorf("finetune: batch of %T", b)
-		}
-		copy(ids.Value().Data().([]int), cb.ids)
-		copy(last.Value().Data().([]int), cb.last)
-		copy(labels.Value().Data().([]int), cb.labels)
-		return nil
+func (in clsInputs) load(b train.Batch) error {
+	cb, ok := b.(clsBatch)
+	if !ok {
+		return fmt.Errorf("finetune: batch of %T", b)
 	}
+	copy(in.IDs.Value().Data().([]int), cb.ids)
+	switch m := in.Mask.Value().Data().(type) {
+	case []float32:
+		for i, v := range cb.mask {
+			m[i] = float32(v)
+		}
+	case []float64:
+		copy(m, cb.mask)
+	default:
+		return fmt.Errorf("finetune: attention mask of %T", m)
+	}
+	copy(in.Last.Value().Data().([]int), cb.last)
+	copy(in.labels.Value().Data().([]int), cb.labels)
+	return nil
 }
 
 func (k *clsTask) Save(dir string) error {
 	if err := k.c.Save(dir); err != nil {
 		return err
 	}
-	return k.tok.Save(filepath.Join(dir, pretrain.TokenizerFile))
+	return models.SaveTokenizer(dir, k.tok)
 }
 
 func (k *clsTask) Load(dir string) error {
-	return k.c.LoadWeights(filepath.Join(dir, layers.WeightsFile))
+	return k.c.LoadWeights(filepath.Join(dir, models.WeightsFile))
 }
 
 // evaluate predicts every validation batch and tallies the confusion matrix.
 func evaluate(k *clsTask, batches []train.Batch, labels []string) (Confusion, error) {
-	g := k.c.Store.NewGraph()
-	ids, last, lab := k.inputs(g)
-	logits, err := k.c.Logits(g, gpt.Inputs{IDs: ids}, last)
+	g := k.c.ParamStore().NewGraph()
+	in := k.inputs(g)
+	logits, err := k.c.ClassLogits(g, in.ClassifierInputs)
 	if err != nil {
 		return Confusion{}, err
 	}
@@ -282,10 +328,9 @@ func evaluate(k *clsTask, batches []train.Batch, labels []string) (Confusion, er
 	gorgonia.Read(logits, &v)
 	vm := gorgonia.NewTapeMachine(g.ExprGraph)
 	defer vm.Close()
-	load := loader(ids, last, lab)
 	var truth, pred []int
 	for _, b := range batches {
-		if err := load(b); err != nil {
+		if err := in.load(b); err != nil {
 			return Confusion{}, err
 		}
 		v = nil

@@ -12,7 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/d73a19ff/zoo/pretrain"
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/gpt"
 )
 
 // toySet writes a separable labelled CSV: "pos" texts use one set of words,
@@ -38,15 +41,23 @@ func toySet(t *testing.T, n int, seed uint64) (csv, corpus string) {
 	return csv, corpus
 }
 
-// tinyCheckpoint pretrains a tiny character-level GPT for a few steps.
+// tinyCheckpoint writes a tiny character-level GPT checkpoint (random
+// weights, a character tokenizer of the corpus), as a pretraining run
+// leaves one: finetune does not import pretrain, even in tests.
 func tinyCheckpoint(t *testing.T, corpus string) string {
-	cfg := pretrain.DefaultGPT()
-	cfg.Corpus, cfg.RunDir = corpus, filepath.Join(t.TempDir(), "run")
-	cfg.Model.NLayer, cfg.Model.NHead, cfg.Model.NEmbd, cfg.Model.NPositions = 1, 2, 32, 32
-	cfg.Batch, cfg.MaxIters, cfg.Warmup, cfg.EvalEvery, cfg.SaveEvery, cfg.Samples = 8, 30, 3, 0, 0, 0
-	res, err := pretrain.RunGPT(context.Background(), cfg, io.Discard)
+	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
 	require.NoError(t, err)
-	return res.Final
+	tok, err := datasets.NewCharTokenizer(c)
+	require.NoError(t, err)
+	mc := gpt.Micro()
+	mc.NLayer, mc.NHead, mc.NEmbd, mc.NPositions = 1, 2, 32, 32
+	mc.VocabSize, mc.BOSTokenID, mc.EOSTokenID = tok.VocabSize(), 0, 0
+	m, err := gpt.New(mc, layers.WithSeed(3))
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	require.NoError(t, m.Save(dir))
+	require.NoError(t, models.SaveTokenizer(dir, tok))
+	return dir
 }
 
 // The classification fine-tune learns a separable toy set.

@@ -2,24 +2,29 @@ package finetune
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/d73a19ff/zoo/datasets"
-	"github.com/d73a19ff/zoo/models/gpt"
-	"github.com/d73a19ff/zoo/pretrain"
+	"github.com/d73a19ff/zoo/models"
 )
 
-// EvalClassify scores a classifier checkpoint on a labelled file: accuracy,
-// macro-F1 and the confusion matrix.
+// EvalClassify scores a classifier checkpoint of any family on a labelled
+// file: accuracy, macro-F1 and the confusion matrix.
 func EvalClassify(checkpoint, file string, batch int) (Confusion, error) {
 	if batch <= 0 {
 		return Confusion{}, fmt.Errorf("eval: batch %d must be positive", batch)
 	}
-	c, err := gpt.LoadClassifier(checkpoint)
+	ckpt, err := models.Open(checkpoint)
 	if err != nil {
 		return Confusion{}, fmt.Errorf("eval: %w", err)
 	}
-	tok, err := datasets.LoadTokenizer(filepath.Join(checkpoint, pretrain.TokenizerFile))
+	if ckpt.Family.LoadClassifier == nil {
+		return Confusion{}, fmt.Errorf("eval: the %s family has no sequence classifier", ckpt.Family.Name)
+	}
+	c, err := ckpt.Family.LoadClassifier(checkpoint)
+	if err != nil {
+		return Confusion{}, fmt.Errorf("eval: %w", err)
+	}
+	tok, err := ckpt.Tokenizer()
 	if err != nil {
 		return Confusion{}, fmt.Errorf("eval: %w", err)
 	}
@@ -27,11 +32,11 @@ func EvalClassify(checkpoint, file string, batch int) (Confusion, error) {
 	if err != nil {
 		return Confusion{}, err
 	}
-	t := c.Config.NPositions
-	enc, err := encode(ex, c.Labels, tok, t)
+	t := c.MaxLength()
+	enc, err := encode(ex, c.ClassNames(), tok, t)
 	if err != nil {
 		return Confusion{}, fmt.Errorf("eval: %s: %w", file, err)
 	}
-	d := newClsData(nil, enc, batch, t, 0)
-	return evaluate(&clsTask{c: c, tok: tok, b: batch, t: t}, d.val, c.Labels)
+	d := newClsData(nil, enc, batch, t, c.PadID(), 0)
+	return evaluate(&clsTask{c: c, tok: tok, b: batch, t: t}, d.val, c.ClassNames())
 }

@@ -2,9 +2,9 @@ package pretrain
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/gpt"
 	"github.com/d73a19ff/zoo/train"
 )
@@ -16,7 +16,7 @@ func EvalGPT(checkpoint, corpus string, batch int) (loss float64, tokens int, er
 	if batch <= 0 {
 		return 0, 0, fmt.Errorf("eval: batch %d must be positive", batch)
 	}
-	tok, err := datasets.LoadTokenizer(filepath.Join(checkpoint, TokenizerFile))
+	tok, err := models.LoadTokenizer(checkpoint)
 	if err != nil {
 		return 0, 0, fmt.Errorf("eval: %w", err)
 	}
@@ -33,9 +33,9 @@ func EvalGPT(checkpoint, corpus string, batch int) (loss float64, tokens int, er
 		return 0, 0, err
 	}
 	t := m.Config.NPositions
-	batches, err := windows(toks, batch, t)
+	batches, err := gpt.Windows(toks, batch, t)
 	if err != nil {
 		return 0, 0, fmt.Errorf("eval: %w", err)
 	}
-	return train.Evaluate(&gptTask{m: m, tok: tok, b: batch, t: t}, batches)
+	return train.Evaluate(&gpt.LMTask{Model: m, Tok: tok, B: batch, T: t}, batches)
 }

@@ -9,51 +9,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"gorgonia.org/gorgonia"
-
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/gpt"
 	"github.com/d73a19ff/zoo/train"
 )
-
-// TokenizerFile is the tokenizer saved beside every GPT checkpoint.
-const TokenizerFile = "tokenizer.json"
-
-// gptTask is GPT's causal-LM objective for the training engine.
-type gptTask struct {
-	m    *gpt.Model
-	tok  datasets.Tokenizer
-	b, t int
-}
-
-func (k *gptTask) Store() *layers.Store { return k.m.Store }
-
-func (k *gptTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
-	ids, targets := g.IntInput("input_ids", k.b, k.t), g.IntInput("labels", k.b, k.t)
-	loss, _, err := k.m.Loss(g, gpt.Inputs{IDs: ids}, targets)
-	load := func(b train.Batch) error {
-		lb, ok := b.(lmBatch)
-		if !ok || len(lb.ids) != k.b*k.t {
-			return fmt.Errorf("gpt: a batch of %T does not fit the (%d, %d) graph", b, k.b, k.t)
-		}
-		copy(ids.Value().Data().([]int), lb.ids)
-		copy(targets.Value().Data().([]int), lb.targets)
-		return nil
-	}
-	return loss, load, err
-}
-
-func (k *gptTask) Save(dir string) error {
-	if err := k.m.Save(dir); err != nil {
-		return err
-	}
-	return k.tok.Save(filepath.Join(dir, TokenizerFile))
-}
-
-func (k *gptTask) Load(dir string) error {
-	return k.m.LoadWeights(filepath.Join(dir, layers.WeightsFile))
-}
 
 // Result is what a pretraining run produced.
 type Result struct {
@@ -77,7 +38,7 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	var tok datasets.Tokenizer
 	var m *gpt.Model
 	if cfg.InitFrom != "" { // fine-tuning: the checkpoint's model, config and tokenizer
-		if tok, err = datasets.LoadTokenizer(filepath.Join(cfg.InitFrom, TokenizerFile)); err != nil {
+		if tok, err = models.LoadTokenizer(cfg.InitFrom); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
 		if m, err = gpt.Load(cfg.InitFrom); err != nil {
@@ -116,7 +77,7 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	} else if m.Config.VocabSize != tok.VocabSize() {
 		return nil, fmt.Errorf("pretrain: init_from: the tokenizer has %d tokens, the model %d", tok.VocabSize(), m.Config.VocabSize)
 	}
-	data, err := newLMData(trainTok, valTok, cfg.Batch, block, cfg.Seed)
+	data, err := gpt.NewLMData(trainTok, valTok, cfg.Batch, block, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
@@ -126,7 +87,7 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	}
 	ac := train.DefaultAdamWConfig()
 	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.Beta1, cfg.Beta2, cfg.WeightDecay
-	tr, err := train.New(&gptTask{m: m, tok: tok, b: cfg.Batch, t: block}, data, train.Config{
+	tr, err := train.New(&gpt.LMTask{Model: m, Tok: tok, B: cfg.Batch, T: block}, data, train.Config{
 		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
 		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched,
 	})

@@ -21,7 +21,7 @@ type AdamWConfig struct {
 	Eps         float64 `json:"eps"`          // added to √v̂, > 0
 	WeightDecay float64 `json:"weight_decay"` // decoupled decay of the decayed group, ≥ 0
 	// Decay picks the parameters that get WeightDecay; the others get 0.
-	// Nil means DecayMatricesNotEmbeddings.
+	// Nil means DecayMatrices.
 	Decay DecayRule `json:"-"`
 }
 
@@ -80,7 +80,7 @@ func NewAdamW(params []*layers.Param, cfg AdamWConfig) (*AdamW, error) {
 		return nil, err
 	}
 	if cfg.Decay == nil {
-		cfg.Decay = DecayMatricesNotEmbeddings
+		cfg.Decay = DecayMatrices
 	}
 	o := &AdamW{cfg: cfg}
 	seen := map[string]bool{}

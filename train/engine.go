@@ -131,6 +131,11 @@ func New(task Task, data Data, cfg Config) (*Trainer, error) {
 	if t.train.one != nil {
 		params = t.train.one.params
 	}
+	if cfg.AdamW.Decay == nil {
+		if d, ok := task.(Decayer); ok {
+			cfg.AdamW.Decay = d.Decay
+		}
+	}
 	if t.opt, err = NewAdamW(params, cfg.AdamW); err != nil {
 		return nil, err
 	}

@@ -100,6 +100,7 @@ func goldenAdamW(g golden, dt tensor.Dtype) ([]*layers.Param, *AdamW) {
 	opt, err := NewAdamW(params, AdamWConfig{
 		Beta1: g.num("adamw.beta1"), Beta2: g.num("adamw.beta2"),
 		Eps: g.num("adamw.eps"), WeightDecay: g.num("adamw.weight_decay"),
+		Decay: NoDecayOf("wte.weight"), // the groups of tools/pytorch/adamw_golden.py
 	})
 	require.NoError(g.t, err)
 	return params, opt

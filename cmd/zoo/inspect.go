@@ -3,17 +3,65 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/d73a19ff/zoo/internal/safetensors"
+	"github.com/d73a19ff/zoo/models"
 )
 
-// runInspect prints every tensor of a safetensors file and its metadata.
+// runInspect describes a checkpoint directory (its family from config.json's
+// model_type, its sizes and files) or lists a safetensors file's tensors.
 func runInspect(args []string, w io.Writer) error {
-	if len(args) != 1 {
-		return errUsage
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintln(w, "usage: zoo inspect DIR|FILE.safetensors\n\nA checkpoint directory: its family (from config.json's model_type), sizes, tokenizer and training state, then its tensors. A .safetensors file: every tensor's name, dtype and shape, and the metadata.")
+		return nil
 	}
-	f, err := safetensors.ReadFile(args[0])
+	if len(args) != 1 {
+		return fmt.Errorf("%w: give one checkpoint directory or .safetensors file", errUsage)
+	}
+	path := args[0]
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return inspectDir(path, w)
+	}
+	return inspectFile(path, w)
+}
+
+func inspectDir(dir string, w io.Writer) error {
+	ckpt, err := models.Open(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "checkpoint %s\nfamily     %s (model_type %s)\n", dir, ckpt.Family.Name, ckpt.ModelType)
+	if len(ckpt.Architectures) > 0 {
+		fmt.Fprintf(w, "class      %v\n", ckpt.Architectures)
+	}
+	if ckpt.Family.Describe != nil {
+		d, err := ckpt.Family.Describe(dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "model      %s\n", d)
+	}
+	if ckpt.Has(models.TokenizerFile) {
+		tok, err := ckpt.Tokenizer()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "tokenizer  %s, %d tokens\n", models.TokenizerFile, tok.VocabSize())
+	}
+	if ckpt.Has(models.PreprocessorFile) {
+		fmt.Fprintf(w, "images     %s\n", models.PreprocessorFile)
+	}
+	if ckpt.Has(models.TrainerFile) && ckpt.Has(models.OptimizerFile) {
+		fmt.Fprintf(w, "training   %s and %s: a run can resume from here\n", models.TrainerFile, models.OptimizerFile)
+	}
+	return inspectFile(filepath.Join(dir, models.WeightsFile), w)
+}
+
+func inspectFile(path string, w io.Writer) error {
+	f, err := safetensors.ReadFile(path)
 	if err != nil {
 		return err
 	}

@@ -2,56 +2,164 @@
 //
 //	zoo <command> [arguments]
 //
-// Run zoo with no arguments for the list of commands.
+// Run zoo with no arguments for the list of commands, and any command with
+// -h for its flags.
 package main
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
 	"github.com/d73a19ff/zoo/internal/ops"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/train"
 )
 
 // command is one subcommand of zoo.
 type command struct {
 	name, args, summary string
-	run                 func(args []string, stdout io.Writer) error // nil: not built yet
+	run                 func(args []string, stdout io.Writer) error
 }
 
 var commands = []command{
-	{"inspect", "FILE.safetensors", "list a checkpoint's tensors: name, dtype, shape and metadata", runInspect},
-	{"pretrain", "gpt|seq2seq [flags]", "pretrain a GPT (with no flags, on Newton's Opticks: the main job) or a seq2seq by denoising", runPretrain},
-	{"finetune", "gpt|seq2seq [flags]", "fine-tune a GPT (lm, classify) or train translation with a seq2seq", runFinetune},
-	{"translate", "--checkpoint DIR", "translate lines with a seq2seq checkpoint; --attention draws the map", runTranslate},
+	{"pretrain", "FAMILY [flags]", "pretrain a model (zoo pretrain gpt, with no flags, is the main job: a GPT on Newton's Opticks)", runPretrain},
+	{"finetune", "FAMILY [flags]", "fine-tune a model: --task lm|classify (gpt), translation (seq2seq)", runFinetune},
+	{"eval", "--checkpoint DIR [flags]", "score a checkpoint of any family: loss, accuracy/F1, or BLEU/chrF", runEval},
 	{"generate", "--checkpoint DIR", "generate text from a GPT checkpoint, streaming it", runGenerate},
-	{"eval", "[seq2seq] --checkpoint DIR", "score a checkpoint: loss, accuracy/F1, or BLEU/chrF (seq2seq)", runEval},
+	{"translate", "--checkpoint DIR", "translate lines with a seq2seq checkpoint; --attention draws the map", runTranslate},
+	{"inspect", "DIR|FILE.safetensors", "describe a checkpoint (family, sizes, files) or list a safetensors file's tensors", runInspect},
 	{"version", "", "print the version", func(_ []string, w io.Writer) error {
 		_, err := fmt.Fprintf(w, "zoo %s (GEMM: %s)\n", version, ops.GEMMBackend)
 		return err
 	}},
 }
 
+// family is one model family as the CLI runs it: the one table that
+// pretrain, finetune and eval dispatch on. Its name is the family's name in
+// the models registry (models.Register), which maps config.json's
+// model_type to it for commands that read a checkpoint.
+type family struct {
+	name     string
+	pretrain func(args []string, stdout io.Writer) error // nil: no pretraining pipeline
+	finetune func(args []string, stdout io.Writer) error // nil: no fine-tuning pipeline
+	eval     func(args []string, stdout io.Writer) error // scores a checkpoint of the family
+}
+
+var families = []family{
+	{name: "gpt", pretrain: runPretrainGPT, finetune: runFinetuneGPT, eval: runEvalGPT},
+	{name: "seq2seq", pretrain: runPretrainSeq2Seq, finetune: runFinetuneSeq2Seq, eval: runEvalSeq2Seq},
+}
+
 const version = "0.1.0-dev"
 
 var errUsage = errors.New("usage")
 
+// stderr is where deprecation notes go; run sets it.
+var stderr io.Writer = os.Stderr
+
+func familyNames() string {
+	var names []string
+	for _, f := range families {
+		names = append(names, f.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// lookupFamily finds a family by name; an unknown one is a usage error
+// that lists the known ones.
+func lookupFamily(cmd string, args []string) (family, []string, error) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return family{}, nil, fmt.Errorf("%w: %s needs a model family: %s", errUsage, cmd, familyNames())
+	}
+	for _, f := range families {
+		if f.name == args[0] {
+			return f, args[1:], nil
+		}
+	}
+	return family{}, nil, fmt.Errorf("%w: unknown model family %q; known families: %s", errUsage, args[0], familyNames())
+}
+
+func runPretrain(args []string, stdout io.Writer) error {
+	f, rest, err := lookupFamily("pretrain", args)
+	if err != nil {
+		return err
+	}
+	if f.pretrain == nil {
+		return fmt.Errorf("%w: the %s family has no pretraining pipeline yet", errUsage, f.name)
+	}
+	return f.pretrain(rest, stdout)
+}
+
+func runFinetune(args []string, stdout io.Writer) error {
+	f, rest, err := lookupFamily("finetune", args)
+	if err != nil {
+		return err
+	}
+	if f.finetune == nil {
+		return fmt.Errorf("%w: the %s family has no fine-tuning pipeline yet", errUsage, f.name)
+	}
+	return f.finetune(rest, stdout)
+}
+
+// runEval reads the checkpoint's model_type and runs its family's eval. A
+// family named first (zoo eval seq2seq --checkpoint DIR, the older form)
+// must agree with the checkpoint.
+func runEval(args []string, stdout io.Writer) error {
+	named := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		named, args = args[0], args[1:]
+	}
+	dir := preScan(args, "checkpoint")
+	if dir == "" {
+		if preScan(args, "h") != "" || hasHelp(args) {
+			fmt.Fprintf(stdout, "usage: zoo eval --checkpoint DIR [flags]\n\nScores a checkpoint; its config.json's model_type picks the family. Each family's flags: zoo eval --checkpoint DIR -h\n")
+			return nil
+		}
+		return fmt.Errorf("%w: give --checkpoint DIR and, for a GPT, one of --corpus or --labelled; for a seq2seq, --data", errUsage)
+	}
+	ckpt, err := models.Open(dir)
+	if err != nil {
+		return err
+	}
+	if named != "" {
+		if err := ckpt.Expect(named); err != nil {
+			return err
+		}
+	}
+	for _, f := range families {
+		if f.name == ckpt.Family.Name {
+			return f.eval(args, stdout)
+		}
+	}
+	return fmt.Errorf("the %s family has no eval command", ckpt.Family.Name)
+}
+
+func hasHelp(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "-help" {
+			return true
+		}
+	}
+	return false
+}
+
 func usage(w io.Writer) {
 	fmt.Fprint(w, "zoo: transformers in Go on Gorgonia (seq2seq Transformer, BERT, GPT, ViT).\n\nUsage:\n\n\tzoo <command> [arguments]\n\nCommands:\n\n")
 	for _, c := range commands {
-		status := ""
-		if c.run == nil {
-			status = " (not built yet)"
-		}
-		fmt.Fprintf(w, "\t%-9s %-17s %s%s\n", c.name, c.args, c.summary, status)
+		fmt.Fprintf(w, "\t%-9s %-25s %s\n", c.name, c.args, c.summary)
 	}
-	fmt.Fprint(w, "\nThe library is github.com/d73a19ff/zoo/layers (the shared blocks); see README.md.\n")
+	fmt.Fprintf(w, "\nModel families: %s. Run zoo <command> -h for a command's flags.\n", familyNames())
 }
 
 // run is main without the process exit, for tests.
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, errw io.Writer) int {
+	stderr = errw
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		return 0
@@ -60,40 +168,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if c.name != args[0] {
 			continue
 		}
-		if c.run == nil {
-			fmt.Fprintf(stderr, "zoo %s: not built yet; it arrives with the model pipelines (see README.md, Status)\n", c.name)
-			return 2
-		}
 		if err := c.run(args[1:], stdout); err != nil {
 			if errors.Is(err, errUsage) {
-				fmt.Fprintf(stderr, "%v\nusage: zoo %s %s (zoo %s -h for help)\n", err, c.name, c.args, c.name)
+				fmt.Fprintf(errw, "zoo %s: %v\nusage: zoo %s %s (zoo %s -h for help)\n", c.name, strings.TrimPrefix(err.Error(), "usage: "), c.name, c.args, c.name)
 				return 2
 			}
-			fmt.Fprintf(stderr, "zoo %s: %v\n", c.name, err)
+			fmt.Fprintf(errw, "zoo %s: %v\n", c.name, err)
 			return 1
 		}
 		return 0
 	}
-	fmt.Fprintf(stderr, "zoo: unknown command %q\n\n", args[0])
-	usage(stderr)
+	fmt.Fprintf(errw, "zoo: unknown command %q\n\n", args[0])
+	usage(errw)
 	return 2
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// parse parses a command's flags, printing usage and the flags for -h;
-// help reports that it did and the command should stop.
-func parse(fs *flag.FlagSet, args []string, w io.Writer, usage string) (help bool, err error) {
-	fs.SetOutput(w)
-	fs.Usage = func() {
-		fmt.Fprintln(w, usage+"\n\nFlags:")
-		fs.PrintDefaults()
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// interrupted tells how to resume after Ctrl-C; other errors pass through.
+func interrupted(err error, run string, w io.Writer) error {
+	if errors.Is(err, train.ErrInterrupted) {
+		latest, _ := train.Latest(run)
+		fmt.Fprintf(w, "\ninterrupted: checkpoint written to %s; continue with --run %s --resume\n", latest, run)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return true, nil
-		}
-		return false, errUsage
-	}
-	return false, nil
+	return err
 }

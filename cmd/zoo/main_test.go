@@ -28,7 +28,7 @@ func TestUnknownAndUnbuiltCommands(t *testing.T) {
 	require.Contains(t, errb.String(), "one of --corpus or --labelled")
 	errb.Reset()
 	require.Equal(t, 2, run([]string{"finetune", "gpt"}, &out, &errb))
-	require.Contains(t, errb.String(), "--checkpoint is required")
+	require.Contains(t, errb.String(), "--init-from is required") // was --checkpoint, still accepted with a deprecation line
 	errb.Reset()
 	require.Equal(t, 2, run([]string{"pretrain"}, &out, &errb))
 	require.Contains(t, errb.String(), "needs a model family: gpt")

@@ -2,88 +2,50 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/finetune"
 	"github.com/d73a19ff/zoo/internal/heatmap"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/seq2seq"
 	"github.com/d73a19ff/zoo/pretrain"
 )
 
-// trainFlags are the flags pretraining and fine-tuning a seq2seq share.
-type trainFlags struct {
-	cfgPath, run, initFrom *string
-	steps, batch, warmup   *int
-	seed                   *uint64
-	resume                 *bool
-}
-
-func addTrainFlags(fs *flag.FlagSet) trainFlags {
-	return trainFlags{
-		cfgPath:  fs.String("config", "", "JSON config file; flags override it"),
-		run:      fs.String("run", "", "run directory (checkpoints, metrics.jsonl, loss.png)"),
-		initFrom: fs.String("init-from", "", "start from this seq2seq checkpoint (model and tokenizer)"),
-		steps:    fs.Int("max-steps", 0, "optimizer steps"),
-		batch:    fs.Int("batch-size", 0, "pairs per batch"),
-		warmup:   fs.Int("warmup-steps", 0, "warmup steps of the inverse-square-root schedule"),
-		seed:     fs.Uint64("seed", 0, "seed of initialisation, batches, noise and dropout"),
-		resume:   fs.Bool("resume", false, "continue from the run directory's latest checkpoint"),
-	}
-}
-
-func (f trainFlags) apply(c *seq2seq.TrainConfig) {
-	if *f.run != "" {
-		c.RunDir = *f.run
-	}
-	if *f.initFrom != "" {
-		c.InitFrom = *f.initFrom
-	}
-	if *f.steps > 0 {
-		c.Steps = *f.steps
-	}
-	if *f.batch > 0 {
-		c.Batch = *f.batch
-	}
-	if *f.warmup > 0 {
-		c.Warmup = *f.warmup
-	}
-	if *f.seed > 0 {
-		c.Seed = *f.seed
-	}
-	c.Resume = c.Resume || *f.resume
-}
-
-func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// seq2seqFlags binds the flags pretraining and fine-tuning a seq2seq share
+// to c.
+func seq2seqFlags(f *cmdFlags, c *seq2seq.TrainConfig) {
+	f.String("config", "", "JSON config file; flags override it")
+	f.StringVar(&c.RunDir, "run", c.RunDir, "run directory (checkpoints, metrics.jsonl, loss.png)")
+	f.StringVar(&c.InitFrom, "init-from", c.InitFrom, "start from this seq2seq checkpoint (model and tokenizer)")
+	f.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "a tokenizer.json (default: train a joint byte-level BPE)")
+	f.IntVar(&c.Steps, "max-steps", c.Steps, "optimizer steps")
+	f.IntVar(&c.Batch, "batch-size", c.Batch, "pairs per batch")
+	f.IntVar(&c.Warmup, "warmup-steps", c.Warmup, "warmup steps of the inverse-square-root schedule")
+	f.Float64Var(&c.LRFactor, "lr-factor", c.LRFactor, "scales the inverse-square-root schedule; 1 is the paper's")
+	f.IntVar(&c.EvalEvery, "eval-interval", c.EvalEvery, "evaluate every so many steps")
+	f.IntVar(&c.SaveEvery, "save-interval", c.SaveEvery, "checkpoint every so many steps")
+	f.Uint64Var(&c.Seed, "seed", c.Seed, "seed of initialisation, batches, noise and dropout")
+	f.BoolVar(&c.Resume, "resume", c.Resume, "continue from the run directory's latest checkpoint")
+	f.alias("max-iters", "max-steps")
+	f.alias("warmup-iters", "warmup-steps")
 }
 
 // runPretrainSeq2Seq is `zoo pretrain seq2seq --corpus TEXT [flags]`.
 func runPretrainSeq2Seq(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("zoo pretrain seq2seq", flag.ContinueOnError)
-	tf := addTrainFlags(fs)
-	corpus := fs.String("corpus", "", "monolingual text, one example per line (file, directory or glob)")
-	if help, err := parse(fs, args, stdout, "usage: zoo pretrain seq2seq --corpus TEXT [flags]\n\nDenoising pretraining (BART-style span masking and sentence permutation) of the encoder-decoder Transformer."); help || err != nil {
+	cfg, err := readConfig(args, pretrain.DefaultSeq2Seq(), pretrain.ReadSeq2SeqConfig)
+	if err != nil {
 		return err
 	}
-	cfg := pretrain.DefaultSeq2Seq()
-	if *tf.cfgPath != "" {
-		var err error
-		if cfg, err = pretrain.ReadSeq2SeqConfig(*tf.cfgPath, cfg); err != nil {
-			return err
-		}
-	}
-	tf.apply(&cfg.TrainConfig)
-	if *corpus != "" {
-		cfg.Corpus = *corpus
+	f := newFlags("zoo pretrain seq2seq", "usage: zoo pretrain seq2seq --corpus TEXT [flags]\n\nDenoising pretraining (BART-style span masking and sentence permutation) of the encoder-decoder Transformer.")
+	seq2seqFlags(f, &cfg.TrainConfig)
+	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "monolingual text, one example per line (file, directory or glob)")
+	if help, err := f.parse(args, stdout); help || err != nil {
+		return err
 	}
 	ctx, stop := signalContext()
 	defer stop()
@@ -97,27 +59,24 @@ func runPretrainSeq2Seq(args []string, stdout io.Writer) error {
 
 // runFinetuneSeq2Seq is `zoo finetune seq2seq --data PAIRS.tsv [flags]`.
 func runFinetuneSeq2Seq(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("zoo finetune seq2seq", flag.ContinueOnError)
-	tf := addTrainFlags(fs)
-	data := fs.String("data", "", "TSV of source<TAB>target lines")
-	src := fs.String("src-file", "", "source sentences, one per line (with --tgt-file)")
-	tgt := fs.String("tgt-file", "", "target sentences, aligned with --src-file")
-	if help, err := parse(fs, args, stdout, "usage: zoo finetune seq2seq (--data PAIRS.tsv | --src-file S --tgt-file T) [--init-from CKPT] [flags]\n\nTrains translation, from scratch or from a pretrained checkpoint, then scores the held-out pairs with BLEU and chrF."); help || err != nil {
+	cfg, err := readConfig(args, finetune.DefaultTranslation(), finetune.ReadTranslationConfig)
+	if err != nil {
 		return err
 	}
-	cfg := finetune.DefaultTranslation()
-	if *tf.cfgPath != "" {
-		var err error
-		if cfg, err = finetune.ReadTranslationConfig(*tf.cfgPath, cfg); err != nil {
+	f := newFlags("zoo finetune seq2seq", "usage: zoo finetune seq2seq (--data PAIRS.tsv | --src-file S --tgt-file T) [--init-from CKPT] [flags]\n\nTrains translation, from scratch or from a pretrained checkpoint, then scores the held-out pairs with BLEU and chrF.")
+	seq2seqFlags(f, &cfg.TrainConfig)
+	f.StringVar(&cfg.Data, "data", cfg.Data, "TSV of source<TAB>target lines")
+	f.StringVar(&cfg.SrcFile, "src-file", cfg.SrcFile, "source sentences, one per line (with --tgt-file)")
+	f.StringVar(&cfg.TgtFile, "tgt-file", cfg.TgtFile, "target sentences, aligned with --src-file")
+	f.IntVar(&cfg.Beam, "beam", cfg.Beam, "beam size of the final scores")
+	f.Float64Var(&cfg.LengthPenalty, "length-penalty", cfg.LengthPenalty, "GNMT length penalty α of the final scores")
+	if help, err := f.parse(args, stdout); help || err != nil {
+		return err
+	}
+	if cfg.InitFrom != "" {
+		if err := expectFamily(cfg.InitFrom, "seq2seq"); err != nil {
 			return err
 		}
-	}
-	tf.apply(&cfg.TrainConfig)
-	if *data != "" {
-		cfg.Data = *data
-	}
-	if *src != "" || *tgt != "" {
-		cfg.SrcFile, cfg.TgtFile = *src, *tgt
 	}
 	ctx, stop := signalContext()
 	defer stop()
@@ -132,11 +91,14 @@ func runFinetuneSeq2Seq(args []string, stdout io.Writer) error {
 
 // loadSeq2Seq reads a checkpoint and its tokenizer.
 func loadSeq2Seq(dir string) (*seq2seq.Model, datasets.Tokenizer, error) {
+	if err := expectFamily(dir, "seq2seq"); err != nil {
+		return nil, nil, err
+	}
 	m, err := seq2seq.Load(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	tok, err := datasets.LoadTokenizer(filepath.Join(dir, seq2seq.TokenizerFile))
+	tok, err := models.LoadTokenizer(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -145,7 +107,7 @@ func loadSeq2Seq(dir string) (*seq2seq.Model, datasets.Tokenizer, error) {
 
 // runTranslate is `zoo translate --checkpoint DIR [--input FILE] …`.
 func runTranslate(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("zoo translate", flag.ContinueOnError)
+	fs := newFlags("zoo translate", "usage: zoo translate --checkpoint DIR [--input FILE] [--beam N | --greedy] [--attention map.png]")
 	ckpt := fs.String("checkpoint", "", "seq2seq checkpoint directory (with tokenizer.json)")
 	input := fs.String("input", "", "file of sentences, one per line (default: standard input)")
 	beam := fs.Int("beam", 4, "beam size")
@@ -154,7 +116,7 @@ func runTranslate(args []string, stdout io.Writer) error {
 	alpha := fs.Float64("length-penalty", 0.6, "GNMT length penalty α")
 	attention := fs.String("attention", "", "write the cross-attention map of the first sentence to this PNG")
 	layer := fs.Int("layer", 0, "with --attention: decoder layer to draw, 1-based (default: the last)")
-	if help, err := parse(fs, args, stdout, "usage: zoo translate --checkpoint DIR [--input FILE] [--beam N | --greedy] [--attention map.png]"); help || err != nil {
+	if help, err := fs.parse(args, stdout); help || err != nil {
 		return err
 	}
 	if *ckpt == "" {
@@ -285,16 +247,17 @@ func drawAttention(m *seq2seq.Model, tok datasets.Tokenizer, src, tgt string, la
 	return heatmap.WritePNG(path, fig)
 }
 
-// runEvalSeq2Seq is `zoo eval seq2seq --checkpoint DIR --data PAIRS.tsv`.
+// runEvalSeq2Seq is `zoo eval --checkpoint DIR --data PAIRS.tsv` for a
+// seq2seq checkpoint.
 func runEvalSeq2Seq(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("zoo eval seq2seq", flag.ContinueOnError)
+	fs := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --data PAIRS.tsv [--beam N | --greedy]\n\nScores a seq2seq checkpoint on held-out pairs with corpus BLEU and chrF.")
 	ckpt := fs.String("checkpoint", "", "seq2seq checkpoint directory (with tokenizer.json)")
 	data := fs.String("data", "", "TSV of source<TAB>reference lines")
 	beam := fs.Int("beam", 4, "beam size")
 	greedy := fs.Bool("greedy", false, "greedy decoding instead of beam search")
 	alpha := fs.Float64("length-penalty", 0.6, "GNMT length penalty α")
 	limit := fs.Int("limit", 0, "score only the first N pairs")
-	if help, err := parse(fs, args, stdout, "usage: zoo eval seq2seq --checkpoint DIR --data PAIRS.tsv [--beam N | --greedy]"); help || err != nil {
+	if help, err := fs.parse(args, stdout); help || err != nil {
 		return err
 	}
 	if *ckpt == "" || *data == "" {

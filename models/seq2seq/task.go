@@ -1,8 +1,9 @@
-// Package s2s is what the seq2seq pretraining and fine-tuning pipelines
-// share: the joint tokenizer with its special tokens, encoding pairs with
-// counted truncations, the engine's task, length-bucketed batches, and
-// batched translation.
 package seq2seq
+
+// This file and data.go, train.go and translate.go are what the seq2seq
+// pretraining and fine-tuning pipelines share: the joint tokenizer with its
+// special tokens, encoding pairs with counted truncations, the engine's
+// task, length-bucketed batches, and batched translation.
 
 import (
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/train"
 )
 
@@ -22,9 +24,6 @@ var Specials = []string{"<pad>", "<s>", "</s>", "<mask>"}
 
 // MaskID is the id of <mask>.
 const MaskID = 3
-
-// TokenizerFile is the tokenizer saved beside every seq2seq checkpoint.
-const TokenizerFile = "tokenizer.json"
 
 // TrainTokenizer trains a joint byte-level BPE of vocab tokens on texts.
 func TrainTokenizer(texts []string, vocab int) (datasets.Tokenizer, error) {
@@ -131,10 +130,10 @@ func (k *Task) Save(dir string) error {
 	if err := k.Model.Save(dir); err != nil {
 		return err
 	}
-	return k.Tok.Save(filepath.Join(dir, TokenizerFile))
+	return models.SaveTokenizer(dir, k.Tok)
 }
 
 // Load reads a checkpoint's weights into the model.
 func (k *Task) Load(dir string) error {
-	return k.Model.LoadWeights(filepath.Join(dir, layers.WeightsFile))
+	return k.Model.LoadWeights(filepath.Join(dir, models.WeightsFile))
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/train"
 )
 
@@ -85,7 +85,7 @@ func Setup(c TrainConfig, texts func() []string) (*Model, datasets.Tokenizer, er
 		from, what = ckpt, "resume"
 	}
 	if from != "" {
-		tok, err := datasets.LoadTokenizer(filepath.Join(from, TokenizerFile))
+		tok, err := models.LoadTokenizer(from)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}

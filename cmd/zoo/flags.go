@@ -1,0 +1,119 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// The CLI's one flag rule: a command reads its --config file first, then
+// binds every flag to the resulting config with the config's value as the
+// default, so a flag that is set always wins, zero included, and one that is
+// not set leaves the file's value. The same flag name means the same thing
+// in every command:
+//
+//	--config FILE        JSON config (the pipeline's key names); flags override it
+//	--run DIR            run directory: checkpoints/, metrics.jsonl, loss.png
+//	--init-from DIR      start training from this checkpoint (model and tokenizer)
+//	--checkpoint DIR     the checkpoint a command reads (eval, generate, translate, inspect)
+//	--resume             continue the run directory's latest checkpoint
+//	--max-steps N        optimizer steps
+//	--batch-size N       examples per micro-batch (per batch when scoring)
+//	--learning-rate F    peak learning rate
+//	--warmup-steps N     warmup steps of the schedule
+//	--eval-interval N    evaluate every N steps
+//	--save-interval N    checkpoint every N steps
+//	--seed N             seed of initialisation, batches, noise and dropout
+
+// cmdFlags is a command's flag set.
+type cmdFlags struct {
+	*flag.FlagSet
+	usage string
+}
+
+func newFlags(name, usage string) *cmdFlags {
+	return &cmdFlags{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), usage: usage}
+}
+
+// preScan returns the value of flag name in args (as -name V, --name V,
+// -name=V or --name=V), before the flags are parsed, so that the config
+// file can be read first and become the flags' defaults.
+func preScan(args []string, name string) string {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		for _, p := range []string{"-" + name, "--" + name} {
+			if a == p && i+1 < len(args) {
+				return args[i+1]
+			}
+			if v, ok := strings.CutPrefix(a, p+"="); ok {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// alias makes old a deprecated spelling of the flag called name: setting it
+// sets that flag and prints a deprecation line.
+func (f *cmdFlags) alias(old, name string) {
+	target := f.Lookup(name)
+	f.Func(old, fmt.Sprintf("deprecated: use --%s", name), func(v string) error {
+		fmt.Fprintf(stderr, "zoo: --%s is deprecated; use --%s\n", old, name)
+		return target.Value.Set(v)
+	})
+}
+
+// aliasBool is alias for a boolean flag.
+func (f *cmdFlags) aliasBool(old, name string) {
+	target := f.Lookup(name)
+	f.BoolFunc(old, fmt.Sprintf("deprecated: use --%s", name), func(v string) error {
+		fmt.Fprintf(stderr, "zoo: --%s is deprecated; use --%s\n", old, name)
+		return target.Value.Set(v)
+	})
+}
+
+// parse parses args, printing the usage and the flags for -h; help reports
+// that it did and the command should stop. A bad flag is an errUsage error
+// naming it (the caller prints it to stderr with the usage line).
+func (f *cmdFlags) parse(args []string, w io.Writer) (help bool, err error) {
+	var msg strings.Builder
+	f.SetOutput(&msg)
+	f.Usage = func() {}
+	if err := f.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			f.SetOutput(w)
+			fmt.Fprintln(w, f.usage+"\n\nFlags:")
+			f.PrintDefaults()
+			return true, nil
+		}
+		return false, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if f.NArg() > 0 {
+		return false, fmt.Errorf("%w: unexpected argument %q", errUsage, f.Arg(0))
+	}
+	return false, nil
+}
+
+// isSet reports whether the flag called name was given.
+func (f *cmdFlags) isSet(name string) bool {
+	set := false
+	f.Visit(func(fl *flag.Flag) {
+		if fl.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+// readConfig reads the --config file of args over base with read, or
+// returns base when there is none.
+func readConfig[T any](args []string, base T, read func(string, T) (T, error)) (T, error) {
+	if p := preScan(args, "config"); p != "" {
+		return read(p, base)
+	}
+	return base, nil
+}

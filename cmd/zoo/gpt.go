@@ -1,0 +1,241 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+
+	"github.com/d73a19ff/zoo/finetune"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/gpt"
+	"github.com/d73a19ff/zoo/pretrain"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// gptFlags binds the flags of GPT causal-LM training to cfg.
+func gptFlags(f *cmdFlags, cfg *pretrain.GPTConfig) {
+	f.String("config", "", "JSON config file (nanoGPT key names; see pretrain.GPTConfig); flags override it")
+	f.StringVar(&cfg.RunDir, "run", cfg.RunDir, "run directory (checkpoints, metrics.jsonl, loss.png)")
+	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "corpus file, directory or glob (default: Newton's Opticks from the Go toolchain)")
+	f.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, "char, bpe, or the path of a tokenizer.json")
+	f.IntVar(&cfg.MaxIters, "max-steps", cfg.MaxIters, "optimizer steps")
+	f.IntVar(&cfg.Batch, "batch-size", cfg.Batch, "sequences per micro-batch")
+	f.Float64Var(&cfg.LR, "learning-rate", cfg.LR, "peak learning rate")
+	f.IntVar(&cfg.Warmup, "warmup-steps", cfg.Warmup, "warmup steps before the cosine decay")
+	f.IntVar(&cfg.EvalEvery, "eval-interval", cfg.EvalEvery, "evaluate every so many steps")
+	f.IntVar(&cfg.SaveEvery, "save-interval", cfg.SaveEvery, "checkpoint every so many steps")
+	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of initialisation, batches and dropout")
+	f.BoolVar(&cfg.Resume, "resume", cfg.Resume, "continue from the run directory's latest checkpoint")
+	f.StringVar(&cfg.InitFrom, "init-from", cfg.InitFrom, "start from this GPT checkpoint (model, config and tokenizer): LM fine-tuning")
+	f.alias("max-iters", "max-steps")
+	f.alias("warmup-iters", "warmup-steps")
+}
+
+// runPretrainGPT is `zoo pretrain gpt [flags]`.
+func runPretrainGPT(args []string, stdout io.Writer) error {
+	cfg, err := readConfig(args, pretrain.DefaultGPT(), pretrain.ReadGPTConfig)
+	if err != nil {
+		return err
+	}
+	f := newFlags("zoo pretrain gpt", "usage: zoo pretrain gpt [flags]\n\nPretrains a GPT (causal LM). With no flags: nanoGPT's CPU configuration, character level, on Newton's Opticks.")
+	gptFlags(f, &cfg)
+	if help, err := f.parse(args, stdout); help || err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	res, err := pretrain.RunGPT(ctx, cfg, stdout)
+	if err != nil {
+		return interrupted(err, cfg.RunDir, stdout)
+	}
+	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f)\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss)
+	fmt.Fprintf(stdout, "checkpoint: %s\nloss curve: %s\n", res.Final, filepath.Join(cfg.RunDir, train.PlotFile))
+	for i, s := range res.Samples {
+		fmt.Fprintf(stdout, "\n--- sample %d ---\n%s\n", i+1, s)
+	}
+	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo generate --checkpoint %s --prompt \"Light\"\n", res.Final)
+	return nil
+}
+
+// runFinetuneGPT is `zoo finetune gpt --task lm|classify --init-from DIR …`.
+func runFinetuneGPT(args []string, stdout io.Writer) error {
+	task := preScan(args, "task")
+	switch task {
+	case "", "lm":
+		return runFinetuneLM(args, stdout)
+	case "classify":
+		return runClassify("gpt", args, stdout)
+	}
+	return fmt.Errorf("%w: --task %q: use lm or classify", errUsage, task)
+}
+
+// runFinetuneLM continues causal-LM training of a checkpoint on new text.
+func runFinetuneLM(args []string, stdout io.Writer) error {
+	base := pretrain.DefaultGPT()
+	base.RunDir = filepath.Join("runs", "gpt-finetune")
+	cfg, err := readConfig(args, base, pretrain.ReadGPTConfig)
+	if err != nil {
+		return err
+	}
+	f := newFlags("zoo finetune gpt", "usage: zoo finetune gpt --task lm --init-from DIR --corpus TEXT [flags]\n\nContinues causal-LM training of a GPT checkpoint on new text.")
+	f.String("task", "lm", "lm (continue causal-LM training on new text) or classify (sequence classification)")
+	gptFlags(f, &cfg)
+	f.alias("checkpoint", "init-from")
+	if help, err := f.parse(args, stdout); help || err != nil {
+		return err
+	}
+	if cfg.InitFrom == "" {
+		return fmt.Errorf("%w: --init-from is required: the GPT checkpoint to fine-tune", errUsage)
+	}
+	if f.isSet("max-steps") && !f.isSet("warmup-steps") {
+		cfg.Warmup = min(cfg.Warmup, cfg.MaxIters/10)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	res, err := pretrain.RunGPT(ctx, cfg, stdout)
+	if err != nil {
+		return interrupted(err, cfg.RunDir, stdout)
+	}
+	fmt.Fprintf(stdout, "\ndone: %d steps, validation loss %.4f\ncheckpoint: %s\n", res.Steps, res.ValLoss, res.Final)
+	return nil
+}
+
+// runClassify is `zoo finetune FAMILY --task classify --init-from DIR
+// --train-file FILE …`: the shared classification pipeline, for every
+// family with a classifier.
+func runClassify(family string, args []string, stdout io.Writer) error {
+	cfg, err := readConfig(args, finetune.DefaultClassify(), finetune.ReadClassifyConfig)
+	if err != nil {
+		return err
+	}
+	f := newFlags("zoo finetune "+family, "usage: zoo finetune "+family+" --task classify --init-from DIR --train-file FILE [flags]\n\nPuts a classification head on the checkpoint and fine-tunes it on labelled texts; reports accuracy, macro-F1 and the confusion matrix.")
+	f.String("task", "classify", "lm or classify")
+	f.String("config", "", "JSON config file (see finetune.ClassifyConfig); flags override it")
+	f.StringVar(&cfg.Checkpoint, "init-from", cfg.Checkpoint, "the checkpoint to put the classifier on")
+	f.StringVar(&cfg.TrainFile, "train-file", cfg.TrainFile, "CSV, TSV or JSONL with text and label columns")
+	f.StringVar(&cfg.ValFile, "validation-file", cfg.ValFile, "optional validation file (default: val_fraction of the training file)")
+	f.StringVar(&cfg.RunDir, "run", cfg.RunDir, "run directory (default: runs/FAMILY-classify)")
+	f.IntVar(&cfg.MaxIters, "max-steps", cfg.MaxIters, "optimizer steps")
+	f.IntVar(&cfg.Batch, "batch-size", cfg.Batch, "texts per batch")
+	f.Float64Var(&cfg.LR, "learning-rate", cfg.LR, "peak learning rate")
+	f.IntVar(&cfg.Warmup, "warmup-steps", cfg.Warmup, "warmup steps before the linear decay")
+	f.IntVar(&cfg.EvalEvery, "eval-interval", cfg.EvalEvery, "evaluate every so many steps")
+	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the head's initialisation, the split and the batches")
+	f.alias("checkpoint", "init-from")
+	f.alias("max-iters", "max-steps")
+	if help, err := f.parse(args, stdout); help || err != nil {
+		return err
+	}
+	if cfg.Checkpoint == "" {
+		return fmt.Errorf("%w: --init-from is required: the checkpoint to fine-tune", errUsage)
+	}
+	if cfg.TrainFile == "" {
+		return fmt.Errorf("%w: --train-file is required", errUsage)
+	}
+	if f.isSet("max-steps") && !f.isSet("warmup-steps") {
+		cfg.Warmup = min(cfg.Warmup, cfg.MaxIters/10)
+	}
+	if err := expectFamily(cfg.Checkpoint, family); err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	res, err := finetune.RunClassify(ctx, cfg, stdout)
+	if err != nil {
+		return interrupted(err, cfg.RunDir, stdout)
+	}
+	fmt.Fprintf(stdout, "\ndone: %d steps; validation accuracy %.4f, macro-F1 %.4f\n%v\ncheckpoint: %s\n",
+		res.Steps, res.Confusion.Accuracy(), res.Confusion.MacroF1(), res.Confusion, res.Final)
+	return nil
+}
+
+// expectFamily checks that dir is a checkpoint of the named family.
+func expectFamily(dir, family string) error {
+	ckpt, err := models.Open(dir)
+	if err != nil {
+		return err
+	}
+	return ckpt.Expect(family)
+}
+
+// runEvalGPT is `zoo eval --checkpoint DIR (--corpus TEXT | --labelled FILE)`
+// for a GPT checkpoint.
+func runEvalGPT(args []string, stdout io.Writer) error {
+	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR (--corpus TEXT | --labelled FILE)\n\nScores a GPT: loss and perplexity on text, or a classifier's accuracy and macro-F1 on labelled texts.")
+	ckpt := f.String("checkpoint", "", "checkpoint directory (with tokenizer.json)")
+	corpus := f.String("corpus", "", "text to score a language model on: loss and perplexity")
+	labelled := f.String("labelled", "", "CSV, TSV or JSONL to score a classifier on: accuracy and macro-F1")
+	batch := f.Int("batch-size", 12, "windows or texts per batch")
+	if help, err := f.parse(args, stdout); help || err != nil {
+		return err
+	}
+	switch {
+	case *ckpt == "" || (*corpus == "") == (*labelled == ""):
+		return fmt.Errorf("%w: give --checkpoint and one of --corpus or --labelled", errUsage)
+	case *corpus != "":
+		loss, n, err := pretrain.EvalGPT(*ckpt, *corpus, *batch)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "loss %.4f, perplexity %.3f over %d tokens\n", loss, math.Exp(loss), n)
+	default:
+		conf, err := finetune.EvalClassify(*ckpt, *labelled, *batch)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "accuracy %.4f, macro-F1 %.4f\n%v\n", conf.Accuracy(), conf.MacroF1(), conf)
+	}
+	return nil
+}
+
+// runGenerate is `zoo generate --checkpoint DIR --prompt TEXT [flags]`,
+// streaming the continuation as it is produced.
+func runGenerate(args []string, stdout io.Writer) error {
+	f := newFlags("zoo generate", "usage: zoo generate --checkpoint DIR [--prompt TEXT] [flags]")
+	ckpt := f.String("checkpoint", "", "checkpoint directory (config.json, model.safetensors, tokenizer.json)")
+	prompt := f.String("prompt", "\n", "text to continue")
+	n := f.Int("max-new-tokens", 200, "tokens to generate")
+	temp := f.Float64("temperature", 0.8, "sampling temperature; 0 is greedy")
+	topK := f.Int("top-k", 0, "sample among the k most likely tokens; 0 keeps all")
+	topP := f.Float64("top-p", 1, "nucleus sampling mass in (0, 1]")
+	seed := f.Uint64("seed", 1, "sampling seed")
+	noCache := f.Bool("no-cache", false, "recompute the context every step instead of using the KV cache")
+	if help, err := f.parse(args, stdout); help || err != nil {
+		return err
+	}
+	if *ckpt == "" {
+		return fmt.Errorf("%w: --checkpoint is required", errUsage)
+	}
+	if err := expectFamily(*ckpt, "gpt"); err != nil {
+		return err
+	}
+	m, err := gpt.Load(*ckpt)
+	if err != nil {
+		return err
+	}
+	tok, err := models.LoadTokenizer(*ckpt)
+	if err != nil {
+		return err
+	}
+	ids, err := tok.Encode(*prompt)
+	if err != nil {
+		return fmt.Errorf("prompt: %w", err)
+	}
+	cfg := gpt.GenerateConfig{MaxNewTokens: *n, Temperature: *temp, TopK: *topK, TopP: *topP, Seed: *seed, NoCache: *noCache}
+	var out []int
+	printed := ""
+	cfg.OnToken = func(_, token int) {
+		out = append(out, token)
+		if text, err := tok.Decode(out); err == nil && len(text) > len(printed) {
+			fmt.Fprint(stdout, text[len(printed):])
+			printed = text
+		}
+	}
+	fmt.Fprint(stdout, *prompt)
+	if _, err := m.Generate([][]int{ids}, cfg); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}

@@ -1,0 +1,16 @@
+// Package models is what every model family shares, and the seams the
+// shared pipelines cut along:
+//
+//   - the checkpoint bundle (bundle.go): one directory layout for every
+//     family, in Hugging Face's form: config.json with model_type,
+//     model.safetensors with Hugging Face's tensor names, tokenizer.json or
+//     preprocessor_config.json, and the training state;
+//   - the registry of families (family.go), keyed by config.json's
+//     model_type, so that a checkpoint says which family reads it;
+//   - the sequence-classifier seam (classifier.go): a backbone that pools a
+//     sequence and a head that scores classes, so one fine-tuning pipeline
+//     serves every family.
+//
+// The families themselves live below it: models/gpt, models/seq2seq, and
+// (as their issues land) models/bert and models/vit.
+package models
