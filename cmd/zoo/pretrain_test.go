@@ -31,6 +31,10 @@ func TestPretrainThenGenerate(t *testing.T) {
 	code := run([]string{"pretrain", "gpt", "--config", cfg, "--corpus", corpus, "--run", run_}, &out, &errb)
 	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
 	require.Contains(t, out.String(), "done: 20 steps")
+	// Not a terminal: plain log lines, not progress-bar frames.
+	require.Contains(t, out.String(), "step 20/20  loss ")
+	require.Less(t, strings.Count(out.String(), "\n"), 100, out.String())
+	require.NotContains(t, out.String(), "\r")
 	require.Contains(t, out.String(), "zoo generate --checkpoint")
 	for _, f := range []string{"metrics.jsonl", "loss.png", "checkpoints/final/model.safetensors", "checkpoints/final/tokenizer.json", "checkpoints/step-000010/trainer.json"} {
 		_, err := os.Stat(filepath.Join(run_, f))
@@ -47,6 +51,16 @@ func TestPretrainThenGenerate(t *testing.T) {
 	code = run([]string{"eval", "--checkpoint", filepath.Join(run_, "checkpoints", "final"), "--corpus", corpus}, &out, &errb)
 	require.Equal(t, 0, code, errb.String())
 	require.Contains(t, out.String(), "perplexity")
+
+	// inspect reads the family from the checkpoint directory.
+	out.Reset()
+	code = run([]string{"inspect", filepath.Join(run_, "checkpoints", "final")}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), "family     gpt (model_type gpt2)")
+	require.Contains(t, out.String(), "1 layers, 2 heads, 16 wide")
+	require.Contains(t, out.String(), "tokenizer  tokenizer.json")
+	require.Contains(t, out.String(), "a run can resume from here")
+	require.Contains(t, out.String(), "transformer.wte.weight")
 
 	// An unknown config key and a wrong type are errors.
 	require.NoError(t, os.WriteFile(cfg, []byte(`{"model": {"n_layers": 2}}`), 0o644))

@@ -91,6 +91,11 @@ func TestSeq2SeqCLI(t *testing.T) {
 	out.Reset()
 	code = run([]string{"eval", "seq2seq", "--checkpoint", ckpt, "--data", tsv, "--limit", "20", "--greedy"}, &out, &errb)
 	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), "BLEU")
+	// Without the family: config.json's model_type picks it.
+	out.Reset()
+	code = run([]string{"eval", "--checkpoint", ckpt, "--data", tsv, "--limit", "20", "--greedy"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
 	require.Contains(t, out.String(), "greedy on 20 pairs: BLEU")
 
 	for _, c := range []struct {
