@@ -3,7 +3,6 @@ package pretrain
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -45,7 +44,7 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
 		cfg.Model = m.Config
-	} else if tok, err = tokenizer(cfg, corpus); err != nil {
+	} else if tok, err = datasets.ChooseTokenizer(cfg.Tokenizer, corpus, cfg.BPEVocab); err != nil {
 		return nil, err
 	}
 	cache := cfg.CacheDir
@@ -116,19 +115,6 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 		return nil, err
 	}
 	return r, nil
-}
-
-// tokenizer makes or loads the tokenizer cfg names.
-func tokenizer(cfg GPTConfig, c *datasets.Corpus) (datasets.Tokenizer, error) {
-	switch cfg.Tokenizer {
-	case "char":
-		return datasets.NewCharTokenizer(c)
-	case "bpe":
-		return datasets.TrainBPE(c, cfg.BPEVocab, nil)
-	case "":
-		return nil, errors.New("config: tokenizer is empty; use char, bpe or the path of a tokenizer.json")
-	}
-	return datasets.LoadTokenizer(cfg.Tokenizer)
 }
 
 // samples generates cfg.Samples texts from a newline, sampling at
