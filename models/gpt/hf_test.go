@@ -1,7 +1,9 @@
 package gpt
 
 import (
+	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,4 +128,74 @@ func TestClassifierCheckpoint(t *testing.T) {
 	require.ErrorContains(t, err, "not a sequence classifier")
 	_, err = NewClassifier(m, []string{"only"})
 	require.ErrorContains(t, err, "need at least 2")
+}
+
+// parityWith writes a checkpoint directory holding the parity weights and
+// the parity config.json with edit applied to its keys, and returns it.
+func parityWith(t *testing.T, edit func(cfg map[string]any)) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(parityDir, layers.ConfigFile))
+	require.NoError(t, err)
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal(b, &cfg))
+	edit(cfg)
+	if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, layers.ConfigFile), b, 0o644))
+	w, err := os.ReadFile(filepath.Join(parityDir, layers.WeightsFile))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, layers.WeightsFile), w, 0o644))
+	return dir
+}
+
+// GPT2Config's attention options give the reference's logits and greedy
+// tokens (testdata/parity/attn_variants.safetensors, written by
+// tools/pytorch/gpt2_reference.py: the parity weights run with each
+// variant's options), with and without the KV cache. The reference checks
+// that each option other than reorder_and_upcast_attn moves the logits by
+// more than 1 and changes greedy tokens, so none of these passes by accident.
+func TestParityAttentionOptions(t *testing.T) {
+	f, err := safetensors.ReadFile(filepath.Join(parityDir, "attn_variants.safetensors"))
+	require.NoError(t, err)
+	p := loadParity(t)
+	ids, shape := p.ints("input_ids")
+	prompt, _ := p.ints("prompt")
+	variants := 0
+	for name, opts := range f.Metadata() {
+		if _, ok := f.Tensor("logits." + name); !ok {
+			continue // not a variant
+		}
+		variants++
+		t.Run(name, func(t *testing.T) {
+			var o map[string]any
+			require.NoError(t, json.Unmarshal([]byte(opts), &o))
+			m, err := Load(parityWith(t, func(cfg map[string]any) { maps.Copy(cfg, o) }))
+			require.NoError(t, err)
+			lt, _ := f.Tensor("logits." + name)
+			want, err := lt.Float32s()
+			require.NoError(t, err)
+			got := logitsOf(t, m, ids, shape, nil, nil)
+			require.Len(t, got, len(want))
+			for i := range want {
+				require.InDelta(t, want[i], got[i], 1e-4, "logit %d", i)
+			}
+			gt, _ := f.Tensor("greedy." + name)
+			g64, err := gt.Int64s()
+			require.NoError(t, err)
+			greedy := make([]int, len(g64))
+			for i, v := range g64 {
+				greedy[i] = int(v)
+			}
+			for _, noCache := range []bool{false, true} {
+				cfg := Greedy(len(greedy))
+				cfg.NoCache = noCache
+				out, err := m.Generate([][]int{prompt}, cfg)
+				require.NoError(t, err)
+				require.Equal(t, greedy, out[0], "no cache %v", noCache)
+			}
+		})
+	}
+	require.Equal(t, 5, variants)
 }
