@@ -26,21 +26,26 @@ import (
 // Every key of such a config.json is, when read (UnmarshalJSON), one of:
 //
 //   - computed: a field below, which the model implements as transformers'
-//     modeling_gpt2.py does (eager attention); GPT2Config's attribute_map
-//     aliases hidden_size, max_position_embeddings, num_attention_heads
-//     and num_hidden_layers set n_embd, n_positions, n_head and n_layer;
-//     num_labels, without id2label, names LABEL_0, LABEL_1, … as
-//     transformers does;
+//     modeling_gpt2.py does with eager attention (transformers' other
+//     attention kernels may skip the layer-wise scaling, its code says);
+//     GPT2Config's attribute_map aliases hidden_size,
+//     max_position_embeddings, num_attention_heads and num_hidden_layers
+//     set n_embd, n_positions, n_head and n_layer; num_labels, without
+//     id2label, names LABEL_0, LABEL_1, … as transformers does;
 //   - refused: a value that makes transformers compute something this model
 //     does not (add_cross_attention true, a non-empty pruned_heads, a
 //     problem_type other than single_label_classification) is an error
 //     that names the key and says what to do; so is null for a field that
 //     cannot be null;
-//   - kept: every other key, known or not, changes nothing the zoo computes
-//     (GPT2DoubleHeadsModel's summary_* head, generation defaults such as
-//     task_specific_params, use_cache, torch_dtype, n_ctx, _name_or_path,
-//     transformers_version, …): it goes to Extra, and Save writes it back
-//     as read.
+//   - kept: every other key goes to Extra, and Save writes it back as
+//     read. The known ones change nothing the model computes: the summary_*
+//     of GPT2DoubleHeadsModel's multiple-choice head, which the zoo does not
+//     have; generation defaults for transformers' generate (max_length,
+//     do_sample, task_specific_params, …), which the zoo's Generate does
+//     not read; use_cache, torch_dtype, n_ctx (unused by transformers'
+//     GPT-2), output_*, return_dict, is_decoder, _name_or_path,
+//     transformers_version and the like. An unknown key is taken to be
+//     metadata too: a GPT-2 config.json has no other fields that compute.
 //
 // model_type must be "gpt2"; architectures and label2id are written from
 // what Save saves (see Model.Save), not kept.
@@ -400,7 +405,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 func (c *Config) readNumLabels(raw map[string]json.RawMessage) error {
 	for _, key := range []string{"num_labels", "_num_labels"} {
 		b, ok := raw[key]
-		if !ok {
+		if !ok || string(bytes.TrimSpace(b)) == "null" {
 			continue
 		}
 		var n int

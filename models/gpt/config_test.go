@@ -206,6 +206,9 @@ func TestConfigNumLabels(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"num_labels": 3}`), &c))
 	require.Equal(t, map[string]string{"0": "LABEL_0", "1": "LABEL_1", "2": "LABEL_2"}, c.ID2Label)
 	require.Empty(t, c.Extra, "num_labels is read, not kept")
+	c = Config{}
+	require.NoError(t, json.Unmarshal([]byte(`{"num_labels": null}`), &c))
+	require.Nil(t, c.ID2Label)
 }
 
 // Extra may not hold keys Config models, nor refused values: Validate, New
