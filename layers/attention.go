@@ -36,6 +36,9 @@ type AttentionConfig struct {
 	// FusedQKV projects queries, keys and values with one (3d, d) matrix, as
 	// GPT-2's c_attn; self-attention only.
 	FusedQKV bool
+	// Scale multiplies q·kᵀ before the softmax; 0 means 1/√d_head, the
+	// paper's. (GPT-2 checkpoints may ask for 1 or 1/(√d_head·(layer+1)).)
+	Scale float64
 }
 
 // Validate reports a configuration that cannot be built.
@@ -47,6 +50,8 @@ func (c AttentionConfig) Validate() error {
 		return fmt.Errorf("attention: width %d is not divisible by %d heads", c.Dim, c.Heads)
 	case !(c.Dropout >= 0 && c.Dropout < 1):
 		return fmt.Errorf("attention: dropout %g must be in [0, 1)", c.Dropout)
+	case !(c.Scale >= 0) || math.IsInf(c.Scale, 1):
+		return fmt.Errorf("attention: scale %g must be finite and not negative (0 for 1/√d_head)", c.Scale)
 	}
 	return nil
 }
@@ -57,7 +62,10 @@ func (c AttentionConfig) Validate() error {
 type MultiHeadAttention struct {
 	Query, Key, Value, Out *Linear // with FusedQKV, Query is the fused (3d, d) projection and Key, Value are nil
 	Dim, Heads             int
-	dropout                Dropout
+	// Scale multiplies q·kᵀ before the softmax in place of 1/√d_head when
+	// it is not 0 (see AttentionConfig.Scale).
+	Scale   float64
+	dropout Dropout
 }
 
 // NewMultiHeadAttention creates the projections in scope s.
@@ -66,7 +74,7 @@ func NewMultiHeadAttention(s Scope, c AttentionConfig) (*MultiHeadAttention, err
 		return nil, fmt.Errorf("%s: %w", s.prefix, err)
 	}
 	n := c.Names.orDefault(c.FusedQKV)
-	a := &MultiHeadAttention{Dim: c.Dim, Heads: c.Heads, dropout: Dropout{P: c.Dropout}}
+	a := &MultiHeadAttention{Dim: c.Dim, Heads: c.Heads, Scale: c.Scale, dropout: Dropout{P: c.Dropout}}
 	var err error
 	if c.FusedQKV {
 		if a.Query, err = NewLinear(s.Sub(n.Query), c.Dim, 3*c.Dim, c.Bias); err != nil {
@@ -176,7 +184,7 @@ func (a *MultiHeadAttention) Attend(g *Graph, q, k, v, mask *gorgonia.Node, caus
 	if err != nil {
 		return nil, nil, fmt.Errorf("attention %s: scores: %w", a.name(), err)
 	}
-	probs, err = ops.CausalSoftmax(scores, mask, 1/math.Sqrt(float64(a.Dim/a.Heads)), causalOffset)
+	probs, err = ops.CausalSoftmax(scores, mask, a.scale(), causalOffset)
 	if err != nil {
 		return nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
 	}
@@ -194,6 +202,14 @@ func (a *MultiHeadAttention) Attend(g *Graph, q, k, v, mask *gorgonia.Node, caus
 	}
 	out, err = a.Out.Forward(g, merged)
 	return out, probs, err
+}
+
+// scale is the factor on q·kᵀ: Scale, or 1/√d_head when Scale is 0.
+func (a *MultiHeadAttention) scale() float64 {
+	if a.Scale != 0 {
+		return a.Scale
+	}
+	return 1 / math.Sqrt(float64(a.Dim/a.Heads))
 }
 
 // NoCausal as a causal offset turns the causal mask off.

@@ -28,31 +28,3 @@ func (d Dropout) Forward(g *Graph, x *gorgonia.Node) (*gorgonia.Node, error) {
 	}
 	return ops.Dropout(x, d.P, g.dropoutSite())
 }
-
-// Activation is an elementwise nonlinearity.
-type Activation = ops.Act
-
-// The activations.
-const (
-	ReLU     = ops.ReLU
-	GELU     = ops.GELU     // exact, x·Φ(x)
-	GELUTanh = ops.GELUTanh // the tanh approximation
-)
-
-// ParseActivation maps a Hugging Face `hidden_act`/`activation_function`
-// name to an Activation: "relu"; "gelu" (exact); "gelu_new",
-// "gelu_pytorch_tanh" or "gelu_tanh" (the tanh approximation).
-func ParseActivation(name string) (Activation, error) {
-	switch name {
-	case "relu":
-		return ReLU, nil
-	case "gelu":
-		return GELU, nil
-	case "gelu_new", "gelu_pytorch_tanh", "gelu_tanh":
-		return GELUTanh, nil
-	}
-	return 0, fmt.Errorf("unknown activation %q: use relu, gelu, gelu_new, gelu_pytorch_tanh or gelu_tanh", name)
-}
-
-// Activate applies a to x elementwise; the shape is kept.
-func Activate(x *gorgonia.Node, a Activation) (*gorgonia.Node, error) { return ops.Activate(x, a) }

@@ -3,6 +3,7 @@ package gpt
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -14,6 +15,21 @@ import (
 // Classifier is GPT for sequence classification, as Hugging Face's
 // GPT2ForSequenceClassification: a linear "score" without bias on the final
 // hidden state of each sequence's last real token.
+//
+// Which token is last: the zoo is told (Logits' last), and right-pads, so
+// under the causal mask the padding after a row's last token cannot change
+// it. transformers finds the token from config.json's pad_token_id, and
+// refuses batches of more than one without it. Its current rule takes each
+// row's rightmost token that is not pad_token_id; older versions took the
+// first pad_token_id minus one (the last token when there is none), and
+// before that the count of tokens other than pad_token_id minus one. On a
+// batch right-padded with pad_token_id, all three pick the zoo's last
+// token, provided the text itself does not end with pad_token_id (current
+// rule) or contain it (older rules). So NewClassifier sets pad_token_id to
+// eos_token_id when the config has none, as GPT-2 users do
+// (tokenizer.pad_token = tokenizer.eos_token): GPT-2's <|endoftext|>,
+// which encoded text holds only if it was put there; and batches for
+// transformers must be padded with Config.PadTokenID.
 type Classifier struct {
 	*Model
 	Score  *layers.Linear // score: (num_labels, n_embd)
@@ -21,8 +37,9 @@ type Classifier struct {
 }
 
 // NewClassifier puts a classification head for labels on m (often a
-// pretrained LM), initialised N(0, initializer_range²), and records the
-// labels in m.Config.ID2Label.
+// pretrained LM), initialised N(0, initializer_range²), records the labels
+// in m.Config.ID2Label, and sets m.Config.PadTokenID to eos_token_id if it
+// is nil (see Classifier).
 func NewClassifier(m *Model, labels []string) (*Classifier, error) {
 	if len(labels) < 2 {
 		return nil, fmt.Errorf("gpt classifier: %d labels; need at least 2", len(labels))
@@ -36,18 +53,35 @@ func NewClassifier(m *Model, labels []string) (*Classifier, error) {
 	for i, l := range labels {
 		m.Config.ID2Label[strconv.Itoa(i)] = l
 	}
+	if m.Config.PadTokenID == nil {
+		pad := m.Config.EOSTokenID
+		m.Config.PadTokenID = &pad
+	}
 	return &Classifier{Model: m, Score: score, Labels: append([]string(nil), labels...)}, nil
 }
 
-// LoadClassifier reads a classifier checkpoint written by Save (its
-// config.json has id2label).
+// LoadClassifier reads a classifier checkpoint written by Save or by
+// transformers' GPT2ForSequenceClassification. Its labels are config.json's
+// id2label, or LABEL_0, LABEL_1, … for num_labels; with neither, a config
+// whose architectures is GPT2ForSequenceClassification has transformers'
+// default of 2 labels (transformers does not write id2label for them).
 func LoadClassifier(dir string, opts ...layers.Option) (*Classifier, error) {
 	var cfg Config
 	if err := layers.ReadConfig(dir, &cfg); err != nil {
 		return nil, fmt.Errorf("gpt: %w", err)
 	}
 	if len(cfg.ID2Label) == 0 {
-		return nil, fmt.Errorf("gpt: %s has no id2label: it is not a sequence classifier", filepath.Join(dir, layers.ConfigFile))
+		var arch struct {
+			Architectures []string `json:"architectures"`
+		}
+		if err := layers.ReadConfig(dir, &arch); err != nil {
+			return nil, fmt.Errorf("gpt: %w", err)
+		}
+		if !slices.Contains(arch.Architectures, archClassifier) {
+			return nil, fmt.Errorf("gpt: %s has no id2label and its architectures are not %s: it is not a sequence classifier",
+				filepath.Join(dir, layers.ConfigFile), archClassifier)
+		}
+		cfg.ID2Label = map[string]string{"0": "LABEL_0", "1": "LABEL_1"}
 	}
 	ids := make([]int, 0, len(cfg.ID2Label))
 	for k := range cfg.ID2Label {
@@ -81,7 +115,8 @@ func LoadClassifier(dir string, opts ...layers.Option) (*Classifier, error) {
 
 // Logits maps token ids (B, T) to class scores (B, num_labels), reading
 // each row's hidden state at last (B) int: the position of its last real
-// token (right padding needs no mask under a causal model).
+// token (right padding needs no mask under a causal model; see Classifier
+// for how transformers finds the same token).
 func (c *Classifier) Logits(g *layers.Graph, in Inputs, last *gorgonia.Node) (*gorgonia.Node, error) {
 	h, err := c.Hidden(g, in)
 	if err != nil {

@@ -4,16 +4,51 @@
 package gpt
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
 )
 
 // Config describes a GPT. Its JSON field names are those of Hugging Face's
-// GPT-2 config.json, so a GPT-2 config.json decodes into it directly.
+// GPT-2 config.json, so a GPT-2 config.json decodes into it directly: see
+// transformers' GPT2Config
+// (https://github.com/huggingface/transformers/blob/main/src/transformers/models/gpt2/configuration_gpt2.py)
+// and the PretrainedConfig it extends (configuration_utils.py).
+//
+// Every key of such a config.json is, when read (UnmarshalJSON), one of:
+//
+//   - computed: a field below, which the model implements as transformers'
+//     modeling_gpt2.py does with eager attention (transformers' other
+//     attention kernels may skip the layer-wise scaling, its code says);
+//     GPT2Config's attribute_map aliases hidden_size,
+//     max_position_embeddings, num_attention_heads and num_hidden_layers
+//     set n_embd, n_positions, n_head and n_layer; num_labels, without
+//     id2label, names LABEL_0, LABEL_1, … as transformers does;
+//   - refused: a value that makes transformers compute something this model
+//     does not (add_cross_attention true, a non-empty pruned_heads, a
+//     problem_type other than single_label_classification) is an error
+//     that names the key and says what to do; so is null for a field that
+//     cannot be null;
+//   - kept: every other key goes to Extra, and Save writes it back as
+//     read. The known ones change nothing the model computes: the summary_*
+//     of GPT2DoubleHeadsModel's multiple-choice head, which the zoo does not
+//     have; generation defaults for transformers' generate (max_length,
+//     do_sample, task_specific_params, …), which the zoo's Generate does
+//     not read; use_cache, torch_dtype, n_ctx (unused by transformers'
+//     GPT-2), output_*, return_dict, is_decoder, _name_or_path,
+//     transformers_version and the like. An unknown key is taken to be
+//     metadata too: a GPT-2 config.json has no other fields that compute.
+//
+// model_type must be "gpt2"; architectures and label2id are written from
+// what Save saves (see Model.Save), not kept.
 type Config struct {
 	VocabSize          int     `json:"vocab_size"`
 	NPositions         int     `json:"n_positions"` // the context length (block size)
@@ -30,8 +65,30 @@ type Config struct {
 	TieWordEmbeddings  bool    `json:"tie_word_embeddings"` // LM head = wte; absent in JSON means true
 	BOSTokenID         int     `json:"bos_token_id"`
 	EOSTokenID         int     `json:"eos_token_id"`
+	// PadTokenID is the id that pads a batch, nil (null) for none; a
+	// classifier's last real token is found from it (see Classifier).
+	PadTokenID *int `json:"pad_token_id,omitempty"`
+	// ScaleAttnWeights divides q·kᵀ by √head_dim; false leaves it unscaled.
+	// Absent in JSON means true, as in the presets: a Config written out
+	// by hand must set it for GPT-2's attention.
+	ScaleAttnWeights bool `json:"scale_attn_weights"`
+	// ScaleAttnByInverseLayerIdx further divides layer i's q·kᵀ by i+1
+	// (i from 0).
+	ScaleAttnByInverseLayerIdx bool `json:"scale_attn_by_inverse_layer_idx"`
+	// ReorderAndUpcastAttn is accepted and written back, and changes
+	// nothing here. In transformers it computes q·kᵀ in float32 with the
+	// scale folded into the product (baddbmm's alpha) rather than applied
+	// after it, and the softmax in float32: a guard against fp16/bf16
+	// overflow under autocast. The zoo computes attention in float32 or
+	// float64 only, so both paths agree up to float32 rounding (checked
+	// against the PyTorch reference in TestParityAttentionOptions).
+	ReorderAndUpcastAttn bool `json:"reorder_and_upcast_attn"`
 	// ID2Label names the classes of a sequence classifier, by id ("0", "1", …).
 	ID2Label map[string]string `json:"id2label,omitempty"`
+	// Extra holds the config.json keys this Config does not model, as read
+	// (see above); Save writes them back. Keys Config models, and refused
+	// values, are errors in Validate and MarshalJSON.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // defaults are GPT-2's config defaults, for fields a config.json leaves out.
@@ -40,7 +97,7 @@ func defaults() Config {
 		VocabSize: 50257, NPositions: 1024, NEmbd: 768, NLayer: 12, NHead: 12,
 		ActivationFunction: "gelu_new", ResidPdrop: 0.1, EmbdPdrop: 0.1, AttnPdrop: 0.1,
 		LayerNormEpsilon: 1e-5, InitializerRange: 0.02, TieWordEmbeddings: true,
-		BOSTokenID: 50256, EOSTokenID: 50256,
+		BOSTokenID: 50256, EOSTokenID: 50256, ScaleAttnWeights: true,
 	}
 }
 
@@ -76,6 +133,20 @@ func (c Config) Inner() int {
 	return 4 * c.NEmbd
 }
 
+// AttentionScale is the factor on q·kᵀ in layer i (from 0), as
+// transformers' GPT2Attention computes it: 1/√head_dim, or 1 without
+// scale_attn_weights, divided by i+1 with scale_attn_by_inverse_layer_idx.
+func (c Config) AttentionScale(layer int) float64 {
+	s := 1.0
+	if c.ScaleAttnWeights {
+		s /= math.Sqrt(float64(c.NEmbd / c.NHead))
+	}
+	if c.ScaleAttnByInverseLayerIdx {
+		s /= float64(layer + 1)
+	}
+	return s
+}
+
 // Validate reports a configuration that cannot be built.
 func (c Config) Validate() error {
 	switch {
@@ -92,6 +163,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gpt config: initializer_range %g must not be negative", c.InitializerRange)
 	case c.EOSTokenID >= c.VocabSize || c.BOSTokenID >= c.VocabSize:
 		return fmt.Errorf("gpt config: bos_token_id %d or eos_token_id %d is outside the vocabulary of %d", c.BOSTokenID, c.EOSTokenID, c.VocabSize)
+	case c.PadTokenID != nil && (*c.PadTokenID < 0 || *c.PadTokenID >= c.VocabSize):
+		return fmt.Errorf("gpt config: pad_token_id %d is outside the vocabulary of %d", *c.PadTokenID, c.VocabSize)
 	}
 	for _, p := range []struct {
 		name string
@@ -104,7 +177,82 @@ func (c Config) Validate() error {
 	if _, err := layers.ParseActivation(c.ActivationFunction); err != nil {
 		return fmt.Errorf("gpt config: activation_function: %w", err)
 	}
+	return c.checkExtra()
+}
+
+// refused are the config.json keys whose values, other than their
+// defaults, make transformers' GPT-2 compute what this model does not.
+var refused = []struct {
+	key string
+	ok  func(v any) bool // the values this model computes the same as transformers
+	why string
+}{
+	{"add_cross_attention", func(v any) bool { return v == nil || v == false },
+		"is not supported: zoo's GPT is decoder-only, without GPT-2's cross-attention layers (h.N.crossattention, h.N.ln_cross_attn); use a checkpoint without them"},
+	{"pruned_heads", func(v any) bool { m, ok := v.(map[string]any); return v == nil || ok && len(m) == 0 },
+		"is not supported: zoo's GPT has n_head heads in every layer, and a pruned layer's c_attn and c_proj are narrower; use an unpruned checkpoint"},
+	{"problem_type", func(v any) bool { return v == nil || v == "single_label_classification" },
+		"is not supported: zoo's GPT classifier trains with softmax cross-entropy over num_labels ≥ 2 classes (single_label_classification); regression and multi-label heads need another loss"},
+}
+
+// aliases is GPT2Config.attribute_map: names transformers reads as others.
+var aliases = []struct{ alias, key string }{
+	{"hidden_size", "n_embd"}, {"max_position_embeddings", "n_positions"},
+	{"num_attention_heads", "n_head"}, {"num_hidden_layers", "n_layer"},
+}
+
+// modeled maps the config.json keys that Config reads, or writes from
+// what is saved, to whether JSON null is a value for them.
+var modeled = func() map[string]bool {
+	m := map[string]bool{"model_type": true, "architectures": true, "label2id": true, "num_labels": true, "_num_labels": true}
+	t := reflect.TypeOf(Config{})
+	for i := 0; i < t.NumField(); i++ {
+		name := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
+		if name == "-" {
+			continue
+		}
+		k := t.Field(i).Type.Kind()
+		m[name] = k == reflect.Pointer || k == reflect.Map || name == "n_inner"
+	}
+	for _, a := range aliases {
+		m[a.alias] = false
+	}
+	return m
+}()
+
+// checkExtra rejects Extra keys that Config models and refused values.
+func (c Config) checkExtra() error {
+	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
+		if _, ok := modeled[k]; ok {
+			return fmt.Errorf("gpt config: Extra has %q, which Config models: set the field instead", k)
+		}
+	}
+	return checkRefused(c.Extra)
+}
+
+func checkRefused(raw map[string]json.RawMessage) error {
+	for _, r := range refused {
+		b, ok := raw[r.key]
+		if !ok {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return fmt.Errorf("gpt config: %s: %w", r.key, err)
+		}
+		if !r.ok(v) {
+			return fmt.Errorf("gpt config: %s %s %s", r.key, compact(b), r.why)
+		}
+	}
 	return nil
+}
+
+func compact(b []byte) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return string(b)
+	}
+	return buf.String()
 }
 
 // hfConfig is Config as Hugging Face writes it.
@@ -118,12 +266,33 @@ type hfConfig struct {
 
 type plainConfig Config
 
+// The architectures Save writes: transformers' class for the layout.
+const (
+	archLM         = "GPT2LMHeadModel"
+	archClassifier = "GPT2ForSequenceClassification"
+)
+
 // MarshalJSON writes a Hugging Face GPT-2 config.json: n_inner 0 as null,
-// with model_type and architectures.
+// the activation under Hugging Face's name, model_type, architectures
+// (GPT2ForSequenceClassification with id2label, else GPT2LMHeadModel) and
+// label2id, then the Extra keys in name order.
 func (c Config) MarshalJSON() ([]byte, error) {
-	h := hfConfig{plainConfig: plainConfig(c), ModelType: "gpt2", Architectures: []string{"GPT2LMHeadModel"}}
+	arch := archLM
 	if len(c.ID2Label) > 0 {
-		h.Architectures = []string{"GPT2ForSequenceClassification"}
+		arch = archClassifier
+	}
+	return c.marshal(arch)
+}
+
+func (c Config) marshal(arch string) ([]byte, error) {
+	if err := c.checkExtra(); err != nil {
+		return nil, err
+	}
+	h := hfConfig{plainConfig: plainConfig(c), ModelType: "gpt2", Architectures: []string{arch}}
+	if name, err := layers.HFActivationName(c.ActivationFunction); err == nil {
+		h.ActivationFunction = name // the zoo's old gelu_tanh is gelu_new
+	}
+	if len(c.ID2Label) > 0 {
 		h.Label2ID = map[string]int{}
 		for id, l := range c.ID2Label {
 			n, err := strconv.Atoi(id)
@@ -136,22 +305,73 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	if c.NInner > 0 {
 		h.NInner = &c.NInner
 	}
-	return json.Marshal(h)
+	b, err := json.Marshal(h)
+	if err != nil || len(c.Extra) == 0 {
+		return b, err
+	}
+	var buf bytes.Buffer
+	buf.Write(b[:len(b)-1]) // without the closing brace
+	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
+		key, _ := json.Marshal(k)
+		if !json.Valid(c.Extra[k]) {
+			return nil, fmt.Errorf("gpt config: Extra[%q] is not valid JSON", k)
+		}
+		buf.WriteByte(',')
+		buf.Write(key)
+		buf.WriteByte(':')
+		buf.Write(c.Extra[k])
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
 }
 
-// UnmarshalJSON reads a config.json. Fields it leaves out keep their values
-// when c is already set, as encoding/json does, and otherwise take GPT-2's
-// defaults (tie_word_embeddings defaults to true).
+// UnmarshalJSON reads a config.json as the Config doc describes. Fields it
+// leaves out keep their values when c is already set, as encoding/json does,
+// and otherwise take GPT-2's defaults (tie_word_embeddings and
+// scale_attn_weights default to true). The zoo's old activation name
+// gelu_tanh reads as gelu_new.
 func (c *Config) UnmarshalJSON(b []byte) error {
 	start := defaults()
 	if !reflect.ValueOf(*c).IsZero() {
 		start = *c
+		start.Extra = maps.Clone(c.Extra)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		return fmt.Errorf("gpt config: null is not a config")
+	}
+	for _, a := range aliases {
+		v, ok := raw[a.alias]
+		if !ok {
+			continue
+		}
+		if w, ok := raw[a.key]; ok && !jsonEqual(v, w) {
+			return fmt.Errorf("gpt config: %s %s and its alias %s %s disagree (transformers uses %s): remove one",
+				a.key, compact(w), a.alias, compact(v), a.alias)
+		}
+		raw[a.key] = v
+		delete(raw, a.alias)
+	}
+	if err := checkRefused(raw); err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if nullable, ok := modeled[k]; ok && !nullable && string(bytes.TrimSpace(raw[k])) == "null" {
+			return fmt.Errorf("gpt config: %s is null: transformers would read null differently from any value zoo's GPT can hold; write the value", k)
+		}
 	}
 	h := hfConfig{plainConfig: plainConfig(start)}
-	if c.NInner > 0 {
-		h.NInner = &c.NInner
+	if start.NInner > 0 {
+		h.NInner = &start.NInner
 	}
-	if err := json.Unmarshal(b, &h); err != nil {
+	known, err := json.Marshal(raw)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(known, &h); err != nil {
 		return err
 	}
 	if h.ModelType != "" && h.ModelType != "gpt2" {
@@ -162,5 +382,51 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	if h.NInner != nil {
 		c.NInner = *h.NInner
 	}
+	if name, err := layers.HFActivationName(c.ActivationFunction); err == nil {
+		c.ActivationFunction = name
+	}
+	if err := c.readNumLabels(raw); err != nil {
+		return err
+	}
+	for k, v := range raw {
+		if _, ok := modeled[k]; !ok {
+			if c.Extra == nil {
+				c.Extra = map[string]json.RawMessage{}
+			}
+			c.Extra[k] = v
+		}
+	}
 	return nil
+}
+
+// readNumLabels applies num_labels (or the older _num_labels) as
+// transformers does: without id2label it names LABEL_0, LABEL_1, …; with
+// id2label it must agree.
+func (c *Config) readNumLabels(raw map[string]json.RawMessage) error {
+	for _, key := range []string{"num_labels", "_num_labels"} {
+		b, ok := raw[key]
+		if !ok || string(bytes.TrimSpace(b)) == "null" {
+			continue
+		}
+		var n int
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("gpt config: %s: %w", key, err)
+		}
+		if _, ok := raw["id2label"]; ok {
+			if n != len(c.ID2Label) {
+				return fmt.Errorf("gpt config: %s %d disagrees with the %d labels of id2label", key, n, len(c.ID2Label))
+			}
+			continue
+		}
+		c.ID2Label = map[string]string{}
+		for i := 0; i < n; i++ {
+			c.ID2Label[strconv.Itoa(i)] = "LABEL_" + strconv.Itoa(i)
+		}
+	}
+	return nil
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }

@@ -62,16 +62,34 @@ func (k hfKeys) ToFile(name string) (key string, transpose bool) {
 }
 
 // Save writes the model as a Hugging Face GPT-2 checkpoint: dir/config.json
-// and dir/model.safetensors in GPT-2's layout, each written atomically.
+// and dir/model.safetensors in GPT-2's layout, each written atomically. The
+// config's architectures names the layout written, GPT2ForSequenceClassification
+// when the model has a classifier's score head and GPT2LMHeadModel
+// otherwise; the keys in Config.Extra are written as they were read.
 func (m *Model) Save(dir string) error {
+	if err := m.Config.checkExtra(); err != nil {
+		return fmt.Errorf("gpt: save: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("gpt: save: %w", err)
 	}
 	if err := m.Store.SaveMapped(filepath.Join(dir, layers.WeightsFile), nil, hfKeys{tied: m.LMHead == nil}); err != nil {
 		return fmt.Errorf("gpt: save: %w", err)
 	}
-	return layers.WriteConfig(dir, m.Config)
+	arch := archLM
+	if _, ok := m.Store.Param("score.weight"); ok {
+		arch = archClassifier
+	}
+	return layers.WriteConfig(dir, savedConfig{m.Config, arch})
 }
+
+// savedConfig writes a Config with the architecture Save wrote.
+type savedConfig struct {
+	c    Config
+	arch string
+}
+
+func (s savedConfig) MarshalJSON() ([]byte, error) { return s.c.marshal(s.arch) }
 
 // Load reads a GPT-2 checkpoint directory (config.json and
 // model.safetensors), ours or Hugging Face's, into a new model. Options set

@@ -1,7 +1,9 @@
 package gpt
 
 import (
+	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,4 +128,153 @@ func TestClassifierCheckpoint(t *testing.T) {
 	require.ErrorContains(t, err, "not a sequence classifier")
 	_, err = NewClassifier(m, []string{"only"})
 	require.ErrorContains(t, err, "need at least 2")
+}
+
+// parityWith writes a checkpoint directory holding the parity weights and
+// the parity config.json with edit applied to its keys, and returns it.
+func parityWith(t *testing.T, edit func(cfg map[string]any)) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(parityDir, layers.ConfigFile))
+	require.NoError(t, err)
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal(b, &cfg))
+	edit(cfg)
+	if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, layers.ConfigFile), b, 0o644))
+	w, err := os.ReadFile(filepath.Join(parityDir, layers.WeightsFile))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, layers.WeightsFile), w, 0o644))
+	return dir
+}
+
+// GPT2Config's attention options give the reference's logits and greedy
+// tokens (testdata/parity/attn_variants.safetensors, written by
+// tools/pytorch/gpt2_reference.py: the parity weights run with each
+// variant's options), with and without the KV cache. The reference checks
+// that each option other than reorder_and_upcast_attn moves the logits by
+// more than 1 and changes greedy tokens, so none of these passes by accident.
+func TestParityAttentionOptions(t *testing.T) {
+	f, err := safetensors.ReadFile(filepath.Join(parityDir, "attn_variants.safetensors"))
+	require.NoError(t, err)
+	p := loadParity(t)
+	ids, shape := p.ints("input_ids")
+	prompt, _ := p.ints("prompt")
+	variants := 0
+	for name, opts := range f.Metadata() {
+		if _, ok := f.Tensor("logits." + name); !ok {
+			continue // not a variant
+		}
+		variants++
+		t.Run(name, func(t *testing.T) {
+			var o map[string]any
+			require.NoError(t, json.Unmarshal([]byte(opts), &o))
+			m, err := Load(parityWith(t, func(cfg map[string]any) { maps.Copy(cfg, o) }))
+			require.NoError(t, err)
+			lt, _ := f.Tensor("logits." + name)
+			want, err := lt.Float32s()
+			require.NoError(t, err)
+			got := logitsOf(t, m, ids, shape, nil, nil)
+			require.Len(t, got, len(want))
+			for i := range want {
+				require.InDelta(t, want[i], got[i], 1e-4, "logit %d", i)
+			}
+			gt, _ := f.Tensor("greedy." + name)
+			g64, err := gt.Int64s()
+			require.NoError(t, err)
+			greedy := make([]int, len(g64))
+			for i, v := range g64 {
+				greedy[i] = int(v)
+			}
+			for _, noCache := range []bool{false, true} {
+				cfg := Greedy(len(greedy))
+				cfg.NoCache = noCache
+				out, err := m.Generate([][]int{prompt}, cfg)
+				require.NoError(t, err)
+				require.Equal(t, greedy, out[0], "no cache %v", noCache)
+			}
+		})
+	}
+	require.Equal(t, 5, variants)
+}
+
+// hfLastToken is transformers' current rule in
+// GPT2ForSequenceClassification: each row's rightmost token that is not
+// pad_token_id.
+func hfLastToken(row []int, pad int) int {
+	last := 0
+	for i, id := range row {
+		if id != pad {
+			last = i
+		}
+	}
+	return last
+}
+
+// A classifier's config.json has pad_token_id (eos_token_id unless the
+// model had one), which transformers needs for batches of more than one,
+// and LoadClassifier reads it back. On a batch right-padded with it,
+// transformers' rule picks the token the zoo reads.
+func TestClassifierPadToken(t *testing.T) {
+	m, err := New(Micro())
+	require.NoError(t, err)
+	c, err := NewClassifier(m, []string{"neg", "pos"})
+	require.NoError(t, err)
+	require.NotNil(t, c.Config.PadTokenID)
+	require.Equal(t, c.Config.EOSTokenID, *c.Config.PadTokenID)
+	dir := t.TempDir()
+	require.NoError(t, c.Save(dir))
+	require.Equal(t, float64(95), readJSON(t, dir)["pad_token_id"])
+	back, err := LoadClassifier(dir)
+	require.NoError(t, err)
+	require.Equal(t, 95, *back.Config.PadTokenID)
+
+	pad := *back.Config.PadTokenID
+	texts := [][]int{{5, 6, 7}, {8}, {9, 95, 10, 11, 12}} // the current rule allows pad inside a text
+	const width = 6
+	for _, text := range texts {
+		row := append(append([]int(nil), text...), make([]int, width-len(text))...)
+		for i := len(text); i < width; i++ {
+			row[i] = pad
+		}
+		require.Equal(t, len(text)-1, hfLastToken(row, pad), "%v", row)
+	}
+
+	// A pad_token_id the checkpoint has is kept.
+	m2, err := Load(parityWith(t, func(m map[string]any) { m["pad_token_id"] = 7 }))
+	require.NoError(t, err)
+	c2, err := NewClassifier(m2, []string{"a", "b", "c"})
+	require.NoError(t, err)
+	require.Equal(t, 7, *c2.Config.PadTokenID)
+}
+
+// transformers does not write id2label for its default of two labels: a
+// config.json whose architectures is GPT2ForSequenceClassification loads
+// with LABEL_0 and LABEL_1; num_labels names as many.
+func TestLoadClassifierDefaultLabels(t *testing.T) {
+	m, err := New(Micro())
+	require.NoError(t, err)
+	c, err := NewClassifier(m, []string{"neg", "pos"})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, c.Save(dir))
+	cfg := readJSON(t, dir)
+	delete(cfg, "id2label")
+	delete(cfg, "label2id")
+	b, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, layers.ConfigFile), b, 0o644))
+	back, err := LoadClassifier(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{"LABEL_0", "LABEL_1"}, back.Labels)
+
+	cfg["num_labels"] = 3
+	b, err = json.Marshal(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, layers.ConfigFile), b, 0o644))
+	_, err = LoadClassifier(dir)
+	var le *layers.LoadError
+	require.True(t, errors.As(err, &le), "3 labels do not fit the 2-row score: %v", err)
 }

@@ -61,7 +61,8 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 		}
 	}
 	scaled := layers.Normal(cfg.InitializerRange / math.Sqrt(2*float64(cfg.NLayer)))
-	for _, b := range m.H.Layers {
+	for i, b := range m.H.Layers {
+		b.SelfAttn.Scale = cfg.AttentionScale(i)
 		s.Reinit(b.SelfAttn.Out.Weight, scaled)
 		s.Reinit(b.FFN.Out.Weight, scaled)
 	}

@@ -2,7 +2,9 @@ package gpt
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,6 +77,10 @@ func TestConfigJSON(t *testing.T) {
 	"vocab_size": 50257}`
 	var c Config
 	require.NoError(t, json.Unmarshal([]byte(hf), &c))
+	require.ElementsMatch(t, []string{"n_ctx", "summary_activation", "summary_first_dropout", "summary_proj_to_labels",
+		"summary_type", "summary_use_proj", "task_specific_params"}, slices.Collect(maps.Keys(c.Extra)),
+		"the keys that change nothing are kept")
+	c.Extra = nil
 	require.Equal(t, GPT2Small(), c)
 
 	b, err := json.Marshal(Micro())

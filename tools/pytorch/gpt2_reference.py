@@ -20,12 +20,16 @@ Semantics reproduced from HF:
 
 * Conv1D: weight (in, out), y = x @ W + b (torch.addmm).
 * Attention: c_attn -> split(d) into q, k, v; heads by view(B,T,h,hd) and
-  permute(0,2,1,3); scores = q k^T / sqrt(hd) (a division, as HF); causal
+  permute(0,2,1,3); scores = q k^T / sqrt(hd) (a division, as HF; none with
+  scale_attn_weights=False; then / (layer_idx + 1) with
+  scale_attn_by_inverse_layer_idx=True); causal
   mask via torch.where(causal, scores, finfo.min); then the additive padding
   mask (1 - attention_mask) * finfo.min; softmax; attn dropout; merge heads;
   c_proj; resid dropout. past_key_values: past k, v are concatenated with the
   new ones along the time axis (HF's layer_past), the causal mask is
-  bias[key_len-query_len : key_len, :key_len].
+  bias[key_len-query_len : key_len, :key_len]. reorder_and_upcast_attn=True
+  takes HF's _upcast_and_reordered_attn instead: scores by
+  torch.baddbmm(..., alpha=scale) in float32, softmax in float32.
 * Block (pre-norm): x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)); mlp =
   c_proj(act(c_fc(x))) + dropout; act = gelu_new (tanh approximation),
   gelu (exact erf) or relu.
@@ -48,7 +52,10 @@ are meaningful and the parity test must compare only those.
 When run as a script it writes the parity test data for models/gpt (see
 main() and tools/pytorch/README.md) and checks the module against an
 independent float64 functional re-implementation, its KV-cache path against
-the no-cache path, and that save -> load round-trips.
+the no-cache path, and that save -> load round-trips. It then writes
+attn_variants.safetensors beside them: the same weights run with GPT2Config's
+attention options (see build_attn_variants; --variants-only writes just that
+file from an existing parity directory).
 """
 
 import argparse
@@ -80,7 +87,8 @@ class GPT2Config:
                  n_head=12, n_inner=None, activation_function="gelu_new",
                  resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1,
                  layer_norm_epsilon=1e-5, initializer_range=0.02,
-                 bos_token_id=50256, eos_token_id=50256, **extra):
+                 bos_token_id=50256, eos_token_id=50256, scale_attn_weights=True,
+                 scale_attn_by_inverse_layer_idx=False, reorder_and_upcast_attn=False, **extra):
         self.vocab_size = vocab_size
         self.n_positions = n_positions
         self.n_embd = n_embd
@@ -95,6 +103,9 @@ class GPT2Config:
         self.initializer_range = initializer_range
         self.bos_token_id = bos_token_id
         self.eos_token_id = eos_token_id
+        self.scale_attn_weights = scale_attn_weights
+        self.scale_attn_by_inverse_layer_idx = scale_attn_by_inverse_layer_idx
+        self.reorder_and_upcast_attn = reorder_and_upcast_attn
         self.extra = extra  # unknown config.json keys, kept for round-trips
 
     def to_dict(self, note=None):
@@ -115,10 +126,10 @@ class GPT2Config:
         d["initializer_range"] = self.initializer_range
         d["bos_token_id"] = self.bos_token_id
         d["eos_token_id"] = self.eos_token_id
+        d["scale_attn_weights"] = self.scale_attn_weights
+        d["scale_attn_by_inverse_layer_idx"] = self.scale_attn_by_inverse_layer_idx
+        d["reorder_and_upcast_attn"] = self.reorder_and_upcast_attn
         # fixed GPT2Config defaults this implementation assumes
-        d["scale_attn_weights"] = True
-        d["scale_attn_by_inverse_layer_idx"] = False
-        d["reorder_and_upcast_attn"] = False
         d["use_cache"] = True
         d["tie_word_embeddings"] = True
         d["torch_dtype"] = "float32"
@@ -129,9 +140,8 @@ class GPT2Config:
     @classmethod
     def from_dict(cls, d):
         d = dict(d)
-        for k in ("architectures", "model_type", "scale_attn_weights",
-                  "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
-                  "use_cache", "tie_word_embeddings", "torch_dtype", "_note"):
+        for k in ("architectures", "model_type", "use_cache", "tie_word_embeddings",
+                  "torch_dtype", "_note"):
             d.pop(k, None)
         return cls(**d)
 
@@ -170,7 +180,7 @@ class Conv1D(nn.Module):
 
 
 class GPT2Attention(nn.Module):
-    def __init__(self, config):
+    def __init__(self, config, layer_idx=0):
         super().__init__()
         n = config.n_positions
         self.register_buffer(
@@ -182,6 +192,10 @@ class GPT2Attention(nn.Module):
         self.split_size = self.embed_dim
         if self.head_dim * self.num_heads != self.embed_dim:
             raise ValueError("n_embd must be divisible by n_head")
+        self.scale_attn_weights = config.scale_attn_weights
+        self.scale_attn_by_inverse_layer_idx = config.scale_attn_by_inverse_layer_idx
+        self.reorder_and_upcast_attn = config.reorder_and_upcast_attn
+        self.layer_idx = layer_idx
         self.c_attn = Conv1D(3 * self.embed_dim, self.embed_dim)
         self.c_proj = Conv1D(self.embed_dim, self.embed_dim)
         self.attn_dropout = nn.Dropout(config.attn_pdrop)
@@ -189,12 +203,44 @@ class GPT2Attention(nn.Module):
 
     def _attn(self, query, key, value, attention_mask=None):
         attn_weights = torch.matmul(query, key.transpose(-1, -2))
-        attn_weights = attn_weights / torch.full(
-            [], value.size(-1) ** 0.5, dtype=attn_weights.dtype, device=attn_weights.device)
+        if self.scale_attn_weights:
+            attn_weights = attn_weights / torch.full(
+                [], value.size(-1) ** 0.5, dtype=attn_weights.dtype, device=attn_weights.device)
+        if self.scale_attn_by_inverse_layer_idx:  # layer-wise attention scaling
+            attn_weights = attn_weights / float(self.layer_idx + 1)
         query_length, key_length = query.size(-2), key.size(-2)
         causal_mask = self.bias[:, :, key_length - query_length: key_length, :key_length]
         mask_value = torch.full([], torch.finfo(attn_weights.dtype).min,
                                 dtype=attn_weights.dtype, device=attn_weights.device)
+        attn_weights = torch.where(causal_mask, attn_weights, mask_value)
+        if attention_mask is not None:
+            attn_weights = attn_weights + attention_mask
+        attn_weights = F.softmax(attn_weights, dim=-1)
+        attn_weights = attn_weights.type(value.dtype)
+        attn_weights = self.attn_dropout(attn_weights)
+        return torch.matmul(attn_weights, value)
+
+    def _upcast_and_reordered_attn(self, query, key, value, attention_mask=None):
+        """HF's reorder_and_upcast_attn path: the scale folded into a float32
+        baddbmm (alpha), the softmax in float32 (a no-op upcast in float32)."""
+        bsz, num_heads, q_seq_len, dk = query.size()
+        k_seq_len = key.size(-2)
+        # HF preallocates with torch.empty and passes beta=0, meant to ignore
+        # it; torch 1.13's CPU baddbmm then lets uninitialised memory (NaN)
+        # through for some shapes, nondeterministically. Zeros with beta=1
+        # add an exact 0 to alpha * (q @ k): what beta=0 means.
+        scale_factor = 1.0
+        if self.scale_attn_weights:
+            scale_factor /= float(value.size(-1)) ** 0.5
+        if self.scale_attn_by_inverse_layer_idx:
+            scale_factor /= float(self.layer_idx + 1)
+        q = query.reshape(-1, q_seq_len, dk)
+        k = key.transpose(-1, -2).reshape(-1, dk, k_seq_len)
+        attn_weights = torch.zeros(bsz * num_heads, q_seq_len, k_seq_len, dtype=torch.float32)
+        attn_weights = torch.baddbmm(attn_weights, q.float(), k.float(), beta=1, alpha=scale_factor)
+        attn_weights = attn_weights.reshape(bsz, num_heads, q_seq_len, k_seq_len)
+        causal_mask = self.bias[:, :, k_seq_len - q_seq_len: k_seq_len, :k_seq_len]
+        mask_value = torch.tensor(torch.finfo(attn_weights.dtype).min, dtype=attn_weights.dtype)
         attn_weights = torch.where(causal_mask, attn_weights, mask_value)
         if attention_mask is not None:
             attn_weights = attn_weights + attention_mask
@@ -221,7 +267,10 @@ class GPT2Attention(nn.Module):
             key = torch.cat((past_key, key), dim=-2)
             value = torch.cat((past_value, value), dim=-2)
         present = (key, value) if use_cache else None
-        out = self._attn(query, key, value, attention_mask)
+        if self.reorder_and_upcast_attn:
+            out = self._upcast_and_reordered_attn(query, key, value, attention_mask)
+        else:
+            out = self._attn(query, key, value, attention_mask)
         out = self.c_proj(self._merge_heads(out))
         out = self.resid_dropout(out)
         return out, present
@@ -240,11 +289,11 @@ class GPT2MLP(nn.Module):
 
 
 class GPT2Block(nn.Module):
-    def __init__(self, config):
+    def __init__(self, config, layer_idx=0):
         super().__init__()
         inner = config.n_inner if config.n_inner is not None else 4 * config.n_embd
         self.ln_1 = nn.LayerNorm(config.n_embd, eps=config.layer_norm_epsilon)
-        self.attn = GPT2Attention(config)
+        self.attn = GPT2Attention(config, layer_idx)
         self.ln_2 = nn.LayerNorm(config.n_embd, eps=config.layer_norm_epsilon)
         self.mlp = GPT2MLP(inner, config)
 
@@ -263,7 +312,7 @@ class GPT2Model(nn.Module):
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)
         self.wpe = nn.Embedding(config.n_positions, config.n_embd)
         self.drop = nn.Dropout(config.embd_pdrop)
-        self.h = nn.ModuleList([GPT2Block(config) for _ in range(config.n_layer)])
+        self.h = nn.ModuleList([GPT2Block(config, i) for i in range(config.n_layer)])
         self.ln_f = nn.LayerNorm(config.n_embd, eps=config.layer_norm_epsilon)
 
     def forward(self, input_ids, past_key_values=None, attention_mask=None,
@@ -480,7 +529,11 @@ def functional_gpt2(sd, cfg, ids, attention_mask=None, position_ids=None):
             q = qkv[..., j * hd:(j + 1) * hd]
             k = qkv[..., d + j * hd:d + (j + 1) * hd]
             v = qkv[..., 2 * d + j * hd:2 * d + (j + 1) * hd]
-            s = (q @ k.transpose(1, 2)) / math.sqrt(hd)
+            s = q @ k.transpose(1, 2)
+            if cfg.scale_attn_weights:
+                s = s / math.sqrt(hd)
+            if cfg.scale_attn_by_inverse_layer_idx:
+                s = s / (i + 1)
             s = s.masked_fill(~allowed, float("-inf"))
             e = torch.exp(s - s.max(-1, keepdim=True).values)
             heads.append((e / e.sum(-1, keepdim=True)) @ v)
@@ -708,6 +761,77 @@ def build_parity(out_dir):
         print("  %-20s %8d bytes" % (fn, os.path.getsize(os.path.join(out_dir, fn))))
 
 
+# GPT2Config's attention options, each run on the parity weights: name -> options.
+ATTN_VARIANTS = OrderedDict([
+    ("unscaled", dict(scale_attn_weights=False)),
+    ("inverse_layer", dict(scale_attn_by_inverse_layer_idx=True)),
+    ("unscaled_inverse_layer", dict(scale_attn_weights=False, scale_attn_by_inverse_layer_idx=True)),
+    ("reorder", dict(reorder_and_upcast_attn=True)),
+    ("reorder_inverse_layer", dict(reorder_and_upcast_attn=True, scale_attn_by_inverse_layer_idx=True)),
+])
+
+
+def build_attn_variants(out_dir):
+    """Writes out_dir/attn_variants.safetensors: for each of ATTN_VARIANTS, the
+    parity model (out_dir's config.json and model.safetensors) run with those
+    GPT2Config options: logits.<name> of input_ids and greedy.<name>, 15
+    greedy tokens after prompt (no cache; checked against the KV cache)."""
+    base = load_pretrained(out_dir).eval()
+    sd = base.state_dict()
+    golden, _ = read_safetensors(os.path.join(out_dir, "golden.safetensors"))
+    input_ids, prompt = golden["input_ids"], golden["prompt"]
+    with torch.no_grad():
+        base_logits = base(input_ids)
+    base_greedy = generate_greedy(base, prompt, 15)
+    print("attention variants:")
+    e = (base_logits - golden["logits"]).abs().max().item()
+    check(e < 1e-5, "the reloaded parity model gives the golden logits (to %.1e; they may come from "
+          "another BLAS)" % e)
+    check(base_greedy.tolist() == golden["greedy"].tolist(), "and the golden greedy tokens")
+    out = OrderedDict()
+    meta = OrderedDict()
+    meta["generator"] = GENERATOR
+    meta["torch"] = torch.__version__
+    meta["model"] = ("config.json + model.safetensors in this directory, run with the GPT2Config options "
+                     "of each variant (the rest of the config unchanged)")
+    meta["logits.<variant>"] = "float32 model(input_ids) of golden.safetensors, eval mode"
+    meta["greedy.<variant>"] = "15 greedy tokens after golden.safetensors' prompt, no cache (as greedy)"
+    for name, opts in ATTN_VARIANTS.items():
+        with open(os.path.join(out_dir, "config.json")) as f:
+            d = json.load(f)
+        d.update(opts)
+        cfg = GPT2Config.from_dict(d)
+        model = GPT2LMHeadModel(cfg)
+        model.load_state_dict(sd)
+        model.lm_head.weight = model.transformer.wte.weight
+        model.eval()
+        with torch.no_grad():
+            logits = model(input_ids)
+        greedy = generate_greedy(model, prompt, 15)
+        ref = functional_gpt2(sd, cfg, input_ids)
+        err = (logits.double() - ref).abs().max().item()
+        check(err < 1e-4, "%s: module vs float64 functional: max |dlogits| = %.2e" % (name, err))
+        cached = generate_greedy_cached(model, prompt, 15)
+        check(cached.tolist() == greedy.tolist(), "%s: KV-cache greedy equals no-cache greedy" % name)
+        diff = (logits - base_logits).abs().max().item()
+        nd = sum(int(a != b) for a, b in zip(greedy.tolist(), base_greedy.tolist()))
+        if opts.keys() == {"reorder_and_upcast_attn"}:
+            check(diff < 1e-5 and nd == 0, "%s: equals the default attention in float32 "
+                  "(max |dlogits| %.2e, same greedy tokens)" % (name, diff))
+        else:
+            check(diff > 0.1, "%s: differs from the default: max |dlogits| %.2f, %d/15 greedy tokens differ" % (name, diff, nd))
+        out["logits." + name] = logits
+        out["greedy." + name] = greedy
+        meta[name] = json.dumps(opts, sort_keys=True)
+    twin = (out["logits.reorder_inverse_layer"] - out["logits.inverse_layer"]).abs().max().item()
+    check(twin < 1e-5, "reorder_inverse_layer equals inverse_layer in float32: %.2e" % twin)
+    path = os.path.join(out_dir, "attn_variants.safetensors")
+    write_safetensors(path, out, meta)
+    back, bmeta = read_safetensors(path)
+    check(all(torch.equal(back[k], out[k]) for k in out) and bmeta == meta,
+          "attn_variants.safetensors reads back identical (%d tensors)" % len(back))
+
+
 @torch.no_grad()
 def generate_greedy_rolling_cache(model, ids, max_new_tokens):
     """A plausible but DIFFERENT windowing, used only to show the parity data
@@ -745,9 +869,13 @@ def main():
     default_out = os.path.normpath(os.path.join(here, "..", "..", "models", "gpt", "testdata", "parity"))
     ap = argparse.ArgumentParser(description="HF GPT-2 reference + parity data")
     ap.add_argument("--out", default=default_out)
+    ap.add_argument("--variants-only", action="store_true",
+                    help="write only attn_variants.safetensors, from the parity files already in --out")
     args = ap.parse_args()
     torch.set_num_threads(1)  # deterministic reductions
-    build_parity(args.out)
+    if not args.variants_only:
+        build_parity(args.out)
+    build_attn_variants(args.out)
     return 0
 
 
