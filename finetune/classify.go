@@ -118,6 +118,9 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if err != nil {
 		return nil, fmt.Errorf("finetune: validation: %w", err)
 	}
+	if n := endsWith(tr, clf.PadID()) + endsWith(va, clf.PadID()); n > 0 {
+		fmt.Fprintf(out, "note: %d texts end with the pad token (id %d); zoo pools them as they are, but Hugging Face's classifiers find a text's end from the first pad token and would pool an earlier one\n", n, clf.PadID())
+	}
 	data := newClsData(tr, va, cfg.Batch, maxLen, clf.PadID(), cfg.Seed)
 	sched, err := train.WarmupLinear(cfg.LR, cfg.Warmup, cfg.MaxIters)
 	if err != nil {
@@ -167,6 +170,17 @@ func encode(ex []datasets.Example, labels []string, tok datasets.Tokenizer, maxL
 		out[i] = example{ids: t[:min(len(t), maxLen)], label: ids[i]}
 	}
 	return out, nil
+}
+
+// endsWith counts the examples whose last token is id.
+func endsWith(ex []example, id int) int {
+	n := 0
+	for _, e := range ex {
+		if e.ids[len(e.ids)-1] == id {
+			n++
+		}
+	}
+	return n
 }
 
 // splitExamples shuffles with the seed and keeps the last fraction apart.

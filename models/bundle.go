@@ -50,7 +50,7 @@ func Open(dir string) (*Checkpoint, error) {
 		Architectures []string `json:"architectures"`
 	}
 	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %s: %w", dir, ConfigFile, err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ConfigFile), err)
 	}
 	if head.ModelType == "" {
 		return nil, fmt.Errorf("checkpoint %s: %s has no model_type, so zoo cannot tell which family reads it; add one of: %s", dir, ConfigFile, joinTypes())
@@ -97,12 +97,12 @@ func ReadConfig(dir, family string, cfg any) error {
 		ModelType string `json:"model_type"`
 	}
 	if err := json.Unmarshal(raw, &head); err != nil {
-		return fmt.Errorf("checkpoint %s: %s: %w", dir, ConfigFile, err)
+		return fmt.Errorf("%s: %w", filepath.Join(dir, ConfigFile), err)
 	}
 	if head.ModelType != "" {
 		f, err := ForModelType(head.ModelType)
 		if err != nil {
-			return fmt.Errorf("checkpoint %s: %w", dir, err)
+			return fmt.Errorf("%s: %w", filepath.Join(dir, ConfigFile), err)
 		}
 		c := &Checkpoint{Dir: dir, ModelType: head.ModelType, Family: f}
 		if err := c.Expect(family); err != nil {
@@ -110,7 +110,7 @@ func ReadConfig(dir, family string, cfg any) error {
 		}
 	}
 	if err := json.Unmarshal(raw, cfg); err != nil {
-		return fmt.Errorf("checkpoint %s: %s: %w", dir, ConfigFile, err)
+		return fmt.Errorf("%s: %w", filepath.Join(dir, ConfigFile), err)
 	}
 	return nil
 }

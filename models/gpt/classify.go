@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 )
 
 // Classifier is GPT for sequence classification, as Hugging Face's
@@ -67,7 +68,7 @@ func NewClassifier(m *Model, labels []string) (*Classifier, error) {
 // default of 2 labels (transformers does not write id2label for them).
 func LoadClassifier(dir string, opts ...layers.Option) (*Classifier, error) {
 	var cfg Config
-	if err := layers.ReadConfig(dir, &cfg); err != nil {
+	if err := models.ReadConfig(dir, "gpt", &cfg); err != nil {
 		return nil, fmt.Errorf("gpt: %w", err)
 	}
 	if len(cfg.ID2Label) == 0 {
@@ -79,7 +80,7 @@ func LoadClassifier(dir string, opts ...layers.Option) (*Classifier, error) {
 		}
 		if !slices.Contains(arch.Architectures, archClassifier) {
 			return nil, fmt.Errorf("gpt: %s has no id2label and its architectures are not %s: it is not a sequence classifier",
-				filepath.Join(dir, layers.ConfigFile), archClassifier)
+				filepath.Join(dir, models.ConfigFile), archClassifier)
 		}
 		cfg.ID2Label = map[string]string{"0": "LABEL_0", "1": "LABEL_1"}
 	}
@@ -107,7 +108,7 @@ func LoadClassifier(dir string, opts ...layers.Option) (*Classifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.LoadWeights(filepath.Join(dir, layers.WeightsFile)); err != nil {
+	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -44,7 +44,7 @@ func TestConfigRefusesUnsupported(t *testing.T) {
 		{"null bool", func(m map[string]any) { m["scale_attn_weights"] = nil }, "scale_attn_weights is null"},
 		{"null id", func(m map[string]any) { m["eos_token_id"] = nil }, "eos_token_id is null"},
 		{"null width", func(m map[string]any) { m["n_embd"] = nil }, "n_embd is null"},
-		{"model_type", func(m map[string]any) { m["model_type"] = "gpt_neo" }, `model_type "gpt_neo" is not gpt2`},
+		{"model_type", func(m map[string]any) { m["model_type"] = "gpt_neo" }, `model_type "gpt_neo" is not one zoo knows; known model types: gpt2 (gpt)`}, // the checkpoint bundle's check
 		{"activation", func(m map[string]any) { m["activation_function"] = "silu" },
 			`activation_function: unknown activation "silu"`},
 		{"num_labels", func(m map[string]any) {

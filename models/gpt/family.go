@@ -58,9 +58,17 @@ func (c *Classifier) ClassNames() []string { return c.Labels }
 // MaxLength implements models.Classifier: the context length.
 func (c *Classifier) MaxLength() int { return c.Config.NPositions }
 
-// PadID implements models.Classifier. Padding never reaches the pooled
-// token under the causal mask, so any id works; 0 is used.
-func (c *Classifier) PadID() int { return 0 }
+// PadID implements models.Classifier: pad_token_id, which NewClassifier
+// sets (to eos_token_id unless the checkpoint has one), so that batches
+// padded by the pipeline are read by Hugging Face's
+// GPT2ForSequenceClassification as zoo reads them. Zoo itself never looks
+// at padding: the pooled token is each row's last real one.
+func (c *Classifier) PadID() int {
+	if c.Config.PadTokenID != nil {
+		return *c.Config.PadTokenID
+	}
+	return c.Config.EOSTokenID
+}
 
 // ClassLogits implements models.Classifier: the scores of the last real
 // token of each row, (B, num_labels).

@@ -13,11 +13,11 @@ package gpt
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 )
 
 // conv1D are the suffixes of the weights GPT-2 stores transposed.
@@ -70,17 +70,14 @@ func (m *Model) Save(dir string) error {
 	if err := m.Config.checkExtra(); err != nil {
 		return fmt.Errorf("gpt: save: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("gpt: save: %w", err)
-	}
-	if err := m.Store.SaveMapped(filepath.Join(dir, layers.WeightsFile), nil, hfKeys{tied: m.LMHead == nil}); err != nil {
-		return fmt.Errorf("gpt: save: %w", err)
-	}
 	arch := archLM
 	if _, ok := m.Store.Param("score.weight"); ok {
 		arch = archClassifier
 	}
-	return layers.WriteConfig(dir, savedConfig{m.Config, arch})
+	if err := models.SaveModel(dir, savedConfig{m.Config, arch}, m.Store, hfKeys{tied: m.LMHead == nil}); err != nil {
+		return fmt.Errorf("gpt: %w", err)
+	}
+	return nil
 }
 
 // savedConfig writes a Config with the architecture Save wrote.
@@ -97,14 +94,14 @@ func (s savedConfig) MarshalJSON() ([]byte, error) { return s.c.marshal(s.arch) 
 // name in a *layers.LoadError.
 func Load(dir string, opts ...layers.Option) (*Model, error) {
 	var cfg Config
-	if err := layers.ReadConfig(dir, &cfg); err != nil {
+	if err := models.ReadConfig(dir, "gpt", &cfg); err != nil {
 		return nil, fmt.Errorf("gpt: %w", err)
 	}
 	m, err := New(cfg, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("gpt: %s: %w", filepath.Join(dir, layers.ConfigFile), err)
+		return nil, fmt.Errorf("gpt: %s: %w", filepath.Join(dir, models.ConfigFile), err)
 	}
-	if err := m.LoadWeights(filepath.Join(dir, layers.WeightsFile)); err != nil {
+	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
 		return nil, err
 	}
 	return m, nil
