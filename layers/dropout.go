@@ -37,11 +37,13 @@ const (
 	ReLU     = ops.ReLU
 	GELU     = ops.GELU     // exact, x·Φ(x)
 	GELUTanh = ops.GELUTanh // the tanh approximation
+	SiLU     = ops.SiLU     // x·σ(x), also called swish
 )
 
 // ParseActivation maps a Hugging Face `hidden_act`/`activation_function`
 // name to an Activation: "relu"; "gelu" (exact); "gelu_new",
-// "gelu_pytorch_tanh" or "gelu_tanh" (the tanh approximation).
+// "gelu_pytorch_tanh" or "gelu_tanh" (the tanh approximation); "silu" or
+// "swish" (x·σ(x), which Hugging Face's ACT2FN maps to nn.SiLU).
 func ParseActivation(name string) (Activation, error) {
 	switch name {
 	case "relu":
@@ -50,8 +52,10 @@ func ParseActivation(name string) (Activation, error) {
 		return GELU, nil
 	case "gelu_new", "gelu_pytorch_tanh", "gelu_tanh":
 		return GELUTanh, nil
+	case "silu", "swish":
+		return SiLU, nil
 	}
-	return 0, fmt.Errorf("unknown activation %q: use relu, gelu, gelu_new, gelu_pytorch_tanh or gelu_tanh", name)
+	return 0, fmt.Errorf("unknown activation %q: use relu, gelu, gelu_new, gelu_pytorch_tanh, gelu_tanh, silu or swish", name)
 }
 
 // Activate applies a to x elementwise; the shape is kept.
