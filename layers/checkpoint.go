@@ -187,10 +187,13 @@ func (s *Store) LoadMapped(path string, km KeyMap) error {
 			le.Mismatched = append(le.Mismatched, fmt.Sprintf("%s: file %v, model %v", key, t.Shape, []int(p.Value.Shape())))
 		case t.DType != safetensors.F64 && t.DType != safetensors.F32 && t.DType != safetensors.F16 && t.DType != safetensors.BF16:
 			le.Mismatched = append(le.Mismatched, fmt.Sprintf("%s: dtype %s is not a float", key, t.DType))
-		case seen[name]:
-			aliases[name] = append(aliases[name], key)
-		default:
+		case !seen[name]:
 			found[name] = pending{p, t, transpose}
+		case key == name: // a parameter's own key is the one the others must agree with
+			aliases[name] = append(aliases[name], found[name].t.Name)
+			found[name] = pending{p, t, transpose}
+		default:
+			aliases[name] = append(aliases[name], key)
 		}
 		seen[name] = true
 	}

@@ -152,11 +152,14 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		"encoder_ffn_dim": c.DFF, "decoder_ffn_dim": c.DFF, "activation_function": c.Activation,
 		"dropout": c.Dropout, "attention_dropout": c.AttentionDropout, "activation_dropout": c.ActivationDropout,
 		"scale_embedding": c.ScaleEmbedding, "share_encoder_decoder_embeddings": c.ShareEmbeddings,
-		"tie_word_embeddings": c.TieOutput, "max_position_embeddings": c.MaxLen,
+		"max_position_embeddings": c.MaxLen,
 		"pad_token_id": c.PadTokenID, "eos_token_id": c.EOSTokenID, "decoder_start_token_id": c.BOSTokenID,
 	}
 	for k, v := range fields {
 		out[k] = v
+	}
+	if !c.TieOutput { // true is PretrainedConfig's default, which save_pretrained leaves out
+		out["tie_word_embeddings"] = false
 	}
 	if c.NormFirst {
 		out["normalize_before"], out["add_final_layer_norm"] = true, true
