@@ -152,8 +152,8 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		"encoder_ffn_dim": c.DFF, "decoder_ffn_dim": c.DFF, "activation_function": c.Activation,
 		"dropout": c.Dropout, "attention_dropout": c.AttentionDropout, "activation_dropout": c.ActivationDropout,
 		"scale_embedding": c.ScaleEmbedding, "share_encoder_decoder_embeddings": c.ShareEmbeddings,
-		"max_position_embeddings": c.MaxLen,
-		"pad_token_id": c.PadTokenID, "eos_token_id": c.EOSTokenID, "decoder_start_token_id": c.BOSTokenID,
+		"max_position_embeddings": c.MaxLen, "pad_token_id": c.PadTokenID, "eos_token_id": c.EOSTokenID,
+		"decoder_start_token_id": c.BOSTokenID,
 	}
 	for k, v := range fields {
 		out[k] = v
