@@ -20,7 +20,12 @@ package seq2seq
 //   - final_logits_bias (1, V) is a buffer, added to the logits. OPUS-MT
 //     checkpoints carry nonzero values; transformers accepts a checkpoint
 //     without it (_keys_to_ignore_on_load_missing) and then it is zero, and
-//     so does Load (the zoo's "seq2seq" checkpoints have none).
+//     so does Load (the zoo's "seq2seq" checkpoints have none);
+//   - with share_encoder_decoder_embeddings false, transformers' MarianModel
+//     makes the decoder's table a copy of a (vocab_size, d) one, whatever
+//     decoder_vocab_size says; the zoo's has decoder_vocab_size rows. The two
+//     agree when the sizes are equal, and only then does transformers load
+//     such a checkpoint (either way).
 
 import (
 	"encoding/json"
