@@ -53,7 +53,7 @@ func TestMarianConfigFields(t *testing.T) {
 
 	// MarianConfig's defaults fill what a config leaves out; decoder_vocab_size
 	// is vocab_size then.
-	c, err = decode(t, map[string]any{"model_type": "marian", "vocab_size": 100, "pad_token_id": 99, "decoder_start_token_id": 99})
+	c, err = decode(t, map[string]any{"model_type": "marian", "vocab_size": 100, "decoder_vocab_size": nil, "pad_token_id": 99, "decoder_start_token_id": 99})
 	require.NoError(t, err)
 	require.Equal(t, 1024, c.DModel)
 	require.Equal(t, 16, c.NumHeads)
