@@ -16,6 +16,7 @@ const (
 	ReLU     = ops.ReLU
 	GELU     = ops.GELU     // exact, x·Φ(x)
 	GELUTanh = ops.GELUTanh // the tanh approximation
+	SiLU     = ops.SiLU     // x·σ(x), also called swish
 )
 
 // activationNames maps every name ParseActivation accepts to its Activation
@@ -46,12 +47,17 @@ var activationNames = map[string]struct {
 	// The zoo's own old name for the tanh GELU, which transformers does not
 	// know; read from old checkpoints and written as gelu_new.
 	"gelu_tanh": {GELUTanh, "gelu_new"},
+	// SiLUActivation (nn.SiLU): x·σ(x); ACT2FN names it both ways, and the
+	// OPUS-MT Marian models use "swish".
+	"silu":  {SiLU, "silu"},
+	"swish": {SiLU, "swish"},
 }
 
 // ParseActivation maps a Hugging Face `hidden_act`/`activation_function`
 // name to an Activation: "relu"; "gelu" or "gelu_python" (exact); "gelu_new",
 // "gelu_pytorch_tanh", "gelu_accurate" or "gelu_fast" (the tanh
-// approximation), and "gelu_tanh", the zoo's old name for it.
+// approximation), and "gelu_tanh", the zoo's old name for it; "silu" or
+// "swish" (x·σ(x)).
 func ParseActivation(name string) (Activation, error) {
 	a, ok := activationNames[name]
 	if !ok {
@@ -73,7 +79,7 @@ func HFActivationName(name string) (string, error) {
 
 func unknownActivation(name string) error {
 	return fmt.Errorf("unknown activation %q: the zoo implements relu, gelu (also named gelu_python) and the tanh GELU "+
-		"gelu_new (also named gelu_pytorch_tanh, gelu_accurate, gelu_fast, and gelu_tanh in old zoo checkpoints)", name)
+		"gelu_new (also named gelu_pytorch_tanh, gelu_accurate, gelu_fast, and gelu_tanh in old zoo checkpoints), and silu (also named swish)", name)
 }
 
 // Activate applies a to x elementwise; the shape is kept.

@@ -31,9 +31,24 @@ type KeyMap interface {
 	ToFile(name string) (key string, transpose bool)
 }
 
-// Save writes every parameter to a safetensors file at path, atomically: a
-// crash leaves any previous file at path intact. Tensors are written in the
-// store's dtype under their checkpoint keys, with metadata "format": "pt"
+// OptionalKeys is implemented by a KeyMap whose checkpoints may lack some
+// tensors (Hugging Face's _keys_to_ignore_on_load_missing): a parameter or
+// buffer that it calls optional and the file lacks keeps its value.
+type OptionalKeys interface {
+	Optional(name string) bool
+}
+
+// SkipChecker is implemented by a KeyMap that checks the tensors it skips:
+// a buffer that the model computes instead of loading (a sinusoidal position
+// table) must hold what the model computes. An error is reported as a
+// mismatch of that key.
+type SkipChecker interface {
+	CheckSkipped(key string, shape []int, values []float64) error
+}
+
+// Save writes every parameter and buffer to a safetensors file at path,
+// atomically: a crash leaves any previous file at path intact. Tensors are
+// written in the store's dtype under their checkpoint keys, with metadata "format": "pt"
 // (which Hugging Face's loader expects) plus the given metadata.
 func (s *Store) Save(path string, metadata map[string]string) error {
 	return s.SaveMapped(path, metadata, nil)
@@ -45,8 +60,8 @@ func (s *Store) SaveMapped(path string, metadata map[string]string, km KeyMap) e
 	for k, v := range metadata {
 		md[k] = v
 	}
-	ts := make([]safetensors.Tensor, 0, len(s.params))
-	for _, p := range s.params {
+	ts := make([]safetensors.Tensor, 0, len(s.params)+len(s.buffers))
+	for _, p := range s.all() {
 		key, transpose := p.Name, false
 		if km != nil {
 			key, transpose = km.ToFile(p.Name)
@@ -120,13 +135,16 @@ func (e *LoadError) Error() string {
 	return fmt.Sprintf("load %s: checkpoint does not fit the model (%s); check that config.json describes this checkpoint", e.Path, strings.Join(parts, "; "))
 }
 
-// Load copies a safetensors file into the store's parameters. Loading is
-// strict: a missing, unexpected or mismatched tensor is a *LoadError naming
-// all of them, and then no parameter is changed. F64, F32, F16 and BF16
-// tensors are converted to the store's dtype.
+// Load copies a safetensors file into the store's parameters and buffers.
+// Loading is strict: a missing, unexpected or mismatched tensor is a
+// *LoadError naming all of them, and then nothing is changed. F64, F32, F16
+// and BF16 tensors are converted to the store's dtype.
 func (s *Store) Load(path string) error { return s.LoadMapped(path, nil) }
 
-// LoadMapped is Load through a KeyMap.
+// LoadMapped is Load through a KeyMap. Several keys may map to one
+// parameter (a tied weight saved under each of its names); they must then
+// hold equal values. See OptionalKeys and SkipChecker for what a KeyMap may
+// add.
 func (s *Store) LoadMapped(path string, km KeyMap) error {
 	f, err := safetensors.ReadFile(path)
 	if err != nil {
@@ -139,13 +157,19 @@ func (s *Store) LoadMapped(path string, km KeyMap) error {
 		transpose bool
 	}
 	found := map[string]pending{}
-	seen := map[string]bool{} // parameters the file has, usable or not
+	aliases := map[string][]string{} // parameter name -> further keys loading it
+	seen := map[string]bool{}        // parameters the file has, usable or not
 	for _, key := range f.Names() {
 		name, transpose, skip := key, false, false
 		if km != nil {
 			name, transpose, skip = km.FromFile(key)
 		}
 		if skip {
+			if sc, ok := km.(SkipChecker); ok {
+				if err := checkSkipped(sc, f, key); err != nil {
+					le.Mismatched = append(le.Mismatched, fmt.Sprintf("%s: %v", key, err))
+				}
+			}
 			continue
 		}
 		p, ok := s.byName[name]
@@ -153,7 +177,6 @@ func (s *Store) LoadMapped(path string, km KeyMap) error {
 			le.Unexpected = append(le.Unexpected, key)
 			continue
 		}
-		seen[name] = true
 		t, _ := f.Tensor(key)
 		shape := slices.Clone(t.Shape)
 		if transpose && len(shape) == 2 {
@@ -164,22 +187,79 @@ func (s *Store) LoadMapped(path string, km KeyMap) error {
 			le.Mismatched = append(le.Mismatched, fmt.Sprintf("%s: file %v, model %v", key, t.Shape, []int(p.Value.Shape())))
 		case t.DType != safetensors.F64 && t.DType != safetensors.F32 && t.DType != safetensors.F16 && t.DType != safetensors.BF16:
 			le.Mismatched = append(le.Mismatched, fmt.Sprintf("%s: dtype %s is not a float", key, t.DType))
-		default:
+		case !seen[name]:
 			found[name] = pending{p, t, transpose}
+		case key == name: // a parameter's own key is the one the others must agree with
+			aliases[name] = append(aliases[name], found[name].t.Name)
+			found[name] = pending{p, t, transpose}
+		default:
+			aliases[name] = append(aliases[name], key)
 		}
+		seen[name] = true
 	}
-	for _, p := range s.params {
-		if !seen[p.Name] {
+	optional, _ := km.(OptionalKeys)
+	for _, p := range s.all() {
+		if !seen[p.Name] && (optional == nil || !optional.Optional(p.Name)) {
 			le.Missing = append(le.Missing, keyOf(km, p.Name))
 		}
 	}
+	for name, keys := range aliases {
+		w, ok := found[name]
+		if !ok {
+			continue // the first key is already reported
+		}
+		for _, key := range keys {
+			if err := sameValues(w.t, f, key); err != nil {
+				le.Mismatched = append(le.Mismatched, fmt.Sprintf("%s and %s, both loaded into %s, %v", w.t.Name, key, name, err))
+			}
+		}
+	}
 	if len(le.Missing)+len(le.Unexpected)+len(le.Mismatched) > 0 {
+		slices.Sort(le.Mismatched)
 		return le
 	}
-	for _, p := range s.params {
-		w := found[p.Name]
+	for _, p := range s.all() {
+		w, ok := found[p.Name]
+		if !ok {
+			continue // optional and absent
+		}
 		if err := copyInto(w.p.Value, w.t, w.transpose); err != nil {
 			return fmt.Errorf("load %s: %s: %w", path, w.p.Name, err)
+		}
+	}
+	return nil
+}
+
+// all lists the parameters, then the buffers.
+func (s *Store) all() []*Param { return append(slices.Clip(s.params), s.buffers...) }
+
+// checkSkipped hands a skipped float tensor's values to the checker.
+func checkSkipped(sc SkipChecker, f *safetensors.File, key string) error {
+	t, _ := f.Tensor(key)
+	v, err := t.Float64s()
+	if err != nil {
+		return err
+	}
+	return sc.CheckSkipped(key, t.Shape, v)
+}
+
+// sameValues reports whether the tensor under key holds a's values.
+func sameValues(a safetensors.Tensor, f *safetensors.File, key string) error {
+	b, _ := f.Tensor(key)
+	if !slices.Equal(a.Shape, b.Shape) {
+		return fmt.Errorf("have shapes %v and %v", a.Shape, b.Shape)
+	}
+	av, err := a.Float64s()
+	if err != nil {
+		return err
+	}
+	bv, err := b.Float64s()
+	if err != nil {
+		return err
+	}
+	for i := range av {
+		if av[i] != bv[i] {
+			return fmt.Errorf("differ (first at flat index %d: %g and %g)", i, av[i], bv[i])
 		}
 	}
 	return nil

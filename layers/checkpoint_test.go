@@ -2,8 +2,10 @@ package layers
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -135,4 +137,124 @@ func TestCheckpointFailuresAreSafe(t *testing.T) {
 	for _, e := range entries {
 		require.NotContains(t, e.Name(), ".tmp", "no temporary files left behind")
 	}
+}
+
+// A buffer is saved and loaded with the parameters but is not learnable:
+// it is not among Params, NumParams or a graph's Learnables.
+func TestBuffers(t *testing.T) {
+	newStore := func(seed uint64) (*Store, *Param) {
+		s := tinyModel(t, seed, tensor.Float64)
+		b, err := s.Root().Buffer("final_logits_bias", []int{1, 3}, Normal(1))
+		require.NoError(t, err)
+		return s, b
+	}
+	a, ab := newStore(1)
+	n := len(a.Params())
+	require.Equal(t, []*Param{ab}, a.Buffers())
+	require.NotContains(t, a.Params(), ab)
+	_, err := a.Root().Param("final_logits_bias", []int{3}, Constant(0))
+	require.ErrorContains(t, err, "defined twice", "names are unique over parameters and buffers")
+	require.Len(t, a.Params(), n)
+	p, ok := a.Param("final_logits_bias")
+	require.True(t, ok)
+	require.Equal(t, ab, p)
+
+	g := a.NewGraph()
+	x := g.Input("x", 2, 2, 3)
+	y, err := AddBias(g, x, ab)
+	require.NoError(t, err)
+	require.Empty(t, g.Learnables(), "a buffer is bound but not learnable")
+	got := runRead(t, g, y)[0].(*tensor.Dense).Data().([]float64)
+	want := ab.Value.Data().([]float64)
+	for i, v := range got {
+		require.Equal(t, want[i%3], v)
+	}
+
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	require.NoError(t, a.Save(path, nil))
+	b, bb := newStore(2)
+	require.NotEqual(t, ab.Value.Data(), bb.Value.Data())
+	require.NoError(t, b.Load(path))
+	require.Equal(t, ab.Value.Data(), bb.Value.Data())
+
+	// Without the buffer, the file is missing a tensor, unless the key map
+	// calls it optional; then the buffer keeps its value.
+	f, err := safetensors.ReadFile(path)
+	require.NoError(t, err)
+	var ts []safetensors.Tensor
+	for _, name := range f.Names() {
+		if name != "final_logits_bias" {
+			st, _ := f.Tensor(name)
+			ts = append(ts, st)
+		}
+	}
+	lacking := filepath.Join(t.TempDir(), "lacking.safetensors")
+	require.NoError(t, safetensors.WriteFile(lacking, ts, nil))
+	c, cb := newStore(3)
+	before := append([]float64(nil), cb.Value.Data().([]float64)...)
+	var le *LoadError
+	require.True(t, errors.As(c.Load(lacking), &le))
+	require.Equal(t, []string{"final_logits_bias"}, le.Missing)
+	require.NoError(t, c.LoadMapped(lacking, optionalBias{}))
+	require.Equal(t, before, cb.Value.Data())
+	require.Equal(t, a.Params()[0].Value.Data(), c.Params()[0].Value.Data())
+}
+
+// optionalBias is the identity key map with final_logits_bias optional;
+// it reads "alias.*" keys as the parameter they name and skips
+// "positions", which must be all zeros.
+type optionalBias struct{}
+
+func (optionalBias) FromFile(key string) (string, bool, bool) {
+	if key == "positions" {
+		return "", false, true
+	}
+	if name, ok := strings.CutPrefix(key, "alias."); ok {
+		return name, false, false
+	}
+	return key, false, false
+}
+func (optionalBias) ToFile(name string) (string, bool) { return name, false }
+func (optionalBias) Optional(name string) bool         { return name == "final_logits_bias" }
+func (optionalBias) CheckSkipped(key string, shape []int, v []float64) error {
+	for _, x := range v {
+		if x != 0 {
+			return fmt.Errorf("positions %v are not zero", shape)
+		}
+	}
+	return nil
+}
+
+// Several keys may load one parameter (a tied weight saved under each of
+// its names) if they agree; a skipped tensor is checked by the key map.
+func TestAliasedAndCheckedKeys(t *testing.T) {
+	a := tinyModel(t, 1, tensor.Float32)
+	q := a.Params()[0]
+	write := func(aliasValue float32, positions float32) string {
+		var ts []safetensors.Tensor
+		for _, p := range a.Params() {
+			st, err := safetensors.FromFloat32s(p.Name, p.Value.Shape(), p.Value.Data().([]float32))
+			require.NoError(t, err)
+			ts = append(ts, st)
+		}
+		al := append([]float32(nil), q.Value.Data().([]float32)...)
+		al[5] = aliasValue
+		st, err := safetensors.FromFloat32s("alias."+q.Name, q.Value.Shape(), al)
+		require.NoError(t, err)
+		pos, err := safetensors.FromFloat32s("positions", []int{2, 2}, []float32{0, 0, positions, 0})
+		require.NoError(t, err)
+		path := filepath.Join(t.TempDir(), "m.safetensors")
+		require.NoError(t, safetensors.WriteFile(path, append(ts, st, pos), nil))
+		return path
+	}
+	same := q.Value.Data().([]float32)[5]
+	require.NoError(t, a.LoadMapped(write(same, 0), optionalBias{}))
+
+	err := a.LoadMapped(write(same+1, 0.5), optionalBias{})
+	var le *LoadError
+	require.True(t, errors.As(err, &le), "%v", err)
+	require.Len(t, le.Mismatched, 2)
+	require.Contains(t, le.Mismatched[0], "alias."+q.Name)
+	require.Contains(t, le.Mismatched[0], ", both loaded into "+q.Name+", differ (first at flat index 5")
+	require.Equal(t, "positions: positions [2 2] are not zero", le.Mismatched[1])
 }

@@ -159,6 +159,51 @@ func TestSinusoidalBeyondTrainingLength(t *testing.T) {
 	require.InDeltaSlice(t, long[4000*8:4003*8], v.(*tensor.Dense).Data().([]float64), 1e-12)
 }
 
+// Hugging Face's Marian layout holds the paper's values with the sines in
+// the first ⌈d/2⌉ columns and the cosines after; the layer, its offset
+// form and its position input all use the layout they were made with.
+func TestSinusoidalLayouts(t *testing.T) {
+	inter, err := SinusoidalTable(7, 6, 10000)
+	require.NoError(t, err)
+	concat, err := SinusoidalTableLayout(7, 6, 10000, SinCosConcat)
+	require.NoError(t, err)
+	for pos := 0; pos < 7; pos++ {
+		for i := 0; i < 3; i++ {
+			require.Equal(t, inter[pos*6+2*i], concat[pos*6+i], "sin %d at %d", i, pos)
+			require.Equal(t, inter[pos*6+2*i+1], concat[pos*6+3+i], "cos %d at %d", i, pos)
+		}
+	}
+	// An odd width has one more sine than cosines (HF's sentinel ⌈d/2⌉).
+	odd, err := SinusoidalTableLayout(4, 5, 10000, SinCosConcat)
+	require.NoError(t, err)
+	for pos := 0; pos < 4; pos++ {
+		for c := 0; c < 5; c++ {
+			want := math.Sin(float64(pos) * math.Pow(10000, -float64(2*c)/5))
+			if c >= 3 {
+				want = math.Cos(float64(pos) * math.Pow(10000, -float64(2*(c-3))/5))
+			}
+			require.InDelta(t, want, odd[pos*5+c], 1e-15, "pos %d column %d", pos, c)
+		}
+	}
+
+	s := newStore64(t)
+	pe, err := NewSinusoidalLayout(6, 10000, SinCosConcat)
+	require.NoError(t, err)
+	g := s.NewGraph()
+	y, err := pe.ForwardFrom(g, g.Input("x", 1, 3, 6), 4) // zeros: the output is the table itself
+	require.NoError(t, err)
+	in := pe.Input(g, 3)
+	require.NoError(t, in.SetOffset(4))
+	z, err := pe.ForwardInput(g, g.Input("x", 1, 3, 6), in)
+	require.NoError(t, err)
+	v := graphtest.Run(t, g.ExprGraph, y, z)
+	require.Equal(t, concat[4*6:7*6], v[0].(*tensor.Dense).Data().([]float64))
+	require.Equal(t, concat[4*6:7*6], v[1].(*tensor.Dense).Data().([]float64))
+
+	_, err = NewSinusoidalLayout(6, 10000, "sin_cos")
+	require.ErrorContains(t, err, `sinusoidal layout "sin_cos" must be "interleaved" or "concat"`)
+}
+
 // Each bad input is an error naming the problem, never a panic.
 func TestBadInput(t *testing.T) {
 	s, err := NewStore()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/internal/ops"
 )
@@ -42,6 +43,28 @@ func (l *Linear) Forward(g *Graph, x *gorgonia.Node) (*gorgonia.Node, error) {
 	y, err := ops.Linear(x, g.Node(l.Weight), b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", l.Weight.Name, err)
+	}
+	return y, nil
+}
+
+// AddBias adds b, a parameter or buffer of N values stored as (N) or
+// (1, N), to every row of x (..., N) and returns (..., N); Hugging Face's
+// final_logits_bias (1, V) is added to the logits this way.
+func AddBias(g *Graph, x *gorgonia.Node, b *Param) (*gorgonia.Node, error) {
+	n := b.Value.Size()
+	bn := g.Node(b)
+	if bn.Dims() != 1 {
+		if b.Value.Dims() != 2 || b.Value.Shape()[0] != 1 {
+			return nil, fmt.Errorf("%s: bias of shape %v must be (N) or (1, N)", b.Name, b.Value.Shape())
+		}
+		var err error
+		if bn, err = gorgonia.Reshape(bn, tensor.Shape{n}); err != nil {
+			return nil, fmt.Errorf("%s: %w", b.Name, err)
+		}
+	}
+	y, err := ops.AddBroadcast(x, bn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Name, err)
 	}
 	return y, nil
 }

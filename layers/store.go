@@ -25,13 +25,16 @@ type Param struct {
 	Value *tensor.Dense
 }
 
-// Store holds a model's parameters, in creation order, apart from any graph.
+// Store holds a model's parameters, in creation order, apart from any graph,
+// and its buffers: tensors saved and loaded with the parameters that are not
+// learnable (PyTorch's register_buffer).
 type Store struct {
 	dtype   tensor.Dtype
 	rng     *rand.Rand
 	initStd float64
 	params  []*Param
-	byName  map[string]*Param
+	buffers []*Param
+	byName  map[string]*Param // parameters and buffers
 }
 
 // Option sets a runtime knob of a Store.
@@ -73,7 +76,10 @@ func (s *Store) Dtype() tensor.Dtype { return s.dtype }
 // Params lists the parameters in creation order.
 func (s *Store) Params() []*Param { return append([]*Param(nil), s.params...) }
 
-// Param finds a parameter by name.
+// Buffers lists the buffers in creation order.
+func (s *Store) Buffers() []*Param { return append([]*Param(nil), s.buffers...) }
+
+// Param finds a parameter or a buffer by name.
 func (s *Store) Param(name string) (*Param, bool) {
 	p, ok := s.byName[name]
 	return p, ok
@@ -122,6 +128,30 @@ type Init func(rng *rand.Rand, shape []int, v []float64)
 // Param creates the parameter leaf in this scope, initialised by init.
 // It rejects an empty, dotted or duplicate name and a non-positive dim.
 func (s Scope) Param(leaf string, shape []int, init Init) (*Param, error) {
+	p, err := s.newTensor(leaf, shape, init)
+	if err != nil {
+		return nil, err
+	}
+	s.store.params = append(s.store.params, p)
+	return p, nil
+}
+
+// Buffer creates a buffer leaf in this scope, initialised by init: a tensor
+// that checkpoints save and load under its name like a parameter, and that
+// Graph.Node binds like one, but that is not learnable. It is not among
+// Store.Params, so optimizers, NumParams and Graph.Learnables leave it
+// alone (Hugging Face's final_logits_bias is one). Names are checked as for
+// Param, against parameters and buffers both.
+func (s Scope) Buffer(leaf string, shape []int, init Init) (*Param, error) {
+	p, err := s.newTensor(leaf, shape, init)
+	if err != nil {
+		return nil, err
+	}
+	s.store.buffers = append(s.store.buffers, p)
+	return p, nil
+}
+
+func (s Scope) newTensor(leaf string, shape []int, init Init) (*Param, error) {
 	if s.store == nil {
 		return nil, fmt.Errorf("layers: scope %q has no store; use Store.Root()", s.prefix)
 	}
@@ -150,7 +180,6 @@ func (s Scope) Param(leaf string, shape []int, init Init) (*Param, error) {
 		t = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f))
 	}
 	p := &Param{Name: name, Value: t}
-	s.store.params = append(s.store.params, p)
 	s.store.byName[name] = p
 	return p, nil
 }

@@ -102,6 +102,10 @@ func ReadConfig(dir, family string, cfg any) error {
 	if head.ModelType != "" {
 		f, err := ForModelType(head.ModelType)
 		if err != nil {
+			if own, lerr := Lookup(family); lerr == nil {
+				return fmt.Errorf("%s: model_type %q is another model family; this needs a %s checkpoint (model_type %s); %w",
+					filepath.Join(dir, ConfigFile), head.ModelType, family, own.ModelTypes[0], err)
+			}
 			return fmt.Errorf("%s: %w", filepath.Join(dir, ConfigFile), err)
 		}
 		c := &Checkpoint{Dir: dir, ModelType: head.ModelType, Family: f}

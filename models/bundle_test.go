@@ -31,7 +31,7 @@ func TestOpenDispatchesOnModelType(t *testing.T) {
 	require.Equal(t, "gpt", c.Family.Name)
 	require.Equal(t, "gpt2", c.ModelType)
 	require.NoError(t, c.Expect("gpt"))
-	require.ErrorContains(t, c.Expect("seq2seq"), "is a gpt checkpoint (model_type gpt2), another model family; this needs a seq2seq (model_type seq2seq) checkpoint")
+	require.ErrorContains(t, c.Expect("seq2seq"), "is a gpt checkpoint (model_type gpt2), another model family; this needs a seq2seq (model_type marian) checkpoint")
 
 	s, err := seq2seq.New(seq2seq.Tiny(), layers.WithSeed(1))
 	require.NoError(t, err)

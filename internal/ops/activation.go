@@ -15,11 +15,14 @@ type Act int
 // The activations. GELU is exact, x·Φ(x) with Φ from erf (in float32 from
 // erf32, within 5e-7 of erf; the tanh form from tanh32, likewise); GELUTanh is the
 // tanh approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) that GPT-2
-// and BERT's original code use (Hendrycks & Gimpel, arXiv:1606.08415).
+// and BERT's original code use (Hendrycks & Gimpel, arXiv:1606.08415). SiLU
+// is x·σ(x) (Elfwing et al. 2017; "swish" in Ramachandran et al. 2017), the
+// activation of the OPUS-MT Marian models.
 const (
 	ReLU Act = iota
 	GELU
 	GELUTanh
+	SiLU
 )
 
 func (a Act) String() string {
@@ -30,6 +33,8 @@ func (a Act) String() string {
 		return "gelu"
 	case GELUTanh:
 		return "gelu_tanh"
+	case SiLU:
+		return "silu"
 	}
 	return fmt.Sprintf("Act(%d)", int(a))
 }
@@ -39,7 +44,7 @@ func Activate(x *gorgonia.Node, a Act) (*gorgonia.Node, error) {
 	if err := checkFloatNode("activation", "input", x); err != nil {
 		return nil, err
 	}
-	if a < ReLU || a > GELUTanh {
+	if a < ReLU || a > SiLU {
 		return nil, fmt.Errorf("activation: unknown activation %v", a)
 	}
 	return gorgonia.ApplyOp(&actOp{base: base{name: a.String(), arity: 1}, act: a}, x)
@@ -149,11 +154,17 @@ func actForward[T Float](a Act, x, out []T) {
 			v := float64(t)
 			out[i] = T(0.5 * v * (1 + math.Tanh(sqrt2OverPi*(v+geluCoef*v*v*v))))
 		}
+	case SiLU:
+		for i, t := range x {
+			v := float64(t)
+			out[i] = T(v / (1 + math.Exp(-v)))
+		}
 	}
 }
 
 // actGrad writes dy·act'(x): for GELU Φ(x) + x·φ(x); for the tanh form
-// 0.5·(1+t) + 0.5·x·(1−t²)·√(2/π)·(1 + 3·0.044715·x²).
+// 0.5·(1+t) + 0.5·x·(1−t²)·√(2/π)·(1 + 3·0.044715·x²); for SiLU
+// σ(x)·(1 + x·(1 − σ(x))).
 func actGrad[T Float](a Act, x, dy, out []T) {
 	switch a {
 	case ReLU:
@@ -174,6 +185,12 @@ func actGrad[T Float](a Act, x, dy, out []T) {
 			v := float64(t)
 			th := math.Tanh(sqrt2OverPi * (v + geluCoef*v*v*v))
 			out[i] = dy[i] * T(0.5*(1+th)+0.5*v*(1-th*th)*sqrt2OverPi*(1+3*geluCoef*v*v))
+		}
+	case SiLU:
+		for i, t := range x {
+			v := float64(t)
+			sig := 1 / (1 + math.Exp(-v))
+			out[i] = dy[i] * T(sig*(1+v*(1-sig)))
 		}
 	}
 }

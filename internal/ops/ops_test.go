@@ -42,6 +42,7 @@ func TestGradients(t *testing.T) {
 		{"relu", actCase(ReLU)},
 		{"gelu", actCase(GELU)},
 		{"gelu_tanh", actCase(GELUTanh)},
+		{"silu", actCase(SiLU)},
 		{"softmax", softmaxCase(false, nil, 3)},
 		{"softmax_causal", softmaxCase(true, nil, 3)},
 		{"softmax_padding", softmaxCase(false, maskDense(2, 5, [2]int{1, 3}, [2]int{1, 4}), 3)},
@@ -142,6 +143,32 @@ func TestGELUValues(t *testing.T) {
 	require.NoError(t, err)
 	want := 0.5 * (1 + math.Tanh(math.Sqrt(2/math.Pi)*1.044715))
 	require.InDelta(t, want, eval(t, g, y).Data().([]float64)[0], 1e-15)
+}
+
+func TestSiLUValues(t *testing.T) {
+	// silu(x) = x·σ(x): silu(1) = 1/(1 + e⁻¹) = 0.7310585786300049,
+	// silu(−2) = −2/(1 + e²) = −0.23840584404423515; float32 agrees to 1e-7.
+	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+		g := gorgonia.NewGraph()
+		var x *gorgonia.Node
+		if dt == tensor.Float64 {
+			x = input(g, "x", tensor.New(tensor.WithShape(4), tensor.WithBacking([]float64{-2, 0, 1, 40})))
+		} else {
+			x = input(g, "x", tensor.New(tensor.WithShape(4), tensor.WithBacking([]float32{-2, 0, 1, 40})))
+		}
+		y, err := Activate(x, SiLU)
+		require.NoError(t, err)
+		var got []float64
+		switch d := eval(t, g, y).Data().(type) {
+		case []float64:
+			got = d
+		case []float32:
+			for _, v := range d {
+				got = append(got, float64(v))
+			}
+		}
+		require.InDeltaSlice(t, []float64{-0.23840584404423515, 0, 0.7310585786300049, 40}, got, 1e-6)
+	}
 }
 
 func TestMaskedSoftmaxValues(t *testing.T) {

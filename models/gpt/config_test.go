@@ -45,8 +45,8 @@ func TestConfigRefusesUnsupported(t *testing.T) {
 		{"null id", func(m map[string]any) { m["eos_token_id"] = nil }, "eos_token_id is null"},
 		{"null width", func(m map[string]any) { m["n_embd"] = nil }, "n_embd is null"},
 		{"model_type", func(m map[string]any) { m["model_type"] = "gpt_neo" }, `model_type "gpt_neo" is not one zoo knows; known model types: gpt2 (gpt)`}, // the checkpoint bundle's check
-		{"activation", func(m map[string]any) { m["activation_function"] = "silu" },
-			`activation_function: unknown activation "silu"`},
+		{"activation", func(m map[string]any) { m["activation_function"] = "tanh" },
+			`activation_function: unknown activation "tanh"`},
 		{"num_labels", func(m map[string]any) {
 			m["id2label"] = map[string]any{"0": "a", "1": "b"}
 			m["num_labels"] = 3

@@ -52,7 +52,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{func(c *Config) { c.NHead = 5 }, "not divisible by n_head 5"},
 		{func(c *Config) { c.VocabSize = 0 }, "must be positive"},
-		{func(c *Config) { c.ActivationFunction = "swish" }, `unknown activation "swish"`},
+		{func(c *Config) { c.ActivationFunction = "tanh" }, `unknown activation "tanh"`},
 		{func(c *Config) { c.ResidPdrop = 1 }, "resid_pdrop 1"},
 		{func(c *Config) { c.EOSTokenID = 96 }, "outside the vocabulary"},
 		{func(c *Config) { c.LayerNormEpsilon = 0 }, "layer_norm_epsilon"},

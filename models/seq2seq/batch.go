@@ -114,7 +114,18 @@ func (f Feed) Load(b Batch) error {
 	copy(f.TgtIn.Value().Data().([]int), b.TgtIn)
 	copy(f.Labels.Value().Data().([]int), b.Labels)
 	setMask(f.SrcMask.Value().(*tensor.Dense), b.Src, f.cfg.PadTokenID)
-	setMask(f.TgtMask.Value().(*tensor.Dense), b.TgtIn, f.cfg.PadTokenID)
+	tgt := f.TgtMask.Value().(*tensor.Dense)
+	setMask(tgt, b.TgtIn, f.cfg.PadTokenID)
+	// Every decoder input starts with decoder_start_token_id, which
+	// Marian sets to the pad id: the first position is always a token.
+	for r := 0; r < b.B; r++ {
+		switch d := tgt.Data().(type) {
+		case []float32:
+			d[r*b.Tt] = 1
+		case []float64:
+			d[r*b.Tt] = 1
+		}
+	}
 	return nil
 }
 

@@ -1,7 +1,8 @@
 // Package seq2seq is the encoder-decoder Transformer of "Attention Is All
 // You Need" (Vaswani et al. 2017), built from the zoo's shared layers:
 // translation and denoising, greedy and beam-search decoding through a KV
-// cache, and checkpoints in safetensors with BART/FSMT-style tensor names.
+// cache, and checkpoints in Hugging Face's Marian layout (MarianMTModel), so
+// that OPUS-MT checkpoints load here and the zoo's load into transformers.
 package seq2seq
 
 import (
@@ -11,34 +12,68 @@ import (
 	"github.com/d73a19ff/zoo/layers"
 )
 
-// ModelType is the model_type of a seq2seq config.json.
-const ModelType = "seq2seq"
+// ModelType is the model_type of the config.json this package writes:
+// Hugging Face's Marian.
+const ModelType = "marian"
 
-// Config describes a Transformer. The JSON names are the issue's (and
-// PyTorch nn.Transformer's where it has them); the tensor names are BART's.
+// legacyModelType is the model_type of the zoo's checkpoints before they
+// were Marian's; Load still reads them.
+const legacyModelType = "seq2seq"
+
+// Config describes a Transformer. It is Hugging Face's MarianConfig
+// (https://github.com/huggingface/transformers/blob/main/src/transformers/models/marian/configuration_marian.py):
+// config.json holds it under Marian's names, given with each field, and the
+// zoo's older names still read (see UnmarshalJSON).
 type Config struct {
-	DModel           int     `json:"d_model"`
-	NumHeads         int     `json:"num_heads"`
-	DFF              int     `json:"d_ff"`
-	NumEncoderLayers int     `json:"num_encoder_layers"`
-	NumDecoderLayers int     `json:"num_decoder_layers"`
-	Dropout          float64 `json:"dropout"`           // on embeddings and every sublayer output (P_drop, §5.4)
-	AttentionDropout float64 `json:"attention_dropout"` // on attention probabilities; 0 in the paper
-	MaxLen           int     `json:"max_len"`           // the longest source and target, in tokens
-	SrcVocabSize     int     `json:"src_vocab_size"`
-	TgtVocabSize     int     `json:"tgt_vocab_size"`
-	// ShareEmbeddings uses one table for source and target (a joint
-	// vocabulary, §3.4): model.shared.weight.
-	ShareEmbeddings bool `json:"share_embeddings"`
-	// TieOutput makes the output projection the target embedding table
-	// (Press & Wolf 2017); otherwise it is lm_head.weight.
-	TieOutput    bool    `json:"tie_output"`
-	NormFirst    bool    `json:"norm_first"` // pre-norm; the paper is post-norm ("Add & Norm")
-	Activation   string  `json:"activation"` // of the feed-forward: relu (the paper) or gelu
-	LayerNormEps float64 `json:"layer_norm_eps"`
-	PadTokenID   int     `json:"pad_token_id"`
-	BOSTokenID   int     `json:"bos_token_id"` // starts every decoder input
-	EOSTokenID   int     `json:"eos_token_id"` // ends every target
+	DModel           int     // d_model
+	NumHeads         int     // encoder_attention_heads and decoder_attention_heads, which must be equal
+	DFF              int     // encoder_ffn_dim and decoder_ffn_dim, which must be equal
+	NumEncoderLayers int     // encoder_layers
+	NumDecoderLayers int     // decoder_layers
+	Dropout          float64 // dropout: on embeddings and every sublayer output (P_drop, §5.4)
+	AttentionDropout float64 // attention_dropout: on attention probabilities; 0 in the paper
+	// ActivationDropout (activation_dropout) is on the feed-forward's
+	// hidden activations; 0 in the paper.
+	ActivationDropout float64
+	MaxLen            int // max_position_embeddings: the longest source and target, in tokens
+	SrcVocabSize      int // vocab_size
+	TgtVocabSize      int // decoder_vocab_size
+	// ShareEmbeddings (share_encoder_decoder_embeddings) uses one table
+	// for source and target (a joint vocabulary, §3.4): model.shared.weight.
+	ShareEmbeddings bool
+	// TieOutput (tie_word_embeddings) makes the output projection the
+	// target embedding table (Press & Wolf 2017); otherwise it is
+	// lm_head.weight.
+	TieOutput bool
+	// NormFirst is pre-norm; the paper and Marian are post-norm ("Add &
+	// Norm"). config.json says normalize_before and add_final_layer_norm
+	// (the names of transformers 3's BART), which MarianMTModel ignores.
+	NormFirst  bool
+	Activation string // activation_function: relu (the paper), gelu, gelu_new or swish (OPUS-MT)
+	// LayerNormEps is the LayerNorms' ε. Marian's is fixed at 1e-5;
+	// another value is written as layer_norm_eps, which MarianMTModel
+	// ignores.
+	LayerNormEps float64
+	PadTokenID   int // pad_token_id
+	// BOSTokenID (decoder_start_token_id) starts every decoder input.
+	// Marian starts with the pad token; the zoo's own models with a bos
+	// token. Marian's bos_token_id is not used by the model.
+	BOSTokenID int
+	EOSTokenID int // eos_token_id: ends every source and target
+	// ScaleEmbedding (scale_embedding) multiplies token embeddings by
+	// √d_model (§3.4), as the paper and OPUS-MT do.
+	ScaleEmbedding bool
+	// PositionLayout is the sinusoidal table's layout: layers.SinCosConcat
+	// (all sines, then all cosines) is Marian's and the default (also when
+	// empty); layers.SinCosInterleaved is the paper's and the zoo's before
+	// it was Marian, written as "sinusoidal_layout": "interleaved", which
+	// MarianMTModel ignores.
+	PositionLayout layers.SinusoidalLayout
+	// Extra holds the config.json fields that do not change what the model
+	// computes (architectures, task_specific_params, num_beams,
+	// transformers_version, …), as read, so that Save writes them back
+	// unchanged (as their JSON text). It is nil when there are none.
+	Extra map[string]json.RawMessage
 }
 
 // Base is the paper's base model (Table 3): 6+6 layers, 512 wide, 8 heads,
@@ -51,7 +86,7 @@ func Base() Config {
 		DModel: 512, NumHeads: 8, DFF: 2048, NumEncoderLayers: 6, NumDecoderLayers: 6,
 		Dropout: 0.1, MaxLen: 256, SrcVocabSize: 37000, TgtVocabSize: 37000,
 		ShareEmbeddings: true, TieOutput: true, Activation: "relu", LayerNormEps: 1e-5,
-		PadTokenID: 0, BOSTokenID: 1, EOSTokenID: 2,
+		PadTokenID: 0, BOSTokenID: 1, EOSTokenID: 2, ScaleEmbedding: true, PositionLayout: layers.SinCosConcat,
 	}
 }
 
@@ -75,38 +110,50 @@ func Tiny() Config {
 	return c
 }
 
-// Validate reports a configuration that cannot be built.
+// Validate reports a configuration that cannot be built, naming the
+// config.json field.
 func (c Config) Validate() error {
 	switch {
 	case c.DModel <= 0 || c.NumHeads <= 0 || c.DFF <= 0 || c.NumEncoderLayers <= 0 || c.NumDecoderLayers <= 0:
-		return fmt.Errorf("seq2seq config: d_model %d, num_heads %d, d_ff %d, num_encoder_layers %d and num_decoder_layers %d must be positive",
+		return fmt.Errorf("seq2seq config: d_model %d, attention heads %d, ffn_dim %d, encoder_layers %d and decoder_layers %d must be positive",
 			c.DModel, c.NumHeads, c.DFF, c.NumEncoderLayers, c.NumDecoderLayers)
 	case c.DModel%c.NumHeads != 0:
-		return fmt.Errorf("seq2seq config: d_model %d is not divisible by num_heads %d", c.DModel, c.NumHeads)
+		return fmt.Errorf("seq2seq config: d_model %d is not divisible by encoder_attention_heads %d", c.DModel, c.NumHeads)
 	case c.MaxLen < 2:
-		return fmt.Errorf("seq2seq config: max_len %d must be at least 2", c.MaxLen)
+		return fmt.Errorf("seq2seq config: max_position_embeddings %d must be at least 2", c.MaxLen)
 	case c.SrcVocabSize <= 0 || c.TgtVocabSize <= 0:
-		return fmt.Errorf("seq2seq config: src_vocab_size %d and tgt_vocab_size %d must be positive", c.SrcVocabSize, c.TgtVocabSize)
+		return fmt.Errorf("seq2seq config: vocab_size %d and decoder_vocab_size %d must be positive", c.SrcVocabSize, c.TgtVocabSize)
 	case c.ShareEmbeddings && c.SrcVocabSize != c.TgtVocabSize:
-		return fmt.Errorf("seq2seq config: share_embeddings needs one vocabulary, but src_vocab_size is %d and tgt_vocab_size %d", c.SrcVocabSize, c.TgtVocabSize)
+		return fmt.Errorf("seq2seq config: share_encoder_decoder_embeddings needs one vocabulary, but vocab_size is %d and decoder_vocab_size %d", c.SrcVocabSize, c.TgtVocabSize)
 	case !(c.LayerNormEps > 0):
 		return fmt.Errorf("seq2seq config: layer_norm_eps %g must be positive", c.LayerNormEps)
+	}
+	if err := c.layout().Validate(); err != nil {
+		return fmt.Errorf("seq2seq config: sinusoidal_layout: %w", err)
 	}
 	for _, id := range []struct {
 		name string
 		v    int
-	}{{"pad_token_id", c.PadTokenID}, {"bos_token_id", c.BOSTokenID}, {"eos_token_id", c.EOSTokenID}} {
+	}{{"pad_token_id", c.PadTokenID}, {"decoder_start_token_id", c.BOSTokenID}, {"eos_token_id", c.EOSTokenID}} {
 		if id.v < 0 || id.v >= min(c.SrcVocabSize, c.TgtVocabSize) {
 			return fmt.Errorf("seq2seq config: %s %d is outside the vocabularies [0, %d)", id.name, id.v, min(c.SrcVocabSize, c.TgtVocabSize))
 		}
 	}
-	if c.PadTokenID == c.EOSTokenID || c.PadTokenID == c.BOSTokenID {
-		return fmt.Errorf("seq2seq config: pad_token_id %d must differ from bos_token_id %d and eos_token_id %d", c.PadTokenID, c.BOSTokenID, c.EOSTokenID)
+	if c.PadTokenID == c.EOSTokenID {
+		return fmt.Errorf("seq2seq config: pad_token_id %d must differ from eos_token_id %d", c.PadTokenID, c.EOSTokenID)
 	}
 	if err := c.block().Validate(); err != nil {
 		return fmt.Errorf("seq2seq config: %w", err)
 	}
 	return nil
+}
+
+// layout is the position table's layout, Marian's when unset.
+func (c Config) layout() layers.SinusoidalLayout {
+	if c.PositionLayout == "" {
+		return layers.SinCosConcat
+	}
+	return c.PositionLayout
 }
 
 func (c Config) block() layers.BlockConfig {
@@ -116,35 +163,7 @@ func (c Config) block() layers.BlockConfig {
 	}
 	return layers.BlockConfig{
 		Dim: c.DModel, Heads: c.NumHeads, FFNDim: c.DFF, Activation: c.Activation, Norm: norm,
-		LayerNormEps: c.LayerNormEps, Dropout: c.Dropout, AttentionDropout: c.AttentionDropout, Bias: true,
+		LayerNormEps: c.LayerNormEps, Dropout: c.Dropout, AttentionDropout: c.AttentionDropout,
+		ActivationDropout: c.ActivationDropout, Bias: true,
 	}
-}
-
-// fileConfig is Config as config.json holds it, with the model type and
-// architecture that tell model families apart.
-type fileConfig struct {
-	plainConfig
-	ModelType     string   `json:"model_type"`
-	Architectures []string `json:"architectures"`
-}
-
-type plainConfig Config
-
-// MarshalJSON writes config.json with model_type "seq2seq".
-func (c Config) MarshalJSON() ([]byte, error) {
-	return json.Marshal(fileConfig{plainConfig: plainConfig(c), ModelType: ModelType, Architectures: []string{"Transformer"}})
-}
-
-// UnmarshalJSON reads a config.json over c's values; a config of another
-// model family (a GPT-2 or BERT checkpoint) is an error that says so.
-func (c *Config) UnmarshalJSON(b []byte) error {
-	f := fileConfig{plainConfig: plainConfig(*c)}
-	if err := json.Unmarshal(b, &f); err != nil {
-		return err
-	}
-	if f.ModelType != ModelType && f.ModelType != "" {
-		return fmt.Errorf("seq2seq config: model_type %q is another model family; this needs a %q checkpoint", f.ModelType, ModelType)
-	}
-	*c = Config(f.plainConfig)
-	return nil
 }

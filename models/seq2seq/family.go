@@ -10,7 +10,7 @@ import (
 func init() {
 	models.Register(models.Family{
 		Name:       "seq2seq",
-		ModelTypes: []string{ModelType},
+		ModelTypes: []string{ModelType, legacyModelType},
 		Describe: func(dir string) (string, error) {
 			var c Config
 			if err := models.ReadConfig(dir, "seq2seq", &c); err != nil {

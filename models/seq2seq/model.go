@@ -10,11 +10,12 @@ import (
 	"github.com/d73a19ff/zoo/layers"
 )
 
-// Model is the encoder-decoder Transformer. Parameter names are BART's
+// Model is the encoder-decoder Transformer, computed as Hugging Face's
+// MarianMTModel computes it. Parameter names are Marian's
 // (model.shared.weight or model.{encoder,decoder}.embed_tokens.weight,
 // model.encoder.layers.N.self_attn.q_proj.weight, …,
 // model.decoder.layers.N.encoder_attn.*, lm_head.weight); sinusoidal
-// positions are not parameters.
+// positions are not parameters, and final_logits_bias is a buffer.
 type Model struct {
 	Config   Config
 	Store    *layers.Store
@@ -24,13 +25,18 @@ type Model struct {
 	Encoder  *layers.Encoder
 	Decoder  *layers.Decoder
 	LMHead   *layers.Linear // lm_head; nil when tied to TgtEmbed
-	drop     layers.Dropout
+	// FinalLogitsBias (1, V_tgt) is added to the logits. It is a buffer,
+	// as in transformers, which does not train it: zero in a new model,
+	// loaded from a checkpoint, and never changed by an optimizer.
+	FinalLogitsBias *layers.Param
+	drop            layers.Dropout
 }
 
 // New builds a model with fairseq's initialisation of the Transformer:
 // Xavier-uniform weights, zero biases, and N(0, 1/d_model) embeddings, so
-// that embeddings scaled by √d_model have unit variance. Options set the
-// dtype and seed.
+// that embeddings scaled by √d_model have unit variance (transformers
+// instead draws N(0, init_std²); init_std is kept in Config.Extra but not
+// used). Options set the dtype and seed.
 func New(cfg Config, opts ...layers.Option) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -54,7 +60,7 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 			return nil, fmt.Errorf("seq2seq: %w", err)
 		}
 	}
-	if m.Pos, err = layers.NewSinusoidal(cfg.DModel, 10000); err != nil {
+	if m.Pos, err = layers.NewSinusoidalLayout(cfg.DModel, positionsBase, cfg.layout()); err != nil {
 		return nil, fmt.Errorf("seq2seq: %w", err)
 	}
 	if m.Encoder, err = layers.NewEncoder(root.Sub("encoder"), cfg.block(), cfg.NumEncoderLayers); err != nil {
@@ -67,6 +73,9 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 		if m.LMHead, err = layers.NewLinear(s.Root().Sub("lm_head"), cfg.DModel, cfg.TgtVocabSize, false); err != nil {
 			return nil, fmt.Errorf("seq2seq: %w", err)
 		}
+	}
+	if m.FinalLogitsBias, err = s.Root().Buffer(biasKey, []int{1, cfg.TgtVocabSize}, layers.Constant(0)); err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
 	}
 	m.initialise()
 	return m, nil
@@ -133,7 +142,17 @@ func (m *Model) decode(g *layers.Graph, tgtIn, tgtMask, memory, srcMask *gorgoni
 	return y, nil
 }
 
-// embed maps ids (B, T) to √d·E[ids] + PE with dropout, (B, T, D).
+// embedScale is what token embeddings are multiplied by: √d_model, or 1
+// without scale_embedding.
+func (m *Model) embedScale() float64 {
+	if m.Config.ScaleEmbedding {
+		return math.Sqrt(float64(m.Config.DModel))
+	}
+	return 1
+}
+
+// embed maps ids (B, T) to √d·E[ids] + PE[0…T−1] with dropout, (B, T, D);
+// Marian's positions start at 0 (BART's at 2).
 func (m *Model) embed(g *layers.Graph, e *layers.Embedding, ids *gorgonia.Node, side string) (*gorgonia.Node, error) {
 	if ids == nil || ids.Dims() != 2 {
 		return nil, fmt.Errorf("seq2seq: %s ids must be (B, T)", side)
@@ -141,7 +160,7 @@ func (m *Model) embed(g *layers.Graph, e *layers.Embedding, ids *gorgonia.Node, 
 	if t := ids.Shape()[1]; t > m.Config.MaxLen {
 		return nil, fmt.Errorf("seq2seq: %s of %d tokens is longer than max_len %d; truncate it or raise max_len", side, t, m.Config.MaxLen)
 	}
-	x, err := e.ForwardScaled(g, ids, math.Sqrt(float64(m.Config.DModel)))
+	x, err := e.ForwardScaled(g, ids, m.embedScale())
 	if err != nil {
 		return nil, fmt.Errorf("seq2seq: %w", err)
 	}
@@ -151,7 +170,8 @@ func (m *Model) embed(g *layers.Graph, e *layers.Embedding, ids *gorgonia.Node, 
 	return m.drop.Forward(g, x)
 }
 
-// Head maps decoder states (B, T, D) to logits (B, T, V_tgt).
+// Head maps decoder states (B, T, D) to logits (B, T, V_tgt): the output
+// projection plus final_logits_bias.
 func (m *Model) Head(g *layers.Graph, h *gorgonia.Node) (*gorgonia.Node, error) {
 	var logits *gorgonia.Node
 	var err error
@@ -162,6 +182,9 @@ func (m *Model) Head(g *layers.Graph, h *gorgonia.Node) (*gorgonia.Node, error) 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("seq2seq: output projection: %w", err)
+	}
+	if logits, err = layers.AddBias(g, logits, m.FinalLogitsBias); err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
 	}
 	return logits, nil
 }
@@ -180,7 +203,8 @@ func (m *Model) Loss(g *layers.Graph, in Inputs, labels *gorgonia.Node, smoothin
 	return loss, logits, nil
 }
 
-// NumParams is the number of learnable scalars.
+// NumParams is the number of learnable scalars (final_logits_bias is not
+// one).
 func (m *Model) NumParams() int { return m.Store.NumParams() }
 
 func isBias(name string) bool { return strings.HasSuffix(name, ".bias") }

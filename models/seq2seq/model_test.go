@@ -70,12 +70,12 @@ func TestConfigValidate(t *testing.T) {
 		msg  string
 	}{
 		{func(c *Config) { c.NumHeads = 5 }, "not divisible"},
-		{func(c *Config) { c.TgtVocabSize = 12 }, "share_embeddings"},
+		{func(c *Config) { c.TgtVocabSize = 12 }, "share_encoder_decoder_embeddings"},
 		{func(c *Config) { c.PadTokenID = c.EOSTokenID }, "must differ"},
-		{func(c *Config) { c.Activation = "swish" }, "activation"},
+		{func(c *Config) { c.Activation = "tanh" }, "activation"},
 		{func(c *Config) { c.Dropout = 1 }, "dropout"},
-		{func(c *Config) { c.MaxLen = 1 }, "max_len"},
-		{func(c *Config) { c.BOSTokenID = 11 }, "bos_token_id"},
+		{func(c *Config) { c.MaxLen = 1 }, "max_position_embeddings"},
+		{func(c *Config) { c.BOSTokenID = 11 }, "decoder_start_token_id"},
 	} {
 		cfg := Tiny()
 		c.edit(&cfg)

@@ -25,7 +25,7 @@ type cachedStep struct {
 func (m *Model) newCachedStep(e *encoded, capacity int) (*cachedStep, error) {
 	g := m.Store.NewGraph()
 	s := &cachedStep{ids: intTensor(e.rows, 1), slot: intTensor(1), heads: m.Config.NumHeads}
-	x, err := m.TgtEmbed.ForwardScaled(g, g.Bind("decoder_input_ids", s.ids), math.Sqrt(float64(m.Config.DModel)))
+	x, err := m.TgtEmbed.ForwardScaled(g, g.Bind("decoder_input_ids", s.ids), m.embedScale())
 	if err != nil {
 		return nil, fmt.Errorf("seq2seq: %w", err)
 	}

@@ -14,9 +14,11 @@ nn.Transformer), so the parameter names are ours. Semantics:
   the encoder and the decoder (needs src_vocab_size == tgt_vocab_size); else
   `model.encoder.embed_tokens.weight` (Vs, d) and
   `model.decoder.embed_tokens.weight` (Vt, d). x = E[ids] * sqrt(d_model) +
-  PE[0..T-1], with the paper's interleaved sinusoids
-  PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)),
-  positions 0..T-1 for the encoder and for the decoder. The pad row of the
+  PE[0..T-1], positions 0..T-1 for the encoder and for the decoder, with
+  sinusoids PE[pos, .] of pos / 10000^(2i/d) laid out as the case's
+  sinusoidal_layout says: "interleaved" (the paper) PE[pos, 2i] = sin,
+  PE[pos, 2i+1] = cos; "concat" (Hugging Face Marian's) all d/2 sines first,
+  then all cosines. The pad row of the
   table is an ordinary row (no padding_idx: not zeroed, not frozen).
 * Linear: weight (out, in), bias (out); y = x W^T + b (torch.nn.Linear). All
   projections have biases; lm_head has none.
@@ -48,11 +50,13 @@ nn.Transformer), so the parameter names are ours. Semantics:
   loss: eps = 0.
 
 Weights: torch.manual_seed(seed), then, in model.safetensors order, Linear and
-embedding weights N(0, 0.02^2), all biases N(0, 0.02^2), LayerNorm weight
+embedding weights N(0, INIT_STD^2 = 0.15^2), all biases N(0, 0.15^2), LayerNorm weight
 1 + N(0, 0.1^2), LayerNorm bias N(0, 0.1^2). Then the token ids are drawn.
 
-Run as a script it writes one directory per case (config.json,
-model.safetensors, case.safetensors; see CASES and tools/pytorch/README.md)
+Run as a script it writes one directory per case (config.json in Hugging Face
+Marian's form, as the zoo writes it: model_type "marian", sinusoidal_layout,
+and normalize_before / add_final_layer_norm for pre-norm; model.safetensors;
+case.safetensors; see CASES and tools/pytorch/README.md)
 after checking the functional model against torch.nn.TransformerEncoderLayer /
 TransformerDecoderLayer stacks, the loss against a hand-written formula, the
 gradients against finite differences, the padding invariances, and that the
@@ -83,7 +87,32 @@ LN_STD = 0.1     # LayerNorm weight 1 + N(0, LN_STD^2), bias N(0, LN_STD^2)
 CONFIG_KEYS = ["model_type", "d_model", "num_heads", "d_ff", "num_encoder_layers",
                "num_decoder_layers", "dropout", "max_len", "src_vocab_size", "tgt_vocab_size",
                "share_embeddings", "tie_output", "norm_first", "activation", "layer_norm_eps",
-               "pad_token_id", "bos_token_id", "eos_token_id"]
+               "pad_token_id", "bos_token_id", "eos_token_id", "sinusoidal_layout"]
+
+
+def marian_json(cfg):
+    """config.json in Hugging Face Marian's form, as models/seq2seq writes it
+    (sorted keys; the zoo's keys only where Marian cannot say it)."""
+    c = {
+        "activation_dropout": 0.0, "activation_function": cfg["activation"], "architectures": ["MarianMTModel"],
+        "attention_dropout": 0.0, "bos_token_id": cfg["bos_token_id"], "d_model": cfg["d_model"],
+        "decoder_attention_heads": cfg["num_heads"], "decoder_ffn_dim": cfg["d_ff"],
+        "decoder_layers": cfg["num_decoder_layers"], "decoder_start_token_id": cfg["bos_token_id"],
+        "decoder_vocab_size": cfg["tgt_vocab_size"], "dropout": cfg["dropout"],
+        "encoder_attention_heads": cfg["num_heads"], "encoder_ffn_dim": cfg["d_ff"],
+        "encoder_layers": cfg["num_encoder_layers"], "eos_token_id": cfg["eos_token_id"],
+        "forced_eos_token_id": cfg["eos_token_id"], "init_std": 0.02, "max_position_embeddings": cfg["max_len"],
+        "model_type": "marian", "pad_token_id": cfg["pad_token_id"], "scale_embedding": True,
+        "share_encoder_decoder_embeddings": cfg["share_embeddings"], "vocab_size": cfg["src_vocab_size"]}
+    if not cfg["tie_output"]:
+        c["tie_word_embeddings"] = False
+    if cfg["norm_first"]:
+        c["normalize_before"] = c["add_final_layer_norm"] = True
+    if cfg["layer_norm_eps"] != 1e-5:
+        c["layer_norm_eps"] = cfg["layer_norm_eps"]
+    if cfg["sinusoidal_layout"] != "concat":
+        c["sinusoidal_layout"] = cfg["sinusoidal_layout"]
+    return OrderedDict(sorted(c.items()))
 
 # --------------------------------------------------------------------------
 # parameters
@@ -168,8 +197,8 @@ def tgt_table(P):
 
 
 def sinusoidal(T, d, base=10000.0, concat=False):
-    """Interleaved (paper) sinusoids; concat=True is the wrong, tensor2tensor
-    [sin | cos] layout, used only by the sensitivity report."""
+    """Interleaved (paper) sinusoids; concat=True is Hugging Face Marian's
+    [sin | cos] layout."""
     pos = torch.arange(T, dtype=torch.float64).view(T, 1)
     i2 = torch.arange(0, d, 2, dtype=torch.float64)
     angle = pos / torch.pow(torch.tensor(base), i2 / d)
@@ -239,7 +268,8 @@ def embed(cfg, table, ids, opts):
     T = ids.shape[1]
     scale = 1.0 if opts.get("no_embed_scale") else math.sqrt(d)
     start = 1 if opts.get("pos_from_1") else 0
-    pe = sinusoidal(T + start, d, concat=opts.get("pe_concat", False))[start:]
+    concat = (cfg["sinusoidal_layout"] == "concat") != bool(opts.get("pe_other_layout"))
+    pe = sinusoidal(T + start, d, concat=concat)[start:]
     return table[ids] * scale + pe
 
 
@@ -326,8 +356,12 @@ def torch_layers_forward(P, cfg, src, tgt_in):
         for pos in range(T):
             for i in range(0, d, 2):
                 a = pos / (10000.0 ** (i / d))
-                pe[pos, i] = math.sin(a)
-                pe[pos, i + 1] = math.cos(a)
+                if cfg["sinusoidal_layout"] == "concat":
+                    pe[pos, i // 2] = math.sin(a)
+                    pe[pos, d // 2 + i // 2] = math.cos(a)
+                else:
+                    pe[pos, i] = math.sin(a)
+                    pe[pos, i + 1] = math.cos(a)
         return pe
 
     def attn(mod, prefix):
@@ -496,7 +530,7 @@ def finite_difference_check(P, cfg, src, tgt_in, labels, grads, n_entries=4, h=1
 def sensitivity(P, cfg, src, tgt_in, labels, logits, loss_s):
     """How much plausible implementation bugs move the golden values."""
     pad, V = cfg["pad_token_id"], logits.shape[-1]
-    variants = ["no_embed_scale", "pe_concat", "pos_from_1", "score_scale_d", "no_causal",
+    variants = ["no_embed_scale", "pe_other_layout", "pos_from_1", "score_scale_d", "no_causal",
                 "no_tgt_mask", "no_src_mask_encoder", "no_src_mask_cross"]
     if cfg["norm_first"]:
         variants.append("no_final_norm")
@@ -570,14 +604,14 @@ CASES = OrderedDict([
         config=make_config(d_model=16, num_heads=4, d_ff=32, num_encoder_layers=2,
                            num_decoder_layers=2, max_len=16, src_vocab_size=23,
                            tgt_vocab_size=23, share_embeddings=True, tie_output=True,
-                           norm_first=False, activation="relu"),
+                           norm_first=False, activation="relu", sinusoidal_layout="interleaved"),
         src_lens=[7, 5, 3], tgt_lens=[5, 3, 4], Ts=7, Tt=5)),
     ("pre_separate", dict(
         seed=1,
         config=make_config(d_model=12, num_heads=3, d_ff=20, num_encoder_layers=1,
                            num_decoder_layers=2, max_len=16, src_vocab_size=19,
                            tgt_vocab_size=29, share_embeddings=False, tie_output=False,
-                           norm_first=True, activation="gelu"),
+                           norm_first=True, activation="gelu", sinusoidal_layout="concat"),
         src_lens=[6, 4], tgt_lens=[8, 5], Ts=6, Tt=8)),
 ])
 
@@ -623,13 +657,13 @@ def build_case(name, spec, out_root):
     out_dir = os.path.join(out_root, name)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=2)
+        json.dump(marian_json(cfg), f, indent=2)
         f.write("\n")
     mmeta = OrderedDict([
         ("format", "pt"), ("generator", GENERATOR), ("torch", torch.__version__),
         ("seed", str(spec["seed"])),
         ("init", "torch.manual_seed(seed), tensors drawn in file order: Linear/embedding weights "
-                 "and all biases N(0,0.02^2), LayerNorm weight 1+N(0,0.1^2), bias N(0,0.1^2)")])
+                 "and all biases N(0,0.15^2), LayerNorm weight 1+N(0,0.1^2), bias N(0,0.1^2)")])
     mpath = os.path.join(out_dir, "model.safetensors")
     write_safetensors(mpath, P, mmeta)
 
@@ -672,7 +706,7 @@ def build_case(name, spec, out_root):
                                         for k in C) and bm == dict(cmeta),
           "case.safetensors reads back identical (%d tensors)" % len(back))
     with open(os.path.join(out_dir, "config.json")) as f:
-        check(json.load(f) == dict(cfg), "config.json reads back")
+        check(json.load(f) == dict(marian_json(cfg)), "config.json reads back")
     print("summary:")
     print("  loss_smoothed %.12f  loss %.12f  logits std %.3f max|.| %.3f" % (
         loss_s.item(), loss.item(), logits.std().item(), logits.abs().max().item()))
