@@ -1,0 +1,45 @@
+package datasets
+
+import (
+	"fmt"
+	"testing"
+)
+
+// BenchmarkEncodeOpticks encodes the whole of Opticks (≈0.6 MB) with a
+// byte-level BPE trained on it by TrainBPE, and with the character
+// tokenizer. The tokenizers are built once, outside the timing; MB/s is
+// input text per second.
+func BenchmarkEncodeOpticks(b *testing.B) {
+	text := opticks(b)
+	c, err := OpenCorpus(opticksPath(b), CorpusOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, vocab := range []int{2048} {
+		tok, err := TrainBPE(c, vocab, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("bpe-%d", vocab), func(b *testing.B) { benchEncode(b, tok, text) })
+	}
+	char, err := NewCharTokenizer(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("char", func(b *testing.B) { benchEncode(b, char, text) })
+}
+
+// benchEncode times tok.Encode(text), reporting MB/s and tokens per byte.
+func benchEncode(b *testing.B, tok Tokenizer, text string) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(text)))
+	var n int
+	for b.Loop() {
+		ids, err := tok.Encode(text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(ids)
+	}
+	b.ReportMetric(float64(n)/float64(len(text)), "tokens/byte")
+}
