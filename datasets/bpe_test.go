@@ -316,7 +316,8 @@ func ExampleTrainBPE() {
 
 func TestEncodeFastMatchesSugarme(t *testing.T) {
 	// Encode skips sugarme's Tokenizer for byte-level BPEs; sugarme's own
-	// pipeline (with the byteLevel pre-tokenizer) must give the same ids.
+	// pipeline (with the byteLevel pre-tokenizer and our BPE model, as
+	// other layouts run) must give the same ids.
 	c, heldOut := opticksSplit(t)
 	trained, err := TrainBPE(c, 800, nil)
 	require.NoError(t, err)
@@ -332,7 +333,9 @@ func TestEncodeFastMatchesSugarme(t *testing.T) {
 		}
 		tok, err := parseHF([]byte(json))
 		require.NoError(t, err)
-		require.NotNil(t, tok.fast)
+		require.True(t, tok.native)
+		tk, err := tok.sugarme()
+		require.NoError(t, err)
 		texts := []string{heldOut[:20000], "  Light, \n\n\tis it's 42 日本"}
 		if variant == "no regex" {
 			texts[0] = heldOut[:300] // one piece: BPE merging is quadratic in its length
@@ -340,9 +343,52 @@ func TestEncodeFastMatchesSugarme(t *testing.T) {
 		for _, text := range texts {
 			fast, err := tok.Encode(text)
 			require.NoError(t, err)
-			en, err := tok.tk.EncodeSingle(text, false)
+			en, err := tk.EncodeSingle(text, false)
 			require.NoError(t, err)
 			assert.Equal(t, en.Ids, fast, variant)
 		}
+	}
+}
+
+// dashes is a hand-written tokenizer.json whose merges make a run of
+// dashes ambiguous: "- -" (rank 0) then "-- --" (rank 1). Hugging Face's
+// tokenizers applies the lowest rank first and, among equal ranks, the
+// leftmost pair: "-----" is "--" "-" "-" "-" (pos 0), then "--" "-" "--"
+// (pos 2; pos 1 was merged away), then "----" "-". sugarme/tokenizer
+// v0.3.0 gave "--" "-" "--" (it broke ties between equal ranks on a
+// field it never sets). The vocabulary has no "---", so "-- -" is no
+// merge. Checked with tokenizers 0.23.2 (npm), whose encode of "-----",
+// "---", "--------" and "a-----b" gives the ids below.
+const dashes = `{
+  "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+  "normalizer": null,
+  "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+  "post_processor": null,
+  "decoder": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+  "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+            "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
+            "vocab": {"-": 0, "--": 1, "----": 2, "a": 3, "b": 4},
+            "merges": ["- -", "-- --"]}
+}`
+
+func TestBPEMergeOrderMatchesHuggingFace(t *testing.T) {
+	tok, err := parseTokenizer([]byte(dashes))
+	require.NoError(t, err)
+	for _, c := range []struct {
+		in   string
+		want []int
+	}{
+		{"-----", []int{2, 0}},        // "----" "-", not "--" "-" "--" nor "-" "----"
+		{"---", []int{1, 0}},          // "--" "-": the leftmost pair first
+		{"--------", []int{2, 2}},     // "----" "----"
+		{"-------", []int{2, 1, 0}},   // "----" "--" "-"
+		{"a-----b", []int{3, 2, 0, 4}}, // pieces "a", "-----", "b"
+	} {
+		ids, err := tok.Encode(c.in)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, ids, "%q", c.in)
+		back, err := tok.Decode(ids)
+		require.NoError(t, err)
+		assert.Equal(t, c.in, back)
 	}
 }
