@@ -378,10 +378,10 @@ func TestBPEMergeOrderMatchesHuggingFace(t *testing.T) {
 		in   string
 		want []int
 	}{
-		{"-----", []int{2, 0}},        // "----" "-", not "--" "-" "--" nor "-" "----"
-		{"---", []int{1, 0}},          // "--" "-": the leftmost pair first
-		{"--------", []int{2, 2}},     // "----" "----"
-		{"-------", []int{2, 1, 0}},   // "----" "--" "-"
+		{"-----", []int{2, 0}},         // "----" "-", not "--" "-" "--" nor "-" "----"
+		{"---", []int{1, 0}},           // "--" "-": the leftmost pair first
+		{"--------", []int{2, 2}},      // "----" "----"
+		{"-------", []int{2, 1, 0}},    // "----" "--" "-"
 		{"a-----b", []int{3, 2, 0, 4}}, // pieces "a", "-----", "b"
 	} {
 		ids, err := tok.Encode(c.in)
