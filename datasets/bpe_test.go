@@ -392,3 +392,52 @@ func TestBPEMergeOrderMatchesHuggingFace(t *testing.T) {
 		assert.Equal(t, c.in, back)
 	}
 }
+
+// TestBPEModelOptionsMatchHuggingFace covers the BPE options zoo never
+// writes but may load. The expected ids are tokenizers 0.23.2's (npm) for
+// the same tokenizer.json files.
+func TestBPEModelOptionsMatchHuggingFace(t *testing.T) {
+	const model = `{"version": "1.0", "added_tokens": [], "normalizer": null, "pre_tokenizer": null, "decoder": null, "model": %s}`
+	for _, c := range []struct {
+		name, model string
+		cases       map[string][]int
+	}{{
+		// unk_token with fuse_unk, and byte_fallback. tokenizers adds the
+		// <0xXX> tokens of a character before an unknown token still
+		// pending from the characters before it: "zzé" is <0xC3> <0xA9>
+		// <unk>.
+		"unk and byte_fallback",
+		`{"type": "BPE", "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": true,
+		  "vocab": {"<unk>": 0, "a": 1, "b": 2, "ab": 3, "<0x78>": 4, "<0xC3>": 5, "<0xA9>": 6}, "merges": ["a b"]}`,
+		map[string][]int{"abxzzéab?": {3, 4, 5, 6, 0, 3, 0}, "zz": {0}, "éz": {5, 6, 0}, "zéz": {5, 6, 0}, "qa": {0, 1}},
+	}, {
+		// continuing_subword_prefix and end_of_word_suffix; unknown
+		// characters not fused.
+		"prefix and suffix",
+		`{"type": "BPE", "unk_token": "<unk>", "continuing_subword_prefix": "##", "end_of_word_suffix": "</w>",
+		  "vocab": {"<unk>": 0, "a": 1, "##a": 2, "##b": 3, "##b</w>": 4, "ab": 5, "aba": 6, "abab</w>": 7, "a</w>": 8, "##a</w>": 9},
+		  "merges": ["a ##b", "ab ##a", "aba ##b</w>"]}`,
+		map[string][]int{"abab": {7}, "a": {8}, "aba": {5, 9}, "ab": {1, 4}, "ba": {0, 9}, "abq": {5, 0}, "abb": {5, 4}, "qq": {0, 0}},
+	}} {
+		tok, err := parseTokenizer([]byte(fmt.Sprintf(model, c.model)))
+		require.NoError(t, err, c.name)
+		for in, want := range c.cases {
+			ids, err := tok.Encode(in)
+			require.NoError(t, err)
+			assert.Equal(t, want, ids, "%s: %q", c.name, in)
+		}
+	}
+
+	// A layout sugarme runs (a normalizer, another pre-tokenizer) still
+	// merges with zoo's BPE.
+	sugarme := strings.Replace(dashes, `"normalizer": null`, `"normalizer": {"type": "Lowercase"}`, 1)
+	sugarme = strings.Replace(sugarme, `"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}`, `"pre_tokenizer": {"type": "Whitespace"}`, 1)
+	tok, err := parseHF([]byte(sugarme))
+	require.NoError(t, err)
+	require.False(t, tok.native)
+	for in, want := range map[string][]int{"-----": {2, 0}, "a-----B": {3, 2, 0, 4}, "A --- -----b": {3, 1, 0, 2, 0, 4}} {
+		ids, err := tok.Encode(in)
+		require.NoError(t, err)
+		assert.Equal(t, want, ids, "%q", in)
+	}
+}

@@ -28,8 +28,7 @@ import (
 func gpt2Pieces(s string, emit func(lo, hi int)) {
 	pos := 0
 	for pos < len(s) {
-		r, w := utf8.DecodeRuneInString(s[pos:])
-		if r == '\'' {
+		if s[pos] == '\'' {
 			if n := contraction(s[pos:]); n > 0 {
 				emit(pos, pos+n)
 				pos += n
@@ -37,17 +36,18 @@ func gpt2Pieces(s string, emit func(lo, hi int)) {
 			}
 		}
 		// " ?\p{L}+", " ?\p{N}+" and " ?[^\s\p{L}\p{N}]+".
+		class, w := classAt(s, pos)
 		p := pos
-		if r == ' ' && pos+1 < len(s) {
-			if r2, w2 := utf8.DecodeRuneInString(s[pos+1:]); !unicode.IsSpace(r2) {
-				p, r, w = pos+1, r2, w2
+		if s[pos] == ' ' && pos+1 < len(s) {
+			if c2, w2 := classAt(s, pos+1); c2 != classSpace {
+				p, class, w = pos+1, c2, w2
 			}
 		}
-		if !unicode.IsSpace(r) {
-			class, end := runeClass(r), p+w
+		if class != classSpace {
+			end := p + w
 			for end < len(s) {
-				r, w := utf8.DecodeRuneInString(s[end:])
-				if unicode.IsSpace(r) || runeClass(r) != class {
+				c, w := classAt(s, end)
+				if c != class {
 					break
 				}
 				end += w
@@ -62,8 +62,8 @@ func gpt2Pieces(s string, emit func(lo, hi int)) {
 		// piece takes.
 		end, last := pos, pos
 		for end < len(s) {
-			r, w := utf8.DecodeRuneInString(s[end:])
-			if !unicode.IsSpace(r) {
+			c, w := classAt(s, end)
+			if c != classSpace {
 				break
 			}
 			last = end
@@ -96,16 +96,42 @@ func contraction(s string) int {
 	return 0
 }
 
-// runeClass is 0 for letters (\p{L}), 1 for numbers (\p{N}) and 2 for the
-// rest; callers have already taken out whitespace.
-func runeClass(r rune) int {
-	switch {
-	case unicode.IsLetter(r):
-		return 0
-	case unicode.IsNumber(r):
-		return 1
+// The classes of characters GPT-2's regular expression tells apart.
+const (
+	classLetter = iota // \p{L}
+	classNumber        // \p{N}
+	classOther         // [^\s\p{L}\p{N}]
+	classSpace         // \s (Unicode White_Space)
+)
+
+// asciiClass is the class of each ASCII character.
+var asciiClass = func() (t [utf8.RuneSelf]int8) {
+	for r := range rune(utf8.RuneSelf) {
+		t[r] = runeClass(r)
 	}
-	return 2
+	return t
+}()
+
+// classAt returns the class and the length of the character at s[i:].
+func classAt(s string, i int) (class int8, width int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return asciiClass[c], 1
+	}
+	r, w := utf8.DecodeRuneInString(s[i:])
+	return runeClass(r), w
+}
+
+// runeClass returns the class of r.
+func runeClass(r rune) int8 {
+	switch {
+	case unicode.IsSpace(r):
+		return classSpace
+	case unicode.IsLetter(r):
+		return classLetter
+	case unicode.IsNumber(r):
+		return classNumber
+	}
+	return classOther
 }
 
 // byteSym[b] is the byte-level symbol of byte b, and symByte[r] the byte
