@@ -2,7 +2,11 @@ package datasets
 
 import (
 	"fmt"
+	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkEncodeOpticks encodes the whole of Opticks (≈0.6 MB) with a
@@ -63,4 +67,41 @@ func benchEncode(b *testing.B, tok Tokenizer, text string) {
 		n = len(ids)
 	}
 	b.ReportMetric(float64(n)/float64(len(text)), "tokens/byte")
+}
+
+// Encode may be called from several goroutines at once: the BPE's word
+// cache is used by one of them at a time, and the character tokenizer's
+// count is atomic. Run with -race.
+func TestEncodeConcurrent(t *testing.T) {
+	c, heldOut := opticksSplit(t)
+	bpe, err := TrainBPE(c, 400, nil)
+	require.NoError(t, err)
+	char, err := NewCharTokenizer(openText(t, "abc"))
+	require.NoError(t, err)
+	text := heldOut[:20000]
+	for _, tok := range []Tokenizer{bpe, char} {
+		want, err := tok.Encode(text)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		got := make([][]int, 4)
+		for g := range got {
+			wg.Go(func() {
+				ids, err := tok.Encode(text)
+				assert.NoError(t, err)
+				got[g] = ids
+			})
+		}
+		wg.Wait()
+		for g := range got {
+			assert.Equal(t, want, got[g])
+		}
+	}
+	// Every character of the text but a, b and c was unknown, five times.
+	n := 0
+	for _, r := range text {
+		if r < 'a' || r > 'c' {
+			n++
+		}
+	}
+	assert.Equal(t, 5*n, char.(UnknownCounter).Unknown())
 }
