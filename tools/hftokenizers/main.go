@@ -138,7 +138,7 @@ func (r *runner) run(modules []string, vocab, s2sVocab int, which string) (strin
 	if err != nil {
 		return "", false, err
 	}
-	cases = append(cases, tcase{fmt.Sprintf("(b) byte-level BPE, %d tokens, TrainBPETexts with %s", s2s.VocabSize(), strings.Join(specials, " ")), s2s, nil,
+	cases = append(cases, tcase{fmt.Sprintf("(b) byte-level BPE, %d tokens, TrainBPETexts with `%s`", s2s.VocabSize(), strings.Join(specials, " ")), s2s, nil,
 		[]text{{"Opticks", opticks}, {"Opticks with special tokens", withSpecials(opticks)}, edge}})
 	// (d) (b)'s tokenizer.json with the options of added tokens and of the
 	// ByteLevel pre-tokenizer that zoo never writes but may load.
@@ -165,7 +165,7 @@ func (r *runner) run(modules []string, vocab, s2sVocab int, which string) (strin
 	if err != nil {
 		return "", false, err
 	}
-	cases = append(cases, tcase{"(d) (b) with add_prefix_space, <s> single_word, </s> rstrip, <mask> lstrip, <pad> normalized", edited, nil,
+	cases = append(cases, tcase{"(d) (b) with add_prefix_space, `<s>` single_word, `</s>` rstrip, `<mask>` lstrip, `<pad>` normalized", edited, nil,
 		[]text{{"Opticks with special tokens", withSpecials(opticks)}, edge}})
 	// (e) (a)'s with no GPT-2 split (the whole text is one word) and
 	// ignore_merges.
