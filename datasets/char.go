@@ -139,6 +139,12 @@ func parseChar(raw []byte) (*charTokenizer, error) {
 // if it has exactly the layout marshalCharHF writes (whatever its
 // formatting), and ok false otherwise.
 func parseCharHF(raw []byte) (t *charTokenizer, ok bool) {
+	var d struct {
+		Decoder *typed `json:"decoder"`
+	}
+	if json.Unmarshal(raw, &d) != nil || d.Decoder == nil || d.Decoder.Type != "Fuse" {
+		return nil, false // not one: spare decoding a large vocabulary
+	}
 	var f struct {
 		AddedTokens   []json.RawMessage `json:"added_tokens"`
 		Normalizer    json.RawMessage   `json:"normalizer"`

@@ -28,6 +28,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -191,6 +192,7 @@ func (r *runner) run(modules []string, vocab, s2sVocab int, which string) (strin
 	cases = append(cases, tcase{fmt.Sprintf("(c) character tokenizer of Opticks, %d tokens", char.VocabSize()), char, func(int) int { return 1 },
 		[]text{{"Opticks", opticks}, {"Go's fmt/doc.go", string(goSource)}, random}})
 
+	slices.SortFunc(cases, func(a, b tcase) int { return strings.Compare(a.name, b.name) })
 	for i := range cases {
 		if cases[i].units == nil {
 			if cases[i].units, err = byteUnits(cases[i].tok); err != nil {
