@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,4 +192,42 @@ func TestCharTokenizerReplacementCharacter(t *testing.T) {
 	ids, err := tok.Encode("b\uFFFD")
 	require.NoError(t, err)
 	assert.Equal(t, []int{2, 3}, ids)
+}
+
+// A pipeline reports the characters its texts had that the vocabulary
+// lacks.
+func ExampleUnknownCounter() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "corpus.txt")
+	_ = os.WriteFile(path, []byte("the prism refracts the light\n"), 0o644)
+	c, err := OpenCorpus(path, CorpusOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tok, err := NewCharTokenizer(c)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	u, counts := tok.(UnknownCounter)
+	before := 0
+	if counts {
+		before = u.Unknown()
+	}
+	ids, err := tok.Encode("the\tprism, 2nd")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if counts && u.Unknown() > before {
+		fmt.Printf("%d characters were not in the vocabulary (mapped to %s)\n", u.Unknown()-before, CharUnknown)
+	}
+	text, _ := tok.Decode(ids)
+	fmt.Println(text)
+	// Output:
+	// 5 characters were not in the vocabulary (mapped to [UNK])
+	// the[UNK]prism[UNK] [UNK][UNK][UNK]
 }

@@ -35,11 +35,8 @@ type Tokenizer interface {
 //
 // Unknown returns how many characters all Encode calls so far have mapped
 // to the unknown token. It is safe for concurrent use. A pipeline reads it
-// before and after encoding a corpus and reports the difference:
-//
-//	if u, ok := tok.(datasets.UnknownCounter); ok && u.Unknown() > before {
-//		fmt.Fprintf(out, "%d characters were not in the vocabulary (mapped to %s)\n", u.Unknown()-before, datasets.CharUnknown)
-//	}
+// before and after encoding a corpus and reports the difference (see the
+// example).
 type UnknownCounter interface {
 	Unknown() int
 }
