@@ -19,9 +19,11 @@ import (
 // between matches. That differs from GPT-2 on a run of whitespace before a
 // word that does not end in a plain space ("\n\nThe" is "\n", "\n", "The"
 // in GPT-2 but "\n\n", "The" in sugarme), and Go's \s is ASCII-only where
-// GPT-2's is Unicode. byteLevel below is sugarme's ByteLevel pre-tokenizer
-// with the split done by gpt2Pieces, which follows the regular expression
-// exactly; on Opticks it makes sugarme's ids equal Hugging Face's.
+// GPT-2's is Unicode. gpt2Pieces follows the regular expression exactly
+// (tools/hftokenizers checks it on Opticks and on random text of many
+// scripts); hfTokenizer uses it directly, and byteLevel below is
+// sugarme's ByteLevel pre-tokenizer with the split done by it, for the
+// layouts sugarme runs.
 
 // gpt2Pieces calls emit with the byte range of each piece of s, in order,
 // as GPT-2's regular expression cuts it. The pieces cover s.
