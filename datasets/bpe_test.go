@@ -316,7 +316,8 @@ func ExampleTrainBPE() {
 
 func TestEncodeFastMatchesSugarme(t *testing.T) {
 	// Encode skips sugarme's Tokenizer for byte-level BPEs; sugarme's own
-	// pipeline (with the byteLevel pre-tokenizer) must give the same ids.
+	// pipeline (with the byteLevel pre-tokenizer and our BPE model, as
+	// other layouts run) must give the same ids.
 	c, heldOut := opticksSplit(t)
 	trained, err := TrainBPE(c, 800, nil)
 	require.NoError(t, err)
@@ -332,7 +333,9 @@ func TestEncodeFastMatchesSugarme(t *testing.T) {
 		}
 		tok, err := parseHF([]byte(json))
 		require.NoError(t, err)
-		require.NotNil(t, tok.fast)
+		require.True(t, tok.native)
+		tk, err := tok.sugarme()
+		require.NoError(t, err)
 		texts := []string{heldOut[:20000], "  Light, \n\n\tis it's 42 日本"}
 		if variant == "no regex" {
 			texts[0] = heldOut[:300] // one piece: BPE merging is quadratic in its length
@@ -340,9 +343,101 @@ func TestEncodeFastMatchesSugarme(t *testing.T) {
 		for _, text := range texts {
 			fast, err := tok.Encode(text)
 			require.NoError(t, err)
-			en, err := tok.tk.EncodeSingle(text, false)
+			en, err := tk.EncodeSingle(text, false)
 			require.NoError(t, err)
 			assert.Equal(t, en.Ids, fast, variant)
 		}
+	}
+}
+
+// dashes is a hand-written tokenizer.json whose merges make a run of
+// dashes ambiguous: "- -" (rank 0) then "-- --" (rank 1). Hugging Face's
+// tokenizers applies the lowest rank first and, among equal ranks, the
+// leftmost pair: "-----" is "--" "-" "-" "-" (pos 0), then "--" "-" "--"
+// (pos 2; pos 1 was merged away), then "----" "-". sugarme/tokenizer
+// v0.3.0 gave "--" "-" "--" (it broke ties between equal ranks on a
+// field it never sets). The vocabulary has no "---", so "-- -" is no
+// merge. Checked with tokenizers 0.23.2 (npm), whose encode of "-----",
+// "---", "--------" and "a-----b" gives the ids below.
+const dashes = `{
+  "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+  "normalizer": null,
+  "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+  "post_processor": null,
+  "decoder": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+  "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+            "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
+            "vocab": {"-": 0, "--": 1, "----": 2, "a": 3, "b": 4},
+            "merges": ["- -", "-- --"]}
+}`
+
+func TestBPEMergeOrderMatchesHuggingFace(t *testing.T) {
+	tok, err := parseTokenizer([]byte(dashes))
+	require.NoError(t, err)
+	for _, c := range []struct {
+		in   string
+		want []int
+	}{
+		{"-----", []int{2, 0}},         // "----" "-", not "--" "-" "--" nor "-" "----"
+		{"---", []int{1, 0}},           // "--" "-": the leftmost pair first
+		{"--------", []int{2, 2}},      // "----" "----"
+		{"-------", []int{2, 1, 0}},    // "----" "--" "-"
+		{"a-----b", []int{3, 2, 0, 4}}, // pieces "a", "-----", "b"
+	} {
+		ids, err := tok.Encode(c.in)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, ids, "%q", c.in)
+		back, err := tok.Decode(ids)
+		require.NoError(t, err)
+		assert.Equal(t, c.in, back)
+	}
+}
+
+// TestBPEModelOptionsMatchHuggingFace covers the BPE options zoo never
+// writes but may load. The expected ids are tokenizers 0.23.2's (npm) for
+// the same tokenizer.json files.
+func TestBPEModelOptionsMatchHuggingFace(t *testing.T) {
+	const model = `{"version": "1.0", "added_tokens": [], "normalizer": null, "pre_tokenizer": null, "decoder": null, "model": %s}`
+	for _, c := range []struct {
+		name, model string
+		cases       map[string][]int
+	}{{
+		// unk_token with fuse_unk, and byte_fallback. tokenizers adds the
+		// <0xXX> tokens of a character before an unknown token still
+		// pending from the characters before it: "zzé" is <0xC3> <0xA9>
+		// <unk>.
+		"unk and byte_fallback",
+		`{"type": "BPE", "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": true,
+		  "vocab": {"<unk>": 0, "a": 1, "b": 2, "ab": 3, "<0x78>": 4, "<0xC3>": 5, "<0xA9>": 6}, "merges": ["a b"]}`,
+		map[string][]int{"abxzzéab?": {3, 4, 5, 6, 0, 3, 0}, "zz": {0}, "éz": {5, 6, 0}, "zéz": {5, 6, 0}, "qa": {0, 1}},
+	}, {
+		// continuing_subword_prefix and end_of_word_suffix; unknown
+		// characters not fused.
+		"prefix and suffix",
+		`{"type": "BPE", "unk_token": "<unk>", "continuing_subword_prefix": "##", "end_of_word_suffix": "</w>",
+		  "vocab": {"<unk>": 0, "a": 1, "##a": 2, "##b": 3, "##b</w>": 4, "ab": 5, "aba": 6, "abab</w>": 7, "a</w>": 8, "##a</w>": 9},
+		  "merges": ["a ##b", "ab ##a", "aba ##b</w>"]}`,
+		map[string][]int{"abab": {7}, "a": {8}, "aba": {5, 9}, "ab": {1, 4}, "ba": {0, 9}, "abq": {5, 0}, "abb": {5, 4}, "qq": {0, 0}},
+	}} {
+		tok, err := parseTokenizer([]byte(fmt.Sprintf(model, c.model)))
+		require.NoError(t, err, c.name)
+		for in, want := range c.cases {
+			ids, err := tok.Encode(in)
+			require.NoError(t, err)
+			assert.Equal(t, want, ids, "%s: %q", c.name, in)
+		}
+	}
+
+	// A layout sugarme runs (a normalizer, another pre-tokenizer) still
+	// merges with zoo's BPE.
+	sugarme := strings.Replace(dashes, `"normalizer": null`, `"normalizer": {"type": "Lowercase"}`, 1)
+	sugarme = strings.Replace(sugarme, `"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}`, `"pre_tokenizer": {"type": "Whitespace"}`, 1)
+	tok, err := parseHF([]byte(sugarme))
+	require.NoError(t, err)
+	require.False(t, tok.native)
+	for in, want := range map[string][]int{"-----": {2, 0}, "a-----B": {3, 2, 0, 4}, "A --- -----b": {3, 1, 0, 2, 0, 4}} {
+		ids, err := tok.Encode(in)
+		require.NoError(t, err)
+		assert.Equal(t, want, ids, "%q", in)
 	}
 }

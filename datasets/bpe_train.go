@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/sugarme/tokenizer/pretokenizer"
 )
 
 // minMergeCount is the least number of occurrences a pair needs to become a
@@ -15,7 +13,8 @@ import (
 const minMergeCount = 2
 
 // TrainBPE trains a byte-level BPE tokenizer (GPT-2's scheme) on the corpus
-// and returns it as a Hugging Face tokenizer.json run by sugarme/tokenizer.
+// and returns it as a Hugging Face tokenizer.json, which encodes as
+// Hugging Face's tokenizers library does (hf.go).
 //
 // The vocabulary holds the special tokens (ids 0 … len(specialTokens)-1),
 // the 256 byte symbols, then one token per merge, up to vocabSize in all;
@@ -32,8 +31,7 @@ const minMergeCount = 2
 // is already a token, gives it a second id, leaving holes in the vocabulary
 // and merges whose ids decode to nothing (on Opticks with 6000 tokens, 286
 // of 175k tokens vanish on decoding). The algorithm here is Hugging Face
-// tokenizers' BpeTrainer (tokenizers/src/models/bpe/trainer.rs); the
-// tokenizer it builds is sugarme/tokenizer's.
+// tokenizers' BpeTrainer (tokenizers/src/models/bpe/trainer.rs).
 func TrainBPE(c *Corpus, vocabSize int, specialTokens []string) (Tokenizer, error) {
 	return trainBPE(c, vocabSize, specialTokens)
 }
@@ -122,10 +120,7 @@ func splitSpecials(text string, specials []string) []string {
 // byteSymbols returns the 256 byte-level symbols sorted by code point, the
 // order Hugging Face's trainer gives them ids in.
 func byteSymbols() []string {
-	out := make([]string, 0, 256)
-	for _, s := range pretokenizer.BytesChar {
-		out = append(out, s)
-	}
+	out := slices.Clone(byteSym[:])
 	slices.SortFunc(out, func(a, b string) int { return int([]rune(a)[0]) - int([]rune(b)[0]) })
 	return out
 }

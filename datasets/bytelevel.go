@@ -7,7 +7,6 @@ import (
 
 	"github.com/sugarme/tokenizer"
 	"github.com/sugarme/tokenizer/normalizer"
-	"github.com/sugarme/tokenizer/pretokenizer"
 )
 
 // GPT-2's pre-tokenizer splits text with the regular expression
@@ -20,17 +19,18 @@ import (
 // between matches. That differs from GPT-2 on a run of whitespace before a
 // word that does not end in a plain space ("\n\nThe" is "\n", "\n", "The"
 // in GPT-2 but "\n\n", "The" in sugarme), and Go's \s is ASCII-only where
-// GPT-2's is Unicode. byteLevel below is sugarme's ByteLevel pre-tokenizer
-// with the split done by gpt2Pieces, which follows the regular expression
-// exactly; on Opticks it makes sugarme's ids equal Hugging Face's.
+// GPT-2's is Unicode. gpt2Pieces follows the regular expression exactly
+// (tools/hftokenizers checks it on Opticks and on random text of many
+// scripts); hfTokenizer uses it directly, and byteLevel below is
+// sugarme's ByteLevel pre-tokenizer with the split done by it, for the
+// layouts sugarme runs.
 
 // gpt2Pieces calls emit with the byte range of each piece of s, in order,
 // as GPT-2's regular expression cuts it. The pieces cover s.
 func gpt2Pieces(s string, emit func(lo, hi int)) {
 	pos := 0
 	for pos < len(s) {
-		r, w := utf8.DecodeRuneInString(s[pos:])
-		if r == '\'' {
+		if s[pos] == '\'' {
 			if n := contraction(s[pos:]); n > 0 {
 				emit(pos, pos+n)
 				pos += n
@@ -38,17 +38,18 @@ func gpt2Pieces(s string, emit func(lo, hi int)) {
 			}
 		}
 		// " ?\p{L}+", " ?\p{N}+" and " ?[^\s\p{L}\p{N}]+".
+		class, w := classAt(s, pos)
 		p := pos
-		if r == ' ' && pos+1 < len(s) {
-			if r2, w2 := utf8.DecodeRuneInString(s[pos+1:]); !unicode.IsSpace(r2) {
-				p, r, w = pos+1, r2, w2
+		if s[pos] == ' ' && pos+1 < len(s) {
+			if c2, w2 := classAt(s, pos+1); c2 != classSpace {
+				p, class, w = pos+1, c2, w2
 			}
 		}
-		if !unicode.IsSpace(r) {
-			class, end := runeClass(r), p+w
+		if class != classSpace {
+			end := p + w
 			for end < len(s) {
-				r, w := utf8.DecodeRuneInString(s[end:])
-				if unicode.IsSpace(r) || runeClass(r) != class {
+				c, w := classAt(s, end)
+				if c != class {
 					break
 				}
 				end += w
@@ -63,8 +64,8 @@ func gpt2Pieces(s string, emit func(lo, hi int)) {
 		// piece takes.
 		end, last := pos, pos
 		for end < len(s) {
-			r, w := utf8.DecodeRuneInString(s[end:])
-			if !unicode.IsSpace(r) {
+			c, w := classAt(s, end)
+			if c != classSpace {
 				break
 			}
 			last = end
@@ -97,27 +98,148 @@ func contraction(s string) int {
 	return 0
 }
 
-// runeClass is 0 for letters (\p{L}), 1 for numbers (\p{N}) and 2 for the
-// rest; callers have already taken out whitespace.
-func runeClass(r rune) int {
-	switch {
-	case unicode.IsLetter(r):
-		return 0
-	case unicode.IsNumber(r):
-		return 1
+// The classes of characters GPT-2's regular expression tells apart.
+const (
+	classLetter = iota // \p{L}
+	classNumber        // \p{N}
+	classOther         // [^\s\p{L}\p{N}]
+	classSpace         // \s (Unicode White_Space)
+)
+
+// asciiClass is the class of each ASCII character.
+var asciiClass = func() (t [utf8.RuneSelf]int8) {
+	for r := range rune(utf8.RuneSelf) {
+		t[r] = runeClass(r)
 	}
-	return 2
+	return t
+}()
+
+// classAt returns the class and the length of the character at s[i:].
+func classAt(s string, i int) (class int8, width int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return asciiClass[c], 1
+	}
+	r, w := utf8.DecodeRuneInString(s[i:])
+	return runeClass(r), w
 }
+
+// runeClass returns the class of r.
+func runeClass(r rune) int8 {
+	switch {
+	case unicode.IsSpace(r):
+		return classSpace
+	case unicode.IsLetter(r):
+		return classLetter
+	case unicode.IsNumber(r):
+		return classNumber
+	}
+	return classOther
+}
+
+// byteSym[b] is the byte-level symbol of byte b, and symByte[r] the byte
+// of symbol r (-1 for a rune that is none): GPT-2's bytes_to_unicode
+// (openai/gpt-2 src/encoder.py), which keeps the printable bytes ! … ~,
+// ¡ … ¬ and ® … ÿ as themselves and maps the other 68, in order, to
+// U+0100 onwards ("Ġ" for a space, "Ċ" for a newline).
+var byteSym, symByte = func() (syms [256]string, bytes [324]int16) {
+	for i := range bytes {
+		bytes[i] = -1
+	}
+	n := 0
+	for b := range 256 {
+		r := rune(b)
+		if !('!' <= b && b <= '~' || 0xA1 <= b && b <= 0xAC || 0xAE <= b && b <= 0xFF) {
+			r = rune(256 + n)
+			n++
+		}
+		syms[b], bytes[r] = string(r), int16(b)
+	}
+	return syms, bytes
+}()
 
 // byteSymbolsOf maps each byte of s to its byte-level symbol ("Ġ" for a
 // space, ...).
 func byteSymbolsOf(s string) string {
-	var sb strings.Builder
-	sb.Grow(2 * len(s))
+	b := make([]byte, 0, 2*len(s))
 	for i := range len(s) {
-		sb.WriteString(pretokenizer.BytesChar[s[i]])
+		b = append(b, byteSym[s[i]]...)
+	}
+	return string(b)
+}
+
+// decodeByteLevel is tokenizers' ByteLevel decoder: each token becomes
+// the bytes of its symbols (a token with a rune that is no byte symbol,
+// such as an added token "<|終|>", stays as its own UTF-8), and the bytes
+// of all the tokens are read as UTF-8 the way Rust's
+// String::from_utf8_lossy does.
+func decodeByteLevel(toks []string) string {
+	var b []byte
+	for _, tok := range toks {
+		n := len(b)
+		for _, r := range tok {
+			if r >= rune(len(symByte)) || symByte[r] < 0 {
+				b = append(b[:n], tok...)
+				break
+			}
+			b = append(b, byte(symByte[r]))
+		}
+	}
+	return lossyUTF8(b)
+}
+
+// lossyUTF8 is Rust's String::from_utf8_lossy: each maximal prefix of a
+// well-formed UTF-8 sequence that is cut short, or else each invalid
+// byte, becomes one U+FFFD (the Unicode Standard's "substitution of
+// maximal subparts", §3.9). Go's strings.ToValidUTF8 would replace a
+// whole run of invalid bytes by one.
+func lossyUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	sb.Grow(len(b) + 8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			n = maximalSubpart(b)
+			sb.WriteRune(utf8.RuneError)
+		} else {
+			sb.Write(b[:n])
+		}
+		b = b[n:]
 	}
 	return sb.String()
+}
+
+// maximalSubpart returns the length of the invalid UTF-8 at the start of
+// b: the longest prefix of a well-formed sequence it starts with (Table
+// 3-7 of the Unicode Standard), or 1.
+func maximalSubpart(b []byte) int {
+	lo, hi := byte(0x80), byte(0xBF) // the range of the second byte
+	var need int
+	switch c := b[0]; {
+	case 0xC2 <= c && c <= 0xDF:
+		need = 1
+	case c == 0xE0:
+		need, lo = 2, 0xA0
+	case c == 0xED:
+		need, hi = 2, 0x9F
+	case 0xE1 <= c && c <= 0xEF:
+		need = 2
+	case c == 0xF0:
+		need, lo = 3, 0x90
+	case c == 0xF4:
+		need, hi = 3, 0x8F
+	case 0xF1 <= c && c <= 0xF3:
+		need = 3
+	default:
+		return 1
+	}
+	i := 1
+	for ; i <= need && i < len(b) && lo <= b[i] && b[i] <= hi; i++ {
+		lo, hi = 0x80, 0xBF
+	}
+	return i
 }
 
 // gpt2Pattern is gpt2Pieces as a sugarme normalizer.Pattern.
@@ -166,7 +288,7 @@ func (b *byteLevel) PreTokenize(pt *tokenizer.PreTokenizedString) (*tokenizer.Pr
 		var changes []normalizer.ChangeMap
 		for _, r := range n.GetNormalized() {
 			for i, c := range []byte(string(r)) {
-				changes = append(changes, normalizer.ChangeMap{RuneVal: pretokenizer.BytesChar[c], Changes: min(i, 1)})
+				changes = append(changes, normalizer.ChangeMap{RuneVal: byteSym[c], Changes: min(i, 1)})
 			}
 		}
 		return n.Transform(changes, 0)

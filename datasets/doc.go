@@ -10,9 +10,13 @@
 //	b, err := datasets.NewBatcher(train, 16, 128, 1)                        // B = 16 windows of T = 128 tokens
 //	x, y := b.Next()                                                        // (B, T) each, y is x shifted by one
 //
-// Byte-level BPE tokenizers are Hugging Face tokenizer.json files, run by
-// github.com/sugarme/tokenizer with GPT-2's exact pre-tokenization
-// (bytelevel.go) and added tokens handled here (hf.go). TrainBPE has its
-// own trainer (bpe_train.go says why it does not use that module's). A
-// character-level tokenizer is saved as a small JSON file of its own.
+// Tokenizers are Hugging Face tokenizer.json files, and encode and decode
+// as Hugging Face's tokenizers library does, id for id (hf.go; checked
+// on the whole of Opticks by tools/hftokenizers). GPT-2's layout, which
+// TrainBPE writes, runs entirely here: added tokens, GPT-2's
+// pre-tokenization (bytelevel.go) and the BPE merges; other layouts run
+// on github.com/sugarme/tokenizer with our BPE model. TrainBPE has its own
+// trainer (bpe_train.go says why it does not use that module's). The
+// character tokenizer is a tokenizer.json too, with an unknown token
+// [UNK] (char.go); files in zoo's older zoo-char format still load.
 package datasets

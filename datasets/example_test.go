@@ -55,7 +55,7 @@ func Example() {
 	fmt.Println("batch:", len(x), len(y))
 	fmt.Printf("x row 0: %q\ny row 0: %q\n", xs, ys)
 	// Output:
-	// vocabulary: 8 tokens: 1900 train: 1710 val: 190
+	// vocabulary: 9 tokens: 1900 train: 1710 val: 190
 	// batch: 16 16
 	// x row 0: "r not to"
 	// y row 0: " not to "

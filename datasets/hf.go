@@ -5,292 +5,354 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/d73a19ff/zoo/internal/atomicfile"
 	"github.com/sugarme/tokenizer"
-	"github.com/sugarme/tokenizer/pretokenizer"
 	"github.com/sugarme/tokenizer/pretrained"
 )
 
-// hfTokenizer is a Hugging Face tokenizer.json run by sugarme/tokenizer.
-// Added tokens (tokenizer.json's "added_tokens") are handled here, not by
-// sugarme, which renumbers those missing from the model's vocabulary and,
-// after a ByteLevel pre-tokenizer, drops them from the text.
+// hfTokenizer is a Hugging Face tokenizer.json, encoded and decoded as
+// Hugging Face's tokenizers library (v0.23) does, id for id.
+//
+// The layout of GPT-2's tokenizer and of TrainBPE's (no normalizer, a
+// ByteLevel pre-tokenizer or none, a BPE model, and a ByteLevel, Fuse or
+// no decoder) is run entirely here: added tokens (addedVocab), GPT-2's
+// pre-tokenization (gpt2Pieces), the BPE merges (bpeModel) and the
+// decoder. Any other layout is run by sugarme/tokenizer, with two of its
+// parts replaced by ours: a BPE model by bpeModel (sugarme v0.3.0 breaks
+// ties between equal-rank merges on a field it never sets, so "-----"
+// splits differently) and a ByteLevel pre-tokenizer by byteLevel; added
+// tokens are still split here, and ByteLevel and Fuse decoders are ours.
 type hfTokenizer struct {
-	tk        *tokenizer.Tokenizer
-	raw       []byte // the tokenizer.json it was made from, written back by Save
-	vocab     int    // largest id + 1
-	added     []addedToken
-	addedByID map[int]string
-	// fast is set for a BPE after a ByteLevel pre-tokenizer with no
-	// normalizer (GPT-2's layout, and TrainBPE's): Encode then runs
-	// gpt2Pieces and the BPE model itself, skipping sugarme's offset
-	// bookkeeping, which is most of its time (≈0.5 MB/s on Opticks).
-	fast *byteLevel
+	raw   []byte // the tokenizer.json it was made from, written back by Save
+	vocab int    // largest id + 1
+	added addedVocab
+	bpe   *bpeModel  // the model when it is a BPE, else nil
+	pre   *byteLevel // the ByteLevel pre-tokenizer, or nil for none or another
+	dec   decoderKind
+	// native is set when the whole pipeline is run here; otherwise tk is
+	// sugarme's Tokenizer for the rest.
+	native bool
+	tk     *tokenizer.Tokenizer
+
+	// cache maps a word (a piece of GPT-2's pre-tokenization, or the whole
+	// text without a pre-tokenizer) to its ids, as tokenizers' BPE cache.
+	// An Encode that finds it locked by another goroutine does without.
+	cacheMu sync.Mutex
+	cache   map[string][]int
+
+	sugarmeOnce sync.Once // builds sugarme for a native tokenizer, for tests
+	sugarmeErr  error
 }
+
+// Words of at least maxCachedWord bytes are not cached, and the cache
+// stops growing at maxCachedWords entries (tokenizers: MAX_LENGTH 256,
+// DEFAULT_CACHE_CAPACITY 10,000; a larger cache only saves time).
+const (
+	maxCachedWord  = 256
+	maxCachedWords = 1 << 15
+)
+
+// decoderKind is the tokenizer.json "decoder", as far as Decode cares.
+type decoderKind int
+
+const (
+	decNone      decoderKind = iota // null: tokens joined by spaces
+	decByteLevel                    // bytes of the byte-level symbols
+	decFuse                         // tokens concatenated
+	decOther                        // run by sugarme
+)
 
 // addedToken is an entry of tokenizer.json's "added_tokens".
-type addedToken struct {
-	ID      int    `json:"id"`
-	Content string `json:"content"`
-}
+type addedToken = hfAddedToken
 
-// hfHead is the part of tokenizer.json checked here rather than trusted to
-// sugarme/tokenizer.
+// hfHead is the part of tokenizer.json read here.
 type hfHead struct {
-	AddedTokens []addedToken `json:"added_tokens"`
-	Model       struct {
-		Type   string            `json:"type"`
-		Vocab  map[string]int    `json:"vocab"`
-		Merges []json.RawMessage `json:"merges"`
-	} `json:"model"`
+	AddedTokens  []addedToken    `json:"added_tokens"`
 	Normalizer   json.RawMessage `json:"normalizer"`
-	PreTokenizer struct {
-		Type           string `json:"type"`
-		AddPrefixSpace bool   `json:"add_prefix_space"`
-		UseRegex       *bool  `json:"use_regex"` // absent means true
-	} `json:"pre_tokenizer"`
+	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
+	Decoder      json.RawMessage `json:"decoder"`
+	Model        json.RawMessage `json:"model"`
 }
 
-// parseHF builds a tokenizer from tokenizer.json bytes. sugarme/tokenizer
-// uses unchecked type assertions on the JSON, so a malformed file can panic
-// inside it: the panic is turned into an error.
-func parseHF(raw []byte) (t *hfTokenizer, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			t, err = nil, fmt.Errorf("tokenizer.json not understood by sugarme/tokenizer: %v", r)
-		}
-	}()
+// typed is any tokenizer.json component: only its "type" is read.
+type typed struct {
+	Type string `json:"type"`
+}
+
+// isNull reports whether a component is absent or null.
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// parseHF builds a tokenizer from tokenizer.json bytes.
+func parseHF(raw []byte) (*hfTokenizer, error) {
 	var head hfHead
 	if err := json.Unmarshal(raw, &head); err != nil {
 		return nil, err
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
+	if isNull(head.Model) {
+		return nil, errors.New(`tokenizer.json has no "model"`)
+	}
+	var model, pre, dec typed
+	for _, c := range []struct {
+		raw json.RawMessage
+		to  *typed
+	}{{head.Model, &model}, {head.PreTokenizer, &pre}, {head.Decoder, &dec}} {
+		if !isNull(c.raw) {
+			if err := json.Unmarshal(c.raw, c.to); err != nil {
+				return nil, err
+			}
+		}
+	}
+	t := &hfTokenizer{raw: bytes.Clone(raw)}
+	if pre.Type == "ByteLevel" {
+		var bl struct {
+			AddPrefixSpace bool  `json:"add_prefix_space"`
+			UseRegex       *bool `json:"use_regex"` // absent means true
+		}
+		if err := json.Unmarshal(head.PreTokenizer, &bl); err != nil {
+			return nil, fmt.Errorf("pre_tokenizer: %w", err)
+		}
+		t.pre = &byteLevel{addPrefixSpace: bl.AddPrefixSpace, useRegex: bl.UseRegex == nil || *bl.UseRegex}
+	}
+	switch {
+	case isNull(head.Decoder):
+		t.dec = decNone
+	case dec.Type == "ByteLevel":
+		t.dec = decByteLevel
+	case dec.Type == "Fuse":
+		t.dec = decFuse
+	default:
+		t.dec = decOther
+	}
+	if model.Type == "BPE" {
+		var err error
+		if t.bpe, err = parseBPE(head.Model); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+	}
+	t.native = t.bpe != nil && isNull(head.Normalizer) && (isNull(head.PreTokenizer) || t.pre != nil) && t.dec != decOther
+	if !t.native {
+		tk, err := t.sugarme()
+		if err != nil {
+			return nil, err
+		}
+		t.tk = tk
+	}
+
+	for id := range t.modelVocab() {
+		t.vocab = max(t.vocab, id+1)
+	}
+	if err := t.added.init(head.AddedTokens, t.modelToken, t.modelID); err != nil {
 		return nil, err
 	}
-	// Truncation and padding would cut or pad each chunk of a corpus.
+	for id := range t.added.byID {
+		t.vocab = max(t.vocab, id+1)
+	}
+	if t.vocab == 0 {
+		return nil, errors.New("empty vocabulary")
+	}
+	return t, nil
+}
+
+// sugarme builds sugarme's Tokenizer for the file, with bpeModel and
+// byteLevel in place of its own BPE and ByteLevel. sugarme/tokenizer uses
+// unchecked type assertions on the JSON, so a malformed file can panic
+// inside it: the panic is turned into an error.
+func (t *hfTokenizer) sugarme() (*tokenizer.Tokenizer, error) {
+	t.sugarmeOnce.Do(func() {
+		t.tk, t.sugarmeErr = t.buildSugarme()
+	})
+	return t.tk, t.sugarmeErr
+}
+
+func (t *hfTokenizer) buildSugarme() (tk *tokenizer.Tokenizer, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			tk, err = nil, fmt.Errorf("tokenizer.json not understood by sugarme/tokenizer: %v", r)
+		}
+	}()
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(t.raw, &fields); err != nil {
+		return nil, err
+	}
+	// Added tokens are split here. Truncation and padding would cut or
+	// pad each chunk of a corpus.
 	for _, k := range []string{"added_tokens", "truncation", "padding"} {
 		delete(fields, k)
+	}
+	if t.bpe != nil {
+		// sugarme's own BPE is replaced below; an empty one keeps it from
+		// rejecting options it does not know.
+		fields["model"] = json.RawMessage(`{"type": "BPE", "vocab": {}, "merges": []}`)
 	}
 	stripped, err := json.Marshal(fields)
 	if err != nil {
 		return nil, err
 	}
-	tk, err := pretrained.FromReader(bytes.NewReader(stripped))
+	tk, err = pretrained.FromReader(bytes.NewReader(stripped))
 	if err != nil {
 		return nil, err
 	}
-	model := tk.GetModel()
-	if model == nil {
+	if t.bpe != nil {
+		tk.WithModel(sugarmeBPE{t.bpe})
+	}
+	if tk.GetModel() == nil {
 		return nil, errors.New(`tokenizer.json has no "model"`)
 	}
-	var bl *byteLevel
-	if pre := head.PreTokenizer; pre.Type == "ByteLevel" {
-		bl = &byteLevel{addPrefixSpace: pre.AddPrefixSpace, useRegex: pre.UseRegex == nil || *pre.UseRegex}
-		tk.WithPreTokenizer(bl)
+	if t.pre != nil {
+		tk.WithPreTokenizer(t.pre)
 	}
-	var fast *byteLevel
-	if head.Model.Type == "BPE" {
-		if err := checkMerges(head.Model.Vocab, head.Model.Merges); err != nil {
-			return nil, err
-		}
-		if bl != nil && (head.Normalizer == nil || string(head.Normalizer) == "null") {
-			fast = bl
-		}
-	}
-	vocab := 0
-	for _, id := range model.GetVocab() {
-		if id < 0 {
-			return nil, fmt.Errorf("negative token id %d", id)
-		}
-		vocab = max(vocab, id+1)
-	}
-	t = &hfTokenizer{tk: tk, raw: bytes.Clone(raw), added: head.AddedTokens, addedByID: make(map[int]string), fast: fast}
-	for _, a := range head.AddedTokens {
-		if a.Content == "" || a.ID < 0 {
-			return nil, fmt.Errorf("added token %q with id %d", a.Content, a.ID)
-		}
-		if tok, ok := model.IdToToken(a.ID); ok && tok != a.Content {
-			return nil, fmt.Errorf("added token %q has id %d, which the model gives to %q", a.Content, a.ID, tok)
-		}
-		if id, ok := model.TokenToId(a.Content); ok && id != a.ID {
-			return nil, fmt.Errorf("added token %q has id %d, but %d in the model", a.Content, a.ID, id)
-		}
-		if c, dup := t.addedByID[a.ID]; dup {
-			return nil, fmt.Errorf("added tokens %q and %q share id %d", c, a.Content, a.ID)
-		}
-		t.addedByID[a.ID] = a.Content
-		vocab = max(vocab, a.ID+1)
-	}
-	if vocab == 0 {
-		return nil, errors.New("empty vocabulary")
-	}
-	t.vocab = vocab
-	return t, nil
+	return tk, nil
 }
 
-// checkMerges fails unless every merge ("a b" or ["a", "b"]) joins two
-// tokens of the vocabulary into a third, as tokenizers requires;
-// sugarme/tokenizer skips bad merges silently.
-func checkMerges(vocab map[string]int, merges []json.RawMessage) error {
-	for i, m := range merges {
-		var pair []string
-		var s string
-		if err := json.Unmarshal(m, &s); err == nil {
-			pair = strings.Split(s, " ")
-		} else if err := json.Unmarshal(m, &pair); err != nil {
-			return fmt.Errorf("merge %d: %s is neither \"a b\" nor [\"a\", \"b\"]", i, m)
-		}
-		if len(pair) != 2 {
-			return fmt.Errorf("merge %d: %s is not a pair", i, m)
-		}
-		for _, tok := range []string{pair[0], pair[1], pair[0] + pair[1]} {
-			if _, ok := vocab[tok]; !ok {
-				return fmt.Errorf("merge %d: %s: %q is not in the vocabulary", i, m, tok)
-			}
-		}
+// modelVocab returns the model's vocabulary, token by id.
+func (t *hfTokenizer) modelVocab() map[int]string {
+	if t.bpe != nil {
+		return t.bpe.tokens
 	}
-	return nil
+	out := make(map[int]string)
+	for tok, id := range t.tk.GetModel().GetVocab() {
+		out[id] = tok
+	}
+	return out
 }
 
-// Encode returns the ids of text. Added tokens are cut out of the text
-// first, by exact match (leftmost, then longest); their options lstrip,
-// rstrip, single_word and normalized are not applied.
+// modelToken returns the model's token with the id.
+func (t *hfTokenizer) modelToken(id int) (string, bool) {
+	if t.bpe != nil {
+		tok, ok := t.bpe.tokens[id]
+		return tok, ok
+	}
+	return t.tk.GetModel().IdToToken(id)
+}
+
+// modelID returns the model's id of the token.
+func (t *hfTokenizer) modelID(tok string) (int, bool) {
+	if t.bpe != nil {
+		id, ok := t.bpe.vocab[tok]
+		return id, ok
+	}
+	return t.tk.GetModel().TokenToId(tok)
+}
+
+// Encode returns the ids of text. Added tokens are cut out first, as
+// tokenizers does (addedVocab.split), and the text between them is
+// pre-tokenized and run through the model. With a normalizer (a layout
+// sugarme runs), added tokens marked "normalized" are still matched in
+// the text before normalization.
 func (t *hfTokenizer) Encode(text string) ([]int, error) {
 	if !utf8.ValidString(text) {
 		return nil, errors.New("datasets: encode: text is not valid UTF-8")
 	}
-	var ids []int
-	for text != "" {
-		at, found := len(text), -1
-		for i, a := range t.added {
-			if j := strings.Index(text, a.Content); j >= 0 && (j < at || j == at && len(a.Content) > len(t.added[found].Content)) {
-				at, found = j, i
-			}
+	ids := make([]int, 0, len(text)/4+1)
+	var enc bpeScratch
+	if t.native && t.bpe.dropout == 0 && t.cacheMu.TryLock() {
+		defer t.cacheMu.Unlock()
+		if t.cache == nil {
+			t.cache = make(map[string][]int)
 		}
-		piece, err := t.encodePiece(text[:at])
-		if err != nil {
-			return nil, fmt.Errorf("datasets: encode: %w", err)
+		enc.cache = t.cache
+	}
+	err := t.added.split(text, func(piece string, id int) error {
+		if id >= 0 {
+			ids = append(ids, id)
+			return nil
 		}
-		ids = append(ids, piece...)
-		if found < 0 {
-			break
+		var err error
+		if t.native {
+			ids, err = t.encodeNative(ids, piece, &enc)
+		} else {
+			ids, err = t.encodeSugarme(ids, piece)
 		}
-		ids = append(ids, t.added[found].ID)
-		text = text[at+len(t.added[found].Content):]
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("datasets: encode: %w", err)
 	}
 	return ids, nil
 }
 
-// encodePiece encodes text without added tokens. sugarme/tokenizer panics on
-// a character missing from a vocabulary without an unknown token; that is
-// an error here.
-func (t *hfTokenizer) encodePiece(text string) (ids []int, err error) {
-	if text == "" {
-		return nil, nil
+// encodeNative appends the ids of text, which has no added tokens:
+// tokenizers' ByteLevel pre-tokenizer (when there is one), then the BPE.
+func (t *hfTokenizer) encodeNative(ids []int, text string, s *bpeScratch) ([]int, error) {
+	if t.pre == nil {
+		return t.bpe.word(ids, text, false, s)
 	}
+	if t.pre.addPrefixSpace && !strings.HasPrefix(text, " ") {
+		text = " " + text
+	}
+	if !t.pre.useRegex {
+		return t.bpe.word(ids, text, true, s)
+	}
+	var err error
+	gpt2Pieces(text, func(lo, hi int) {
+		if err == nil {
+			ids, err = t.bpe.word(ids, text[lo:hi], true, s)
+		}
+	})
+	return ids, err
+}
+
+// encodeSugarme appends the ids sugarme's pipeline gives text, which has
+// no added tokens. sugarme panics on a character missing from a
+// vocabulary without an unknown token; that is an error here.
+func (t *hfTokenizer) encodeSugarme(ids []int, text string) (out []int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			ids, err = nil, fmt.Errorf("%v", r)
+			out, err = nil, fmt.Errorf("%v", r)
 		}
 	}()
-	if t.fast != nil {
-		return t.encodeFast(text)
-	}
 	en, err := t.tk.EncodeSingle(text, false)
 	if err != nil {
 		return nil, err
 	}
 	for _, id := range en.Ids {
-		if _, ok := t.tk.GetModel().IdToToken(id); !ok {
+		if _, ok := t.modelToken(id); !ok {
 			return nil, fmt.Errorf("the model produced id %d, which has no token", id)
 		}
 	}
-	return en.Ids, nil
+	return append(ids, en.Ids...), nil
 }
 
-// encodeFast is what sugarme's Tokenizer does with a ByteLevel
-// pre-tokenizer and a BPE model, without the offsets: split into pieces,
-// map bytes to symbols, and let the model merge each piece.
-func (t *hfTokenizer) encodeFast(text string) ([]int, error) {
-	if t.fast.addPrefixSpace && !strings.HasPrefix(text, " ") {
-		text = " " + text
-	}
-	model := t.tk.GetModel()
-	ids := make([]int, 0, len(text)/3)
-	var err error
-	word := func(lo, hi int) {
-		if err != nil {
-			return
-		}
-		var toks []tokenizer.Token
-		if toks, err = model.Tokenize(byteSymbolsOf(text[lo:hi])); err != nil {
-			return
-		}
-		for _, tok := range toks {
-			if _, ok := model.IdToToken(tok.Id); !ok {
-				err = fmt.Errorf("the model produced id %d, which has no token", tok.Id)
-				return
-			}
-			ids = append(ids, tok.Id)
-		}
-	}
-	if t.fast.useRegex {
-		gpt2Pieces(text, word)
-	} else {
-		word(0, len(text))
-	}
-	return ids, err
-}
-
-// Decode returns the text of ids: their tokens through the tokenizer.json's
-// decoder (joined by spaces when it has none), as tokenizers does. With a
-// ByteLevel decoder, added tokens are written verbatim and only the runs
-// between them are decoded, since sugarme's decoder turns every character
-// it has no byte for into a zero byte (tokenizers keeps such a token as it
-// is).
+// Decode returns the text of ids: their tokens (an added token's content,
+// or the model's token) through the tokenizer.json's decoder, or joined
+// by spaces when it has none, as tokenizers' decode with
+// skip_special_tokens false. An id with no token is an error (tokenizers
+// leaves it out).
 func (t *hfTokenizer) Decode(ids []int) (text string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			text, err = "", fmt.Errorf("datasets: decode: %v", r)
-		}
-	}()
 	toks := make([]string, len(ids))
-	isAdded := make([]bool, len(ids))
 	for i, id := range ids {
-		if c, ok := t.addedByID[id]; ok {
-			toks[i], isAdded[i] = c, true
-		} else if tok, ok := t.tk.GetModel().IdToToken(id); ok {
+		if c, ok := t.added.byID[id]; ok {
+			toks[i] = c
+		} else if tok, ok := t.modelToken(id); ok {
 			toks[i] = tok
 		} else {
 			return "", fmt.Errorf("datasets: decode: id %d at position %d is not in the vocabulary", id, i)
 		}
 	}
-	dec := t.tk.GetDecoder()
-	if dec == nil {
+	switch t.dec {
+	case decNone:
 		return strings.Join(toks, " "), nil
+	case decByteLevel:
+		return decodeByteLevel(toks), nil
+	case decFuse:
+		return strings.Join(toks, ""), nil
 	}
-	if _, ok := dec.(*pretokenizer.ByteLevel); !ok {
-		return dec.Decode(toks), nil
-	}
-	var sb strings.Builder
-	start := 0
-	for i := 0; i <= len(toks); i++ {
-		if i < len(toks) && !isAdded[i] {
-			continue
+	defer func() {
+		if r := recover(); r != nil {
+			text, err = "", fmt.Errorf("datasets: decode: %v", r)
 		}
-		if i > start {
-			sb.WriteString(dec.Decode(toks[start:i]))
-		}
-		if i < len(toks) {
-			sb.WriteString(toks[i])
-		}
-		start = i + 1
-	}
-	return sb.String(), nil
+	}()
+	return t.tk.GetDecoder().Decode(toks), nil
 }
 
 // VocabSize returns the largest id + 1, added tokens included.
@@ -305,4 +367,499 @@ func (t *hfTokenizer) Save(path string) error {
 		return fmt.Errorf("datasets: save tokenizer: %w", err)
 	}
 	return nil
+}
+
+// addedVocab is tokenizer.json's "added_tokens", split out of the text
+// before anything else, as tokenizers' AddedVocabulary does
+// (tokenizers/src/tokenizer/added_vocabulary.rs).
+type addedVocab struct {
+	tokens []addedToken
+	byID   map[int]string
+	// raw and norm index the tokens with "normalized" false and true:
+	// tokenizers matches the first in the text, then the second in the
+	// (normalized) text between those matches.
+	raw, norm []int
+}
+
+// init checks the added tokens against the model's vocabulary and indexes
+// them.
+func (a *addedVocab) init(tokens []addedToken, modelToken func(int) (string, bool), modelID func(string) (int, bool)) error {
+	a.tokens, a.byID = tokens, make(map[int]string, len(tokens))
+	byContent := make(map[string]bool, len(tokens))
+	for i, tok := range tokens {
+		if tok.Content == "" || tok.ID < 0 {
+			return fmt.Errorf("added token %q with id %d", tok.Content, tok.ID)
+		}
+		if m, ok := modelToken(tok.ID); ok && m != tok.Content {
+			return fmt.Errorf("added token %q has id %d, which the model gives to %q", tok.Content, tok.ID, m)
+		}
+		if id, ok := modelID(tok.Content); ok && id != tok.ID {
+			return fmt.Errorf("added token %q has id %d, but %d in the model", tok.Content, tok.ID, id)
+		}
+		if c, dup := a.byID[tok.ID]; dup {
+			return fmt.Errorf("added tokens %q and %q share id %d", c, tok.Content, tok.ID)
+		}
+		if byContent[tok.Content] {
+			return fmt.Errorf("added token %q appears twice", tok.Content)
+		}
+		a.byID[tok.ID], byContent[tok.Content] = tok.Content, true
+		if tok.Normalized {
+			a.norm = append(a.norm, i)
+		} else {
+			a.raw = append(a.raw, i)
+		}
+	}
+	return nil
+}
+
+// split calls emit with each piece of text in order: an added token with
+// its id, or a non-empty stretch between added tokens with id -1.
+func (a *addedVocab) split(text string, emit func(piece string, id int) error) error {
+	return a.find(text, a.raw, func(piece string, id int) error {
+		if id >= 0 {
+			return emit(piece, id)
+		}
+		return a.find(piece, a.norm, emit)
+	})
+}
+
+// find splits text on the tokens set indexes, as tokenizers'
+// AddedVocabulary::find_matches: matches are leftmost-longest and do not
+// overlap; a single_word token is skipped where a word character (\w)
+// touches it; lstrip and rstrip take the whitespace on that side into
+// the token's piece (whitespace an earlier token took stays there).
+func (a *addedVocab) find(text string, set []int, emit func(piece string, id int) error) error {
+	if len(set) == 0 || text == "" {
+		if text == "" {
+			return nil
+		}
+		return emit(text, -1)
+	}
+	const unsearched = -2
+	next := make([]int, len(set)) // where set[k] occurs at or after pos, -1 for nowhere
+	for k := range next {
+		next[k] = unsearched
+	}
+	pos, done := 0, 0 // the search resumes at pos; text[:done] is emitted
+	for {
+		best, at := -1, len(text)
+		for k, ti := range set {
+			c := a.tokens[ti].Content
+			if next[k] == unsearched || next[k] >= 0 && next[k] < pos {
+				if i := strings.Index(text[pos:], c); i >= 0 {
+					next[k] = pos + i
+				} else {
+					next[k] = -1
+				}
+			}
+			if next[k] >= 0 && (next[k] < at || next[k] == at && len(c) > len(a.tokens[set[best]].Content)) {
+				best, at = k, next[k]
+			}
+		}
+		if best < 0 {
+			break
+		}
+		tok := &a.tokens[set[best]]
+		start, stop := at, at+len(tok.Content)
+		pos = stop
+		if tok.SingleWord && (start > 0 && endsWithWord(text[:start]) || stop < len(text) && startsWithWord(text[stop:])) {
+			continue
+		}
+		if tok.Lstrip {
+			start = max(len(strings.TrimRightFunc(text[:start], unicode.IsSpace)), done)
+		}
+		if tok.Rstrip {
+			stop = len(text) - len(strings.TrimLeftFunc(text[stop:], unicode.IsSpace))
+		}
+		if done < start {
+			if err := emit(text[done:start], -1); err != nil {
+				return err
+			}
+		}
+		if err := emit(text[start:stop], tok.ID); err != nil {
+			return err
+		}
+		done = stop
+	}
+	if done < len(text) {
+		return emit(text[done:], -1)
+	}
+	return nil
+}
+
+// isWordChar is Rust regex's Unicode \w: Alphabetic, marks, decimal
+// digits, connector punctuation and the joiners.
+func isWordChar(r rune) bool {
+	return unicode.IsLetter(r) || unicode.In(r, unicode.Nl, unicode.Other_Alphabetic, unicode.M, unicode.Nd, unicode.Pc) ||
+		r == '\u200c' || r == '\u200d'
+}
+
+// endsWithWord is \w$ and startsWithWord ^\w.
+func endsWithWord(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return s != "" && isWordChar(r)
+}
+
+func startsWithWord(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return s != "" && isWordChar(r)
+}
+
+// bpeModel is a BPE model of tokenizer.json, applied as tokenizers'
+// (tokenizers/src/models/bpe/model.rs and word.rs; this is our own code):
+// a word is split into characters, each looked up in the vocabulary
+// (with continuing_subword_prefix on all but the first and
+// end_of_word_suffix on the last; else byte_fallback's <0xXX> tokens, else
+// the unknown token), then merged. The merge applied next is always the
+// one of lowest rank among the adjacent pairs, and among pairs of equal
+// rank the leftmost, so "-----" with merges "- -" then "-- --" is
+// "----", "-".
+type bpeModel struct {
+	vocab  map[string]int
+	tokens map[int]string
+	merges map[uint64]bpeMerge // by pairKey
+	unk    string              // unk_token; "" for none
+	prefix string              // continuing_subword_prefix
+	suffix string              // end_of_word_suffix
+	// fuseUnk makes a run of unknown characters one unknown token;
+	// ignoreMerges makes a word that is a token that token, unmerged.
+	fuseUnk, byteFallback, ignoreMerges bool
+	// dropout is the probability of skipping each merge (BPE-dropout,
+	// Provilkov et al. 2020); 0 for none. With dropout, encoding is random
+	// and nothing is cached, as in tokenizers.
+	dropout float32
+}
+
+// bpeMerge is what merging a pair gives: its rank (index in "merges") and
+// the id of the merged token.
+type bpeMerge struct{ rank, id int32 }
+
+// pairKey is the map key of the pair of ids (a, b).
+func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
+// parseBPE reads a tokenizer.json "model" of type BPE, as tokenizers
+// does: null options are their defaults, merges are "a b" strings
+// (lines starting with "#version" skipped) or ["a", "b"] pairs, a pair
+// listed twice keeps its last rank, and every merge must join two tokens
+// of the vocabulary into a third (with continuing_subword_prefix removed
+// from the right one). sugarme/tokenizer skips bad merges silently.
+func parseBPE(raw json.RawMessage) (*bpeModel, error) {
+	var f struct {
+		Dropout      *float64          `json:"dropout"`
+		UnkToken     *string           `json:"unk_token"`
+		Prefix       *string           `json:"continuing_subword_prefix"`
+		Suffix       *string           `json:"end_of_word_suffix"`
+		FuseUnk      *bool             `json:"fuse_unk"`
+		ByteFallback *bool             `json:"byte_fallback"`
+		IgnoreMerges *bool             `json:"ignore_merges"`
+		Vocab        map[string]int    `json:"vocab"`
+		Merges       []json.RawMessage `json:"merges"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, err
+	}
+	if f.Vocab == nil || f.Merges == nil {
+		return nil, errors.New(`a BPE needs "vocab" and "merges"`)
+	}
+	deref := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	m := &bpeModel{
+		vocab: f.Vocab, tokens: make(map[int]string, len(f.Vocab)), merges: make(map[uint64]bpeMerge, len(f.Merges)),
+		unk: deref(f.UnkToken), prefix: deref(f.Prefix), suffix: deref(f.Suffix),
+		fuseUnk: f.FuseUnk != nil && *f.FuseUnk, byteFallback: f.ByteFallback != nil && *f.ByteFallback,
+		ignoreMerges: f.IgnoreMerges != nil && *f.IgnoreMerges,
+	}
+	if f.Dropout != nil {
+		if !(*f.Dropout >= 0 && *f.Dropout <= 1) {
+			return nil, fmt.Errorf("dropout %g is not in [0, 1]", *f.Dropout)
+		}
+		m.dropout = float32(*f.Dropout)
+	}
+	for tok, id := range f.Vocab {
+		if id < 0 || id >= math.MaxInt32 {
+			return nil, fmt.Errorf("token %q has id %d", tok, id)
+		}
+		if other, dup := m.tokens[id]; dup {
+			return nil, fmt.Errorf("tokens %q and %q share id %d", min(tok, other), max(tok, other), id)
+		}
+		m.tokens[id] = tok
+	}
+	rank := 0
+	for i, raw := range f.Merges {
+		var pair []string
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil {
+			if strings.HasPrefix(s, "#version") {
+				continue
+			}
+			pair = strings.Split(s, " ")
+		} else if err := json.Unmarshal(raw, &pair); err != nil {
+			return nil, fmt.Errorf("merge %d: %s is neither \"a b\" nor [\"a\", \"b\"]", i, raw)
+		}
+		if len(pair) != 2 {
+			return nil, fmt.Errorf("merge %d: %s is not a pair", i, raw)
+		}
+		a, b := pair[0], pair[1]
+		if len(b) < len(m.prefix) {
+			return nil, fmt.Errorf("merge %d: %s: %q is shorter than continuing_subword_prefix %q", i, raw, b, m.prefix)
+		}
+		var ids [3]int
+		for j, tok := range []string{a, b, a + b[len(m.prefix):]} {
+			id, ok := f.Vocab[tok]
+			if !ok {
+				return nil, fmt.Errorf("merge %d: %s: %q is not in the vocabulary", i, raw, tok)
+			}
+			ids[j] = id
+		}
+		m.merges[pairKey(int32(ids[0]), int32(ids[1]))] = bpeMerge{int32(rank), int32(ids[2])}
+		rank++
+	}
+	return m, nil
+}
+
+// bpeScratch is the working memory of encoding one text: symbols, the
+// queue of candidate merges, and the word cache (nil for none).
+type bpeScratch struct {
+	syms  []bpeSymbol
+	queue []bpeCandidate
+	skip  []bpeCandidate
+	cache map[string][]int
+}
+
+// bpeSymbol is a token of a word being merged: its id, the indices of its
+// neighbours (-1 for none) and its length in bytes of the word (0 once
+// merged into its left neighbour).
+type bpeSymbol struct{ id, prev, next, n int32 }
+
+// bpeCandidate is a queued merge of the symbol at pos with its right
+// neighbour into id.
+type bpeCandidate struct{ rank, pos, id int32 }
+
+// before orders the queue: lowest rank first, then leftmost.
+func (c bpeCandidate) before(d bpeCandidate) bool {
+	return c.rank < d.rank || c.rank == d.rank && c.pos < d.pos
+}
+
+// push adds c to the binary min-heap q.
+func push(q []bpeCandidate, c bpeCandidate) []bpeCandidate {
+	q = append(q, c)
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q[i].before(q[p]) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+	return q
+}
+
+// pop removes the first candidate from the heap q.
+func pop(q []bpeCandidate) ([]bpeCandidate, bpeCandidate) {
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l, least := 2*i+1, i
+		if l < n && q[l].before(q[least]) {
+			least = l
+		}
+		if r := l + 1; r < n && q[r].before(q[least]) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		q[i], q[least] = q[least], q[i]
+		i = least
+	}
+	return q, top
+}
+
+// word appends the ids of one word. With byteLevel, w is raw text whose
+// bytes are mapped to their byte-level symbols first.
+func (m *bpeModel) word(ids []int, w string, byteLevel bool, s *bpeScratch) ([]int, error) {
+	if hit, ok := s.cache[w]; ok {
+		return append(ids, hit...), nil
+	}
+	seq := w
+	if byteLevel {
+		seq = byteSymbolsOf(w)
+	}
+	syms, err := m.merge(seq, s)
+	if err != nil {
+		return ids, err
+	}
+	start := len(ids)
+	for _, sy := range syms {
+		if sy.n > 0 {
+			ids = append(ids, int(sy.id))
+		}
+	}
+	if s.cache != nil && len(w) < maxCachedWord && len(s.cache) < maxCachedWords {
+		s.cache[strings.Clone(w)] = slices.Clone(ids[start:])
+	}
+	return ids, nil
+}
+
+// merge splits seq into the model's symbols and merges them; merged-away
+// symbols are left in the result with n = 0.
+func (m *bpeModel) merge(seq string, s *bpeScratch) ([]bpeSymbol, error) {
+	syms := s.syms[:0]
+	add := func(id, n int) {
+		i := int32(len(syms))
+		if i > 0 {
+			syms[i-1].next = i
+		}
+		syms = append(syms, bpeSymbol{id: int32(id), prev: i - 1, next: -1, n: int32(n)})
+	}
+	if id, ok := m.vocab[seq]; ok && m.ignoreMerges {
+		add(id, len(seq))
+		s.syms = syms
+		return syms, nil
+	}
+	unkID, unkLen := -1, 0 // an unknown token not yet added
+	for i := 0; i < len(seq); {
+		_, w := utf8.DecodeRuneInString(seq[i:])
+		key := seq[i : i+w]
+		if i > 0 && m.prefix != "" {
+			key = m.prefix + key
+		}
+		if i+w == len(seq) && m.suffix != "" {
+			key += m.suffix
+		}
+		i += w
+		if id, ok := m.vocab[key]; ok {
+			if unkID >= 0 {
+				add(unkID, unkLen)
+				unkID = -1
+			}
+			add(id, w)
+			continue
+		}
+		if m.byteFallback && m.addBytes(key, add) {
+			// As tokenizers, a pending unknown token is not added
+			// first: it comes after these bytes.
+			continue
+		}
+		if m.unk == "" {
+			r, _ := utf8.DecodeRuneInString(seq[i-w:])
+			return nil, fmt.Errorf("character %q is not in the vocabulary, which has no unknown token", r)
+		}
+		id, ok := m.vocab[m.unk]
+		if !ok {
+			return nil, fmt.Errorf("the unknown token %q is not in the vocabulary", m.unk)
+		}
+		switch {
+		case unkID >= 0 && m.fuseUnk:
+			unkLen += w
+		case unkID >= 0:
+			add(unkID, unkLen)
+			fallthrough
+		default:
+			unkID, unkLen = id, w
+		}
+	}
+	if unkID >= 0 {
+		add(unkID, unkLen)
+	}
+
+	q := s.queue[:0]
+	for i := 0; i+1 < len(syms); i++ {
+		if mg, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
+			q = push(q, bpeCandidate{mg.rank, int32(i), mg.id})
+		}
+	}
+	skip := s.skip[:0]
+	for len(q) > 0 {
+		var c bpeCandidate
+		q, c = pop(q)
+		if m.dropout > 0 && rand.Float32() < m.dropout {
+			skip = append(skip, c)
+			continue
+		}
+		for _, d := range skip {
+			q = push(q, d)
+		}
+		skip = skip[:0]
+		cur := &syms[c.pos]
+		if cur.n == 0 || cur.next < 0 {
+			continue // merged away, or the last symbol
+		}
+		right := syms[cur.next]
+		// The queue entry is stale unless the pair now at c.pos still
+		// merges into c.id (tokenizers compares the merged id only).
+		if mg, ok := m.merges[pairKey(cur.id, right.id)]; !ok || mg.id != c.id {
+			continue
+		}
+		syms[cur.next].n = 0
+		cur.id, cur.n, cur.next = c.id, cur.n+right.n, right.next
+		if cur.next >= 0 {
+			syms[cur.next].prev = c.pos
+			if mg, ok := m.merges[pairKey(cur.id, syms[cur.next].id)]; ok {
+				q = push(q, bpeCandidate{mg.rank, c.pos, mg.id})
+			}
+		}
+		if cur.prev >= 0 {
+			if mg, ok := m.merges[pairKey(syms[cur.prev].id, cur.id)]; ok {
+				q = push(q, bpeCandidate{mg.rank, cur.prev, mg.id})
+			}
+		}
+	}
+	s.syms, s.queue, s.skip = syms, q, skip
+	return syms, nil
+}
+
+// addBytes adds the <0xXX> token of each byte of key, if the vocabulary
+// has them all, and reports whether it did.
+func (m *bpeModel) addBytes(key string, add func(id, n int)) bool {
+	ids := make([]int, len(key))
+	for j := range len(key) {
+		id, ok := m.vocab[fmt.Sprintf("<0x%02X>", key[j])]
+		if !ok {
+			return false
+		}
+		ids[j] = id
+	}
+	for _, id := range ids {
+		add(id, 1)
+	}
+	return true
+}
+
+// sugarmeBPE is bpeModel as sugarme's Model, for layouts sugarme runs.
+type sugarmeBPE struct{ m *bpeModel }
+
+var _ tokenizer.Model = sugarmeBPE{}
+
+// Tokenize returns the tokens of one pre-tokenized word, with byte
+// offsets into it.
+func (b sugarmeBPE) Tokenize(seq string) ([]tokenizer.Token, error) {
+	var s bpeScratch
+	syms, err := b.m.merge(seq, &s)
+	if err != nil {
+		return nil, err
+	}
+	var toks []tokenizer.Token
+	off := 0
+	for _, sy := range syms {
+		if sy.n > 0 {
+			toks = append(toks, tokenizer.Token{Id: int(sy.id), Value: b.m.tokens[int(sy.id)], Offsets: []int{off, off + int(sy.n)}})
+			off += int(sy.n)
+		}
+	}
+	return toks, nil
+}
+
+func (b sugarmeBPE) TokenToId(tok string) (int, bool) { id, ok := b.m.vocab[tok]; return id, ok }
+func (b sugarmeBPE) IdToToken(id int) (string, bool)  { tok, ok := b.m.tokens[id]; return tok, ok }
+func (b sugarmeBPE) GetVocab() map[string]int         { return b.m.vocab }
+func (b sugarmeBPE) GetVocabSize() int                { return len(b.m.vocab) }
+func (b sugarmeBPE) Save(string, ...string) error {
+	return errors.New("datasets: a BPE model is saved as part of its tokenizer.json")
 }

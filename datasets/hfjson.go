@@ -6,10 +6,11 @@ import (
 	"strconv"
 )
 
-// This file writes the Hugging Face tokenizer.json of a byte-level BPE
-// (the format of tokenizers' Tokenizer::save, as GPT-2's file on the hub
-// has it). sugarme/tokenizer v0.3.0 cannot write one: its Tokenizer.Save
-// and Serialize are empty stubs that return nil.
+// This file writes Hugging Face tokenizer.json files (the format of
+// tokenizers' Tokenizer::save, as GPT-2's file on the hub has it): a
+// byte-level BPE, and a character tokenizer. sugarme/tokenizer v0.3.0
+// cannot write one: its Tokenizer.Save and Serialize are empty stubs that
+// return nil.
 
 type hfFile struct {
 	Version       string         `json:"version"`
@@ -17,9 +18,9 @@ type hfFile struct {
 	Padding       any            `json:"padding"`
 	AddedTokens   []hfAddedToken `json:"added_tokens"`
 	Normalizer    any            `json:"normalizer"`
-	PreTokenizer  hfByteLevel    `json:"pre_tokenizer"`
+	PreTokenizer  any            `json:"pre_tokenizer"`
 	PostProcessor any            `json:"post_processor"`
-	Decoder       hfByteLevel    `json:"decoder"`
+	Decoder       any            `json:"decoder"`
 	Model         hfBPE          `json:"model"`
 }
 
@@ -100,6 +101,26 @@ func marshalByteLevelBPE(vocab []string, merges [][2]string, nSpecial int) ([]by
 		f.Model.Merges[i] = m[0] + " " + m[1]
 	}
 	return marshalIndentNoEscape(f)
+}
+
+// marshalCharHF returns the tokenizer.json of a character tokenizer whose
+// vocabulary is toks (index = id; toks[CharUnknownID] = CharUnknown): a
+// BPE model with no merges and CharUnknown as its unknown token, no
+// normalizer and no pre-tokenizer, so the whole text is one word that the
+// model splits into characters (tokenizers/src/models/bpe/model.rs,
+// merge_word), each its own token or, one by one (fuse_unk false), the
+// unknown token; and a Fuse decoder, which concatenates the tokens
+// (tokenizers ≥ 0.13.3), so the unknown token decodes as "[UNK]". The
+// unknown token is not an added token: "[UNK]" in a text is five
+// characters, and decoding with skip_special_tokens does not drop it.
+func marshalCharHF(toks []string) ([]byte, error) {
+	unk := CharUnknown
+	return marshalIndentNoEscape(hfFile{
+		Version:     "1.0",
+		AddedTokens: []hfAddedToken{},
+		Decoder:     map[string]string{"type": "Fuse"},
+		Model:       hfBPE{Type: "BPE", UnkToken: &unk, Vocab: toks, Merges: []string{}},
+	})
 }
 
 // marshalNoEscape is json.Marshal without HTML escaping, so "<|endoftext|>"

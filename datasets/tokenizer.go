@@ -10,7 +10,8 @@ import (
 // Tokenizer maps text to token ids in [0, VocabSize()) and back.
 type Tokenizer interface {
 	// Encode returns the ids of text, with no special tokens added around
-	// it. A character the tokenizer cannot represent is an error.
+	// it. A character the tokenizer cannot represent is an error, unless
+	// the tokenizer has an unknown token for it (see UnknownCounter).
 	Encode(text string) ([]int, error)
 	// Decode returns the text of ids. An id outside [0, VocabSize()) is an
 	// error.
@@ -25,9 +26,24 @@ type Tokenizer interface {
 	Save(path string) error
 }
 
+// UnknownCounter is implemented by tokenizers whose Encode maps a
+// character outside the vocabulary to an unknown token instead of
+// failing: the character tokenizer (NewCharTokenizer), whose unknown
+// token is CharUnknown at id CharUnknownID. A tokenizer loaded from a
+// zoo-char file, which has no unknown token, implements it too and
+// returns 0.
+//
+// Unknown returns how many characters all Encode calls so far have mapped
+// to the unknown token. It is safe for concurrent use. A pipeline reads it
+// before and after encoding a corpus and reports the difference (see the
+// example).
+type UnknownCounter interface {
+	Unknown() int
+}
+
 // LoadTokenizer reads a tokenizer saved by Save: a Hugging Face
-// tokenizer.json (ours, or one made by Hugging Face's tools, loaded with
-// sugarme/tokenizer's pretrained.FromReader) or our character-level JSON.
+// tokenizer.json (ours, or one made by Hugging Face's tools), or a
+// character tokenizer in zoo's older zoo-char format.
 func LoadTokenizer(path string) (Tokenizer, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -40,7 +56,8 @@ func LoadTokenizer(path string) (Tokenizer, error) {
 	return tok, nil
 }
 
-// parseTokenizer tells the two formats apart by their top-level keys.
+// parseTokenizer tells the formats apart by their top-level keys, and a
+// character tokenizer's tokenizer.json by its layout.
 func parseTokenizer(raw []byte) (Tokenizer, error) {
 	var head struct {
 		Type  string          `json:"type"`
@@ -53,6 +70,9 @@ func parseTokenizer(raw []byte) (Tokenizer, error) {
 	case head.Type == charType:
 		return parseChar(raw)
 	case head.Model != nil:
+		if t, ok := parseCharHF(raw); ok {
+			return t, nil
+		}
 		return parseHF(raw)
 	}
 	return nil, errors.New(`neither a tokenizer.json (no "model") nor a character tokenizer (no "type": "` + charType + `")`)
