@@ -29,7 +29,7 @@ import (
 //	32     32   key: SHA-256 of the corpus's files and the tokenizer
 const (
 	cacheMagic   = "ZOOTOKS\x00"
-	cacheVersion = 1
+	cacheVersion = 2 // 2: BPE encodes as Hugging Face does (ties between equal-rank merges), so version-1 ids are stale
 	headerSize   = 64
 )
 
