@@ -77,3 +77,21 @@ func parseTokenizer(raw []byte) (Tokenizer, error) {
 	}
 	return nil, errors.New(`neither a tokenizer.json (no "model") nor a character tokenizer (no "type": "` + charType + `")`)
 }
+
+// Unknowns is tok's count of characters mapped to its unknown token so far
+// (UnknownCounter), or 0 for a tokenizer that has none.
+func Unknowns(tok Tokenizer) int {
+	if u, ok := tok.(UnknownCounter); ok {
+		return u.Unknown()
+	}
+	return 0
+}
+
+// UnknownNote is the line a pipeline prints when encoding mapped n
+// characters to the unknown token, or "" when n is 0.
+func UnknownNote(n int, what string) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("note: %d characters of %s are not in the tokenizer's vocabulary and were mapped to [UNK]\n", n, what)
+}

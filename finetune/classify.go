@@ -110,6 +110,7 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if maxLen <= 0 || maxLen > clf.MaxLength() {
 		maxLen = clf.MaxLength()
 	}
+	unk := datasets.Unknowns(tok)
 	tr, err := encode(trainEx, labels, tok, maxLen)
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %s: %w", cfg.TrainFile, err)
@@ -118,6 +119,7 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if err != nil {
 		return nil, fmt.Errorf("finetune: validation: %w", err)
 	}
+	fmt.Fprint(out, datasets.UnknownNote(datasets.Unknowns(tok)-unk, "the texts"))
 	if n := endsWith(tr, clf.PadID()) + endsWith(va, clf.PadID()); n > 0 {
 		fmt.Fprintf(out, "note: %d texts end with the pad token (id %d); zoo pools them as they are, but Hugging Face's classifiers find a text's end from the first pad token and would pool an earlier one\n", n, clf.PadID())
 	}

@@ -89,3 +89,22 @@ func TestClassifyLearnsToySet(t *testing.T) {
 	_, err = RunClassify(context.Background(), cfg, io.Discard)
 	require.ErrorContains(t, err, "label")
 }
+
+// A checkpoint's character tokenizer meets characters its corpus lacked:
+// they become [UNK], are counted, and the run goes on (it used to stop at
+// the first one).
+func TestClassifyUnknownCharacters(t *testing.T) {
+	csv, corpus := toySet(t, 40, 2)
+	unseen := filepath.Join(t.TempDir(), "unseen.csv")
+	body, err := os.ReadFile(csv)
+	require.NoError(t, err)
+	// "Z" and "!" are in no text of the corpus.
+	require.NoError(t, os.WriteFile(unseen, []byte(strings.ReplaceAll(string(body), "good", "goZ!od")), 0o644))
+	cfg := DefaultClassify()
+	cfg.Checkpoint, cfg.TrainFile, cfg.RunDir = tinyCheckpoint(t, corpus), unseen, filepath.Join(t.TempDir(), "cls")
+	cfg.Batch, cfg.MaxIters, cfg.Warmup, cfg.EvalEvery = 8, 2, 1, 0
+	var out strings.Builder
+	_, err = RunClassify(context.Background(), cfg, &out)
+	require.NoError(t, err)
+	require.Regexp(t, `note: [1-9]\d* characters of the texts are not in the tokenizer's vocabulary and were mapped to \[UNK\]`, out.String())
+}

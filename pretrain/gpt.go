@@ -51,10 +51,12 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	if cache == "" {
 		cache = filepath.Join(filepath.Dir(filepath.Clean(cfg.RunDir)), "cache")
 	}
+	unk := datasets.Unknowns(tok)
 	toks, err := datasets.Tokenize(corpus, tok, cache)
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprint(out, datasets.UnknownNote(datasets.Unknowns(tok)-unk, "the corpus"))
 	block := cfg.Model.NPositions
 	trainTok, valTok, err := toks.Split(cfg.ValFraction)
 	if err != nil {
