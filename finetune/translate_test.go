@@ -2,6 +2,7 @@ package finetune
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,4 +33,20 @@ func TestSplitPairsBySource(t *testing.T) {
 	require.Equal(t, tr, tr2)
 	_, held3 := splitPairs(pairs, 200, 2)
 	require.NotEqual(t, held, held3, "the seed chooses the split")
+}
+
+// The English→German configs the README runs read and validate, with
+// Marian's names in their model section.
+func TestEngDeuConfigsRead(t *testing.T) {
+	for _, f := range []string{"eng-deu.json", "eng-deu-1layer.json"} {
+		cfg, err := ReadTranslationConfig(filepath.Join("..", "tools", "seq2seq", f), DefaultTranslation())
+		require.NoError(t, err, f)
+		require.NoError(t, cfg.Validate(), f)
+		require.Equal(t, 256, cfg.Model.DModel, f)
+		require.Equal(t, 4, cfg.Model.NumHeads, f)
+		require.Equal(t, 1024, cfg.Model.DFF, f)
+		require.Equal(t, 32, cfg.Model.MaxLen, f)
+		require.True(t, cfg.Model.ShareEmbeddings && cfg.Model.TieOutput, f)
+		require.Equal(t, 7000, cfg.Steps, f)
+	}
 }
