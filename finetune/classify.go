@@ -322,14 +322,11 @@ func (in clsInputs) load(b train.Batch) error {
 }
 
 func (k *clsTask) Save(dir string) error {
-	if err := k.c.Save(dir); err != nil {
-		return err
-	}
-	return models.SaveTokenizer(dir, k.tok)
+	return models.SaveText(dir, k.c, k.tok)
 }
 
 func (k *clsTask) Load(dir string) error {
-	return k.c.LoadWeights(filepath.Join(dir, models.WeightsFile))
+	return models.LoadInto(dir, k.c)
 }
 
 // evaluate predicts every validation batch and tallies the confusion matrix.

@@ -197,3 +197,26 @@ func joinTypes() string {
 	}
 	return s
 }
+
+// Weights is a model as a training task saves and reloads it: Save writes
+// the model's files of the bundle, LoadWeights reads a model.safetensors
+// back into its parameters.
+type Weights interface {
+	Save(dir string) error
+	LoadWeights(path string) error
+}
+
+// SaveText writes a text model's checkpoint: its model files and
+// tokenizer.json. It is a text family's train.Task Save.
+func SaveText(dir string, m Weights, tok datasets.Tokenizer) error {
+	if err := m.Save(dir); err != nil {
+		return err
+	}
+	return SaveTokenizer(dir, tok)
+}
+
+// LoadInto reads dir/model.safetensors into m's parameters (a
+// train.Task's Load, for a resume).
+func LoadInto(dir string, m Weights) error {
+	return m.LoadWeights(filepath.Join(dir, WeightsFile))
+}

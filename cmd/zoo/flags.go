@@ -117,3 +117,54 @@ func readConfig[T any](args []string, base T, read func(string, T) (T, error)) (
 	}
 	return base, nil
 }
+
+// trainTargets are the config fields the shared training flags set; a nil
+// field is a flag the command does not take.
+type trainTargets struct {
+	run, initFrom                   *string
+	steps, batch, warmup            *int
+	evalEvery, saveEvery            *int
+	lr                              *float64
+	seed                            *uint64
+	resume                          *bool
+	batchWhat, warmupWhat, initWhat string // what the flag's help names
+}
+
+// training binds the shared training flags, with one help text each, so a
+// flag means the same in every command, and the deprecated spellings
+// --max-iters and --warmup-iters.
+func (f *cmdFlags) training(t trainTargets) {
+	f.String("config", "", "JSON config file (the pipeline's key names); flags override it")
+	if t.run != nil {
+		f.StringVar(t.run, "run", *t.run, "run directory (checkpoints, metrics.jsonl, loss.png)")
+	}
+	if t.initFrom != nil {
+		f.StringVar(t.initFrom, "init-from", *t.initFrom, "start from this checkpoint: "+t.initWhat)
+	}
+	if t.steps != nil {
+		f.IntVar(t.steps, "max-steps", *t.steps, "optimizer steps")
+		f.alias("max-iters", "max-steps")
+	}
+	if t.batch != nil {
+		f.IntVar(t.batch, "batch-size", *t.batch, t.batchWhat+" per micro-batch")
+	}
+	if t.lr != nil {
+		f.Float64Var(t.lr, "learning-rate", *t.lr, "peak learning rate")
+	}
+	if t.warmup != nil {
+		f.IntVar(t.warmup, "warmup-steps", *t.warmup, "warmup steps "+t.warmupWhat)
+		f.alias("warmup-iters", "warmup-steps")
+	}
+	if t.evalEvery != nil {
+		f.IntVar(t.evalEvery, "eval-interval", *t.evalEvery, "evaluate every so many steps")
+	}
+	if t.saveEvery != nil {
+		f.IntVar(t.saveEvery, "save-interval", *t.saveEvery, "checkpoint every so many steps")
+	}
+	if t.seed != nil {
+		f.Uint64Var(t.seed, "seed", *t.seed, "seed of initialisation, batches, noise and dropout")
+	}
+	if t.resume != nil {
+		f.BoolVar(t.resume, "resume", *t.resume, "continue from the run directory's latest checkpoint")
+	}
+}

@@ -15,21 +15,11 @@ import (
 
 // gptFlags binds the flags of GPT causal-LM training to cfg.
 func gptFlags(f *cmdFlags, cfg *pretrain.GPTConfig) {
-	f.String("config", "", "JSON config file (nanoGPT key names; see pretrain.GPTConfig); flags override it")
-	f.StringVar(&cfg.RunDir, "run", cfg.RunDir, "run directory (checkpoints, metrics.jsonl, loss.png)")
+	f.training(trainTargets{run: &cfg.RunDir, initFrom: &cfg.InitFrom, steps: &cfg.MaxIters, batch: &cfg.Batch,
+		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &cfg.LR, seed: &cfg.Seed, resume: &cfg.Resume,
+		batchWhat: "sequences", warmupWhat: "before the cosine decay", initWhat: "a GPT (model, config and tokenizer): LM fine-tuning"})
 	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "corpus file, directory or glob (default: Newton's Opticks from the Go toolchain)")
 	f.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, "char, bpe, or the path of a tokenizer.json")
-	f.IntVar(&cfg.MaxIters, "max-steps", cfg.MaxIters, "optimizer steps")
-	f.IntVar(&cfg.Batch, "batch-size", cfg.Batch, "sequences per micro-batch")
-	f.Float64Var(&cfg.LR, "learning-rate", cfg.LR, "peak learning rate")
-	f.IntVar(&cfg.Warmup, "warmup-steps", cfg.Warmup, "warmup steps before the cosine decay")
-	f.IntVar(&cfg.EvalEvery, "eval-interval", cfg.EvalEvery, "evaluate every so many steps")
-	f.IntVar(&cfg.SaveEvery, "save-interval", cfg.SaveEvery, "checkpoint every so many steps")
-	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of initialisation, batches and dropout")
-	f.BoolVar(&cfg.Resume, "resume", cfg.Resume, "continue from the run directory's latest checkpoint")
-	f.StringVar(&cfg.InitFrom, "init-from", cfg.InitFrom, "start from this GPT checkpoint (model, config and tokenizer): LM fine-tuning")
-	f.alias("max-iters", "max-steps")
-	f.alias("warmup-iters", "warmup-steps")
 }
 
 // runPretrainGPT is `zoo pretrain gpt [flags]`.
@@ -111,19 +101,12 @@ func runClassify(family string, args []string, stdout io.Writer) error {
 	}
 	f := newFlags("zoo finetune "+family, "usage: zoo finetune "+family+" --task classify --init-from DIR --train-file FILE [flags]\n\nPuts a classification head on the checkpoint and fine-tunes it on labelled texts; reports accuracy, macro-F1 and the confusion matrix.")
 	f.String("task", "classify", "lm or classify")
-	f.String("config", "", "JSON config file (see finetune.ClassifyConfig); flags override it")
-	f.StringVar(&cfg.Checkpoint, "init-from", cfg.Checkpoint, "the checkpoint to put the classifier on")
+	f.training(trainTargets{run: &cfg.RunDir, initFrom: &cfg.Checkpoint, steps: &cfg.MaxIters, batch: &cfg.Batch,
+		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, lr: &cfg.LR, seed: &cfg.Seed,
+		batchWhat: "texts", warmupWhat: "before the linear decay", initWhat: "the checkpoint to put the classifier on"})
 	f.StringVar(&cfg.TrainFile, "train-file", cfg.TrainFile, "CSV, TSV or JSONL with text and label columns")
 	f.StringVar(&cfg.ValFile, "validation-file", cfg.ValFile, "optional validation file (default: val_fraction of the training file)")
-	f.StringVar(&cfg.RunDir, "run", cfg.RunDir, "run directory (default: runs/FAMILY-classify)")
-	f.IntVar(&cfg.MaxIters, "max-steps", cfg.MaxIters, "optimizer steps")
-	f.IntVar(&cfg.Batch, "batch-size", cfg.Batch, "texts per batch")
-	f.Float64Var(&cfg.LR, "learning-rate", cfg.LR, "peak learning rate")
-	f.IntVar(&cfg.Warmup, "warmup-steps", cfg.Warmup, "warmup steps before the linear decay")
-	f.IntVar(&cfg.EvalEvery, "eval-interval", cfg.EvalEvery, "evaluate every so many steps")
-	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the head's initialisation, the split and the batches")
 	f.alias("checkpoint", "init-from")
-	f.alias("max-iters", "max-steps")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}

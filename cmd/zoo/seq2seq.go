@@ -19,20 +19,11 @@ import (
 // seq2seqFlags binds the flags pretraining and fine-tuning a seq2seq share
 // to c.
 func seq2seqFlags(f *cmdFlags, c *seq2seq.TrainConfig) {
-	f.String("config", "", "JSON config file; flags override it")
-	f.StringVar(&c.RunDir, "run", c.RunDir, "run directory (checkpoints, metrics.jsonl, loss.png)")
-	f.StringVar(&c.InitFrom, "init-from", c.InitFrom, "start from this seq2seq checkpoint (model and tokenizer)")
+	f.training(trainTargets{run: &c.RunDir, initFrom: &c.InitFrom, steps: &c.Steps, batch: &c.Batch,
+		warmup: &c.Warmup, evalEvery: &c.EvalEvery, saveEvery: &c.SaveEvery, seed: &c.Seed, resume: &c.Resume,
+		batchWhat: "pairs", warmupWhat: "of the inverse-square-root schedule", initWhat: "a seq2seq (model and tokenizer)"})
 	f.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "a tokenizer.json (default: train a joint byte-level BPE)")
-	f.IntVar(&c.Steps, "max-steps", c.Steps, "optimizer steps")
-	f.IntVar(&c.Batch, "batch-size", c.Batch, "pairs per batch")
-	f.IntVar(&c.Warmup, "warmup-steps", c.Warmup, "warmup steps of the inverse-square-root schedule")
 	f.Float64Var(&c.LRFactor, "lr-factor", c.LRFactor, "scales the inverse-square-root schedule; 1 is the paper's")
-	f.IntVar(&c.EvalEvery, "eval-interval", c.EvalEvery, "evaluate every so many steps")
-	f.IntVar(&c.SaveEvery, "save-interval", c.SaveEvery, "checkpoint every so many steps")
-	f.Uint64Var(&c.Seed, "seed", c.Seed, "seed of initialisation, batches, noise and dropout")
-	f.BoolVar(&c.Resume, "resume", c.Resume, "continue from the run directory's latest checkpoint")
-	f.alias("max-iters", "max-steps")
-	f.alias("warmup-iters", "warmup-steps")
 }
 
 // runPretrainSeq2Seq is `zoo pretrain seq2seq --corpus TEXT [flags]`.

@@ -2,7 +2,6 @@ package gpt
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"gorgonia.org/gorgonia"
 
@@ -49,15 +48,12 @@ func (k *LMTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error,
 // Save implements train.Task: the checkpoint bundle's model files and
 // tokenizer.json.
 func (k *LMTask) Save(dir string) error {
-	if err := k.Model.Save(dir); err != nil {
-		return err
-	}
-	return models.SaveTokenizer(dir, k.Tok)
+	return models.SaveText(dir, k.Model, k.Tok)
 }
 
 // Load implements train.Task.
 func (k *LMTask) Load(dir string) error {
-	return k.Model.LoadWeights(filepath.Join(dir, models.WeightsFile))
+	return models.LoadInto(dir, k.Model)
 }
 
 // lmBatch is B rows of T token ids and their next-token targets.

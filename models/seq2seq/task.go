@@ -7,7 +7,6 @@ package seq2seq
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"gorgonia.org/gorgonia"
 
@@ -127,13 +126,10 @@ func (k *Task) LossFor(g *layers.Graph, shape []int) (*gorgonia.Node, func(train
 
 // Save writes the model and the tokenizer into dir.
 func (k *Task) Save(dir string) error {
-	if err := k.Model.Save(dir); err != nil {
-		return err
-	}
-	return models.SaveTokenizer(dir, k.Tok)
+	return models.SaveText(dir, k.Model, k.Tok)
 }
 
 // Load reads a checkpoint's weights into the model.
 func (k *Task) Load(dir string) error {
-	return k.Model.LoadWeights(filepath.Join(dir, models.WeightsFile))
+	return models.LoadInto(dir, k.Model)
 }
