@@ -151,18 +151,7 @@ func parseCharHF(raw []byte) (t *charTokenizer, ok bool) {
 		PreTokenizer  json.RawMessage   `json:"pre_tokenizer"`
 		PostProcessor json.RawMessage   `json:"post_processor"`
 		Decoder       *typed            `json:"decoder"`
-		Model         struct {
-			Type         string            `json:"type"`
-			Dropout      *float64          `json:"dropout"`
-			UnkToken     *string           `json:"unk_token"`
-			Prefix       *string           `json:"continuing_subword_prefix"`
-			Suffix       *string           `json:"end_of_word_suffix"`
-			FuseUnk      *bool             `json:"fuse_unk"`
-			ByteFallback *bool             `json:"byte_fallback"`
-			IgnoreMerges *bool             `json:"ignore_merges"`
-			Vocab        map[string]int    `json:"vocab"`
-			Merges       []json.RawMessage `json:"merges"`
-		} `json:"model"`
+		Model         bpeJSON           `json:"model"`
 	}
 	if json.Unmarshal(raw, &f) != nil {
 		return nil, false

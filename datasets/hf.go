@@ -537,6 +537,20 @@ type bpeMerge struct{ rank, id int32 }
 // pairKey is the map key of the pair of ids (a, b).
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
+// bpeJSON is a BPE model as tokenizer.json holds it.
+type bpeJSON struct {
+	Type         string            `json:"type"`
+	Dropout      *float64          `json:"dropout"`
+	UnkToken     *string           `json:"unk_token"`
+	Prefix       *string           `json:"continuing_subword_prefix"`
+	Suffix       *string           `json:"end_of_word_suffix"`
+	FuseUnk      *bool             `json:"fuse_unk"`
+	ByteFallback *bool             `json:"byte_fallback"`
+	IgnoreMerges *bool             `json:"ignore_merges"`
+	Vocab        map[string]int    `json:"vocab"`
+	Merges       []json.RawMessage `json:"merges"`
+}
+
 // parseBPE reads a tokenizer.json "model" of type BPE, as tokenizers
 // does: null options are their defaults, merges are "a b" strings
 // (lines starting with "#version" skipped) or ["a", "b"] pairs, a pair
@@ -544,17 +558,7 @@ func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b
 // of the vocabulary into a third (with continuing_subword_prefix removed
 // from the right one). sugarme/tokenizer skips bad merges silently.
 func parseBPE(raw json.RawMessage) (*bpeModel, error) {
-	var f struct {
-		Dropout      *float64          `json:"dropout"`
-		UnkToken     *string           `json:"unk_token"`
-		Prefix       *string           `json:"continuing_subword_prefix"`
-		Suffix       *string           `json:"end_of_word_suffix"`
-		FuseUnk      *bool             `json:"fuse_unk"`
-		ByteFallback *bool             `json:"byte_fallback"`
-		IgnoreMerges *bool             `json:"ignore_merges"`
-		Vocab        map[string]int    `json:"vocab"`
-		Merges       []json.RawMessage `json:"merges"`
-	}
+	var f bpeJSON
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return nil, err
 	}
