@@ -32,7 +32,7 @@ func Sampling(n int, temperature float64, seed uint64) GenerateConfig {
 // Validate reports settings that cannot be used.
 func (c GenerateConfig) Validate() error {
 	if err := c.sampling().Validate(); err != nil {
-		return fmt.Errorf("gpt generate: %w", err)
+		return fmt.Errorf("gpt: %w", err)
 	}
 	return nil
 }
@@ -62,11 +62,7 @@ func (m *Model) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, error) {
 	}
 	st := m.newStepper(cfg.MaxNewTokens, cfg.NoCache, cfg.NoSlidingWindow)
 	defer st.close()
-	out, err := decode.Sample(st, prompts, cfg.sampling())
-	if err != nil {
-		return nil, fmt.Errorf("gpt generate: %w", err)
-	}
-	return out, nil
+	return decode.Sample(st, prompts, cfg.sampling()) // its errors name the step, the stepper's the model
 }
 
 // BeamConfig sets BeamSearch.
@@ -85,7 +81,7 @@ type BeamConfig struct {
 // Validate reports settings that cannot be used.
 func (c BeamConfig) Validate() error {
 	if err := c.beam().Validate(); err != nil {
-		return fmt.Errorf("gpt beam search: %w", err)
+		return fmt.Errorf("gpt: %w", err)
 	}
 	return nil
 }
@@ -117,11 +113,7 @@ func (m *Model) BeamSearch(prompts [][]int, cfg BeamConfig) ([][]Hypothesis, err
 	}
 	st := m.newStepper(cfg.MaxNewTokens, cfg.NoCache, cfg.NoSlidingWindow)
 	defer st.close()
-	out, err := decode.BeamSearch(st, prompts, cfg.beam())
-	if err != nil {
-		return nil, fmt.Errorf("gpt beam search: %w", err)
-	}
-	return out, nil
+	return decode.BeamSearch(st, prompts, cfg.beam())
 }
 
 func (m *Model) checkPrompts(prompts [][]int, noSlidingWindow bool, where string) error {

@@ -79,7 +79,7 @@ func (s *stepper) Reorder(parents []int) error {
 		case []float64:
 			s.tmp64 = decode.ReorderRows(d, parents, s.tmp64)
 		default:
-			return fmt.Errorf("a KV cache of %v", c.Dtype())
+			return fmt.Errorf("gpt: a KV cache of %v", c.Dtype())
 		}
 	}
 	pads := append([]int(nil), s.pads...)
@@ -168,7 +168,7 @@ func (s *stepper) uncached(seqs [][]int) ([][]float64, error) {
 	}
 	n := s.m.Config.NPositions
 	if l > n && s.noSlide {
-		return nil, fmt.Errorf("the context reached %d tokens, more than n_positions %d, and the sliding window is off", l, n)
+		return nil, fmt.Errorf("gpt: the context reached %d tokens, more than n_positions %d, and the sliding window is off", l, n)
 	}
 	w := min(l, n)
 	g, ok := s.full[w]
