@@ -114,7 +114,7 @@ func (s *stepper) prefill(seqs [][]int) ([][]float64, error) {
 		return nil, err
 	}
 	s.graphs = append(s.graphs, g)
-	ids, pos := g.ids.Data().([]int), g.pos.Data().([]int)
+	ids, pos := g.ids, g.pos
 	for r, q := range seqs {
 		for j := 0; j < s.plen; j++ {
 			ids[r*s.plen+j], pos[r*s.plen+j] = 0, 0
@@ -139,17 +139,16 @@ func (s *stepper) cached(seqs [][]int, length int) ([][]float64, error) {
 		s.one = g
 		s.graphs = append(s.graphs, g)
 	}
-	ids, pos := s.one.ids.Data().([]int), s.one.pos.Data().([]int)
 	for r, q := range seqs {
-		ids[r], pos[r] = q[len(q)-1], length-s.pads[r]
+		s.one.ids[r], s.one.pos[r] = q[len(q)-1], length-s.pads[r]
 	}
-	s.one.slot.Data().([]int)[0] = length
+	s.one.slot[0] = length
 	s.setSlots(s.one.mask, length+1)
 	return s.one.run()
 }
 
 // setSlots marks slots [pad, upto) of each row as holding its tokens.
-func (s *stepper) setSlots(mask *tensor.Dense, upto int) {
+func (s *stepper) setSlots(mask any, upto int) {
 	c := s.capacity
 	for r, pad := range s.pads {
 		for j := 0; j < c; j++ {
@@ -180,7 +179,7 @@ func (s *stepper) uncached(seqs [][]int) ([][]float64, error) {
 		s.full[w] = g
 		s.graphs = append(s.graphs, g)
 	}
-	ids, pos := g.ids.Data().([]int), g.pos.Data().([]int)
+	ids, pos := g.ids, g.pos
 	s.keep = slices.Grow(s.keep[:0], len(seqs)*w)[:len(seqs)*w]
 	clear(s.keep)
 	for r, q := range seqs {
@@ -203,9 +202,9 @@ func (s *stepper) uncached(seqs [][]int) ([][]float64, error) {
 // are tensors bound into the graph and refilled before each run.
 type stepGraph struct {
 	vm        gorgonia.VM
-	ids, pos  *tensor.Dense // (B, T) int
-	mask      *tensor.Dense // (B, T) without a cache, (B, C) with one
-	slot      *tensor.Dense // (1) int, with a cache
+	ids, pos  []int // (B, T)
+	mask      any   // (B, T) without a cache, (B, C) with one: []float32 or []float64
+	slot      []int // (1), with a cache
 	logitsVal gorgonia.Value
 	last      [][]float64 // each row's last-token logits, reused from step to step
 	b, t, v   int
@@ -215,7 +214,7 @@ type stepGraph struct {
 func (m *Model) newFullGraph(b, t int) (*stepGraph, error) {
 	g := m.Store.NewGraph()
 	ids, pos, mask := g.IntInput("input_ids", b, t), g.IntInput("position_ids", b, t), g.Input("attention_mask", b, t)
-	s := &stepGraph{b: b, t: t, v: m.Config.VocabSize, ids: dense(ids), pos: dense(pos), mask: dense(mask)}
+	s := &stepGraph{b: b, t: t, v: m.Config.VocabSize, ids: ints(ids), pos: ints(pos), mask: data(mask)}
 	logits, err := m.Forward(g, Inputs{IDs: ids, Mask: mask, Positions: pos})
 	if err != nil {
 		return nil, err
@@ -230,7 +229,7 @@ func (m *Model) newCachedGraph(b, t int, caches []*tensor.Dense) (*stepGraph, er
 	capacity := caches[0].Shape()[1]
 	ids, pos, slot := g.IntInput("input_ids", b, t), g.IntInput("position_ids", b, t), g.IntInput("slot", 1)
 	mask := g.Input("cache_mask", b, capacity)
-	s := &stepGraph{b: b, t: t, v: m.Config.VocabSize, ids: dense(ids), pos: dense(pos), slot: dense(slot), mask: dense(mask)}
+	s := &stepGraph{b: b, t: t, v: m.Config.VocabSize, ids: ints(ids), pos: ints(pos), slot: ints(slot), mask: data(mask)}
 	h, err := m.embed(g, Inputs{IDs: ids, Positions: pos})
 	if err != nil {
 		return nil, err
@@ -249,8 +248,13 @@ func (m *Model) newCachedGraph(b, t int, caches []*tensor.Dense) (*stepGraph, er
 	return s.compile(g, logits), nil
 }
 
-// dense is the tensor an input node is bound to.
-func dense(n *gorgonia.Node) *tensor.Dense { return n.Value().(*tensor.Dense) }
+// data is the backing slice of the tensor an input node is bound to: the
+// graph reads it at every run, and fetching it once saves boxing it at
+// every step.
+func data(n *gorgonia.Node) any { return n.Value().Data() }
+
+// ints is data for an int input.
+func ints(n *gorgonia.Node) []int { return data(n).([]int) }
 
 func (s *stepGraph) compile(g *layers.Graph, logits *gorgonia.Node) *stepGraph {
 	gorgonia.Read(logits, &s.logitsVal)
@@ -294,9 +298,9 @@ func (s *stepGraph) run() ([][]float64, error) {
 
 func (s *stepGraph) close() { s.vm.Close() }
 
-// setMask fills a float mask tensor from 0/1 values.
-func setMask(t *tensor.Dense, keep []bool) {
-	switch d := t.Data().(type) {
+// setMask fills a float mask's data from 0/1 values.
+func setMask(mask any, keep []bool) {
+	switch d := mask.(type) {
 	case []float32:
 		for i, k := range keep {
 			d[i] = 0

@@ -25,8 +25,9 @@ type stepper interface {
 // the encoder's projected cross-attention keys and values.
 type cachedStep struct {
 	*graphRun
-	ids, slot *tensor.Dense // (R, 1) and (1) int
+	ids, slot []int         // (R, 1) and (1)
 	mask      *tensor.Dense // (R, C): slots holding tokens
+	maskData  any           // its []float32 or []float64
 	pos       *layers.PositionInput
 	caches    []*tensor.Dense // per layer K and V, (R·h, C, d_head)
 	tmp32     []float32       // scratch for Reorder
@@ -36,7 +37,7 @@ type cachedStep struct {
 func (m *Model) newCachedStep(e *encoded, capacity int) (*cachedStep, error) {
 	g := m.Store.NewGraph()
 	ids, slot := g.IntInput("decoder_input_ids", e.rows, 1), g.IntInput("slot", 1)
-	s := &cachedStep{ids: dense(ids), slot: dense(slot)}
+	s := &cachedStep{ids: ints(ids), slot: ints(slot)}
 	x, err := m.TgtEmbed.ForwardScaled(g, ids, math.Sqrt(float64(m.Config.DModel)))
 	if err != nil {
 		return nil, fmt.Errorf("seq2seq: %w", err)
@@ -46,7 +47,8 @@ func (m *Model) newCachedStep(e *encoded, capacity int) (*cachedStep, error) {
 		return nil, fmt.Errorf("seq2seq: %w", err)
 	}
 	mask := g.Input("cache_mask", e.rows, capacity)
-	s.mask = dense(mask)
+	s.mask = mask.Value().(*tensor.Dense)
+	s.maskData = s.mask.Data()
 	st := layers.DecoderState{Mask: mask, MemMask: g.Bind("encoder_attention_mask", e.memMask)}
 	for i, l := range m.Decoder.Layers {
 		shape := l.SelfAttn.CacheShape(e.rows, capacity)
@@ -74,14 +76,13 @@ func (s *cachedStep) Step(prefix [][]int) ([][]float64, error) {
 	if t >= capacity {
 		return nil, fmt.Errorf("seq2seq: step %d is past the cache's %d slots", t, capacity)
 	}
-	ids := s.ids.Data().([]int)
 	for r, p := range prefix {
-		ids[r] = p[t]
+		s.ids[r] = p[t]
 	}
 	// Steps come in order 0, 1, 2, … and every row is at the same step, so
 	// the mask of occupied slots gains slot t in each row (reordering rows
 	// does not change it).
-	switch d := s.mask.Data().(type) {
+	switch d := s.maskData.(type) {
 	case []float32:
 		for r := range prefix {
 			d[r*capacity+t] = 1
@@ -91,7 +92,7 @@ func (s *cachedStep) Step(prefix [][]int) ([][]float64, error) {
 			d[r*capacity+t] = 1
 		}
 	}
-	s.slot.Data().([]int)[0] = t
+	s.slot[0] = t
 	if err := s.pos.SetOffset(t); err != nil {
 		return nil, err
 	}
@@ -125,7 +126,7 @@ type fullStep struct {
 
 type fullGraph struct {
 	*graphRun
-	ids *tensor.Dense // (R, T)
+	ids []int // (R, T)
 }
 
 // Step runs the whole prefixes (R, T).
@@ -135,7 +136,7 @@ func (s *fullStep) Step(prefix [][]int) ([][]float64, error) {
 	if !ok {
 		g := s.m.Store.NewGraph()
 		ids := g.IntInput("decoder_input_ids", s.e.rows, n)
-		fg = &fullGraph{ids: dense(ids)}
+		fg = &fullGraph{ids: ints(ids)}
 		memory := g.Bind("encoder_outputs", s.e.memory)
 		h, err := s.m.decode(g, ids, nil, memory, g.Bind("encoder_attention_mask", s.e.memMask))
 		if err != nil {
@@ -148,9 +149,8 @@ func (s *fullStep) Step(prefix [][]int) ([][]float64, error) {
 		fg.graphRun = newGraphRun(g, logits)
 		s.graphs[n] = fg
 	}
-	ids := fg.ids.Data().([]int)
 	for r, p := range prefix {
-		copy(ids[r*n:(r+1)*n], p)
+		copy(fg.ids[r*n:(r+1)*n], p)
 	}
 	return fg.run()
 }
@@ -164,8 +164,9 @@ func (s *fullStep) close() {
 	}
 }
 
-// dense is the tensor an input node is bound to.
-func dense(n *gorgonia.Node) *tensor.Dense { return n.Value().(*tensor.Dense) }
+// ints is the backing slice of the int tensor an input node is bound to:
+// the graph reads it at every run.
+func ints(n *gorgonia.Node) []int { return n.Value().Data().([]int) }
 
 // graphRun is a compiled graph whose output is logits (R, T, V).
 type graphRun struct {
