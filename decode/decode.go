@@ -26,9 +26,10 @@ type Stepper interface {
 	// seqs, where seqs[r] holds row r's prompt and every token chosen so
 	// far. Between two calls every row grows by exactly one token, so a
 	// cached step needs only each row's last token. Rows may differ in
-	// length (prompts of different lengths). The decoder reads the logits
-	// before the next call and never writes them, so Step may reuse one
-	// buffer.
+	// length (prompts of different lengths). seqs belongs to the decoder:
+	// Step must not change it or keep it past the call. The decoder reads
+	// the logits before the next call and never writes them, so Step may
+	// reuse one buffer.
 	Step(seqs [][]int) (logits [][]float64, err error)
 	// Reorder makes row r continue from the state that row parents[r] had
 	// after the last Step, for every r in [0, R): beam search calls it
