@@ -48,7 +48,7 @@ func imports(t *testing.T) map[string]map[string]bool {
 // The layering the design asks for: internal/ holds leaves (kernels and
 // codecs) that import no layer, model, engine or pipeline; pretrain/ and
 // finetune/ never import each other; a model family never imports the
-// pipelines.
+// pipelines; decode, handed a step function, imports no graph code.
 func TestLayering(t *testing.T) {
 	imps := imports(t)
 	require.NotEmpty(t, imps["internal/ops"], "the walk found the repository")
@@ -58,6 +58,8 @@ func TestLayering(t *testing.T) {
 			switch {
 			case strings.HasPrefix(dir, "internal/"):
 				require.NotContains(t, []string{"layers", "models", "train", "pretrain", "finetune", "datasets", "decode", "cmd"}, top, "%s imports %s", dir, dep)
+			case dir == "decode":
+				require.NotContains(t, []string{"layers", "models", "train", "pretrain", "finetune", "cmd"}, top, "decode is handed a step function; it imports %s", dep)
 			case dir == "pretrain":
 				require.NotEqual(t, "finetune", top, "pretrain imports %s", dep)
 			case dir == "finetune":

@@ -2,10 +2,47 @@ package gpt
 
 import (
 	"fmt"
-	"strings"
 
-	"gorgonia.org/tensor"
+	"github.com/d73a19ff/zoo/decode"
 )
+
+// GenerateConfig sets how Generate decodes. Start from Greedy or Sampling.
+type GenerateConfig struct {
+	MaxNewTokens    int     // tokens to add to each prompt, > 0
+	Temperature     float64 // 0 is greedy (argmax); > 0 samples from softmax(logits/Temperature)
+	TopK            int     // sample among the k most likely tokens; 0 keeps all
+	TopP            float64 // nucleus: sample among the fewest tokens whose mass reaches TopP, in (0, 1]; 1 keeps all
+	Seed            uint64  // seeds sampling: equal seeds give equal tokens
+	EOS             []int   // stop a row after any of these tokens (it is kept)
+	StopStrings     []string
+	Decode          func(tokens []int) string // turns a row's new tokens into text, for StopStrings
+	NoCache         bool                      // recompute the whole context every step instead of using the KV cache
+	NoSlidingWindow bool                      // a context longer than n_positions is an error instead of being cropped to its last n_positions tokens
+	OnToken         func(row, token int)      // called with each new token as it is produced
+}
+
+// Greedy decodes n tokens by argmax.
+func Greedy(n int) GenerateConfig { return GenerateConfig{MaxNewTokens: n, TopP: 1} }
+
+// Sampling samples n tokens at the given temperature with a seed.
+func Sampling(n int, temperature float64, seed uint64) GenerateConfig {
+	return GenerateConfig{MaxNewTokens: n, Temperature: temperature, TopP: 1, Seed: seed}
+}
+
+// Validate reports settings that cannot be used.
+func (c GenerateConfig) Validate() error {
+	if err := c.sampling().Validate(); err != nil {
+		return fmt.Errorf("gpt: %w", err)
+	}
+	return nil
+}
+
+func (c GenerateConfig) sampling() decode.SampleConfig {
+	return decode.SampleConfig{
+		MaxNewTokens: c.MaxNewTokens, Temperature: c.Temperature, TopK: c.TopK, TopP: c.TopP, Seed: c.Seed,
+		EOS: c.EOS, StopStrings: c.StopStrings, Decode: c.Decode, OnToken: c.OnToken,
+	}
+}
 
 // Generate continues each prompt (token ids; prompts may differ in length
 // and are left-padded into one batch) and returns the new tokens of each.
@@ -14,229 +51,87 @@ import (
 // token costs one single-token pass over the cached keys and values. Once a
 // row's context fills n_positions, decoding goes on with a sliding window,
 // as nanoGPT does: each step reruns the last n_positions tokens, without the
-// cache. Cached and uncached decoding give the same tokens.
+// cache. Cached and uncached decoding give the same tokens. Sampling is
+// package decode's Sample.
 func (m *Model) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := m.checkPrompts(prompts, cfg); err != nil {
+	if err := m.checkPrompts(prompts, cfg.NoSlidingWindow, "gpt generate"); err != nil {
 		return nil, err
 	}
-	d := &decoder{m: m, cfg: cfg, smp: newSampler(cfg, len(prompts)), out: make([][]int, len(prompts)), done: make([]bool, len(prompts))}
-	for _, p := range prompts {
-		d.seqs = append(d.seqs, append([]int(nil), p...))
-	}
-	defer d.close()
-	produced := 0
-	if !cfg.NoCache {
-		n, err := d.cached()
-		if err != nil {
-			return nil, err
-		}
-		produced = n
-	}
-	for ; produced < cfg.MaxNewTokens && !d.allDone(); produced++ {
-		logits, err := d.uncachedStep()
-		if err != nil {
-			return nil, err
-		}
-		d.emit(logits)
-	}
-	return d.out, nil
+	st := m.newStepper(cfg.MaxNewTokens, cfg.NoCache, cfg.NoSlidingWindow)
+	defer st.close()
+	return decode.Sample(st, prompts, cfg.sampling()) // its errors name the step, the stepper's the model
 }
 
-func (m *Model) checkPrompts(prompts [][]int, cfg GenerateConfig) error {
-	if len(prompts) == 0 {
-		return fmt.Errorf("gpt generate: no prompts")
-	}
-	for r, p := range prompts {
-		if len(p) == 0 {
-			return fmt.Errorf("gpt generate: prompt %d is empty; start it with a token such as bos_token_id %d", r, m.Config.BOSTokenID)
-		}
-		if len(p) > m.Config.NPositions && cfg.NoSlidingWindow {
-			return fmt.Errorf("gpt generate: prompt %d has %d tokens, more than the context of %d (n_positions); shorten it or allow the sliding window", r, len(p), m.Config.NPositions)
-		}
-		for i, id := range p {
-			if id < 0 || id >= m.Config.VocabSize {
-				return fmt.Errorf("gpt generate: prompt %d token %d is id %d, outside the vocabulary [0, %d)", r, i, id, m.Config.VocabSize)
-			}
-		}
+// BeamConfig sets BeamSearch.
+type BeamConfig struct {
+	Beam            int     // beams per prompt, ≥ 1
+	NBest           int     // hypotheses returned per prompt, at most Beam; 0 means 1
+	LengthPenalty   float64 // GNMT's α: score = log P / ((5+|y|)/6)^α; 0 ranks by log P
+	MaxNewTokens    int     // most tokens per hypothesis, an EOS token included, > 0
+	EOS             []int   // tokens that finish a hypothesis
+	StopStrings     []string
+	Decode          func(tokens []int) string // turns a hypothesis's tokens into text, for StopStrings
+	NoCache         bool                      // recompute the whole context every step instead of using the KV cache
+	NoSlidingWindow bool                      // a context longer than n_positions is an error instead of being cropped
+}
+
+// Validate reports settings that cannot be used.
+func (c BeamConfig) Validate() error {
+	if err := c.beam().Validate(); err != nil {
+		return fmt.Errorf("gpt: %w", err)
 	}
 	return nil
 }
 
-// decoder is the state of one Generate call.
-type decoder struct {
-	m      *Model
-	cfg    GenerateConfig
-	smp    *sampler
-	seqs   [][]int // each row's prompt and new tokens (finished rows repeat their last token)
-	out    [][]int // each row's new tokens
-	done   []bool
-	full   map[int]*stepGraph // uncached graphs by context length
-	graphs []*stepGraph
-}
-
-func (d *decoder) close() {
-	for _, g := range d.graphs {
-		g.close()
+func (c BeamConfig) beam() decode.BeamConfig {
+	return decode.BeamConfig{
+		Beam: c.Beam, NBest: c.NBest, LengthPenalty: c.LengthPenalty, MaxNewTokens: c.MaxNewTokens,
+		EOS: c.EOS, StopStrings: c.StopStrings, Decode: c.Decode,
 	}
 }
 
-func (d *decoder) allDone() bool {
-	for _, x := range d.done {
-		if !x {
-			return false
-		}
+// Hypothesis is one beam-search output: its new tokens (without the EOS
+// token that ended it), log-probability and score.
+type Hypothesis = decode.Hypothesis
+
+// BeamSearch continues each of B prompts (token ids, of any lengths)
+// keeping cfg.Beam hypotheses, and returns each prompt's cfg.NBest best,
+// ordered by score, best first. The model decodes B·Beam rows at once,
+// through the KV cache (reordered as beams move) and the sliding window as
+// Generate does. Package decode's BeamSearch has the rules: 2·Beam
+// candidates per step, early stopping once Beam hypotheses have finished,
+// GNMT's length penalty; a beam of one is greedy decoding.
+func (m *Model) BeamSearch(prompts [][]int, cfg BeamConfig) ([][]Hypothesis, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	return true
+	if err := m.checkPrompts(prompts, cfg.NoSlidingWindow, "gpt beam search"); err != nil {
+		return nil, err
+	}
+	st := m.newStepper(cfg.MaxNewTokens, cfg.NoCache, cfg.NoSlidingWindow)
+	defer st.close()
+	return decode.BeamSearch(st, prompts, cfg.beam())
 }
 
-// emit picks each unfinished row's next token from its logits and checks
-// the stop conditions; finished rows still advance, repeating their last
-// token, so that every row keeps the same length.
-func (d *decoder) emit(logits [][]float64) {
-	for r := range d.seqs {
-		if d.done[r] {
-			d.seqs[r] = append(d.seqs[r], d.seqs[r][len(d.seqs[r])-1])
-			continue
+func (m *Model) checkPrompts(prompts [][]int, noSlidingWindow bool, where string) error {
+	if len(prompts) == 0 {
+		return fmt.Errorf("%s: no prompts", where)
+	}
+	for r, p := range prompts {
+		if len(p) == 0 {
+			return fmt.Errorf("%s: prompt %d is empty; start it with a token such as bos_token_id %d", where, r, m.Config.BOSTokenID)
 		}
-		tok := d.smp.next(r, logits[r])
-		d.seqs[r] = append(d.seqs[r], tok)
-		d.out[r] = append(d.out[r], tok)
-		if d.cfg.OnToken != nil {
-			d.cfg.OnToken(r, tok)
+		if len(p) > m.Config.NPositions && noSlidingWindow {
+			return fmt.Errorf("%s: prompt %d has %d tokens, more than the context of %d (n_positions); shorten it or allow the sliding window", where, r, len(p), m.Config.NPositions)
 		}
-		for _, e := range d.cfg.EOS {
-			if tok == e {
-				d.done[r] = true
-			}
-		}
-		if len(d.cfg.StopStrings) > 0 {
-			text := d.cfg.Decode(d.out[r])
-			for _, s := range d.cfg.StopStrings {
-				if s != "" && strings.Contains(text, s) {
-					d.done[r] = true
-				}
+		for i, id := range p {
+			if id < 0 || id >= m.Config.VocabSize {
+				return fmt.Errorf("%s: prompt %d token %d is id %d, outside the vocabulary [0, %d)", where, r, i, id, m.Config.VocabSize)
 			}
 		}
 	}
-}
-
-// cached decodes through the KV cache until the context is full, and
-// returns how many tokens it produced.
-func (d *decoder) cached() (int, error) {
-	n := d.m.Config.NPositions
-	b, plen := len(d.seqs), 0
-	for _, s := range d.seqs {
-		plen = max(plen, len(s))
-	}
-	if plen > n {
-		return 0, nil // the prompt alone overflows the context: sliding window from the start
-	}
-	capacity := max(plen, min(n, plen+d.cfg.MaxNewTokens-1))
-	var caches []*tensor.Dense
-	for _, l := range d.m.H.Layers {
-		shape := l.SelfAttn.CacheShape(b, capacity)
-		for range 2 {
-			caches = append(caches, tensor.New(tensor.WithShape(shape...), tensor.Of(d.m.Store.Dtype())))
-		}
-	}
-	pads := make([]int, b)
-	for r, s := range d.seqs {
-		pads[r] = plen - len(s)
-	}
-	occupied := make([]bool, b*capacity)
-	setSlots := func(upto int) { // slots [0, upto) of each row hold its real tokens
-		for r := range pads {
-			for j := 0; j < capacity; j++ {
-				occupied[r*capacity+j] = j < upto && j >= pads[r]
-			}
-		}
-	}
-
-	prefill, err := d.m.newCachedGraph(b, plen, caches)
-	if err != nil {
-		return 0, err
-	}
-	d.graphs = append(d.graphs, prefill)
-	ids, pos := prefill.ids.Data().([]int), prefill.pos.Data().([]int)
-	for r, s := range d.seqs {
-		for j := 0; j < plen; j++ {
-			ids[r*plen+j], pos[r*plen+j] = 0, 0
-			if j >= pads[r] {
-				ids[r*plen+j], pos[r*plen+j] = s[j-pads[r]], j-pads[r]
-			}
-		}
-	}
-	setSlots(plen)
-	setMask(prefill.mask, occupied)
-	logits, err := prefill.run()
-	if err != nil {
-		return 0, err
-	}
-	d.emit(logits)
-	produced := 1
-
-	step, err := d.m.newCachedGraph(b, 1, caches)
-	if err != nil {
-		return 0, err
-	}
-	d.graphs = append(d.graphs, step)
-	ids, pos = step.ids.Data().([]int), step.pos.Data().([]int)
-	for length := plen; produced < d.cfg.MaxNewTokens && !d.allDone() && length < capacity; length++ {
-		for r, s := range d.seqs {
-			ids[r], pos[r] = s[len(s)-1], length-pads[r]
-		}
-		step.slot.Data().([]int)[0] = length
-		setSlots(length + 1)
-		setMask(step.mask, occupied)
-		if logits, err = step.run(); err != nil {
-			return 0, err
-		}
-		d.emit(logits)
-		produced++
-	}
-	return produced, nil
-}
-
-// uncachedStep runs the last n_positions tokens of every row (left-padded to
-// a common length) and returns each row's next-token logits.
-func (d *decoder) uncachedStep() ([][]float64, error) {
-	l := 0
-	for _, s := range d.seqs {
-		l = max(l, len(s))
-	}
-	n := d.m.Config.NPositions
-	if l > n && d.cfg.NoSlidingWindow {
-		return nil, fmt.Errorf("gpt generate: the context reached %d tokens, more than n_positions %d, and the sliding window is off", l, n)
-	}
-	w := min(l, n)
-	if d.full == nil {
-		d.full = map[int]*stepGraph{}
-	}
-	g, ok := d.full[w]
-	if !ok {
-		var err error
-		if g, err = d.m.newFullGraph(len(d.seqs), w); err != nil {
-			return nil, err
-		}
-		d.full[w] = g
-		d.graphs = append(d.graphs, g)
-	}
-	ids, pos := g.ids.Data().([]int), g.pos.Data().([]int)
-	keep := make([]bool, len(d.seqs)*w)
-	for r, s := range d.seqs {
-		pad := l - len(s)
-		first := max(pad, l-w) // the window's first real column
-		for c := l - w; c < l; c++ {
-			i := r*w + c - (l - w)
-			ids[i], pos[i] = 0, 0
-			if c >= pad {
-				ids[i], pos[i], keep[i] = s[c-pad], c-first, true
-			}
-		}
-	}
-	setMask(g.mask, keep)
-	return g.run()
+	return nil
 }

@@ -5,8 +5,6 @@ import (
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
-
-	"github.com/d73a19ff/zoo/layers"
 )
 
 // encoded is a batch of sources run through the encoder once, with each
@@ -98,65 +96,3 @@ func copyBlock(dst, src *tensor.Dense, do, so, n int) {
 		copy(d[do:do+n], src.Data().([]float64)[so:so+n])
 	}
 }
-
-// step is one compiled decoding graph: the next-token log-probabilities of
-// R rows given their prefixes.
-type stepper interface {
-	// next returns (R, V) log-probabilities of the token after each row's
-	// prefix (bos and t tokens), valid until the next call.
-	next(prefix [][]int, t int) ([][]float64, error)
-	// reorder makes row r continue what row parents[r] was (beam search).
-	reorder(parents []int)
-	close()
-}
-
-// graphRun is a compiled graph whose output is logits (R, T, V).
-type graphRun struct {
-	vm     gorgonia.VM
-	logits gorgonia.Value
-	lp     [][]float64
-}
-
-func newGraphRun(g *layers.Graph, logits *gorgonia.Node) *graphRun {
-	r := &graphRun{}
-	gorgonia.Read(logits, &r.logits)
-	r.vm = gorgonia.NewTapeMachine(g.ExprGraph)
-	return r
-}
-
-// run executes the graph and returns the log-softmax of each row's last
-// position.
-func (r *graphRun) run() ([][]float64, error) {
-	r.logits = nil
-	err := r.vm.RunAll()
-	r.vm.Reset()
-	if err != nil {
-		return nil, fmt.Errorf("seq2seq: decoder: %w", err)
-	}
-	d, ok := r.logits.(*tensor.Dense)
-	if !ok {
-		return nil, fmt.Errorf("seq2seq: logits are %T", r.logits)
-	}
-	rows, t, v := d.Shape()[0], d.Shape()[1], d.Shape()[2]
-	if r.lp == nil {
-		r.lp = make([][]float64, rows)
-		for i := range r.lp {
-			r.lp[i] = make([]float64, v)
-		}
-	}
-	for i, out := range r.lp {
-		off := (i*t + t - 1) * v
-		switch x := d.Data().(type) {
-		case []float32:
-			for j := range out {
-				out[j] = float64(x[off+j])
-			}
-		case []float64:
-			copy(out, x[off:off+v])
-		}
-		logSoftmax(out)
-	}
-	return r.lp, nil
-}
-
-func (r *graphRun) close() { r.vm.Close() }

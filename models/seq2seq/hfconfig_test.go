@@ -24,7 +24,7 @@ func opusConfig(t *testing.T) map[string]any {
 	return m
 }
 
-func decode(t *testing.T, m map[string]any) (Config, error) {
+func decodeConfig(t *testing.T, m map[string]any) (Config, error) {
 	b, err := json.Marshal(m)
 	require.NoError(t, err)
 	var c Config
@@ -33,7 +33,7 @@ func decode(t *testing.T, m map[string]any) (Config, error) {
 
 // Every Marian field maps onto the Config it names.
 func TestMarianConfigFields(t *testing.T) {
-	c, err := decode(t, opusConfig(t))
+	c, err := decodeConfig(t, opusConfig(t))
 	require.NoError(t, err)
 	require.Equal(t, Config{
 		DModel: 16, NumHeads: 4, DFF: 32, NumEncoderLayers: 2, NumDecoderLayers: 2, MaxLen: 16,
@@ -53,7 +53,7 @@ func TestMarianConfigFields(t *testing.T) {
 
 	// MarianConfig's defaults fill what a config leaves out; decoder_vocab_size
 	// is vocab_size then.
-	c, err = decode(t, map[string]any{"model_type": "marian", "vocab_size": 100, "decoder_vocab_size": nil, "pad_token_id": 99, "decoder_start_token_id": 99})
+	c, err = decodeConfig(t, map[string]any{"model_type": "marian", "vocab_size": 100, "decoder_vocab_size": nil, "pad_token_id": 99, "decoder_start_token_id": 99})
 	require.NoError(t, err)
 	require.Equal(t, 1024, c.DModel)
 	require.Equal(t, 16, c.NumHeads)
@@ -78,7 +78,7 @@ func TestMarianConfigFields(t *testing.T) {
 // written from scratch reads back equal.
 func TestMarianConfigRoundTrip(t *testing.T) {
 	in := opusConfig(t)
-	c, err := decode(t, in)
+	c, err := decodeConfig(t, in)
 	require.NoError(t, err)
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
@@ -162,7 +162,7 @@ func TestMarianConfigRefusesWhatItCannotCompute(t *testing.T) {
 		for k, v := range c.set {
 			m[k] = v
 		}
-		_, err := decode(t, m)
+		_, err := decodeConfig(t, m)
 		require.ErrorContains(t, err, c.msg, "%v", c.set)
 	}
 
@@ -178,7 +178,7 @@ func TestMarianConfigRefusesWhatItCannotCompute(t *testing.T) {
 	// Pre-norm in transformers 3's words is the zoo's NormFirst.
 	m := opusConfig(t)
 	m["normalize_before"], m["add_final_layer_norm"] = true, true
-	pre, err := decode(t, m)
+	pre, err := decodeConfig(t, m)
 	require.NoError(t, err)
 	require.True(t, pre.NormFirst)
 	require.NotContains(t, pre.Extra, "normalize_before")

@@ -2,30 +2,42 @@ package seq2seq
 
 import (
 	"fmt"
-	"math"
 
+	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/layers"
 )
+
+// stepper is one decoding call's compiled decoder over R = B·K rows (K
+// beams per source), for package decode: Step maps each row's prefix, bos
+// and the tokens so far, all of one length, to the next token's logits
+// (R, V).
+type stepper interface {
+	decode.Stepper
+	close()
+}
 
 // cachedStep decodes one token per row per run: its keys and values are
 // written into per-layer self-attention caches of capacity C, and it reads
 // the encoder's projected cross-attention keys and values.
 type cachedStep struct {
 	*graphRun
-	ids, slot *tensor.Dense // (R, 1) and (1) int
+	ids, slot []int         // (R, 1) and (1)
 	mask      *tensor.Dense // (R, C): slots holding tokens
+	maskData  any           // its []float32 or []float64
 	pos       *layers.PositionInput
 	caches    []*tensor.Dense // per layer K and V, (R·h, C, d_head)
-	tmp       *tensor.Dense
-	heads     int
+	tmp32     []float32       // scratch for Reorder
+	tmp64     []float64
 }
 
 func (m *Model) newCachedStep(e *encoded, capacity int) (*cachedStep, error) {
 	g := m.Store.NewGraph()
-	s := &cachedStep{ids: intTensor(e.rows, 1), slot: intTensor(1), heads: m.Config.NumHeads}
-	x, err := m.TgtEmbed.ForwardScaled(g, g.Bind("decoder_input_ids", s.ids), m.embedScale())
+	ids, slot := g.IntInput("decoder_input_ids", e.rows, 1), g.IntInput("slot", 1)
+	s := &cachedStep{ids: ints(ids), slot: ints(slot)}
+	x, err := m.TgtEmbed.ForwardScaled(g, ids, m.embedScale())
 	if err != nil {
 		return nil, fmt.Errorf("seq2seq: %w", err)
 	}
@@ -35,8 +47,8 @@ func (m *Model) newCachedStep(e *encoded, capacity int) (*cachedStep, error) {
 	}
 	mask := g.Input("cache_mask", e.rows, capacity)
 	s.mask = mask.Value().(*tensor.Dense)
+	s.maskData = s.mask.Data()
 	st := layers.DecoderState{Mask: mask, MemMask: g.Bind("encoder_attention_mask", e.memMask)}
-	slot := g.Bind("slot", s.slot)
 	for i, l := range m.Decoder.Layers {
 		shape := l.SelfAttn.CacheShape(e.rows, capacity)
 		k, v := tensor.New(tensor.WithShape(shape...), tensor.Of(m.Store.Dtype())), tensor.New(tensor.WithShape(shape...), tensor.Of(m.Store.Dtype()))
@@ -56,19 +68,20 @@ func (m *Model) newCachedStep(e *encoded, capacity int) (*cachedStep, error) {
 	return s, nil
 }
 
-func (s *cachedStep) next(prefix [][]int, t int) ([][]float64, error) {
+// Step runs each row's last token, at position and cache slot t.
+func (s *cachedStep) Step(prefix [][]int) ([][]float64, error) {
+	t := len(prefix[0]) - 1
 	capacity := s.mask.Shape()[1]
 	if t >= capacity {
 		return nil, fmt.Errorf("seq2seq: step %d is past the cache's %d slots", t, capacity)
 	}
-	ids := s.ids.Data().([]int)
 	for r, p := range prefix {
-		ids[r] = p[t]
+		s.ids[r] = p[t]
 	}
 	// Steps come in order 0, 1, 2, … and every row is at the same step, so
 	// the mask of occupied slots gains slot t in each row (reordering rows
 	// does not change it).
-	switch d := s.mask.Data().(type) {
+	switch d := s.maskData.(type) {
 	case []float32:
 		for r := range prefix {
 			d[r*capacity+t] = 1
@@ -78,33 +91,27 @@ func (s *cachedStep) next(prefix [][]int, t int) ([][]float64, error) {
 			d[r*capacity+t] = 1
 		}
 	}
-	s.slot.Data().([]int)[0] = t
+	s.slot[0] = t
 	if err := s.pos.SetOffset(t); err != nil {
 		return nil, err
 	}
 	return s.run()
 }
 
-// reorder permutes the rows of every cache: each row's h head rows move
+// Reorder permutes the rows of every cache: each row's h head rows move
 // together.
-func (s *cachedStep) reorder(parents []int) {
-	identity := true
-	for r, p := range parents {
-		identity = identity && r == p
-	}
-	if identity {
-		return
-	}
+func (s *cachedStep) Reorder(parents []int) error {
 	for _, c := range s.caches {
-		if s.tmp == nil {
-			s.tmp = tensor.New(tensor.WithShape(c.Shape().Clone()...), tensor.Of(c.Dtype()))
-		}
-		copyBlock(s.tmp, c, 0, 0, c.Size())
-		block := c.Size() / len(parents)
-		for r, p := range parents {
-			copyBlock(c, s.tmp, r*block, p*block, block)
+		switch d := c.Data().(type) {
+		case []float32:
+			s.tmp32 = decode.ReorderRows(d, parents, s.tmp32)
+		case []float64:
+			s.tmp64 = decode.ReorderRows(d, parents, s.tmp64)
+		default:
+			return fmt.Errorf("seq2seq: a KV cache of %v", c.Dtype())
 		}
 	}
+	return nil
 }
 
 // fullStep reruns every row's whole prefix each step with no cache: the
@@ -118,17 +125,19 @@ type fullStep struct {
 
 type fullGraph struct {
 	*graphRun
-	ids *tensor.Dense // (R, T)
+	ids []int // (R, T)
 }
 
-func (s *fullStep) next(prefix [][]int, t int) ([][]float64, error) {
-	n := t + 1
+// Step runs the whole prefixes (R, T).
+func (s *fullStep) Step(prefix [][]int) ([][]float64, error) {
+	n := len(prefix[0])
 	fg, ok := s.graphs[n]
 	if !ok {
 		g := s.m.Store.NewGraph()
-		fg = &fullGraph{ids: intTensor(s.e.rows, n)}
+		ids := g.IntInput("decoder_input_ids", s.e.rows, n)
+		fg = &fullGraph{ids: ints(ids)}
 		memory := g.Bind("encoder_outputs", s.e.memory)
-		h, err := s.m.decode(g, g.Bind("decoder_input_ids", fg.ids), nil, memory, g.Bind("encoder_attention_mask", s.e.memMask))
+		h, err := s.m.decode(g, ids, nil, memory, g.Bind("encoder_attention_mask", s.e.memMask))
 		if err != nil {
 			return nil, err
 		}
@@ -139,14 +148,14 @@ func (s *fullStep) next(prefix [][]int, t int) ([][]float64, error) {
 		fg.graphRun = newGraphRun(g, logits)
 		s.graphs[n] = fg
 	}
-	ids := fg.ids.Data().([]int)
 	for r, p := range prefix {
-		copy(ids[r*n:(r+1)*n], p[:n])
+		copy(fg.ids[r*n:(r+1)*n], p)
 	}
 	return fg.run()
 }
 
-func (s *fullStep) reorder([]int) {}
+// Reorder has nothing to do: Step reads the prefixes afresh.
+func (s *fullStep) Reorder([]int) error { return nil }
 
 func (s *fullStep) close() {
 	for _, g := range s.graphs {
@@ -154,22 +163,56 @@ func (s *fullStep) close() {
 	}
 }
 
-func intTensor(shape ...int) *tensor.Dense {
-	return tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Int))
+// ints is the backing slice of the int tensor an input node is bound to:
+// the graph reads it at every run.
+func ints(n *gorgonia.Node) []int { return n.Value().Data().([]int) }
+
+// graphRun is a compiled graph whose output is logits (R, T, V).
+type graphRun struct {
+	vm     gorgonia.VM
+	logits gorgonia.Value
+	last   [][]float64
 }
 
-// logSoftmax replaces x by log softmax(x).
-func logSoftmax(x []float64) {
-	hi := math.Inf(-1)
-	for _, v := range x {
-		hi = max(hi, v)
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(v - hi)
-	}
-	lse := hi + math.Log(sum)
-	for i := range x {
-		x[i] -= lse
-	}
+func newGraphRun(g *layers.Graph, logits *gorgonia.Node) *graphRun {
+	r := &graphRun{}
+	gorgonia.Read(logits, &r.logits)
+	r.vm = gorgonia.NewTapeMachine(g.ExprGraph)
+	return r
 }
+
+// run executes the graph and returns the logits of each row's last
+// position (R, V), valid until the next run.
+func (r *graphRun) run() ([][]float64, error) {
+	r.logits = nil
+	err := r.vm.RunAll()
+	r.vm.Reset()
+	if err != nil {
+		return nil, fmt.Errorf("seq2seq: decoder: %w", err)
+	}
+	d, ok := r.logits.(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("seq2seq: logits are %T", r.logits)
+	}
+	rows, t, v := d.Shape()[0], d.Shape()[1], d.Shape()[2]
+	if r.last == nil {
+		r.last = make([][]float64, rows)
+		for i := range r.last {
+			r.last[i] = make([]float64, v)
+		}
+	}
+	for i, out := range r.last {
+		off := (i*t + t - 1) * v
+		switch x := d.Data().(type) {
+		case []float32:
+			for j := range out {
+				out[j] = float64(x[off+j])
+			}
+		case []float64:
+			copy(out, x[off:off+v])
+		}
+	}
+	return r.last, nil
+}
+
+func (r *graphRun) close() { r.vm.Close() }

@@ -1,0 +1,242 @@
+package decode
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// BeamConfig sets beam search.
+type BeamConfig struct {
+	Beam          int     // beams per prompt, ≥ 1
+	NBest         int     // hypotheses returned per prompt, at most Beam; 0 means 1
+	LengthPenalty float64 // GNMT's α: score = log P / ((5+|y|)/6)^α, |y| counting the EOS token; 0 ranks by log P
+	MaxNewTokens  int     // most tokens per hypothesis, the EOS token included, > 0
+	EOS           []int   // tokens that finish a hypothesis
+	StopStrings   []string
+	Decode        func(tokens []int) string // turns a hypothesis's tokens into text, for StopStrings
+}
+
+// Validate reports settings that cannot decode.
+func (c BeamConfig) Validate() error {
+	switch {
+	case c.Beam < 1:
+		return fmt.Errorf("decode: beam size %d must be at least 1 (1 is greedy)", c.Beam)
+	case c.NBest < 0 || c.NBest > c.Beam:
+		return fmt.Errorf("decode: n-best %d must be between 1 and the beam size %d", c.NBest, c.Beam)
+	case c.MaxNewTokens <= 0:
+		return fmt.Errorf("decode: max_new_tokens %d must be positive", c.MaxNewTokens)
+	case !(c.LengthPenalty >= 0) || math.IsInf(c.LengthPenalty, 0):
+		return fmt.Errorf("decode: length penalty %g must be a finite α ≥ 0", c.LengthPenalty)
+	}
+	return checkStops(c.StopStrings, c.Decode)
+}
+
+// BeamSearch continues each of B prompts keeping cfg.Beam = K hypotheses,
+// and returns each prompt's cfg.NBest best hypotheses (B lists), best
+// first: the n-best list.
+//
+// st decodes R = B·K rows: rows [s·K, (s+1)·K) are prompt s's beams, and
+// all start as the prompt. Every step extends each live beam by every
+// token, scored by its log-softmax, and keeps the 2·K best extensions
+// (ties going to the smaller beam, then the smaller token, so that a beam
+// of one is greedy decoding): one ending in an EOS token or a stop string
+// finishes a hypothesis if it ranks among the first K, the others become
+// the next live beams. A prompt is done once it has K finished hypotheses
+// (early stopping); decoding stops when every prompt is done or after
+// MaxNewTokens steps, when the live beams join the finished ones. After
+// each step st.Reorder learns which row every row continues. Rows that
+// hold no beam (at the start, K−1 of each prompt's rows; later, a done
+// prompt's rows or a shortage of extensions) still grow by their last
+// token and are never scored.
+func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkPrompts(prompts); err != nil {
+		return nil, err
+	}
+	b, k := len(prompts), cfg.Beam
+	rows := b * k
+	stop := stopper{eos: cfg.EOS, strings: cfg.StopStrings, decode: cfg.Decode}
+	seqs := make([][]int, rows)
+	logp := make([]float64, rows) // each live beam's log-probability; −∞ for none
+	for r := range seqs {
+		seqs[r] = slices.Clone(prompts[r/k])
+		if r%k != 0 {
+			logp[r] = math.Inf(-1) // at the start all beams are the same: keep one
+		}
+	}
+	hyp := func(s int, tokens []int, logProb float64, finished, eos bool) Hypothesis {
+		h := Hypothesis{Tokens: slices.Clone(tokens[len(prompts[s]):]), LogProb: logProb, Finished: finished, EOS: eos}
+		h.Score = h.LogProb / LengthPenalty(h.Len(), cfg.LengthPenalty)
+		return h
+	}
+	finished := make([][]Hypothesis, b)
+	done := make([]bool, b)
+	parents := make([]int, rows)
+	lse := make([]float64, rows)
+	var heap candidates
+	v := 0
+	for t := 0; t < cfg.MaxNewTokens && slices.Contains(done, false); t++ {
+		logits, err := step(st, seqs, t, &v)
+		if err != nil {
+			return nil, err
+		}
+		for r, l := range logits {
+			if !math.IsInf(logp[r], -1) {
+				lse[r] = logSumExp(l)
+			}
+		}
+		next := make([][]int, rows)
+		nextLogp := make([]float64, rows)
+		for s := 0; s < b; s++ {
+			lo := s * k
+			if done[s] {
+				for j := lo; j < lo+k; j++ {
+					parents[j], next[j], nextLogp[j] = j, append(seqs[j], seqs[j][len(seqs[j])-1]), math.Inf(-1)
+				}
+				continue
+			}
+			live := 0
+			heap = heap.best(logits[lo:lo+k], lse[lo:lo+k], logp[lo:lo+k], 2*k)
+			for rank, c := range heap {
+				if live == k {
+					break
+				}
+				parent := seqs[lo+c.beam]
+				if eos := stop.isEOS(c.id); eos || stop.endsWith(parent[len(prompts[s]):], c.id) {
+					if rank < k {
+						tokens := parent
+						if !eos {
+							tokens = append(slices.Clone(parent), c.id)
+						}
+						finished[s] = append(finished[s], hyp(s, tokens, c.score, true, eos))
+					}
+					continue
+				}
+				r := lo + live
+				parents[r], nextLogp[r] = lo+c.beam, c.score
+				next[r] = append(slices.Clone(parent), c.id)
+				live++
+			}
+			for ; live < k; live++ { // fewer extensions than beams: rows with no beam
+				r := lo + live
+				parents[r], next[r], nextLogp[r] = lo, append(slices.Clone(seqs[lo]), seqs[lo][len(seqs[lo])-1]), math.Inf(-1)
+			}
+			done[s] = len(finished[s]) >= k
+		}
+		if err := st.Reorder(parents); err != nil {
+			return nil, fmt.Errorf("decode: reorder after step %d: %w", t, err)
+		}
+		seqs, logp = next, nextLogp
+	}
+	out := make([][]Hypothesis, b)
+	for s := range out {
+		hyps := finished[s]
+		for j := 0; j < k && !done[s]; j++ {
+			if r := s*k + j; !math.IsInf(logp[r], -1) {
+				hyps = append(hyps, hyp(s, seqs[r], logp[r], false, false))
+			}
+		}
+		slices.SortStableFunc(hyps, func(a, b Hypothesis) int {
+			switch {
+			case a.Score > b.Score:
+				return -1
+			case a.Score < b.Score:
+				return 1
+			}
+			return 0
+		})
+		out[s] = hyps[:min(max(cfg.NBest, 1), len(hyps))]
+	}
+	return out, nil
+}
+
+// logSumExp is log Σ exp(x), computed from the largest x so that it does
+// not overflow; x − logSumExp(x) is the log-softmax.
+func logSumExp(x []float64) float64 {
+	hi := math.Inf(-1)
+	for _, v := range x {
+		hi = max(hi, v)
+	}
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(v - hi)
+	}
+	return hi + math.Log(sum)
+}
+
+// candidate is one extension of a beam: a token after beam j, and its
+// log-probability.
+type candidate struct {
+	score    float64
+	beam, id int
+}
+
+// worseCandidate orders candidates by score, ties going to the smaller
+// (beam, id).
+func worseCandidate(a, b candidate) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.beam > b.beam || (a.beam == b.beam && a.id > b.id)
+}
+
+// candidates is a min-heap of the best extensions so far: the worst at 0.
+type candidates []candidate
+
+// best returns the n best extensions of the beams, best first, reusing
+// h's storage: beam j's token id scores alive[j] + logits[j][id] − lse[j],
+// and beams whose alive is −∞ are skipped.
+func (h candidates) best(logits [][]float64, lse, alive []float64, n int) candidates {
+	h = h[:0]
+	for j, base := range alive {
+		if math.IsInf(base, -1) {
+			continue
+		}
+		for id, x := range logits[j] {
+			c := candidate{score: base + (x - lse[j]), beam: j, id: id}
+			if len(h) < n {
+				h = append(h, c)
+				h.up(len(h) - 1)
+			} else if worseCandidate(h[0], c) {
+				h[0] = c
+				h.down(0, len(h))
+			}
+		}
+	}
+	for m := len(h) - 1; m > 0; m-- { // heap sort, the worst to the end
+		h[0], h[m] = h[m], h[0]
+		h.down(0, m)
+	}
+	return h
+}
+
+func (h candidates) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !worseCandidate(h[i], h[p]) {
+			return
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (h candidates) down(i, n int) {
+	for {
+		c := 2*i + 1
+		if c >= n {
+			return
+		}
+		if c+1 < n && worseCandidate(h[c+1], h[c]) {
+			c++
+		}
+		if !worseCandidate(h[c], h[i]) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
