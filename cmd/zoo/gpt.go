@@ -184,8 +184,14 @@ func runGenerate(args []string, stdout io.Writer) error {
 	topP := f.Float64("top-p", 1, "nucleus sampling mass in (0, 1]")
 	seed := f.Uint64("seed", 1, "sampling seed")
 	noCache := f.Bool("no-cache", false, "recompute the context every step instead of using the KV cache")
+	beam := f.Int("beam", 1, "beam search with this many beams instead of sampling (deterministic)")
+	nbest := f.Int("nbest", 1, "with --beam: print the n best continuations, with their scores")
+	alpha := f.Float64("length-penalty", 0, "with --beam: GNMT length penalty α (0 ranks by log-probability)")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
+	}
+	if *beam < 1 || *nbest < 1 || *nbest > *beam {
+		return fmt.Errorf("%w: --beam %d and --nbest %d: need 1 ≤ nbest ≤ beam", errUsage, *beam, *nbest)
 	}
 	if *ckpt == "" {
 		return fmt.Errorf("%w: --checkpoint is required", errUsage)
@@ -204,6 +210,24 @@ func runGenerate(args []string, stdout io.Writer) error {
 	ids, err := tok.Encode(*prompt)
 	if err != nil {
 		return fmt.Errorf("prompt: %w", err)
+	}
+	if *beam > 1 {
+		hyps, err := m.BeamSearch([][]int{ids}, gpt.BeamConfig{Beam: *beam, NBest: *nbest, LengthPenalty: *alpha,
+			MaxNewTokens: *n, NoCache: *noCache})
+		if err != nil {
+			return err
+		}
+		for _, h := range hyps[0] {
+			text, err := tok.Decode(h.Tokens)
+			if err != nil {
+				return err
+			}
+			if *nbest > 1 {
+				fmt.Fprintf(stdout, "%.4f\t", h.Score)
+			}
+			fmt.Fprintf(stdout, "%s%s\n", *prompt, text)
+		}
+		return nil
 	}
 	cfg := gpt.GenerateConfig{MaxNewTokens: *n, Temperature: *temp, TopK: *topK, TopP: *topP, Seed: *seed, NoCache: *noCache}
 	var out []int

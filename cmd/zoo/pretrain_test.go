@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,6 +47,20 @@ func TestPretrainThenGenerate(t *testing.T) {
 	require.Equal(t, 0, code, errb.String())
 	require.True(t, strings.HasPrefix(out.String(), "the "))
 	require.Greater(t, len([]rune(out.String())), 12)
+
+	// Beam search from the CLI: n-best continuations with scores, best first.
+	out.Reset()
+	code = run([]string{"generate", "--checkpoint", filepath.Join(run_, "checkpoints", "final"), "--prompt", "the ", "--max-new-tokens", "6", "--beam", "3", "--nbest", "2"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 2, out.String())
+	var s1, s2 float64
+	_, err := fmt.Sscanf(lines[0], "%f", &s1)
+	require.NoError(t, err)
+	_, err = fmt.Sscanf(lines[1], "%f", &s2)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, s1, s2, "best first")
+	require.Contains(t, lines[0], "\tthe ")
 
 	out.Reset()
 	code = run([]string{"eval", "--checkpoint", filepath.Join(run_, "checkpoints", "final"), "--corpus", corpus}, &out, &errb)
