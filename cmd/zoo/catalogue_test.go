@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -331,4 +334,107 @@ func Example_badInput() {
 	// 2
 	// zoo pretrain: unknown model family "resnet"; known families: gpt, seq2seq
 	// usage: zoo pretrain FAMILY [flags] (zoo pretrain -h for help)
+}
+
+// TestMain lets a test run the CLI in a child process, under a memory
+// limit: ZOO_TEST_CLI_ARGS holds its arguments as JSON.
+func TestMain(m *testing.M) {
+	if raw := os.Getenv("ZOO_TEST_CLI_ARGS"); raw != "" {
+		var args []string
+		if err := json.Unmarshal([]byte(raw), &args); err != nil {
+			fmt.Fprintln(os.Stderr, "ZOO_TEST_CLI_ARGS:", err)
+			os.Exit(3)
+		}
+		os.Exit(run(args, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// runLimited runs the CLI in a child process whose address space is
+// limited to limitMB (ulimit -v), so that an unbounded allocation dies
+// there, visibly, instead of taking the machine.
+func runLimited(t *testing.T, limitMB int, args ...string) (code int, stderr string) {
+	t.Helper()
+	raw, err := json.Marshal(args)
+	require.NoError(t, err)
+	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(`ulimit -v %d && exec "$0" -test.run=^$`, limitMB<<10), os.Args[0])
+	cmd.Env = append(os.Environ(), "ZOO_TEST_CLI_ARGS="+string(raw))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatalf("zoo %s: %v", strings.Join(args, " "), err)
+	}
+	return code, errb.String()
+}
+
+// memoryCases are bad inputs that used to allocate without bound: sizes
+// from a config.json, and files that never end. Each runs in a child
+// process limited to 2 GB of address space.
+func memoryCases(t *testing.T, f fixture) []badInput {
+	withConfig := func(edit func(string) string) func(*testing.T, fixture, string) []string {
+		return func(t *testing.T, f fixture, d string) []string {
+			c := copyDir(t, f.gptCkpt, filepath.Join(d, "c"))
+			b, err := os.ReadFile(filepath.Join(c, "config.json"))
+			require.NoError(t, err)
+			write(t, filepath.Join(c, "config.json"), edit(string(b)))
+			return []string{"generate", "--checkpoint", c, "--max-new-tokens", "1"}
+		}
+	}
+	set := func(key, value string) func(string) string {
+		return func(s string) string {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(s), &m))
+			var v any
+			require.NoError(t, json.Unmarshal([]byte(value), &v))
+			m[key] = v
+			b, err := json.Marshal(m)
+			require.NoError(t, err)
+			return string(b)
+		}
+	}
+	link := func(file string) func(*testing.T, fixture, string) []string {
+		return func(t *testing.T, f fixture, d string) []string {
+			c := copyDir(t, f.gptCkpt, filepath.Join(d, "c"))
+			require.NoError(t, os.Remove(filepath.Join(c, file)))
+			if err := os.Symlink("/dev/zero", filepath.Join(c, file)); err != nil {
+				t.Skip("no symlinks:", err)
+			}
+			return []string{"generate", "--checkpoint", c, "--max-new-tokens", "1"}
+		}
+	}
+	return []badInput{
+		{"vocab_size 1e12", withConfig(set("vocab_size", "1000000000000")), 1, "vocab_size"},
+		{"n_positions 2^40", withConfig(set("n_positions", "1099511627776")), 1, "n_positions"},
+		{"n_layer 1e9", withConfig(set("n_layer", "1000000000")), 1, "n_layer"},
+		{"model.safetensors linked to /dev/zero", link("model.safetensors"), 1, "model.safetensors"},
+		{"tokenizer.json linked to /dev/zero", link("tokenizer.json"), 1, "tokenizer.json"},
+		{"a batch of a billion", func(_ *testing.T, f fixture, _ string) []string {
+			return []string{"eval", "--checkpoint", f.gptCkpt, "--corpus", f.corpus, "--batch-size", "1000000000"}
+		}, 1, "batch"},
+	}
+}
+
+// TestBadInputUnderMemoryLimit: sizes that cannot fit are refused before
+// anything is allocated, with the field named.
+func TestBadInputUnderMemoryLimit(t *testing.T) {
+	if _, err := exec.LookPath("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh for ulimit")
+	}
+	f := newFixture(t)
+	for _, c := range memoryCases(t, f) {
+		t.Run(c.name, func(t *testing.T) {
+			args := c.args(t, f, t.TempDir())
+			code, stderr := runLimited(t, 2048, args...)
+			require.Equal(t, c.code, code, "zoo %s\n%s", strings.Join(args, " "), stderr)
+			require.Contains(t, stderr, c.msg)
+			require.NotContains(t, stderr, "panic:")
+			require.NotContains(t, stderr, "fatal error:")
+		})
+	}
 }
