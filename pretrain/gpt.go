@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/runinfo"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/gpt"
@@ -36,23 +37,53 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	}
 	var tok datasets.Tokenizer
 	var m *gpt.Model
-	if cfg.InitFrom != "" { // fine-tuning: the checkpoint's model, config and tokenizer
+	var now runinfo.Record // what this run is given, for run.json
+	if now, err = gptRecord(ctx, cfg, corpus); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.Resume: // the run's tokenizer and model config, whatever the corpus would give now
+		ckpt, err := train.Latest(cfg.RunDir)
+		if err != nil {
+			return nil, err
+		}
+		if tok, err = models.LoadTokenizer(ckpt); err != nil {
+			return nil, fmt.Errorf("pretrain: resume: %w", err)
+		}
+		if m, err = gpt.Load(ckpt); err != nil {
+			return nil, fmt.Errorf("pretrain: resume: %w", err)
+		}
+		if err := checkResume(cfg, m.Config, now, out); err != nil {
+			return nil, err
+		}
+		cfg.Model = m.Config
+	case cfg.InitFrom != "": // fine-tuning: the checkpoint's model, config and tokenizer
 		if tok, err = models.LoadTokenizer(cfg.InitFrom); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
 		if m, err = gpt.Load(cfg.InitFrom); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
+		fmt.Fprint(out, modelNotice(cfg.Model, m.Config))
 		cfg.Model = m.Config
-	} else if tok, err = datasets.ChooseTokenizer(cfg.Tokenizer, corpus, cfg.BPEVocab); err != nil {
-		return nil, err
+	case cfg.Tokenizer == "bpe": // the slow choice, which an interrupt must stop
+		if tok, err = datasets.TrainBPEContext(ctx, corpus, cfg.BPEVocab, nil); err != nil {
+			return nil, err
+		}
+	default:
+		if tok, err = datasets.ChooseTokenizer(cfg.Tokenizer, corpus, cfg.BPEVocab); err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("pretrain: tokenizer: %w", err)
+		}
 	}
 	cache := cfg.CacheDir
 	if cache == "" {
 		cache = filepath.Join(filepath.Dir(filepath.Clean(cfg.RunDir)), "cache")
 	}
 	unk := datasets.Unknowns(tok)
-	toks, err := datasets.Tokenize(corpus, tok, cache)
+	toks, err := datasets.TokenizeContext(ctx, corpus, tok, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +107,7 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 			return nil, err
 		}
 	} else if m.Config.VocabSize != tok.VocabSize() {
-		return nil, fmt.Errorf("pretrain: init_from: the tokenizer has %d tokens, the model %d", tok.VocabSize(), m.Config.VocabSize)
+		return nil, fmt.Errorf("pretrain: the checkpoint's tokenizer has %d tokens, its model %d", tok.VocabSize(), m.Config.VocabSize)
 	}
 	data, err := gpt.NewLMData(trainTok, valTok, cfg.Batch, block, cfg.Seed)
 	if err != nil {
@@ -96,6 +127,11 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 		return nil, err
 	}
 	defer tr.Close()
+	if !cfg.Resume {
+		if err := runinfo.Write(cfg.RunDir, now); err != nil {
+			return nil, fmt.Errorf("pretrain: %w", err)
+		}
+	}
 	if cfg.Resume {
 		ckpt, err := train.Latest(cfg.RunDir)
 		if err != nil {
