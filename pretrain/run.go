@@ -36,15 +36,13 @@ func gptRecord(ctx context.Context, cfg GPTConfig, c *datasets.Corpus) (runinfo.
 	tok := cfg.Tokenizer
 	switch {
 	case cfg.InitFrom != "":
-		tok = "from init_from " + cfg.InitFrom
+		tok = runinfo.InitFromPrefix + cfg.InitFrom
 	case tok == "bpe":
 		tok = fmt.Sprintf("bpe of %d tokens", cfg.BPEVocab)
 	case tok != "char":
-		b, err := os.ReadFile(tok)
-		if err != nil {
-			return nil, fmt.Errorf("pretrain: tokenizer: %w", err)
+		if b, err := os.ReadFile(tok); err == nil { // a bad path is ChooseTokenizer's error to report
+			tok = fmt.Sprintf("%s (sha256 %x)", tok, sha256.Sum256(b))
 		}
-		tok = fmt.Sprintf("%s (sha256 %x)", tok, sha256.Sum256(b))
 	}
 	if err := r.Set("tokenizer", tok); err != nil {
 		return nil, err
@@ -75,7 +73,7 @@ func checkResume(cfg GPTConfig, ckpt gpt.Config, now runinfo.Record, out io.Writ
 	} else if err != nil {
 		return fmt.Errorf("pretrain: resume: %w", err)
 	}
-	diff := runinfo.Diff(run, now)
+	diff := runinfo.Diff(run, runinfo.Inherited(run, now))
 	if len(diff) == 0 {
 		return nil
 	}

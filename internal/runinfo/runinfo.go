@@ -92,6 +92,33 @@ func Read(dir string) (Record, error) {
 	return r, nil
 }
 
+// InitFromPrefix starts the "tokenizer" value of a run that took its
+// tokenizer and model from a checkpoint (init_from).
+const InitFromPrefix = "from init_from "
+
+// Inherited returns now as a resume of run should compare it: when run
+// took its tokenizer and model from init_from, the tokenizer and model.*
+// settings given now were never used and cannot disagree, so they are
+// replaced by run's.
+func Inherited(run, now Record) Record {
+	var tok string
+	if json.Unmarshal([]byte(run["tokenizer"]), &tok) != nil || !strings.HasPrefix(tok, InitFromPrefix) {
+		return now
+	}
+	out := Record{}
+	for k, v := range now {
+		if k != "tokenizer" && !strings.HasPrefix(k, "model.") {
+			out[k] = v
+		}
+	}
+	for k, v := range run {
+		if k == "tokenizer" || strings.HasPrefix(k, "model.") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // Diff lists, sorted by name, each setting whose value differs between the
 // run's record and now's, as "name: the run has X, now Y". A setting only
 // one of them has is listed too, as "(none)" on the other side.

@@ -32,3 +32,13 @@ func TestWriteReadDiff(t *testing.T) {
 		`tokenizer: the run has "char", now "bpe"`,
 	}, Diff(got, now))
 }
+
+// A run that took its tokenizer and model from init_from ignores the
+// tokenizer and model settings given at resume, but not the data.
+func TestInherited(t *testing.T) {
+	run := Record{"tokenizer": `"from init_from ckpt"`, "model.n_layer": "2", "data": `"a"`}
+	now := Record{"tokenizer": `"bpe of 300 tokens"`, "model.n_layer": "6", "model.n_head": "4", "data": `"b"`}
+	require.Equal(t, []string{`data: the run has "a", now "b"`}, Diff(run, Inherited(run, now)))
+	plain := Record{"tokenizer": `"char"`, "model.n_layer": "2"}
+	require.Equal(t, now, Inherited(plain, now))
+}

@@ -215,14 +215,13 @@ func runRecord(c TrainConfig, texts []string) (runinfo.Record, error) {
 	}
 	tokSetting := fmt.Sprintf("joint byte-level BPE of %d tokens", c.BPEVocab)
 	if c.Tokenizer != "" {
-		b, err := os.ReadFile(c.Tokenizer)
-		if err != nil {
-			return nil, fmt.Errorf("seq2seq: tokenizer: %w", err)
+		tokSetting = c.Tokenizer
+		if b, err := os.ReadFile(c.Tokenizer); err == nil { // a bad path is LoadTokenizer's error to report
+			tokSetting = fmt.Sprintf("%s (sha256 %x)", c.Tokenizer, sha256.Sum256(b))
 		}
-		tokSetting = fmt.Sprintf("%s (sha256 %x)", c.Tokenizer, sha256.Sum256(b))
 	}
 	if c.InitFrom != "" {
-		tokSetting = "from init_from " + c.InitFrom
+		tokSetting = runinfo.InitFromPrefix + c.InitFrom
 	}
 	if err := r.Set("tokenizer", tokSetting); err != nil {
 		return nil, err
@@ -253,7 +252,7 @@ func checkResume(c TrainConfig, now runinfo.Record, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	diff := runinfo.Diff(run, now)
+	diff := runinfo.Diff(run, runinfo.Inherited(run, now))
 	if len(diff) == 0 {
 		return nil
 	}
