@@ -71,11 +71,8 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 			return nil, err
 		}
 	default:
-		if tok, err = datasets.ChooseTokenizer(cfg.Tokenizer, corpus, cfg.BPEVocab); err != nil {
+		if tok, err = chooseTokenizer(ctx, cfg, corpus); err != nil {
 			return nil, err
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("pretrain: tokenizer: %w", err)
 		}
 	}
 	cache := cfg.CacheDir
@@ -119,6 +116,9 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	}
 	ac := train.DefaultAdamWConfig()
 	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.Beta1, cfg.Beta2, cfg.WeightDecay
+	if err := ctx.Err(); err != nil { // interrupted while preparing: no model, no step-0 checkpoint
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
 	tr, err := train.New(&gpt.LMTask{Model: m, Tok: tok, B: cfg.Batch, T: block}, data, train.Config{
 		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
 		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched,

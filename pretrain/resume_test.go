@@ -154,3 +154,14 @@ func TestRunGPTInterruptBeforeTraining(t *testing.T) {
 
 // timeAfter is time.After in milliseconds.
 func timeAfter(ms int) <-chan time.Time { return time.After(time.Duration(ms) * time.Millisecond) }
+
+// An interrupt while a character vocabulary is built ends the run at once.
+func TestRunGPTInterruptCharTokenizer(t *testing.T) {
+	cfg := tinyConfig(t, writeCorpus(t, strings.Repeat("a short text to learn by heart. ", 40)))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := RunGPT(ctx, cfg, io.Discard)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = train.Latest(cfg.RunDir)
+	require.Error(t, err, "no checkpoint was written")
+}

@@ -119,3 +119,27 @@ func modelNotice(given, ckpt gpt.Config) string {
 	}
 	return sb.String()
 }
+
+// chooseTokenizer is datasets.ChooseTokenizer for "char" or a
+// tokenizer.json, returning as soon as ctx is done. Counting the
+// characters of a 40 MB corpus takes over a second and
+// datasets.NewCharTokenizer takes no context, so it runs in a goroutine
+// that, on an interrupt, is left to finish on its own (its result is
+// dropped).
+func chooseTokenizer(ctx context.Context, cfg GPTConfig, c *datasets.Corpus) (datasets.Tokenizer, error) {
+	type result struct {
+		tok datasets.Tokenizer
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		tok, err := datasets.ChooseTokenizer(cfg.Tokenizer, c, cfg.BPEVocab)
+		done <- result{tok, err}
+	}()
+	select {
+	case r := <-done:
+		return r.tok, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pretrain: tokenizer: %w", ctx.Err())
+	}
+}

@@ -266,6 +266,9 @@ func checkResume(c TrainConfig, now runinfo.Record, out io.Writer) error {
 // Run trains m on the examples with the engine, writing checkpoints,
 // metrics.jsonl and loss.png under c.RunDir and progress to out.
 func Run(ctx context.Context, c TrainConfig, m *Model, tok datasets.Tokenizer, data *Data, out io.Writer) (train.Result, error) {
+	if err := ctx.Err(); err != nil { // interrupted while preparing: no step-0 checkpoint
+		return train.Result{}, fmt.Errorf("seq2seq: %w", err)
+	}
 	sched, err := train.Noam(m.Config.DModel, c.Warmup, c.LRFactor)
 	if err != nil {
 		return train.Result{}, err
