@@ -24,6 +24,14 @@ type Result struct {
 
 // RunGPT pretrains a GPT as cfg says, writing checkpoints, metrics.jsonl and
 // loss.png under cfg.RunDir and the progress to out.
+//
+// A new run records its corpus (size and content hash), tokenizer settings
+// and model config in run_dir/run.json. A resume (cfg.Resume) uses the
+// latest checkpoint's tokenizer and model config, and refuses, naming each
+// difference, when the corpus or settings given now differ from run.json's,
+// unless cfg.Force. An interrupt (ctx) while the tokenizer is trained or
+// the corpus read and tokenized ends the run promptly with an error
+// wrapping context.Canceled, before a model is built.
 func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) {
 	if cfg.Corpus == "" {
 		cfg.Corpus = OpticksPath()
