@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"container/heap"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,25 +34,45 @@ const minMergeCount = 2
 // of 175k tokens vanish on decoding). The algorithm here is Hugging Face
 // tokenizers' BpeTrainer (tokenizers/src/models/bpe/trainer.rs).
 func TrainBPE(c *Corpus, vocabSize int, specialTokens []string) (Tokenizer, error) {
-	return trainBPE(c, vocabSize, specialTokens)
+	return trainBPE(context.Background(), c, vocabSize, specialTokens)
+}
+
+// TrainBPEContext is TrainBPE that stops when ctx is done, returning an
+// error that wraps ctx.Err() (context.Canceled on an interrupt). It checks
+// ctx between chunks of the corpus while counting words and between merges,
+// so it returns well within a second of the cancellation.
+func TrainBPEContext(ctx context.Context, c *Corpus, vocabSize int, specialTokens []string) (Tokenizer, error) {
+	return trainBPE(ctx, c, vocabSize, specialTokens)
 }
 
 // TrainBPETexts is TrainBPE on texts held in memory, such as both sides of
 // a parallel corpus (a joint vocabulary).
 func TrainBPETexts(texts []string, vocabSize int, specialTokens []string) (Tokenizer, error) {
-	return trainBPE(textList(texts), vocabSize, specialTokens)
+	return trainBPE(context.Background(), textList(texts), vocabSize, specialTokens)
+}
+
+// TrainBPETextsContext is TrainBPETexts that stops when ctx is done, as
+// TrainBPEContext does.
+func TrainBPETextsContext(ctx context.Context, texts []string, vocabSize int, specialTokens []string) (Tokenizer, error) {
+	return trainBPE(ctx, textList(texts), vocabSize, specialTokens)
 }
 
 // textSource is what BPE training reads: a Corpus or texts in memory.
 type textSource interface {
-	Each(fn func(text string) error) error
+	EachContext(ctx context.Context, fn func(text string) error) error
 }
 
 // textList is texts in memory as a textSource.
 type textList []string
 
-func (l textList) Each(fn func(string) error) error {
-	for _, t := range l {
+// EachContext calls fn with each text, checking ctx every 256 texts.
+func (l textList) EachContext(ctx context.Context, fn func(string) error) error {
+	for i, t := range l {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -59,7 +80,7 @@ func (l textList) Each(fn func(string) error) error {
 	return nil
 }
 
-func trainBPE(c textSource, vocabSize int, specialTokens []string) (Tokenizer, error) {
+func trainBPE(ctx context.Context, c textSource, vocabSize int, specialTokens []string) (Tokenizer, error) {
 	specials := slices.Clone(specialTokens)
 	for i, s := range specials {
 		if s == "" || slices.Contains(specials[:i], s) {
@@ -69,11 +90,14 @@ func trainBPE(c textSource, vocabSize int, specialTokens []string) (Tokenizer, e
 	if least := len(specials) + 256; vocabSize < least {
 		return nil, fmt.Errorf("datasets: train BPE: vocabulary size %d is below %d (%d special tokens + 256 bytes)", vocabSize, least, len(specials))
 	}
-	counts, err := countWords(c, specials)
+	counts, err := countWords(ctx, c, specials)
 	if err != nil {
 		return nil, fmt.Errorf("datasets: train BPE: %w", err)
 	}
-	vocab, merges := trainMerges(counts, specials, vocabSize)
+	vocab, merges, err := trainMerges(ctx, counts, specials, vocabSize)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: train BPE: %w", err)
+	}
 	raw, err := marshalByteLevelBPE(vocab, merges, len(specials))
 	if err != nil {
 		return nil, fmt.Errorf("datasets: train BPE: %w", err)
@@ -87,9 +111,9 @@ func trainBPE(c textSource, vocabSize int, specialTokens []string) (Tokenizer, e
 
 // countWords pre-tokenizes the corpus as the byte-level tokenizer will and
 // counts each pre-token ("word", in byte symbols such as "Ġthe").
-func countWords(c textSource, specials []string) (map[string]int, error) {
+func countWords(ctx context.Context, c textSource, specials []string) (map[string]int, error) {
 	counts := make(map[string]int)
-	err := c.Each(func(text string) error {
+	err := c.EachContext(ctx, func(text string) error {
 		for _, piece := range splitSpecials(text, specials) {
 			gpt2Pieces(piece, func(lo, hi int) { counts[byteSymbolsOf(piece[lo:hi])]++ })
 		}
@@ -184,8 +208,10 @@ func (q *pairQueue) Pop() any {
 
 // trainMerges learns merges from word counts until the vocabulary has
 // vocabSize tokens or no pair occurs minMergeCount times. It returns the
-// vocabulary (index = id) and the merges in rank order.
-func trainMerges(counts map[string]int, specials []string, vocabSize int) ([]string, [][2]string) {
+// vocabulary (index = id) and the merges in rank order, or ctx.Err() once
+// ctx is done (it is checked every few thousand words while indexing, and
+// before each merge).
+func trainMerges(ctx context.Context, counts map[string]int, specials []string, vocabSize int) ([]string, [][2]string, error) {
 	vocab := append(slices.Clone(specials), byteSymbols()...)
 	ids := make(map[string]int, vocabSize)
 	for i, s := range vocab {
@@ -201,6 +227,11 @@ func trainMerges(counts map[string]int, specials []string, vocabSize int) ([]str
 	pairCount := make(map[symPair]int)
 	where := make(map[symPair]map[int]struct{})
 	for wi, k := range keys {
+		if wi%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+		}
 		for _, r := range k {
 			words[wi] = append(words[wi], ids[string(r)]) // every rune is a byte symbol
 		}
@@ -226,6 +257,9 @@ func trainMerges(counts map[string]int, specials []string, vocabSize int) ([]str
 	var merges [][2]string
 	merged := make(map[symPair]bool)
 	for len(vocab) < vocabSize && q.Len() > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
 		top := heap.Pop(&q).(pairItem)
 		if c := pairCount[top.p]; c != top.count { // stale entry: requeue with the true count
 			if c > 0 {
@@ -271,7 +305,7 @@ func trainMerges(counts map[string]int, specials []string, vocabSize int) ([]str
 			}
 		}
 	}
-	return vocab, merges
+	return vocab, merges, nil
 }
 
 // sortedKeys returns a set's members in increasing order.

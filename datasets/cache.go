@@ -3,6 +3,7 @@ package datasets
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -56,6 +57,13 @@ type cacheHeader struct {
 // place. It is an error if a corpus file changed since OpenCorpus, or if
 // the corpus yields no tokens.
 func Tokenize(c *Corpus, tok Tokenizer, cacheDir string) (*Tokens, error) {
+	return TokenizeContext(context.Background(), c, tok, cacheDir)
+}
+
+// TokenizeContext is Tokenize that stops when ctx is done, checking it
+// before each chunk of the corpus, and returns an error wrapping ctx.Err()
+// (context.Canceled on an interrupt). Nothing is cached then.
+func TokenizeContext(ctx context.Context, c *Corpus, tok Tokenizer, cacheDir string) (*Tokens, error) {
 	if err := c.checkUnchanged(); err != nil {
 		return nil, fmt.Errorf("datasets: tokenize: %w", err)
 	}
@@ -76,7 +84,7 @@ func Tokenize(c *Corpus, tok Tokenizer, cacheDir string) (*Tokens, error) {
 		}
 	}
 	t := newTokens(vocab, int(min(c.Size()/4, 1<<30)))
-	err = c.Each(func(text string) error {
+	err = c.EachContext(ctx, func(text string) error {
 		ids, err := tok.Encode(text)
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -160,9 +161,15 @@ func (c *Corpus) Size() int64 {
 // the first bad byte, unless CorpusOptions.ReplaceInvalid is set. An error
 // from fn stops the walk and is returned, wrapped with the file's name.
 func (c *Corpus) Each(fn func(text string) error) error {
+	return c.EachContext(context.Background(), fn)
+}
+
+// EachContext is Each that stops when ctx is done: it checks ctx before
+// each chunk (64 KiB) and returns an error wrapping ctx.Err().
+func (c *Corpus) EachContext(ctx context.Context, fn func(text string) error) error {
 	buf := make([]byte, chunkSize)
 	for _, f := range c.files {
-		if err := c.eachChunk(f.path, buf, fn); err != nil {
+		if err := c.eachChunk(ctx, f.path, buf, fn); err != nil {
 			return fmt.Errorf("datasets: %s: %w", f.path, err)
 		}
 	}
@@ -170,7 +177,7 @@ func (c *Corpus) Each(fn func(text string) error) error {
 }
 
 // eachChunk streams one file through fn, using buf as its read buffer.
-func (c *Corpus) eachChunk(path string, buf []byte, fn func(string) error) error {
+func (c *Corpus) eachChunk(ctx context.Context, path string, buf []byte, fn func(string) error) error {
 	fh, err := os.Open(path)
 	if err != nil {
 		return err
@@ -181,6 +188,9 @@ func (c *Corpus) eachChunk(path string, buf []byte, fn func(string) error) error
 		offset int64 // file offset of buf[0]
 	)
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		n, err := io.ReadFull(fh, buf[held:])
 		end := held + n
 		eof := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)

@@ -85,13 +85,13 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	if len(trainP) == 0 || len(held) == 0 {
 		return nil, fmt.Errorf("finetune: %d pairs leave %d for training and %d held out; need both", len(pairs), len(trainP), len(held))
 	}
-	m, tok, err := seq2seq.Setup(cfg.TrainConfig, func() []string {
+	m, tok, err := seq2seq.SetupContext(ctx, cfg.TrainConfig, func() []string {
 		texts := make([]string, 0, 2*len(trainP))
 		for _, p := range trainP {
 			texts = append(texts, p.Src, p.Tgt)
 		}
 		return texts
-	})
+	}, out)
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
@@ -121,7 +121,7 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		scored = scored[:cfg.ScoreSize]
 	}
 	for _, greedy := range []bool{false, true} {
-		s, outputs, err := ScoreTranslation(m, tok, scored, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty}, greedy)
+		s, outputs, err := ScoreTranslationContext(ctx, m, tok, scored, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty}, greedy)
 		if err != nil {
 			return nil, err
 		}
@@ -146,6 +146,12 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 // ScoreTranslation translates the pairs' sources and scores the outputs
 // against their targets with corpus BLEU and chrF.
 func ScoreTranslation(m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets.Pair, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
+	return ScoreTranslationContext(context.Background(), m, tok, pairs, dc, greedy)
+}
+
+// ScoreTranslationContext is ScoreTranslation that stops between batches
+// when ctx is done, returning an error that wraps ctx.Err().
+func ScoreTranslationContext(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets.Pair, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
 	s := TranslationScores{Strategy: fmt.Sprintf("beam %d (α %.1f)", dc.Beam, dc.LengthPenalty)}
 	if greedy {
 		s.Strategy = "greedy"
@@ -155,7 +161,7 @@ func ScoreTranslation(m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets
 		srcs[i], refs[i] = p.Src, p.Tgt
 	}
 	began := time.Now()
-	cands, _, err := seq2seq.Translate(m, tok, srcs, dc, greedy, 64, nil)
+	cands, _, err := seq2seq.TranslateContext(ctx, m, tok, srcs, dc, greedy, 64, nil)
 	if err != nil {
 		return s, nil, fmt.Errorf("finetune: translate: %w", err)
 	}

@@ -42,6 +42,11 @@ type GPTConfig struct {
 	SampleLen   int        `json:"sample_tokens"` // tokens per sample
 	Resume      bool       `json:"resume"`        // continue from the run directory's latest checkpoint
 	InitFrom    string     `json:"init_from"`     // start from this checkpoint (model, config, tokenizer): LM fine-tuning
+	// Force resumes even when the corpus, tokenizer settings or model
+	// config given now differ from the run's (run_dir/run.json): the
+	// checkpoint's tokenizer and model config are used, and the
+	// differences are printed.
+	Force bool `json:"force"`
 }
 
 // DefaultGPT is nanoGPT's CPU configuration, character level, on Isaac

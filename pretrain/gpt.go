@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/runinfo"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/gpt"
@@ -23,6 +24,14 @@ type Result struct {
 
 // RunGPT pretrains a GPT as cfg says, writing checkpoints, metrics.jsonl and
 // loss.png under cfg.RunDir and the progress to out.
+//
+// A new run records its corpus (size and content hash), tokenizer settings
+// and model config in run_dir/run.json. A resume (cfg.Resume) uses the
+// latest checkpoint's tokenizer and model config, and refuses, naming each
+// difference, when the corpus or settings given now differ from run.json's,
+// unless cfg.Force. An interrupt (ctx) while the tokenizer is trained or
+// the corpus read and tokenized ends the run promptly with an error
+// wrapping context.Canceled, before a model is built.
 func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) {
 	if cfg.Corpus == "" {
 		cfg.Corpus = OpticksPath()
@@ -36,23 +45,50 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	}
 	var tok datasets.Tokenizer
 	var m *gpt.Model
-	if cfg.InitFrom != "" { // fine-tuning: the checkpoint's model, config and tokenizer
+	var now runinfo.Record // what this run is given, for run.json
+	if now, err = gptRecord(ctx, cfg, corpus); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.Resume: // the run's tokenizer and model config, whatever the corpus would give now
+		ckpt, err := train.Latest(cfg.RunDir)
+		if err != nil {
+			return nil, err
+		}
+		if tok, err = models.LoadTokenizer(ckpt); err != nil {
+			return nil, fmt.Errorf("pretrain: resume: %w", err)
+		}
+		if m, err = gpt.Load(ckpt); err != nil {
+			return nil, fmt.Errorf("pretrain: resume: %w", err)
+		}
+		if err := checkResume(cfg, m.Config, now, out); err != nil {
+			return nil, err
+		}
+		cfg.Model = m.Config
+	case cfg.InitFrom != "": // fine-tuning: the checkpoint's model, config and tokenizer
 		if tok, err = models.LoadTokenizer(cfg.InitFrom); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
 		if m, err = gpt.Load(cfg.InitFrom); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
+		fmt.Fprint(out, modelNotice(cfg.Model, m.Config))
 		cfg.Model = m.Config
-	} else if tok, err = datasets.ChooseTokenizer(cfg.Tokenizer, corpus, cfg.BPEVocab); err != nil {
-		return nil, err
+	case cfg.Tokenizer == "bpe": // the slow choice, which an interrupt must stop
+		if tok, err = datasets.TrainBPEContext(ctx, corpus, cfg.BPEVocab, nil); err != nil {
+			return nil, err
+		}
+	default:
+		if tok, err = chooseTokenizer(ctx, cfg, corpus); err != nil {
+			return nil, err
+		}
 	}
 	cache := cfg.CacheDir
 	if cache == "" {
 		cache = filepath.Join(filepath.Dir(filepath.Clean(cfg.RunDir)), "cache")
 	}
 	unk := datasets.Unknowns(tok)
-	toks, err := datasets.Tokenize(corpus, tok, cache)
+	toks, err := datasets.TokenizeContext(ctx, corpus, tok, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +112,7 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 			return nil, err
 		}
 	} else if m.Config.VocabSize != tok.VocabSize() {
-		return nil, fmt.Errorf("pretrain: init_from: the tokenizer has %d tokens, the model %d", tok.VocabSize(), m.Config.VocabSize)
+		return nil, fmt.Errorf("pretrain: the checkpoint's tokenizer has %d tokens, its model %d", tok.VocabSize(), m.Config.VocabSize)
 	}
 	data, err := gpt.NewLMData(trainTok, valTok, cfg.Batch, block, cfg.Seed)
 	if err != nil {
@@ -88,6 +124,9 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	}
 	ac := train.DefaultAdamWConfig()
 	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.Beta1, cfg.Beta2, cfg.WeightDecay
+	if err := ctx.Err(); err != nil { // interrupted while preparing: no model, no step-0 checkpoint
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
 	tr, err := train.New(&gpt.LMTask{Model: m, Tok: tok, B: cfg.Batch, T: block}, data, train.Config{
 		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
 		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched,
@@ -96,6 +135,11 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 		return nil, err
 	}
 	defer tr.Close()
+	if !cfg.Resume {
+		if err := runinfo.Write(cfg.RunDir, now); err != nil {
+			return nil, fmt.Errorf("pretrain: %w", err)
+		}
+	}
 	if cfg.Resume {
 		ckpt, err := train.Latest(cfg.RunDir)
 		if err != nil {

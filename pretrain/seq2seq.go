@@ -52,7 +52,7 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 		return train.Result{}, err
 	}
 	var lines []string
-	if err := c.Each(func(text string) error {
+	if err := c.EachContext(ctx, func(text string) error {
 		for _, l := range strings.Split(text, "\n") {
 			if l = strings.TrimSpace(l); l != "" {
 				lines = append(lines, l)
@@ -70,7 +70,7 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 		return train.Result{}, fmt.Errorf("pretrain: the corpus has %d lines, not more than held_out %d", len(pairs), cfg.HeldOut)
 	}
 	held, trainP := pairs[:cfg.HeldOut], pairs[cfg.HeldOut:]
-	m, tok, err := seq2seq.Setup(cfg.TrainConfig, func() []string { return lines[cfg.HeldOut:] })
+	m, tok, err := seq2seq.SetupContext(ctx, cfg.TrainConfig, func() []string { return lines[cfg.HeldOut:] }, out)
 	if err != nil {
 		return train.Result{}, fmt.Errorf("pretrain: %w", err)
 	}

@@ -207,6 +207,9 @@ func runGenerate(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := gpt.CheckTokenizer(m, tok); err != nil {
+		return fmt.Errorf("%s: %w", *ckpt, err)
+	}
 	ids, err := tok.Encode(*prompt)
 	if err != nil {
 		return fmt.Errorf("prompt: %w", err)
@@ -232,9 +235,18 @@ func runGenerate(args []string, stdout io.Writer) error {
 	cfg := gpt.GenerateConfig{MaxNewTokens: *n, Temperature: *temp, TopK: *topK, TopP: *topP, Seed: *seed, NoCache: *noCache}
 	var out []int
 	printed := ""
+	var decodeErr error // the first; OnToken cannot stop generation, so it is returned after
 	cfg.OnToken = func(_, token int) {
 		out = append(out, token)
-		if text, err := tok.Decode(out); err == nil && len(text) > len(printed) {
+		if decodeErr != nil {
+			return
+		}
+		text, err := tok.Decode(out)
+		if err != nil {
+			decodeErr = fmt.Errorf("decode generated token %d (id %d): %w", len(out), token, err)
+			return
+		}
+		if len(text) > len(printed) {
 			fmt.Fprint(stdout, text[len(printed):])
 			printed = text
 		}
@@ -242,6 +254,10 @@ func runGenerate(args []string, stdout io.Writer) error {
 	fmt.Fprint(stdout, *prompt)
 	if _, err := m.Generate([][]int{ids}, cfg); err != nil {
 		return err
+	}
+	if decodeErr != nil {
+		fmt.Fprintln(stdout)
+		return decodeErr
 	}
 	fmt.Fprintln(stdout)
 	return nil

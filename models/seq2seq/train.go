@@ -2,10 +2,16 @@ package seq2seq
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"strings"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/runinfo"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/train"
@@ -37,6 +43,10 @@ type TrainConfig struct {
 	Seed           uint64   `json:"seed"`
 	RunDir         string   `json:"run_dir"`
 	Resume         bool     `json:"resume"` // continue from run_dir's latest checkpoint
+	// Force resumes even when the data, tokenizer settings or model config
+	// given now differ from the run's (run_dir/run.json); the checkpoint's
+	// model and tokenizer are used, and the differences are printed.
+	Force bool `json:"force"`
 }
 
 // DefaultTrainConfig is the paper's recipe on the Small model.
@@ -72,10 +82,32 @@ func (c TrainConfig) Validate() error {
 	return nil
 }
 
-// Setup loads the model and tokenizer of the run's latest checkpoint when
-// resuming, or of init_from, or builds a new model for the tokenizer
-// (training a joint BPE on texts when none is given).
+// Setup is SetupContext without cancellation, printing nothing.
 func Setup(c TrainConfig, texts func() []string) (*Model, datasets.Tokenizer, error) {
+	return SetupContext(context.Background(), c, texts, io.Discard)
+}
+
+// SetupContext loads the model and tokenizer of the run's latest
+// checkpoint when resuming, or of init_from, or builds a new model for the
+// tokenizer (training a joint BPE on texts when none is given; ctx stops
+// that training). texts are the training texts.
+//
+// A new run records its data (a hash of texts), tokenizer settings and
+// model config in run_dir/run.json. A resume compares them with what is
+// given now and refuses, naming each difference, unless c.Force is set;
+// then it goes on with the checkpoint's model and tokenizer and says so on
+// out. A tokenizer loaded from a checkpoint must match its model
+// (CheckTokenizer).
+func SetupContext(ctx context.Context, c TrainConfig, texts func() []string, out io.Writer) (*Model, datasets.Tokenizer, error) {
+	var got []string
+	texts = func(read func() []string) func() []string {
+		return func() []string {
+			if got == nil {
+				got = read()
+			}
+			return got
+		}
+	}(texts)
 	from, what := c.InitFrom, "init_from"
 	if c.Resume {
 		ckpt, err := train.Latest(c.RunDir)
@@ -83,6 +115,13 @@ func Setup(c TrainConfig, texts func() []string) (*Model, datasets.Tokenizer, er
 			return nil, nil, err
 		}
 		from, what = ckpt, "resume"
+	}
+	var now runinfo.Record
+	if c.Resume || from == "" {
+		var err error
+		if now, err = runRecord(c, texts()); err != nil {
+			return nil, nil, err
+		}
 	}
 	if from != "" {
 		tok, err := models.LoadTokenizer(from)
@@ -93,8 +132,15 @@ func Setup(c TrainConfig, texts func() []string) (*Model, datasets.Tokenizer, er
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}
-		if m.Config.SrcVocabSize != tok.VocabSize() || m.Config.TgtVocabSize != tok.VocabSize() {
-			return nil, nil, fmt.Errorf("%s: the tokenizer has %d tokens, the model %d and %d", what, tok.VocabSize(), m.Config.SrcVocabSize, m.Config.TgtVocabSize)
+		if err := CheckTokenizer(m, tok); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if c.Resume {
+			if err := checkResume(c, now, out); err != nil {
+				return nil, nil, err
+			}
+		} else if err := writeRecord(c, texts()); err != nil {
+			return nil, nil, err
 		}
 		return m, tok, nil
 	}
@@ -103,7 +149,7 @@ func Setup(c TrainConfig, texts func() []string) (*Model, datasets.Tokenizer, er
 	if c.Tokenizer != "" {
 		tok, err = datasets.LoadTokenizer(c.Tokenizer)
 	} else {
-		tok, err = TrainTokenizer(texts(), c.BPEVocab)
+		tok, err = datasets.TrainBPETextsContext(ctx, texts(), c.BPEVocab, Specials)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -115,12 +161,114 @@ func Setup(c TrainConfig, texts func() []string) (*Model, datasets.Tokenizer, er
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := CheckTokenizer(m, tok); err != nil {
+		return nil, nil, fmt.Errorf("tokenizer %s: %w", c.Tokenizer, err)
+	}
+	if err := runinfo.Write(c.RunDir, now); err != nil {
+		return nil, nil, err
+	}
 	return m, tok, nil
+}
+
+// CheckTokenizer reports a tokenizer that does not match the model: one
+// whose vocabulary size is not the model's, or whose tokens at the model's
+// pad, eos and decoder-start ids are not <pad>, </s> and <s> (or <pad>,
+// which Marian starts decoding with). A tokenizer of another model
+// fails here instead of as a bad id later.
+func CheckTokenizer(m *Model, tok datasets.Tokenizer) error {
+	c := m.Config
+	if n := tok.VocabSize(); n != c.SrcVocabSize || n != c.TgtVocabSize {
+		return fmt.Errorf("seq2seq: the tokenizer does not match the checkpoint: it has %d tokens, the model's vocabularies %d (source) and %d (target)", n, c.SrcVocabSize, c.TgtVocabSize)
+	}
+	for _, sp := range []struct {
+		what string
+		id   int
+		want []string
+	}{{"pad_token_id", c.PadTokenID, []string{"<pad>"}}, {"eos_token_id", c.EOSTokenID, []string{"</s>"}},
+		{"decoder_start_token_id", c.BOSTokenID, []string{"<s>", "<pad>"}}} {
+		text, err := tok.Decode([]int{sp.id})
+		if err != nil {
+			return fmt.Errorf("seq2seq: the tokenizer does not match the checkpoint: %s %d: %w", sp.what, sp.id, err)
+		}
+		ok := false
+		for _, w := range sp.want {
+			ok = ok || text == w
+		}
+		if !ok {
+			return fmt.Errorf("seq2seq: the tokenizer does not match the checkpoint: the model's %s is %d, which the tokenizer reads as %q, not %s", sp.what, sp.id, text, strings.Join(sp.want, " or "))
+		}
+	}
+	return nil
+}
+
+// runRecord is what run.json records of a run: a hash of its training
+// texts, its tokenizer settings and the model config it was given.
+func runRecord(c TrainConfig, texts []string) (runinfo.Record, error) {
+	h := sha256.New()
+	for _, t := range texts {
+		h.Write([]byte(t))
+		h.Write([]byte{0})
+	}
+	r := runinfo.Record{}
+	if err := r.Set("data", fmt.Sprintf("%d texts, sha256 %x", len(texts), h.Sum(nil))); err != nil {
+		return nil, err
+	}
+	tokSetting := fmt.Sprintf("joint byte-level BPE of %d tokens", c.BPEVocab)
+	if c.Tokenizer != "" {
+		tokSetting = c.Tokenizer
+		if b, err := os.ReadFile(c.Tokenizer); err == nil { // a bad path is LoadTokenizer's error to report
+			tokSetting = fmt.Sprintf("%s (sha256 %x)", c.Tokenizer, sha256.Sum256(b))
+		}
+	}
+	if c.InitFrom != "" {
+		tokSetting = runinfo.InitFromPrefix + c.InitFrom
+	}
+	if err := r.Set("tokenizer", tokSetting); err != nil {
+		return nil, err
+	}
+	// The vocabulary sizes and special ids come from the tokenizer.
+	if err := r.SetFields("model.", c.Model, "vocab_size", "decoder_vocab_size", "pad_token_id", "eos_token_id", "decoder_start_token_id"); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// writeRecord writes run.json for a new run.
+func writeRecord(c TrainConfig, texts []string) error {
+	r, err := runRecord(c, texts)
+	if err != nil {
+		return err
+	}
+	return runinfo.Write(c.RunDir, r)
+}
+
+// checkResume compares now with the run's run.json.
+func checkResume(c TrainConfig, now runinfo.Record, out io.Writer) error {
+	run, err := runinfo.Read(c.RunDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(out, "resume: %s has no %s (a run from before it was written), so the data and config cannot be checked against the run's\n", c.RunDir, runinfo.File)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	diff := runinfo.Diff(run, runinfo.Inherited(run, now))
+	if len(diff) == 0 {
+		return nil
+	}
+	if !c.Force {
+		return fmt.Errorf("resume: what is given now differs from the run in %s:\n  %s\nresume with the run's data and config, or give --force (force: true) to go on with the checkpoint's model and tokenizer", c.RunDir, strings.Join(diff, "\n  "))
+	}
+	fmt.Fprintf(out, "resume: --force: going on with the checkpoint's model and tokenizer although what is given now differs from the run in %s:\n  %s\n", c.RunDir, strings.Join(diff, "\n  "))
+	return nil
 }
 
 // Run trains m on the examples with the engine, writing checkpoints,
 // metrics.jsonl and loss.png under c.RunDir and progress to out.
 func Run(ctx context.Context, c TrainConfig, m *Model, tok datasets.Tokenizer, data *Data, out io.Writer) (train.Result, error) {
+	if err := ctx.Err(); err != nil { // interrupted while preparing: no step-0 checkpoint
+		return train.Result{}, fmt.Errorf("seq2seq: %w", err)
+	}
 	sched, err := train.Noam(m.Config.DModel, c.Warmup, c.LRFactor)
 	if err != nil {
 		return train.Result{}, err

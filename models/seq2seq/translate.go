@@ -1,6 +1,7 @@
 package seq2seq
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,10 +24,21 @@ type TranslateReport struct{ Truncated int }
 // Sources longer than the model's max_len are truncated and counted; an
 // empty source is an error naming it. progress, if not nil, is called with
 // the number of texts done.
+//
+// It first checks that tok matches m (CheckTokenizer).
 func Translate(m *Model, tok datasets.Tokenizer, texts []string, cfg DecodeConfig, greedy bool, batch int, progress func(int)) ([][]Candidate, TranslateReport, error) {
+	return TranslateContext(context.Background(), m, tok, texts, cfg, greedy, batch, progress)
+}
+
+// TranslateContext is Translate that stops between batches when ctx is
+// done, returning an error that wraps ctx.Err().
+func TranslateContext(ctx context.Context, m *Model, tok datasets.Tokenizer, texts []string, cfg DecodeConfig, greedy bool, batch int, progress func(int)) ([][]Candidate, TranslateReport, error) {
 	var rep TranslateReport
 	if batch <= 0 {
 		return nil, rep, fmt.Errorf("seq2seq: translation batch %d must be positive", batch)
+	}
+	if err := CheckTokenizer(m, tok); err != nil {
+		return nil, rep, err
 	}
 	ids := make([][]int, len(texts))
 	for i, t := range texts {
@@ -53,6 +65,9 @@ func Translate(m *Model, tok datasets.Tokenizer, texts []string, cfg DecodeConfi
 	slices.SortStableFunc(order, func(a, b int) int { return len(ids[a]) - len(ids[b]) })
 	out := make([][]Candidate, len(texts))
 	for lo := 0; lo < len(order); lo += batch {
+		if err := ctx.Err(); err != nil {
+			return nil, rep, fmt.Errorf("seq2seq: translate: %d of %d texts done: %w", lo, len(order), err)
+		}
 		part := order[lo:min(lo+batch, len(order))]
 		srcs := make([][]int, len(part))
 		for i, j := range part {

@@ -1,0 +1,145 @@
+package pretrain
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/runinfo"
+	"github.com/d73a19ff/zoo/models/gpt"
+)
+
+// gptRecord is what run.json records of a GPT run: the corpus's size and
+// content hash (not its path, so that a moved corpus is the same corpus),
+// the tokenizer settings and the model config as given (vocab_size comes
+// from the tokenizer). Hashing reads the corpus once; ctx stops it.
+func gptRecord(ctx context.Context, cfg GPTConfig, c *datasets.Corpus) (runinfo.Record, error) {
+	h := sha256.New()
+	if err := c.EachContext(ctx, func(text string) error {
+		_, err := io.WriteString(h, text)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
+	r := runinfo.Record{}
+	if err := r.Set("corpus", fmt.Sprintf("%d bytes in %d file(s), sha256 %x", c.Size(), len(c.Files()), h.Sum(nil))); err != nil {
+		return nil, err
+	}
+	tok := cfg.Tokenizer
+	switch {
+	case cfg.InitFrom != "":
+		tok = runinfo.InitFromPrefix + cfg.InitFrom
+	case tok == "bpe":
+		tok = fmt.Sprintf("bpe of %d tokens", cfg.BPEVocab)
+	case tok != "char":
+		if b, err := os.ReadFile(tok); err == nil { // a bad path is ChooseTokenizer's error to report
+			tok = fmt.Sprintf("%s (sha256 %x)", tok, sha256.Sum256(b))
+		}
+	}
+	if err := r.Set("tokenizer", tok); err != nil {
+		return nil, err
+	}
+	if err := r.SetFields("model.", cfg.Model, "vocab_size"); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// checkResume compares what a resume is given (now) with the run's
+// run.json, or, for a run from before run.json, the model config given with
+// the checkpoint's (ckpt). It refuses with the differences unless
+// cfg.Force; then it prints them on out and goes on.
+func checkResume(cfg GPTConfig, ckpt gpt.Config, now runinfo.Record, out io.Writer) error {
+	run, err := runinfo.Read(cfg.RunDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(out, "resume: %s has no %s (a run from before it was written): the corpus and tokenizer settings cannot be checked against the run's, only the model config\n", cfg.RunDir, runinfo.File)
+		run = runinfo.Record{}
+		if err := run.SetFields("model.", ckpt, "vocab_size"); err != nil {
+			return err
+		}
+		for k := range now {
+			if !strings.HasPrefix(k, "model.") {
+				delete(now, k)
+			}
+		}
+	} else if err != nil {
+		return fmt.Errorf("pretrain: resume: %w", err)
+	}
+	diff := runinfo.Diff(run, runinfo.Inherited(run, now))
+	if len(diff) == 0 {
+		return nil
+	}
+	if !cfg.Force {
+		return fmt.Errorf("pretrain: resume: what is given now differs from the run in %s:\n  %s\nresume with the run's corpus and config, or give --force (force: true) to go on with the checkpoint's tokenizer and model config",
+			cfg.RunDir, strings.Join(diff, "\n  "))
+	}
+	fmt.Fprintf(out, "resume: --force: going on with the checkpoint's tokenizer and model config although what is given now differs from the run in %s:\n  %s\n",
+		cfg.RunDir, strings.Join(diff, "\n  "))
+	return nil
+}
+
+// modelNotice names each model field that the config sets (to other than
+// DefaultGPT's value) and that differs from the checkpoint's, which
+// fine-tuning uses instead; it is empty when there is none.
+func modelNotice(given, ckpt gpt.Config) string {
+	fields := func(c gpt.Config) map[string]json.RawMessage {
+		r := runinfo.Record{}
+		if err := r.SetFields("", c); err != nil {
+			return nil
+		}
+		out := map[string]json.RawMessage{}
+		for k, v := range r {
+			out[k] = json.RawMessage(v)
+		}
+		return out
+	}
+	g, c, d := fields(given), fields(ckpt), fields(DefaultGPT().Model)
+	var names []string
+	for k, v := range g {
+		if k != "vocab_size" && string(v) != string(c[k]) && string(v) != string(d[k]) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	var sb strings.Builder
+	for _, k := range names {
+		cv := string(c[k])
+		if cv == "" {
+			cv = "(none)"
+		}
+		fmt.Fprintf(&sb, "init_from: the config's model.%s %s is not used: the checkpoint's architecture wins, with %s\n", k, g[k], cv)
+	}
+	return sb.String()
+}
+
+// chooseTokenizer is datasets.ChooseTokenizer for "char" or a
+// tokenizer.json, returning as soon as ctx is done. Counting the
+// characters of a 40 MB corpus takes over a second and
+// datasets.NewCharTokenizer takes no context, so it runs in a goroutine
+// that, on an interrupt, is left to finish on its own (its result is
+// dropped).
+func chooseTokenizer(ctx context.Context, cfg GPTConfig, c *datasets.Corpus) (datasets.Tokenizer, error) {
+	type result struct {
+		tok datasets.Tokenizer
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		tok, err := datasets.ChooseTokenizer(cfg.Tokenizer, c, cfg.BPEVocab)
+		done <- result{tok, err}
+	}()
+	select {
+	case r := <-done:
+		return r.tok, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pretrain: tokenizer: %w", ctx.Err())
+	}
+}

@@ -1,0 +1,69 @@
+package pretrain
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/seq2seq"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// tinySeq2Seq is a 5-step denoising run on corpus with a checkpoint at
+// step 5.
+func tinySeq2Seq(t *testing.T, corpus string) Seq2SeqConfig {
+	cfg := DefaultSeq2Seq()
+	cfg.Corpus, cfg.RunDir = corpus, filepath.Join(t.TempDir(), "run")
+	cfg.BPEVocab, cfg.Batch, cfg.Steps, cfg.Warmup, cfg.EvalEvery, cfg.SaveEvery, cfg.HeldOut = 300, 8, 5, 2, 5, 5, 10
+	cfg.Model = seq2seq.Tiny()
+	cfg.Model.MaxLen = 24
+	return cfg
+}
+
+// A seq2seq resume given another corpus is refused, naming the data; with
+// Force it goes on with the checkpoint's tokenizer, saying so.
+func TestSeq2SeqResumeRefusesChangedCorpus(t *testing.T) {
+	line := "one two three four five. eins zwei drei vier fünf.\n"
+	cfg := tinySeq2Seq(t, writeCorpus(t, strings.Repeat(line, 40)))
+	_, err := RunSeq2Seq(context.Background(), cfg, io.Discard)
+	require.NoError(t, err)
+	ckpt, err := train.Latest(cfg.RunDir)
+	require.NoError(t, err)
+	before, err := models.LoadTokenizer(ckpt)
+	require.NoError(t, err)
+	want, err := before.MarshalJSON()
+	require.NoError(t, err)
+
+	cfg.Steps, cfg.Resume = 8, true
+	cfg.Corpus = writeCorpus(t, strings.Repeat("six seven eight nine ten. sechs sieben acht neun zehn.\n", 40))
+	_, err = RunSeq2Seq(context.Background(), cfg, io.Discard)
+	require.ErrorContains(t, err, "data: the run has")
+	require.ErrorContains(t, err, "--force")
+
+	changed := cfg
+	changed.Corpus = writeCorpus(t, strings.Repeat(line, 40))
+	changed.Model.DFF = 128
+	_, err = RunSeq2Seq(context.Background(), changed, io.Discard)
+	require.ErrorContains(t, err, "model.encoder_ffn_dim: the run has 64, now 128")
+
+	// The same lines with two words swapped in the last: other data with the
+	// same token counts, so that the data position can be restored.
+	cfg.Force = true
+	cfg.Corpus = writeCorpus(t, strings.Repeat(line, 39)+"one three two four five. eins drei zwei vier fünf.\n")
+	var out bytes.Buffer
+	res, err := RunSeq2Seq(context.Background(), cfg, &out)
+	require.NoError(t, err)
+	require.Equal(t, 8, res.Steps)
+	require.Contains(t, out.String(), "--force: going on")
+	after, err := models.LoadTokenizer(res.Final)
+	require.NoError(t, err)
+	got, err := after.MarshalJSON()
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), string(got))
+}
