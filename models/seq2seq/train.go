@@ -118,6 +118,30 @@ func Setup(c TrainConfig, texts func() []string) (*Model, datasets.Tokenizer, er
 	return m, tok, nil
 }
 
+// CheckMemory refuses a batch of rows pairs whose training step would not
+// fit in the machine's memory, before any batch is made: the step on the
+// longest bucket the examples fill (the smallest of DefaultBounds(max_len)
+// that holds the longest pair), estimated by Config.ActivationBytes. The
+// error says to lower batch_size, or the longest pair's length.
+func CheckMemory(cfg Config, rows int, examples ...[]Example) error {
+	longest := 1
+	for _, ex := range examples {
+		for _, e := range ex {
+			longest = max(longest, SourceLen(len(e.Src)), TargetLen(len(e.Tgt)))
+		}
+	}
+	t := cfg.MaxLen
+	for _, b := range DefaultBounds(cfg.MaxLen) {
+		if b >= longest {
+			t = b
+			break
+		}
+	}
+	return models.CheckMemory(cfg.ActivationBytes(rows, t, t, true),
+		fmt.Sprintf("seq2seq: batch_size %d × %d tokens (the longest bucket) for activations", rows, t),
+		"lower batch_size, or model.max_position_embeddings (with overlong \"truncate\") to cut the longest pairs")
+}
+
 // Run trains m on the examples with the engine, writing checkpoints,
 // metrics.jsonl and loss.png under c.RunDir and progress to out.
 func Run(ctx context.Context, c TrainConfig, m *Model, tok datasets.Tokenizer, data *Data, out io.Writer) (train.Result, error) {
