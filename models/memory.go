@@ -204,3 +204,12 @@ type StepEstimator interface {
 	// math.MaxInt64 if it overflows.
 	StepBytes(batch, t int, training bool) int64
 }
+
+// Count formats an element count for a message: the number, or "2^63 or
+// more" for an overflowed (saturated) one.
+func Count(n int64) string {
+	if n >= math.MaxInt64 {
+		return "2^63 or more"
+	}
+	return fmt.Sprint(n)
+}

@@ -236,7 +236,7 @@ func (c Config) paramTerms() []models.Term {
 	t := []models.Term{
 		{What: fmt.Sprintf("wte, vocab_size %d × n_embd %d", v, d), Lower: "vocab_size", N: models.Mul(v, d)},
 		{What: fmt.Sprintf("wpe, n_positions %d × n_embd %d", p, d), Lower: "n_positions", N: models.Mul(p, d)},
-		{What: fmt.Sprintf("the blocks, n_layer %d × %d per layer (n_embd %d, n_inner %d)", l, perLayer, d, in), Lower: "n_layer, n_embd or n_inner", N: models.Mul(l, perLayer)},
+		{What: fmt.Sprintf("the blocks, n_layer %d × %s per layer (n_embd %d, n_inner %d)", l, models.Count(perLayer), d, in), Lower: "n_layer, n_embd or n_inner", N: models.Mul(l, perLayer)},
 		{What: "ln_f", Lower: "n_embd", N: models.Mul(2, d)},
 	}
 	if !c.TieWordEmbeddings {

@@ -219,8 +219,8 @@ func (c Config) paramTerms(buffers bool) []models.Term {
 			models.Term{What: fmt.Sprintf("the decoder's embed_tokens, decoder_vocab_size %d × d_model %d", vt, d), Lower: "decoder_vocab_size", N: models.Mul(vt, d)})
 	}
 	t = append(t,
-		models.Term{What: fmt.Sprintf("the encoder, encoder_layers %d × %d per layer (d_model %d, ffn_dim %d)", le, enc, d, f), Lower: "encoder_layers, d_model or encoder_ffn_dim", N: models.Mul(le, enc)},
-		models.Term{What: fmt.Sprintf("the decoder, decoder_layers %d × %d per layer (d_model %d, ffn_dim %d)", ld, dec, d, f), Lower: "decoder_layers, d_model or decoder_ffn_dim", N: models.Mul(ld, dec)})
+		models.Term{What: fmt.Sprintf("the encoder, encoder_layers %d × %s per layer (d_model %d, ffn_dim %d)", le, models.Count(enc), d, f), Lower: "encoder_layers, d_model or encoder_ffn_dim", N: models.Mul(le, enc)},
+		models.Term{What: fmt.Sprintf("the decoder, decoder_layers %d × %s per layer (d_model %d, ffn_dim %d)", ld, models.Count(dec), d, f), Lower: "decoder_layers, d_model or decoder_ffn_dim", N: models.Mul(ld, dec)})
 	if c.NormFirst {
 		t = append(t, models.Term{What: "the final LayerNorms", Lower: "d_model", N: models.Mul(4, d)})
 	}
