@@ -86,7 +86,7 @@ func TestTranslationRefusesHugeBatch(t *testing.T) {
 	cfg.Model.MaxLen = 32
 	cfg.BPEVocab, cfg.HeldOut, cfg.Batch = 300, 10, huge
 	refusesBeforeAllocating(t, func() error { _, err := RunTranslation(context.Background(), cfg, io.Discard); return err },
-		"seq2seq: batch_size 1000000000 ×", "lower batch_size")
+		"seq2seq: batch_size 1000000000, in buckets of up to", "lower batch_size")
 
 	pairs, _, err := datasets.ReadParallelTSV(cfg.Data, datasets.ParallelOptions{})
 	require.NoError(t, err)

@@ -73,5 +73,5 @@ func TestSeq2SeqRefusesHugeBatch(t *testing.T) {
 	cfg.Model.DModel, cfg.Model.NumHeads, cfg.Model.DFF, cfg.Model.NumEncoderLayers, cfg.Model.NumDecoderLayers = 32, 4, 64, 1, 1
 	cfg.Model.MaxLen, cfg.BPEVocab, cfg.HeldOut, cfg.Batch = 32, 300, 10, huge
 	refusesBeforeAllocating(t, func() error { _, err := RunSeq2Seq(context.Background(), cfg, io.Discard); return err },
-		"seq2seq: batch_size 1000000000 ×", "lower batch_size")
+		"seq2seq: batch_size 1000000000, in buckets of up to", "lower batch_size")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
@@ -118,27 +119,31 @@ func Setup(c TrainConfig, texts func() []string) (*Model, datasets.Tokenizer, er
 	return m, tok, nil
 }
 
-// CheckMemory refuses a batch of rows pairs whose training step would not
-// fit in the machine's memory, before any batch is made: the step on the
-// longest bucket the examples fill (the smallest of DefaultBounds(max_len)
-// that holds the longest pair), estimated by Config.ActivationBytes. The
-// error says to lower batch_size, or the longest pair's length.
+// CheckMemory refuses a batch of rows pairs whose training steps would not
+// fit in the machine's memory, before any batch is made. NewData buckets
+// each pair by its longer side into the smallest of DefaultBounds(max_len)
+// that holds it, and the engine keeps one compiled graph, with its
+// buffers, per bucket shape; so the need is the sum, over the buckets the
+// examples fill, of Config.ActivationBytes for a step of rows pairs. The
+// error says to lower batch_size, or the length of the longest pairs.
 func CheckMemory(cfg Config, rows int, examples ...[]Example) error {
-	longest := 1
+	bounds := DefaultBounds(cfg.MaxLen)
+	filled := map[int]bool{}
 	for _, ex := range examples {
 		for _, e := range ex {
-			longest = max(longest, SourceLen(len(e.Src)), TargetLen(len(e.Tgt)))
+			n := max(SourceLen(len(e.Src)), TargetLen(len(e.Tgt)))
+			i, _ := slices.BinarySearch(bounds, n)
+			filled[bounds[min(i, len(bounds)-1)]] = true
 		}
 	}
-	t := cfg.MaxLen
-	for _, b := range DefaultBounds(cfg.MaxLen) {
-		if b >= longest {
-			t = b
-			break
-		}
+	var need int64
+	longest := 0
+	for t := range filled {
+		need = models.Sum(need, cfg.ActivationBytes(rows, t, t, true))
+		longest = max(longest, t)
 	}
-	return models.CheckMemory(cfg.ActivationBytes(rows, t, t, true),
-		fmt.Sprintf("seq2seq: batch_size %d × %d tokens (the longest bucket) for activations", rows, t),
+	return models.CheckMemory(need,
+		fmt.Sprintf("seq2seq: batch_size %d, in buckets of up to %d tokens (graph shapes: %d), for activations", rows, longest, len(filled)),
 		"lower batch_size, or model.max_position_embeddings (with overlong \"truncate\") to cut the longest pairs")
 }
 
