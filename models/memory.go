@@ -5,11 +5,12 @@ package models
 // or batch size is an error naming what to lower, and not Go's "fatal
 // error: out of memory" (which no recover catches).
 //
-// It lives in models, not train, because every family and every pipeline
-// (pretrain, finetune, evaluation) already imports models, the checkpoint
-// bundle that Load reads, and because the families' New must check their
-// parameters before any training exists; train is the engine, which
-// models must not need.
+// It lives in models, not train: the first check is of a model, in the
+// families' New and Load, which read config.json through this package and
+// need no training engine (evaluation and inference build models without
+// one); and every pipeline (pretrain, finetune, evaluation) imports models
+// already. train is the engine the pipelines drive, not a place models
+// should reach into to be built.
 
 import (
 	"bufio"

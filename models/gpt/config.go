@@ -148,7 +148,10 @@ func (c Config) AttentionScale(layer int) float64 {
 	return s
 }
 
-// Validate reports a configuration that cannot be built.
+// Validate reports a configuration that cannot be built, or that is
+// absurd: each size at most models.MaxDim (n_layer models.MaxLayers, the
+// labels models.MaxLabels), and a parameter count that fits int. Whether
+// the model fits the machine's memory is New's check (models.CheckParams).
 func (c Config) Validate() error {
 	switch {
 	case c.VocabSize <= 0 || c.NPositions <= 0 || c.NEmbd <= 0 || c.NLayer <= 0 || c.NHead <= 0:

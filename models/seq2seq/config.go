@@ -112,8 +112,11 @@ func Tiny() Config {
 	return c
 }
 
-// Validate reports a configuration that cannot be built, naming the
-// config.json field.
+// Validate reports a configuration that cannot be built, or that is
+// absurd, naming the config.json field: each size at most models.MaxDim
+// (the layer counts models.MaxLayers), and a parameter count that fits
+// int. Whether the model fits the machine's memory is New's check
+// (models.CheckParams).
 func (c Config) Validate() error {
 	switch {
 	case c.DModel <= 0 || c.NumHeads <= 0 || c.DFF <= 0 || c.NumEncoderLayers <= 0 || c.NumDecoderLayers <= 0:
