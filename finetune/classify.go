@@ -110,6 +110,9 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if maxLen <= 0 || maxLen > clf.MaxLength() {
 		maxLen = clf.MaxLength()
 	}
+	if err := checkStep(clf, cfg.Batch, maxLen, true, "finetune", "lower batch_size or max_length"); err != nil {
+		return nil, err
+	}
 	unk := datasets.Unknowns(tok)
 	tr, err := encode(trainEx, labels, tok, maxLen)
 	if err != nil {
@@ -147,6 +150,18 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 		return nil, err
 	}
 	return &ClassifyResult{Result: res, Confusion: conf}, nil
+}
+
+// checkStep refuses a batch of b texts of t tokens whose step would not
+// fit in the machine's memory, saying what to lower, when the classifier
+// can estimate its step (models.StepEstimator). It runs before any batch
+// is made.
+func checkStep(c models.Classifier, b, t int, training bool, who, lower string) error {
+	e, ok := c.(models.StepEstimator)
+	if !ok {
+		return nil
+	}
+	return models.CheckMemory(e.StepBytes(b, t, training), fmt.Sprintf("%s: batch_size %d × max_length %d for activations", who, b, t), lower)
 }
 
 // example is one encoded text: its token ids and class id.

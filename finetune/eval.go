@@ -24,6 +24,9 @@ func EvalClassify(checkpoint, file string, batch int) (Confusion, error) {
 	if err != nil {
 		return Confusion{}, fmt.Errorf("eval: %w", err)
 	}
+	if err := checkStep(c, batch, c.MaxLength(), false, "eval", "lower the batch size (zoo eval --batch-size)"); err != nil {
+		return Confusion{}, err
+	}
 	tok, err := ckpt.Tokenizer()
 	if err != nil {
 		return Confusion{}, fmt.Errorf("eval: %w", err)

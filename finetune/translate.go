@@ -12,6 +12,7 @@ import (
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
 	"github.com/d73a19ff/zoo/internal/jsonconfig"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/seq2seq"
 )
 
@@ -104,6 +105,9 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		return nil, err
 	}
 	fmt.Fprintf(out, "training: %s\n", rep)
+	if err := seq2seq.CheckMemory(m.Config, cfg.Batch, trainEx, heldEx); err != nil {
+		return nil, err
+	}
 	data, err := seq2seq.NewData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, nil)
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
@@ -160,8 +164,11 @@ func ScoreTranslationContext(ctx context.Context, m *seq2seq.Model, tok datasets
 	for i, p := range pairs {
 		srcs[i], refs[i] = p.Src, p.Tgt
 	}
+	if err := checkDecode(m, tok, srcs, dc, greedy); err != nil {
+		return s, nil, err
+	}
 	began := time.Now()
-	cands, _, err := seq2seq.TranslateContext(ctx, m, tok, srcs, dc, greedy, 64, nil)
+	cands, _, err := seq2seq.TranslateContext(ctx, m, tok, srcs, dc, greedy, scoreBatch, nil)
 	if err != nil {
 		return s, nil, fmt.Errorf("finetune: translate: %w", err)
 	}
@@ -182,6 +189,35 @@ func ScoreTranslationContext(ctx context.Context, m *seq2seq.Model, tok datasets
 	}
 	s.BLEU, s.BLEUText, s.ChrF = bleu.Score, bleu.String(), chrf.Score
 	return s, hyps, nil
+}
+
+// scoreBatch is the number of sources ScoreTranslation decodes at once.
+const scoreBatch = 64
+
+// checkDecode refuses decoding whose buffers would not fit in the
+// machine's memory (seq2seq.Config.DecodeBytes), before anything is
+// decoded: scoreBatch sources as long as the longest, with dc's beams,
+// through a cache as long as the decoding may run.
+func checkDecode(m *seq2seq.Model, tok datasets.Tokenizer, srcs []string, dc seq2seq.DecodeConfig, greedy bool) error {
+	longest := 1
+	for _, src := range srcs {
+		if ids, err := tok.Encode(src); err == nil {
+			longest = max(longest, len(ids))
+		}
+	}
+	ts := min(seq2seq.SourceLen(longest), m.Config.MaxLen)
+	beam := max(dc.Beam, 1)
+	if greedy {
+		beam = 1
+	}
+	tt := m.Config.MaxLen
+	if dc.MaxLen > 0 {
+		tt = dc.MaxLen
+	}
+	rows := min(scoreBatch, max(len(srcs), 1))
+	return models.CheckMemory(m.Config.DecodeBytes(rows, beam, ts, tt),
+		fmt.Sprintf("finetune: decoding %d sources of up to %d tokens with beam %d for up to %d steps", rows, ts, beam, tt),
+		"lower num_beams (zoo eval --beam), or decode greedily")
 }
 
 // readPairs reads the TSV or the two aligned files the config names.

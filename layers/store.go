@@ -122,6 +122,16 @@ func (s Scope) Name(leaf string) string {
 // Store is the store this scope creates parameters in.
 func (s Scope) Store() *Store { return s.store }
 
+// MaxParamSize bounds the elements of one parameter or buffer: 2^33 (or
+// the largest int, where int is 32 bits), four times the largest tensor of
+// any public model (Llama 3.1 405B's embedding, 128,256 × 16,384 ≈ 2^31).
+// A tensor that large takes 32 GiB in float32, and New stages it in
+// float64, so a bigger shape is a mistake, refused before allocating
+// rather than crashing the process out of memory. Models check their whole
+// size against the machine's memory before they get here
+// (models.CheckParams).
+const MaxParamSize = min(1<<33, math.MaxInt)
+
 // Init fills a new parameter's values, given its shape.
 type Init func(rng *rand.Rand, shape []int, v []float64)
 
@@ -162,12 +172,17 @@ func (s Scope) newTensor(leaf string, shape []int, init Init) (*Param, error) {
 	if _, dup := s.store.byName[name]; dup {
 		return nil, fmt.Errorf("layers: parameter %q is defined twice", name)
 	}
+	n := 1
 	for _, d := range shape {
 		if d <= 0 {
 			return nil, fmt.Errorf("layers: parameter %q has shape %v; every dim must be positive", name, shape)
 		}
+		if n > MaxParamSize/d {
+			return nil, fmt.Errorf("layers: parameter %q has shape %v: more than %d elements (the limit of one tensor)", name, shape, MaxParamSize)
+		}
+		n *= d
 	}
-	v := make([]float64, tensor.Shape(shape).TotalSize())
+	v := make([]float64, n)
 	init(s.store.rng, shape, v)
 	var t *tensor.Dense
 	if s.store.dtype == tensor.Float64 {

@@ -24,6 +24,11 @@ func EvalGPT(checkpoint, corpus string, batch int) (loss float64, tokens int, er
 	if err != nil {
 		return 0, 0, fmt.Errorf("eval: %w", err)
 	}
+	t := m.Config.NPositions
+	if err := models.CheckMemory(m.Config.ActivationBytes(batch, t, true, false),
+		fmt.Sprintf("eval: batch %d × n_positions %d for activations", batch, t), "lower the batch size (zoo eval --batch-size)"); err != nil {
+		return 0, 0, err
+	}
 	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
 	if err != nil {
 		return 0, 0, err
@@ -32,7 +37,6 @@ func EvalGPT(checkpoint, corpus string, batch int) (loss float64, tokens int, er
 	if err != nil {
 		return 0, 0, err
 	}
-	t := m.Config.NPositions
 	batches, err := gpt.Windows(toks, batch, t)
 	if err != nil {
 		return 0, 0, fmt.Errorf("eval: %w", err)

@@ -1,11 +1,9 @@
 package pretrain
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/d73a19ff/zoo/datasets"
@@ -188,42 +186,10 @@ func samples(m *gpt.Model, tok datasets.Tokenizer, cfg GPTConfig) ([]string, err
 	return out, nil
 }
 
-// checkMemory refuses a batch whose activations would not fit in the
+// checkMemory refuses a batch whose training step would not fit in the
 // machine's available memory, saying what to lower.
 func checkMemory(cfg GPTConfig) error {
-	need := activationBytes(cfg)
-	avail := availableMemory()
-	if avail > 0 && need > avail*9/10 {
-		return fmt.Errorf("pretrain: batch_size %d × block %d needs about %.1f GB for activations, more than the %.1f GB available; lower batch_size (use gradient_accumulation_steps to keep the tokens per step) or model.n_positions",
-			cfg.Batch, cfg.Model.NPositions, float64(need)/1e9, float64(avail)/1e9)
-	}
-	return nil
-}
-
-// activationBytes estimates a training step's float32 buffers: per layer
-// about 16 (B·T·d) tensors and 4 (B·h·T·T) attention tensors, forward and
-// backward, plus the logits and their gradient.
-func activationBytes(cfg GPTConfig) int64 {
-	m := cfg.Model
-	b, t, d, h := int64(cfg.Batch), int64(m.NPositions), int64(m.NEmbd), int64(m.NHead)
-	perLayer := 2 * (16*b*t*d + 4*b*h*t*t + 2*b*t*int64(m.Inner()))
-	vocab := max(int64(m.VocabSize), 256)
-	return 4 * (int64(m.NLayer)*perLayer + 3*b*t*vocab)
-}
-
-// availableMemory reads MemAvailable from /proc/meminfo, or 0.
-func availableMemory() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var kb int64
-		if n, _ := fmt.Sscanf(sc.Text(), "MemAvailable: %d kB", &kb); n == 1 {
-			return kb * 1024
-		}
-	}
-	return 0
+	need := cfg.Model.ActivationBytes(cfg.Batch, cfg.Model.NPositions, true, true)
+	return models.CheckMemory(need, fmt.Sprintf("pretrain: batch_size %d × block %d (n_positions) for activations", cfg.Batch, cfg.Model.NPositions),
+		"lower batch_size (use gradient_accumulation_steps to keep the tokens per step) or model.n_positions")
 }

@@ -93,6 +93,9 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 		return train.Result{}, err
 	}
 	fmt.Fprintf(out, "%d lines; training: %s\n", len(lines), rep)
+	if err := seq2seq.CheckMemory(m.Config, cfg.Batch, trainEx, heldEx); err != nil {
+		return train.Result{}, err
+	}
 	corrupt := func(ex seq2seq.Example, rng *rand.Rand) (seq2seq.Example, error) {
 		src, err := datasets.Noise(ex.Tgt, noise, rng)
 		if len(src) == 0 {

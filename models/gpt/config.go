@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 )
 
 // Config describes a GPT. Its JSON field names are those of Hugging Face's
@@ -147,7 +148,10 @@ func (c Config) AttentionScale(layer int) float64 {
 	return s
 }
 
-// Validate reports a configuration that cannot be built.
+// Validate reports a configuration that cannot be built, or that is
+// absurd: each size at most models.MaxDim (n_layer models.MaxLayers, the
+// labels models.MaxLabels), and a parameter count that fits int. Whether
+// the model fits the machine's memory is New's check (models.CheckParams).
 func (c Config) Validate() error {
 	switch {
 	case c.VocabSize <= 0 || c.NPositions <= 0 || c.NEmbd <= 0 || c.NLayer <= 0 || c.NHead <= 0:
@@ -157,6 +161,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gpt config: n_embd %d is not divisible by n_head %d", c.NEmbd, c.NHead)
 	case c.NInner < 0:
 		return fmt.Errorf("gpt config: n_inner %d is negative", c.NInner)
+	}
+	if err := c.checkSizes(); err != nil {
+		return err
+	}
+	switch {
 	case !(c.LayerNormEpsilon > 0):
 		return fmt.Errorf("gpt config: layer_norm_epsilon %g must be positive", c.LayerNormEpsilon)
 	case !(c.InitializerRange >= 0):
@@ -178,6 +187,91 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gpt config: activation_function: %w", err)
 	}
 	return c.checkExtra()
+}
+
+// checkSizes bounds every size field (see models.MaxDim and
+// models.MaxLayers) and refuses a parameter count that overflows int.
+func (c Config) checkSizes() error {
+	if err := models.CheckSizes("gpt config",
+		models.Size{Field: "vocab_size", V: c.VocabSize, Max: models.MaxDim},
+		models.Size{Field: "n_positions", V: c.NPositions, Max: models.MaxDim},
+		models.Size{Field: "n_embd", V: c.NEmbd, Max: models.MaxDim},
+		models.Size{Field: "n_inner", V: c.Inner(), Max: models.MaxDim},
+		models.Size{Field: "n_layer", V: c.NLayer, Max: models.MaxLayers},
+		models.Size{Field: "n_head", V: c.NHead, Max: models.MaxDim},
+	); err != nil {
+		return err
+	}
+	if len(c.ID2Label) > models.MaxLabels {
+		return fmt.Errorf("gpt config: id2label has %d labels, more than %d", len(c.ID2Label), models.MaxLabels)
+	}
+	terms := c.paramTerms()
+	if n := c.NumParams(); n == math.MaxInt64 || n > math.MaxInt {
+		big := terms[0]
+		for _, t := range terms {
+			if t.N > big.N {
+				big = t
+			}
+		}
+		return fmt.Errorf("gpt config: the parameter count overflows int: %s; lower %s", big.What, big.Lower)
+	}
+	return nil
+}
+
+// NumParams is the number of learnable scalars New allocates for c,
+// computed without allocating (math.MaxInt64 if it overflows): wte V·d,
+// wpe P·d, per layer 4d² + 2d·I + 9d + I (c_attn 3d² + 3d, attn.c_proj
+// d² + d, mlp.c_fc d·I + I, mlp.c_proj I·d + d, two LayerNorms 2d each),
+// ln_f 2d, and an untied lm_head V·d. A classifier adds its score,
+// num_labels·d (see NewClassifier).
+func (c Config) NumParams() int64 {
+	var n int64
+	for _, t := range c.paramTerms() {
+		n = models.Sum(n, t.N)
+	}
+	return n
+}
+
+// paramTerms are NumParams' summands, each naming its fields.
+func (c Config) paramTerms() []models.Term {
+	v, p, d, l, in := int64(c.VocabSize), int64(c.NPositions), int64(c.NEmbd), int64(c.NLayer), int64(c.Inner())
+	perLayer := models.Sum(models.Mul(4, d, d), models.Mul(2, d, in), models.Mul(9, d), in)
+	t := []models.Term{
+		{What: fmt.Sprintf("wte, vocab_size %d × n_embd %d", v, d), Lower: "vocab_size", N: models.Mul(v, d)},
+		{What: fmt.Sprintf("wpe, n_positions %d × n_embd %d", p, d), Lower: "n_positions", N: models.Mul(p, d)},
+		{What: fmt.Sprintf("the blocks, n_layer %d × %s per layer (n_embd %d, n_inner %d)", l, models.Count(perLayer), d, in), Lower: "n_layer, n_embd or n_inner", N: models.Mul(l, perLayer)},
+		{What: "ln_f", Lower: "n_embd", N: models.Mul(2, d)},
+	}
+	if !c.TieWordEmbeddings {
+		t = append(t, models.Term{What: fmt.Sprintf("lm_head, vocab_size %d × n_embd %d", v, d), Lower: "vocab_size", N: models.Mul(v, d)})
+	}
+	return t
+}
+
+// ActivationBytes estimates the float32 buffers of one step of the model
+// on B windows of T tokens, in bytes (math.MaxInt64 if it overflows).
+// Gorgonia's tape machine keeps every node's output, and in training its
+// gradient too, so the estimate counts the tensors the graph of a block
+// makes: per layer about 16 (B·T·d) tensors (LayerNorms, q, k, v, the
+// residuals, the projections), 4 (B·h·T·T) attention tensors (scores,
+// mask, softmax, dropout) and 2 (B·T·I) feed-forward tensors, doubled in
+// training for the gradients; plus the head, 3 (B·T·V) for the LM's
+// logits, softmax and gradient when lm is true (vocab_size at least 256,
+// as a tokenizer decides it later), else nothing. The counts are those of
+// `pretrain gpt`'s first memory check, which this generalises; Korthikanti et al. 2022 ("Reducing Activation Recomputation in
+// Large Transformer Models", §4.1) derive the same form, 34·B·T·d +
+// 5·B·h·T² bytes per layer, for PyTorch's fused 16-bit kernels.
+func (c Config) ActivationBytes(batch, t int, lm, training bool) int64 {
+	b, tt, d, h, in := int64(batch), int64(t), int64(c.NEmbd), int64(c.NHead), int64(c.Inner())
+	perLayer := models.Sum(models.Mul(16, b, tt, d), models.Mul(4, b, h, tt, tt), models.Mul(2, b, tt, in))
+	if training {
+		perLayer = models.Mul(2, perLayer)
+	}
+	n := models.Mul(int64(c.NLayer), perLayer)
+	if lm {
+		n = models.Sum(n, models.Mul(3, b, tt, max(int64(c.VocabSize), 256)))
+	}
+	return models.Mul(4, n)
 }
 
 // refused are the config.json keys whose values, other than their
@@ -411,6 +505,9 @@ func (c *Config) readNumLabels(raw map[string]json.RawMessage) error {
 		var n int
 		if err := json.Unmarshal(b, &n); err != nil {
 			return fmt.Errorf("gpt config: %s: %w", key, err)
+		}
+		if n < 0 || n > models.MaxLabels {
+			return fmt.Errorf("gpt config: %s %d must be in [0, %d]", key, n, models.MaxLabels)
 		}
 		if _, ok := raw["id2label"]; ok {
 			if n != len(c.ID2Label) {

@@ -7,6 +7,7 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 )
 
 // Model is a GPT: token and learned position embeddings, a stack of
@@ -43,6 +44,9 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 	s, err := layers.NewStore(append([]layers.Option{layers.WithInitStd(cfg.InitializerRange)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("gpt: %w", err)
+	}
+	if err := models.CheckParams("gpt", cfg.paramTerms(), int64(s.Dtype().Size())); err != nil {
+		return nil, err
 	}
 	m := &Model{Config: cfg, Store: s, drop: layers.Dropout{P: cfg.EmbdPdrop}}
 	tr := s.Root().Sub("transformer")

@@ -8,8 +8,10 @@ package seq2seq
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 )
 
 // ModelType is the model_type of the config.json this package writes:
@@ -110,8 +112,11 @@ func Tiny() Config {
 	return c
 }
 
-// Validate reports a configuration that cannot be built, naming the
-// config.json field.
+// Validate reports a configuration that cannot be built, or that is
+// absurd, naming the config.json field: each size at most models.MaxDim
+// (the layer counts models.MaxLayers), and a parameter count that fits
+// int. Whether the model fits the machine's memory is New's check
+// (models.CheckParams).
 func (c Config) Validate() error {
 	switch {
 	case c.DModel <= 0 || c.NumHeads <= 0 || c.DFF <= 0 || c.NumEncoderLayers <= 0 || c.NumDecoderLayers <= 0:
@@ -127,6 +132,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("seq2seq config: share_encoder_decoder_embeddings needs one vocabulary, but vocab_size is %d and decoder_vocab_size %d", c.SrcVocabSize, c.TgtVocabSize)
 	case !(c.LayerNormEps > 0):
 		return fmt.Errorf("seq2seq config: layer_norm_eps %g must be positive", c.LayerNormEps)
+	}
+	if err := c.checkSizes(); err != nil {
+		return err
 	}
 	if err := c.layout().Validate(); err != nil {
 		return fmt.Errorf("seq2seq config: sinusoidal_layout: %w", err)
@@ -146,6 +154,127 @@ func (c Config) Validate() error {
 		return fmt.Errorf("seq2seq config: %w", err)
 	}
 	return nil
+}
+
+// checkSizes bounds every size field (see models.MaxDim and
+// models.MaxLayers), naming its config.json field, and refuses a parameter
+// count that overflows int.
+func (c Config) checkSizes() error {
+	if err := models.CheckSizes("seq2seq config",
+		models.Size{Field: "d_model", V: c.DModel, Max: models.MaxDim},
+		models.Size{Field: "encoder_attention_heads", V: c.NumHeads, Max: models.MaxDim},
+		models.Size{Field: "encoder_ffn_dim", V: c.DFF, Max: models.MaxDim},
+		models.Size{Field: "encoder_layers", V: c.NumEncoderLayers, Max: models.MaxLayers},
+		models.Size{Field: "decoder_layers", V: c.NumDecoderLayers, Max: models.MaxLayers},
+		models.Size{Field: "max_position_embeddings", V: c.MaxLen, Max: models.MaxDim},
+		models.Size{Field: "vocab_size", V: c.SrcVocabSize, Max: models.MaxDim},
+		models.Size{Field: "decoder_vocab_size", V: c.TgtVocabSize, Max: models.MaxDim},
+	); err != nil {
+		return err
+	}
+	if n := c.NumParams(); n == math.MaxInt64 || n > math.MaxInt {
+		big := largest(c.paramTerms(true))
+		return fmt.Errorf("seq2seq config: the parameter count overflows int: %s; lower %s", big.What, big.Lower)
+	}
+	return nil
+}
+
+func largest(terms []models.Term) models.Term {
+	big := terms[0]
+	for _, t := range terms {
+		if t.N > big.N {
+			big = t
+		}
+	}
+	return big
+}
+
+// NumParams is the number of learnable scalars New allocates for c,
+// computed without allocating (math.MaxInt64 if it overflows): the token
+// embeddings, V·d once when shared, else (V_src + V_tgt)·d; per encoder
+// layer 4d² + 2d·F + 9d + F (q, k, v and out projections 4(d² + d),
+// fc1 d·F + F, fc2 F·d + d, two LayerNorms 2d each); per decoder layer
+// 8d² + 2d·F + 15d + F (the same plus cross-attention, 4(d² + d), and its
+// LayerNorm); a final LayerNorm 2d per stack when pre-norm; and an untied
+// lm_head V_tgt·d. Sinusoidal positions are not parameters, nor is the
+// final_logits_bias buffer.
+func (c Config) NumParams() int64 {
+	var n int64
+	for _, t := range c.paramTerms(false) {
+		n = models.Sum(n, t.N)
+	}
+	return n
+}
+
+// paramTerms are NumParams' summands, each naming its fields, and with
+// buffers the final_logits_bias too: what New allocates.
+func (c Config) paramTerms(buffers bool) []models.Term {
+	d, f, vs, vt := int64(c.DModel), int64(c.DFF), int64(c.SrcVocabSize), int64(c.TgtVocabSize)
+	le, ld := int64(c.NumEncoderLayers), int64(c.NumDecoderLayers)
+	enc := models.Sum(models.Mul(4, d, d), models.Mul(2, d, f), models.Mul(9, d), f)
+	dec := models.Sum(models.Mul(8, d, d), models.Mul(2, d, f), models.Mul(15, d), f)
+	var t []models.Term
+	if c.ShareEmbeddings {
+		t = append(t, models.Term{What: fmt.Sprintf("model.shared, vocab_size %d × d_model %d", vs, d), Lower: "vocab_size", N: models.Mul(vs, d)})
+	} else {
+		t = append(t,
+			models.Term{What: fmt.Sprintf("the encoder's embed_tokens, vocab_size %d × d_model %d", vs, d), Lower: "vocab_size", N: models.Mul(vs, d)},
+			models.Term{What: fmt.Sprintf("the decoder's embed_tokens, decoder_vocab_size %d × d_model %d", vt, d), Lower: "decoder_vocab_size", N: models.Mul(vt, d)})
+	}
+	t = append(t,
+		models.Term{What: fmt.Sprintf("the encoder, encoder_layers %d × %s per layer (d_model %d, ffn_dim %d)", le, models.Count(enc), d, f), Lower: "encoder_layers, d_model or encoder_ffn_dim", N: models.Mul(le, enc)},
+		models.Term{What: fmt.Sprintf("the decoder, decoder_layers %d × %s per layer (d_model %d, ffn_dim %d)", ld, models.Count(dec), d, f), Lower: "decoder_layers, d_model or decoder_ffn_dim", N: models.Mul(ld, dec)})
+	if c.NormFirst {
+		t = append(t, models.Term{What: "the final LayerNorms", Lower: "d_model", N: models.Mul(4, d)})
+	}
+	if !c.TieOutput {
+		t = append(t, models.Term{What: fmt.Sprintf("lm_head, decoder_vocab_size %d × d_model %d", vt, d), Lower: "decoder_vocab_size", N: models.Mul(vt, d)})
+	}
+	if buffers {
+		t = append(t, models.Term{What: fmt.Sprintf("final_logits_bias, decoder_vocab_size %d", vt), Lower: "decoder_vocab_size", N: vt})
+	}
+	return t
+}
+
+// ActivationBytes estimates the float32 buffers of one training step
+// (training true) or one forward pass on B pairs of Ts source and Tt
+// target tokens, in bytes (math.MaxInt64 if it overflows). It counts the
+// tensors of the graph as gpt.Config.ActivationBytes does, the tape
+// machine keeping every node's output and, in training, its gradient: per
+// encoder layer 16 (B·Ts·d), 4 (B·h·Ts·Ts) and 2 (B·Ts·F) tensors; per
+// decoder layer 24 (B·Tt·d) (self- and cross-attention), 4 (B·h·Tt·Tt),
+// 4 (B·h·Tt·Ts) and 2 (B·Tt·F); doubled in training; plus 3 (B·Tt·V_tgt)
+// for the logits, their softmax and gradient. The form is Korthikanti et
+// al. 2022's (§4.1, 34·B·T·d + 5·B·h·T² bytes per layer in 16-bit).
+func (c Config) ActivationBytes(batch, ts, tt int, training bool) int64 {
+	b, s, t := int64(batch), int64(ts), int64(tt)
+	d, h, f := int64(c.DModel), int64(c.NumHeads), int64(c.DFF)
+	enc := models.Sum(models.Mul(16, b, s, d), models.Mul(4, b, h, s, s), models.Mul(2, b, s, f))
+	dec := models.Sum(models.Mul(24, b, t, d), models.Mul(4, b, h, t, t), models.Mul(4, b, h, t, s), models.Mul(2, b, t, f))
+	if training {
+		enc, dec = models.Mul(2, enc), models.Mul(2, dec)
+	}
+	n := models.Sum(models.Mul(int64(c.NumEncoderLayers), enc), models.Mul(int64(c.NumDecoderLayers), dec),
+		models.Mul(3, b, t, int64(c.TgtVocabSize)))
+	return models.Mul(4, n)
+}
+
+// DecodeBytes estimates the float32 buffers of decoding B sources of up
+// to Ts tokens with beam beams through a KV cache of Tt positions, in bytes
+// (math.MaxInt64 if it overflows): the encoder's forward pass over the B
+// sources (ActivationBytes' encoder part, not doubled); per decoder layer
+// the cached keys and values repeated for the B·beam rows, 2 (B·beam·Tt·d)
+// for self-attention and 2 (B·beam·Ts·d) for the encoder output; and a
+// step's 3 (B·beam·V_tgt) logits, log-probabilities and candidate scores.
+func (c Config) DecodeBytes(batch, beam, ts, tt int) int64 {
+	b, s, t := int64(batch), int64(ts), int64(tt)
+	r := models.Mul(b, int64(beam))
+	d, h, f := int64(c.DModel), int64(c.NumHeads), int64(c.DFF)
+	enc := models.Sum(models.Mul(16, b, s, d), models.Mul(4, b, h, s, s), models.Mul(2, b, s, f))
+	cache := models.Sum(models.Mul(2, r, t, d), models.Mul(2, r, s, d))
+	n := models.Sum(models.Mul(int64(c.NumEncoderLayers), enc), models.Mul(int64(c.NumDecoderLayers), cache),
+		models.Mul(3, r, int64(c.TgtVocabSize)))
+	return models.Mul(4, n)
 }
 
 // layout is the position table's layout, Marian's when unset.

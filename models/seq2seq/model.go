@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 )
 
 // Model is the encoder-decoder Transformer, computed as Hugging Face's
@@ -44,6 +45,9 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 	s, err := layers.NewStore(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("seq2seq: %w", err)
+	}
+	if err := models.CheckParams("seq2seq", cfg.paramTerms(true), int64(s.Dtype().Size())); err != nil {
+		return nil, err
 	}
 	m := &Model{Config: cfg, Store: s, drop: layers.Dropout{P: cfg.Dropout}}
 	root := s.Root().Sub("model")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/d73a19ff/zoo/datasets"
@@ -261,6 +262,34 @@ func checkResume(c TrainConfig, now runinfo.Record, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "resume: --force: going on with the checkpoint's model and tokenizer although what is given now differs from the run in %s:\n  %s\n", c.RunDir, strings.Join(diff, "\n  "))
 	return nil
+}
+
+// CheckMemory refuses a batch of rows pairs whose training steps would not
+// fit in the machine's memory, before any batch is made. NewData buckets
+// each pair by its longer side into the smallest of DefaultBounds(max_len)
+// that holds it, and the engine keeps one compiled graph, with its
+// buffers, per bucket shape; so the need is the sum, over the buckets the
+// examples fill, of Config.ActivationBytes for a step of rows pairs. The
+// error says to lower batch_size, or the length of the longest pairs.
+func CheckMemory(cfg Config, rows int, examples ...[]Example) error {
+	bounds := DefaultBounds(cfg.MaxLen)
+	filled := map[int]bool{}
+	for _, ex := range examples {
+		for _, e := range ex {
+			n := max(SourceLen(len(e.Src)), TargetLen(len(e.Tgt)))
+			i, _ := slices.BinarySearch(bounds, n)
+			filled[bounds[min(i, len(bounds)-1)]] = true
+		}
+	}
+	var need int64
+	longest := 0
+	for t := range filled {
+		need = models.Sum(need, cfg.ActivationBytes(rows, t, t, true))
+		longest = max(longest, t)
+	}
+	return models.CheckMemory(need,
+		fmt.Sprintf("seq2seq: batch_size %d, in buckets of up to %d tokens (graph shapes: %d), for activations", rows, longest, len(filled)),
+		"lower batch_size, or model.max_position_embeddings (with overlong \"truncate\") to cut the longest pairs")
 }
 
 // Run trains m on the examples with the engine, writing checkpoints,
