@@ -266,6 +266,32 @@ func catalogue() []badInput {
 			return []string{"pretrain", "gpt", "--corpus", f.corpus, "--run", filepath.Join(d, "r"), "--resume"}
 		}, 1, "no checkpoints in"},
 
+		{"resume with another corpus", func(t *testing.T, f fixture, d string) []string {
+			run := filepath.Join(d, "r")
+			var out, errb bytes.Buffer
+			require.Equal(t, 0, run_(t, []string{"pretrain", "gpt", "--corpus", f.corpus, "--run", run, "--max-steps", "2", "--warmup-steps", "1",
+				"--batch-size", "2", "--save-interval", "1", "--config", write(t, filepath.Join(d, "c.json"), `{"model": {"n_layer": 1, "n_embd": 16, "n_head": 2, "n_positions": 16}, "samples": 0}`)}, &out, &errb), errb.String())
+			other := write(t, filepath.Join(d, "other.txt"), strings.Repeat("zebras quietly graze on the wide plains. ", 200))
+			return []string{"pretrain", "gpt", "--corpus", other, "--run", run, "--resume", "--max-steps", "3", "--config", filepath.Join(d, "c.json")}
+		}, 1, "resume: what is given now differs from the run"},
+		{"a tokenizer smaller than the model", func(t *testing.T, f fixture, d string) []string {
+			c := copyDir(t, f.gptCkpt, filepath.Join(d, "c"))
+			small, err := datasets.OpenCorpus(write(t, filepath.Join(d, "ab.txt"), "ab"), datasets.CorpusOptions{})
+			require.NoError(t, err)
+			tok, err := datasets.NewCharTokenizer(small)
+			require.NoError(t, err)
+			require.NoError(t, os.Remove(filepath.Join(c, "tokenizer.json")))
+			require.NoError(t, models.SaveTokenizer(c, tok))
+			return []string{"generate", "--checkpoint", c}
+		}, 1, "tokenizer"},
+		{"a seq2seq tokenizer of another model", func(t *testing.T, f fixture, d string) []string {
+			c := copyDir(t, f.s2sCkpt, filepath.Join(d, "c"))
+			require.NoError(t, os.Remove(filepath.Join(c, "tokenizer.json")))
+			require.NoError(t, os.CopyFS(filepath.Join(d, "g"), os.DirFS(f.gptCkpt)))
+			require.NoError(t, os.Rename(filepath.Join(d, "g", "tokenizer.json"), filepath.Join(c, "tokenizer.json")))
+			return []string{"translate", "--checkpoint", c, "--input", write(t, filepath.Join(d, "in.txt"), "the fox\n")}
+		}, 1, "the tokenizer does not match the checkpoint"},
+
 		// Decoding settings.
 		{"top-p above 1", func(_ *testing.T, f fixture, _ string) []string {
 			return []string{"generate", "--checkpoint", f.gptCkpt, "--top-p", "2"}
@@ -291,6 +317,9 @@ func catalogue() []badInput {
 		}, 1, "batch 0 must be positive"},
 	}
 }
+
+// run_ is run, for a case that prepares a run directory.
+func run_(_ *testing.T, args []string, out, errb *bytes.Buffer) int { return run(args, out, errb) }
 
 // TestBadInputCatalogue runs every case through the CLI: the exit code and
 // the message are the expected ones, nothing panics, and neither the

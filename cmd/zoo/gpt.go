@@ -16,7 +16,7 @@ import (
 // gptFlags binds the flags of GPT causal-LM training to cfg.
 func gptFlags(f *cmdFlags, cfg *pretrain.GPTConfig) {
 	f.training(trainTargets{run: &cfg.RunDir, initFrom: &cfg.InitFrom, steps: &cfg.MaxIters, batch: &cfg.Batch,
-		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &cfg.LR, seed: &cfg.Seed, resume: &cfg.Resume,
+		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &cfg.LR, seed: &cfg.Seed, resume: &cfg.Resume, force: &cfg.Force,
 		batchWhat: "sequences", warmupWhat: "before the cosine decay", initWhat: "a GPT (model, config and tokenizer): LM fine-tuning"})
 	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "corpus file, directory or glob (default: Newton's Opticks from the Go toolchain)")
 	f.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, "char, bpe, or the path of a tokenizer.json")

@@ -20,7 +20,7 @@ import (
 // to c.
 func seq2seqFlags(f *cmdFlags, c *seq2seq.TrainConfig) {
 	f.training(trainTargets{run: &c.RunDir, initFrom: &c.InitFrom, steps: &c.Steps, batch: &c.Batch,
-		warmup: &c.Warmup, evalEvery: &c.EvalEvery, saveEvery: &c.SaveEvery, seed: &c.Seed, resume: &c.Resume,
+		warmup: &c.Warmup, evalEvery: &c.EvalEvery, saveEvery: &c.SaveEvery, seed: &c.Seed, resume: &c.Resume, force: &c.Force,
 		batchWhat: "pairs", warmupWhat: "of the inverse-square-root schedule", initWhat: "a seq2seq (model and tokenizer)"})
 	f.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "a tokenizer.json (default: train a joint byte-level BPE)")
 	f.Float64Var(&c.LRFactor, "lr-factor", c.LRFactor, "scales the inverse-square-root schedule; 1 is the paper's")
@@ -96,6 +96,9 @@ func loadSeq2Seq(dir string) (*seq2seq.Model, datasets.Tokenizer, error) {
 	return m, tok, nil
 }
 
+// translateBatch is how many lines zoo translate decodes at once.
+const translateBatch = 32
+
 // runTranslate is `zoo translate --checkpoint DIR [--input FILE] …`.
 func runTranslate(args []string, stdout io.Writer) error {
 	fs := newFlags("zoo translate", "usage: zoo translate --checkpoint DIR [--input FILE] [--beam N | --greedy] [--attention map.png]")
@@ -147,10 +150,14 @@ func runTranslate(args []string, stdout io.Writer) error {
 	if *greedy {
 		dc.Beam, dc.NBest = 1, 1
 	}
+	if err := models.CheckMemory(m.Config.DecodeBytes(translateBatch, dc.Beam, m.Config.MaxLen, m.Config.MaxLen),
+		fmt.Sprintf("translate: %d lines at a time with --beam %d", translateBatch, dc.Beam), "lower --beam"); err != nil {
+		return err
+	}
 	var cands [][]seq2seq.Candidate
 	if len(texts) > 0 {
 		var rep seq2seq.TranslateReport
-		if cands, rep, err = seq2seq.Translate(m, tok, texts, dc, *greedy, 32, nil); err != nil {
+		if cands, rep, err = seq2seq.Translate(m, tok, texts, dc, *greedy, translateBatch, nil); err != nil {
 			return err
 		}
 		if rep.Truncated > 0 {
