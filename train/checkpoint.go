@@ -30,27 +30,39 @@ type trainerState struct {
 }
 
 // checkpoint writes the run's state to checkpoints/name and returns the
-// directory. It writes into a temporary directory and renames it into
-// place, so a crash leaves the previous checkpoint of that name intact.
+// directory. The new copy is written and fsynced beside the old one, then
+// swapped in (replace.go) so that a kill at any point leaves a complete
+// checkpoint of that name, old or new, once recovered.
 func (t *Trainer) checkpoint(name string) (string, error) {
 	root := filepath.Join(t.cfg.Dir, CheckpointsDir)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", fmt.Errorf("train: checkpoint: %w", err)
 	}
-	tmp, err := os.MkdirTemp(root, "."+name+".tmp-")
+	dir, err := replaceDir(root, name, t.writeCheckpoint)
 	if err != nil {
-		return "", fmt.Errorf("train: checkpoint: %w", err)
-	}
-	defer os.RemoveAll(tmp) // a no-op once renamed
-	if err := t.task.Save(tmp); err != nil {
-		return "", fmt.Errorf("train: checkpoint %s: model: %w", name, err)
-	}
-	if err := t.opt.Save(filepath.Join(tmp, StateFile)); err != nil {
 		return "", fmt.Errorf("train: checkpoint %s: %w", name, err)
+	}
+	return dir, nil
+}
+
+// writeCheckpoint writes the model (the Task's files), optimizer.safetensors
+// and trainer.json into dir.
+func (t *Trainer) writeCheckpoint(dir string) error {
+	if err := crashPoint("write model"); err != nil {
+		return err
+	}
+	if err := t.task.Save(dir); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	if err := crashPoint("write optimizer"); err != nil {
+		return err
+	}
+	if err := t.opt.Save(filepath.Join(dir, StateFile)); err != nil {
+		return err
 	}
 	data, err := t.data.State()
 	if err != nil {
-		return "", fmt.Errorf("train: checkpoint %s: data state: %w", name, err)
+		return fmt.Errorf("data state: %w", err)
 	}
 	st := trainerState{Step: t.step, DataState: data, DropoutCall: t.dropoutCall}
 	if !math.IsInf(t.best, 1) {
@@ -58,23 +70,12 @@ func (t *Trainer) checkpoint(name string) (string, error) {
 	}
 	js, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
-		return "", fmt.Errorf("train: checkpoint %s: %w", name, err)
+		return err
 	}
-	if err := atomicfile.WriteBytes(filepath.Join(tmp, TrainerFile), append(js, '\n')); err != nil {
-		return "", fmt.Errorf("train: checkpoint %s: %w", name, err)
+	if err := crashPoint("write trainer state"); err != nil {
+		return err
 	}
-	final := filepath.Join(root, name)
-	if _, err := os.Stat(final); err == nil {
-		old := tmp + ".old"
-		if err := os.Rename(final, old); err != nil {
-			return "", fmt.Errorf("train: checkpoint %s: %w", name, err)
-		}
-		defer os.RemoveAll(old)
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return "", fmt.Errorf("train: checkpoint %s: %w", name, err)
-	}
-	return final, nil
+	return atomicfile.WriteBytes(filepath.Join(dir, TrainerFile), append(js, '\n'))
 }
 
 // Resume restores a run from one of its checkpoint directories: weights,
@@ -125,8 +126,12 @@ func (t *Trainer) Resume(ckpt string) error {
 }
 
 // Latest returns the newest checkpoint of a run directory: final if it
-// exists, else the highest step-N.
+// exists, else the highest step-N. It first recovers the run's checkpoints
+// from a kill (see Recover).
 func Latest(run string) (string, error) {
+	if err := Recover(run); err != nil {
+		return "", err
+	}
 	root := filepath.Join(run, CheckpointsDir)
 	if _, err := os.Stat(filepath.Join(root, "final", TrainerFile)); err == nil {
 		return filepath.Join(root, "final"), nil

@@ -79,7 +79,9 @@ func (c Config) Validate() error {
 }
 
 // ErrInterrupted is returned by Run when its context is cancelled (Ctrl-C):
-// a checkpoint of the last finished step has been written.
+// a checkpoint of the last finished step has been written, unless no step
+// had been (the run is still at step 0 and nothing was trained).
+// EvaluateContext's error wraps it too when its context is cancelled.
 var ErrInterrupted = errors.New("train: interrupted")
 
 // Trainer runs the training loop of one Task on one Data.
@@ -111,9 +113,13 @@ type compiled struct {
 	params []*layers.Param // in the order of grads
 }
 
-// New builds the training and evaluation graphs and the optimizer.
+// New builds the training and evaluation graphs and the optimizer. It
+// first recovers the checkpoints of cfg.Dir from a kill (see Recover).
 func New(task Task, data Data, cfg Config) (*Trainer, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := Recover(cfg.Dir); err != nil {
 		return nil, err
 	}
 	if cfg.Accumulate == 0 {
@@ -212,8 +218,9 @@ type Result struct {
 // writes the final checkpoint. progress, if not nil, shows a progress bar
 // when it is a terminal and plain log lines otherwise.
 // A NaN or Inf loss stops the run with an error naming the step, keeping the
-// last good checkpoint; a cancelled ctx saves a checkpoint and returns
-// ErrInterrupted.
+// last good checkpoint; a cancelled ctx (checked between steps and between
+// evaluation batches) saves a checkpoint of the last step and returns
+// ErrInterrupted. Cancelled at step 0, it saves nothing.
 func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 	m, err := openMetrics(t.cfg.Dir)
 	if err != nil {
@@ -224,10 +231,7 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 	var res Result
 	for t.step < t.cfg.Steps {
 		if ctx.Err() != nil {
-			if _, err := t.checkpoint(fmt.Sprintf("step-%06d", t.step)); err != nil {
-				return res, err
-			}
-			return res, ErrInterrupted
+			return res, t.interrupt()
 		}
 		rec, err := t.trainStep()
 		if err != nil {
@@ -235,13 +239,19 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 		}
 		res.Loss = rec.Loss
 		last := t.step == t.cfg.Steps
+		var stopped bool // interrupted during the evaluation
 		if last || (t.cfg.EvalEvery > 0 && t.step%t.cfg.EvalEvery == 0) {
-			if err := t.evaluate(&rec, &res); err != nil {
+			if err := t.evaluate(ctx, &rec, &res); errors.Is(err, ErrInterrupted) {
+				stopped = true // the step is trained: record it and save it
+			} else if err != nil {
 				return res, err
 			}
 		}
 		if err := m.write(rec); err != nil {
 			return res, err
+		}
+		if stopped {
+			return res, t.interrupt()
 		}
 		t.hist.add(rec)
 		if rec.ValLoss != nil {
@@ -260,6 +270,18 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 	res.Steps, res.BestLoss = t.step, t.best
 	res.Final, err = t.checkpoint("final")
 	return res, err
+}
+
+// interrupt saves a checkpoint of the last finished step, if any step has
+// been trained, and returns ErrInterrupted.
+func (t *Trainer) interrupt() error {
+	if t.step == 0 {
+		return ErrInterrupted // nothing trained: a checkpoint would hold the initial weights
+	}
+	if _, err := t.checkpoint(fmt.Sprintf("step-%06d", t.step)); err != nil {
+		return err
+	}
+	return ErrInterrupted
 }
 
 // trainStep runs one optimizer step over cfg.Accumulate micro-batches.
@@ -341,13 +363,14 @@ func (t *Trainer) accumulate() (loss float64, total int, err error) {
 }
 
 // evaluate runs the validation batches, records their mean loss (weighted by
-// targets) and saves the best checkpoint.
-func (t *Trainer) evaluate(rec *record, res *Result) error {
+// targets) and saves the best checkpoint. A cancelled ctx stops it between
+// batches with an error wrapping ErrInterrupted, recording nothing.
+func (t *Trainer) evaluate(ctx context.Context, rec *record, res *Result) error {
 	batches, err := t.data.Eval()
 	if err != nil {
 		return fmt.Errorf("train: evaluation: %w", err)
 	}
-	val, _, err := meanLoss(t.eval, batches)
+	val, _, err := meanLoss(ctx, t.eval, batches)
 	if err != nil {
 		return fmt.Errorf("train: evaluation at step %d: %w", t.step, err)
 	}
@@ -362,10 +385,15 @@ func (t *Trainer) evaluate(rec *record, res *Result) error {
 	return nil
 }
 
-// meanLoss is the loss over all the batches' targets.
-func meanLoss(gs *graphs, batches []Batch) (loss float64, targets int, err error) {
+// meanLoss is the loss over all the batches' targets. ctx is checked before
+// each batch: a cancelled one stops it with an error wrapping both
+// ErrInterrupted and the context's cause.
+func meanLoss(ctx context.Context, gs *graphs, batches []Batch) (loss float64, targets int, err error) {
 	var sum float64
-	for _, b := range batches {
+	for i, b := range batches {
+		if ctx.Err() != nil {
+			return 0, 0, fmt.Errorf("%w: evaluation stopped after %d of %d batches: %w", ErrInterrupted, i, len(batches), context.Cause(ctx))
+		}
 		c, err := gs.get(b)
 		if err != nil {
 			return 0, 0, err
@@ -386,12 +414,22 @@ func meanLoss(gs *graphs, batches []Batch) (loss float64, targets int, err error
 // Evaluate is the mean loss of task over the batches' targets, in an
 // evaluation graph (dropout off): what `zoo eval` reports.
 func Evaluate(task Task, batches []Batch) (loss float64, targets int, err error) {
+	return EvaluateContext(context.Background(), task, batches)
+}
+
+// EvaluateContext is Evaluate stopped by ctx: it checks ctx before each
+// batch, and once ctx is cancelled returns an error that wraps
+// ErrInterrupted and the context's cause (context.Canceled on Ctrl-C).
+func EvaluateContext(ctx context.Context, task Task, batches []Batch) (loss float64, targets int, err error) {
 	gs, err := newGraphs(task, false, 0)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer gs.close()
-	loss, targets, err = meanLoss(gs, batches)
+	loss, targets, err = meanLoss(ctx, gs, batches)
+	if errors.Is(err, ErrInterrupted) {
+		return 0, 0, err // already says "train: interrupted"
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("train: evaluate: %w", err)
 	}
