@@ -42,6 +42,10 @@ type ClassifyConfig struct {
 	EvalEvery   int     `json:"eval_interval"`
 	Seed        uint64  `json:"seed"`
 	RunDir      string  `json:"run_dir"`
+	// Overwrite starts a new run in a run directory that holds one: the old
+	// run is moved aside to <run_dir>.old-<UTC time>, never deleted.
+	// Without it (or resume) such a directory is refused.
+	Overwrite bool `json:"overwrite"`
 }
 
 // DefaultClassify is a small fine-tuning run: batch 16, 300 steps at 3e-4
@@ -83,6 +87,9 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	}
 	if cfg.RunDir == "" {
 		cfg.RunDir = filepath.Join("runs", ckpt.Family.Name+"-classify")
+	}
+	if err := train.PrepareRun(cfg.RunDir, false, cfg.Overwrite, out); err != nil {
+		return nil, err
 	}
 	tok, err := ckpt.Tokenizer()
 	if err != nil {

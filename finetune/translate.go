@@ -14,6 +14,7 @@ import (
 	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/seq2seq"
+	"github.com/d73a19ff/zoo/train"
 )
 
 // TranslationConfig is the configuration of translation training
@@ -78,6 +79,9 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		return nil, fmt.Errorf("config: num_beams %d must be at least 1", cfg.Beam)
 	}
 	pairs, read, err := readPairs(cfg)
+	if err == nil {
+		err = train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,10 @@ type GPTConfig struct {
 	// checkpoint's tokenizer and model config are used, and the
 	// differences are printed.
 	Force bool `json:"force"`
+	// Overwrite starts a new run in a run directory that holds one: the old
+	// run is moved aside to <run_dir>.old-<UTC time>, never deleted.
+	// Without it (or resume) such a directory is refused.
+	Overwrite bool `json:"overwrite"`
 }
 
 // DefaultGPT is nanoGPT's CPU configuration, character level, on Isaac

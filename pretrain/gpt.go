@@ -41,6 +41,16 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	if cfg.InitFrom != "" { // a bad init_from is the first thing to say
+		if ckpt, err := models.Open(cfg.InitFrom); err != nil {
+			return nil, fmt.Errorf("pretrain: init_from: %w", err)
+		} else if err := ckpt.Expect("gpt"); err != nil {
+			return nil, fmt.Errorf("pretrain: init_from: %w", err)
+		}
+	}
+	if err := train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out); err != nil {
+		return nil, err
+	}
 	var tok datasets.Tokenizer
 	var m *gpt.Model
 	var now runinfo.Record // what this run is given, for run.json

@@ -48,6 +48,9 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 		return train.Result{}, err
 	}
 	c, err := datasets.OpenCorpus(cfg.Corpus, datasets.CorpusOptions{})
+	if err == nil {
+		err = train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out)
+	}
 	if err != nil {
 		return train.Result{}, err
 	}

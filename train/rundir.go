@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -211,4 +212,21 @@ func moveRunAside(dir, held string) (string, error) {
 		return aside, fmt.Errorf("train: --overwrite: the old run is in %s, but making %s anew: %w", aside, dir, err)
 	}
 	return aside, nil
+}
+
+// PrepareRun is PrepareRunDir for a pipeline's resume and overwrite
+// settings; it says on out where an overwritten run went.
+func PrepareRun(dir string, resume, overwrite bool, out io.Writer) error {
+	mode, err := RunModeOf(resume, overwrite)
+	if err != nil {
+		return err
+	}
+	moved, err := PrepareRunDir(dir, mode)
+	if err != nil {
+		return err
+	}
+	if moved != "" && out != nil {
+		fmt.Fprintf(out, "overwrite: moved the old run to %s\n", moved)
+	}
+	return nil
 }

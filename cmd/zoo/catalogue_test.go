@@ -264,7 +264,16 @@ func catalogue() []badInput {
 		}, 1, "larger than 16 MB"},
 		{"resume without a checkpoint", func(_ *testing.T, f fixture, d string) []string {
 			return []string{"pretrain", "gpt", "--corpus", f.corpus, "--run", filepath.Join(d, "r"), "--resume"}
-		}, 1, "no checkpoints in"},
+		}, 1, "there is no run directory"},
+		{"a new run where a run is", func(t *testing.T, f fixture, d string) []string {
+			run := filepath.Join(d, "r")
+			write(t, filepath.Join(run, "metrics.jsonl"), `{"step": 1, "loss": 2}`+"\n")
+			write(t, filepath.Join(run, "checkpoints", "final", "trainer.json"), `{"step": 1}`)
+			return []string{"pretrain", "gpt", "--corpus", f.corpus, "--run", run}
+		}, 1, "already holds a run"},
+		{"resume and overwrite at once", func(_ *testing.T, f fixture, d string) []string {
+			return []string{"pretrain", "gpt", "--corpus", f.corpus, "--run", d, "--resume", "--overwrite"}
+		}, 1, "overwrite"},
 
 		{"resume with another corpus", func(t *testing.T, f fixture, d string) []string {
 			run := filepath.Join(d, "r")

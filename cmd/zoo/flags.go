@@ -126,7 +126,7 @@ type trainTargets struct {
 	evalEvery, saveEvery            *int
 	lr                              *float64
 	seed                            *uint64
-	resume, force                   *bool
+	resume, force, overwrite        *bool
 	batchWhat, warmupWhat, initWhat string // what the flag's help names
 }
 
@@ -166,6 +166,9 @@ func (f *cmdFlags) training(t trainTargets) {
 	}
 	if t.resume != nil {
 		f.BoolVar(t.resume, "resume", *t.resume, "continue from the run directory's latest checkpoint")
+	}
+	if t.overwrite != nil {
+		f.BoolVar(t.overwrite, "overwrite", *t.overwrite, "start over in a run directory that holds a run: the old run is moved to DIR.old-<time>, never deleted")
 	}
 	if t.force != nil {
 		f.BoolVar(t.force, "force", *t.force, "with --resume: go on although the data or config given now differ from the run's (the checkpoint's model and tokenizer are kept)")

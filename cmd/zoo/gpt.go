@@ -16,7 +16,7 @@ import (
 // gptFlags binds the flags of GPT causal-LM training to cfg.
 func gptFlags(f *cmdFlags, cfg *pretrain.GPTConfig) {
 	f.training(trainTargets{run: &cfg.RunDir, initFrom: &cfg.InitFrom, steps: &cfg.MaxIters, batch: &cfg.Batch,
-		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &cfg.LR, seed: &cfg.Seed, resume: &cfg.Resume, force: &cfg.Force,
+		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &cfg.LR, seed: &cfg.Seed, resume: &cfg.Resume, force: &cfg.Force, overwrite: &cfg.Overwrite,
 		batchWhat: "sequences", warmupWhat: "before the cosine decay", initWhat: "a GPT (model, config and tokenizer): LM fine-tuning"})
 	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "corpus file, directory or glob (default: Newton's Opticks from the Go toolchain)")
 	f.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, "char, bpe, or the path of a tokenizer.json")
@@ -102,7 +102,7 @@ func runClassify(family string, args []string, stdout io.Writer) error {
 	f := newFlags("zoo finetune "+family, "usage: zoo finetune "+family+" --task classify --init-from DIR --train-file FILE [flags]\n\nPuts a classification head on the checkpoint and fine-tunes it on labelled texts; reports accuracy, macro-F1 and the confusion matrix.")
 	f.String("task", "classify", "lm or classify")
 	f.training(trainTargets{run: &cfg.RunDir, initFrom: &cfg.Checkpoint, steps: &cfg.MaxIters, batch: &cfg.Batch,
-		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, lr: &cfg.LR, seed: &cfg.Seed,
+		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, lr: &cfg.LR, seed: &cfg.Seed, overwrite: &cfg.Overwrite,
 		batchWhat: "texts", warmupWhat: "before the linear decay", initWhat: "the checkpoint to put the classifier on"})
 	f.StringVar(&cfg.TrainFile, "train-file", cfg.TrainFile, "CSV, TSV or JSONL with text and label columns")
 	f.StringVar(&cfg.ValFile, "validation-file", cfg.ValFile, "optional validation file (default: val_fraction of the training file)")

@@ -191,9 +191,12 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 // interrupted tells how to resume after Ctrl-C; other errors pass through.
 func interrupted(err error, run string, w io.Writer) error {
-	if errors.Is(err, train.ErrInterrupted) {
-		latest, _ := train.Latest(run)
-		fmt.Fprintf(w, "\ninterrupted: checkpoint written to %s; continue with --run %s --resume\n", latest, run)
+	if errors.Is(err, train.ErrInterrupted) || errors.Is(err, context.Canceled) {
+		if latest, lerr := train.Latest(run); lerr == nil {
+			fmt.Fprintf(w, "\ninterrupted: the latest checkpoint is %s; continue with --run %s --resume\n", latest, run)
+		} else {
+			fmt.Fprintf(w, "\ninterrupted before the first step: nothing was saved; run the same command again\n")
+		}
 	}
 	return err
 }

@@ -48,6 +48,10 @@ type TrainConfig struct {
 	// given now differ from the run's (run_dir/run.json); the checkpoint's
 	// model and tokenizer are used, and the differences are printed.
 	Force bool `json:"force"`
+	// Overwrite starts a new run in a run directory that holds one: the old
+	// run is moved aside to <run_dir>.old-<UTC time>, never deleted.
+	// Without it (or resume) such a directory is refused.
+	Overwrite bool `json:"overwrite"`
 }
 
 // DefaultTrainConfig is the paper's recipe on the Small model.
