@@ -6,7 +6,12 @@ import (
 
 // FuzzParseTokenizer feeds LoadTokenizer's parser arbitrary bytes: it must
 // return an error or a tokenizer, never panic, and a tokenizer it returns
-// must encode a short text and decode the ids without panicking.
+// must encode a short text (fuzzed too) into ids in [0, VocabSize()) and
+// decode them without panicking.
+//
+// testdata/fuzz/FuzzParseTokenizer holds the inputs it found: model and
+// added-token ids outside [0, MaxInt32), which made Encode return ids
+// beyond VocabSize (id+1 overflowed) or negative ones.
 //
 // The seeds cover each format LoadTokenizer reads: byte-level BPE as
 // TrainBPE writes it, with and without added tokens; GPT-2's layout as
@@ -14,6 +19,7 @@ import (
 // tokenizer's tokenizer.json and its older zoo-char file; and the
 // malformed files of TestLoadTokenizerErrors.
 func FuzzParseTokenizer(f *testing.F) {
+	const sample = "hello world <s> héllo\n☃"
 	texts := []string{"hello world, hello there", "the prism refracts the light\n", "héllo wörld ☃"}
 	for _, specials := range [][]string{nil, {"<|endoftext|>"}, {"<pad>", "<s>", "</s>"}} {
 		tok, err := TrainBPETexts(texts, 300, specials)
@@ -24,7 +30,7 @@ func FuzzParseTokenizer(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(raw)
+		f.Add(raw, sample)
 	}
 	char, err := NewCharTokenizer(openText(f, "hello world\n"))
 	if err != nil {
@@ -34,7 +40,7 @@ func FuzzParseTokenizer(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(raw)
+	f.Add(raw, sample)
 	for _, s := range []string{
 		gpt2Style,
 		zooChar,
@@ -61,10 +67,10 @@ func FuzzParseTokenizer(f *testing.F) {
 		`{"type": "zoo-char", "version": 1, "chars": ["a", "a"]}`,
 		`{"type": "zoo-char", "version": 1, "chars": []}`,
 	} {
-		f.Add([]byte(s))
+		f.Add([]byte(s), sample)
 	}
 
-	f.Fuzz(func(t *testing.T, raw []byte) {
+	f.Fuzz(func(t *testing.T, raw []byte, text string) {
 		tok, err := parseTokenizer(raw)
 		if err != nil {
 			return
@@ -72,7 +78,7 @@ func FuzzParseTokenizer(f *testing.F) {
 		if tok.VocabSize() <= 0 {
 			t.Fatalf("accepted a tokenizer with vocabulary size %d", tok.VocabSize())
 		}
-		ids, err := tok.Encode("hello world <s> héllo\n☃")
+		ids, err := tok.Encode(text)
 		if err != nil {
 			return // a vocabulary without these characters
 		}
