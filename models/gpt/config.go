@@ -399,6 +399,10 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// maxNumLabels bounds num_labels, for which readNumLabels makes one
+// id2label entry each.
+const maxNumLabels = 1 << 20
+
 // readNumLabels applies num_labels (or the older _num_labels) as
 // transformers does: without id2label it names LABEL_0, LABEL_1, …; with
 // id2label it must agree.
@@ -411,6 +415,11 @@ func (c *Config) readNumLabels(raw map[string]json.RawMessage) error {
 		var n int
 		if err := json.Unmarshal(b, &n); err != nil {
 			return fmt.Errorf("gpt config: %s: %w", key, err)
+		}
+		// The names are made here, before Validate can look at the
+		// config: num_labels 2000000000 would take minutes and gigabytes.
+		if n > maxNumLabels {
+			return fmt.Errorf("gpt config: %s %d is more than the %d labels a config.json may name", key, n, maxNumLabels)
 		}
 		if _, ok := raw["id2label"]; ok {
 			if n != len(c.ID2Label) {
