@@ -148,7 +148,13 @@ func parseHF(raw []byte) (*hfTokenizer, error) {
 		t.tk = tk
 	}
 
-	for id := range t.modelVocab() {
+	// Ids index the embedding table and are stored as int32 (bpeModel,
+	// the token cache): one outside [0, MaxInt32) would make Encode return
+	// ids beyond VocabSize (id+1 overflows) or negative ones.
+	for id, tok := range t.modelVocab() {
+		if id < 0 || id >= math.MaxInt32 {
+			return nil, fmt.Errorf("model: token %q has id %d", tok, id)
+		}
 		t.vocab = max(t.vocab, id+1)
 	}
 	if err := t.added.init(head.AddedTokens, t.modelToken, t.modelID); err != nil {
@@ -387,7 +393,7 @@ func (a *addedVocab) init(tokens []addedToken, modelToken func(int) (string, boo
 	a.tokens, a.byID = tokens, make(map[int]string, len(tokens))
 	byContent := make(map[string]bool, len(tokens))
 	for i, tok := range tokens {
-		if tok.Content == "" || tok.ID < 0 {
+		if tok.Content == "" || tok.ID < 0 || tok.ID >= math.MaxInt32 {
 			return fmt.Errorf("added token %q with id %d", tok.Content, tok.ID)
 		}
 		if m, ok := modelToken(tok.ID); ok && m != tok.Content {

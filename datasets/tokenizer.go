@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -44,8 +45,11 @@ type UnknownCounter interface {
 // LoadTokenizer reads a tokenizer saved by Save: a Hugging Face
 // tokenizer.json (ours, or one made by Hugging Face's tools), or a
 // character tokenizer in zoo's older zoo-char format.
+//
+// The file must be a regular file of at most 1 GB: a link to
+// /dev/zero or a pipe is refused rather than read until memory runs out.
 func LoadTokenizer(path string) (Tokenizer, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := readTokenizerFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("datasets: load tokenizer: %w", err)
 	}
@@ -54,6 +58,39 @@ func LoadTokenizer(path string) (Tokenizer, error) {
 		return nil, fmt.Errorf("datasets: load tokenizer %s: %w", path, err)
 	}
 	return tok, nil
+}
+
+// maxTokenizerBytes bounds the size of a tokenizer file LoadTokenizer
+// reads. The largest published tokenizer.json files are a few tens of MB
+// (a 250k-token vocabulary with its merges is about 35 MB).
+const maxTokenizerBytes = 1 << 30
+
+// readTokenizerFile reads path, which must be a regular file of at most
+// maxTokenizerBytes. It reads no more than that even if the file grows.
+func readTokenizerFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path) // before Open: opening a FIFO blocks
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (mode %s)", path, fi.Mode())
+	}
+	if fi.Size() > maxTokenizerBytes {
+		return nil, fmt.Errorf("%s: %d bytes is more than the %d-byte limit for a tokenizer", path, fi.Size(), maxTokenizerBytes)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxTokenizerBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > maxTokenizerBytes {
+		return nil, fmt.Errorf("%s: more than the %d-byte limit for a tokenizer", path, maxTokenizerBytes)
+	}
+	return raw, nil
 }
 
 // parseTokenizer tells the formats apart by their top-level keys, and a

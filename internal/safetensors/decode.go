@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -40,16 +41,103 @@ func Decode(data []byte) (*File, error) {
 
 // ReadFile reads and decodes the safetensors file at path. Errors are
 // wrapped with the path.
+//
+// It never allocates more than the file's size, and reads the tensor data
+// only after the header has been validated against that size: the file
+// must be a regular file (not a device such as /dev/zero, or a pipe) whose
+// size is exactly 8 + header length + the data the header declares. A
+// truncated download is reported as such, before any data is read.
 func ReadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	fi, err := os.Stat(path) // before Open: opening a FIFO blocks
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err) // *PathError names the path
 	}
-	f, err := decode(data)
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("safetensors: %s: not a regular file (mode %s)", path, fi.Mode())
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: %w", err)
+	}
+	defer fh.Close()
+	f, err := readFrom(fh)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// readFrom decodes the open file fh, reading at most the size that Stat
+// reports: the 8-byte length, then a header of at most MaxHeaderSize
+// bytes, then, once the header checks out against the size, the data.
+func readFrom(fh *os.File) (*File, error) {
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (mode %s)", fi.Mode())
+	}
+	size := fi.Size()
+	if size < 8 {
+		return nil, fmt.Errorf("file is %d bytes, shorter than the 8-byte header length", size)
+	}
+	var prefix [8]byte
+	if _, err := io.ReadFull(fh, prefix[:]); err != nil {
+		return nil, fmt.Errorf("reading the header length: %w", err)
+	}
+	n, err := headerLen(le.Uint64(prefix[:]), uint64(size))
+	if err != nil {
+		return nil, err
+	}
+	bufLen := uint64(size) - 8 - n
+	// Check the header before allocating the data: its offsets must
+	// account for exactly the bytes the file holds.
+	header := make([]byte, n)
+	if _, err := io.ReadFull(fh, header); err != nil {
+		return nil, fmt.Errorf("reading the %d-byte header: %w", n, err)
+	}
+	if declared, ok := declaredDataLen(header); ok && declared != bufLen {
+		return nil, fmt.Errorf("header declares %d bytes of tensor data but the %d-byte file holds %d after its %d-byte header (truncated or padded file?)",
+			declared, size, bufLen, n)
+	}
+	f, entries, err := parseHeader(header, bufLen)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, bufLen)
+	if _, err := io.ReadFull(fh, data); err != nil {
+		return nil, fmt.Errorf("reading %d bytes of tensor data: %w", bufLen, err)
+	}
+	// The file may have grown since Stat: refuse rather than ignore.
+	if k, _ := fh.Read(prefix[:1]); k != 0 {
+		return nil, fmt.Errorf("file grew beyond its %d bytes while being read", size)
+	}
+	f.attach(entries, data)
+	return f, nil
+}
+
+// declaredDataLen is the end of the furthest tensor the header declares,
+// or ok false when the header does not parse far enough to say (parseHeader
+// then reports why).
+func declaredDataLen(header []byte) (n uint64, ok bool) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(header, &raw); err != nil {
+		return 0, false
+	}
+	for name, msg := range raw {
+		if name == metadataKey {
+			continue
+		}
+		var e struct {
+			Offsets []uint64 `json:"data_offsets"`
+		}
+		if err := json.Unmarshal(msg, &e); err != nil || len(e.Offsets) != 2 {
+			return 0, false
+		}
+		n = max(n, e.Offsets[1])
+	}
+	return n, true
 }
 
 // Names returns the tensor names in sorted order.
@@ -83,27 +171,47 @@ type entry struct {
 	begin, end uint64
 }
 
+// headerLen checks the header length n read from a file of fileLen bytes.
+func headerLen(n, fileLen uint64) (uint64, error) {
+	if n > MaxHeaderSize {
+		return 0, fmt.Errorf("header length %d exceeds the %d-byte limit", n, MaxHeaderSize)
+	}
+	if n > fileLen-8 {
+		return 0, fmt.Errorf("header length %d is beyond the end of the %d-byte file", n, fileLen)
+	}
+	return n, nil
+}
+
 func decode(data []byte) (*File, error) {
 	if len(data) < 8 {
 		return nil, fmt.Errorf("file is %d bytes, shorter than the 8-byte header length", len(data))
 	}
-	n := le.Uint64(data)
-	if n > MaxHeaderSize {
-		return nil, fmt.Errorf("header length %d exceeds the %d-byte limit", n, MaxHeaderSize)
-	}
-	if n > uint64(len(data)-8) {
-		return nil, fmt.Errorf("header length %d is beyond the end of the %d-byte file", n, len(data))
+	n, err := headerLen(le.Uint64(data), uint64(len(data)))
+	if err != nil {
+		return nil, err
 	}
 	header, buf := data[8:8+n], data[8+n:]
+	f, entries, err := parseHeader(header, uint64(len(buf)))
+	if err != nil {
+		return nil, err
+	}
+	f.attach(entries, buf)
+	return f, nil
+}
+
+// parseHeader validates the JSON header against a data buffer of bufLen
+// bytes and returns the file without tensor data, and each tensor's
+// record, sorted by offset.
+func parseHeader(header []byte, bufLen uint64) (*File, []entry, error) {
 	if !utf8.Valid(header) {
-		return nil, errors.New("header is not valid UTF-8")
+		return nil, nil, errors.New("header is not valid UTF-8")
 	}
 	if len(header) == 0 || header[0] != '{' {
-		return nil, errors.New("header is not a JSON object (must start with '{')")
+		return nil, nil, errors.New("header is not a JSON object (must start with '{')")
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(header, &raw); err != nil {
-		return nil, fmt.Errorf("invalid JSON header: %w", err)
+		return nil, nil, fmt.Errorf("invalid JSON header: %w", err)
 	}
 
 	f := &File{tensors: make(map[string]Tensor, len(raw))}
@@ -114,24 +222,33 @@ func decode(data []byte) (*File, error) {
 		if name == metadataKey {
 			md, err := parseMetadata(msg)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			f.metadata = md
 			continue
 		}
-		t, e, err := parseEntry(name, msg, uint64(len(buf)))
+		t, e, err := parseEntry(name, msg, bufLen)
 		if err != nil {
-			return nil, fmt.Errorf("tensor %q: %w", name, err)
+			return nil, nil, fmt.Errorf("tensor %q: %w", name, err)
 		}
-		t.Data = buf[e.begin:e.end:e.end]
 		f.tensors[name] = t
 		f.names = append(f.names, name)
 		entries = append(entries, e)
 	}
-	if err := checkLayout(entries, uint64(len(buf))); err != nil {
-		return nil, err
+	if err := checkLayout(entries, bufLen); err != nil {
+		return nil, nil, err
 	}
-	return f, nil
+	return f, entries, nil
+}
+
+// attach points each tensor's Data at its bytes of buf, which parseHeader
+// has checked entries against.
+func (f *File) attach(entries []entry, buf []byte) {
+	for _, e := range entries {
+		t := f.tensors[e.name]
+		t.Data = buf[e.begin:e.end:e.end]
+		f.tensors[e.name] = t
+	}
 }
 
 // parseMetadata decodes "__metadata__", which must be an object of strings

@@ -506,6 +506,8 @@ func (c *Config) readNumLabels(raw map[string]json.RawMessage) error {
 		if err := json.Unmarshal(b, &n); err != nil {
 			return fmt.Errorf("gpt config: %s: %w", key, err)
 		}
+		// The names are made here, before Validate can look at the
+		// config: num_labels 2000000000 would take minutes and gigabytes.
 		if n < 0 || n > models.MaxLabels {
 			return fmt.Errorf("gpt config: %s %d must be in [0, %d]", key, n, models.MaxLabels)
 		}
