@@ -86,7 +86,7 @@ func ReadLabelled(path string, opts LabelledOptions) ([]Example, error) {
 	case fi.Mode().IsRegular() && fi.Size() == 0:
 		return fail(errors.New("empty file"))
 	}
-	examples, err := read(f)
+	examples, err := read(newLineLimit(f, MaxLineBytes))
 	if err != nil {
 		return fail(err)
 	}

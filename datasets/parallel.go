@@ -273,7 +273,7 @@ type parallelLines struct {
 }
 
 func newParallelLines(r io.Reader) *parallelLines {
-	return &parallelLines{r: bufio.NewReaderSize(r, 64<<10)}
+	return &parallelLines{r: bufio.NewReaderSize(newLineLimit(r, MaxLineBytes), 64<<10)}
 }
 
 // next returns the next line, and ok = false at the end of the input. The

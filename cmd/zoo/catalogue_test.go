@@ -452,6 +452,18 @@ func memoryCases(t *testing.T, f fixture) []badInput {
 		{"n_layer 1e9", withConfig(set("n_layer", "1000000000")), 1, "n_layer"},
 		{"model.safetensors linked to /dev/zero", link("model.safetensors"), 1, "model.safetensors"},
 		{"tokenizer.json linked to /dev/zero", link("tokenizer.json"), 1, "tokenizer.json"},
+		{"pairs linked to /dev/zero", func(t *testing.T, _ fixture, d string) []string {
+			if err := os.Symlink("/dev/zero", filepath.Join(d, "zero.tsv")); err != nil {
+				t.Skip("no symlinks:", err)
+			}
+			return []string{"finetune", "seq2seq", "--data", filepath.Join(d, "zero.tsv"), "--run", filepath.Join(d, "r")}
+		}, 1, "a line is longer than 16 MiB"},
+		{"labelled texts linked to /dev/zero", func(t *testing.T, f fixture, d string) []string {
+			if err := os.Symlink("/dev/zero", filepath.Join(d, "zero.csv")); err != nil {
+				t.Skip("no symlinks:", err)
+			}
+			return []string{"finetune", "gpt", "--task", "classify", "--init-from", f.gptCkpt, "--train-file", filepath.Join(d, "zero.csv"), "--run", filepath.Join(d, "r")}
+		}, 1, "a line is longer than 16 MiB"},
 		{"a batch of a billion", func(_ *testing.T, f fixture, _ string) []string {
 			return []string{"eval", "--checkpoint", f.gptCkpt, "--corpus", f.corpus, "--batch-size", "1000000000"}
 		}, 1, "batch"},
