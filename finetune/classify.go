@@ -152,7 +152,7 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if err != nil {
 		return nil, err
 	}
-	conf, err := evaluate(task, data.val, labels)
+	conf, err := evaluate(ctx, task, data.val, labels)
 	if err != nil {
 		return nil, err
 	}
@@ -351,8 +351,9 @@ func (k *clsTask) Load(dir string) error {
 	return models.LoadInto(dir, k.c)
 }
 
-// evaluate predicts every validation batch and tallies the confusion matrix.
-func evaluate(k *clsTask, batches []train.Batch, labels []string) (Confusion, error) {
+// evaluate predicts every validation batch and tallies the confusion
+// matrix; a cancelled ctx stops it between batches.
+func evaluate(ctx context.Context, k *clsTask, batches []train.Batch, labels []string) (Confusion, error) {
 	g := k.c.ParamStore().NewGraph()
 	in := k.inputs(g)
 	logits, err := k.c.ClassLogits(g, in.ClassifierInputs)
@@ -365,6 +366,9 @@ func evaluate(k *clsTask, batches []train.Batch, labels []string) (Confusion, er
 	defer vm.Close()
 	var truth, pred []int
 	for _, b := range batches {
+		if err := ctx.Err(); err != nil {
+			return Confusion{}, fmt.Errorf("finetune: evaluation: %w", err)
+		}
 		if err := in.load(b); err != nil {
 			return Confusion{}, err
 		}

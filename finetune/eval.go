@@ -1,6 +1,7 @@
 package finetune
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/d73a19ff/zoo/datasets"
@@ -41,5 +42,5 @@ func EvalClassify(checkpoint, file string, batch int) (Confusion, error) {
 		return Confusion{}, fmt.Errorf("eval: %s: %w", file, err)
 	}
 	d := newClsData(nil, enc, batch, t, c.PadID(), 0)
-	return evaluate(&clsTask{c: c, tok: tok, b: batch, t: t}, d.val, c.ClassNames())
+	return evaluate(context.Background(), &clsTask{c: c, tok: tok, b: batch, t: t}, d.val, c.ClassNames())
 }
