@@ -1,9 +1,10 @@
 package layers
 
 import (
-	"github.com/d73a19ff/zoo/internal/graphtest"
 	"math"
 	"testing"
+
+	"github.com/d73a19ff/zoo/internal/graphtest"
 
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"

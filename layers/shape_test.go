@@ -2,8 +2,9 @@ package layers
 
 import (
 	"fmt"
-	"github.com/d73a19ff/zoo/internal/graphtest"
 	"testing"
+
+	"github.com/d73a19ff/zoo/internal/graphtest"
 
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"

@@ -201,25 +201,22 @@ func (s *stepper) uncached(seqs [][]int) ([][]float64, error) {
 // chunk of tokens (B, T) to the logits of each row's last token. Its inputs
 // are tensors bound into the graph and refilled before each run.
 type stepGraph struct {
-	vm        gorgonia.VM
-	ids, pos  []int // (B, T)
-	mask      any   // (B, T) without a cache, (B, C) with one: []float32 or []float64
-	slot      []int // (1), with a cache
-	logitsVal gorgonia.Value
-	last      [][]float64 // each row's last-token logits, reused from step to step
-	b, t, v   int
+	*layers.LastLogits
+	ids, pos []int // (B, T)
+	mask     any   // (B, T) without a cache, (B, C) with one: []float32 or []float64
+	slot     []int // (1), with a cache
 }
 
 // newFullGraph runs the whole context (B, T) with no cache.
 func (m *Model) newFullGraph(b, t int) (*stepGraph, error) {
 	g := m.Store.NewGraph()
 	ids, pos, mask := g.IntInput("input_ids", b, t), g.IntInput("position_ids", b, t), g.Input("attention_mask", b, t)
-	s := &stepGraph{b: b, t: t, v: m.Config.VocabSize, ids: ints(ids), pos: ints(pos), mask: data(mask)}
+	s := &stepGraph{ids: layers.Ints(ids), pos: layers.Ints(pos), mask: data(mask)}
 	logits, err := m.Forward(g, Inputs{IDs: ids, Mask: mask, Positions: pos})
 	if err != nil {
 		return nil, err
 	}
-	return s.compile(g, logits), nil
+	return s.compile(g, logits, b), nil
 }
 
 // newCachedGraph runs a chunk (B, T) written at the caches' slot, reading
@@ -229,7 +226,7 @@ func (m *Model) newCachedGraph(b, t int, caches []*tensor.Dense) (*stepGraph, er
 	capacity := caches[0].Shape()[1]
 	ids, pos, slot := g.IntInput("input_ids", b, t), g.IntInput("position_ids", b, t), g.IntInput("slot", 1)
 	mask := g.Input("cache_mask", b, capacity)
-	s := &stepGraph{b: b, t: t, v: m.Config.VocabSize, ids: ints(ids), pos: ints(pos), slot: ints(slot), mask: data(mask)}
+	s := &stepGraph{ids: layers.Ints(ids), pos: layers.Ints(pos), slot: layers.Ints(slot), mask: data(mask)}
 	h, err := m.embed(g, Inputs{IDs: ids, Positions: pos})
 	if err != nil {
 		return nil, err
@@ -245,7 +242,7 @@ func (m *Model) newCachedGraph(b, t int, caches []*tensor.Dense) (*stepGraph, er
 	if err != nil {
 		return nil, err
 	}
-	return s.compile(g, logits), nil
+	return s.compile(g, logits, b), nil
 }
 
 // data is the backing slice of the tensor an input node is bound to: the
@@ -253,50 +250,22 @@ func (m *Model) newCachedGraph(b, t int, caches []*tensor.Dense) (*stepGraph, er
 // every step.
 func data(n *gorgonia.Node) any { return n.Value().Data() }
 
-// ints is data for an int input.
-func ints(n *gorgonia.Node) []int { return data(n).([]int) }
-
-func (s *stepGraph) compile(g *layers.Graph, logits *gorgonia.Node) *stepGraph {
-	gorgonia.Read(logits, &s.logitsVal)
-	s.vm = gorgonia.NewTapeMachine(g.ExprGraph)
+func (s *stepGraph) compile(g *layers.Graph, logits *gorgonia.Node, b int) *stepGraph {
+	s.LastLogits = g.CompileLastLogits(logits, b)
 	return s
 }
 
 // run executes the graph and returns each row's last-token logits (B, V),
 // valid until the next run.
 func (s *stepGraph) run() ([][]float64, error) {
-	s.logitsVal = nil
-	err := s.vm.RunAll()
-	s.vm.Reset()
+	out, err := s.Run()
 	if err != nil {
 		return nil, fmt.Errorf("gpt: %w", err)
-	}
-	d, ok := s.logitsVal.(*tensor.Dense)
-	if !ok {
-		return nil, fmt.Errorf("gpt: logits are %T", s.logitsVal)
-	}
-	if s.last == nil {
-		s.last = make([][]float64, s.b)
-		for r := range s.last {
-			s.last[r] = make([]float64, s.v)
-		}
-	}
-	out := s.last
-	for r := range out {
-		off := ((r+1)*s.t - 1) * s.v
-		switch x := d.Data().(type) {
-		case []float32:
-			for j := range out[r] {
-				out[r][j] = float64(x[off+j])
-			}
-		case []float64:
-			copy(out[r], x[off:off+s.v])
-		}
 	}
 	return out, nil
 }
 
-func (s *stepGraph) close() { s.vm.Close() }
+func (s *stepGraph) close() { s.Close() }
 
 // setMask fills a float mask's data from 0/1 values.
 func setMask(mask any, keep []bool) {

@@ -36,7 +36,7 @@ type cachedStep struct {
 func (m *Model) newCachedStep(e *encoded, capacity int) (*cachedStep, error) {
 	g := m.Store.NewGraph()
 	ids, slot := g.IntInput("decoder_input_ids", e.rows, 1), g.IntInput("slot", 1)
-	s := &cachedStep{ids: ints(ids), slot: ints(slot)}
+	s := &cachedStep{ids: layers.Ints(ids), slot: layers.Ints(slot)}
 	x, err := m.TgtEmbed.ForwardScaled(g, ids, m.embedScale())
 	if err != nil {
 		return nil, fmt.Errorf("seq2seq: %w", err)
@@ -64,7 +64,7 @@ func (m *Model) newCachedStep(e *encoded, capacity int) (*cachedStep, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.graphRun = newGraphRun(g, logits)
+	s.graphRun = newGraphRun(g, logits, e.rows)
 	return s, nil
 }
 
@@ -135,7 +135,7 @@ func (s *fullStep) Step(prefix [][]int) ([][]float64, error) {
 	if !ok {
 		g := s.m.Store.NewGraph()
 		ids := g.IntInput("decoder_input_ids", s.e.rows, n)
-		fg = &fullGraph{ids: ints(ids)}
+		fg = &fullGraph{ids: layers.Ints(ids)}
 		memory := g.Bind("encoder_outputs", s.e.memory)
 		h, err := s.m.decode(g, ids, nil, memory, g.Bind("encoder_attention_mask", s.e.memMask))
 		if err != nil {
@@ -145,7 +145,7 @@ func (s *fullStep) Step(prefix [][]int) ([][]float64, error) {
 		if err != nil {
 			return nil, err
 		}
-		fg.graphRun = newGraphRun(g, logits)
+		fg.graphRun = newGraphRun(g, logits, s.e.rows)
 		s.graphs[n] = fg
 	}
 	for r, p := range prefix {
@@ -163,56 +163,21 @@ func (s *fullStep) close() {
 	}
 }
 
-// ints is the backing slice of the int tensor an input node is bound to:
-// the graph reads it at every run.
-func ints(n *gorgonia.Node) []int { return n.Value().Data().([]int) }
+// graphRun is a compiled decoder graph whose output is logits (R, T, V).
+type graphRun struct{ *layers.LastLogits }
 
-// graphRun is a compiled graph whose output is logits (R, T, V).
-type graphRun struct {
-	vm     gorgonia.VM
-	logits gorgonia.Value
-	last   [][]float64
-}
-
-func newGraphRun(g *layers.Graph, logits *gorgonia.Node) *graphRun {
-	r := &graphRun{}
-	gorgonia.Read(logits, &r.logits)
-	r.vm = gorgonia.NewTapeMachine(g.ExprGraph)
-	return r
+func newGraphRun(g *layers.Graph, logits *gorgonia.Node, rows int) *graphRun {
+	return &graphRun{g.CompileLastLogits(logits, rows)}
 }
 
 // run executes the graph and returns the logits of each row's last
 // position (R, V), valid until the next run.
 func (r *graphRun) run() ([][]float64, error) {
-	r.logits = nil
-	err := r.vm.RunAll()
-	r.vm.Reset()
+	out, err := r.Run()
 	if err != nil {
 		return nil, fmt.Errorf("seq2seq: decoder: %w", err)
 	}
-	d, ok := r.logits.(*tensor.Dense)
-	if !ok {
-		return nil, fmt.Errorf("seq2seq: logits are %T", r.logits)
-	}
-	rows, t, v := d.Shape()[0], d.Shape()[1], d.Shape()[2]
-	if r.last == nil {
-		r.last = make([][]float64, rows)
-		for i := range r.last {
-			r.last[i] = make([]float64, v)
-		}
-	}
-	for i, out := range r.last {
-		off := (i*t + t - 1) * v
-		switch x := d.Data().(type) {
-		case []float32:
-			for j := range out {
-				out[j] = float64(x[off+j])
-			}
-		case []float64:
-			copy(out, x[off:off+v])
-		}
-	}
-	return r.last, nil
+	return out, nil
 }
 
-func (r *graphRun) close() { r.vm.Close() }
+func (r *graphRun) close() { r.Close() }

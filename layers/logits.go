@@ -1,0 +1,73 @@
+package layers
+
+import (
+	"fmt"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// LastLogits is a compiled decoding graph whose output is logits for rows
+// sequences of T positions, (rows, T, V) or (rows·T, V): Run executes it
+// and gives each row's last position, (rows, V) in float64, which is what
+// a decoding step hands package decode. GPT's and seq2seq's steps share
+// it.
+type LastLogits struct {
+	vm   gorgonia.VM
+	val  gorgonia.Value
+	rows int
+	last [][]float64 // reused from run to run
+}
+
+// CompileLastLogits compiles g, reading logits, for rows sequences.
+func (g *Graph) CompileLastLogits(logits *gorgonia.Node, rows int) *LastLogits {
+	l := &LastLogits{rows: rows}
+	gorgonia.Read(logits, &l.val)
+	l.vm = gorgonia.NewTapeMachine(g.ExprGraph)
+	return l
+}
+
+// Run executes the graph once and returns each row's last-position logits
+// (rows, V), valid until the next Run.
+func (l *LastLogits) Run() ([][]float64, error) {
+	l.val = nil
+	err := l.vm.RunAll()
+	l.vm.Reset()
+	if err != nil {
+		return nil, err
+	}
+	d, ok := l.val.(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("logits are %T", l.val)
+	}
+	shape := d.Shape()
+	v := shape[len(shape)-1]
+	t := d.Size() / (l.rows * v)
+	if l.last == nil {
+		l.last = make([][]float64, l.rows)
+		for i := range l.last {
+			l.last[i] = make([]float64, v)
+		}
+	}
+	for i, out := range l.last {
+		off := (i*t + t - 1) * v
+		switch x := d.Data().(type) {
+		case []float32:
+			for j := range out {
+				out[j] = float64(x[off+j])
+			}
+		case []float64:
+			copy(out, x[off:off+v])
+		default:
+			return nil, fmt.Errorf("logits of %T", x)
+		}
+	}
+	return l.last, nil
+}
+
+// Close releases the graph's machine.
+func (l *LastLogits) Close() { l.vm.Close() }
+
+// Ints is the backing slice of the int tensor an input node is bound to:
+// the graph reads it at every run, so a step writes its ids there.
+func Ints(n *gorgonia.Node) []int { return n.Value().Data().([]int) }
