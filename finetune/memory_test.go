@@ -6,14 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/graphtest"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/gpt"
 	"github.com/d73a19ff/zoo/models/seq2seq"
@@ -23,19 +22,11 @@ import (
 const huge = 1_000_000_000
 
 // refusesBeforeAllocating runs f, which must fail with an error containing
-// every one of want, having allocated little: the memory check comes
-// before the batches.
+// every one of want, having allocated less than 256 MB: the memory check
+// comes before the batches.
 func refusesBeforeAllocating(t *testing.T, f func() error, want ...string) {
 	t.Helper()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	err := f()
-	runtime.ReadMemStats(&after)
-	require.Error(t, err)
-	for _, w := range want {
-		assert.ErrorContains(t, err, w)
-	}
-	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<20), "bytes allocated before refusing")
+	graphtest.RefusesBeforeAllocating(t, 256<<20, f, want...)
 }
 
 // A batch size that cannot fit is a clear error from classification
