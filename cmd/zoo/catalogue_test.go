@@ -464,6 +464,12 @@ func memoryCases(t *testing.T, f fixture) []badInput {
 			}
 			return []string{"finetune", "gpt", "--task", "classify", "--init-from", f.gptCkpt, "--train-file", filepath.Join(d, "zero.csv"), "--run", filepath.Join(d, "r")}
 		}, 1, "a line is longer than 16 MiB"},
+		{"a beam of a billion", func(_ *testing.T, f fixture, _ string) []string {
+			return []string{"generate", "--checkpoint", f.gptCkpt, "--beam", "1000000000", "--max-new-tokens", "4"}
+		}, 1, "gpt beam search: 1000000000 rows"},
+		{"a translation beam of a billion", func(t *testing.T, f fixture, d string) []string {
+			return []string{"translate", "--checkpoint", f.s2sCkpt, "--beam", "1000000000", "--input", write(t, filepath.Join(d, "in.txt"), "the fox\n")}
+		}, 1, "--beam 1000000000"},
 		{"a batch of a billion", func(_ *testing.T, f fixture, _ string) []string {
 			return []string{"eval", "--checkpoint", f.gptCkpt, "--corpus", f.corpus, "--batch-size", "1000000000"}
 		}, 1, "batch"},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/d73a19ff/zoo/decode"
+	"github.com/d73a19ff/zoo/models"
 )
 
 // GenerateConfig sets how Generate decodes. Start from Greedy or Sampling.
@@ -60,6 +61,9 @@ func (m *Model) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, error) {
 	if err := m.checkPrompts(prompts, cfg.NoSlidingWindow, "gpt generate"); err != nil {
 		return nil, err
 	}
+	if err := m.checkDecodeMemory(prompts, len(prompts), cfg.MaxNewTokens, "gpt generate"); err != nil {
+		return nil, err
+	}
 	st := m.newStepper(cfg.MaxNewTokens, cfg.NoCache, cfg.NoSlidingWindow)
 	defer st.close()
 	return decode.Sample(st, prompts, cfg.sampling()) // its errors name the step, the stepper's the model
@@ -111,9 +115,26 @@ func (m *Model) BeamSearch(prompts [][]int, cfg BeamConfig) ([][]Hypothesis, err
 	if err := m.checkPrompts(prompts, cfg.NoSlidingWindow, "gpt beam search"); err != nil {
 		return nil, err
 	}
+	if err := m.checkDecodeMemory(prompts, len(prompts)*cfg.Beam, cfg.MaxNewTokens, "gpt beam search"); err != nil {
+		return nil, err
+	}
 	st := m.newStepper(cfg.MaxNewTokens, cfg.NoCache, cfg.NoSlidingWindow)
 	defer st.close()
 	return decode.BeamSearch(st, prompts, cfg.beam())
+}
+
+// checkDecodeMemory refuses decoding rows sequences (prompts times beams)
+// whose graphs and KV caches would not fit in the machine's memory, before
+// anything is built: the forward pass of rows contexts as long as the
+// longest prompt plus the new tokens (at most n_positions).
+func (m *Model) checkDecodeMemory(prompts [][]int, rows, maxNew int, where string) error {
+	longest := 0
+	for _, p := range prompts {
+		longest = max(longest, len(p))
+	}
+	t := min(m.Config.NPositions, longest+maxNew)
+	return models.CheckMemory(m.Config.ActivationBytes(rows, t, true, false),
+		fmt.Sprintf("%s: %d rows of up to %d tokens", where, rows, t), "lower the number of prompts, the beam or max_new_tokens")
 }
 
 func (m *Model) checkPrompts(prompts [][]int, noSlidingWindow bool, where string) error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/d73a19ff/zoo/decode"
+	"github.com/d73a19ff/zoo/models"
 )
 
 // DecodeConfig sets greedy and beam-search decoding.
@@ -113,8 +114,17 @@ func (m *Model) maxLen(cfg DecodeConfig) int {
 }
 
 // start encodes the sources, each repeated for beams rows, and returns the
-// decoder's stepper over them.
+// decoder's stepper over them, having checked that its buffers fit in
+// memory.
 func (m *Model) start(srcs [][]int, beams int, cfg DecodeConfig) (stepper, error) {
+	ts := 1
+	for _, src := range srcs {
+		ts = max(ts, SourceLen(len(src)))
+	}
+	if err := models.CheckMemory(m.Config.DecodeBytes(len(srcs), beams, ts, m.maxLen(cfg)),
+		fmt.Sprintf("seq2seq decode: %d sources of up to %d tokens, %d beams each", len(srcs), ts, beams), "lower the number of sources decoded at once or the beam"); err != nil {
+		return nil, err
+	}
 	e, err := m.encodeSources(srcs, beams)
 	if err != nil {
 		return nil, err
