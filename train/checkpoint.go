@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/d73a19ff/zoo/internal/atomicfile"
+	"github.com/d73a19ff/zoo/models"
 )
 
 // Checkpoints live in <run>/checkpoints/<name>: step-000100, …, best and
@@ -17,7 +18,7 @@ import (
 // trainer.json.
 const (
 	CheckpointsDir = "checkpoints"
-	TrainerFile    = "trainer.json"
+	TrainerFile    = models.TrainerFile // the checkpoint bundle names the files
 )
 
 // trainerState is trainer.json: what, beside the model and the optimizer,

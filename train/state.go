@@ -8,11 +8,12 @@ import (
 	"strings"
 
 	"github.com/d73a19ff/zoo/internal/safetensors"
+	"github.com/d73a19ff/zoo/models"
 )
 
 // StateFile is the conventional name of the optimizer state saved next to
 // a checkpoint's model.safetensors.
-const StateFile = "optimizer.safetensors"
+const StateFile = models.OptimizerFile
 
 // stateFormat is the "format" metadata of a saved AdamW state.
 const stateFormat = "zoo-adamw-1"
