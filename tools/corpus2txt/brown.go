@@ -100,6 +100,9 @@ func detokenize(words []string) string {
 		case "(", "[":
 			glue = true
 		}
+		if w == "." && strings.HasSuffix(b.String(), ".") {
+			continue // "Jr." ending a sentence is tokenized "Jr." "."
+		}
 		if !attach {
 			b.WriteByte(' ')
 		}

@@ -16,7 +16,8 @@ var skipFortunes = map[string]bool{"ascii-art": true}
 
 // parseFortune reads one fortune cookie file (cookies separated by lines
 // holding only "%") and returns its sentences; every cookie starts a new
-// sentence, so cookies are never run together.
+// sentence, so cookies are never run together, and so does an attribution
+// line ("\t\t-- Author").
 func parseFortune(name string, r io.Reader) ([]string, error) {
 	var out []string
 	var cookie strings.Builder
@@ -31,6 +32,12 @@ func parseFortune(name string, r io.Reader) ([]string, error) {
 			out = append(out, splitSentences(cookie.String())...)
 			cookie.Reset()
 			continue
+		}
+		if t := strings.TrimLeft(s, " \t"); len(t) < len(s) && strings.HasPrefix(t, "-- ") {
+			// An indented attribution ("\t\t-- Oscar Wilde") is a sentence
+			// of its own; a dash at the start of a line is not.
+			out = append(out, splitSentences(cookie.String())...)
+			cookie.Reset()
 		}
 		cookie.WriteString(s)
 		cookie.WriteByte('\n')

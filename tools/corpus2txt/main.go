@@ -31,7 +31,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -267,13 +266,16 @@ func convertOne(o options, s source) (stats, []string, error) {
 		return stats{}, nil, err
 	}
 	defer os.Remove(f.Name())
-	w := &docWriter{w: bufio.NewWriterSize(f, 1<<20)}
+	w := &docWriter{w: bufioWriter(f)}
 	notes, err := s.convert(o, w)
 	if err == nil {
 		err = w.w.Flush()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644) // CreateTemp makes it private
 	}
 	if err != nil {
 		return stats{}, nil, err

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -134,4 +135,9 @@ func isAbbreviation(before string) bool {
 // lineError is an error at a line of a named file.
 func lineError(name string, line int, format string, args ...any) error {
 	return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
+}
+
+// bufioWriter returns a buffered writer of the size the converters use.
+func bufioWriter(w io.Writer) *bufio.Writer {
+	return bufio.NewWriterSize(w, 1<<20)
 }
