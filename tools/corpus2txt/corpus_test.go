@@ -271,3 +271,12 @@ func TestRunSkipsAndFails(t *testing.T) {
 	assert.Equal(t, 2, run([]string{"-out", out, "nosuch"}, &stdout, &stderr))
 	assert.Equal(t, 2, run([]string{"brown"}, &stdout, &stderr))
 }
+
+func TestRunSkipsBiblesWithoutMod2imp(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no mod2imp here
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-out", t.TempDir(), "kjv", "web"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stdout.String(), "kjv: skipped: mod2imp not found; install with: apt-get install libsword-utils sword-text-kjv")
+	assert.Contains(t, stdout.String(), "web: skipped: mod2imp not found; install with: apt-get install libsword-utils sword-text-web")
+}
