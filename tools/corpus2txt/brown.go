@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// brownFile is one file of the Brown corpus and its genre (category).
+type brownFile struct {
+	id, genre string
+	heldOut   bool
+}
+
+// readBrownCategories reads cats.txt ("ca01 news" lines) and marks the
+// held-out files: within each genre, files sorted by id, every heldOutEvery-th
+// file (the 5th, 10th, ... for 5) is held out, so every genre keeps files on
+// both sides and the split depends on nothing but the ids.
+func readBrownCategories(name string, r io.Reader, heldOutEvery int) ([]brownFile, error) {
+	var files []brownFile
+	sc := bufio.NewScanner(r)
+	seen := map[string]bool{}
+	for line := 1; sc.Scan(); line++ {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 {
+			return nil, lineError(name, line, "want \"FILEID GENRE\", got %q", sc.Text())
+		}
+		if strings.ContainsAny(f[0], "/\\") || f[0] == "." || f[0] == ".." {
+			return nil, lineError(name, line, "file id %q is not a plain name", f[0])
+		}
+		if seen[f[0]] {
+			return nil, lineError(name, line, "file id %q listed twice", f[0])
+		}
+		seen[f[0]] = true
+		files = append(files, brownFile{id: f[0], genre: f[1]})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].id < files[j].id })
+	count := map[string]int{}
+	for i := range files {
+		count[files[i].genre]++
+		files[i].heldOut = heldOutEvery > 0 && count[files[i].genre]%heldOutEvery == 0
+	}
+	return files, nil
+}
+
+// parseBrown reads one Brown file in the tagged layout of NLTK's copy (one
+// sentence per non-blank line, tokens "word/tag") and returns its sentences
+// with the tags stripped and the tokens joined back into text.
+func parseBrown(name string, r io.Reader) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for line := 1; sc.Scan(); line++ {
+		toks := strings.Fields(sc.Text())
+		if len(toks) == 0 {
+			continue
+		}
+		words := make([]string, len(toks))
+		for i, t := range toks {
+			k := strings.LastIndexByte(t, '/')
+			if k <= 0 || k == len(t)-1 {
+				return nil, lineError(name, line, "token %q is not word/tag", t)
+			}
+			words[i] = t[:k]
+		}
+		out = append(out, detokenize(words))
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, nil
+}
+
+// detokenize joins Brown tokens into text: “ and ” become straight double
+// quotes, no space goes before closing punctuation or a closing quote, and
+// none after an opening quote or bracket.
+func detokenize(words []string) string {
+	var b strings.Builder
+	glue := true // no space before the next token
+	for _, w := range words {
+		attach := glue
+		glue = false
+		switch w {
+		case "``":
+			w, glue = "\"", true
+		case "''":
+			w, attach = "\"", true
+		case ",", ".", ";", ":", "?", "!", ")", "]":
+			attach = true
+		case "(", "[":
+			glue = true
+		}
+		if w == "." && strings.HasSuffix(b.String(), ".") {
+			continue // "Jr." ending a sentence is tokenized "Jr." "."
+		}
+		if !attach {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+	}
+	return b.String()
+}
+
+// convertBrown writes the pretraining Brown files of dir to w, one document
+// per file, and returns the list of all files with their genres and split.
+func convertBrown(dir string, heldOutEvery int, w *docWriter) ([]brownFile, error) {
+	catsPath := filepath.Join(dir, "cats.txt")
+	f, err := os.Open(catsPath)
+	if err != nil {
+		return nil, err
+	}
+	files, err := readBrownCategories(catsPath, f, heldOutEvery)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	for _, bf := range files {
+		if bf.heldOut {
+			continue
+		}
+		p := filepath.Join(dir, bf.id)
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		sents, err := parseBrown(p, f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		if err := w.writeDoc(sents); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// writeBrownSplit writes "id<TAB>genre<TAB>split" lines, split being
+// pretrain or heldout.
+func writeBrownSplit(w io.Writer, files []brownFile) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, "id\tgenre\tsplit")
+	for _, f := range files {
+		split := "pretrain"
+		if f.heldOut {
+			split = "heldout"
+		}
+		fmt.Fprintf(bw, "%s\t%s\t%s\n", f.id, f.genre, split)
+	}
+	return bw.Flush()
+}
