@@ -10,6 +10,7 @@ package bert
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -151,4 +152,55 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// The parity checkpoint loaded as a BertForMaskedLM gives the reference MLM
+// loss, with NSP dropped and nothing created; a BertForMaskedLM checkpoint
+// without a pooler (as transformers writes one) loads too, the pooler
+// reported as created.
+func TestParityMaskedLM(t *testing.T) {
+	f, err := safetensors.ReadFile(filepath.Join(parityDir, "golden.safetensors"))
+	require.NoError(t, err)
+	gold := golden{t, f}
+	p, r, err := LoadForMaskedLM(parityDir, layers.WithDtype(tensor.Float64))
+	require.NoError(t, err)
+	require.Equal(t, []string{"cls.seq_relationship.bias", "cls.seq_relationship.weight"}, r.Dropped)
+	require.Empty(t, r.Created)
+	g := p.Store.NewGraph()
+	in := Inputs{IDs: g.IntInput("input_ids", 2, 8), TokenTypes: g.IntInput("token_type_ids", 2, 8), Mask: g.Input("attention_mask", 2, 8)}
+	labels := g.IntInput("labels", 2, 8)
+	setInts(t, in.IDs, gold.ints("input_ids"))
+	setInts(t, in.TokenTypes, gold.ints("token_type_ids"))
+	var mf []float64
+	for _, m := range gold.ints("attention_mask") {
+		mf = append(mf, float64(m))
+	}
+	setFloats(t, g, in.Mask, mf)
+	setInts(t, labels, gold.ints("labels"))
+	loss, _, err := p.Loss(g, in, labels)
+	require.NoError(t, err)
+	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	defer vm.Close()
+	require.NoError(t, vm.RunAll())
+	require.InDelta(t, gold.floats("mlm_loss")[0], loss.Value().Data().(float64), 1e-10)
+
+	// Without the pooler and NSP, as BertForMaskedLM.save_pretrained writes.
+	src, err := safetensors.ReadFile(filepath.Join(parityDir, "model.safetensors"))
+	require.NoError(t, err)
+	var ts []safetensors.Tensor
+	for _, n := range src.Names() {
+		if !strings.HasPrefix(n, "bert.pooler.") && !strings.HasPrefix(n, "cls.seq_relationship.") {
+			x, _ := src.Tensor(n)
+			ts = append(ts, x)
+		}
+	}
+	dir := t.TempDir()
+	require.NoError(t, safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}))
+	cfg, err := readConfig(parityDir)
+	require.NoError(t, err)
+	require.NoError(t, layers.WriteConfig(dir, cfg))
+	_, r, err = LoadForMaskedLM(dir)
+	require.NoError(t, err)
+	require.Empty(t, r.Dropped)
+	require.Equal(t, []string{"bert.pooler.dense.weight", "bert.pooler.dense.bias"}, r.Created)
 }
