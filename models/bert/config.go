@@ -282,7 +282,19 @@ const (
 	archPreTraining = "BertForPreTraining"
 	archMaskedLM    = "BertForMaskedLM"
 	archClassifier  = "BertForSequenceClassification"
+	// The optional task heads (tasks.go).
+	archTokenClassifier = "BertForTokenClassification"
+	archQA              = "BertForQuestionAnswering"
 )
+
+// classifierDropout is the dropout before a classifier head:
+// classifier_dropout, or hidden_dropout_prob when it is null.
+func (c Config) classifierDropout() float64 {
+	if c.ClassifierDropout != nil {
+		return *c.ClassifierDropout
+	}
+	return c.HiddenDropoutProb
+}
 
 // MarshalJSON writes a Hugging Face BERT config.json: the fields,
 // model_type, architectures (BertForSequenceClassification with id2label,

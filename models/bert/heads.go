@@ -205,11 +205,8 @@ func NewForSequenceClassification(m *Model, labels []string) (*ForSequenceClassi
 	for i, l := range labels {
 		m.Config.ID2Label[strconv.Itoa(i)] = l
 	}
-	p := m.Config.HiddenDropoutProb
-	if m.Config.ClassifierDropout != nil {
-		p = *m.Config.ClassifierDropout
-	}
-	return &ForSequenceClassification{Model: m, Classifier: cl, Labels: append([]string(nil), labels...), drop: layers.Dropout{P: p}}, nil
+	m.arch = archClassifier
+	return &ForSequenceClassification{Model: m, Classifier: cl, Labels: append([]string(nil), labels...), drop: layers.Dropout{P: m.Config.classifierDropout()}}, nil
 }
 
 // Logits maps a batch (B, T) to class scores (B, num_labels).

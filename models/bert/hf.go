@@ -112,8 +112,12 @@ func (k *hfKeys) load(path string) (LoadReport, error) {
 	return r, nil
 }
 
-// architecture is transformers' class for the heads a store holds.
-func architecture(s *layers.Store) string {
+// architecture is transformers' class for the model's heads.
+func (m *Model) architecture() string {
+	if m.arch != "" {
+		return m.arch
+	}
+	s := m.Store
 	_, mlm := s.Param("cls.predictions.bias")
 	_, nsp := s.Param("cls.seq_relationship.weight")
 	_, cl := s.Param("classifier.weight")
@@ -143,7 +147,7 @@ func (m *Model) Save(dir string) error {
 	if err := m.Config.checkExtra(); err != nil {
 		return fmt.Errorf("bert: save: %w", err)
 	}
-	if err := models.SaveModel(dir, savedConfig{m.Config, architecture(m.Store)}, m.Store, &hfKeys{store: m.Store}); err != nil {
+	if err := models.SaveModel(dir, savedConfig{m.Config, m.architecture()}, m.Store, &hfKeys{store: m.Store}); err != nil {
 		return fmt.Errorf("bert: %w", err)
 	}
 	return nil
@@ -160,6 +164,25 @@ func (m *Model) LoadWeights(path string) error {
 // loadHeads reads dir's weights into m, fitting another head's checkpoint.
 func (m *Model) loadHeads(dir string) (LoadReport, error) {
 	return (&hfKeys{store: m.Store, heads: true}).load(filepath.Join(dir, models.WeightsFile))
+}
+
+// checkClassifierKind refuses a checkpoint whose architectures name the
+// other classifier: sequence and token classifiers both call their head
+// "classifier", with the same shape, so one would load as the other.
+func checkClassifierKind(dir, want string) error {
+	var a struct {
+		Architectures []string `json:"architectures"`
+	}
+	if err := layers.ReadConfig(dir, &a); err != nil {
+		return fmt.Errorf("bert: %w", err)
+	}
+	for _, got := range a.Architectures {
+		if (got == archClassifier || got == archTokenClassifier) && got != want {
+			return fmt.Errorf("bert: %s is a %s checkpoint; its classifier is not a %s's: load it with its own head, or a checkpoint without a classifier",
+				filepath.Join(dir, models.ConfigFile), got, want)
+		}
+	}
+	return nil
 }
 
 func readConfig(dir string) (Config, error) {
@@ -223,6 +246,9 @@ func LoadForSequenceClassification(dir string, labels []string, opts ...layers.O
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
+	if err := checkClassifierKind(dir, archClassifier); err != nil {
+		return nil, LoadReport{}, err
+	}
 	m, err := New(cfg, opts...)
 	if err != nil {
 		return nil, LoadReport{}, err
@@ -241,6 +267,9 @@ func LoadForSequenceClassification(dir string, labels []string, opts ...layers.O
 func LoadClassifier(dir string, opts ...layers.Option) (*ForSequenceClassification, error) {
 	cfg, err := readConfig(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkClassifierKind(dir, archClassifier); err != nil {
 		return nil, err
 	}
 	if len(cfg.ID2Label) == 0 {
@@ -266,4 +295,45 @@ func LoadClassifier(dir string, opts ...layers.Option) (*ForSequenceClassificati
 		return nil, err
 	}
 	return c, nil
+}
+
+// LoadForTokenClassification reads a checkpoint of any head but a sequence
+// classifier into a token classifier for labels (see LoadReport).
+func LoadForTokenClassification(dir string, labels []string, opts ...layers.Option) (*ForTokenClassification, LoadReport, error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	if err := checkClassifierKind(dir, archTokenClassifier); err != nil {
+		return nil, LoadReport{}, err
+	}
+	m, err := New(cfg, opts...)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	c, err := NewForTokenClassification(m, labels)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	r, err := m.loadHeads(dir)
+	return c, r, err
+}
+
+// LoadForQuestionAnswering reads a checkpoint of any head into an
+// extractive question-answering model (see LoadReport).
+func LoadForQuestionAnswering(dir string, opts ...layers.Option) (*ForQuestionAnswering, LoadReport, error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	m, err := New(cfg, opts...)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	q, err := NewForQuestionAnswering(m)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	r, err := m.loadHeads(dir)
+	return q, r, err
 }

@@ -30,6 +30,7 @@ type Model struct {
 	Encoder             *layers.Encoder           // bert.encoder.layer.*
 	Pooler              *layers.Linear            // bert.pooler.dense
 	drop                layers.Dropout
+	arch                string // the head class a NewFor* put on it, for Save; "" to infer it
 }
 
 // blockNames are BERT's names for the parts of a layer and the stack.
