@@ -92,3 +92,25 @@ func TestQuestionAnswering(t *testing.T) {
 	want := (ce(sv, 0, 3)+ce(sv, 1, 3))/4 + (ce(ev, 0, 4)+ce(ev, 1, 4))/4
 	require.InDelta(t, want, float64(vals[2].Data().(float32)), 1e-5)
 }
+
+// Every learnable of the sequence classifier gets a gradient, with dropout
+// on (classifier_dropout set), through its own Loss.
+func TestSequenceClassificationGradients(t *testing.T) {
+	cfg := testConfig()
+	cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb = 0.1, 0.1
+	p := 0.2
+	cfg.ClassifierDropout = &p
+	m, err := New(cfg, layers.WithSeed(8))
+	require.NoError(t, err)
+	c, err := NewForSequenceClassification(m, []string{"a", "b"})
+	require.NoError(t, err)
+	g := m.Store.NewGraph(layers.Training(), layers.DropoutSeed(2))
+	ids, types, labels := g.IntInput("input_ids", 2, 5), g.IntInput("token_type_ids", 2, 5), g.IntInput("labels", 2)
+	setInts(t, ids, []int{1, 4, 2, 5, 2, 1, 7, 2, 8, 2})
+	setInts(t, types, []int{0, 0, 0, 1, 1, 0, 0, 0, 1, 1})
+	setInts(t, labels, []int{0, 1})
+	loss, logits, err := c.Loss(g, Inputs{IDs: ids, TokenTypes: types}, labels)
+	require.NoError(t, err)
+	runGrads(t, g, loss, logits)
+	require.Len(t, g.Params(), len(m.Store.Params()))
+}
