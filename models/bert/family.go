@@ -2,6 +2,7 @@ package bert
 
 import (
 	"fmt"
+	"strings"
 
 	"gorgonia.org/gorgonia"
 
@@ -24,9 +25,18 @@ func init() {
 			if err != nil {
 				return "", err
 			}
+			var a struct {
+				Architectures []string `json:"architectures"`
+			}
+			if err := layers.ReadConfig(dir, &a); err != nil {
+				return "", err
+			}
 			head := "no task head"
+			if len(a.Architectures) > 0 {
+				head = strings.Join(a.Architectures, ", ")
+			}
 			if len(c.ID2Label) > 0 {
-				head = fmt.Sprintf("sequence classifier, %d labels", len(c.ID2Label))
+				head += fmt.Sprintf(", %d labels", len(c.ID2Label))
 			}
 			return fmt.Sprintf("BERT: %d layers, %d heads, %d wide, %d inner, %d positions, vocabulary %d, %d token types; %s",
 				c.NumHiddenLayers, c.NumAttentionHeads, c.HiddenSize, c.IntermediateSize, c.MaxPositionEmbeddings, c.VocabSize, c.TypeVocabSize, head), nil

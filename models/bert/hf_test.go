@@ -38,6 +38,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	desc, err := ck.Family.Describe(dir)
 	require.NoError(t, err)
 	require.Contains(t, desc, "BERT: 2 layers, 4 heads, 16 wide")
+	require.Contains(t, desc, "; BertForPreTraining")
 
 	q, r, err := LoadForPreTraining(dir)
 	require.NoError(t, err)
