@@ -1,0 +1,421 @@
+// Package bert is BERT (Devlin et al. 2019), a post-norm Transformer
+// encoder with word, position and token-type embeddings and a [CLS]
+// pooler, built from the zoo's shared layers, with Hugging Face's
+// parameter names and checkpoint layout, its pretraining heads (masked LM
+// and next-sentence prediction) and a sequence classifier.
+package bert
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+)
+
+// Config describes a BERT. Its JSON field names are those of Hugging
+// Face's BertConfig, so a BERT config.json decodes into it directly: see
+// https://github.com/huggingface/transformers/blob/main/src/transformers/models/bert/configuration_bert.py
+// and the PretrainedConfig it extends (configuration_utils.py).
+//
+// Every key of such a config.json is, when read (UnmarshalJSON), one of:
+//
+//   - computed: a field below;
+//   - refused: a value that makes transformers compute something this model
+//     does not (is_decoder or add_cross_attention true, a non-empty
+//     pruned_heads, chunk_size_feed_forward other than 0,
+//     tie_word_embeddings false, a problem_type other than
+//     single_label_classification) is an error naming the key; so is a
+//     position_embedding_type other than "absolute" (Validate);
+//   - kept: every other key (use_cache, torch_dtype, gradient_checkpointing,
+//     transformers_version, …) goes to Extra, and Save writes it back.
+//
+// model_type must be "bert"; architectures and label2id are written from
+// what Save saves, not kept.
+type Config struct {
+	VocabSize                 int     `json:"vocab_size"`
+	HiddenSize                int     `json:"hidden_size"`
+	NumHiddenLayers           int     `json:"num_hidden_layers"`
+	NumAttentionHeads         int     `json:"num_attention_heads"`
+	IntermediateSize          int     `json:"intermediate_size"`
+	HiddenAct                 string  `json:"hidden_act"`
+	HiddenDropoutProb         float64 `json:"hidden_dropout_prob"`
+	AttentionProbsDropoutProb float64 `json:"attention_probs_dropout_prob"`
+	MaxPositionEmbeddings     int     `json:"max_position_embeddings"`
+	TypeVocabSize             int     `json:"type_vocab_size"`
+	InitializerRange          float64 `json:"initializer_range"`
+	LayerNormEps              float64 `json:"layer_norm_eps"`
+	// PadTokenID fills padding; its word-embedding row starts at zero, as
+	// torch.nn.Embedding's padding_idx.
+	PadTokenID int `json:"pad_token_id"`
+	// PositionEmbeddingType must be "absolute" (learned positions).
+	PositionEmbeddingType string `json:"position_embedding_type"`
+	// ClassifierDropout is the dropout before the classifier; nil (null)
+	// means hidden_dropout_prob, as transformers reads it.
+	ClassifierDropout *float64 `json:"classifier_dropout"`
+	// ID2Label names the classes of a sequence classifier, by id ("0", "1", …).
+	ID2Label map[string]string `json:"id2label,omitempty"`
+	// Extra holds the config.json keys this Config does not model, as read
+	// (see above); Save writes them back.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// defaults are BertConfig's defaults, which are bert-base-uncased's.
+func defaults() Config {
+	return Config{
+		VocabSize: 30522, HiddenSize: 768, NumHiddenLayers: 12, NumAttentionHeads: 12,
+		IntermediateSize: 3072, HiddenAct: "gelu", HiddenDropoutProb: 0.1,
+		AttentionProbsDropoutProb: 0.1, MaxPositionEmbeddings: 512, TypeVocabSize: 2,
+		InitializerRange: 0.02, LayerNormEps: 1e-12, PositionEmbeddingType: "absolute",
+	}
+}
+
+// Base is bert-base-uncased
+// (https://huggingface.co/google-bert/bert-base-uncased/blob/main/config.json):
+// 12 layers, 12 heads, 768 wide, 3072 inner, 30,522 tokens, 512 positions,
+// 2 token types: 109,482,240 parameters (BertModel with its pooler).
+func Base() Config { return defaults() }
+
+// sized is Base with L layers, width H, A heads and inner width I: the
+// shapes of Google's 24 smaller BERTs (Turc et al. 2019,
+// https://github.com/google-research/bert#bert).
+func sized(l, h, a, i int) Config {
+	c := defaults()
+	c.NumHiddenLayers, c.HiddenSize, c.NumAttentionHeads, c.IntermediateSize = l, h, a, i
+	return c
+}
+
+// Tiny is BERT-Tiny (L2/H128/A2/I512): 4,385,920 parameters.
+func Tiny() Config { return sized(2, 128, 2, 512) }
+
+// Mini is BERT-Mini (L4/H256/A4/I1024): 11,170,560 parameters.
+func Mini() Config { return sized(4, 256, 4, 1024) }
+
+// Small is BERT-Small (L4/H512/A8/I2048): 28,763,648 parameters.
+func Small() Config { return sized(4, 512, 8, 2048) }
+
+// Medium is BERT-Medium (L8/H512/A8/I2048): 41,373,184 parameters.
+func Medium() Config { return sized(8, 512, 8, 2048) }
+
+// Validate reports a configuration that cannot be built, or that is
+// absurd: each size at most models.MaxDim (num_hidden_layers
+// models.MaxLayers, the labels models.MaxLabels), and a parameter count
+// that fits int. Whether the model fits the machine's memory is New's
+// check (models.CheckParams).
+func (c Config) Validate() error {
+	if err := models.CheckSizes("bert config",
+		models.Size{Field: "vocab_size", V: c.VocabSize, Max: models.MaxDim},
+		models.Size{Field: "hidden_size", V: c.HiddenSize, Max: models.MaxDim},
+		models.Size{Field: "num_hidden_layers", V: c.NumHiddenLayers, Max: models.MaxLayers},
+		models.Size{Field: "num_attention_heads", V: c.NumAttentionHeads, Max: models.MaxDim},
+		models.Size{Field: "intermediate_size", V: c.IntermediateSize, Max: models.MaxDim},
+		models.Size{Field: "max_position_embeddings", V: c.MaxPositionEmbeddings, Max: models.MaxDim},
+		models.Size{Field: "type_vocab_size", V: c.TypeVocabSize, Max: models.MaxDim},
+	); err != nil {
+		return err
+	}
+	switch {
+	case c.HiddenSize%c.NumAttentionHeads != 0:
+		return fmt.Errorf("bert config: hidden_size %d is not divisible by num_attention_heads %d", c.HiddenSize, c.NumAttentionHeads)
+	case len(c.ID2Label) > models.MaxLabels:
+		return fmt.Errorf("bert config: id2label has %d labels, more than %d", len(c.ID2Label), models.MaxLabels)
+	case !(c.LayerNormEps > 0):
+		return fmt.Errorf("bert config: layer_norm_eps %g must be positive", c.LayerNormEps)
+	case !(c.InitializerRange >= 0):
+		return fmt.Errorf("bert config: initializer_range %g must not be negative", c.InitializerRange)
+	case c.PadTokenID < 0 || c.PadTokenID >= c.VocabSize:
+		return fmt.Errorf("bert config: pad_token_id %d is outside the vocabulary of %d", c.PadTokenID, c.VocabSize)
+	case c.PositionEmbeddingType != "absolute":
+		return fmt.Errorf("bert config: position_embedding_type %q is not supported: zoo's BERT has learned absolute positions only", c.PositionEmbeddingType)
+	}
+	ps := []struct {
+		name string
+		v    float64
+	}{{"hidden_dropout_prob", c.HiddenDropoutProb}, {"attention_probs_dropout_prob", c.AttentionProbsDropoutProb}}
+	if c.ClassifierDropout != nil {
+		ps = append(ps, struct {
+			name string
+			v    float64
+		}{"classifier_dropout", *c.ClassifierDropout})
+	}
+	for _, p := range ps {
+		if !(p.v >= 0 && p.v < 1) {
+			return fmt.Errorf("bert config: %s %g must be in [0, 1)", p.name, p.v)
+		}
+	}
+	if _, err := layers.ParseActivation(c.HiddenAct); err != nil {
+		return fmt.Errorf("bert config: hidden_act: %w", err)
+	}
+	if n := c.NumParams(); n == math.MaxInt64 || n > math.MaxInt {
+		big := c.paramTerms()[0]
+		for _, t := range c.paramTerms() {
+			if t.N > big.N {
+				big = t
+			}
+		}
+		return fmt.Errorf("bert config: the parameter count overflows int: %s; lower %s", big.What, big.Lower)
+	}
+	return c.checkExtra()
+}
+
+// NumParams is the number of learnable scalars New allocates for c (the
+// backbone, BertModel with its pooler), computed without allocating
+// (math.MaxInt64 if it overflows): embeddings (V + P + types)·d plus their
+// LayerNorm 2d; per layer 4d² + 2d·I + 9d + I (query, key, value and
+// attention output d² + d each, intermediate d·I + I, output I·d + d, two
+// LayerNorms 2d each); the pooler d² + d. The heads add their own (see
+// NewForPreTraining, NewForSequenceClassification).
+func (c Config) NumParams() int64 {
+	var n int64
+	for _, t := range c.paramTerms() {
+		n = models.Sum(n, t.N)
+	}
+	return n
+}
+
+func (c Config) paramTerms() []models.Term {
+	v, p, ty, d, l, in := int64(c.VocabSize), int64(c.MaxPositionEmbeddings), int64(c.TypeVocabSize),
+		int64(c.HiddenSize), int64(c.NumHiddenLayers), int64(c.IntermediateSize)
+	perLayer := models.Sum(models.Mul(4, d, d), models.Mul(2, d, in), models.Mul(9, d), in)
+	return []models.Term{
+		{What: fmt.Sprintf("word_embeddings, vocab_size %d × hidden_size %d", v, d), Lower: "vocab_size", N: models.Mul(v, d)},
+		{What: fmt.Sprintf("position_embeddings, max_position_embeddings %d × hidden_size %d", p, d), Lower: "max_position_embeddings", N: models.Mul(p, d)},
+		{What: fmt.Sprintf("token_type_embeddings, type_vocab_size %d × hidden_size %d", ty, d), Lower: "type_vocab_size", N: models.Mul(ty, d)},
+		{What: fmt.Sprintf("the layers, num_hidden_layers %d × %s per layer (hidden_size %d, intermediate_size %d)", l, models.Count(perLayer), d, in),
+			Lower: "num_hidden_layers, hidden_size or intermediate_size", N: models.Mul(l, perLayer)},
+		{What: "the embedding LayerNorm and the pooler", Lower: "hidden_size", N: models.Sum(models.Mul(d, d), models.Mul(3, d))},
+	}
+}
+
+// refused are the config.json keys whose values, other than their
+// defaults, make transformers' BERT compute what this model does not.
+var refused = []struct {
+	key string
+	ok  func(v any) bool
+	why string
+}{
+	{"is_decoder", func(v any) bool { return v == nil || v == false },
+		"is not supported: zoo's BERT is a bidirectional encoder, without the causal mask of a decoder"},
+	{"add_cross_attention", func(v any) bool { return v == nil || v == false },
+		"is not supported: zoo's BERT has no cross-attention layers (crossattention.*)"},
+	{"pruned_heads", func(v any) bool { m, ok := v.(map[string]any); return v == nil || ok && len(m) == 0 },
+		"is not supported: zoo's BERT has num_attention_heads heads in every layer; use an unpruned checkpoint"},
+	{"chunk_size_feed_forward", func(v any) bool { return v == nil || v == 0.0 },
+		"is not supported: zoo's BERT runs the feed-forward on the whole sequence (chunk_size_feed_forward 0)"},
+	{"tie_word_embeddings", func(v any) bool { return v == nil || v == true },
+		"is not supported: zoo's BERT ties the MLM decoder to the word embeddings"},
+	{"problem_type", func(v any) bool { return v == nil || v == "single_label_classification" },
+		"is not supported: zoo's BERT classifier trains with softmax cross-entropy (single_label_classification)"},
+}
+
+// modeled maps the config.json keys Config reads, or writes from what is
+// saved, to whether JSON null is a value for them.
+var modeled = func() map[string]bool {
+	m := map[string]bool{"model_type": true, "architectures": true, "label2id": true, "num_labels": true, "_num_labels": true}
+	t := reflect.TypeOf(Config{})
+	for i := 0; i < t.NumField(); i++ {
+		name := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
+		if name == "-" {
+			continue
+		}
+		k := t.Field(i).Type.Kind()
+		m[name] = k == reflect.Pointer || k == reflect.Map
+	}
+	return m
+}()
+
+// checkExtra rejects Extra keys that Config models and refused values.
+func (c Config) checkExtra() error {
+	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
+		if _, ok := modeled[k]; ok {
+			return fmt.Errorf("bert config: Extra has %q, which Config models: set the field instead", k)
+		}
+	}
+	return checkRefused(c.Extra)
+}
+
+func checkRefused(raw map[string]json.RawMessage) error {
+	for _, r := range refused {
+		b, ok := raw[r.key]
+		if !ok {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return fmt.Errorf("bert config: %s: %w", r.key, err)
+		}
+		if !r.ok(v) {
+			return fmt.Errorf("bert config: %s %s %s", r.key, compact(b), r.why)
+		}
+	}
+	return nil
+}
+
+func compact(b []byte) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return string(b)
+	}
+	return buf.String()
+}
+
+// hfConfig is Config as Hugging Face writes it.
+type hfConfig struct {
+	plainConfig
+	ModelType     string         `json:"model_type"`
+	Architectures []string       `json:"architectures"`
+	Label2ID      map[string]int `json:"label2id,omitempty"`
+}
+
+type plainConfig Config
+
+// The architectures Save writes: transformers' class for the layout.
+const (
+	archModel       = "BertModel"
+	archPreTraining = "BertForPreTraining"
+	archMaskedLM    = "BertForMaskedLM"
+	archClassifier  = "BertForSequenceClassification"
+	// The optional task heads (tasks.go).
+	archTokenClassifier = "BertForTokenClassification"
+	archQA              = "BertForQuestionAnswering"
+)
+
+// classifierDropout is the dropout before a classifier head:
+// classifier_dropout, or hidden_dropout_prob when it is null.
+func (c Config) classifierDropout() float64 {
+	if c.ClassifierDropout != nil {
+		return *c.ClassifierDropout
+	}
+	return c.HiddenDropoutProb
+}
+
+// MarshalJSON writes a Hugging Face BERT config.json: the fields,
+// model_type, architectures (BertForSequenceClassification with id2label,
+// else BertModel; Save writes the head it saves) and label2id, then the
+// Extra keys in name order.
+func (c Config) MarshalJSON() ([]byte, error) {
+	arch := archModel
+	if len(c.ID2Label) > 0 {
+		arch = archClassifier
+	}
+	return c.marshal(arch)
+}
+
+func (c Config) marshal(arch string) ([]byte, error) {
+	if err := c.checkExtra(); err != nil {
+		return nil, err
+	}
+	h := hfConfig{plainConfig: plainConfig(c), ModelType: ModelType, Architectures: []string{arch}}
+	if len(c.ID2Label) > 0 {
+		h.Label2ID = map[string]int{}
+		for id, l := range c.ID2Label {
+			n, err := strconv.Atoi(id)
+			if err != nil {
+				return nil, fmt.Errorf("bert config: id2label key %q is not an integer", id)
+			}
+			h.Label2ID[l] = n
+		}
+	}
+	b, err := json.Marshal(h)
+	if err != nil || len(c.Extra) == 0 {
+		return b, err
+	}
+	var buf bytes.Buffer
+	buf.Write(b[:len(b)-1]) // without the closing brace
+	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
+		key, _ := json.Marshal(k)
+		if !json.Valid(c.Extra[k]) {
+			return nil, fmt.Errorf("bert config: Extra[%q] is not valid JSON", k)
+		}
+		buf.WriteByte(',')
+		buf.Write(key)
+		buf.WriteByte(':')
+		buf.Write(c.Extra[k])
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON reads a config.json as the Config doc describes. Fields it
+// leaves out keep their values when c is already set, as encoding/json
+// does, and otherwise take BertConfig's defaults.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	start := defaults()
+	if !reflect.ValueOf(*c).IsZero() {
+		start = *c
+		start.Extra = maps.Clone(c.Extra)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		return fmt.Errorf("bert config: null is not a config")
+	}
+	if err := checkRefused(raw); err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if nullable, ok := modeled[k]; ok && !nullable && string(bytes.TrimSpace(raw[k])) == "null" {
+			return fmt.Errorf("bert config: %s is null: write the value", k)
+		}
+	}
+	h := hfConfig{plainConfig: plainConfig(start)}
+	if err := json.Unmarshal(b, &h); err != nil {
+		return err
+	}
+	if h.ModelType != "" && h.ModelType != ModelType {
+		return fmt.Errorf("bert config: model_type %q is not %s", h.ModelType, ModelType)
+	}
+	*c = Config(h.plainConfig)
+	c.Extra = start.Extra
+	if err := c.readNumLabels(raw); err != nil {
+		return err
+	}
+	for k, v := range raw {
+		if _, ok := modeled[k]; !ok {
+			if c.Extra == nil {
+				c.Extra = map[string]json.RawMessage{}
+			}
+			c.Extra[k] = v
+		}
+	}
+	return nil
+}
+
+// readNumLabels applies num_labels (or the older _num_labels) as
+// transformers does: without id2label it names LABEL_0, LABEL_1, …; with
+// id2label it must agree.
+func (c *Config) readNumLabels(raw map[string]json.RawMessage) error {
+	for _, key := range []string{"num_labels", "_num_labels"} {
+		b, ok := raw[key]
+		if !ok || string(bytes.TrimSpace(b)) == "null" {
+			continue
+		}
+		var n int
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("bert config: %s: %w", key, err)
+		}
+		if n < 0 || n > models.MaxLabels {
+			return fmt.Errorf("bert config: %s %d must be in [0, %d]", key, n, models.MaxLabels)
+		}
+		if _, ok := raw["id2label"]; ok {
+			if n != len(c.ID2Label) {
+				return fmt.Errorf("bert config: %s %d disagrees with the %d labels of id2label", key, n, len(c.ID2Label))
+			}
+			continue
+		}
+		c.ID2Label = map[string]string{}
+		for i := 0; i < n; i++ {
+			c.ID2Label[strconv.Itoa(i)] = "LABEL_" + strconv.Itoa(i)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,22 @@
+package bert
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/d73a19ff/zoo/models"
+)
+
+func TestStepBytes(t *testing.T) {
+	m, err := New(testConfig())
+	require.NoError(t, err)
+	c, err := NewForSequenceClassification(m, []string{"a", "b"})
+	require.NoError(t, err)
+	var _ models.StepEstimator = c
+	small, big := c.StepBytes(2, 8, false), c.StepBytes(2, 8, true)
+	require.Positive(t, small)
+	require.Greater(t, big, small)
+	require.Equal(t, int64(math.MaxInt64), c.StepBytes(math.MaxInt32, math.MaxInt32, true))
+}

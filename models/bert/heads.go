@@ -1,0 +1,235 @@
+package bert
+
+import (
+	"fmt"
+	"strconv"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+)
+
+// MLMHead is transformers' BertLMPredictionHead (cls.predictions): a
+// transform dense → hidden_act → LayerNorm, then a decoder tied to the word
+// embeddings plus its own bias.
+type MLMHead struct {
+	Transform *layers.Linear    // cls.predictions.transform.dense (d, d)
+	Norm      *layers.LayerNorm // cls.predictions.transform.LayerNorm
+	Bias      *layers.Param     // cls.predictions.bias (V)
+	words     *layers.Embedding
+	act       layers.Activation
+}
+
+func newMLMHead(m *Model) (*MLMHead, error) {
+	s := m.Store.Root().Sub("cls").Sub("predictions")
+	d := m.Config.HiddenSize
+	h := &MLMHead{words: m.WordEmbeddings}
+	var err error
+	if h.act, err = layers.ParseActivation(m.Config.HiddenAct); err != nil {
+		return nil, err
+	}
+	if h.Transform, err = layers.NewLinear(s.Sub("transform").Sub("dense"), d, d, true); err != nil {
+		return nil, err
+	}
+	if h.Norm, err = layers.NewLayerNorm(s.Sub("transform").Sub("LayerNorm"), d, m.Config.LayerNormEps, true); err != nil {
+		return nil, err
+	}
+	if h.Bias, err = s.Param("bias", []int{m.Config.VocabSize}, layers.Constant(0)); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Forward maps hidden states h (B, T, D) to token scores (B, T, V).
+func (h *MLMHead) Forward(g *layers.Graph, x *gorgonia.Node) (*gorgonia.Node, error) {
+	y, err := h.Transform.Forward(g, x)
+	if err != nil {
+		return nil, err
+	}
+	if y, err = layers.Activate(y, h.act); err != nil {
+		return nil, err
+	}
+	if y, err = h.Norm.Forward(g, y); err != nil {
+		return nil, err
+	}
+	if y, err = h.words.Logits(g, y); err != nil {
+		return nil, err
+	}
+	return layers.AddBias(g, y, h.Bias)
+}
+
+// ForPreTraining is transformers' BertForPreTraining: the backbone, the
+// masked-LM head (cls.predictions) and next-sentence prediction
+// (cls.seq_relationship, (2, d) on the pooled output).
+type ForPreTraining struct {
+	*Model
+	MLM *MLMHead
+	NSP *layers.Linear // cls.seq_relationship
+}
+
+// NewForPreTraining builds a BERT with both pretraining heads.
+func NewForPreTraining(cfg Config, opts ...layers.Option) (*ForPreTraining, error) {
+	m, err := New(cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	p := &ForPreTraining{Model: m}
+	if p.MLM, err = newMLMHead(m); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	if p.NSP, err = layers.NewLinear(m.Store.Root().Sub("cls").Sub("seq_relationship"), cfg.HiddenSize, 2, true); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	return p, nil
+}
+
+// Forward maps a batch (B, T) to MLM scores (B, T, V) and NSP scores
+// (B, 2) (index 0: the second sentence follows the first).
+func (p *ForPreTraining) Forward(g *layers.Graph, in Inputs) (mlm, nsp *gorgonia.Node, err error) {
+	h, err := p.Hidden(g, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	if mlm, err = p.MLM.Forward(g, h); err != nil {
+		return nil, nil, fmt.Errorf("bert: mlm head: %w", err)
+	}
+	pooled, err := p.Pool(g, h)
+	if err != nil {
+		return nil, nil, err
+	}
+	if nsp, err = p.NSP.Forward(g, pooled); err != nil {
+		return nil, nil, fmt.Errorf("bert: nsp head: %w", err)
+	}
+	return mlm, nsp, nil
+}
+
+// PreTrainingLoss are the outputs of ForPreTraining.Loss: scalars and the
+// scores they came from.
+type PreTrainingLoss struct {
+	Loss, MLMLoss, NSPLoss *gorgonia.Node // Loss = MLMLoss + NSPLoss
+	MLMLogits, NSPLogits   *gorgonia.Node // (B, T, V) and (B, 2)
+}
+
+// Loss is transformers' BertForPreTraining loss: the mean MLM
+// cross-entropy against labels (B, T) int, skipping layers.IgnoreIndex
+// (-100, the unmasked tokens), plus the mean NSP cross-entropy against
+// nextSentence (B) int.
+func (p *ForPreTraining) Loss(g *layers.Graph, in Inputs, labels, nextSentence *gorgonia.Node) (*PreTrainingLoss, error) {
+	var out PreTrainingLoss
+	var err error
+	if out.MLMLogits, out.NSPLogits, err = p.Forward(g, in); err != nil {
+		return nil, err
+	}
+	if out.MLMLoss, err = layers.CrossEntropy(out.MLMLogits, labels, layers.IgnoreIndex, 0); err != nil {
+		return nil, fmt.Errorf("bert: mlm loss: %w", err)
+	}
+	if out.NSPLoss, err = layers.CrossEntropy(out.NSPLogits, nextSentence, layers.IgnoreIndex, 0); err != nil {
+		return nil, fmt.Errorf("bert: nsp loss: %w", err)
+	}
+	if out.Loss, err = gorgonia.Add(out.MLMLoss, out.NSPLoss); err != nil {
+		return nil, fmt.Errorf("bert: loss: %w", err)
+	}
+	return &out, nil
+}
+
+// ForMaskedLM is transformers' BertForMaskedLM: the backbone and the
+// masked-LM head, without next-sentence prediction. (transformers'
+// BertForMaskedLM has no pooler; this one keeps it, so its checkpoints
+// load into every head, and its gradient is simply zero.)
+type ForMaskedLM struct {
+	*Model
+	MLM *MLMHead
+}
+
+// NewForMaskedLM builds a BERT with the masked-LM head.
+func NewForMaskedLM(cfg Config, opts ...layers.Option) (*ForMaskedLM, error) {
+	m, err := New(cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	h, err := newMLMHead(m)
+	if err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	return &ForMaskedLM{Model: m, MLM: h}, nil
+}
+
+// Forward maps a batch (B, T) to token scores (B, T, V).
+func (p *ForMaskedLM) Forward(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
+	h, err := p.Hidden(g, in)
+	if err != nil {
+		return nil, err
+	}
+	return p.MLM.Forward(g, h)
+}
+
+// Loss is the mean MLM cross-entropy against labels (B, T) int, skipping
+// layers.IgnoreIndex; it returns the loss and the scores (B, T, V).
+func (p *ForMaskedLM) Loss(g *layers.Graph, in Inputs, labels *gorgonia.Node) (loss, logits *gorgonia.Node, err error) {
+	if logits, err = p.Forward(g, in); err != nil {
+		return nil, nil, err
+	}
+	if loss, err = layers.CrossEntropy(logits, labels, layers.IgnoreIndex, 0); err != nil {
+		return nil, nil, fmt.Errorf("bert: mlm loss: %w", err)
+	}
+	return loss, logits, nil
+}
+
+// ForSequenceClassification is transformers'
+// BertForSequenceClassification: dropout (classifier_dropout, else
+// hidden_dropout_prob) and a linear "classifier" (num_labels, d) on the
+// pooled output.
+type ForSequenceClassification struct {
+	*Model
+	Classifier *layers.Linear // classifier
+	Labels     []string       // class names by id
+	drop       layers.Dropout
+}
+
+// NewForSequenceClassification puts a classification head for labels on
+// m (often a pretrained backbone), initialised N(0, initializer_range²)
+// with a zero bias, and records the labels in m.Config.ID2Label.
+func NewForSequenceClassification(m *Model, labels []string) (*ForSequenceClassification, error) {
+	if len(labels) < 2 {
+		return nil, fmt.Errorf("bert classifier: %d labels; need at least 2", len(labels))
+	}
+	if len(labels) > models.MaxLabels {
+		return nil, fmt.Errorf("bert classifier: %d labels is too many", len(labels))
+	}
+	cl, err := layers.NewLinear(m.Store.Root().Sub("classifier"), m.Config.HiddenSize, len(labels), true)
+	if err != nil {
+		return nil, fmt.Errorf("bert classifier: %w", err)
+	}
+	m.Config.ID2Label = map[string]string{}
+	for i, l := range labels {
+		m.Config.ID2Label[strconv.Itoa(i)] = l
+	}
+	m.arch = archClassifier
+	return &ForSequenceClassification{Model: m, Classifier: cl, Labels: append([]string(nil), labels...), drop: layers.Dropout{P: m.Config.classifierDropout()}}, nil
+}
+
+// Logits maps a batch (B, T) to class scores (B, num_labels).
+func (c *ForSequenceClassification) Logits(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
+	pooled, err := c.Pooled(g, in)
+	if err != nil {
+		return nil, err
+	}
+	if pooled, err = c.drop.Forward(g, pooled); err != nil {
+		return nil, fmt.Errorf("bert classifier: %w", err)
+	}
+	return c.Classifier.Forward(g, pooled)
+}
+
+// Loss is the mean cross-entropy of the class scores against labels (B)
+// int, skipping layers.IgnoreIndex; it returns the loss and the scores
+// (B, num_labels).
+func (c *ForSequenceClassification) Loss(g *layers.Graph, in Inputs, labels *gorgonia.Node) (loss, logits *gorgonia.Node, err error) {
+	if logits, err = c.Logits(g, in); err != nil {
+		return nil, nil, err
+	}
+	if loss, err = layers.CrossEntropy(logits, labels, layers.IgnoreIndex, 0); err != nil {
+		return nil, nil, fmt.Errorf("bert classifier: %w", err)
+	}
+	return loss, logits, nil
+}

@@ -1,0 +1,339 @@
+package bert
+
+// This file is the one place that knows how Hugging Face stores BERT.
+// Parameter names are already transformers' keys; what differs is:
+//   - BertModel checkpoints (the bare backbone) have no "bert." prefix;
+//   - older checkpoints name LayerNorm parameters gamma and beta;
+//   - checkpoints carry the buffers embeddings.position_ids (and
+//     token_type_ids), which are not parameters and are skipped;
+//   - the MLM decoder is tied: cls.predictions.decoder.weight, when
+//     present, must equal the word embeddings, and
+//     cls.predictions.decoder.bias is cls.predictions.bias;
+//   - a checkpoint of one head loads into another: the file's head tensors
+//     the model lacks are dropped and the model's head tensors the file
+//     lacks keep their initial values, and both are reported (LoadReport).
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+)
+
+// LoadReport says how a checkpoint of another head was fitted to a model:
+// the checkpoint keys it dropped and the parameters it created (left at
+// their initial values): Dropped sorted, Created in the model's order.
+type LoadReport struct {
+	Dropped, Created []string
+}
+
+// hfKeys maps BERT checkpoint keys to the model's parameter names.
+type hfKeys struct {
+	store *layers.Store
+	// heads lets a checkpoint of another head load (see LoadReport);
+	// otherwise every head tensor must match, as when resuming.
+	heads   bool
+	seen    map[string]bool // parameter names the file provides
+	dropped []string
+}
+
+func isBackbone(name string) bool { return strings.HasPrefix(name, "bert.") }
+
+// FromFile implements layers.KeyMap.
+func (k *hfKeys) FromFile(key string) (name string, transpose, skip bool) {
+	if strings.HasSuffix(key, "embeddings.position_ids") || strings.HasSuffix(key, "embeddings.token_type_ids") {
+		return "", false, true // buffers, not parameters
+	}
+	name = key
+	for _, p := range []string{"embeddings.", "encoder.", "pooler."} {
+		if strings.HasPrefix(key, p) { // a BertModel checkpoint: no "bert." prefix
+			name = "bert." + key
+		}
+	}
+	if strings.Contains(name, ".LayerNorm.") { // older checkpoints: gamma and beta
+		if n, ok := strings.CutSuffix(name, ".gamma"); ok {
+			name = n + ".weight"
+		} else if n, ok := strings.CutSuffix(name, ".beta"); ok {
+			name = n + ".bias"
+		}
+	}
+	switch name {
+	case "cls.predictions.decoder.weight":
+		name = "bert.embeddings.word_embeddings.weight" // tied; must be equal
+		if _, ok := k.store.Param("cls.predictions.bias"); !ok && k.heads {
+			k.dropped = append(k.dropped, key)
+			return "", false, true
+		}
+		return name, false, false
+	case "cls.predictions.decoder.bias":
+		name = "cls.predictions.bias"
+	}
+	if _, ok := k.store.Param(name); !ok && k.heads && !isBackbone(name) {
+		k.dropped = append(k.dropped, key)
+		return "", false, true
+	}
+	if k.seen != nil {
+		k.seen[name] = true
+	}
+	return name, false, false
+}
+
+// ToFile implements layers.KeyMap: the keys are the parameter names, as
+// BertFor*'s save_pretrained writes them (the tied decoder is not
+// written, as safetensors de-duplicates it).
+func (k *hfKeys) ToFile(name string) (key string, transpose bool) { return name, false }
+
+// Optional implements layers.OptionalKeys: when fitting another head, the
+// model's head parameters may be absent, and so may the pooler
+// (transformers' BertForMaskedLM has none).
+func (k *hfKeys) Optional(name string) bool {
+	return k.heads && (!isBackbone(name) || strings.HasPrefix(name, "bert.pooler."))
+}
+
+// load reads path into the store through k and reports what was fitted.
+func (k *hfKeys) load(path string) (LoadReport, error) {
+	k.seen = map[string]bool{}
+	if err := k.store.LoadMapped(path, k); err != nil {
+		return LoadReport{}, fmt.Errorf("bert: %w", err)
+	}
+	var r LoadReport
+	for _, p := range k.store.Params() {
+		if !k.seen[p.Name] {
+			r.Created = append(r.Created, p.Name)
+		}
+	}
+	r.Dropped = slices.Clone(k.dropped)
+	sort.Strings(r.Dropped)
+	return r, nil
+}
+
+// architecture is transformers' class for the model's heads.
+func (m *Model) architecture() string {
+	if m.arch != "" {
+		return m.arch
+	}
+	s := m.Store
+	_, mlm := s.Param("cls.predictions.bias")
+	_, nsp := s.Param("cls.seq_relationship.weight")
+	_, cl := s.Param("classifier.weight")
+	switch {
+	case cl:
+		return archClassifier
+	case mlm && nsp:
+		return archPreTraining
+	case mlm:
+		return archMaskedLM
+	}
+	return archModel
+}
+
+// savedConfig writes a Config with the architecture Save wrote.
+type savedConfig struct {
+	c    Config
+	arch string
+}
+
+func (s savedConfig) MarshalJSON() ([]byte, error) { return s.c.marshal(s.arch) }
+
+// Save writes the model, with whatever heads its store holds, as a
+// Hugging Face BERT checkpoint: dir/config.json (architectures naming the
+// head class) and dir/model.safetensors, each written atomically.
+func (m *Model) Save(dir string) error {
+	if err := m.Config.checkExtra(); err != nil {
+		return fmt.Errorf("bert: save: %w", err)
+	}
+	if err := models.SaveModel(dir, savedConfig{m.Config, m.architecture()}, m.Store, &hfKeys{store: m.Store}); err != nil {
+		return fmt.Errorf("bert: %w", err)
+	}
+	return nil
+}
+
+// LoadWeights reads a model.safetensors written by Save (or by
+// transformers for the same head) into the model, strictly: every
+// parameter must be in the file and every tensor must fit.
+func (m *Model) LoadWeights(path string) error {
+	_, err := (&hfKeys{store: m.Store}).load(path)
+	return err
+}
+
+// loadHeads reads dir's weights into m, fitting another head's checkpoint.
+func (m *Model) loadHeads(dir string) (LoadReport, error) {
+	return (&hfKeys{store: m.Store, heads: true}).load(filepath.Join(dir, models.WeightsFile))
+}
+
+// checkClassifierKind refuses a checkpoint whose architectures name the
+// other classifier: sequence and token classifiers both call their head
+// "classifier", with the same shape, so one would load as the other.
+func checkClassifierKind(dir, want string) error {
+	var a struct {
+		Architectures []string `json:"architectures"`
+	}
+	if err := layers.ReadConfig(dir, &a); err != nil {
+		return fmt.Errorf("bert: %w", err)
+	}
+	for _, got := range a.Architectures {
+		if (got == archClassifier || got == archTokenClassifier) && got != want {
+			return fmt.Errorf("bert: %s is a %s checkpoint; its classifier is not a %s's: load it with its own head, or a checkpoint without a classifier",
+				filepath.Join(dir, models.ConfigFile), got, want)
+		}
+	}
+	return nil
+}
+
+func readConfig(dir string) (Config, error) {
+	var cfg Config
+	if err := models.ReadConfig(dir, "bert", &cfg); err != nil {
+		return cfg, fmt.Errorf("bert: %w", err)
+	}
+	return cfg, nil
+}
+
+// Load reads the backbone of a BERT checkpoint directory, ours or Hugging
+// Face's, of any head; the head tensors are dropped and listed in the
+// report.
+func Load(dir string, opts ...layers.Option) (*Model, LoadReport, error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	m, err := New(cfg, opts...)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	r, err := m.loadHeads(dir)
+	return m, r, err
+}
+
+// LoadForPreTraining reads a checkpoint into a BertForPreTraining; heads
+// the checkpoint lacks are created (see LoadReport).
+func LoadForPreTraining(dir string, opts ...layers.Option) (*ForPreTraining, LoadReport, error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	p, err := NewForPreTraining(cfg, opts...)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	r, err := p.loadHeads(dir)
+	return p, r, err
+}
+
+// LoadForMaskedLM reads a checkpoint into a BertForMaskedLM.
+func LoadForMaskedLM(dir string, opts ...layers.Option) (*ForMaskedLM, LoadReport, error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	p, err := NewForMaskedLM(cfg, opts...)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	r, err := p.loadHeads(dir)
+	return p, r, err
+}
+
+// LoadForSequenceClassification reads a checkpoint of any head into a
+// sequence classifier for labels: a pretraining checkpoint's MLM and NSP
+// heads are dropped and a new classifier is created (see LoadReport).
+func LoadForSequenceClassification(dir string, labels []string, opts ...layers.Option) (*ForSequenceClassification, LoadReport, error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	if err := checkClassifierKind(dir, archClassifier); err != nil {
+		return nil, LoadReport{}, err
+	}
+	m, err := New(cfg, opts...)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	c, err := NewForSequenceClassification(m, labels)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	r, err := m.loadHeads(dir)
+	return c, r, err
+}
+
+// LoadClassifier reads a sequence classifier checkpoint (Save's, or
+// transformers' BertForSequenceClassification) with the labels of its
+// config.json's id2label, strictly.
+func LoadClassifier(dir string, opts ...layers.Option) (*ForSequenceClassification, error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkClassifierKind(dir, archClassifier); err != nil {
+		return nil, err
+	}
+	if len(cfg.ID2Label) == 0 {
+		return nil, fmt.Errorf("bert: %s has no id2label or num_labels: it is not a sequence classifier", filepath.Join(dir, models.ConfigFile))
+	}
+	labels := make([]string, len(cfg.ID2Label))
+	for k, l := range cfg.ID2Label {
+		n, err := strconv.Atoi(k)
+		if err != nil || n < 0 || n >= len(labels) {
+			return nil, fmt.Errorf("bert: id2label ids must be 0…%d, found %q", len(labels)-1, k)
+		}
+		labels[n] = l
+	}
+	m, err := New(cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	c, err := NewForSequenceClassification(m, labels)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// LoadForTokenClassification reads a checkpoint of any head but a sequence
+// classifier into a token classifier for labels (see LoadReport).
+func LoadForTokenClassification(dir string, labels []string, opts ...layers.Option) (*ForTokenClassification, LoadReport, error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	if err := checkClassifierKind(dir, archTokenClassifier); err != nil {
+		return nil, LoadReport{}, err
+	}
+	m, err := New(cfg, opts...)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	c, err := NewForTokenClassification(m, labels)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	r, err := m.loadHeads(dir)
+	return c, r, err
+}
+
+// LoadForQuestionAnswering reads a checkpoint of any head into an
+// extractive question-answering model (see LoadReport).
+func LoadForQuestionAnswering(dir string, opts ...layers.Option) (*ForQuestionAnswering, LoadReport, error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	m, err := New(cfg, opts...)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	q, err := NewForQuestionAnswering(m)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	r, err := m.loadHeads(dir)
+	return q, r, err
+}

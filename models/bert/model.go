@@ -1,0 +1,204 @@
+package bert
+
+import (
+	"fmt"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/internal/ops"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+)
+
+// ModelType is the model_type of a BERT config.json.
+const ModelType = "bert"
+
+// Model is BERT's backbone, transformers' BertModel: word, learned
+// position and token-type embeddings summed, LayerNorm and dropout; a stack
+// of post-norm encoder blocks; and the pooler, dense + tanh on the first
+// ([CLS]) token. Parameter names are Hugging Face's keys under "bert."
+// (bert.embeddings.word_embeddings.weight,
+// bert.encoder.layer.0.attention.self.query.weight, …), so a checkpoint
+// loads key by key (hf.go).
+type Model struct {
+	Config              Config
+	Store               *layers.Store
+	WordEmbeddings      *layers.Embedding         // bert.embeddings.word_embeddings
+	PositionEmbeddings  *layers.LearnedPositional // bert.embeddings.position_embeddings
+	TokenTypeEmbeddings *layers.Embedding         // bert.embeddings.token_type_embeddings
+	EmbeddingsNorm      *layers.LayerNorm         // bert.embeddings.LayerNorm
+	Encoder             *layers.Encoder           // bert.encoder.layer.*
+	Pooler              *layers.Linear            // bert.pooler.dense
+	drop                layers.Dropout
+	arch                string // the head class a NewFor* put on it, for Save; "" to infer it
+}
+
+// blockNames are BERT's names for the parts of a layer and the stack.
+var blockNames = layers.BlockNames{
+	SelfAttn: "attention", SelfAttnNorm: "attention.output.LayerNorm",
+	FFNIn: "intermediate.dense", FFNOut: "output.dense", FinalNorm: "output.LayerNorm",
+	Attention: layers.AttentionNames{Query: "self.query", Key: "self.key", Value: "self.value", Out: "output.dense"},
+	Layers:    "layer",
+}
+
+func (c Config) block() layers.BlockConfig {
+	return layers.BlockConfig{
+		Dim: c.HiddenSize, Heads: c.NumAttentionHeads, FFNDim: c.IntermediateSize, Activation: c.HiddenAct,
+		Norm: layers.PostNorm, LayerNormEps: c.LayerNormEps, Dropout: c.HiddenDropoutProb,
+		AttentionDropout: c.AttentionProbsDropoutProb, Bias: true, Names: blockNames,
+	}
+}
+
+// New builds the backbone with Hugging Face's initialisation
+// (BertPreTrainedModel._init_weights): N(0, initializer_range²) weights and
+// embeddings, the pad_token_id row of the word embeddings zero, zero
+// biases, LayerNorms 1 and 0. Options set the dtype and seed.
+//
+// transformers' word embedding also has padding_idx, which keeps that
+// row's gradient zero; here the row gets the gradient of the pad tokens'
+// own outputs, which is zero whenever padding is masked and carries no
+// MLM label.
+func New(cfg Config, opts ...layers.Option) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := layers.NewStore(append([]layers.Option{layers.WithInitStd(cfg.InitializerRange)}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	if err := models.CheckParams("bert", cfg.paramTerms(), int64(s.Dtype().Size())); err != nil {
+		return nil, err
+	}
+	m := &Model{Config: cfg, Store: s, drop: layers.Dropout{P: cfg.HiddenDropoutProb}}
+	root := s.Root().Sub("bert")
+	emb := root.Sub("embeddings")
+	d := cfg.HiddenSize
+	if m.WordEmbeddings, err = layers.NewEmbedding(emb.Sub("word_embeddings"), cfg.VocabSize, d); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	if m.PositionEmbeddings, err = layers.NewLearnedPositional(emb.Sub("position_embeddings"), cfg.MaxPositionEmbeddings, d); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	if m.TokenTypeEmbeddings, err = layers.NewEmbedding(emb.Sub("token_type_embeddings"), cfg.TypeVocabSize, d); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	if m.EmbeddingsNorm, err = layers.NewLayerNorm(emb.Sub("LayerNorm"), d, cfg.LayerNormEps, true); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	if m.Encoder, err = layers.NewEncoder(root.Sub("encoder"), cfg.block(), cfg.NumHiddenLayers); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	if m.Pooler, err = layers.NewLinear(root.Sub("pooler").Sub("dense"), d, d, true); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	zeroRow(m.WordEmbeddings.Weight, cfg.PadTokenID)
+	return m, nil
+}
+
+// zeroRow sets row r of the (N, D) parameter p to zero.
+func zeroRow(p *layers.Param, r int) {
+	d := p.Value.Shape()[1]
+	switch v := p.Value.Data().(type) {
+	case []float32:
+		clear(v[r*d : (r+1)*d])
+	case []float64:
+		clear(v[r*d : (r+1)*d])
+	}
+}
+
+// Inputs are a batch's graph inputs. IDs (B, T) are int token ids.
+// TokenTypes (B, T) int are segment ids (0 for the first sentence, 1 for
+// the second), or nil for all 0. Mask (B, T) float, 1 for tokens and 0 for
+// padding, may be nil when nothing is padded.
+type Inputs struct {
+	IDs, TokenTypes, Mask *gorgonia.Node
+}
+
+// Hidden maps a batch (B, T) to the last layer's hidden states (B, T, D),
+// transformers' last_hidden_state. T beyond max_position_embeddings is an
+// error; a token or token-type id outside its table is an error when the
+// graph runs.
+func (m *Model) Hidden(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
+	h, err := m.embed(g, in)
+	if err != nil {
+		return nil, err
+	}
+	if h, err = m.Encoder.Forward(g, h, in.Mask); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	return h, nil
+}
+
+// embed maps a batch (B, T) to LN(word + position + token type) with
+// dropout, (B, T, D).
+func (m *Model) embed(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
+	if in.IDs == nil || in.IDs.Dims() != 2 {
+		return nil, fmt.Errorf("bert: token ids must be (B, T)")
+	}
+	b, t := in.IDs.Shape()[0], in.IDs.Shape()[1]
+	if t > m.Config.MaxPositionEmbeddings {
+		return nil, fmt.Errorf("bert: %d tokens exceed the %d positions (max_position_embeddings); truncate the input", t, m.Config.MaxPositionEmbeddings)
+	}
+	types := in.TokenTypes
+	if types == nil {
+		var err error
+		if types, err = g.IntConstant("token_type_ids", make([]int, b*t), b, t); err != nil {
+			return nil, fmt.Errorf("bert: %w", err)
+		}
+	} else if types.Dims() != 2 || types.Shape()[0] != b || types.Shape()[1] != t {
+		return nil, fmt.Errorf("bert: token type ids %v must be (B, T) = (%d, %d)", types.Shape(), b, t)
+	}
+	h, err := m.WordEmbeddings.Forward(g, in.IDs)
+	if err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	tt, err := m.TokenTypeEmbeddings.Forward(g, types)
+	if err != nil {
+		return nil, fmt.Errorf("bert: token types: %w", err)
+	}
+	if h, err = ops.Add(h, tt); err != nil {
+		return nil, fmt.Errorf("bert: embeddings: %w", err)
+	}
+	if h, err = m.PositionEmbeddings.Forward(g, h); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	if h, err = m.EmbeddingsNorm.Forward(g, h); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	return m.drop.Forward(g, h)
+}
+
+// Pool maps hidden states h (B, T, D) to the pooled output (B, D):
+// tanh(dense(h[:, 0])), the [CLS] token through the pooler.
+func (m *Model) Pool(g *layers.Graph, h *gorgonia.Node) (*gorgonia.Node, error) {
+	b := h.Shape()[0]
+	first, err := g.IntConstant("cls_index", make([]int, b), b)
+	if err != nil {
+		return nil, fmt.Errorf("bert: pooler: %w", err)
+	}
+	cls, err := layers.SelectTokens(h, first)
+	if err != nil {
+		return nil, fmt.Errorf("bert: pooler: %w", err)
+	}
+	y, err := m.Pooler.Forward(g, cls)
+	if err != nil {
+		return nil, fmt.Errorf("bert: pooler: %w", err)
+	}
+	if y, err = gorgonia.Tanh(y); err != nil {
+		return nil, fmt.Errorf("bert: pooler: %w", err)
+	}
+	return y, nil
+}
+
+// Pooled maps a batch (B, T) to the pooled output (B, D), transformers'
+// pooler_output (see Pool).
+func (m *Model) Pooled(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
+	h, err := m.Hidden(g, in)
+	if err != nil {
+		return nil, err
+	}
+	return m.Pool(g, h)
+}
+
+// NumParams is the number of learnable scalars, heads included.
+func (m *Model) NumParams() int { return m.Store.NumParams() }
