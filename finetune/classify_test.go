@@ -15,6 +15,7 @@ import (
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/bert"
 	"github.com/d73a19ff/zoo/models/gpt"
 )
 
@@ -107,4 +108,35 @@ func TestClassifyUnknownCharacters(t *testing.T) {
 	_, err = RunClassify(context.Background(), cfg, &out)
 	require.NoError(t, err)
 	require.Regexp(t, `note: [1-9]\d* characters of the texts are not in the tokenizer's vocabulary and were mapped to \[UNK\]`, out.String())
+}
+
+// The same pipeline fine-tunes BERT, pooling [CLS] through its pooler, from
+// a pretraining checkpoint (its MLM and NSP heads are dropped, the
+// classifier created): the shared seam serves a second family with no
+// code of its own.
+func TestClassifyBERT(t *testing.T) {
+	csv, corpus := toySet(t, 200, 4)
+	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
+	require.NoError(t, err)
+	tok, err := datasets.NewCharTokenizer(c)
+	require.NoError(t, err)
+	bc := bert.Tiny()
+	bc.VocabSize, bc.HiddenSize, bc.IntermediateSize, bc.MaxPositionEmbeddings = tok.VocabSize(), 32, 64, 32
+	bc.HiddenDropoutProb, bc.AttentionProbsDropoutProb = 0, 0
+	m, err := bert.NewForPreTraining(bc, layers.WithSeed(5))
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "bert")
+	require.NoError(t, models.SaveText(dir, m, tok))
+
+	cfg := DefaultClassify()
+	cfg.Checkpoint, cfg.TrainFile, cfg.RunDir = dir, csv, filepath.Join(t.TempDir(), "cls")
+	cfg.Batch, cfg.MaxIters, cfg.LR, cfg.Warmup, cfg.EvalEvery, cfg.ValFraction = 16, 120, 3e-3, 10, 60, 0.2
+	var out strings.Builder
+	res, err := RunClassify(context.Background(), cfg, &out)
+	require.NoError(t, err)
+	require.Contains(t, out.String(), "bert classifier: 2 labels")
+	require.GreaterOrEqual(t, res.Confusion.Accuracy(), 0.95, "%v", res.Confusion)
+	conf, err := EvalClassify(res.Final, csv, 8)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, conf.Accuracy(), 0.95)
 }

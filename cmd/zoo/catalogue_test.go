@@ -213,7 +213,7 @@ func catalogue() []badInput {
 		{"a model_type zoo does not know", func(t *testing.T, _ fixture, d string) []string {
 			write(t, filepath.Join(d, "c", "config.json"), `{"model_type": "llama"}`)
 			return []string{"eval", "--checkpoint", filepath.Join(d, "c"), "--corpus", "x"}
-		}, 1, `model_type "llama" is not one zoo knows; known model types: gpt2 (gpt), marian (seq2seq)`},
+		}, 1, `model_type "llama" is not one zoo knows; known model types: bert (bert), gpt2 (gpt), marian (seq2seq)`},
 		{"a GPT checkpoint to translate", func(_ *testing.T, f fixture, _ string) []string {
 			return []string{"translate", "--checkpoint", ckpt(f)}
 		}, 1, "is a gpt checkpoint (model_type gpt2), another model family"},
@@ -370,7 +370,7 @@ func Example_badInput() {
 	fmt.Print(errb.String())
 	// Output:
 	// 2
-	// zoo pretrain: unknown model family "resnet"; known families: gpt, seq2seq
+	// zoo pretrain: unknown model family "resnet"; known families: gpt, seq2seq, bert
 	// usage: zoo pretrain FAMILY [flags] (zoo pretrain -h for help)
 }
 

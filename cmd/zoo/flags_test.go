@@ -71,3 +71,17 @@ func TestUnknownFamilyListsKnown(t *testing.T) {
 		require.Contains(t, errb.String(), `unknown model family "resnet"; known families: gpt, seq2seq`)
 	}
 }
+
+// BERT has no pretraining pipeline yet, and fine-tunes only classification:
+// both are usage errors that say so.
+func TestBERTCommandsSoFar(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 2, run([]string{"pretrain", "bert"}, &out, &errb))
+	require.Contains(t, errb.String(), "the bert family has no pretraining pipeline yet")
+	errb.Reset()
+	require.Equal(t, 2, run([]string{"finetune", "bert", "--task", "qa"}, &out, &errb))
+	require.Contains(t, errb.String(), `--task "qa": BERT fine-tunes --task classify for now`)
+	out.Reset()
+	require.Equal(t, 0, run([]string{"finetune", "bert", "-h"}, &out, &errb))
+	require.Contains(t, out.String(), "usage: zoo finetune bert --task classify")
+}
