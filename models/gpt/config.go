@@ -479,49 +479,10 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	if name, err := layers.HFActivationName(c.ActivationFunction); err == nil {
 		c.ActivationFunction = name
 	}
-	if err := c.readNumLabels(raw); err != nil {
+	if c.ID2Label, err = models.ReadNumLabels(raw, c.ID2Label, "gpt config"); err != nil {
 		return err
 	}
-	for k, v := range raw {
-		if _, ok := modeled[k]; !ok {
-			if c.Extra == nil {
-				c.Extra = map[string]json.RawMessage{}
-			}
-			c.Extra[k] = v
-		}
-	}
-	return nil
-}
-
-// readNumLabels applies num_labels (or the older _num_labels) as
-// transformers does: without id2label it names LABEL_0, LABEL_1, …; with
-// id2label it must agree.
-func (c *Config) readNumLabels(raw map[string]json.RawMessage) error {
-	for _, key := range []string{"num_labels", "_num_labels"} {
-		b, ok := raw[key]
-		if !ok || string(bytes.TrimSpace(b)) == "null" {
-			continue
-		}
-		var n int
-		if err := json.Unmarshal(b, &n); err != nil {
-			return fmt.Errorf("gpt config: %s: %w", key, err)
-		}
-		// The names are made here, before Validate can look at the
-		// config: num_labels 2000000000 would take minutes and gigabytes.
-		if n < 0 || n > models.MaxLabels {
-			return fmt.Errorf("gpt config: %s %d must be in [0, %d]", key, n, models.MaxLabels)
-		}
-		if _, ok := raw["id2label"]; ok {
-			if n != len(c.ID2Label) {
-				return fmt.Errorf("gpt config: %s %d disagrees with the %d labels of id2label", key, n, len(c.ID2Label))
-			}
-			continue
-		}
-		c.ID2Label = map[string]string{}
-		for i := 0; i < n; i++ {
-			c.ID2Label[strconv.Itoa(i)] = "LABEL_" + strconv.Itoa(i)
-		}
-	}
+	c.Extra = models.KeepExtra(raw, modeled, c.Extra)
 	return nil
 }
 
