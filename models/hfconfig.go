@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 )
 
@@ -56,4 +58,52 @@ func KeepExtra(raw map[string]json.RawMessage, modeled map[string]bool, extra ma
 		extra[k] = v
 	}
 	return extra
+}
+
+// Refusal is a config.json key whose values, other than those OK accepts,
+// make Hugging Face's model compute what the family does not implement.
+type Refusal struct {
+	Key string
+	OK  func(v any) bool // the values the family computes the same as transformers
+	Why string           // what is not supported and what to do
+}
+
+// CheckRefused reports the first refused value in raw, naming the key, its
+// value and why; family prefixes the error ("gpt config").
+func CheckRefused(raw map[string]json.RawMessage, refused []Refusal, family string) error {
+	for _, r := range refused {
+		b, ok := raw[r.Key]
+		if !ok {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return fmt.Errorf("%s: %s: %w", family, r.Key, err)
+		}
+		if !r.OK(v) {
+			return fmt.Errorf("%s: %s %s %s", family, r.Key, CompactJSON(b), r.Why)
+		}
+	}
+	return nil
+}
+
+// CheckExtra rejects Extra keys that the family's Config models (set the
+// field instead) and refused values.
+func CheckExtra(extra map[string]json.RawMessage, modeled map[string]bool, refused []Refusal, family string) error {
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		if _, ok := modeled[k]; ok {
+			return fmt.Errorf("%s: Extra has %q, which Config models: set the field instead", family, k)
+		}
+	}
+	return CheckRefused(extra, refused, family)
+}
+
+// CompactJSON is b without insignificant space, for messages (b itself if it
+// is not JSON).
+func CompactJSON(b []byte) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return string(b)
+	}
+	return buf.String()
 }

@@ -196,23 +196,19 @@ func (c Config) paramTerms() []models.Term {
 
 // refused are the config.json keys whose values, other than their
 // defaults, make transformers' BERT compute what this model does not.
-var refused = []struct {
-	key string
-	ok  func(v any) bool
-	why string
-}{
-	{"is_decoder", func(v any) bool { return v == nil || v == false },
-		"is not supported: zoo's BERT is a bidirectional encoder, without the causal mask of a decoder"},
-	{"add_cross_attention", func(v any) bool { return v == nil || v == false },
-		"is not supported: zoo's BERT has no cross-attention layers (crossattention.*)"},
-	{"pruned_heads", func(v any) bool { m, ok := v.(map[string]any); return v == nil || ok && len(m) == 0 },
-		"is not supported: zoo's BERT has num_attention_heads heads in every layer; use an unpruned checkpoint"},
-	{"chunk_size_feed_forward", func(v any) bool { return v == nil || v == 0.0 },
-		"is not supported: zoo's BERT runs the feed-forward on the whole sequence (chunk_size_feed_forward 0)"},
-	{"tie_word_embeddings", func(v any) bool { return v == nil || v == true },
-		"is not supported: zoo's BERT ties the MLM decoder to the word embeddings"},
-	{"problem_type", func(v any) bool { return v == nil || v == "single_label_classification" },
-		"is not supported: zoo's BERT classifier trains with softmax cross-entropy (single_label_classification)"},
+var refused = []models.Refusal{
+	{Key: "is_decoder", OK: func(v any) bool { return v == nil || v == false },
+		Why: "is not supported: zoo's BERT is a bidirectional encoder, without the causal mask of a decoder"},
+	{Key: "add_cross_attention", OK: func(v any) bool { return v == nil || v == false },
+		Why: "is not supported: zoo's BERT has no cross-attention layers (crossattention.*)"},
+	{Key: "pruned_heads", OK: func(v any) bool { m, ok := v.(map[string]any); return v == nil || ok && len(m) == 0 },
+		Why: "is not supported: zoo's BERT has num_attention_heads heads in every layer; use an unpruned checkpoint"},
+	{Key: "chunk_size_feed_forward", OK: func(v any) bool { return v == nil || v == 0.0 },
+		Why: "is not supported: zoo's BERT runs the feed-forward on the whole sequence (chunk_size_feed_forward 0)"},
+	{Key: "tie_word_embeddings", OK: func(v any) bool { return v == nil || v == true },
+		Why: "is not supported: zoo's BERT ties the MLM decoder to the word embeddings"},
+	{Key: "problem_type", OK: func(v any) bool { return v == nil || v == "single_label_classification" },
+		Why: "is not supported: zoo's BERT classifier trains with softmax cross-entropy (single_label_classification)"},
 }
 
 // modeled maps the config.json keys Config reads, or writes from what is
@@ -233,37 +229,11 @@ var modeled = func() map[string]bool {
 
 // checkExtra rejects Extra keys that Config models and refused values.
 func (c Config) checkExtra() error {
-	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
-		if _, ok := modeled[k]; ok {
-			return fmt.Errorf("bert config: Extra has %q, which Config models: set the field instead", k)
-		}
-	}
-	return checkRefused(c.Extra)
+	return models.CheckExtra(c.Extra, modeled, refused, "bert config")
 }
 
 func checkRefused(raw map[string]json.RawMessage) error {
-	for _, r := range refused {
-		b, ok := raw[r.key]
-		if !ok {
-			continue
-		}
-		var v any
-		if err := json.Unmarshal(b, &v); err != nil {
-			return fmt.Errorf("bert config: %s: %w", r.key, err)
-		}
-		if !r.ok(v) {
-			return fmt.Errorf("bert config: %s %s %s", r.key, compact(b), r.why)
-		}
-	}
-	return nil
-}
-
-func compact(b []byte) string {
-	var buf bytes.Buffer
-	if json.Compact(&buf, b) != nil {
-		return string(b)
-	}
-	return buf.String()
+	return models.CheckRefused(raw, refused, "bert config")
 }
 
 // hfConfig is Config as Hugging Face writes it.

@@ -276,17 +276,13 @@ func (c Config) ActivationBytes(batch, t int, lm, training bool) int64 {
 
 // refused are the config.json keys whose values, other than their
 // defaults, make transformers' GPT-2 compute what this model does not.
-var refused = []struct {
-	key string
-	ok  func(v any) bool // the values this model computes the same as transformers
-	why string
-}{
-	{"add_cross_attention", func(v any) bool { return v == nil || v == false },
-		"is not supported: zoo's GPT is decoder-only, without GPT-2's cross-attention layers (h.N.crossattention, h.N.ln_cross_attn); use a checkpoint without them"},
-	{"pruned_heads", func(v any) bool { m, ok := v.(map[string]any); return v == nil || ok && len(m) == 0 },
-		"is not supported: zoo's GPT has n_head heads in every layer, and a pruned layer's c_attn and c_proj are narrower; use an unpruned checkpoint"},
-	{"problem_type", func(v any) bool { return v == nil || v == "single_label_classification" },
-		"is not supported: zoo's GPT classifier trains with softmax cross-entropy over num_labels ≥ 2 classes (single_label_classification); regression and multi-label heads need another loss"},
+var refused = []models.Refusal{
+	{Key: "add_cross_attention", OK: func(v any) bool { return v == nil || v == false },
+		Why: "is not supported: zoo's GPT is decoder-only, without GPT-2's cross-attention layers (h.N.crossattention, h.N.ln_cross_attn); use a checkpoint without them"},
+	{Key: "pruned_heads", OK: func(v any) bool { m, ok := v.(map[string]any); return v == nil || ok && len(m) == 0 },
+		Why: "is not supported: zoo's GPT has n_head heads in every layer, and a pruned layer's c_attn and c_proj are narrower; use an unpruned checkpoint"},
+	{Key: "problem_type", OK: func(v any) bool { return v == nil || v == "single_label_classification" },
+		Why: "is not supported: zoo's GPT classifier trains with softmax cross-entropy over num_labels ≥ 2 classes (single_label_classification); regression and multi-label heads need another loss"},
 }
 
 // aliases is GPT2Config.attribute_map: names transformers reads as others.
@@ -315,38 +311,10 @@ var modeled = func() map[string]bool {
 }()
 
 // checkExtra rejects Extra keys that Config models and refused values.
-func (c Config) checkExtra() error {
-	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
-		if _, ok := modeled[k]; ok {
-			return fmt.Errorf("gpt config: Extra has %q, which Config models: set the field instead", k)
-		}
-	}
-	return checkRefused(c.Extra)
-}
+func (c Config) checkExtra() error { return models.CheckExtra(c.Extra, modeled, refused, "gpt config") }
 
 func checkRefused(raw map[string]json.RawMessage) error {
-	for _, r := range refused {
-		b, ok := raw[r.key]
-		if !ok {
-			continue
-		}
-		var v any
-		if err := json.Unmarshal(b, &v); err != nil {
-			return fmt.Errorf("gpt config: %s: %w", r.key, err)
-		}
-		if !r.ok(v) {
-			return fmt.Errorf("gpt config: %s %s %s", r.key, compact(b), r.why)
-		}
-	}
-	return nil
-}
-
-func compact(b []byte) string {
-	var buf bytes.Buffer
-	if json.Compact(&buf, b) != nil {
-		return string(b)
-	}
-	return buf.String()
+	return models.CheckRefused(raw, refused, "gpt config")
 }
 
 // hfConfig is Config as Hugging Face writes it.
@@ -444,7 +412,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		}
 		if w, ok := raw[a.key]; ok && !jsonEqual(v, w) {
 			return fmt.Errorf("gpt config: %s %s and its alias %s %s disagree (transformers uses %s): remove one",
-				a.key, compact(w), a.alias, compact(v), a.alias)
+				a.key, models.CompactJSON(w), a.alias, models.CompactJSON(v), a.alias)
 		}
 		raw[a.key] = v
 		delete(raw, a.alias)
