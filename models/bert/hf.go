@@ -197,13 +197,20 @@ func readConfig(dir string) (Config, error) {
 // Face's, of any head; the head tensors are dropped and listed in the
 // report.
 func Load(dir string, opts ...layers.Option) (*Model, LoadReport, error) {
+	return loadAs(dir, func(c Config) (*Model, error) { return New(c, opts...) })
+}
+
+// loadAs reads dir's config, builds the model with build and loads what of
+// the checkpoint fits it, reporting the head tensors dropped and created.
+func loadAs[T interface{ loadHeads(string) (LoadReport, error) }](dir string, build func(Config) (T, error)) (T, LoadReport, error) {
+	var zero T
 	cfg, err := readConfig(dir)
 	if err != nil {
-		return nil, LoadReport{}, err
+		return zero, LoadReport{}, err
 	}
-	m, err := New(cfg, opts...)
+	m, err := build(cfg)
 	if err != nil {
-		return nil, LoadReport{}, err
+		return zero, LoadReport{}, err
 	}
 	r, err := m.loadHeads(dir)
 	return m, r, err
@@ -212,30 +219,12 @@ func Load(dir string, opts ...layers.Option) (*Model, LoadReport, error) {
 // LoadForPreTraining reads a checkpoint into a BertForPreTraining; heads
 // the checkpoint lacks are created (see LoadReport).
 func LoadForPreTraining(dir string, opts ...layers.Option) (*ForPreTraining, LoadReport, error) {
-	cfg, err := readConfig(dir)
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	p, err := NewForPreTraining(cfg, opts...)
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	r, err := p.loadHeads(dir)
-	return p, r, err
+	return loadAs(dir, func(c Config) (*ForPreTraining, error) { return NewForPreTraining(c, opts...) })
 }
 
 // LoadForMaskedLM reads a checkpoint into a BertForMaskedLM.
 func LoadForMaskedLM(dir string, opts ...layers.Option) (*ForMaskedLM, LoadReport, error) {
-	cfg, err := readConfig(dir)
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	p, err := NewForMaskedLM(cfg, opts...)
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	r, err := p.loadHeads(dir)
-	return p, r, err
+	return loadAs(dir, func(c Config) (*ForMaskedLM, error) { return NewForMaskedLM(c, opts...) })
 }
 
 // LoadForSequenceClassification reads a checkpoint of any head into a
