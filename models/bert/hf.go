@@ -202,7 +202,9 @@ func Load(dir string, opts ...layers.Option) (*Model, LoadReport, error) {
 
 // loadAs reads dir's config, builds the model with build and loads what of
 // the checkpoint fits it, reporting the head tensors dropped and created.
-func loadAs[T interface{ loadHeads(string) (LoadReport, error) }](dir string, build func(Config) (T, error)) (T, LoadReport, error) {
+func loadAs[T interface {
+	loadHeads(string) (LoadReport, error)
+}](dir string, build func(Config) (T, error)) (T, LoadReport, error) {
 	var zero T
 	cfg, err := readConfig(dir)
 	if err != nil {
