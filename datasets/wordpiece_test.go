@@ -1,0 +1,129 @@
+package datasets
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestWordPieceMatchesHuggingFace encodes with testdata/wordpiece_tiny.json,
+// a hand-written BERT-style tokenizer.json (BertProcessing, a 12-character
+// word limit), and compares with the ids, type ids and decodes that
+// Hugging Face's tokenizers 0.23.2 (npm, node v20) gave for the same file:
+//
+//	tok.encode(text, null, {addSpecialTokens: false}) or tok.encode(a, b),
+//	then getIds(), getTypeIds() and tok.decode(ids, false).
+func TestWordPieceMatchesHuggingFace(t *testing.T) {
+	tok, err := LoadTokenizer(filepath.Join("testdata", "wordpiece_tiny.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wp, ok := tok.(*WordPiece)
+	if !ok {
+		t.Fatalf("LoadTokenizer gave a %T, want *WordPiece", tok)
+	}
+	for _, c := range []struct {
+		a, b      string
+		pair      bool
+		ids, typs []int
+		dec       string
+	}{
+		{a: "The lights, unaffable!", ids: []int{5, 6, 7, 15, 8, 9, 10, 27}, dec: "the lights, unaffable!"},
+		{a: "Café PRISM\u0000 rays\u200bx raying", ids: []int{22, 23, 24, 7, 31, 24, 26}, dec: "cafe prism raysx raying"},
+		{a: "don't 中中x", ids: []int{19, 17, 18, 20, 20, 30}, dec: "don ' t 中 中 x"},
+		{a: "xxxxxxxxxxxxx xxxxxxxxxxxx", ids: []int{1, 30, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31}, dec: "[UNK] xxxxxxxxxxxx"},
+		{a: "[CLS] the [MASK] İ ı", ids: []int{2, 5, 4, 13, 35}, dec: "[CLS] the [MASK] i ı"},
+		{a: "“ray”—$5", ids: []int{32, 24, 33, 34, 21, 1}, dec: "“ ray ” — $ [UNK]"},
+		{a: "the light", b: "is unaffable.", pair: true, ids: []int{2, 5, 6, 3, 29, 8, 9, 10, 16, 3},
+			typs: []int{0, 0, 0, 0, 1, 1, 1, 1, 1, 1}, dec: "[CLS] the light [SEP] is unaffable. [SEP]"},
+	} {
+		var ids, typs []int
+		var err error
+		if c.pair {
+			ids, typs, err = wp.EncodePair(c.a, c.b)
+		} else {
+			ids, err = wp.Encode(c.a)
+			typs = make([]int, len(ids))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.typs == nil {
+			c.typs = make([]int, len(c.ids))
+		}
+		if !slices.Equal(ids, c.ids) || !slices.Equal(typs, c.typs) {
+			t.Errorf("%q %q: ids %v types %v, Hugging Face %v %v", c.a, c.b, ids, typs, c.ids, c.typs)
+		}
+		dec, err := wp.Decode(ids)
+		if err != nil || dec != c.dec {
+			t.Errorf("decode %v = %q, %v; Hugging Face %q", ids, dec, err, c.dec)
+		}
+	}
+	ids, typs, err := wp.EncodeWithSpecials("the light")
+	if err != nil || !slices.Equal(ids, []int{2, 5, 6, 3}) || !slices.Equal(typs, []int{0, 0, 0, 0}) {
+		t.Errorf("EncodeWithSpecials = %v %v %v", ids, typs, err)
+	}
+}
+
+func TestWordPieceErrors(t *testing.T) {
+	for _, s := range []string{
+		`{"model":{"type":"WordPiece","unk_token":"[UNK]","vocab":{"a":0}}}`,
+		`{"model":{"type":"WordPiece","vocab":{"[UNK]":0,"a":-1}}}`,
+		`{"model":{"type":"WordPiece","vocab":{"[UNK]":0,"a":0}}}`,
+		`{"model":{"type":"WordPiece","vocab":{"[UNK]":0,"":1}}}`,
+		`{"model":{"type":"WordPiece","vocab":{"[UNK]":0}},"post_processor":{"type":"BertProcessing","sep":["[SEP]",7],"cls":["[CLS]",0]}}`,
+		`{"model":{"type":"WordPiece","vocab":{"[UNK]":0}},"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"[CLS]","type_id":0}}],"pair":[],"special_tokens":{}}}`,
+		`{"model":{"type":"WordPiece","vocab":{"[UNK]":0},"max_input_chars_per_word":-1}}`,
+		`{"model":{"type":"WordPiece"}}`,
+	} {
+		if _, err := parseTokenizer([]byte(s)); err == nil {
+			t.Errorf("accepted %s", s)
+		}
+	}
+}
+
+func TestTrainWordPiece(t *testing.T) {
+	texts := []string{"The prism refracts the light; the lights are refracted.", "Héllo, Wörld! 中文 prisms [MASK] refracting"}
+	tok, err := TrainWordPieceTexts(context.Background(), texts, WordPieceOptions{VocabSize: 120, Lowercase: true, StripAccents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := tok.Vocab()
+	if !slices.Equal(v[:5], WordPieceSpecials) || len(v) > 120 {
+		t.Fatalf("vocabulary %q", v)
+	}
+	dir := t.TempDir()
+	js, vt := filepath.Join(dir, "tokenizer.json"), filepath.Join(dir, "vocab.txt")
+	if err := tok.Save(js); err != nil {
+		t.Fatal(err)
+	}
+	if err := tok.SaveVocab(vt); err != nil {
+		t.Fatal(err)
+	}
+	fromJSON, err := LoadTokenizer(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromTxt, err := LoadWordPieceVocab(vt, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range append(texts, "unseen qz words") {
+		a, err1 := fromJSON.Encode(text)
+		b, err2 := fromTxt.Encode(text)
+		if err1 != nil || err2 != nil || !slices.Equal(a, b) {
+			t.Errorf("%q: json %v %v, vocab.txt %v %v", text, a, err1, b, err2)
+		}
+		dec, _ := fromJSON.Decode(a)
+		if text == texts[0] && dec != "the prism refracts the light ; the lights are refracted." {
+			t.Errorf("decode %q", dec)
+		}
+	}
+	raw, _ := os.ReadFile(vt)
+	if !strings.HasPrefix(string(raw), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n") {
+		t.Errorf("vocab.txt starts %q", raw[:40])
+	}
+}
