@@ -429,7 +429,7 @@ func (t *WordPiece) normalize(s string) string {
 	}
 	s = b.String()
 	if n.stripAccents {
-		s = stripMn(norm.NFD.String(s))
+		s = stripMn(nfd(s))
 	}
 	if n.lowercase {
 		s = lowerEach(s)
@@ -440,7 +440,7 @@ func (t *WordPiece) normalize(s string) string {
 // stripMn drops nonspacing marks (category Mn).
 func stripMn(s string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Mn, r) {
+		if unicode.Is(unicode.Mn, r) && !inRanges(r, hfNotMn) || inRanges(r, hfMn) {
 			return -1
 		}
 		return r
@@ -458,29 +458,59 @@ func lowerEach(s string) string {
 			b.WriteString("i\u0307")
 			continue
 		}
+		if l, ok := hfLower[r]; ok {
+			r = l
+		}
 		b.WriteRune(unicode.ToLower(r))
 	}
 	return b.String()
 }
 
+// hfLower holds the lowercase mappings Rust's standard library (Unicode
+// 16, behind tokenizers 0.23.2) has and Go's (15.0) lacks: characters
+// added in Unicode 16, found as the tables of isBertPunct.
+var hfLower = map[rune]rune{
+	0x1C89: 0x1C8A, 0xA7CB: 0x0264, 0xA7CC: 0xA7CD, 0xA7CE: 0xA7CF, 0xA7D2: 0xA7D3, 0xA7D4: 0xA7D5,
+	0xA7DA: 0xA7DB, 0xA7DC: 0x019B, 0x10D50: 0x10D70, 0x10D51: 0x10D71, 0x10D52: 0x10D72,
+	0x10D53: 0x10D73, 0x10D54: 0x10D74, 0x10D55: 0x10D75, 0x10D56: 0x10D76, 0x10D57: 0x10D77,
+	0x10D58: 0x10D78, 0x10D59: 0x10D79, 0x10D5A: 0x10D7A, 0x10D5B: 0x10D7B, 0x10D5C: 0x10D7C,
+	0x10D5D: 0x10D7D, 0x10D5E: 0x10D7E, 0x10D5F: 0x10D7F, 0x10D60: 0x10D80, 0x10D61: 0x10D81,
+	0x10D62: 0x10D82, 0x10D63: 0x10D83, 0x10D64: 0x10D84, 0x10D65: 0x10D85, 0x16EA0: 0x16EBB,
+	0x16EA1: 0x16EBC, 0x16EA2: 0x16EBD, 0x16EA3: 0x16EBE, 0x16EA4: 0x16EBF, 0x16EA5: 0x16EC0,
+	0x16EA6: 0x16EC1, 0x16EA7: 0x16EC2, 0x16EA8: 0x16EC3, 0x16EA9: 0x16EC4, 0x16EAA: 0x16EC5,
+	0x16EAB: 0x16EC6, 0x16EAC: 0x16EC7, 0x16EAD: 0x16EC8, 0x16EAE: 0x16EC9, 0x16EAF: 0x16ECA,
+	0x16EB0: 0x16ECB, 0x16EB1: 0x16ECC, 0x16EB2: 0x16ECD, 0x16EB3: 0x16ECE, 0x16EB4: 0x16ECF,
+	0x16EB5: 0x16ED0, 0x16EB6: 0x16ED1, 0x16EB7: 0x16ED2, 0x16EB8: 0x16ED3,
+}
+
+// nfd is the canonical decomposition of s, as tokenizers'
+// unicode-normalization crate makes it: U+11938 (DIVES AKURU VOWEL SIGN O)
+// is left whole there and decomposed by golang.org/x/text.
+func nfd(s string) string {
+	const kept = "\U00011938"
+	if !strings.Contains(s, kept) {
+		return norm.NFD.String(s)
+	}
+	parts := strings.Split(s, kept)
+	for i, p := range parts {
+		parts[i] = norm.NFD.String(p)
+	}
+	return strings.Join(parts, kept)
+}
+
 // isBertSpace is tokenizers' bert is_whitespace: Unicode White_Space.
 func isBertSpace(r rune) bool { return unicode.Is(unicode.White_Space, r) }
 
-// isBertControl is tokenizers' bert is_control: categories Cc, Cf, Co, Cs
-// and unassigned code points, except tab, newline and carriage return.
+// isBertControl is tokenizers' bert is_control: categories Cc, Cf, Co
+// and Cs, except tab, newline and carriage return. Unassigned code points
+// (Cn) are kept: the Rust crate tokenizers uses (unicode_categories)
+// finds none.
 func isBertControl(r rune) bool {
 	switch r {
 	case '\t', '\n', '\r':
 		return false
 	}
-	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs) || !isAssigned(r)
-}
-
-// assigned lists the categories of every assigned code point but C*.
-var assigned = []*unicode.RangeTable{unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z}
-
-func isAssigned(r rune) bool {
-	return unicode.In(r, assigned...) || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs)
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs) && !inRanges(r, hfNotControl)
 }
 
 // isChineseChar is tokenizers' bert is_chinese_char: the CJK Unified
@@ -501,7 +531,60 @@ func isBertPunct(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r > ' ' && r < 0x7f && !('0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z')
 	}
-	return unicode.In(r, unicode.P)
+	return unicode.In(r, unicode.P) && !inRanges(r, hfNotPunct) || inRanges(r, hfPunct)
+}
+
+// The Rust crate behind tokenizers' is_control and is_punctuation
+// (unicode_categories 0.1) has the tables of an older Unicode than Go's
+// (15.0). These are the code points where the two disagree, found by
+// encoding "a" + c + "a" for every code point c with tokenizers 0.23.2
+// and with zoo (tools/hftokenizers/README.md):
+//
+//   - hfNotPunct: punctuation to Go, not to tokenizers (added since);
+//   - hfPunct: punctuation to tokenizers, symbols (So) to Go;
+//   - hfNotControl: format characters (Cf) to Go, not to tokenizers;
+//   - hfNotMn: nonspacing marks (Mn) to Go, not to tokenizers (which
+//     strip_accents keeps);
+//   - hfMn: a nonspacing mark to tokenizers, a spacing one (Mc) to Go.
+var (
+	hfNotPunct = [][2]rune{{0x061D, 0x061D}, {0x09FD, 0x09FD}, {0x0A76, 0x0A76}, {0x0C77, 0x0C77}, {0x0C84, 0x0C84},
+		{0x1B7D, 0x1B7E}, {0x2E43, 0x2E4F}, {0x2E52, 0x2E5D}, {0x10EAD, 0x10EAD}, {0x10F55, 0x10F59}, {0x10F86, 0x10F89},
+		{0x1144B, 0x1144F}, {0x1145A, 0x1145B}, {0x1145D, 0x1145D}, {0x11660, 0x1166C}, {0x116B9, 0x116B9}, {0x1183B, 0x1183B},
+		{0x11944, 0x11946}, {0x119E2, 0x119E2}, {0x11A3F, 0x11A46}, {0x11A9A, 0x11A9C}, {0x11A9E, 0x11AA2}, {0x11B00, 0x11B09},
+		{0x11C41, 0x11C45}, {0x11C70, 0x11C71}, {0x11EF7, 0x11EF8}, {0x11F43, 0x11F4F}, {0x11FFF, 0x11FFF}, {0x12FF1, 0x12FF2},
+		{0x16E97, 0x16E9A}, {0x16FE2, 0x16FE2}, {0x1E95E, 0x1E95F}}
+	hfPunct = [][2]rune{{0x166D, 0x166D}, {0x111C9, 0x111C9}}
+	hfMn    = [][2]rune{{0x1734, 0x1734}}
+	hfNotMn = [][2]rune{{0x07FD, 0x07FD}, {0x0898, 0x089F}, {0x08CA, 0x08E1}, {0x09FE, 0x09FE}, {0x0AFA, 0x0AFF},
+		{0x0B55, 0x0B55}, {0x0C04, 0x0C04}, {0x0C3C, 0x0C3C}, {0x0D00, 0x0D00}, {0x0D3B, 0x0D3C},
+		{0x0D81, 0x0D81}, {0x0EBA, 0x0EBA}, {0x0ECE, 0x0ECE}, {0x180F, 0x180F}, {0x1885, 0x1886},
+		{0x1ABF, 0x1ACE}, {0x1DF6, 0x1DFB}, {0xA82C, 0xA82C}, {0xA8C5, 0xA8C5}, {0xA8FF, 0xA8FF},
+		{0xA9BD, 0xA9BD}, {0x10D24, 0x10D27}, {0x10EAB, 0x10EAC}, {0x10EFD, 0x10EFF}, {0x10F46, 0x10F50},
+		{0x10F82, 0x10F85}, {0x11070, 0x11070}, {0x11073, 0x11074}, {0x110C2, 0x110C2}, {0x111C9, 0x111C9},
+		{0x111CF, 0x111CF}, {0x1123E, 0x1123E}, {0x11241, 0x11241}, {0x1133B, 0x1133B}, {0x11438, 0x1143F},
+		{0x11442, 0x11444}, {0x11446, 0x11446}, {0x1145E, 0x1145E}, {0x1182F, 0x11837}, {0x11839, 0x1183A},
+		{0x1193B, 0x1193C}, {0x1193E, 0x1193E}, {0x11943, 0x11943}, {0x119D4, 0x119D7}, {0x119DA, 0x119DB},
+		{0x119E0, 0x119E0}, {0x11A01, 0x11A0A}, {0x11A33, 0x11A38}, {0x11A3B, 0x11A3E}, {0x11A47, 0x11A47},
+		{0x11A51, 0x11A56}, {0x11A59, 0x11A5B}, {0x11A8A, 0x11A96}, {0x11A98, 0x11A99}, {0x11C30, 0x11C36},
+		{0x11C38, 0x11C3D}, {0x11C3F, 0x11C3F}, {0x11C92, 0x11CA7}, {0x11CAA, 0x11CB0}, {0x11CB2, 0x11CB3},
+		{0x11CB5, 0x11CB6}, {0x11D31, 0x11D36}, {0x11D3A, 0x11D3A}, {0x11D3C, 0x11D3D}, {0x11D3F, 0x11D45},
+		{0x11D47, 0x11D47}, {0x11D90, 0x11D91}, {0x11D95, 0x11D95}, {0x11D97, 0x11D97}, {0x11EF3, 0x11EF4},
+		{0x11F00, 0x11F01}, {0x11F36, 0x11F3A}, {0x11F40, 0x11F40}, {0x11F42, 0x11F42}, {0x13440, 0x13440},
+		{0x13447, 0x13455}, {0x16F4F, 0x16F4F}, {0x16FE4, 0x16FE4}, {0x1CF00, 0x1CF2D}, {0x1CF30, 0x1CF46},
+		{0x1E000, 0x1E006}, {0x1E008, 0x1E018}, {0x1E01B, 0x1E021}, {0x1E023, 0x1E024}, {0x1E026, 0x1E02A},
+		{0x1E08F, 0x1E08F}, {0x1E130, 0x1E136}, {0x1E2AE, 0x1E2AE}, {0x1E2EC, 0x1E2EF}, {0x1E4EC, 0x1E4EF},
+		{0x1E944, 0x1E94A}}
+	hfNotControl = [][2]rune{{0x0890, 0x0891}, {0x08E2, 0x08E2}, {0x110CD, 0x110CD}, {0x13430, 0x1343F}}
+)
+
+// inRanges reports whether r is in one of the closed ranges.
+func inRanges(r rune, ranges [][2]rune) bool {
+	for _, g := range ranges {
+		if g[0] <= r && r <= g[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // words appends the ids of normalized text: the BertPreTokenizer's words

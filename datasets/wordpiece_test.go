@@ -127,3 +127,39 @@ func TestTrainWordPiece(t *testing.T) {
 		t.Errorf("vocab.txt starts %q", raw[:40])
 	}
 }
+
+// TestBertUnicodeTablesMatchHuggingFace checks characters on which Go's
+// Unicode tables (15.0) and those behind tokenizers 0.23.2 disagree; the
+// expected words are what tokenizers gave for "a" + c + "a" (and for c
+// alone, for the normalizer), over every code point
+// (tools/hftokenizers, case u).
+func TestBertUnicodeTablesMatchHuggingFace(t *testing.T) {
+	uncased := &WordPiece{norm: &bertNormalizer{cleanText: true, chinese: true, stripAccents: true, lowercase: true}, split: true}
+	cased := &WordPiece{norm: &bertNormalizer{cleanText: true, chinese: true}, split: true}
+	for _, c := range []struct {
+		tok  *WordPiece
+		text string
+		want []string
+	}{
+		{cased, "a\u061Da", []string{"a\u061Da"}},             // Po since Unicode 14: not punctuation to tokenizers
+		{cased, "a\u166Da", []string{"a", "\u166D", "a"}},     // So to Go, Po to tokenizers
+		{cased, "a\u0890a", []string{"a\u0890a"}},             // Cf since Unicode 14: kept
+		{cased, "a\u0378a", []string{"a\u0378a"}},             // unassigned: kept
+		{cased, "a\ue000a", []string{"aa"}},                   // private use: removed
+		{cased, "a\u00ada", []string{"aa"}},                   // soft hyphen (Cf): removed
+		{uncased, "a\u07FDa", []string{"a\u07FDa"}},           // Mn since Unicode 11: not stripped
+		{uncased, "a\u1734a", []string{"aa"}},                 // Mc to Go, Mn to tokenizers: stripped
+		{uncased, "\uA7CB", []string{"\u0264"}},               // lowercase added in Unicode 16
+		{uncased, "\U00011938", []string{"\U00011938"}},       // not decomposed
+		{uncased, "İé", []string{"ie"}},                       // NFD, strip, lowercase
+		{uncased, "x中y", []string{"x", "中", "y"}},             // CJK
+		{uncased, "a$b¿c", []string{"a", "$", "b", "¿", "c"}}, // ASCII symbols and Unicode P are punctuation
+		{uncased, "a©b\u2028c", []string{"a©b", "c"}},         // So is not; U+2028 is whitespace
+	} {
+		var got []string
+		bertWords(c.tok.normalize(c.text), func(w string) { got = append(got, w) })
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%+q: words %+q, tokenizers %+q", c.text, got, c.want)
+		}
+	}
+}
