@@ -46,7 +46,7 @@ func main() {
 	vocab := flag.Int("vocab", 2048, "vocabulary size of the byte-level BPE of case (a)")
 	s2sVocab := flag.Int("s2s-vocab", 8000, "vocabulary size of the seq2seq BPE of case (b), as tools/seq2seq/eng-deu.json")
 	wpVocab := flag.Int("wp-vocab", 4000, "vocabulary size of the WordPiece tokenizers of case (w)")
-	which := flag.String("cases", "abcdew", "the cases to run, a to e and w")
+	which := flag.String("cases", "abcdewu", "the cases to run, a to e, w and u")
 	flag.Parse()
 	r := &runner{node: *node}
 	report, same, err := r.run(strings.Split(*modules, ","), *vocab, *s2sVocab, *wpVocab, *which)
@@ -229,6 +229,13 @@ func (r *runner) run(modules []string, vocab, s2sVocab, wpVocab int, which strin
 			ok, err := r.check(&sec, c, i)
 			if err != nil {
 				return "", false, fmt.Errorf("%s: %w", c.name, err)
+			}
+			same = same && ok
+		}
+		if strings.Contains(which, "u") {
+			ok, err := r.checkCodePoints(&sec)
+			if err != nil {
+				return "", false, fmt.Errorf("(u): %w", err)
 			}
 			same = same && ok
 		}
