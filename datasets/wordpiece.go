@@ -440,6 +440,9 @@ func (t *WordPiece) normalize(s string) string {
 // stripMn drops nonspacing marks (category Mn).
 func stripMn(s string) string {
 	return strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf {
+			return r
+		}
 		if unicode.Is(unicode.Mn, r) && !inRanges(r, hfNotMn) || inRanges(r, hfMn) {
 			return -1
 		}
@@ -454,6 +457,13 @@ func lowerEach(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
+		if r < utf8.RuneSelf {
+			if 'A' <= r && r <= 'Z' {
+				r += 'a' - 'A'
+			}
+			b.WriteByte(byte(r))
+			continue
+		}
 		if r == 'İ' {
 			b.WriteString("i\u0307")
 			continue
@@ -499,16 +509,23 @@ func nfd(s string) string {
 }
 
 // isBertSpace is tokenizers' bert is_whitespace: Unicode White_Space.
-func isBertSpace(r rune) bool { return unicode.Is(unicode.White_Space, r) }
+func isBertSpace(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r == ' ' || '\t' <= r && r <= '\r'
+	}
+	return unicode.Is(unicode.White_Space, r)
+}
 
 // isBertControl is tokenizers' bert is_control: categories Cc, Cf, Co
 // and Cs, except tab, newline and carriage return. Unassigned code points
 // (Cn) are kept: the Rust crate tokenizers uses (unicode_categories)
 // finds none.
 func isBertControl(r rune) bool {
-	switch r {
-	case '\t', '\n', '\r':
+	switch {
+	case r == '\t' || r == '\n' || r == '\r':
 		return false
+	case r < utf8.RuneSelf:
+		return r < ' ' || r == 0x7f
 	}
 	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs) && !inRanges(r, hfNotControl)
 }
