@@ -70,10 +70,13 @@ func (r *runner) checkCodePoints(w io.Writer) (bool, error) {
 		return false, err
 	}
 	fmt.Fprintf(w, "## (u) every code point through the BertNormalizer and BertPreTokenizer\n\n")
-	fmt.Fprintf(w, "Each of the %d code points c is encoded alone and as `a`+c+`a` by a WordPiece whose vocabulary holds every c and `##`c.\n\n", len(runes))
+	fmt.Fprintf(w, "Each of the %d code points c is encoded alone and as `a`+c+`a` by a WordPiece whose vocabulary holds every c and `##`c. "+
+		"zoo follows tokenizers 0.23.2, whose lowercase mapping (Rust's standard library) is Unicode 16's: "+
+		"older versions of tokenizers lack the 55 lowercase mappings of characters new in Unicode 16 (U+1C89, U+A7CB, …; `hfLower` in datasets/wordpiece.go).\n\n", len(runes))
 	fmt.Fprintln(w, "| normalizer | texts | differing |")
 	fmt.Fprintln(w, "|---|---:|---:|")
 	same := true
+	var notes []string
 	for _, n := range []struct{ name, json string }{
 		{"lowercase, strip_accents null (uncased BERT)", `{"type":"BertNormalizer","clean_text":true,"handle_chinese_chars":true,"strip_accents":null,"lowercase":true}`},
 		{"lowercase, strip_accents false", `{"type":"BertNormalizer","clean_text":true,"handle_chinese_chars":true,"strip_accents":false,"lowercase":true}`},
@@ -138,7 +141,14 @@ func (r *runner) checkCodePoints(w io.Writer) (bool, error) {
 		same = same && differ == 0
 		fmt.Fprintf(w, "| %s | %d | %d |\n", n.name, len(texts), differ)
 		for _, e := range examples {
-			fmt.Fprintf(w, "\n- %s", e)
+			notes = append(notes, n.name+": "+e)
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "\nFirst differences:")
+		fmt.Fprintln(w)
+		for _, e := range notes {
+			fmt.Fprintf(w, "- %s\n", e)
 		}
 	}
 	fmt.Fprintln(w)
