@@ -10,6 +10,7 @@ require (
 	golang.org/x/image v0.0.0-20220302094943-723b81ca9867
 	golang.org/x/sys v0.46.0
 	golang.org/x/term v0.44.0
+	golang.org/x/text v0.25.0
 	gonum.org/v1/gonum v0.11.0
 	gonum.org/v1/plot v0.10.1
 	gorgonia.org/gorgonia v0.9.18
@@ -42,7 +43,6 @@ require (
 	github.com/sugarme/regexpset v0.0.0-20200920021344-4d4ec8eaf93c // indirect
 	github.com/xtgo/set v1.0.0 // indirect
 	go4.org/unsafe/assume-no-moving-gc v0.0.0-20231121144256-b99613f794b6 // indirect
-	golang.org/x/text v0.25.0 // indirect
 	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
 	google.golang.org/protobuf v1.28.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect

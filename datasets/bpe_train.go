@@ -224,18 +224,29 @@ func trainMerges(ctx context.Context, counts map[string]int, specials []string, 
 	slices.Sort(keys)
 	words := make([][]int, len(keys))
 	freq := make([]int, len(keys))
+	for wi, k := range keys {
+		for _, r := range k {
+			words[wi] = append(words[wi], ids[string(r)]) // every rune is a byte symbol
+		}
+		freq[wi] = counts[k]
+	}
+	return learnMerges(ctx, vocab, ids, words, freq, vocabSize, minMergeCount, func(a, b string) string { return a + b })
+}
+
+// learnMerges is the merge loop of tokenizers' BpeTrainer: words (as
+// token ids of vocab, with ids its index) occurring freq times are merged
+// pair by pair, most frequent first, until vocab has vocabSize tokens or
+// no pair occurs minCount times. join makes the token of a merged pair.
+// It returns the grown vocabulary and the merges in rank order.
+func learnMerges(ctx context.Context, vocab []string, ids map[string]int, words [][]int, freq []int, vocabSize, minCount int, join func(a, b string) string) ([]string, [][2]string, error) {
 	pairCount := make(map[symPair]int)
 	where := make(map[symPair]map[int]struct{})
-	for wi, k := range keys {
+	for wi := range words {
 		if wi%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
 		}
-		for _, r := range k {
-			words[wi] = append(words[wi], ids[string(r)]) // every rune is a byte symbol
-		}
-		freq[wi] = counts[k]
 		for i := 0; i+1 < len(words[wi]); i++ {
 			p := symPair{words[wi][i], words[wi][i+1]}
 			pairCount[p] += freq[wi]
@@ -267,11 +278,11 @@ func trainMerges(ctx context.Context, counts map[string]int, specials []string, 
 			}
 			continue
 		}
-		if top.count < minMergeCount {
+		if top.count < minCount {
 			break
 		}
 		left, right := vocab[top.p.a], vocab[top.p.b]
-		tok := left + right
+		tok := join(left, right)
 		id, ok := ids[tok]
 		if !ok {
 			id = len(vocab)

@@ -110,6 +110,16 @@ func parseTokenizer(raw []byte) (Tokenizer, error) {
 		if t, ok := parseCharHF(raw); ok {
 			return t, nil
 		}
+		var m typed
+		if json.Unmarshal(head.Model, &m) == nil && m.Type == "WordPiece" {
+			t, ok, err := parseWordPiece(raw)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				return t, nil
+			}
+		}
 		return parseHF(raw)
 	}
 	return nil, errors.New(`neither a tokenizer.json (no "model") nor a character tokenizer (no "type": "` + charType + `")`)

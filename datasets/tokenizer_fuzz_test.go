@@ -1,6 +1,9 @@
 package datasets
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -15,8 +18,9 @@ import (
 //
 // The seeds cover each format LoadTokenizer reads: byte-level BPE as
 // TrainBPE writes it, with and without added tokens; GPT-2's layout as
-// Hugging Face saves it; a layout sugarme runs (WordPiece); the character
-// tokenizer's tokenizer.json and its older zoo-char file; and the
+// Hugging Face saves it; a layout sugarme runs (WordLevel, Unigram); the character
+// tokenizer's tokenizer.json and its older zoo-char file; WordPiece as
+// TrainWordPiece writes it and testdata/wordpiece_tiny.json; and the
 // malformed files of TestLoadTokenizerErrors.
 func FuzzParseTokenizer(f *testing.F) {
 	const sample = "hello world <s> héllo\n☃"
@@ -41,7 +45,21 @@ func FuzzParseTokenizer(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(raw, sample)
+	wp, err := TrainWordPieceTexts(context.Background(), texts, WordPieceOptions{VocabSize: 80, Lowercase: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	raw, err = wp.MarshalJSON()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(raw, sample)
+	if raw, err := os.ReadFile(filepath.Join("testdata", "wordpiece_tiny.json")); err == nil {
+		f.Add(raw, "[CLS] Café PRISM\u0000 rays 中x")
+	}
 	for _, s := range []string{
+		`{"model":{"type":"WordPiece","unk_token":"[UNK]","vocab":{"a":0}}}`,
+		`{"model":{"type":"WordPiece","vocab":{"[UNK]":0}},"post_processor":{"type":"BertProcessing","sep":["[SEP]",7],"cls":["[CLS]",0]}}`,
 		gpt2Style,
 		zooChar,
 		`{"type":"zoo-char","version":1,"chars":["\u0000","\ufffd"]}`,

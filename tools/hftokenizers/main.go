@@ -45,10 +45,11 @@ func main() {
 	out := flag.String("out", "", "write the report here (Markdown) instead of to standard output")
 	vocab := flag.Int("vocab", 2048, "vocabulary size of the byte-level BPE of case (a)")
 	s2sVocab := flag.Int("s2s-vocab", 8000, "vocabulary size of the seq2seq BPE of case (b), as tools/seq2seq/eng-deu.json")
-	which := flag.String("cases", "abcde", "the cases to run, a to e")
+	wpVocab := flag.Int("wp-vocab", 4000, "vocabulary size of the WordPiece tokenizers of case (w)")
+	which := flag.String("cases", "abcdewu", "the cases to run, a to e, w and u")
 	flag.Parse()
 	r := &runner{node: *node}
-	report, same, err := r.run(strings.Split(*modules, ","), *vocab, *s2sVocab, *which)
+	report, same, err := r.run(strings.Split(*modules, ","), *vocab, *s2sVocab, *wpVocab, *which)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hftokenizers:", err)
 		os.Exit(2)
@@ -100,7 +101,7 @@ type hfResponse struct {
 // run checks the cases which names against tokenizers from each of the
 // node_modules directories, and returns the report and whether all
 // agreed.
-func (r *runner) run(modules []string, vocab, s2sVocab int, which string) (string, bool, error) {
+func (r *runner) run(modules []string, vocab, s2sVocab, wpVocab int, which string) (string, bool, error) {
 	var err error
 	if r.dir, err = os.MkdirTemp("", "hftokenizers"); err != nil {
 		return "", false, err
@@ -192,6 +193,20 @@ func (r *runner) run(modules []string, vocab, s2sVocab int, which string) (strin
 	cases = append(cases, tcase{fmt.Sprintf("(c) character tokenizer of Opticks, %d tokens", char.VocabSize()), char, func(int) int { return 1 },
 		[]text{{"Opticks", opticks}, {"Go's fmt/doc.go", string(goSource)}, random}})
 
+	// (w) WordPiece tokenizers trained by zoo on Opticks, on its
+	// sentences, edge cases and random Unicode.
+	var wpCases []wpCase
+	if strings.Contains(which, "w") {
+		if wpCases, err = wordpieceCases(corpus, wpVocab); err != nil {
+			return "", false, err
+		}
+	}
+	wpGroups := [][2]any{
+		{"Opticks sentences", sentences(opticks)},
+		{"edge cases", wordpieceEdgeCases()},
+		{"random Unicode (seed 1, 1 to 60 characters)", randomSentences(1, 2000)},
+	}
+
 	slices.SortFunc(cases, func(a, b tcase) int { return strings.Compare(a.name, b.name) })
 	for i := range cases {
 		if cases[i].units == nil {
@@ -204,7 +219,7 @@ func (r *runner) run(modules []string, vocab, s2sVocab int, which string) (strin
 	same := true
 	var versions []string
 	for _, m := range modules {
-		r.modules = m
+		r.modules, r.versions = m, ""
 		var sec strings.Builder
 		for i := range cases {
 			c := &cases[i]
@@ -212,6 +227,20 @@ func (r *runner) run(modules []string, vocab, s2sVocab int, which string) (strin
 				continue
 			}
 			ok, err := r.check(&sec, c, i)
+			if err != nil {
+				return "", false, fmt.Errorf("%s: %w", c.name, err)
+			}
+			same = same && ok
+		}
+		if strings.Contains(which, "u") {
+			ok, err := r.checkCodePoints(&sec)
+			if err != nil {
+				return "", false, fmt.Errorf("(u): %w", err)
+			}
+			same = same && ok
+		}
+		for i, c := range wpCases {
+			ok, err := r.checkWordPiece(&sec, c, i, wpGroups)
 			if err != nil {
 				return "", false, fmt.Errorf("%s: %w", c.name, err)
 			}
@@ -242,6 +271,15 @@ zoo's ids, and on 300 random id sequences of 1 to 12 ids; *round trip* is
 zoo's decode against the text. For the character tokenizer, *[UNK]* is how
 much zoo's `+"`Unknown()`"+` count grew while encoding the text, and how many
 [UNK] ids tokenizers produced.
+
+For the WordPiece tokenizers (w), each text is encoded by zoo's `+"`Encode`"+`,
+`+"`EncodeWithSpecials`"+` and `+"`EncodePair`"+` (consecutive texts paired) and by
+tokenizers' `+"`encode(text, null, {addSpecialTokens: false})`"+`, `+"`encode(text, null)`"+`
+and `+"`encode(a, b)`"+`; the table counts the texts whose ids (and token type
+ids) differ, and the decodes (`+"`decode(ids, false)`"+` against zoo's `+"`Decode`"+`)
+that differ. The last column runs sugarme/tokenizer v0.3.0's pipeline
+(`+"`pretrained.FromReader`"+` on the same tokenizer.json, `+"`EncodeSingle`"+` and
+`+"`EncodePair`"+`) on the same texts and counts its differences from tokenizers.
 
 `, time.Now().UTC().Format("2006-01-02"), zooVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH, strings.Join(versions, "; "), verdict)
 	return head + b.String(), same, nil
