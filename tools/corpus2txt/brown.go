@@ -129,16 +129,7 @@ func convertBrown(dir string, heldOutEvery int, w *docWriter) ([]brownFile, erro
 			continue
 		}
 		p := filepath.Join(dir, bf.id)
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		sents, err := parseBrown(p, f)
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		if err := w.writeDoc(sents); err != nil {
+		if err := w.writeFile(p, parseBrown); err != nil {
 			return nil, err
 		}
 	}

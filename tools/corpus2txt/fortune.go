@@ -81,16 +81,7 @@ func convertFortunes(dir string, w *docWriter) ([]string, error) {
 		return nil, fmt.Errorf("%s: no cookie files", dir)
 	}
 	for _, p := range files {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		sents, err := parseFortune(p, f)
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		if err := w.writeDoc(sents); err != nil {
+		if err := w.writeFile(p, parseFortune); err != nil {
 			return nil, err
 		}
 	}

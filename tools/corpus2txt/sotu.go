@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -71,16 +70,7 @@ func convertSOTU(dir string, w *docWriter) error {
 		return err
 	}
 	for _, p := range files {
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		sents, err := parseSOTU(p, f)
-		f.Close()
-		if err != nil {
-			return err
-		}
-		if err := w.writeDoc(sents); err != nil {
+		if err := w.writeFile(p, parseSOTU); err != nil {
 			return err
 		}
 	}

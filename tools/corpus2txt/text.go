@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -140,4 +141,19 @@ func lineError(name string, line int, format string, args ...any) error {
 // bufioWriter returns a buffered writer of the size the converters use.
 func bufioWriter(w io.Writer) *bufio.Writer {
 	return bufio.NewWriterSize(w, 1<<20)
+}
+
+// writeFile parses the file at path with parse and writes its sentences as
+// one document.
+func (w *docWriter) writeFile(path string, parse func(name string, r io.Reader) ([]string, error)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	sents, err := parse(path, f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	return w.writeDoc(sents)
 }
