@@ -404,31 +404,9 @@ func (r *runner) check(w io.Writer, c *tcase, n int) (bool, error) {
 
 // hf runs hf.js on a request.
 func (r *runner) hf(req any) (*hfResponse, error) {
-	script := filepath.Join(r.dir, "hf.js")
-	if err := os.WriteFile(script, hfJS, 0o644); err != nil {
-		return nil, err
-	}
-	reqPath := filepath.Join(r.dir, "request.json")
-	b, err := json.Marshal(req)
+	out, err := r.runNode(hfJS, "hf.js", "request.json", req)
 	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(reqPath, b, 0o644); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(r.node, script, reqPath)
-	cmd.Env = os.Environ()
-	if r.modules != "" {
-		abs, err := filepath.Abs(r.modules)
-		if err != nil {
-			return nil, err
-		}
-		cmd.Env = append(cmd.Env, "NODE_PATH="+abs)
-	}
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("node hf.js (is the npm package tokenizers installed? see README.md): %w", err)
+		return nil, fmt.Errorf("%w (is the npm package tokenizers installed? see README.md)", err)
 	}
 	var res hfResponse
 	if err := json.Unmarshal(out, &res); err != nil {
@@ -593,4 +571,37 @@ func zooVersion() string {
 		v += "+changes"
 	}
 	return "commit " + v
+}
+
+// runNode writes script (named name) and a JSON request into the work
+// directory and returns what node prints when it runs the script on it,
+// with the npm modules on NODE_PATH.
+func (r *runner) runNode(script []byte, name, reqName string, req any) ([]byte, error) {
+	path := filepath.Join(r.dir, name)
+	if err := os.WriteFile(path, script, 0o644); err != nil {
+		return nil, err
+	}
+	reqPath := filepath.Join(r.dir, reqName)
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(reqPath, b, 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(r.node, path, reqPath)
+	cmd.Env = os.Environ()
+	if r.modules != "" {
+		abs, err := filepath.Abs(r.modules)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Env = append(cmd.Env, "NODE_PATH="+abs)
+	}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	return out, nil
 }

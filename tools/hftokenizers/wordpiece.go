@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -236,31 +234,9 @@ func sugarmeEncode(f func() (any, error)) (out [2][]int, err error) {
 
 // wordpieceHF runs wordpiece.js on a request.
 func (r *runner) wordpieceHF(req any) (*wpResponse, error) {
-	script := filepath.Join(r.dir, "wordpiece.js")
-	if err := os.WriteFile(script, wordpieceJS, 0o644); err != nil {
-		return nil, err
-	}
-	reqPath := filepath.Join(r.dir, "wordpiece-request.json")
-	b, err := json.Marshal(req)
+	out, err := r.runNode(wordpieceJS, "wordpiece.js", "wordpiece-request.json", req)
 	if err != nil {
 		return nil, err
-	}
-	if err := os.WriteFile(reqPath, b, 0o644); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(r.node, script, reqPath)
-	cmd.Env = os.Environ()
-	if r.modules != "" {
-		abs, err := filepath.Abs(r.modules)
-		if err != nil {
-			return nil, err
-		}
-		cmd.Env = append(cmd.Env, "NODE_PATH="+abs)
-	}
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("node wordpiece.js: %w", err)
 	}
 	var res wpResponse
 	if err := json.Unmarshal(out, &res); err != nil {
