@@ -287,7 +287,7 @@ func TestAccumulationEqualsOneBatch(t *testing.T) {
 		tr, err := New(task, &fixedData{batches: batches}, cfg)
 		require.NoError(t, err)
 		defer tr.Close()
-		loss, _, err := tr.accumulate()
+		loss, _, _, err := tr.accumulate()
 		require.NoError(t, err)
 		return tr.summed, loss
 	}
