@@ -41,12 +41,18 @@ func (d *Documents) sentence(i int) []int32 { return d.toks[d.sents[i]:d.sents[i
 // docSentences is the range of document j's sentences.
 func (d *Documents) docSentences(j int) (lo, hi int) { return d.docs[j], d.docs[j+1] }
 
+// Encoder maps a text to token ids, with no special tokens added: what
+// ReadDocuments needs of a tokenizer.
+type Encoder interface {
+	Encode(text string) ([]int, error)
+}
+
 // ReadDocuments reads each of the corpus's files in the layout of
 // create_pretraining_data.py: one sentence per line, a blank line between
 // documents (a new file starts a new document too), and encodes every
 // sentence with tok. Lines are encoded in parallel. A cancelled ctx stops
 // it with ctx's error.
-func ReadDocuments(ctx context.Context, c *datasets.Corpus, tok datasets.Tokenizer) (*Documents, error) {
+func ReadDocuments(ctx context.Context, c *datasets.Corpus, tok Encoder) (*Documents, error) {
 	var docs [][]string // sentences of each document, before encoding
 	for _, path := range c.Files() {
 		fc, err := datasets.OpenCorpus(path, datasets.CorpusOptions{})
@@ -90,7 +96,7 @@ func ReadDocuments(ctx context.Context, c *datasets.Corpus, tok datasets.Tokeniz
 }
 
 // encodeDocuments encodes the sentences of docs with tok, in parallel.
-func encodeDocuments(ctx context.Context, docs [][]string, tok datasets.Tokenizer) (*Documents, error) {
+func encodeDocuments(ctx context.Context, docs [][]string, tok Encoder) (*Documents, error) {
 	var lines []string
 	for _, d := range docs {
 		lines = append(lines, d...)
