@@ -167,7 +167,6 @@ func gptCheckpoint(t *testing.T) string {
 	return res.Final
 }
 
-
 // cancelAt cancels a run once its progress prints line.
 type cancelAt struct {
 	line   string
