@@ -393,3 +393,78 @@ func checkRecord(runDir string, force bool, now runinfo.Record, out io.Writer) e
 	fmt.Fprintf(out, "resume: --force: going on although what is given now differs from the run in %s:\n  %s\n", runDir, strings.Join(diff, "\n  "))
 	return nil
 }
+
+// BERTEval is a pretraining checkpoint's masked-LM and next-sentence
+// figures on a corpus.
+type BERTEval struct {
+	Loss, MLMLoss, MLMAccuracy, NSPLoss, NSPAccuracy float64
+	Pairs, Predictions                               int
+}
+
+// MLMPerplexity is exp of the MLM loss.
+func (e BERTEval) MLMPerplexity() float64 { return math.Exp(e.MLMLoss) }
+
+// EvalBERT scores a BERT pretraining checkpoint on a corpus (one sentence
+// per line, blank lines between documents): pairs and masks are made as
+// pretraining makes validation pairs (seeded, static masks), with the
+// data settings of cfg (max_seq_length, masked_lm_prob,
+// max_predictions_per_seq, do_whole_word_mask), at most maxPairs of them
+// (0: all).
+func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg bert.PairConfig, batch, maxPairs int, seed uint64) (BERTEval, error) {
+	var e BERTEval
+	if err := cfg.Validate(); err != nil {
+		return e, err
+	}
+	if batch <= 0 || maxPairs < 0 {
+		return e, fmt.Errorf("eval: batch size %d must be positive and the pair limit %d not negative", batch, maxPairs)
+	}
+	ck, err := models.Open(checkpoint)
+	if err != nil {
+		return e, err
+	}
+	if err := ck.Expect("bert"); err != nil {
+		return e, err
+	}
+	tok, m, err := loadBERT(checkpoint)
+	if err != nil {
+		return e, err
+	}
+	if m.Config.VocabSize != tok.VocabSize() {
+		return e, fmt.Errorf("eval: %s: the tokenizer has %d tokens and the model %d (vocab_size): they must match", checkpoint, tok.VocabSize(), m.Config.VocabSize)
+	}
+	if cfg.MaxSeqLength > m.Config.MaxPositionEmbeddings {
+		return e, fmt.Errorf("eval: max_seq_length %d exceeds the checkpoint's max_position_embeddings %d", cfg.MaxSeqLength, m.Config.MaxPositionEmbeddings)
+	}
+	sp, err := bert.SpecialsOf(tok)
+	if err != nil {
+		return e, err
+	}
+	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
+	if err != nil {
+		return e, err
+	}
+	docs, err := bert.ReadDocuments(ctx, c, tok)
+	if err != nil {
+		return e, err
+	}
+	cfg.DupeFactor = 1
+	pairs, err := bert.MakePairs(docs, sp, cfg, seed)
+	if err != nil {
+		return e, fmt.Errorf("eval: %w", err)
+	}
+	n := pairs.Len()
+	if maxPairs > 0 {
+		n = min(n, maxPairs)
+	}
+	batches, err := bert.EvalBatches(pairs, n, sp, cfg, batch, seed)
+	if err != nil {
+		return e, err
+	}
+	task := &bert.PreTrainingTask{Model: m, Tok: tok, B: batch, T: cfg.MaxSeqLength, P: batch * cfg.MaxPredictions}
+	loss, targets, parts, err := train.EvaluateReports(ctx, task, batches)
+	if err != nil {
+		return e, err
+	}
+	return BERTEval{Loss: loss, MLMLoss: parts["mlm_loss"], MLMAccuracy: parts["mlm_accuracy"], NSPLoss: parts["nsp_loss"],
+		NSPAccuracy: parts["nsp_accuracy"], Pairs: n, Predictions: targets}, nil
+}

@@ -64,3 +64,34 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo finetune bert --task classify --init-from %s --train-file FILE\n", res.Final)
 	return nil
 }
+
+// runEvalBERTPretraining is `zoo eval --checkpoint DIR --corpus FILES`
+// for a BERT pretraining checkpoint: masked-LM accuracy and perplexity,
+// next-sentence accuracy.
+func runEvalBERTPretraining(args []string, stdout io.Writer) error {
+	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --corpus FILES [flags]\n\nScores a BERT pretraining checkpoint on a corpus (one sentence per line, blank lines between documents): masked-LM accuracy and perplexity, next-sentence accuracy.")
+	ckpt := f.String("checkpoint", "", "BERT checkpoint directory (with tokenizer.json)")
+	corpus := f.String("corpus", "", "corpus file, directory or glob")
+	cfg := bert.DefaultPairs()
+	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", cfg.MaxSeqLength, "tokens per example")
+	f.IntVar(&cfg.MaxPredictions, "max-predictions", cfg.MaxPredictions, "most predicted tokens per example")
+	f.BoolVar(&cfg.WholeWordMask, "whole-word-mask", false, "mask every piece of a word together")
+	batch := f.Int("batch-size", 32, "sequences per batch")
+	limit := f.Int("limit", 2000, "score at most this many pairs (0: all)")
+	seed := f.Uint64("seed", 1, "seed of the pairs and masks")
+	if help, err := f.parse(args, stdout); help || err != nil {
+		return err
+	}
+	if *ckpt == "" || *corpus == "" {
+		return fmt.Errorf("%w: give --checkpoint and --corpus", errUsage)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	e, err := pretrain.EvalBERT(ctx, *ckpt, *corpus, cfg, *batch, *limit, *seed)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d pairs, %d predicted tokens: MLM accuracy %.4f, MLM loss %.4f (perplexity %.2f); NSP accuracy %.4f, NSP loss %.4f\n",
+		e.Pairs, e.Predictions, e.MLMAccuracy, e.MLMLoss, e.MLMPerplexity(), e.NSPAccuracy, e.NSPLoss)
+	return nil
+}

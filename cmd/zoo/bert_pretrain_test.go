@@ -70,6 +70,14 @@ func pretrainTinyBERT(t *testing.T) string {
 func TestBERTPretrainClassifyEval(t *testing.T) {
 	ckpt := pretrainTinyBERT(t)
 	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := run([]string{"eval", "--checkpoint", ckpt, "--corpus", bertTemplates(t, dir, 6), "--max-seq-length", "32", "--max-predictions", "5"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Regexp(t, `pairs, \d+ predicted tokens: MLM accuracy 0\.\d+, MLM loss \d\.\d+ \(perplexity`, out.String())
+	code = run([]string{"eval", "--checkpoint", ckpt, "--corpus", bertTemplates(t, dir, 6), "--max-seq-length", "128"}, &out, &errb)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errb.String(), "max_position_embeddings")
+	out.Reset()
 	var rows strings.Builder
 	rows.WriteString("text\tlabel\n")
 	for i := range 60 {
@@ -82,8 +90,7 @@ func TestBERTPretrainClassifyEval(t *testing.T) {
 	data := filepath.Join(dir, "train.tsv")
 	require.NoError(t, os.WriteFile(data, []byte(rows.String()), 0o644))
 	runDir := filepath.Join(dir, "cls")
-	var out, errb bytes.Buffer
-	code := run([]string{"finetune", "bert", "--task", "classify", "--init-from", ckpt, "--train-file", data, "--run", runDir,
+	code = run([]string{"finetune", "bert", "--task", "classify", "--init-from", ckpt, "--train-file", data, "--run", runDir,
 		"--max-steps", "80", "--batch-size", "8", "--learning-rate", "3e-3"}, &out, &errb)
 	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
 	out.Reset()

@@ -257,23 +257,13 @@ func (d *PreTrainingData) Eval() ([]train.Batch, error) {
 	if d.evalCache != nil {
 		return d.evalCache, nil
 	}
-	b := d.b
 	n := d.val.Len()
 	if d.evalB > 0 {
-		n = min(n, d.evalB*b)
+		n = min(n, d.evalB*d.b)
 	}
-	var out []train.Batch
-	for lo := 0; lo < n; lo += b {
-		var ex []Example
-		for i := lo; i < min(lo+b, n); i++ {
-			ex = append(ex, d.val.Masked(i, d.sp, PairConfig{MaxSeqLength: d.cfg.MaxSeqLength, MaskedLMProb: d.cfg.MaskedLMProb,
-				MaxPredictions: d.cfg.MaxPredictions, WholeWordMask: d.cfg.WholeWordMask}, d.seed+1, 0))
-		}
-		batch, err := NewPreTrainingBatch(ex, b, d.cfg.MaxSeqLength, d.cfg.MaxPredictions, d.sp.PAD)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, batch)
+	out, err := EvalBatches(d.val, n, d.sp, d.cfg, d.b, d.seed)
+	if err != nil {
+		return nil, err
 	}
 	d.evalCache = out
 	return out, nil
@@ -294,4 +284,25 @@ func (d *PreTrainingData) Restore(state []byte) error {
 	d.st = st
 	d.shuffle()
 	return nil
+}
+
+// EvalBatches are the first n examples of pairs, masked as validation
+// examples are (static masks, drawn from seed+1), in batches of b; the
+// last batch is padded with empty rows.
+func EvalBatches(pairs *Pairs, n int, sp Specials, cfg PairConfig, b int, seed uint64) ([]train.Batch, error) {
+	n = min(n, pairs.Len())
+	static := PairConfig{MaxSeqLength: cfg.MaxSeqLength, MaskedLMProb: cfg.MaskedLMProb, MaxPredictions: cfg.MaxPredictions, WholeWordMask: cfg.WholeWordMask}
+	var out []train.Batch
+	for lo := 0; lo < n; lo += b {
+		var ex []Example
+		for i := lo; i < min(lo+b, n); i++ {
+			ex = append(ex, pairs.Masked(i, sp, static, seed+1, 0))
+		}
+		batch, err := NewPreTrainingBatch(ex, b, cfg.MaxSeqLength, cfg.MaxPredictions, sp.PAD)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, batch)
+	}
+	return out, nil
 }
