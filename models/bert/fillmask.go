@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/ops"
 )
 
 // MaskToken is the token FillMask fills, BERT's mask_token.
@@ -88,16 +89,16 @@ func FillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK
 				r+1, clip(text), n, m.Config.MaxPositionEmbeddings)
 		}
 	}
-	scores, v, t, err := m.scores(ids, types)
+	scores, err := m.scores(ids, types, masks)
 	if err != nil {
 		return nil, err
 	}
-	k := topK
+	k, v, n := topK, m.Config.VocabSize, 0
 	out := make([][][]Fill, len(texts))
 	for r := range texts {
 		for _, pos := range masks[r] {
-			off := (r*t + pos) * v
-			probs := softmax(scores[off : off+v])
+			probs := softmax(scores[n*v : (n+1)*v])
+			n++
 			fills := make([]Fill, 0, k)
 			for _, id := range topIndices(probs, k, sp.token) {
 				f, err := sp.fill(tok, ids[r], pos, id, len(masks[r]) == 1)
@@ -113,33 +114,63 @@ func FillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK
 	return out, nil
 }
 
-// scores runs a batch and returns the masked-LM scores (B, T, V) flat,
-// with V and the padded T.
-func (m *ForMaskedLM) scores(ids, types [][]int) (scores []float64, v, t int, err error) {
+// scores runs a batch and returns the masked-LM scores (M, V) flat at the
+// M positions at[r]… of each row r in turn. Only those M hidden states go
+// through the head: the scores of every position, (B, T, V), would take
+// B·T·V floats (a gigabyte for 8 × 512 tokens of bert-base).
+func (m *ForMaskedLM) scores(ids, types, at [][]int) ([]float64, error) {
 	b, err := newBatch(m.Config, ids, types)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("bert fill-mask: %w", err)
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
+	}
+	var flat []int // positions in the (B·T) rows of the hidden states
+	for r, ps := range at {
+		for _, p := range ps {
+			if p < 0 || p >= len(ids[r]) {
+				return nil, fmt.Errorf("bert fill-mask: position %d is outside sequence %d of %d tokens", p, r, len(ids[r]))
+			}
+			flat = append(flat, r*b.t+p)
+		}
+	}
+	if len(flat) == 0 {
+		return nil, fmt.Errorf("bert fill-mask: no positions to score")
 	}
 	g := m.Store.NewGraph()
 	in, err := b.inputs(g)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("bert fill-mask: %w", err)
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
 	}
-	logits, err := m.Forward(g, in)
+	h, err := m.Hidden(g, in) // (B, T, D)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("bert fill-mask: %w", err)
+		return nil, err
+	}
+	d := m.Config.HiddenSize
+	if h, err = gorgonia.Reshape(h, []int{b.b * b.t, d}); err != nil {
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
+	}
+	pos, err := g.IntConstant("mask_positions", flat, 1, len(flat))
+	if err != nil {
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
+	}
+	if h, err = ops.Gather(h, pos); err != nil { // (1, M, D)
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
+	}
+	logits, err := m.MLM.Forward(g, h) // (1, M, V)
+	if err != nil {
+		return nil, fmt.Errorf("bert fill-mask: mlm head: %w", err)
 	}
 	var val gorgonia.Value
 	gorgonia.Read(logits, &val)
 	vm := gorgonia.NewTapeMachine(g.ExprGraph)
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
-		return nil, 0, 0, fmt.Errorf("bert fill-mask: %w", err)
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
 	}
-	if scores, err = float64s(val); err != nil {
-		return nil, 0, 0, fmt.Errorf("bert fill-mask: scores: %w", err)
+	scores, err := float64s(val)
+	if err != nil {
+		return nil, fmt.Errorf("bert fill-mask: scores: %w", err)
 	}
-	return scores, m.Config.VocabSize, b.t, nil
+	return scores, nil
 }
 
 // fillSpecials are the tokenizer's ids FillMask needs: the mask, and the

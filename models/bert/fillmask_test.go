@@ -172,16 +172,13 @@ func TestFillMaskScoresAndBatch(t *testing.T) {
 		// Against the logits of Forward, by hand.
 		ids, types, err := tok.EncodeWithSpecials(text)
 		require.NoError(t, err)
-		scores, vv, _, err := m.scores([][]int{ids}, [][]int{types})
-		require.NoError(t, err)
-		require.Equal(t, v, vv)
 		pos := -1
 		for i, id := range ids {
 			if tok.Vocab()[id] == MaskToken {
 				pos = i
 			}
 		}
-		row := scores[pos*vv : (pos+1)*vv]
+		row := forwardScores(t, m, ids, types, pos)
 		z := 0.0
 		for _, s := range row {
 			z += math.Exp(s)
@@ -224,4 +221,22 @@ func TestFillMaskErrors(t *testing.T) {
 			require.ErrorContains(t, err, c.want)
 		})
 	}
+}
+
+// forwardScores are ForMaskedLM.Forward's scores (V) at position pos of one
+// sequence.
+func forwardScores(t *testing.T, m *ForMaskedLM, ids, types []int, pos int) []float64 {
+	t.Helper()
+	b, err := newBatch(m.Config, [][]int{ids}, [][]int{types})
+	require.NoError(t, err)
+	g := m.Store.NewGraph()
+	in, err := b.inputs(g)
+	require.NoError(t, err)
+	y, err := m.Forward(g, in)
+	require.NoError(t, err)
+	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	defer vm.Close()
+	require.NoError(t, vm.RunAll())
+	v := m.Config.VocabSize
+	return append([]float64(nil), y.Value().Data().([]float64)[pos*v:(pos+1)*v]...)
 }
