@@ -74,7 +74,7 @@ func FillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK
 	masks := make([][]int, len(texts)) // positions of [MASK] in each row
 	for r, text := range texts {
 		if ids[r], types[r], err = tok.EncodeWithSpecials(text); err != nil {
-			return nil, fmt.Errorf("bert fill-mask: text %d: %w", r+1, err)
+			return nil, &TextError{Index: r, Text: text, Err: err}
 		}
 		for i, id := range ids[r] {
 			if id == sp.mask {
@@ -82,11 +82,11 @@ func FillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK
 			}
 		}
 		if len(masks[r]) == 0 {
-			return nil, fmt.Errorf("bert fill-mask: text %d (%q) has no %s: write %s where the word to predict goes", r+1, clip(text), MaskToken, MaskToken)
+			return nil, &TextError{Index: r, Text: text, Err: fmt.Errorf("no %s: write %s where the word to predict goes", MaskToken, MaskToken)}
 		}
 		if n := len(ids[r]); n > m.Config.MaxPositionEmbeddings {
-			return nil, fmt.Errorf("bert fill-mask: text %d (%q) is %d tokens with [CLS] and [SEP]; the model takes at most %d (max_position_embeddings): shorten it",
-				r+1, clip(text), n, m.Config.MaxPositionEmbeddings)
+			return nil, &TextError{Index: r, Text: text, Err: fmt.Errorf("%d tokens with [CLS] and [SEP]; the model takes at most %d (max_position_embeddings): shorten it",
+				n, m.Config.MaxPositionEmbeddings)}
 		}
 	}
 	scores, err := m.scores(ids, types, masks)
@@ -113,6 +113,20 @@ func FillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK
 	}
 	return out, nil
 }
+
+// TextError is FillMaskBatch's error about one of its texts: no [MASK],
+// too long, or not encodable.
+type TextError struct {
+	Index int    // the text's index in the batch, from 0
+	Text  string // the text
+	Err   error
+}
+
+func (e *TextError) Error() string {
+	return fmt.Sprintf("bert fill-mask: text %d (%q): %v", e.Index+1, clip(e.Text), e.Err)
+}
+
+func (e *TextError) Unwrap() error { return e.Err }
 
 // scores runs a batch and returns the masked-LM scores (M, V) flat at the
 // M positions at[r]… of each row r in turn. Only those M hidden states go

@@ -210,7 +210,7 @@ func TestFillMaskErrors(t *testing.T) {
 		topK int
 		want string
 	}{
-		{"no mask", m, tok, "the cat sat on the mat", 5, "has no [MASK]"},
+		{"no mask", m, tok, "the cat sat on the mat", 5, "no [MASK]: write [MASK] where"},
 		{"too long", m, tok, strings.Repeat("the cat ", 8) + "[MASK]", 5, "max_position_embeddings"},
 		{"vocabulary mismatch", ms, tok, "the [MASK]", 5, "does not belong to this checkpoint"},
 		{"tokenizer without a mask token", m, tokNoMask, "the [MASK]", 5, "no [MASK] token"},
