@@ -90,6 +90,10 @@ spread its attention over the tokens (columns).`)
 	return nil
 }
 
+// modelViewWidth is about how wide, in pixels, the cells of one row of
+// heads of the model view are drawn.
+const modelViewWidth = 2400
+
 // attentionFigure lays out maps [layer][head][T][T] over the tokens: every
 // layer as a row of heads with shared axes when layer is 0, else that
 // layer's (1-based) heads and their average.
@@ -97,7 +101,11 @@ func attentionFigure(maps [][][][]float64, tokens []string, text string, layer i
 	fig := heatmap.Figure{Rows: tokens, Cols: tokens}
 	if layer == 0 {
 		fig.Title = fmt.Sprintf("BERT self-attention, %d layers × %d heads: %q", len(maps), len(maps[0]), text)
+		// Cells shrink so that a row of heads is about modelViewWidth
+		// wide: bert-base's 12 × 12 maps of 17 tokens make a 3000 px
+		// square rather than a 7000 px one.
 		fig.Columns, fig.SharedAxes = len(maps[0]), true
+		fig.MaxCell = modelViewWidth / (len(maps[0]) * len(tokens))
 		for l, heads := range maps {
 			for h, w := range heads {
 				fig.Panels = append(fig.Panels, heatmap.Panel{Title: fmt.Sprintf("layer %d, head %d", l+1, h+1), Weights: w})

@@ -71,6 +71,11 @@ type Figure struct {
 	// panel, column labels under each grid column's last panel. It keeps
 	// a grid of many small maps (bertviz's "model view") compact.
 	SharedAxes bool
+	// MaxCell, if positive, caps the cell side in pixels (never below
+	// 12 px, the smallest cell with readable labels), so that a grid of
+	// many maps stays a viewable size; 0 sizes cells from the token
+	// counts alone.
+	MaxCell int
 }
 
 // Limits on what WritePNG accepts. Longer sequences are rejected rather
@@ -210,6 +215,8 @@ func validate(f Figure) error {
 		return errors.New("heatmap: figure has no columns (source tokens)")
 	case len(f.Rows) > MaxTokens || len(f.Cols) > MaxTokens:
 		return fmt.Errorf("heatmap: %d×%d tokens, at most %d per side allowed", len(f.Rows), len(f.Cols), MaxTokens)
+	case f.MaxCell < 0:
+		return fmt.Errorf("heatmap: largest cell %d px is negative; use 0 for the automatic size", f.MaxCell)
 	case f.Columns < 0:
 		return fmt.Errorf("heatmap: %d panels per grid row; need a positive number, or 0 for an about square grid", f.Columns)
 	}
@@ -283,6 +290,9 @@ func newLayout(f Figure) *layout {
 		l.cell = min(bigCell, ceilDiv(minHeatSide, n))
 	default:
 		l.cell = max(minCell, min(maxCell, maxHeatSide/n))
+	}
+	if f.MaxCell > 0 {
+		l.cell = max(minCell, min(l.cell, f.MaxCell))
 	}
 	// 12 px text for cells of 16 px and more, down to 9 px at 12 px cells.
 	l.labelFont = font.From(regular, vg.Length(max(9, min(12, l.cell-4))))

@@ -314,6 +314,15 @@ func TestWritePNGGridSharedAxes(t *testing.T) {
 	img = decodePNG(t, path)
 	assert.True(t, hasInk(img, under(0)))
 
+	// MaxCell shrinks the cells, down to minCell.
+	for _, c := range []struct{ max, want int }{{0, maxCell}, {20, 20}, {5, minCell}} {
+		f.MaxCell = c.max
+		require.Equal(t, c.want, newLayout(f).cell, "MaxCell %d", c.max)
+	}
+	f.MaxCell = -1
+	require.ErrorContains(t, WritePNG(path, f), "negative")
+	f.MaxCell = 0
+
 	f.Columns = -1
 	require.ErrorContains(t, WritePNG(path, f), "panels per grid row")
 }
