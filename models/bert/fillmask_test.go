@@ -14,6 +14,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/train"
 )
@@ -239,4 +240,40 @@ func forwardScores(t *testing.T, m *ForMaskedLM, ids, types []int, pos int) []fl
 	require.NoError(t, vm.RunAll())
 	v := m.Config.VocabSize
 	return append([]float64(nil), y.Value().Data().([]float64)[pos*v:(pos+1)*v]...)
+}
+
+// The scores FillMask ranks, gathered at chosen positions of a padded
+// batch, are the PyTorch reference's masked-LM logits there
+// (testdata/parity, see parity_test.go).
+func TestFillMaskScoresParity(t *testing.T) {
+	m, _, err := LoadForMaskedLM(parityDir, layers.WithDtype(tensor.Float64))
+	require.NoError(t, err)
+	f, err := safetensors.ReadFile(filepath.Join(parityDir, "golden.safetensors"))
+	require.NoError(t, err)
+	gold := golden{t, f}
+	ids, types, mask := gold.ints("input_ids"), gold.ints("token_type_ids"), gold.ints("attention_mask")
+	logits := gold.floats("mlm_logits") // (2, 8, V)
+	const tl = 8
+	v := m.Config.VocabSize
+	var rows, typeRows, at [][]int
+	for r := range 2 {
+		n := 0
+		for _, x := range mask[r*tl : (r+1)*tl] {
+			n += x
+		}
+		rows = append(rows, ids[r*tl:r*tl+n])
+		typeRows = append(typeRows, types[r*tl:r*tl+n])
+		at = append(at, []int{n - 1, 1, 4}) // out of order, on purpose
+	}
+	got, err := m.scores(rows, typeRows, at)
+	require.NoError(t, err)
+	require.Len(t, got, 6*v)
+	k := 0
+	for r, ps := range at {
+		for _, p := range ps {
+			want := logits[(r*tl+p)*v : (r*tl+p+1)*v]
+			require.InDeltaSlice(t, want, got[k*v:(k+1)*v], 1e-9, "row %d position %d", r, p)
+			k++
+		}
+	}
 }
