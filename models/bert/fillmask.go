@@ -122,10 +122,12 @@ type TextError struct {
 	Err   error
 }
 
+// Error implements error: "bert fill-mask: text N ("…"): what is wrong".
 func (e *TextError) Error() string {
 	return fmt.Sprintf("bert fill-mask: text %d (%q): %v", e.Index+1, clip(e.Text), e.Err)
 }
 
+// Unwrap returns the error about the text.
 func (e *TextError) Unwrap() error { return e.Err }
 
 // scores runs a batch and returns the masked-LM scores (M, V) flat at the
