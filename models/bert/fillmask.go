@@ -8,7 +8,7 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"github.com/d73a19ff/zoo/datasets"
-	"github.com/d73a19ff/zoo/internal/ops"
+	"github.com/d73a19ff/zoo/layers"
 )
 
 // MaskToken is the token FillMask fills, BERT's mask_token.
@@ -164,14 +164,14 @@ func (m *ForMaskedLM) scores(ids, types, at [][]int) ([]float64, error) {
 	if h, err = gorgonia.Reshape(h, []int{b.b * b.t, d}); err != nil {
 		return nil, fmt.Errorf("bert fill-mask: %w", err)
 	}
-	pos, err := g.IntConstant("mask_positions", flat, 1, len(flat))
+	pos, err := g.IntConstant("mask_positions", flat, len(flat))
 	if err != nil {
 		return nil, fmt.Errorf("bert fill-mask: %w", err)
 	}
-	if h, err = ops.Gather(h, pos); err != nil { // (1, M, D)
+	if h, err = layers.GatherRows(h, pos); err != nil { // (M, D)
 		return nil, fmt.Errorf("bert fill-mask: %w", err)
 	}
-	logits, err := m.MLM.Forward(g, h) // (1, M, V)
+	logits, err := m.MLM.Forward(g, h) // (M, V)
 	if err != nil {
 		return nil, fmt.Errorf("bert fill-mask: mlm head: %w", err)
 	}
