@@ -268,17 +268,8 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 		return nil, err
 	}
 	defer tr.Close()
-	if cfg.Resume {
-		ckpt, err := train.Latest(cfg.RunDir)
-		if err != nil {
-			return nil, err
-		}
-		if err := tr.Resume(ckpt); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(out, "resuming from %s at step %d\n", ckpt, tr.Step())
-	} else if err := runinfo.Write(cfg.RunDir, now); err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
+	if err := resumeRun(tr, cfg.RunDir, cfg.Resume, now, out); err != nil {
+		return nil, err
 	}
 	if err := tok.SaveVocab(filepath.Join(cfg.RunDir, "vocab.txt")); err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
@@ -338,15 +329,8 @@ func readWordPiece(path string, lowercase bool) (*datasets.WordPiece, error) {
 // content hash, the tokenizer settings, the data settings and the model
 // config as given.
 func bertRecord(ctx context.Context, cfg BERTConfig, c *datasets.Corpus) (runinfo.Record, error) {
-	h := sha256.New()
-	if err := c.EachContext(ctx, func(text string) error {
-		_, err := io.WriteString(h, text)
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
-	}
-	r := runinfo.Record{}
-	if err := r.Set("corpus", fmt.Sprintf("%d bytes in %d file(s), sha256 %x", c.Size(), len(c.Files()), h.Sum(nil))); err != nil {
+	r, err := corpusRecord(ctx, c)
+	if err != nil {
 		return nil, err
 	}
 	tok := cfg.Tokenizer
