@@ -157,18 +157,20 @@ func (h *history) plot(dir string) error {
 		if len(s.xys) == 0 {
 			continue
 		}
-		l, err := plotter.NewLine(s.xys)
+		l, pts, err := plotter.NewLinePoints(s.xys)
 		if err != nil {
 			return fmt.Errorf("train: plot: %w", err)
 		}
+		pts.Radius = 0 // points only on the evaluations' curves, which may have one
 		if s.dash {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 			l.Width = vg.Points(2)
+			pts.Radius = vg.Points(2.5)
 		}
 		if s.color != nil {
-			l.Color = *s.color
+			l.Color, pts.Color = *s.color, *s.color
 		}
-		p.Add(l)
+		p.Add(l, pts)
 		p.Legend.Add(s.name, l)
 	}
 	tmp := filepath.Join(dir, ".loss.tmp.png")
