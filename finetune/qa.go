@@ -184,7 +184,10 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 	if skipped > 0 {
 		fmt.Fprintf(out, "note: %d training questions have an answer that covers no token (only whitespace or characters the tokenizer drops) and were skipped\n", skipped)
 	}
-	vaF, _, err := enc.features(valEx, false)
+	// Validation windows carry labels too, for the engine's validation
+	// loss; a question whose answer covers no token has no window and
+	// scores 0.
+	vaF, _, err := enc.features(valEx, true)
 	if err != nil {
 		return nil, fmt.Errorf("qa: validation: %w", err)
 	}

@@ -13,6 +13,9 @@ import (
 // [CLS]. Pretraining and the token and QA tasks arrive with the rest of the
 // BERT issue.
 func runFinetuneBERT(args []string, stdout io.Writer) error {
+	if task := preScan(args, "task"); task == "qa" {
+		return runFinetuneBERTQA(args, stdout)
+	}
 	if task := preScan(args, "task"); task != "" && task != "classify" {
 		return fmt.Errorf("%w: --task %q: BERT fine-tunes --task classify for now", errUsage, task)
 	}
