@@ -164,7 +164,7 @@ func TestQAEndToEnd(t *testing.T) {
 	require.NoError(t, err, out.String())
 	require.Contains(t, out.String(), "created [qa_outputs.weight qa_outputs.bias]")
 	require.Greater(t, res.Features, 40, "the validation contexts must be windowed")
-	require.Less(t, res.ValLoss, 1.0, "validation windows are labelled")
+	require.Less(t, res.ValLoss, 2.5, "validation windows are labelled (all at [CLS], it is above 4)")
 	require.GreaterOrEqual(t, res.Scores.ExactMatch, 90.0, "%+v\n%s", res.Scores, out.String())
 	require.Less(t, res.Baselines["first word"].ExactMatch, 40.0)
 	require.FileExists(t, filepath.Join(cfg.RunDir, "predictions.json"))
