@@ -129,3 +129,24 @@ func TestEncodeWords(t *testing.T) {
 		t.Errorf("the full stop is not its own word: %v", words)
 	}
 }
+
+// FuzzParseSquad: any bytes are either an error or questions whose
+// answers are where they say, never a panic.
+func FuzzParseSquad(f *testing.F) {
+	f.Add([]byte(`{"data": [{"paragraphs": [{"context": "ab é c", "qas": [{"id": "1", "question": "q", "answers": [{"text": "c", "answer_start": 5}]}]}]}]}`))
+	f.Add([]byte(`{"data": [{"paragraphs": [{"context": "ab", "qas": [{"id": "1", "answers": [{"text": "b", "answer_start": -1}]}]}]}]}`))
+	f.Add([]byte(`{"data": [{"paragraphs": [{"context": "\xff", "qas": []}]}]}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		ex, _, err := ParseSquad(raw)
+		if err != nil {
+			return
+		}
+		for _, e := range ex {
+			for _, a := range e.Answers {
+				if e.Context[a.Start:a.Start+len(a.Text)] != a.Text {
+					t.Fatalf("%s: %q not at %d", e.ID, a.Text, a.Start)
+				}
+			}
+		}
+	})
+}
