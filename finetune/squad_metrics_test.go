@@ -1,6 +1,7 @@
 package finetune
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -57,4 +58,14 @@ func TestSquadEvaluate(t *testing.T) {
 	if z := SquadEvaluate(nil, nil); z != (SquadScores{}) {
 		t.Errorf("empty SquadEvaluate = %+v", z)
 	}
+}
+
+// SQuAD v1.1 scoring: normalisation drops case, punctuation and articles;
+// F1 counts shared tokens.
+func ExampleSquadEvaluate() {
+	truths := map[string][]string{"q1": {"the Eiffel Tower"}, "q2": {"in 1889"}}
+	preds := map[string]string{"q1": "Eiffel tower.", "q2": "1889"}
+	s := SquadEvaluate(truths, preds)
+	fmt.Printf("EM %.1f, F1 %.1f over %d questions\n", s.ExactMatch, s.F1, s.N)
+	// Output: EM 50.0, F1 83.3 over 2 questions
 }
