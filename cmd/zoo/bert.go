@@ -8,24 +8,37 @@ import (
 	_ "github.com/d73a19ff/zoo/models/bert" // registers model_type bert
 )
 
-// runFinetuneBERT is `zoo finetune bert --task classify --init-from DIR
-// --train-file FILE`: the shared classification pipeline on BERT's pooled
-// [CLS]. Pretraining and the token and QA tasks arrive with the rest of the
-// BERT issue.
+// runFinetuneBERT is `zoo finetune bert --task classify|qa --init-from
+// DIR --train-file FILE`: sequence classification (the shared pipeline on
+// BERT's pooled [CLS]) or extractive QA.
 func runFinetuneBERT(args []string, stdout io.Writer) error {
-	if task := preScan(args, "task"); task != "" && task != "classify" {
-		return fmt.Errorf("%w: --task %q: BERT fine-tunes --task classify for now", errUsage, task)
+	switch task := preScan(args, "task"); task {
+	case "", "classify":
+		return runClassify("bert", args, stdout)
+	case "qa":
+		return runFinetuneBERTQA(args, stdout)
+	default:
+		return fmt.Errorf("%w: --task %q: BERT fine-tunes --task classify or qa", errUsage, task)
 	}
-	return runClassify("bert", args, stdout)
+}
+
+// runEvalBERT is `zoo eval` for a BERT checkpoint, by the data given:
+// --corpus (pretraining: MLM and NSP), --squad (QA: EM and F1), or
+// --labelled (classification).
+func runEvalBERT(args []string, stdout io.Writer) error {
+	switch {
+	case preScan(args, "corpus") != "":
+		return runEvalBERTPretraining(args, stdout)
+	case preScan(args, "squad") != "":
+		return runEvalBERTQA(args, stdout)
+	}
+	return runEvalClassifier(args, stdout)
 }
 
 // runEvalClassifier is `zoo eval --checkpoint DIR --labelled FILE` for a
 // family whose checkpoints are classifiers: accuracy, macro-F1 and the
 // confusion matrix.
 func runEvalClassifier(args []string, stdout io.Writer) error {
-	if preScan(args, "corpus") != "" {
-		return runEvalBERTPretraining(args, stdout)
-	}
 	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --labelled FILE\n\nScores a sequence classifier: accuracy, macro-F1 and the confusion matrix.")
 	ckpt := f.String("checkpoint", "", "checkpoint directory (with tokenizer.json)")
 	labelled := f.String("labelled", "", "CSV, TSV or JSONL to score the classifier on")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/d73a19ff/zoo/datasets"
 	"github.com/stretchr/testify/require"
 )
 
@@ -116,4 +117,30 @@ func TestPretrainBERTBadInput(t *testing.T) {
 		require.Contains(t, errb.String(), c.want, c.args)
 		require.NotContains(t, errb.String(), "panic")
 	}
+}
+
+// pretrain → finetune (qa) → eval, through the CLI: the answer is the
+// animal of a templated sentence.
+func TestBERTPretrainQAEval(t *testing.T) {
+	ckpt := pretrainTinyBERT(t)
+	dir := t.TempDir()
+	animals, colours := []string{"fox", "cat", "owl", "dog"}, []string{"red", "blue", "green", "black"}
+	var paras []datasets.SquadParagraph
+	for i := range 48 {
+		a, c := animals[i%4], colours[(i/4)%4]
+		ctx := fmt.Sprintf("the %s %s runs to the %s den.", c, a, c)
+		paras = append(paras, datasets.SquadParagraph{Context: ctx, QAs: []datasets.SquadQA{{ID: fmt.Sprintf("q%d", i),
+			Question: "which animal runs?", Answers: []datasets.SquadAnswer{{Text: a, Start: strings.Index(ctx, " "+a+" ") + 1}}}}})
+	}
+	squad := filepath.Join(dir, "squad.json")
+	require.NoError(t, datasets.WriteSquad(squad, datasets.SquadFile{Version: "1.1", Data: []datasets.SquadArticle{{Title: "animals", Paragraphs: paras}}}))
+	runDir := filepath.Join(dir, "qa")
+	var out, errb bytes.Buffer
+	code := run([]string{"finetune", "bert", "--task", "qa", "--init-from", ckpt, "--train-file", squad, "--run", runDir,
+		"--max-steps", "80", "--batch-size", "8", "--learning-rate", "3e-3", "--max-seq-length", "32"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	out.Reset()
+	code = run([]string{"eval", "--checkpoint", filepath.Join(runDir, "checkpoints", "final"), "--squad", squad, "--max-seq-length", "32"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Regexp(t, `exact match (9\d|100)\.\d\d`, out.String())
 }

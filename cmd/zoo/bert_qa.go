@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/d73a19ff/zoo/finetune"
+)
+
+// runFinetuneBERTQA is `zoo finetune bert --task qa --init-from DIR
+// --train-file SQUAD.json [--validation-file SQUAD.json] [--scratch]`:
+// extractive question answering (SQuAD v1.1) with a span head on the
+// checkpoint's backbone, reporting exact match and F1 on the validation
+// questions beside trivial baselines.
+func runFinetuneBERTQA(args []string, stdout io.Writer) error {
+	cfg, err := readConfig(args, finetune.DefaultQA(), finetune.ReadQAConfig)
+	if err != nil {
+		return err
+	}
+	f := newFlags("zoo finetune bert", "usage: zoo finetune bert --task qa --init-from DIR --train-file SQUAD.json [--validation-file SQUAD.json] [--scratch] [flags]\n\nPuts a span head (qa_outputs) on the BERT checkpoint and fine-tunes it on SQuAD v1.1 JSON; reports exact match and F1 (the official v1.1 definitions) on the validation questions, beside trivial baselines. With --scratch the same architecture and tokenizer train from random weights.")
+	f.String("task", "qa", "classify or qa")
+	f.training(trainTargets{run: &cfg.RunDir, initFrom: &cfg.Checkpoint, steps: &cfg.MaxIters, batch: &cfg.Batch,
+		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, lr: &cfg.LR, seed: &cfg.Seed, overwrite: &cfg.Overwrite,
+		batchWhat: "windows", warmupWhat: "before the linear decay", initWhat: "a BERT checkpoint with a WordPiece tokenizer.json"})
+	f.StringVar(&cfg.TrainFile, "train-file", cfg.TrainFile, "SQuAD v1.1 JSON to train on")
+	f.StringVar(&cfg.ValFile, "validation-file", cfg.ValFile, "SQuAD v1.1 JSON to score on (default: val_fraction of the training questions)")
+	f.BoolVar(&cfg.Scratch, "scratch", cfg.Scratch, "train the checkpoint's architecture from random weights (with its tokenizer), for a pretrained-versus-scratch comparison")
+	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", cfg.MaxSeqLength, "tokens per window, [CLS] question [SEP] context [SEP] (clipped to max_position_embeddings)")
+	f.IntVar(&cfg.DocStride, "doc-stride", cfg.DocStride, "context tokens between the starts of two windows")
+	f.IntVar(&cfg.MaxQueryLength, "max-query-length", cfg.MaxQueryLength, "question tokens kept")
+	f.IntVar(&cfg.MaxAnswerLength, "max-answer-length", cfg.MaxAnswerLength, "longest predicted answer, in tokens")
+	f.IntVar(&cfg.NBest, "n-best-size", cfg.NBest, "start and end candidates per window")
+	if help, err := f.parse(args, stdout); help || err != nil {
+		return err
+	}
+	if cfg.Checkpoint == "" {
+		return fmt.Errorf("%w: --init-from is required: the BERT checkpoint to fine-tune (or, with --scratch, whose architecture and tokenizer to use)", errUsage)
+	}
+	if cfg.TrainFile == "" {
+		return fmt.Errorf("%w: --train-file is required (SQuAD v1.1 JSON)", errUsage)
+	}
+	if f.isSet("max-steps") && !f.isSet("warmup-steps") {
+		cfg.Warmup = min(cfg.Warmup, cfg.MaxIters/10)
+	}
+	if err := expectFamily(cfg.Checkpoint, "bert"); err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	res, err := finetune.RunQA(ctx, cfg, stdout)
+	if err != nil {
+		return interrupted(err, cfg.RunDir, stdout)
+	}
+	fmt.Fprintf(stdout, "\ndone: %d steps; validation (%d questions) exact match %.2f, F1 %.2f\n", res.Steps, res.Scores.N, res.Scores.ExactMatch, res.Scores.F1)
+	printBaselines(stdout, res.Baselines)
+	fmt.Fprintf(stdout, "checkpoint: %s\n", res.Final)
+	return nil
+}
+
+func printBaselines(w io.Writer, b map[string]finetune.SquadScores) {
+	names := make([]string, 0, len(b))
+	for n := range b {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "baseline %q: exact match %.2f, F1 %.2f\n", n, b[n].ExactMatch, b[n].F1)
+	}
+}
+
+// runEvalBERTQA is `zoo eval --checkpoint DIR --squad FILE`: exact match
+// and F1 of a BERT question-answering checkpoint on SQuAD v1.1 JSON.
+func runEvalBERTQA(args []string, stdout io.Writer) error {
+	def := finetune.DefaultQA()
+	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --squad FILE\n\nScores a BERT question-answering checkpoint on SQuAD v1.1 JSON: exact match and F1 (the official v1.1 definitions), beside trivial baselines.")
+	ckpt := f.String("checkpoint", "", "checkpoint directory (with tokenizer.json) fine-tuned by zoo finetune bert --task qa")
+	squad := f.String("squad", "", "SQuAD v1.1 JSON to score")
+	f.IntVar(&def.Batch, "batch-size", 16, "windows per batch")
+	f.IntVar(&def.MaxSeqLength, "max-seq-length", def.MaxSeqLength, "tokens per window (clipped to max_position_embeddings)")
+	f.IntVar(&def.DocStride, "doc-stride", def.DocStride, "context tokens between the starts of two windows")
+	f.IntVar(&def.MaxQueryLength, "max-query-length", def.MaxQueryLength, "question tokens kept")
+	f.IntVar(&def.MaxAnswerLength, "max-answer-length", def.MaxAnswerLength, "longest predicted answer, in tokens")
+	f.IntVar(&def.NBest, "n-best-size", def.NBest, "start and end candidates per window")
+	if help, err := f.parse(args, stdout); help || err != nil {
+		return err
+	}
+	if *ckpt == "" || *squad == "" {
+		return fmt.Errorf("%w: give --checkpoint and --squad", errUsage)
+	}
+	if def.Batch <= 0 {
+		return fmt.Errorf("%w: --batch-size %d must be positive", errUsage, def.Batch)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	res, err := finetune.EvalQA(ctx, *ckpt, *squad, def)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d questions (%d windows): exact match %.2f, F1 %.2f\n", res.Scores.N, res.Features, res.Scores.ExactMatch, res.Scores.F1)
+	printBaselines(stdout, res.Baselines)
+	return nil
+}

@@ -1,0 +1,788 @@
+package finetune
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/atomicfile"
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/bert"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// QAConfig is the configuration of extractive question answering
+// (SQuAD v1.1) with BERT; the names are those of Hugging Face's run_qa.py.
+type QAConfig struct {
+	Checkpoint      string  `json:"init_from"`       // a BERT checkpoint with a WordPiece tokenizer.json
+	TrainFile       string  `json:"train_file"`      // SQuAD v1.1 JSON
+	ValFile         string  `json:"validation_file"` // optional; without it val_fraction of train_file's questions validates
+	ValFraction     float64 `json:"val_fraction"`
+	MaxSeqLength    int     `json:"max_seq_length"`    // tokens of [CLS] question [SEP] window [SEP]; clipped to max_position_embeddings
+	DocStride       int     `json:"doc_stride"`        // context tokens between the starts of two windows
+	MaxQueryLength  int     `json:"max_query_length"`  // question tokens kept (its first ones)
+	MaxAnswerLength int     `json:"max_answer_length"` // longest predicted answer, in tokens
+	NBest           int     `json:"n_best_size"`       // start and end candidates per window
+	Batch           int     `json:"batch_size"`
+	MaxIters        int     `json:"max_iters"`
+	LR              float64 `json:"learning_rate"`
+	Warmup          int     `json:"warmup_iters"`
+	WeightDecay     float64 `json:"weight_decay"`
+	GradClip        float64 `json:"grad_clip"`
+	EvalEvery       int     `json:"eval_interval"`
+	Seed            uint64  `json:"seed"`
+	RunDir          string  `json:"run_dir"`
+	// Overwrite starts a new run in a run directory that holds one: the old
+	// run is moved aside to <run_dir>.old-<UTC time>, never deleted.
+	Overwrite bool `json:"overwrite"`
+	// Scratch trains the checkpoint's architecture from fresh random
+	// weights (seeded) instead of its weights, with its tokenizer: the
+	// baseline of a pretrained-versus-scratch comparison.
+	Scratch bool `json:"scratch"`
+}
+
+// DefaultQA is run_qa.py's SQuAD recipe at a small scale: windows of 384
+// tokens with a stride of 128, questions cut at 64 tokens, answers of at
+// most 30 tokens from the 20 best starts and ends; batch 16, 1000 steps at
+// 3e-5 with 10% warmup and linear decay. The run directory, when left
+// empty, is runs/bert-qa.
+func DefaultQA() QAConfig {
+	return QAConfig{ValFraction: 0.1, MaxSeqLength: 384, DocStride: 128, MaxQueryLength: 64, MaxAnswerLength: 30, NBest: 20,
+		Batch: 16, MaxIters: 1000, LR: 3e-5, Warmup: 100, WeightDecay: 0.01, GradClip: 1, EvalEvery: 250, Seed: 1}
+}
+
+// ReadQAConfig reads a JSON config file over base; unknown keys and wrong
+// types are errors.
+func ReadQAConfig(path string, base QAConfig) (QAConfig, error) {
+	return jsonconfig.Read(path, base)
+}
+
+// Validate reports settings that cannot run, naming them.
+func (c QAConfig) Validate() error {
+	switch {
+	case c.Checkpoint == "" || c.TrainFile == "":
+		return fmt.Errorf("qa: init_from (a BERT checkpoint) and train_file (SQuAD v1.1 JSON) are required")
+	case c.Batch <= 0 || c.MaxIters <= 0:
+		return fmt.Errorf("qa: batch_size %d and max_iters %d must be positive", c.Batch, c.MaxIters)
+	case c.ValFile == "" && !(c.ValFraction > 0 && c.ValFraction < 1):
+		return fmt.Errorf("qa: without validation_file, val_fraction %g must be in (0, 1)", c.ValFraction)
+	case c.Warmup < 0 || c.EvalEvery < 0 || !(c.LR > 0) || !(c.WeightDecay >= 0) || !(c.GradClip >= 0):
+		return fmt.Errorf("qa: learning_rate %g must be positive and warmup_iters %d, eval_interval %d, weight_decay %g, grad_clip %g not negative",
+			c.LR, c.Warmup, c.EvalEvery, c.WeightDecay, c.GradClip)
+	}
+	return c.windows().validate()
+}
+
+// qaWindows are the settings of encoding and decoding.
+type qaWindows struct {
+	maxSeq, stride, maxQuery, maxAnswer, nBest int
+}
+
+func (c QAConfig) windows() qaWindows {
+	return qaWindows{maxSeq: c.MaxSeqLength, stride: c.DocStride, maxQuery: c.MaxQueryLength, maxAnswer: c.MaxAnswerLength, nBest: c.NBest}
+}
+
+func (w qaWindows) validate() error {
+	if w.maxSeq < 8 || w.stride <= 0 || w.maxQuery <= 0 || w.maxAnswer <= 0 || w.nBest <= 0 {
+		return fmt.Errorf("qa: max_seq_length %d must be at least 8 and doc_stride %d, max_query_length %d, max_answer_length %d, n_best_size %d positive",
+			w.maxSeq, w.stride, w.maxQuery, w.maxAnswer, w.nBest)
+	}
+	return nil
+}
+
+// QAResult is what a QA run measured on the validation questions with the
+// final weights.
+type QAResult struct {
+	train.Result
+	Scores      SquadScores            // EM and F1 (percent)
+	Baselines   map[string]SquadScores // trivial predictors on the same questions (QABaselines)
+	Predictions map[string]string      // question id → predicted text
+	Features    int                    // validation windows
+}
+
+// RunQA puts a span head (qa_outputs) on the BERT checkpoint, fine-tunes
+// it on a SQuAD v1.1 file (or, with cfg.Scratch, trains the same
+// architecture from random weights) and reports SQuAD v1.1 exact match
+// and F1 on the validation questions, with the trivial baselines, writing
+// <run_dir>/predictions.json.
+func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ckpt, err := models.Open(cfg.Checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("qa: %w", err)
+	}
+	if err := ckpt.Expect("bert"); err != nil {
+		return nil, fmt.Errorf("qa: %w", err)
+	}
+	tok, err := qaTokenizer(ckpt)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.RunDir == "" {
+		cfg.RunDir = filepath.Join("runs", "bert-qa")
+	}
+	trainEx, rep, err := datasets.ReadSquad(cfg.TrainFile)
+	if err != nil {
+		return nil, fmt.Errorf("qa: %w", err)
+	}
+	if s := rep.String(); s != "" {
+		fmt.Fprintf(out, "note: %s: %s\n", cfg.TrainFile, s)
+	}
+	var valEx []datasets.SquadExample
+	if cfg.ValFile != "" {
+		if valEx, rep, err = datasets.ReadSquad(cfg.ValFile); err != nil {
+			return nil, fmt.Errorf("qa: %w", err)
+		}
+		if s := rep.String(); s != "" {
+			fmt.Fprintf(out, "note: %s: %s\n", cfg.ValFile, s)
+		}
+	} else {
+		if len(trainEx) < 2 {
+			return nil, fmt.Errorf("qa: %s has %d question; give at least 2 or a validation_file", cfg.TrainFile, len(trainEx))
+		}
+		trainEx, valEx = splitSquad(trainEx, cfg.ValFraction, cfg.Seed)
+	}
+	var q *bert.ForQuestionAnswering
+	if cfg.Scratch {
+		q, err = newScratchQA(cfg.Checkpoint, cfg.Seed)
+	} else {
+		var lr bert.LoadReport
+		q, lr, err = bert.LoadForQuestionAnswering(cfg.Checkpoint, layers.WithSeed(cfg.Seed))
+		if err == nil && len(lr.Dropped)+len(lr.Created) > 0 {
+			fmt.Fprintf(out, "from %s: dropped %d head tensors, created %v\n", cfg.Checkpoint, len(lr.Dropped), lr.Created)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("qa: %w", err)
+	}
+	win := cfg.windows()
+	win.maxSeq = min(win.maxSeq, q.Config.MaxPositionEmbeddings)
+	if err := win.validate(); err != nil {
+		return nil, fmt.Errorf("%w (max_position_embeddings of the checkpoint is %d)", err, q.Config.MaxPositionEmbeddings)
+	}
+	enc, err := newQAEncoder(tok, win, q.Config.PadTokenID)
+	if err != nil {
+		return nil, err
+	}
+	trF, skipped, err := enc.features(trainEx, true)
+	if err != nil {
+		return nil, fmt.Errorf("qa: %s: %w", cfg.TrainFile, err)
+	}
+	if skipped > 0 {
+		fmt.Fprintf(out, "note: %d training questions have an answer that covers no token (only whitespace or characters the tokenizer drops) and were skipped\n", skipped)
+	}
+	// Validation windows carry labels too, for the engine's validation
+	// loss; a question whose answer covers no token has no window and
+	// scores 0.
+	vaF, _, err := enc.features(valEx, true)
+	if err != nil {
+		return nil, fmt.Errorf("qa: validation: %w", err)
+	}
+	t := max(longest(trF), longest(vaF))
+	if err := models.CheckMemory(q.Config.ActivationBytes(cfg.Batch, t, true), fmt.Sprintf("qa: batch_size %d × %d tokens for activations", cfg.Batch, t), "lower batch_size or max_seq_length"); err != nil {
+		return nil, err
+	}
+	if err := train.PrepareRun(cfg.RunDir, false, cfg.Overwrite, out); err != nil {
+		return nil, err
+	}
+	data := newQAData(trF, vaF, cfg.Batch, t, enc.pad, cfg.Seed)
+	sched, err := train.WarmupLinear(cfg.LR, cfg.Warmup, cfg.MaxIters)
+	if err != nil {
+		return nil, err
+	}
+	ac := train.DefaultAdamWConfig()
+	ac.WeightDecay = cfg.WeightDecay
+	task := &qaTask{q: q, tok: tok, b: cfg.Batch, t: t}
+	trainer, err := train.New(task, data, train.Config{Steps: cfg.MaxIters, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
+		Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched})
+	if err != nil {
+		return nil, err
+	}
+	defer trainer.Close()
+	from := "fine-tuned from " + cfg.Checkpoint
+	if cfg.Scratch {
+		from = "from scratch (the architecture and tokenizer of " + cfg.Checkpoint + ")"
+	}
+	fmt.Fprintf(out, "bert qa %s: %d training questions (%d windows), %d validation questions (%d windows), %d tokens per window\n",
+		from, len(trainEx), len(trF), len(valEx), len(vaF), t)
+	res, err := trainer.Run(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	preds, err := task.predict(ctx, enc, valEx, vaF)
+	if err != nil {
+		return nil, err
+	}
+	r := &QAResult{Result: res, Scores: SquadEvaluate(squadTruths(valEx), preds), Baselines: QABaselines(valEx), Predictions: preds, Features: len(vaF)}
+	if err := writePredictions(filepath.Join(cfg.RunDir, "predictions.json"), preds); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// EvalQA scores a BERT question-answering checkpoint (one with a trained
+// qa_outputs head) on a SQuAD v1.1 file: exact match and F1, the trivial
+// baselines and the predictions. Only the window and decoding settings and
+// batch_size of cfg are used; zero ones take DefaultQA's.
+func EvalQA(ctx context.Context, checkpoint, file string, cfg QAConfig) (*QAResult, error) {
+	def := DefaultQA()
+	for _, p := range []struct{ v, d *int }{{&cfg.MaxSeqLength, &def.MaxSeqLength}, {&cfg.DocStride, &def.DocStride},
+		{&cfg.MaxQueryLength, &def.MaxQueryLength}, {&cfg.MaxAnswerLength, &def.MaxAnswerLength}, {&cfg.NBest, &def.NBest}, {&cfg.Batch, &def.Batch}} {
+		if *p.v == 0 {
+			*p.v = *p.d
+		}
+	}
+	if cfg.Batch < 0 {
+		return nil, fmt.Errorf("eval: batch size %d must be positive", cfg.Batch)
+	}
+	ckpt, err := models.Open(checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	if err := ckpt.Expect("bert"); err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	tok, err := qaTokenizer(ckpt)
+	if err != nil {
+		return nil, err
+	}
+	q, lr, err := bert.LoadForQuestionAnswering(checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	if len(lr.Created) > 0 {
+		return nil, fmt.Errorf("eval: checkpoint %s has no question-answering head (it lacks %s); fine-tune it first: zoo finetune bert --task qa", checkpoint, strings.Join(lr.Created, ", "))
+	}
+	win := cfg.windows()
+	win.maxSeq = min(win.maxSeq, q.Config.MaxPositionEmbeddings)
+	if err := win.validate(); err != nil {
+		return nil, err
+	}
+	ex, rep, err := datasets.ReadSquad(file)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	enc, err := newQAEncoder(tok, win, q.Config.PadTokenID)
+	if err != nil {
+		return nil, err
+	}
+	feats, _, err := enc.features(ex, false)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %s: %w", file, err)
+	}
+	t := longest(feats)
+	if err := models.CheckMemory(q.Config.ActivationBytes(cfg.Batch, t, false), fmt.Sprintf("eval: batch size %d × %d tokens for activations", cfg.Batch, t), "lower the batch size"); err != nil {
+		return nil, err
+	}
+	task := &qaTask{q: q, tok: tok, b: cfg.Batch, t: t}
+	preds, err := task.predict(ctx, enc, ex, feats)
+	if err != nil {
+		return nil, err
+	}
+	res := &QAResult{Scores: SquadEvaluate(squadTruths(ex), preds), Baselines: QABaselines(ex), Predictions: preds, Features: len(feats)}
+	res.Scores.N += rep.SkippedQuestions // skipped questions count as wrong, as the official script counts them
+	if rep.SkippedQuestions > 0 {
+		k := float64(res.Scores.N-rep.SkippedQuestions) / float64(res.Scores.N)
+		res.Scores.ExactMatch *= k
+		res.Scores.F1 *= k
+	}
+	return res, nil
+}
+
+// qaTokenizer returns the checkpoint's tokenizer if it is BERT's
+// WordPiece, which EncodeWords needs for the answers' offsets.
+func qaTokenizer(ckpt *models.Checkpoint) (*datasets.WordPiece, error) {
+	tok, err := ckpt.Tokenizer()
+	if err != nil {
+		return nil, fmt.Errorf("qa: %w", err)
+	}
+	wp, ok := tok.(*datasets.WordPiece)
+	if !ok {
+		return nil, fmt.Errorf("qa: checkpoint %s: the tokenizer is a %T, not a WordPiece (a BERT tokenizer.json with the BertNormalizer and BertPreTokenizer); question answering needs WordPiece's word offsets", ckpt.Dir, tok)
+	}
+	return wp, nil
+}
+
+// newScratchQA builds the checkpoint's architecture with fresh weights.
+func newScratchQA(dir string, seed uint64) (*bert.ForQuestionAnswering, error) {
+	var c bert.Config
+	if err := models.ReadConfig(dir, "bert", &c); err != nil {
+		return nil, err
+	}
+	c.ID2Label = nil
+	m, err := bert.New(c, layers.WithSeed(seed))
+	if err != nil {
+		return nil, err
+	}
+	return bert.NewForQuestionAnswering(m)
+}
+
+// splitSquad shuffles the questions with the seed and keeps the last
+// fraction apart.
+func splitSquad(ex []datasets.SquadExample, frac float64, seed uint64) (tr, va []datasets.SquadExample) {
+	ex = append([]datasets.SquadExample(nil), ex...)
+	r := rand.New(rand.NewPCG(seed, 17))
+	r.Shuffle(len(ex), func(i, j int) { ex[i], ex[j] = ex[j], ex[i] })
+	n := max(1, int(float64(len(ex))*frac))
+	return ex[:len(ex)-n], ex[len(ex)-n:]
+}
+
+func squadTruths(ex []datasets.SquadExample) map[string][]string {
+	m := make(map[string][]string, len(ex))
+	for _, e := range ex {
+		for _, a := range e.Answers {
+			m[e.ID] = append(m[e.ID], a.Text)
+		}
+	}
+	return m
+}
+
+func writePredictions(path string, preds map[string]string) error {
+	raw, err := json.MarshalIndent(preds, "", " ")
+	if err != nil {
+		return fmt.Errorf("qa: predictions: %w", err)
+	}
+	if err := atomicfile.WriteBytes(path, raw); err != nil {
+		return fmt.Errorf("qa: predictions: %w", err)
+	}
+	return nil
+}
+
+// qaEncoder turns questions into windows.
+type qaEncoder struct {
+	tok           *datasets.WordPiece
+	win           qaWindows
+	cls, sep, pad int
+}
+
+func newQAEncoder(tok *datasets.WordPiece, win qaWindows, pad int) (*qaEncoder, error) {
+	e := &qaEncoder{tok: tok, win: win, cls: -1, sep: -1, pad: pad}
+	for id, s := range tok.Vocab() {
+		switch s {
+		case "[CLS]":
+			e.cls = id
+		case "[SEP]":
+			e.sep = id
+		}
+	}
+	if e.cls < 0 || e.sep < 0 {
+		return nil, fmt.Errorf("qa: the tokenizer has no [CLS] or [SEP] token; question answering encodes [CLS] question [SEP] context [SEP]")
+	}
+	if pad < 0 || pad >= tok.VocabSize() {
+		return nil, fmt.Errorf("qa: pad_token_id %d is outside the tokenizer's %d ids", pad, tok.VocabSize())
+	}
+	return e, nil
+}
+
+// qaFeature is one window of one question: [CLS] question [SEP]
+// context[start:start+n] [SEP].
+type qaFeature struct {
+	example    int   // index of the question
+	ids, types []int // (L) token ids and token types (0 question, 1 window)
+	ctxOff     int   // position of the window's first token
+	ctxStart   int   // index of that token in the context's tokens
+	ctxLen     int   // the window's tokens
+	startPos   int   // answer's first and last position; 0 (the [CLS]) when it is not in the window
+	endPos     int
+	maxContext []bool              // per window token: this window gives it the most context
+	words      []datasets.WordSpan // the context's tokens' word spans (shared by the question's windows)
+}
+
+// features encodes the questions into windows (Devlin et al. 2019, §4.2;
+// the windowing of Hugging Face's run_squad.py: a window of at most
+// max_seq_length − |question| − 3 context tokens, the next one starting
+// doc_stride tokens later, until one reaches the context's end). With
+// labelled, each window's answer span is set from the question's first
+// answer, or [CLS] when the answer is not wholly inside the window; a
+// question whose answer covers no token is skipped and counted.
+func (e *qaEncoder) features(ex []datasets.SquadExample, labelled bool) (out []qaFeature, skipped int, err error) {
+	for i, x := range ex {
+		qids, err := e.tok.Encode(x.Question)
+		if err != nil {
+			return nil, 0, fmt.Errorf("question %s: %w", x.ID, err)
+		}
+		qids = qids[:min(len(qids), e.win.maxQuery)]
+		cids, words, err := e.tok.EncodeWords(x.Context)
+		if err != nil {
+			return nil, 0, fmt.Errorf("question %s: context: %w", x.ID, err)
+		}
+		if len(cids) == 0 {
+			return nil, 0, fmt.Errorf("question %s: the context has no tokens", x.ID)
+		}
+		ansStart, ansEnd := -1, -1
+		if labelled {
+			a := x.Answers[0]
+			ansStart, ansEnd = tokenSpan(words, a.Start, a.Start+len(a.Text))
+			if ansStart < 0 {
+				skipped++
+				continue
+			}
+		}
+		room := e.win.maxSeq - len(qids) - 3
+		if room < 1 {
+			return nil, 0, fmt.Errorf("question %s: its %d tokens leave no room for the context in max_seq_length %d; lower max_query_length", x.ID, len(qids), e.win.maxSeq)
+		}
+		var spans [][2]int // [start, length) of each window in the context's tokens
+		for s := 0; ; {
+			n := min(len(cids)-s, room)
+			spans = append(spans, [2]int{s, n})
+			if s+n >= len(cids) {
+				break
+			}
+			s += min(n, e.win.stride)
+		}
+		for k, sp := range spans {
+			f := qaFeature{example: i, ctxOff: len(qids) + 2, ctxStart: sp[0], ctxLen: sp[1], words: words}
+			f.ids = make([]int, 0, len(qids)+sp[1]+3)
+			f.ids = append(append(append(f.ids, e.cls), qids...), e.sep)
+			f.ids = append(append(f.ids, cids[sp[0]:sp[0]+sp[1]]...), e.sep)
+			f.types = make([]int, len(f.ids))
+			for j := f.ctxOff; j < len(f.types); j++ {
+				f.types[j] = 1
+			}
+			f.maxContext = make([]bool, sp[1])
+			for j := range f.maxContext {
+				f.maxContext[j] = isMaxContext(spans, k, sp[0]+j)
+			}
+			if labelled && ansStart >= sp[0] && ansEnd < sp[0]+sp[1] {
+				f.startPos, f.endPos = f.ctxOff+ansStart-sp[0], f.ctxOff+ansEnd-sp[0]
+			}
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		return nil, skipped, fmt.Errorf("no question could be encoded")
+	}
+	return out, skipped, nil
+}
+
+// tokenSpan returns the first and last token whose words overlap the
+// byte range [start, end) of the context, or -1, -1 when none does.
+func tokenSpan(words []datasets.WordSpan, start, end int) (first, last int) {
+	first, last = -1, -1
+	for i, w := range words {
+		if w.End > start && w.Start < end {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	return first, last
+}
+
+// isMaxContext is run_squad.py's _check_is_max_context: whether window k
+// gives context token pos the most context, min(left, right) + 0.01 ×
+// length, of all the windows that hold it.
+func isMaxContext(spans [][2]int, k, pos int) bool {
+	best, bestScore := -1, 0.0
+	for i, sp := range spans {
+		end := sp[0] + sp[1] - 1
+		if pos < sp[0] || pos > end {
+			continue
+		}
+		score := float64(min(pos-sp[0], end-pos)) + 0.01*float64(sp[1])
+		if best < 0 || score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best == k
+}
+
+func longest(f []qaFeature) int {
+	n := 0
+	for _, x := range f {
+		n = max(n, len(x.ids))
+	}
+	return n
+}
+
+// qaBatch is B windows right-padded to T with their masks and answer
+// positions (IgnoreIndex for padding rows).
+type qaBatch struct {
+	ids, types   []int     // (B, T)
+	mask         []float64 // (B, T)
+	starts, ends []int     // (B)
+	features     []int     // (B): the rows' feature indexes, -1 for padding
+}
+
+func (b qaBatch) Targets() int {
+	n := 0
+	for _, s := range b.starts {
+		if s != layers.IgnoreIndex {
+			n++
+		}
+	}
+	return n
+}
+
+func makeQABatch(feats []qaFeature, idx []int, b, t, pad int) qaBatch {
+	out := qaBatch{ids: make([]int, b*t), types: make([]int, b*t), mask: make([]float64, b*t),
+		starts: make([]int, b), ends: make([]int, b), features: make([]int, b)}
+	for i := range out.ids {
+		out.ids[i] = pad
+	}
+	for i := 0; i < b; i++ {
+		out.starts[i], out.ends[i], out.features[i] = layers.IgnoreIndex, layers.IgnoreIndex, -1
+		if i < len(idx) {
+			f := feats[idx[i]]
+			copy(out.ids[i*t:], f.ids)
+			copy(out.types[i*t:], f.types)
+			for j := range f.ids {
+				out.mask[i*t+j] = 1
+			}
+			out.starts[i], out.ends[i], out.features[i] = f.startPos, f.endPos, idx[i]
+		}
+	}
+	return out
+}
+
+// qaData draws training windows at random (seeded, resumable) and serves
+// the validation windows in order.
+type qaData struct {
+	train     []qaFeature
+	val       []train.Batch
+	pcg       *rand.PCG
+	b, t, pad int
+}
+
+func newQAData(tr, va []qaFeature, b, t, pad int, seed uint64) *qaData {
+	return &qaData{train: tr, val: qaBatches(va, b, t, pad), pcg: rand.NewPCG(seed, 31), b: b, t: t, pad: pad}
+}
+
+func qaBatches(feats []qaFeature, b, t, pad int) []train.Batch {
+	var out []train.Batch
+	for i := 0; i < len(feats); i += b {
+		idx := make([]int, 0, b)
+		for j := i; j < min(i+b, len(feats)); j++ {
+			idx = append(idx, j)
+		}
+		out = append(out, makeQABatch(feats, idx, b, t, pad))
+	}
+	return out
+}
+
+func (d *qaData) Next() (train.Batch, error) {
+	r := rand.New(d.pcg)
+	idx := make([]int, d.b)
+	for i := range idx {
+		idx[i] = r.IntN(len(d.train))
+	}
+	return makeQABatch(d.train, idx, d.b, d.t, d.pad), nil
+}
+
+func (d *qaData) Eval() ([]train.Batch, error) { return d.val, nil }
+func (d *qaData) State() ([]byte, error)       { return d.pcg.MarshalBinary() }
+func (d *qaData) Restore(s []byte) error       { return d.pcg.UnmarshalBinary(s) }
+
+// qaTask is the span objective for the training engine.
+type qaTask struct {
+	q    *bert.ForQuestionAnswering
+	tok  *datasets.WordPiece
+	b, t int
+}
+
+func (k *qaTask) Store() *layers.Store { return k.q.Store }
+
+// Decay implements train.Decayer: BERT's own no-decay parameters.
+func (k *qaTask) Decay(name string, shape []int) bool { return k.q.Decay(name, shape) }
+
+type qaInputs struct {
+	bert.Inputs
+	starts, ends *gorgonia.Node
+}
+
+func (k *qaTask) inputs(g *layers.Graph) qaInputs {
+	return qaInputs{Inputs: bert.Inputs{IDs: g.IntInput("input_ids", k.b, k.t), TokenTypes: g.IntInput("token_type_ids", k.b, k.t),
+		Mask: g.Input("attention_mask", k.b, k.t)}, starts: g.IntInput("start_positions", k.b), ends: g.IntInput("end_positions", k.b)}
+}
+
+func (k *qaTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
+	in := k.inputs(g)
+	loss, _, _, err := k.q.Loss(g, in.Inputs, in.starts, in.ends)
+	return loss, in.load, err
+}
+
+func (in qaInputs) load(b train.Batch) error {
+	qb, ok := b.(qaBatch)
+	if !ok {
+		return fmt.Errorf("qa: batch of %T", b)
+	}
+	copy(in.IDs.Value().Data().([]int), qb.ids)
+	copy(in.TokenTypes.Value().Data().([]int), qb.types)
+	switch m := in.Mask.Value().Data().(type) {
+	case []float32:
+		for i, v := range qb.mask {
+			m[i] = float32(v)
+		}
+	case []float64:
+		copy(m, qb.mask)
+	default:
+		return fmt.Errorf("qa: attention mask of %T", m)
+	}
+	copy(in.starts.Value().Data().([]int), qb.starts)
+	copy(in.ends.Value().Data().([]int), qb.ends)
+	return nil
+}
+
+func (k *qaTask) Save(dir string) error { return models.SaveText(dir, k.q, k.tok) }
+func (k *qaTask) Load(dir string) error { return models.LoadInto(dir, k.q) }
+
+// predict runs the model over the windows and picks each question's best
+// span; a cancelled ctx stops it between batches.
+func (k *qaTask) predict(ctx context.Context, enc *qaEncoder, ex []datasets.SquadExample, feats []qaFeature) (map[string]string, error) {
+	g := k.q.Store.NewGraph()
+	in := k.inputs(g)
+	start, end, err := k.q.Logits(g, in.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	var sv, ev gorgonia.Value
+	gorgonia.Read(start, &sv)
+	gorgonia.Read(end, &ev)
+	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	defer vm.Close()
+	startScores := make([][]float64, len(feats))
+	endScores := make([][]float64, len(feats))
+	for _, b := range qaBatches(feats, k.b, k.t, enc.pad) {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("qa: prediction: %w", err)
+		}
+		if err := in.load(b); err != nil {
+			return nil, err
+		}
+		if err := vm.RunAll(); err != nil {
+			return nil, fmt.Errorf("qa: prediction: %w", err)
+		}
+		vm.Reset()
+		s, e := floats(sv), floats(ev)
+		for i, fi := range b.(qaBatch).features {
+			if fi >= 0 {
+				startScores[fi] = s[i*k.t : i*k.t+len(feats[fi].ids)]
+				endScores[fi] = e[i*k.t : i*k.t+len(feats[fi].ids)]
+			}
+		}
+	}
+	return bestSpans(ex, feats, startScores, endScores, enc.win), nil
+}
+
+// floats copies a float32 or float64 tensor's data as float64.
+func floats(v gorgonia.Value) []float64 {
+	switch d := v.(*tensor.Dense).Data().(type) {
+	case []float32:
+		out := make([]float64, len(d))
+		for i, x := range d {
+			out[i] = float64(x)
+		}
+		return out
+	case []float64:
+		return append([]float64(nil), d...)
+	}
+	return nil
+}
+
+// bestSpans is run_squad.py's postprocessing: for each question, over all
+// its windows, the n_best_size highest start and end scores are paired;
+// a pair counts when both lie in the window's context, the end is not
+// before the start, the span has at most max_answer_length tokens, and the
+// window gives the start token its most context; the highest start + end
+// score wins. The prediction is the context's text from the start token's
+// word to the end token's word. A question with no valid pair is
+// predicted "".
+func bestSpans(ex []datasets.SquadExample, feats []qaFeature, starts, ends [][]float64, win qaWindows) map[string]string {
+	type best struct {
+		score      float64
+		start, end int // byte span in the context
+		ok         bool
+	}
+	bests := make([]best, len(ex))
+	for fi, f := range feats {
+		if starts[fi] == nil {
+			continue
+		}
+		top := func(s []float64) []int {
+			idx := make([]int, 0, f.ctxLen)
+			for j := f.ctxOff; j < f.ctxOff+f.ctxLen; j++ {
+				idx = append(idx, j)
+			}
+			sort.SliceStable(idx, func(a, b int) bool { return s[idx[a]] > s[idx[b]] })
+			return idx[:min(len(idx), win.nBest)]
+		}
+		for _, s := range top(starts[fi]) {
+			if !f.maxContext[s-f.ctxOff] {
+				continue
+			}
+			for _, e := range top(ends[fi]) {
+				if e < s || e-s+1 > win.maxAnswer {
+					continue
+				}
+				score := starts[fi][s] + ends[fi][e]
+				b := &bests[f.example]
+				if !b.ok || score > b.score {
+					ws, we := f.words[f.ctxStart+s-f.ctxOff], f.words[f.ctxStart+e-f.ctxOff]
+					*b = best{score: score, start: ws.Start, end: we.End, ok: true}
+				}
+			}
+		}
+	}
+	out := make(map[string]string, len(ex))
+	for i, x := range ex {
+		if bests[i].ok {
+			out[x.ID] = x.Context[bests[i].start:bests[i].end]
+		} else {
+			out[x.ID] = ""
+		}
+	}
+	return out
+}
+
+// QABaselines scores trivial predictors on the questions, so that a
+// model's EM and F1 mean something: "first word" predicts the context's
+// first whitespace-separated word, "longest word" its longest one, and
+// "least question overlap" the longest context word that is not in the
+// question (the answer of an extractive question is rarely in it).
+func QABaselines(ex []datasets.SquadExample) map[string]SquadScores {
+	preds := map[string]map[string]string{"first word": {}, "longest word": {}, "longest word not in the question": {}}
+	for _, x := range ex {
+		words := strings.Fields(x.Context)
+		inQ := map[string]bool{}
+		for _, w := range strings.Fields(NormalizeAnswer(x.Question)) {
+			inQ[w] = true
+		}
+		var first, long, longNotQ string
+		for i, w := range words {
+			if i == 0 {
+				first = w
+			}
+			n := NormalizeAnswer(w)
+			if len(n) > len(NormalizeAnswer(long)) {
+				long = w
+			}
+			if !inQ[n] && len(n) > len(NormalizeAnswer(longNotQ)) {
+				longNotQ = w
+			}
+		}
+		preds["first word"][x.ID] = first
+		preds["longest word"][x.ID] = long
+		preds["longest word not in the question"][x.ID] = longNotQ
+	}
+	truths := squadTruths(ex)
+	out := map[string]SquadScores{}
+	for name, p := range preds {
+		out[name] = SquadEvaluate(truths, p)
+	}
+	return out
+}
