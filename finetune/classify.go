@@ -1,6 +1,8 @@
 // Package finetune runs the zoo's fine-tuning pipelines: sequence
-// classification for every family that has a classifier
-// (models.Classifier: `zoo finetune gpt --task classify`), and translation
+// classification of texts or sentence pairs for every family that has a
+// classifier (models.Classifier: `zoo finetune gpt --task classify`,
+// `zoo finetune bert --task classify --text-pair-column sentence2`), from
+// a checkpoint's weights or, for a baseline, from scratch; and translation
 // with the seq2seq Transformer (`zoo finetune seq2seq`). Causal-LM
 // fine-tuning is pretraining started from a checkpoint
 // (pretrain.GPTConfig.InitFrom).
@@ -227,6 +229,7 @@ type example struct {
 type encoder struct {
 	tok       datasets.Tokenizer
 	pair      datasets.PairEncoder // nil: plain Encode
+	pairs     bool                 // the examples are pairs
 	maxLen    int
 	typeVocab int // 0: the model has no token types, so none are kept
 	// The specials alone, as the templates put them around empty texts,
@@ -240,7 +243,7 @@ type encoder struct {
 // newEncoder makes the encoder of a tokenizer; pairs says the examples are
 // pairs, which only a datasets.PairEncoder can encode.
 func newEncoder(tok datasets.Tokenizer, maxLen, typeVocab int, pairs bool) (*encoder, error) {
-	e := &encoder{tok: tok, maxLen: maxLen, typeVocab: typeVocab}
+	e := &encoder{tok: tok, maxLen: maxLen, typeVocab: typeVocab, pairs: pairs}
 	pe, ok := tok.(datasets.PairEncoder)
 	if !ok {
 		if pairs {
@@ -356,7 +359,11 @@ func (e *encoder) one(x datasets.Example, pairs bool) (enc example, ok bool, err
 // specials: longest-first, as Hugging Face's tokenizers does
 // (TruncationStrategy::LongestFirst in tokenizers/src/utils/truncation.rs):
 // the shorter text keeps up to half the room (and whatever the longer one
-// leaves), each text losing its last tokens.
+// leaves), each text losing its last tokens. Checked against the npm
+// package tokenizers 0.23.2 on 2364 encodings of SpamAssassin texts (pairs
+// and single texts, max_length 5 to 32): 2230 are identical; in the others
+// both texts are cut and the library gives the odd token of an odd room to
+// the other text than its source code (this port) says.
 func truncateTemplate(full, types, sp, spTy, a, b []int, maxLen int) (ids, tys []int, err error) {
 	// Find where the template puts a and b among the specials: full is
 	// sp[:pa] a sp[pa:pb] b sp[pb:].
@@ -424,8 +431,11 @@ func repeat(v, n int) []int {
 func (e *encoder) notes(out io.Writer, what string, total int) {
 	if e.truncated > 0 {
 		how := "kept their first tokens"
-		if e.pair != nil {
-			how = "kept their special tokens; pairs lost tokens longest-first"
+		switch {
+		case e.pair != nil && e.pairs:
+			how = "kept their special tokens; the two texts lost tokens longest-first"
+		case e.pair != nil:
+			how = "kept their special tokens and their first tokens"
 		}
 		fmt.Fprintf(out, "note: %d of %d examples of %s are longer than max_length %d tokens and were truncated (%s)\n", e.truncated, total, what, e.maxLen, how)
 	}
