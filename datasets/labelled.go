@@ -19,17 +19,37 @@ import (
 	"unicode/utf8"
 )
 
-// Example is one labelled text for sequence classification.
+// Example is one labelled text, or pair of texts, for sequence
+// classification.
 type Example struct {
 	Text  string // the input, as read (not trimmed)
+	Text2 string // the second text of a pair (GLUE's sentence2), as read; "" when the file has no pair column
 	Label string // the class name, trimmed of surrounding white space
 }
+
+// PairEncoder is a tokenizer with a post-processor that puts the special
+// tokens around one text or a pair (BERT's [CLS] a [SEP] b [SEP]) and
+// gives each token its segment (token type) id. *WordPiece is one.
+type PairEncoder interface {
+	// EncodeWithSpecials returns the ids (T) of text inside the
+	// single-sequence template and their token type ids (T).
+	EncodeWithSpecials(text string) (ids, typeIDs []int, err error)
+	// EncodePair returns the ids (T) of the texts a and b inside the pair
+	// template and their token type ids (T).
+	EncodePair(a, b string) (ids, typeIDs []int, err error)
+}
+
+var _ PairEncoder = (*WordPiece)(nil)
 
 // LabelledOptions name the columns (CSV, TSV) or keys (JSON lines) that
 // ReadLabelled reads. Names match case-insensitively.
 type LabelledOptions struct {
 	TextColumn  string // empty: "text"
 	LabelColumn string // empty: "label"
+	// TextPairColumn names the column of a pair's second text (GLUE's
+	// "sentence2"), read into Example.Text2; empty: the file has single
+	// texts.
+	TextPairColumn string
 }
 
 // maxJSONLine is the longest JSON line ReadLabelled accepts, in bytes.
@@ -49,22 +69,29 @@ const maxJSONLine = 64 << 20
 // the text is a string and the label a string or an integer, which becomes
 // its decimal string. Keys match exactly or else case-insensitively.
 //
+// With opts.TextPairColumn, every row's second text is read from that
+// column (key) too, into Example.Text2.
+//
 // Labels are trimmed and must not be empty. Invalid UTF-8, malformed lines
 // and missing columns are errors naming the path and the line.
 func ReadLabelled(path string, opts LabelledOptions) ([]Example, error) {
 	textCol, labelCol := cmp.Or(opts.TextColumn, "text"), cmp.Or(opts.LabelColumn, "label")
 	fail := func(err error) ([]Example, error) { return nil, fmt.Errorf("datasets: %s: %w", path, err) }
+	cols := columns{text: textCol, label: labelCol, pair: opts.TextPairColumn}
 	if strings.EqualFold(textCol, labelCol) {
 		return fail(fmt.Errorf("text and label columns are both %q", textCol))
+	}
+	if p := cols.pair; p != "" && (strings.EqualFold(p, textCol) || strings.EqualFold(p, labelCol)) {
+		return fail(fmt.Errorf("the text pair column %q is also the text or label column; name the second text's column", p))
 	}
 	var read func(io.Reader) ([]Example, error)
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".csv":
-		read = func(r io.Reader) ([]Example, error) { return readDelimited(r, ',', textCol, labelCol) }
+		read = func(r io.Reader) ([]Example, error) { return readDelimited(r, ',', cols) }
 	case ".tsv":
-		read = func(r io.Reader) ([]Example, error) { return readDelimited(r, '\t', textCol, labelCol) }
+		read = func(r io.Reader) ([]Example, error) { return readDelimited(r, '\t', cols) }
 	case ".jsonl", ".json":
-		read = func(r io.Reader) ([]Example, error) { return readJSONLines(r, textCol, labelCol) }
+		read = func(r io.Reader) ([]Example, error) { return readJSONLines(r, cols) }
 	default:
 		return fail(fmt.Errorf("unknown extension %q: supported are .csv, .tsv, .jsonl and .json (JSON lines)", ext))
 	}
@@ -93,9 +120,13 @@ func ReadLabelled(path string, opts LabelledOptions) ([]Example, error) {
 	return examples, nil
 }
 
+// columns are the names of the columns (keys) read: pair is "" for single
+// texts.
+type columns struct{ text, label, pair string }
+
 // readDelimited reads a CSV (comma ',') or TSV (comma '\t') file with a
 // header row.
-func readDelimited(r io.Reader, comma rune, textCol, labelCol string) ([]Example, error) {
+func readDelimited(r io.Reader, comma rune, cols columns) ([]Example, error) {
 	cr := csv.NewReader(r)
 	cr.Comma = comma
 	cr.FieldsPerRecord = -1 // checked against the header below, with a clearer message
@@ -117,13 +148,19 @@ func readDelimited(r io.Reader, comma rune, textCol, labelCol string) ([]Example
 		return nil, err
 	}
 	header[0] = strings.TrimPrefix(header[0], "\ufeff")
-	ti, err := column(header, textCol)
+	ti, err := column(header, cols.text)
 	if err != nil {
 		return nil, err
 	}
-	li, err := column(header, labelCol)
+	li, err := column(header, cols.label)
 	if err != nil {
 		return nil, err
+	}
+	pi := -1
+	if cols.pair != "" {
+		if pi, err = column(header, cols.pair); err != nil {
+			return nil, err
+		}
 	}
 	var out []Example
 	for {
@@ -145,7 +182,11 @@ func readDelimited(r io.Reader, comma rune, textCol, labelCol string) ([]Example
 		if label == "" {
 			return nil, fmt.Errorf("line %d: empty label", line)
 		}
-		out = append(out, Example{Text: rec[ti], Label: label})
+		ex := Example{Text: rec[ti], Label: label}
+		if pi >= 0 {
+			ex.Text2 = rec[pi]
+		}
+		out = append(out, ex)
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no rows after the header")
@@ -196,7 +237,7 @@ func invalidUTF8At(s string) int {
 }
 
 // readJSONLines reads one JSON object per non-blank line.
-func readJSONLines(r io.Reader, textKey, labelKey string) ([]Example, error) {
+func readJSONLines(r io.Reader, cols columns) ([]Example, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxJSONLine)
 	var out []Example
@@ -213,7 +254,7 @@ func readJSONLines(r io.Reader, textKey, labelKey string) ([]Example, error) {
 		if !utf8.Valid(b) {
 			return nil, fmt.Errorf("line %d: invalid UTF-8", line)
 		}
-		ex, err := parseJSONExample(b, textKey, labelKey)
+		ex, err := parseJSONExample(b, cols)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
@@ -232,7 +273,7 @@ func readJSONLines(r io.Reader, textKey, labelKey string) ([]Example, error) {
 }
 
 // parseJSONExample decodes one JSON line into an Example.
-func parseJSONExample(b []byte, textKey, labelKey string) (Example, error) {
+func parseJSONExample(b []byte, cols columns) (Example, error) {
 	switch b[0] {
 	case '{':
 	case '[':
@@ -244,20 +285,19 @@ func parseJSONExample(b []byte, textKey, labelKey string) (Example, error) {
 	if err := json.Unmarshal(b, &obj); err != nil {
 		return Example{}, fmt.Errorf("malformed JSON: %w", err)
 	}
-	rawText, err := jsonKey(obj, textKey)
+	text, err := jsonString(obj, cols.text, "text")
 	if err != nil {
 		return Example{}, err
 	}
-	rawLabel, err := jsonKey(obj, labelKey)
+	var text2 string
+	if cols.pair != "" {
+		if text2, err = jsonString(obj, cols.pair, "text pair"); err != nil {
+			return Example{}, err
+		}
+	}
+	rawLabel, err := jsonKey(obj, cols.label)
 	if err != nil {
 		return Example{}, err
-	}
-	var text string
-	if rawText[0] != '"' {
-		return Example{}, fmt.Errorf("text %s is not a string", truncate(string(rawText), 40))
-	}
-	if err := json.Unmarshal(rawText, &text); err != nil {
-		return Example{}, fmt.Errorf("malformed JSON: %w", err)
 	}
 	var label string
 	switch {
@@ -273,7 +313,23 @@ func parseJSONExample(b []byte, textKey, labelKey string) (Example, error) {
 	if label = strings.TrimSpace(label); label == "" {
 		return Example{}, errors.New("empty label")
 	}
-	return Example{Text: text, Label: label}, nil
+	return Example{Text: text, Text2: text2, Label: label}, nil
+}
+
+// jsonString returns obj's string value for key; what names it in errors.
+func jsonString(obj map[string]json.RawMessage, key, what string) (string, error) {
+	raw, err := jsonKey(obj, key)
+	if err != nil {
+		return "", err
+	}
+	if raw[0] != '"' {
+		return "", fmt.Errorf("%s %s is not a string", what, truncate(string(raw), 40))
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("malformed JSON: %w", err)
+	}
+	return s, nil
 }
 
 // jsonKey returns obj's value for key, matched exactly or else

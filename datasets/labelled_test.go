@@ -183,14 +183,14 @@ func TestLabels(t *testing.T) {
 }
 
 func TestLabelIDs(t *testing.T) {
-	examples := []Example{{"a", "pos"}, {"b", "neg"}, {"c", "pos"}}
+	examples := []Example{{Text: "a", Label: "pos"}, {Text: "b", Label: "neg"}, {Text: "c", Label: "pos"}}
 	labels := Labels(examples)
 	require.Equal(t, []string{"neg", "pos"}, labels)
 	ids, err := LabelIDs(examples, labels)
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 0, 1}, ids)
 
-	_, err = LabelIDs(append(examples, Example{"d", "neutral"}), labels)
+	_, err = LabelIDs(append(examples, Example{Text: "d", Label: "neutral"}), labels)
 	assert.EqualError(t, err, `datasets: label ids: row 4 has unknown label "neutral"; known labels (2): "neg", "pos"`)
 
 	_, err = LabelIDs(examples, []string{"neg", "pos", "neg"})
@@ -206,4 +206,41 @@ func TestLabelsFromFile(t *testing.T) {
 	ids, err := LabelIDs(got, labels)
 	require.NoError(t, err)
 	assert.Equal(t, []int{0, 1, 0}, ids)
+}
+
+// Sentence pairs: the second text comes from TextPairColumn, in every
+// format; a missing pair column, or one that is also the text or label
+// column, is an error naming it.
+func TestReadLabelledPairs(t *testing.T) {
+	opts := LabelledOptions{TextColumn: "sentence1", TextPairColumn: "sentence2"}
+	want := []Example{{Text: "a cat", Text2: "a dog", Label: "1"}, {Text: "x, y", Text2: "", Label: "0"}}
+	files := map[string]string{
+		"p.csv":   "label,sentence1,sentence2\n1,a cat,a dog\n0,\"x, y\",\n",
+		"p.tsv":   "sentence2\tsentence1\tlabel\na dog\ta cat\t1\n\tx, y\t0\n",
+		"p.jsonl": `{"sentence1": "a cat", "sentence2": "a dog", "label": 1}` + "\n" + `{"Sentence1": "x, y", "SENTENCE2": "", "label": "0"}` + "\n",
+	}
+	for name, content := range files {
+		got, err := readLabelled(t, name, content, opts)
+		require.NoError(t, err, name)
+		assert.Equal(t, want, got, name)
+		// Without a pair column the second text is not read.
+		got, err = readLabelled(t, name, content, LabelledOptions{TextColumn: "sentence1"})
+		require.NoError(t, err, name)
+		assert.Equal(t, "", got[0].Text2, name)
+	}
+	tests := []struct {
+		name, file, content string
+		opts                LabelledOptions
+		err                 string
+	}{
+		{"missing column", "m.csv", "text,label\na,b\n", LabelledOptions{TextPairColumn: "sentence2"}, `no "sentence2" column`},
+		{"missing key", "m.jsonl", `{"text": "a", "label": "b"}`, LabelledOptions{TextPairColumn: "sentence2"}, `line 1: no "sentence2" key`},
+		{"not a string", "m.jsonl", `{"text": "a", "t2": 3, "label": "b"}`, LabelledOptions{TextPairColumn: "t2"}, "text pair 3 is not a string"},
+		{"same as text", "m.csv", "text,label\na,b\n", LabelledOptions{TextPairColumn: "TEXT"}, `the text pair column "TEXT" is also the text or label column`},
+		{"same as label", "m.csv", "text,label\na,b\n", LabelledOptions{TextPairColumn: "label"}, "is also the text or label column"},
+	}
+	for _, tc := range tests {
+		_, err := readLabelled(t, tc.file, tc.content, tc.opts)
+		require.ErrorContains(t, err, tc.err, tc.name)
+	}
 }

@@ -22,6 +22,11 @@ type Family struct {
 	// backbone of a checkpoint of this family (a pretrained model, or a
 	// classifier whose head is replaced). Nil: the family cannot classify.
 	NewClassifier func(dir string, labels []string) (Classifier, error)
+	// ScratchClassifier builds a classifier for labels with the
+	// architecture of a checkpoint of this family (its config.json) and
+	// freshly initialised weights, seeded: the baseline that measures what
+	// pretraining gained. Nil: the family has no untrained classifier.
+	ScratchClassifier func(dir string, labels []string, seed uint64) (Classifier, error)
 	// LoadClassifier reads a fine-tuned classifier checkpoint. Nil: as
 	// NewClassifier.
 	LoadClassifier func(dir string) (Classifier, error)

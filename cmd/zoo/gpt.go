@@ -106,6 +106,11 @@ func runClassify(family string, args []string, stdout io.Writer) error {
 		batchWhat: "texts", warmupWhat: "before the linear decay", initWhat: "the checkpoint to put the classifier on"})
 	f.StringVar(&cfg.TrainFile, "train-file", cfg.TrainFile, "CSV, TSV or JSONL with text and label columns")
 	f.StringVar(&cfg.ValFile, "validation-file", cfg.ValFile, "optional validation file (default: val_fraction of the training file)")
+	f.StringVar(&cfg.TextColumn, "text-column", cfg.TextColumn, "column (JSONL key) of the text (default text)")
+	f.StringVar(&cfg.LabelColumn, "label-column", cfg.LabelColumn, "column (JSONL key) of the label (default label)")
+	f.StringVar(&cfg.TextPairColumn, "text-pair-column", cfg.TextPairColumn, "column (JSONL key) of a pair's second text, e.g. sentence2 (default none: single texts)")
+	f.IntVar(&cfg.MaxLength, "max-length", cfg.MaxLength, "tokens per example, special tokens included (0: the most the model reads)")
+	f.BoolVar(&cfg.Scratch, "scratch", cfg.Scratch, "train the checkpoint's architecture and tokenizer from fresh weights: the baseline for what pretraining gained")
 	f.alias("checkpoint", "init-from")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err

@@ -19,6 +19,17 @@ func init() {
 			c, _, err := LoadForSequenceClassification(dir, labels)
 			return c, err
 		},
+		ScratchClassifier: func(dir string, labels []string, seed uint64) (models.Classifier, error) {
+			cfg, err := readConfig(dir)
+			if err != nil {
+				return nil, err
+			}
+			m, err := New(cfg, layers.WithSeed(seed))
+			if err != nil {
+				return nil, err
+			}
+			return NewForSequenceClassification(m, labels)
+		},
 		LoadClassifier: func(dir string) (models.Classifier, error) { return LoadClassifier(dir) },
 		Describe: func(dir string) (string, error) {
 			c, err := readConfig(dir)
@@ -67,8 +78,8 @@ func (c *ForSequenceClassification) MaxLength() int { return c.Config.MaxPositio
 func (c *ForSequenceClassification) PadID() int { return c.Config.PadTokenID }
 
 // ClassLogits implements models.Classifier: the scores (B, num_labels) of
-// each row's pooled [CLS], one segment (token types 0), padding masked by
-// in.Mask.
+// each row's pooled [CLS], with the segments of in.TokenTypes (B, T) (nil:
+// all 0), padding masked by in.Mask.
 func (c *ForSequenceClassification) ClassLogits(g *layers.Graph, in models.ClassifierInputs) (*gorgonia.Node, error) {
-	return c.Logits(g, Inputs{IDs: in.IDs, Mask: in.Mask})
+	return c.Logits(g, Inputs{IDs: in.IDs, TokenTypes: in.TokenTypes, Mask: in.Mask})
 }

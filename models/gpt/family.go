@@ -24,6 +24,17 @@ func init() {
 			}
 			return NewClassifier(m, labels)
 		},
+		ScratchClassifier: func(dir string, labels []string, seed uint64) (models.Classifier, error) {
+			var c Config
+			if err := models.ReadConfig(dir, "gpt", &c); err != nil {
+				return nil, fmt.Errorf("gpt: %w", err)
+			}
+			m, err := New(c, layers.WithSeed(seed))
+			if err != nil {
+				return nil, err
+			}
+			return NewClassifier(m, labels)
+		},
 		LoadClassifier: func(dir string) (models.Classifier, error) { return LoadClassifier(dir) },
 		Describe: func(dir string) (string, error) {
 			var c Config
