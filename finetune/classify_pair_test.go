@@ -132,7 +132,7 @@ func TestClassifyEncodesPairs(t *testing.T) {
 			require.Equal(t, tc.ids, bt.ids[:len(tc.ids)])
 			require.Equal(t, tc.types, bt.types[:len(tc.types)])
 			require.Equal(t, make([]int, tc.maxLen), bt.types[tc.maxLen:])
-			require.Equal(t, float64(len(tc.ids)), floats.sum(bt.mask))
+			require.Equal(t, float64(len(tc.ids)), sumFloats(bt.mask))
 		})
 	}
 	// A model without token types (no type_vocab_size) gets none.
@@ -147,14 +147,14 @@ func TestClassifyEncodesPairs(t *testing.T) {
 	require.ErrorContains(t, err, "max_length 4 leaves no room for the texts after the tokenizer's 3 special tokens")
 }
 
-// floats sums a slice; a namespace for the test's one helper.
-var floats = struct{ sum func([]float64) float64 }{func(v []float64) float64 {
+// sumFloats sums a slice.
+func sumFloats(v []float64) float64 {
 	s := 0.0
 	for _, x := range v {
 		s += x
 	}
 	return s
-}}
+}
 
 // TestLongestFirst checks the counts kept against tokenizers' LongestFirst
 // (src/utils/truncation.rs), worked by hand from its three cases.

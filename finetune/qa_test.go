@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/datasets"
-	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
 )
@@ -50,20 +49,13 @@ func toySquad(t *testing.T, n, words int, seed uint64) (string, []string) {
 	return p, texts
 }
 
-// tinyBERT saves a pretraining checkpoint far smaller than bert.Tiny()
+// tinyQABERT saves a pretraining checkpoint far smaller than bert.Tiny()
 // with a WordPiece trained on texts.
-func tinyBERT(t *testing.T, texts []string, maxPos int) string {
+func tinyQABERT(t *testing.T, texts []string, maxPos int) string {
 	t.Helper()
 	tok, err := datasets.TrainWordPieceTexts(context.Background(), append(texts, "what colour is it?"), datasets.WordPieceOptions{VocabSize: 120, Lowercase: true, StripAccents: true})
 	require.NoError(t, err)
-	bc := bert.Tiny()
-	bc.VocabSize, bc.HiddenSize, bc.NumHiddenLayers, bc.NumAttentionHeads, bc.IntermediateSize, bc.MaxPositionEmbeddings = tok.VocabSize(), 32, 1, 2, 64, maxPos
-	bc.HiddenDropoutProb, bc.AttentionProbsDropoutProb = 0, 0
-	m, err := bert.NewForPreTraining(bc, layers.WithSeed(5))
-	require.NoError(t, err)
-	dir := filepath.Join(t.TempDir(), "bert")
-	require.NoError(t, models.SaveText(dir, m, tok))
-	return dir
+	return tinyBERT(t, tok, func(c *bert.Config) { c.MaxPositionEmbeddings = maxPos })
 }
 
 func toyWordPiece(t *testing.T) *datasets.WordPiece {
@@ -154,7 +146,7 @@ func TestQABestSpans(t *testing.T) {
 func TestQAEndToEnd(t *testing.T) {
 	trainFile, texts := toySquad(t, 200, 8, 1)
 	valFile, _ := toySquad(t, 40, 14, 2) // longer contexts: windowed
-	dir := tinyBERT(t, texts, 24)
+	dir := tinyQABERT(t, texts, 24)
 	cfg := DefaultQA()
 	cfg.Checkpoint, cfg.TrainFile, cfg.ValFile, cfg.RunDir = dir, trainFile, valFile, filepath.Join(t.TempDir(), "qa")
 	cfg.MaxSeqLength, cfg.DocStride = 64, 4 // clipped to 24 positions
@@ -183,7 +175,7 @@ func TestQAEndToEnd(t *testing.T) {
 
 func TestQABadInput(t *testing.T) {
 	trainFile, texts := toySquad(t, 20, 6, 3)
-	dir := tinyBERT(t, texts, 32)
+	dir := tinyQABERT(t, texts, 32)
 	base := DefaultQA()
 	base.Checkpoint, base.TrainFile, base.Batch, base.MaxIters, base.Warmup = dir, trainFile, 4, 2, 0
 

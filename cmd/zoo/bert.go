@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/finetune"
 	_ "github.com/d73a19ff/zoo/models/bert" // registers model_type bert
 )
@@ -43,13 +44,17 @@ func runEvalClassifier(args []string, stdout io.Writer) error {
 	ckpt := f.String("checkpoint", "", "checkpoint directory (with tokenizer.json)")
 	labelled := f.String("labelled", "", "CSV, TSV or JSONL to score the classifier on")
 	batch := f.Int("batch-size", 12, "texts per batch")
+	var opts datasets.LabelledOptions
+	f.StringVar(&opts.TextColumn, "text-column", "", "the text's column or key (default text)")
+	f.StringVar(&opts.TextPairColumn, "text-pair-column", "", "the second text's column or key, for sentence pairs")
+	f.StringVar(&opts.LabelColumn, "label-column", "", "the label's column or key (default label)")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
 	if *ckpt == "" || *labelled == "" {
 		return fmt.Errorf("%w: give --checkpoint and --labelled", errUsage)
 	}
-	conf, err := finetune.EvalClassify(*ckpt, *labelled, *batch)
+	conf, err := finetune.EvalClassifyWith(*ckpt, *labelled, *batch, opts, stdout)
 	if err != nil {
 		return err
 	}
