@@ -53,11 +53,12 @@ type TokensConfig struct {
 }
 
 // DefaultTokens is a small fine-tuning run: batch 16, 500 steps at 5e-5
-// (BERT's fine-tuning rate) with 50 warmup steps and linear decay, 128
-// word pieces per sentence, a 10% validation split. The run directory,
+// (BERT's fine-tuning rate) with 50 warmup steps and linear decay, up to
+// max_position_embeddings word pieces per sentence (batches are as long
+// as the longest sentence, up to that), a 10% validation split. The run directory,
 // when left empty, is runs/bert-tokens.
 func DefaultTokens() TokensConfig {
-	return TokensConfig{ValFraction: 0.1, MaxLength: 128, Batch: 16, MaxIters: 500, LR: 5e-5, Warmup: 50, WeightDecay: 0.01,
+	return TokensConfig{ValFraction: 0.1, Batch: 16, MaxIters: 500, LR: 5e-5, Warmup: 50, WeightDecay: 0.01,
 		GradClip: 1, EvalEvery: 100, Seed: 1}
 }
 

@@ -13,6 +13,9 @@ import (
 // [CLS]. Pretraining and the token and QA tasks arrive with the rest of the
 // BERT issue.
 func runFinetuneBERT(args []string, stdout io.Writer) error {
+	if task := preScan(args, "task"); task == "tokens" {
+		return runFinetuneBERTTokens(args, stdout)
+	}
 	if task := preScan(args, "task"); task != "" && task != "classify" {
 		return fmt.Errorf("%w: --task %q: BERT fine-tunes --task classify for now", errUsage, task)
 	}
@@ -23,6 +26,9 @@ func runFinetuneBERT(args []string, stdout io.Writer) error {
 // family whose checkpoints are classifiers: accuracy, macro-F1 and the
 // confusion matrix.
 func runEvalClassifier(args []string, stdout io.Writer) error {
+	if preScan(args, "conll") != "" {
+		return runEvalBERTTokens(args, stdout)
+	}
 	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --labelled FILE\n\nScores a sequence classifier: accuracy, macro-F1 and the confusion matrix.")
 	ckpt := f.String("checkpoint", "", "checkpoint directory (with tokenizer.json)")
 	labelled := f.String("labelled", "", "CSV, TSV or JSONL to score the classifier on")
