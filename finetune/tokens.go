@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -424,12 +425,23 @@ func longest(s []tagged) int {
 	return n
 }
 
+// bucketStep rounds batch lengths up to a multiple of it: batches of
+// short sentences run a short graph (one graph per length, compiled once),
+// instead of every batch padded to max_length.
+const bucketStep = 16
+
+// bucketOf is the batch length of a sentence of n pieces: n rounded up to
+// bucketStep, at most t.
+func bucketOf(n, t int) int { return min(t, (n+bucketStep-1)/bucketStep*bucketStep) }
+
 // tagBatch is B right-padded sentences (B, T): ids, mask (1 for a piece, 0
-// for padding) and labels (IgnoreIndex but on first pieces).
+// for padding) and labels (IgnoreIndex but on first pieces); idx are the
+// sentences' indices in their set (fewer than B in a last, short batch).
 type tagBatch struct {
 	ids, labels []int
 	mask        []float64
-	n           int // sentences in the batch (the rest are padding rows)
+	b, t        int
+	idx         []int
 }
 
 func (b tagBatch) Targets() int {
@@ -442,12 +454,16 @@ func (b tagBatch) Targets() int {
 	return n
 }
 
-func makeTagBatch(s []tagged, b, t, pad int) tagBatch {
-	out := tagBatch{ids: make([]int, b*t), labels: make([]int, b*t), mask: make([]float64, b*t), n: len(s)}
+// Shape implements train.Shaped: (B, T).
+func (b tagBatch) Shape() []int { return []int{b.b, b.t} }
+
+func makeTagBatch(set []tagged, idx []int, b, t, pad int) tagBatch {
+	out := tagBatch{ids: make([]int, b*t), labels: make([]int, b*t), mask: make([]float64, b*t), b: b, t: t, idx: idx}
 	for i := range out.ids {
 		out.ids[i], out.labels[i] = pad, layers.IgnoreIndex
 	}
-	for i, x := range s {
+	for i, k := range idx {
+		x := set[k]
 		copy(out.ids[i*t:], x.ids)
 		copy(out.labels[i*t:], x.labels)
 		for j := range x.ids {
@@ -457,37 +473,54 @@ func makeTagBatch(s []tagged, b, t, pad int) tagBatch {
 	return out
 }
 
-// tagData draws training batches at random (seeded, resumable) and serves
-// the validation sentences in order.
+// tagData draws training batches at random (seeded, resumable): a random
+// sentence picks the length bucket, and the batch is drawn from that
+// bucket, so buckets come in proportion to their sentences. The
+// validation sentences are served sorted by length, each batch as short
+// as its longest sentence allows.
 type tagData struct {
 	train     []tagged
+	buckets   map[int][]int // batch length → training sentence indices
 	val       []train.Batch
 	pcg       *rand.PCG
 	b, t, pad int
 }
 
 func newTagData(tr, va []tagged, b, t, pad int, seed uint64) *tagData {
-	d := &tagData{train: tr, pcg: rand.NewPCG(seed, 31), b: b, t: t, pad: pad}
-	for i := 0; i < len(va); i += b {
-		d.val = append(d.val, makeTagBatch(va[i:min(i+b, len(va))], b, t, pad))
+	d := &tagData{train: tr, buckets: map[int][]int{}, pcg: rand.NewPCG(seed, 31), b: b, t: t, pad: pad}
+	for i, x := range tr {
+		k := bucketOf(len(x.ids), t)
+		d.buckets[k] = append(d.buckets[k], i)
+	}
+	order := make([]int, len(va))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return len(va[i].ids) - len(va[j].ids) })
+	for i := 0; i < len(order); i += b {
+		idx := order[i:min(i+b, len(order))]
+		d.val = append(d.val, makeTagBatch(va, idx, b, bucketOf(len(va[idx[len(idx)-1]].ids), t), pad))
 	}
 	return d
 }
 
 func (d *tagData) Next() (train.Batch, error) {
 	r := rand.New(d.pcg)
-	pick := make([]tagged, d.b)
+	k := bucketOf(len(d.train[r.IntN(len(d.train))].ids), d.t)
+	from := d.buckets[k]
+	pick := make([]int, d.b)
 	for i := range pick {
-		pick[i] = d.train[r.IntN(len(d.train))]
+		pick[i] = from[r.IntN(len(from))]
 	}
-	return makeTagBatch(pick, d.b, d.t, d.pad), nil
+	return makeTagBatch(d.train, pick, d.b, k, d.pad), nil
 }
 
 func (d *tagData) Eval() ([]train.Batch, error) { return d.val, nil }
 func (d *tagData) State() ([]byte, error)       { return d.pcg.MarshalBinary() }
 func (d *tagData) Restore(s []byte) error       { return d.pcg.UnmarshalBinary(s) }
 
-// tagTask is the token-classification objective for the engine.
+// tagTask is the token-classification objective for the engine, one graph
+// per batch length (train.ShapedTask).
 type tagTask struct {
 	c    *bert.ForTokenClassification
 	tok  datasets.Tokenizer
@@ -496,23 +529,60 @@ type tagTask struct {
 
 func (k *tagTask) Store() *layers.Store { return k.c.Store }
 
-// Decay implements train.Decayer: BERT's own no-decay rule.
-func (k *tagTask) Decay(name string, shape []int) bool { return k.c.Decay(name, shape) }
+// Decay implements train.Decayer: BERT's own no-decay rule, and none for
+// the pooler, which tagging does not train (see LossFor).
+func (k *tagTask) Decay(name string, shape []int) bool {
+	return !strings.HasPrefix(name, "bert.pooler.") && k.c.Decay(name, shape)
+}
 
 type tagInputs struct {
 	in     bert.Inputs
 	labels *gorgonia.Node
 }
 
-func (k *tagTask) inputs(g *layers.Graph) tagInputs {
-	return tagInputs{in: bert.Inputs{IDs: g.IntInput("input_ids", k.b, k.t), Mask: g.Input("attention_mask", k.b, k.t)},
-		labels: g.IntInput("labels", k.b, k.t)}
+func (k *tagTask) inputs(g *layers.Graph, b, t int) tagInputs {
+	return tagInputs{in: bert.Inputs{IDs: g.IntInput("input_ids", b, t), Mask: g.Input("attention_mask", b, t)},
+		labels: g.IntInput("labels", b, t)}
 }
 
+// Loss builds the graph of the longest batches, (B, max length).
 func (k *tagTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
-	in := k.inputs(g)
-	loss, _, err := k.c.Loss(g, in.in, in.labels)
-	return loss, in.load, err
+	return k.LossFor(g, []int{k.b, k.t})
+}
+
+// LossFor implements train.ShapedTask: the mean cross-entropy over the
+// first pieces of a (B, T) batch.
+func (k *tagTask) LossFor(g *layers.Graph, shape []int) (*gorgonia.Node, func(train.Batch) error, error) {
+	if len(shape) != 2 {
+		return nil, nil, fmt.Errorf("finetune tokens: batch shape %v; want (B, T)", shape)
+	}
+	in := k.inputs(g, shape[0], shape[1])
+	logits, pooled, err := k.c.LogitsAndPooled(g, in.in)
+	if err != nil {
+		return nil, nil, err
+	}
+	loss, err := layers.CrossEntropy(logits, in.labels, layers.IgnoreIndex, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("finetune tokens: %w", err)
+	}
+	// The engine wants every parameter in each length's graph; the pooler,
+	// which tagging does not use, enters with weight zero: its gradient is
+	// zero, and Decay exempts it, so AdamW leaves it exactly as loaded.
+	unused, err := gorgonia.Sum(pooled)
+	if err != nil {
+		return nil, nil, fmt.Errorf("finetune tokens: %w", err)
+	}
+	var zero any = float32(0)
+	if g.Dtype() == tensor.Float64 {
+		zero = 0.0
+	}
+	if unused, err = gorgonia.Mul(unused, gorgonia.NewConstant(zero)); err != nil {
+		return nil, nil, fmt.Errorf("finetune tokens: %w", err)
+	}
+	if loss, err = gorgonia.Add(loss, unused); err != nil {
+		return nil, nil, fmt.Errorf("finetune tokens: %w", err)
+	}
+	return loss, in.load, nil
 }
 
 func (in tagInputs) load(b train.Batch) error {
@@ -541,43 +611,59 @@ func (k *tagTask) Save(dir string) error { return models.SaveText(dir, k.c, k.to
 
 func (k *tagTask) Load(dir string) error { return models.LoadInto(dir, k.c) }
 
-// predictTags runs the classifier over the batches (made in order from
-// enc, k.b sentences each) and returns, per sentence, the best tag id at
-// each kept word's first piece.
+// scorer is a compiled prediction graph for one batch length.
+type scorer struct {
+	in tagInputs
+	v  gorgonia.Value
+	vm gorgonia.VM
+}
+
+// predictTags runs the classifier over the batches (made from enc) and
+// returns, per sentence of enc in order, the best tag id at each kept
+// word's first piece.
 func predictTags(ctx context.Context, k *tagTask, batches []train.Batch, enc []tagged) ([][]int, error) {
-	g := k.c.Store.NewGraph()
-	in := k.inputs(g)
-	logits, err := k.c.Logits(g, in.in)
-	if err != nil {
-		return nil, err
-	}
-	var v gorgonia.Value
-	gorgonia.Read(logits, &v)
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
-	defer vm.Close()
-	out := make([][]int, 0, len(enc))
+	scorers := map[int]*scorer{}
+	defer func() {
+		for _, s := range scorers {
+			s.vm.Close()
+		}
+	}()
+	out := make([][]int, len(enc))
 	nl := len(k.c.Labels)
-	for bi, b := range batches {
+	for _, b := range batches {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("finetune tokens: evaluation: %w", err)
 		}
-		if err := in.load(b); err != nil {
+		tb := b.(tagBatch)
+		sc := scorers[tb.t]
+		if sc == nil {
+			g := k.c.Store.NewGraph()
+			sc = &scorer{in: k.inputs(g, tb.b, tb.t)}
+			logits, err := k.c.Logits(g, sc.in.in)
+			if err != nil {
+				return nil, err
+			}
+			gorgonia.Read(logits, &sc.v)
+			sc.vm = gorgonia.NewTapeMachine(g.ExprGraph)
+			scorers[tb.t] = sc
+		}
+		if err := sc.in.load(b); err != nil {
 			return nil, err
 		}
-		v = nil
-		if err := vm.RunAll(); err != nil {
+		sc.v = nil
+		if err := sc.vm.RunAll(); err != nil {
 			return nil, fmt.Errorf("finetune tokens: evaluation: %w", err)
 		}
-		vm.Reset()
-		scores, ok := v.(*tensor.Dense).Data().([]float32)
+		sc.vm.Reset()
+		scores, ok := sc.v.(*tensor.Dense).Data().([]float32)
 		if !ok {
-			return nil, fmt.Errorf("finetune tokens: scores of %T; want float32", v.(*tensor.Dense).Data())
+			return nil, fmt.Errorf("finetune tokens: scores of %T; want float32", sc.v.(*tensor.Dense).Data())
 		}
-		for i := 0; i < b.(tagBatch).n; i++ {
-			x := enc[bi*k.b+i]
+		for i, si := range tb.idx {
+			x := enc[si]
 			sent := make([]int, len(x.first))
 			for w, j := range x.first {
-				row := scores[(i*k.t+j)*nl : (i*k.t+j+1)*nl]
+				row := scores[(i*tb.t+j)*nl : (i*tb.t+j+1)*nl]
 				best := 0
 				for c, s := range row {
 					if s > row[best] {
@@ -586,7 +672,7 @@ func predictTags(ctx context.Context, k *tagTask, batches []train.Batch, enc []t
 				}
 				sent[w] = best
 			}
-			out = append(out, sent)
+			out[si] = sent
 		}
 	}
 	return out, nil

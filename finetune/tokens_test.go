@@ -81,6 +81,14 @@ func TestTokensLearnsToySet(t *testing.T) {
 			got, err := EvalTokens(res.Final, file, 7)
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, got.Accuracy, 0.97)
+			if !scratch { // the pooler, unused by tagging, is saved as loaded
+				before, _, err := bert.Load(ckpt)
+				require.NoError(t, err)
+				after, _, err := bert.Load(res.Final)
+				require.NoError(t, err)
+				require.Equal(t, before.Pooler.Weight.Value.Data(), after.Pooler.Weight.Value.Data())
+				require.NotEqual(t, before.EmbeddingsNorm.Weight.Value.Data(), after.EmbeddingsNorm.Weight.Value.Data(), "the backbone is fine-tuned")
+			}
 		})
 	}
 }
@@ -123,7 +131,7 @@ func TestTagEncoder(t *testing.T) {
 	require.Equal(t, 2, got.dropped)
 	require.Len(t, got.ids, 3+n)
 
-	b := makeTagBatch([]tagged{got}, 2, 4+n, 0)
+	b := makeTagBatch([]tagged{got}, []int{0}, 2, 4+n, 0)
 	require.Equal(t, 2, b.Targets())
 	for i, m := range b.mask {
 		require.Equal(t, i < 3+n, m == 1, "mask %d", i)
