@@ -169,3 +169,33 @@ func TestScoreTags(t *testing.T) {
 	require.Equal(t, 2, s.Entities.True)
 	require.Equal(t, 1, s.Entities.Correct)
 }
+
+func TestTokensConfig(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.json"), filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(good, []byte(`{"init_from": "ckpt", "train_file": "a.conll", "scratch": true, "max_length": 64}`), 0o644))
+	require.NoError(t, os.WriteFile(bad, []byte(`{"init_from": "ckpt", "scrach": true}`), 0o644))
+	c, err := ReadTokensConfig(good, DefaultTokens())
+	require.NoError(t, err)
+	require.True(t, c.Scratch)
+	require.Equal(t, 64, c.MaxLength)
+	require.Equal(t, 16, c.Batch, "unset keys keep the base's values")
+	require.NoError(t, c.Validate())
+	_, err = ReadTokensConfig(bad, DefaultTokens())
+	require.ErrorContains(t, err, "scrach")
+
+	for _, tc := range []struct {
+		edit func(*TokensConfig)
+		want string
+	}{
+		{func(c *TokensConfig) { c.TrainFile = "" }, "train_file"},
+		{func(c *TokensConfig) { c.Batch = 0 }, "batch_size 0"},
+		{func(c *TokensConfig) { c.ValFraction = 1 }, "val_fraction 1"},
+		{func(c *TokensConfig) { c.MaxLength = 2 }, "max_length 2"},
+		{func(c *TokensConfig) { c.TagColumn = -1 }, "counted from 1"},
+	} {
+		x := c
+		tc.edit(&x)
+		require.ErrorContains(t, x.Validate(), tc.want)
+	}
+}
