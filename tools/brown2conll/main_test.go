@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/models"
 )
 
 func TestNormTag(t *testing.T) {
@@ -68,6 +69,19 @@ func TestConvert(t *testing.T) {
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"-brown", dir, "-out", out, "-split", split}, &stdout, &stderr), stderr.String())
 	require.Contains(t, stdout.String(), "test:  1 files, 2 sentences")
+
+	// -scratch-bert writes a checkpoint with a WordPiece of the training words.
+	ckpt := filepath.Join(t.TempDir(), "bert")
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"-brown", dir, "-out", out, "-scratch-bert", ckpt, "-vocab-size", "40"}, &stdout, &stderr), stderr.String())
+	require.Contains(t, stdout.String(), "scratch BERT-Mini in "+ckpt)
+	c, err := models.Open(ckpt)
+	require.NoError(t, err)
+	tok, err := c.Tokenizer()
+	require.NoError(t, err)
+	ids, err := tok.Encode("Fulton")
+	require.NoError(t, err)
+	require.NotContains(t, ids, 1, "a training word is no [UNK] (id 1)")
 }
 
 func TestConvertErrors(t *testing.T) {
