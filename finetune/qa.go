@@ -502,10 +502,17 @@ func isMaxContext(spans [][2]int, k, pos int) bool {
 	return best == k
 }
 
-func longest(f []qaFeature) int {
+// encoded is an encoded example of a fine-tuning task (a QA window, a
+// tagged sentence).
+type encoded interface{ numTokens() int }
+
+func (f qaFeature) numTokens() int { return len(f.ids) }
+
+// longest is the most tokens of one of s.
+func longest[T encoded](s []T) int {
 	n := 0
-	for _, x := range f {
-		n = max(n, len(x.ids))
+	for _, x := range s {
+		n = max(n, x.numTokens())
 	}
 	return n
 }

@@ -9,29 +9,34 @@ import (
 	_ "github.com/d73a19ff/zoo/models/bert" // registers model_type bert
 )
 
-// runFinetuneBERT is `zoo finetune bert --task classify|qa --init-from
-// DIR --train-file FILE`: sequence classification (the shared pipeline on
-// BERT's pooled [CLS]) or extractive QA.
+// runFinetuneBERT is `zoo finetune bert --task classify|tokens|qa
+// --init-from DIR --train-file FILE`: sequence classification (the shared
+// pipeline on BERT's pooled [CLS]), token classification or extractive QA.
 func runFinetuneBERT(args []string, stdout io.Writer) error {
 	switch task := preScan(args, "task"); task {
 	case "", "classify":
 		return runClassify("bert", args, stdout)
+	case "tokens":
+		return runFinetuneBERTTokens(args, stdout)
 	case "qa":
 		return runFinetuneBERTQA(args, stdout)
 	default:
-		return fmt.Errorf("%w: --task %q: BERT fine-tunes --task classify or qa", errUsage, task)
+		return fmt.Errorf("%w: --task %q: BERT fine-tunes --task classify, tokens or qa", errUsage, task)
 	}
 }
 
 // runEvalBERT is `zoo eval` for a BERT checkpoint, by the data given:
-// --corpus (pretraining: MLM and NSP), --squad (QA: EM and F1), or
-// --labelled (classification).
+// --corpus (pretraining: MLM and NSP), --squad (QA: EM and F1), --conll
+// (token classification: accuracy, entity F1) or --labelled
+// (classification).
 func runEvalBERT(args []string, stdout io.Writer) error {
 	switch {
 	case preScan(args, "corpus") != "":
 		return runEvalBERTPretraining(args, stdout)
 	case preScan(args, "squad") != "":
 		return runEvalBERTQA(args, stdout)
+	case preScan(args, "conll") != "":
+		return runEvalBERTTokens(args, stdout)
 	}
 	return runEvalClassifier(args, stdout)
 }

@@ -144,3 +144,34 @@ func TestBERTPretrainQAEval(t *testing.T) {
 	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
 	require.Regexp(t, `exact match (9\d|100)\.\d\d`, out.String())
 }
+
+// pretrain → finetune (tokens) → eval, through the CLI: colours are ADJ,
+// animals NOUN, the rest OTHER.
+func TestBERTPretrainTokensEval(t *testing.T) {
+	ckpt := pretrainTinyBERT(t)
+	dir := t.TempDir()
+	var b strings.Builder
+	tag := map[string]string{"red": "ADJ", "blue": "ADJ", "green": "ADJ", "black": "ADJ", "fox": "NOUN", "cat": "NOUN", "owl": "NOUN", "dog": "NOUN"}
+	for i := range 40 {
+		words := strings.Fields(fmt.Sprintf("the %s %s runs to the %s den .", []string{"red", "blue", "green", "black"}[i%4], []string{"fox", "cat", "owl", "dog"}[(i/4)%4], []string{"red", "blue"}[i%2]))
+		for _, w := range words {
+			tg, ok := tag[w]
+			if !ok {
+				tg = "OTHER"
+			}
+			fmt.Fprintf(&b, "%s\t%s\n", w, tg)
+		}
+		b.WriteString("\n")
+	}
+	conll := filepath.Join(dir, "train.conll")
+	require.NoError(t, os.WriteFile(conll, []byte(b.String()), 0o644))
+	runDir := filepath.Join(dir, "tok")
+	var out, errb bytes.Buffer
+	code := run([]string{"finetune", "bert", "--task", "tokens", "--init-from", ckpt, "--train-file", conll, "--run", runDir,
+		"--max-steps", "60", "--batch-size", "8", "--learning-rate", "3e-3"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	out.Reset()
+	code = run([]string{"eval", "--checkpoint", filepath.Join(runDir, "checkpoints", "final"), "--conll", conll}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Regexp(t, `accuracy (0\.9\d+|1\.0+)`, out.String())
+}

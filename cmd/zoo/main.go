@@ -29,7 +29,7 @@ type command struct {
 
 var commands = []command{
 	{"pretrain", "FAMILY [flags]", "pretrain a model (zoo pretrain gpt, with no flags, is the main job: a GPT on Newton's Opticks)", runPretrain},
-	{"finetune", "FAMILY [flags]", "fine-tune a model: --task lm|classify (gpt), translation (seq2seq)", runFinetune},
+	{"finetune", "FAMILY [flags]", "fine-tune a model: --task lm|classify (gpt), classify|tokens|qa (bert), translation (seq2seq)", runFinetune},
 	{"eval", "--checkpoint DIR [flags]", "score a checkpoint of any family: loss, accuracy/F1, or BLEU/chrF", runEval},
 	{"generate", "--checkpoint DIR", "generate text from a GPT checkpoint, streaming it", runGenerate},
 	{"translate", "--checkpoint DIR", "translate lines with a seq2seq checkpoint; --attention draws the map", runTranslate},
@@ -124,7 +124,7 @@ func runEval(args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "usage: zoo eval --checkpoint DIR [flags]\n\nScores a checkpoint; its config.json's model_type picks the family. Each family's flags: zoo eval --checkpoint DIR -h\n")
 			return nil
 		}
-		return fmt.Errorf("%w: give --checkpoint DIR and, for a GPT, one of --corpus or --labelled; for a seq2seq, --data", errUsage)
+		return fmt.Errorf("%w: give --checkpoint DIR and, for a GPT, one of --corpus or --labelled; for a seq2seq, --data; for a BERT, --corpus, --labelled, --conll or --squad", errUsage)
 	}
 	ckpt, err := models.Open(dir)
 	if err != nil {

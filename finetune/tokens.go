@@ -1,0 +1,804 @@
+package finetune
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/bert"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// TokensConfig is the configuration of BERT token classification (part of
+// speech, named entities, chunks) on CoNLL files.
+type TokensConfig struct {
+	Checkpoint  string  `json:"init_from"`       // a BERT checkpoint: config.json, model.safetensors, tokenizer.json (WordPiece)
+	TrainFile   string  `json:"train_file"`      // CoNLL: word … tag per line, a blank line between sentences
+	ValFile     string  `json:"validation_file"` // optional; without it val_fraction of train_file's sentences validates
+	ValFraction float64 `json:"val_fraction"`
+	TokenColumn int     `json:"token_column"` // counted from 1; 0: the first
+	TagColumn   int     `json:"tag_column"`   // counted from 1; 0: the last
+	// MaxLength is the word pieces kept per sentence, [CLS] and [SEP]
+	// included (0: max_position_embeddings); the words of a longer sentence
+	// past it are dropped from training and count as errors in the scores,
+	// and the run says how many.
+	MaxLength   int     `json:"max_length"`
+	Batch       int     `json:"batch_size"`
+	MaxIters    int     `json:"max_iters"`
+	LR          float64 `json:"learning_rate"`
+	Warmup      int     `json:"warmup_iters"`
+	WeightDecay float64 `json:"weight_decay"`
+	GradClip    float64 `json:"grad_clip"`
+	EvalEvery   int     `json:"eval_interval"`
+	Seed        uint64  `json:"seed"`
+	RunDir      string  `json:"run_dir"`
+	// Overwrite moves a run directory that holds a run aside (never
+	// deleting it) and starts over.
+	Overwrite bool `json:"overwrite"`
+	// Scratch trains the architecture of init_from's config.json from
+	// fresh random weights (seeded) instead of its weights: the baseline
+	// that measures what pretraining gives, with the same budget. The
+	// checkpoint's tokenizer is used all the same.
+	Scratch bool `json:"scratch"`
+}
+
+// DefaultTokens is a small fine-tuning run: batch 16, 500 steps at 5e-5
+// (BERT's fine-tuning rate) with 50 warmup steps and linear decay, up to
+// max_position_embeddings word pieces per sentence (batches are as long
+// as the longest sentence, up to that), a 10% validation split. The run directory,
+// when left empty, is runs/bert-tokens.
+func DefaultTokens() TokensConfig {
+	return TokensConfig{ValFraction: 0.1, Batch: 16, MaxIters: 500, LR: 5e-5, Warmup: 50, WeightDecay: 0.01,
+		GradClip: 1, EvalEvery: 100, Seed: 1}
+}
+
+// ReadTokensConfig reads a JSON config file over base; unknown keys and
+// wrong types are errors.
+func ReadTokensConfig(path string, base TokensConfig) (TokensConfig, error) {
+	return jsonconfig.Read(path, base)
+}
+
+// Validate reports a configuration that cannot run.
+func (c TokensConfig) Validate() error {
+	switch {
+	case c.Checkpoint == "" || c.TrainFile == "":
+		return fmt.Errorf("finetune tokens: init_from (a BERT checkpoint) and train_file (CoNLL) are required")
+	case c.Batch <= 0 || c.MaxIters <= 0:
+		return fmt.Errorf("finetune tokens: batch_size %d and max_iters %d must be positive", c.Batch, c.MaxIters)
+	case c.ValFile == "" && !(c.ValFraction > 0 && c.ValFraction < 1):
+		return fmt.Errorf("finetune tokens: without validation_file, val_fraction %g must be in (0, 1)", c.ValFraction)
+	case c.MaxLength < 0 || (c.MaxLength > 0 && c.MaxLength < 3):
+		return fmt.Errorf("finetune tokens: max_length %d: need at least 3 ([CLS], a word, [SEP]), or 0 for the model's max_position_embeddings", c.MaxLength)
+	case c.TokenColumn < 0 || c.TagColumn < 0:
+		return fmt.Errorf("finetune tokens: token_column %d and tag_column %d are counted from 1 (0: first and last)", c.TokenColumn, c.TagColumn)
+	}
+	return nil
+}
+
+// TokenScores are a token classifier's scores on tagged sentences: word
+// accuracy (each word scored on its first word piece), and seqeval's chunk
+// scores when the tags are BIO.
+type TokenScores struct {
+	Words     int           // words scored
+	Accuracy  float64       // over the words
+	Entities  *EntityScores // nil unless the true tags are BIO
+	Truncated int           // sentences longer than max_length (their words past it count as errors)
+	Dropped   int           // words past max_length
+	Unseen    int           // words whose true tag is not one the model has (always errors)
+}
+
+// String is one line: accuracy, then precision, recall and F1 if any.
+func (s TokenScores) String() string {
+	out := fmt.Sprintf("accuracy %.4f over %d words", s.Accuracy, s.Words)
+	if s.Entities != nil {
+		out += fmt.Sprintf("; chunks precision %.4f, recall %.4f, F1 %.4f", s.Entities.Precision(), s.Entities.Recall(), s.Entities.F1())
+	}
+	return out
+}
+
+// TokensResult is what a token-classification run produced: the scores on
+// the validation sentences with the final weights, and the
+// most-frequent-tag baseline's on the same sentences.
+type TokensResult struct {
+	train.Result
+	Scores   TokenScores
+	Baseline TokenScores
+}
+
+// RunTokens fine-tunes a BERT token classifier on CoNLL sentences: it puts
+// a token-classification head for the training file's tags on the
+// checkpoint's backbone (or on fresh weights with cfg.Scratch), labels
+// each word's first word piece with its tag and the others, [CLS], [SEP]
+// and padding with layers.IgnoreIndex, trains with the engine, and reports
+// word accuracy (and seqeval's chunk scores for BIO tags) on the
+// validation sentences beside the most-frequent-tag baseline's.
+func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ckpt, err := models.Open(cfg.Checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("finetune tokens: %w", err)
+	}
+	if err := ckpt.Expect("bert"); err != nil {
+		return nil, fmt.Errorf("finetune tokens: %w", err)
+	}
+	wp, err := wordPieceOf(ckpt)
+	if err != nil {
+		return nil, err
+	}
+	opts := datasets.CoNLLOptions{TokenColumn: cfg.TokenColumn, TagColumn: cfg.TagColumn}
+	trainS, err := datasets.ReadCoNLL(cfg.TrainFile, opts)
+	if err != nil {
+		return nil, fmt.Errorf("finetune tokens: %w", err)
+	}
+	var valS []datasets.TaggedSentence
+	if cfg.ValFile != "" {
+		if valS, err = datasets.ReadCoNLL(cfg.ValFile, opts); err != nil {
+			return nil, fmt.Errorf("finetune tokens: %w", err)
+		}
+	} else {
+		if len(trainS) < 2 {
+			return nil, fmt.Errorf("finetune tokens: %s has %d sentence; give more, or a validation_file", cfg.TrainFile, len(trainS))
+		}
+		trainS, valS = splitSentences(trainS, cfg.ValFraction, cfg.Seed)
+	}
+	labels := datasets.Tagset(trainS)
+	if len(labels) < 2 {
+		return nil, fmt.Errorf("finetune tokens: %s has %d tag %v; a tagger needs at least 2", cfg.TrainFile, len(labels), labels)
+	}
+	if cfg.RunDir == "" {
+		cfg.RunDir = filepath.Join("runs", "bert-tokens")
+	}
+	var clf *bert.ForTokenClassification
+	if cfg.Scratch {
+		clf, err = bert.NewTokenClassifierFromConfig(cfg.Checkpoint, labels, layers.WithSeed(cfg.Seed))
+	} else {
+		var rep bert.LoadReport
+		clf, rep, err = bert.LoadForTokenClassification(cfg.Checkpoint, labels, layers.WithSeed(cfg.Seed))
+		if err == nil && len(rep.Dropped)+len(rep.Created) > 0 {
+			fmt.Fprintf(out, "loaded %s: dropped %d head tensors %v, created %v\n", cfg.Checkpoint, len(rep.Dropped), rep.Dropped, rep.Created)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finetune tokens: %w", err)
+	}
+	maxLen, err := tokenMaxLen(cfg.MaxLength, clf)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTokenVocab(wp, clf); err != nil {
+		return nil, err
+	}
+	enc, err := newTagEncoder(wp, labels, clf.Config.PadTokenID)
+	if err != nil {
+		return nil, err
+	}
+	unk := datasets.Unknowns(wp)
+	tr, trTrunc := enc.encodeAll(trainS, maxLen)
+	va, vaTrunc := enc.encodeAll(valS, maxLen)
+	fmt.Fprint(out, datasets.UnknownNote(datasets.Unknowns(wp)-unk, "the words"))
+	if trTrunc+vaTrunc > 0 {
+		fmt.Fprintf(out, "note: %d training and %d validation sentences are longer than max_length %d word pieces; their words past it are dropped (and count as errors in the validation scores)\n", trTrunc, vaTrunc, maxLen)
+	}
+	t := min(maxLen, max(longest(tr), longest(va)))
+	if err := models.CheckMemory(clf.StepBytes(cfg.Batch, t, true), fmt.Sprintf("finetune tokens: batch_size %d × %d word pieces for activations", cfg.Batch, t), "lower batch_size or max_length"); err != nil {
+		return nil, err
+	}
+	if err := train.PrepareRun(cfg.RunDir, false, cfg.Overwrite, out); err != nil {
+		return nil, err
+	}
+	data := newTagData(tr, va, cfg.Batch, t, enc.pad, cfg.Seed)
+	sched, err := train.WarmupLinear(cfg.LR, cfg.Warmup, cfg.MaxIters)
+	if err != nil {
+		return nil, err
+	}
+	ac := train.DefaultAdamWConfig()
+	ac.WeightDecay = cfg.WeightDecay
+	task := &tagTask{c: clf, tok: wp, b: cfg.Batch, t: t}
+	trainer, err := train.New(task, data, train.Config{Steps: cfg.MaxIters, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
+		Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched})
+	if err != nil {
+		return nil, err
+	}
+	defer trainer.Close()
+	from := "pretrained " + cfg.Checkpoint
+	if cfg.Scratch {
+		from = "fresh weights (scratch) in the architecture of " + cfg.Checkpoint
+	}
+	fmt.Fprintf(out, "bert token classifier from %s: %d parameters, %d tags, %d training and %d validation sentences, %d word pieces per sentence\n",
+		from, clf.NumParams(), len(labels), len(tr), len(va), t)
+	res, err := trainer.Run(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	pred, err := predictTags(ctx, task, data.val, va)
+	if err != nil {
+		return nil, err
+	}
+	scores, err := scoreTags(valS, va, pred, labels)
+	if err != nil {
+		return nil, err
+	}
+	base := MostFrequentTag(trainS)
+	bscores, err := scoreTags(valS, nil, base.Predict(valS), labels)
+	if err != nil {
+		return nil, err
+	}
+	return &TokensResult{Result: res, Scores: scores, Baseline: bscores}, nil
+}
+
+// EvalTokens scores a BERT token-classifier checkpoint (one RunTokens
+// saved) on a CoNLL file: word accuracy, and seqeval's chunk scores when
+// the tags are BIO. Sentences longer than max_position_embeddings word
+// pieces are truncated, counted, and their dropped words scored as errors.
+func EvalTokens(checkpoint, file string, batch int) (TokenScores, error) {
+	if batch <= 0 {
+		return TokenScores{}, fmt.Errorf("eval: batch %d must be positive", batch)
+	}
+	ckpt, err := models.Open(checkpoint)
+	if err != nil {
+		return TokenScores{}, fmt.Errorf("eval: %w", err)
+	}
+	if err := ckpt.Expect("bert"); err != nil {
+		return TokenScores{}, fmt.Errorf("eval: %w", err)
+	}
+	wp, err := wordPieceOf(ckpt)
+	if err != nil {
+		return TokenScores{}, err
+	}
+	clf, err := bert.LoadTokenClassifier(checkpoint)
+	if err != nil {
+		return TokenScores{}, fmt.Errorf("eval: %w", err)
+	}
+	if err := checkTokenVocab(wp, clf); err != nil {
+		return TokenScores{}, err
+	}
+	sents, err := datasets.ReadCoNLL(file, datasets.CoNLLOptions{})
+	if err != nil {
+		return TokenScores{}, fmt.Errorf("eval: %w", err)
+	}
+	enc, err := newTagEncoder(wp, clf.Labels, clf.Config.PadTokenID)
+	if err != nil {
+		return TokenScores{}, err
+	}
+	maxLen := clf.Config.MaxPositionEmbeddings
+	va, _ := enc.encodeAll(sents, maxLen)
+	t := min(maxLen, longest(va))
+	if err := models.CheckMemory(clf.StepBytes(batch, t, false), fmt.Sprintf("eval: batch %d × %d word pieces for activations", batch, t), "lower the batch size (zoo eval --batch-size)"); err != nil {
+		return TokenScores{}, err
+	}
+	task := &tagTask{c: clf, tok: wp, b: batch, t: t}
+	d := newTagData(nil, va, batch, t, enc.pad, 0)
+	pred, err := predictTags(context.Background(), task, d.val, va)
+	if err != nil {
+		return TokenScores{}, err
+	}
+	return scoreTags(sents, va, pred, clf.Labels)
+}
+
+// wordPieceOf loads the checkpoint's tokenizer, which must be BERT's
+// WordPiece: a word's pieces are found one word at a time.
+func wordPieceOf(ckpt *models.Checkpoint) (*datasets.WordPiece, error) {
+	tok, err := ckpt.Tokenizer()
+	if err != nil {
+		return nil, fmt.Errorf("finetune tokens: %w", err)
+	}
+	wp, ok := tok.(*datasets.WordPiece)
+	if !ok {
+		return nil, fmt.Errorf("finetune tokens: %s/%s is a %T, not a WordPiece tokenizer; token classification needs BERT's WordPiece (train one with datasets.TrainWordPiece)", ckpt.Dir, models.TokenizerFile, tok)
+	}
+	return wp, nil
+}
+
+// checkTokenVocab refuses a tokenizer with ids past the model's
+// vocabulary.
+func checkTokenVocab(wp *datasets.WordPiece, c *bert.ForTokenClassification) error {
+	if wp.VocabSize() > c.Config.VocabSize {
+		return fmt.Errorf("finetune tokens: the tokenizer has %d tokens, the model's vocab_size is %d: they are not one checkpoint's", wp.VocabSize(), c.Config.VocabSize)
+	}
+	return nil
+}
+
+// tokenMaxLen resolves max_length against max_position_embeddings.
+func tokenMaxLen(want int, c *bert.ForTokenClassification) (int, error) {
+	p := c.Config.MaxPositionEmbeddings
+	if want == 0 {
+		return p, nil
+	}
+	if want > p {
+		return 0, fmt.Errorf("finetune tokens: max_length %d is more than the model's %d positions (max_position_embeddings); lower it (longer sentences are truncated and counted)", want, p)
+	}
+	return want, nil
+}
+
+// splitSentences shuffles with the seed and keeps the last fraction apart.
+func splitSentences(s []datasets.TaggedSentence, frac float64, seed uint64) (train, val []datasets.TaggedSentence) {
+	s = slices.Clone(s)
+	r := rand.New(rand.NewPCG(seed, 17))
+	r.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+	n := max(1, int(float64(len(s))*frac))
+	return s[:len(s)-n], s[len(s)-n:]
+}
+
+// tagged is one encoded sentence: [CLS] pieces [SEP], the tag id of each
+// word's first piece and layers.IgnoreIndex elsewhere, the position of
+// each kept word's first piece, and how many words were dropped at the
+// end.
+type tagged struct {
+	ids, labels []int
+	first       []int
+	dropped     int
+}
+
+// tagEncoder word-pieces words and places their tags.
+type tagEncoder struct {
+	wp                 *datasets.WordPiece
+	tagID              map[string]int
+	cls, sep, unk, pad int
+}
+
+func newTagEncoder(wp *datasets.WordPiece, labels []string, pad int) (*tagEncoder, error) {
+	e := &tagEncoder{wp: wp, tagID: map[string]int{}, pad: pad}
+	for i, l := range labels {
+		e.tagID[l] = i
+	}
+	ids, _, err := wp.EncodeWithSpecials("")
+	if err != nil || len(ids) != 2 {
+		return nil, fmt.Errorf("finetune tokens: the tokenizer's post-processor does not wrap a sentence in [CLS] … [SEP] (it gives %v for an empty text); it is not BERT's", ids)
+	}
+	e.cls, e.sep = ids[0], ids[1]
+	vocab := wp.Vocab()
+	e.unk = -1
+	for i, v := range vocab {
+		if v == "[UNK]" {
+			e.unk = i
+		}
+	}
+	if e.unk < 0 {
+		return nil, fmt.Errorf("finetune tokens: the tokenizer has no [UNK] token")
+	}
+	return e, nil
+}
+
+// encode places one sentence in at most maxLen pieces; truncated reports
+// that words were dropped. A word with no pieces (white space, control
+// characters) is [UNK], so that every word has a position.
+func (e *tagEncoder) encode(s datasets.TaggedSentence, maxLen int) (tagged, bool) {
+	t := tagged{ids: []int{e.cls}, labels: []int{layers.IgnoreIndex}}
+	for i, w := range s.Tokens {
+		p, err := e.wp.Encode(w)
+		if err != nil || len(p) == 0 {
+			p = []int{e.unk}
+		}
+		if len(t.ids)+len(p)+1 > maxLen {
+			if len(t.first) == 0 && len(t.ids)+2 <= maxLen { // a first word too long for the window keeps its first pieces
+				p = p[:maxLen-2]
+			} else {
+				t.dropped = len(s.Tokens) - i
+				break
+			}
+		}
+		id, ok := e.tagID[s.Tags[i]]
+		if !ok {
+			id = layers.IgnoreIndex // a tag the model has not got: no loss, always an error in the scores
+		}
+		t.first = append(t.first, len(t.ids))
+		t.ids = append(t.ids, p...)
+		t.labels = append(t.labels, id)
+		for range p[1:] {
+			t.labels = append(t.labels, layers.IgnoreIndex)
+		}
+	}
+	t.ids = append(t.ids, e.sep)
+	t.labels = append(t.labels, layers.IgnoreIndex)
+	return t, t.dropped > 0
+}
+
+func (e *tagEncoder) encodeAll(s []datasets.TaggedSentence, maxLen int) (out []tagged, truncated int) {
+	out = make([]tagged, len(s))
+	for i, x := range s {
+		var tr bool
+		if out[i], tr = e.encode(x, maxLen); tr {
+			truncated++
+		}
+	}
+	return out, truncated
+}
+
+func (x tagged) numTokens() int { return len(x.ids) }
+
+// bucketStep rounds batch lengths up to a multiple of it: batches of
+// short sentences run a short graph (one graph per length, compiled once),
+// instead of every batch padded to max_length.
+const bucketStep = 16
+
+// bucketOf is the batch length of a sentence of n pieces: n rounded up to
+// bucketStep, at most t.
+func bucketOf(n, t int) int { return min(t, (n+bucketStep-1)/bucketStep*bucketStep) }
+
+// tagBatch is B right-padded sentences (B, T): ids, mask (1 for a piece, 0
+// for padding) and labels (IgnoreIndex but on first pieces); idx are the
+// sentences' indices in their set (fewer than B in a last, short batch).
+type tagBatch struct {
+	ids, labels []int
+	mask        []float64
+	b, t        int
+	idx         []int
+}
+
+func (b tagBatch) Targets() int {
+	n := 0
+	for _, l := range b.labels {
+		if l != layers.IgnoreIndex {
+			n++
+		}
+	}
+	return n
+}
+
+// Shape implements train.Shaped: (B, T).
+func (b tagBatch) Shape() []int { return []int{b.b, b.t} }
+
+func makeTagBatch(set []tagged, idx []int, b, t, pad int) tagBatch {
+	out := tagBatch{ids: make([]int, b*t), labels: make([]int, b*t), mask: make([]float64, b*t), b: b, t: t, idx: idx}
+	for i := range out.ids {
+		out.ids[i], out.labels[i] = pad, layers.IgnoreIndex
+	}
+	for i, k := range idx {
+		x := set[k]
+		copy(out.ids[i*t:], x.ids)
+		copy(out.labels[i*t:], x.labels)
+		for j := range x.ids {
+			out.mask[i*t+j] = 1
+		}
+	}
+	return out
+}
+
+// tagData draws training batches at random (seeded, resumable): a random
+// sentence picks the length bucket, and the batch is drawn from that
+// bucket, so buckets come in proportion to their sentences. The
+// validation sentences are served sorted by length, each batch as short
+// as its longest sentence allows.
+type tagData struct {
+	train     []tagged
+	buckets   map[int][]int // batch length → training sentence indices
+	val       []train.Batch
+	pcg       *rand.PCG
+	b, t, pad int
+}
+
+func newTagData(tr, va []tagged, b, t, pad int, seed uint64) *tagData {
+	d := &tagData{train: tr, buckets: map[int][]int{}, pcg: rand.NewPCG(seed, 31), b: b, t: t, pad: pad}
+	for i, x := range tr {
+		k := bucketOf(len(x.ids), t)
+		d.buckets[k] = append(d.buckets[k], i)
+	}
+	order := make([]int, len(va))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return len(va[i].ids) - len(va[j].ids) })
+	for i := 0; i < len(order); i += b {
+		idx := order[i:min(i+b, len(order))]
+		d.val = append(d.val, makeTagBatch(va, idx, b, bucketOf(len(va[idx[len(idx)-1]].ids), t), pad))
+	}
+	return d
+}
+
+func (d *tagData) Next() (train.Batch, error) {
+	r := rand.New(d.pcg)
+	k := bucketOf(len(d.train[r.IntN(len(d.train))].ids), d.t)
+	from := d.buckets[k]
+	pick := make([]int, d.b)
+	for i := range pick {
+		pick[i] = from[r.IntN(len(from))]
+	}
+	return makeTagBatch(d.train, pick, d.b, k, d.pad), nil
+}
+
+func (d *tagData) Eval() ([]train.Batch, error) { return d.val, nil }
+func (d *tagData) State() ([]byte, error)       { return d.pcg.MarshalBinary() }
+func (d *tagData) Restore(s []byte) error       { return d.pcg.UnmarshalBinary(s) }
+
+// tagTask is the token-classification objective for the engine, one graph
+// per batch length (train.ShapedTask).
+type tagTask struct {
+	c    *bert.ForTokenClassification
+	tok  datasets.Tokenizer
+	b, t int
+}
+
+func (k *tagTask) Store() *layers.Store { return k.c.Store }
+
+// Decay implements train.Decayer: BERT's own no-decay rule, and none for
+// the pooler, which tagging does not train (see LossFor).
+func (k *tagTask) Decay(name string, shape []int) bool {
+	return !strings.HasPrefix(name, "bert.pooler.") && k.c.Decay(name, shape)
+}
+
+type tagInputs struct {
+	in     bert.Inputs
+	labels *gorgonia.Node
+}
+
+func (k *tagTask) inputs(g *layers.Graph, b, t int) tagInputs {
+	return tagInputs{in: bert.Inputs{IDs: g.IntInput("input_ids", b, t), Mask: g.Input("attention_mask", b, t)},
+		labels: g.IntInput("labels", b, t)}
+}
+
+// Loss builds the graph of the longest batches, (B, max length).
+func (k *tagTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
+	return k.LossFor(g, []int{k.b, k.t})
+}
+
+// LossFor implements train.ShapedTask: the mean cross-entropy over the
+// first pieces of a (B, T) batch.
+func (k *tagTask) LossFor(g *layers.Graph, shape []int) (*gorgonia.Node, func(train.Batch) error, error) {
+	if len(shape) != 2 {
+		return nil, nil, fmt.Errorf("finetune tokens: batch shape %v; want (B, T)", shape)
+	}
+	in := k.inputs(g, shape[0], shape[1])
+	logits, pooled, err := k.c.LogitsAndPooled(g, in.in)
+	if err != nil {
+		return nil, nil, err
+	}
+	loss, err := layers.CrossEntropy(logits, in.labels, layers.IgnoreIndex, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("finetune tokens: %w", err)
+	}
+	// The engine wants every parameter in each length's graph; the pooler,
+	// which tagging does not use, enters with weight zero: its gradient is
+	// zero, and Decay exempts it, so AdamW leaves it exactly as loaded.
+	unused, err := gorgonia.Sum(pooled)
+	if err != nil {
+		return nil, nil, fmt.Errorf("finetune tokens: %w", err)
+	}
+	var zero any = float32(0)
+	if g.Dtype() == tensor.Float64 {
+		zero = 0.0
+	}
+	if unused, err = gorgonia.Mul(unused, gorgonia.NewConstant(zero)); err != nil {
+		return nil, nil, fmt.Errorf("finetune tokens: %w", err)
+	}
+	if loss, err = gorgonia.Add(loss, unused); err != nil {
+		return nil, nil, fmt.Errorf("finetune tokens: %w", err)
+	}
+	return loss, in.load, nil
+}
+
+func (in tagInputs) load(b train.Batch) error {
+	tb, ok := b.(tagBatch)
+	if !ok {
+		return fmt.Errorf("finetune tokens: batch of %T", b)
+	}
+	copy(in.in.IDs.Value().Data().([]int), tb.ids)
+	switch m := in.in.Mask.Value().Data().(type) {
+	case []float32:
+		for i, v := range tb.mask {
+			m[i] = float32(v)
+		}
+	case []float64:
+		copy(m, tb.mask)
+	default:
+		return fmt.Errorf("finetune tokens: attention mask of %T", m)
+	}
+	copy(in.labels.Value().Data().([]int), tb.labels)
+	return nil
+}
+
+// Save writes the token classifier's checkpoint: config.json (with
+// id2label), model.safetensors and tokenizer.json.
+func (k *tagTask) Save(dir string) error { return models.SaveText(dir, k.c, k.tok) }
+
+func (k *tagTask) Load(dir string) error { return models.LoadInto(dir, k.c) }
+
+// scorer is a compiled prediction graph for one batch length.
+type scorer struct {
+	in tagInputs
+	v  gorgonia.Value
+	vm gorgonia.VM
+}
+
+// predictTags runs the classifier over the batches (made from enc) and
+// returns, per sentence of enc in order, the best tag id at each kept
+// word's first piece.
+func predictTags(ctx context.Context, k *tagTask, batches []train.Batch, enc []tagged) ([][]int, error) {
+	scorers := map[int]*scorer{}
+	defer func() {
+		for _, s := range scorers {
+			s.vm.Close()
+		}
+	}()
+	out := make([][]int, len(enc))
+	nl := len(k.c.Labels)
+	for _, b := range batches {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("finetune tokens: evaluation: %w", err)
+		}
+		tb := b.(tagBatch)
+		sc := scorers[tb.t]
+		if sc == nil {
+			g := k.c.Store.NewGraph()
+			sc = &scorer{in: k.inputs(g, tb.b, tb.t)}
+			logits, err := k.c.Logits(g, sc.in.in)
+			if err != nil {
+				return nil, err
+			}
+			gorgonia.Read(logits, &sc.v)
+			sc.vm = gorgonia.NewTapeMachine(g.ExprGraph)
+			scorers[tb.t] = sc
+		}
+		if err := sc.in.load(b); err != nil {
+			return nil, err
+		}
+		sc.v = nil
+		if err := sc.vm.RunAll(); err != nil {
+			return nil, fmt.Errorf("finetune tokens: evaluation: %w", err)
+		}
+		sc.vm.Reset()
+		scores, ok := sc.v.(*tensor.Dense).Data().([]float32)
+		if !ok {
+			return nil, fmt.Errorf("finetune tokens: scores of %T; want float32", sc.v.(*tensor.Dense).Data())
+		}
+		for i, si := range tb.idx {
+			x := enc[si]
+			sent := make([]int, len(x.first))
+			for w, j := range x.first {
+				row := scores[(i*tb.t+j)*nl : (i*tb.t+j+1)*nl]
+				best := 0
+				for c, s := range row {
+					if s > row[best] {
+						best = c
+					}
+				}
+				sent[w] = best
+			}
+			out[si] = sent
+		}
+	}
+	return out, nil
+}
+
+// scoreTags turns predicted tag ids into tags and scores them against the
+// sentences' true tags. enc holds the encoded sentences, whose first
+// positions the predictions follow; nil for predictions that are already
+// one per word (the baseline), given as tag ids.
+func scoreTags(sents []datasets.TaggedSentence, enc []tagged, pred [][]int, labels []string) (TokenScores, error) {
+	var s TokenScores
+	truth := make([][]string, len(sents))
+	guess := make([][]string, len(sents))
+	known := map[string]bool{}
+	for _, l := range labels {
+		known[l] = true
+	}
+	var all []string
+	for i, x := range sents {
+		truth[i] = x.Tags
+		all = append(all, x.Tags...)
+		if i >= len(pred) {
+			return s, fmt.Errorf("finetune tokens: %d predicted sentences for %d", len(pred), len(sents))
+		}
+		g := make([]string, len(x.Tags))
+		for j := range g {
+			if j < len(pred[i]) {
+				g[j] = labels[pred[i][j]]
+			} else {
+				g[j] = "" // dropped past max_length: no tag, an error (seqeval reads it as O)
+			}
+			if !known[x.Tags[j]] {
+				s.Unseen++
+			}
+		}
+		guess[i] = g
+		if enc != nil && enc[i].dropped > 0 {
+			s.Truncated++
+			s.Dropped += enc[i].dropped
+		}
+		s.Words += len(x.Tags)
+	}
+	var err error
+	if s.Accuracy, err = TokenAccuracy(truth, guess); err != nil {
+		return s, err
+	}
+	if IsBIO(all) {
+		e, err := SeqEval(truth, guess)
+		if err != nil {
+			return s, err
+		}
+		s.Entities = &e
+	}
+	return s, nil
+}
+
+// TagBaseline is the most-frequent-tag tagger: each word gets the tag it
+// has most often in the training sentences (ties: the tag seen first),
+// and a word never seen gets the most frequent tag overall.
+type TagBaseline struct {
+	byWord  map[string]string
+	overall string
+	labels  []string
+	ids     map[string]int
+}
+
+// MostFrequentTag counts the training sentences' tags.
+func MostFrequentTag(s []datasets.TaggedSentence) *TagBaseline {
+	type count struct {
+		n     map[string]int
+		order []string
+	}
+	words := map[string]*count{}
+	total := map[string]int{}
+	var order []string
+	for _, x := range s {
+		for i, w := range x.Tokens {
+			t := x.Tags[i]
+			c := words[w]
+			if c == nil {
+				c = &count{n: map[string]int{}}
+				words[w] = c
+			}
+			if c.n[t] == 0 {
+				c.order = append(c.order, t)
+			}
+			c.n[t]++
+			if total[t] == 0 {
+				order = append(order, t)
+			}
+			total[t]++
+		}
+	}
+	best := func(n map[string]int, order []string) string {
+		b := order[0]
+		for _, t := range order {
+			if n[t] > n[b] {
+				b = t
+			}
+		}
+		return b
+	}
+	tb := &TagBaseline{byWord: map[string]string{}, labels: datasets.Tagset(s), ids: map[string]int{}}
+	for w, c := range words {
+		tb.byWord[w] = best(c.n, c.order)
+	}
+	if len(order) > 0 {
+		tb.overall = best(total, order)
+	}
+	for i, l := range tb.labels {
+		tb.ids[l] = i
+	}
+	return tb
+}
+
+// Tag is the baseline's tag for one word.
+func (b *TagBaseline) Tag(word string) string {
+	if t, ok := b.byWord[word]; ok {
+		return t
+	}
+	return b.overall
+}
+
+// Predict tags every word of the sentences, as ids into the training
+// tag set (datasets.Tagset of the training sentences).
+func (b *TagBaseline) Predict(s []datasets.TaggedSentence) [][]int {
+	out := make([][]int, len(s))
+	for i, x := range s {
+		out[i] = make([]int, len(x.Tokens))
+		for j, w := range x.Tokens {
+			out[i][j] = b.ids[b.Tag(w)]
+		}
+	}
+	return out
+}
