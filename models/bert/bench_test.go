@@ -138,12 +138,26 @@ func benchMini() Config {
 // all B*T positions, as transformers computes it) plus the NSP loss,
 // backward and an AdamW update. float32, dropout off.
 func BenchmarkBERTMiniPretrainStep_T128_B32(b *testing.B) {
+	benchPretrain(b, 0)
+}
+
+// BenchmarkBERTMiniPretrainStepMaskedOnly_T128_B32 is the same step with
+// ForPreTraining.MaxPredictions 20 (Google's max_predictions_per_seq for
+// T 128): the MLM head runs on the 32·20 = 640 slots of the labelled
+// positions (about 560 in the batch) instead of all 4096, with the same
+// losses and gradients.
+func BenchmarkBERTMiniPretrainStepMaskedOnly_T128_B32(b *testing.B) {
+	benchPretrain(b, 20)
+}
+
+func benchPretrain(b *testing.B, maxPred int) {
 	const batch, t = 32, 128
 	cfg := benchMini()
 	p, err := NewForPreTraining(cfg, layers.WithSeed(1))
 	if err != nil {
 		b.Fatal(err)
 	}
+	p.MaxPredictions = maxPred
 	g := p.Store.NewGraph()
 	in, labels, next := newBenchBatch(batch, t, cfg.VocabSize, 7).inputs(g, batch, t)
 	out, err := p.Loss(g, in, labels, next)
