@@ -144,8 +144,8 @@ func BenchmarkBERTMiniPretrainStep_T128_B32(b *testing.B) {
 // BenchmarkBERTMiniPretrainStepMaskedOnly_T128_B32 is the same step with
 // ForPreTraining.MaxPredictions 20 (Google's max_predictions_per_seq for
 // T 128): the MLM head runs on the 32·20 = 640 slots of the labelled
-// positions (556 in this batch; 540 in the PyTorch one) instead of all 4096, with the same
-// losses and gradients.
+// positions (556 in this batch; 540 in the PyTorch one) instead of all
+// 4096, with the same losses and gradients.
 func BenchmarkBERTMiniPretrainStepMaskedOnly_T128_B32(b *testing.B) {
 	benchPretrain(b, 20)
 }
