@@ -26,7 +26,8 @@ NSP labels alternating 0, 1.
   BERTMiniPretrainStep_T128_B32
       one optimiser step: forward, the MLM head (transform dense + GELU +
       LayerNorm, then the decoder tied to the word embeddings plus its bias)
-      on ALL B*T positions as transformers' BertForPreTraining computes it,
+      on ALL B*T positions as transformers' BertForPreTraining computes it
+      (the decoder is F.linear with the bias, as HF's tied nn.Linear),
       F.cross_entropy(ignore_index=-100) + the NSP cross-entropy, backward,
       torch.optim.AdamW(lr 1e-4, weight_decay 0.01).step();
       zero_grad(set_to_none=True) included.
@@ -114,7 +115,9 @@ class ForPreTraining(nn.Module):
             labels[:len(pos)] = flat[pos]
             h = h.reshape(-1, h.shape[-1]).index_select(0, idx)
         t = self.cls.predictions.transform(h)
-        mlm = t @ self.bert.embeddings.word_embeddings.weight.T + self.cls.predictions.bias
+        # transformers' decoder: nn.Linear tied to the word embeddings with
+        # cls.predictions.bias as its bias, so F.linear (addmm, bias fused).
+        mlm = F.linear(t, self.bert.embeddings.word_embeddings.weight, self.cls.predictions.bias)
         nsp = self.cls.seq_relationship(pooled)
         return (F.cross_entropy(mlm.reshape(-1, self.vocab), labels.reshape(-1), ignore_index=-100)
                 + F.cross_entropy(nsp, nsp_labels))
