@@ -87,15 +87,24 @@ func (bb benchBatch) inputs(g *layers.Graph, b, t int) (Inputs, *gorgonia.Node, 
 // runBench times step b.N times after one warm-up run (buffers are
 // allocated once) and reports seq/s for rows sequences per step and
 // ms/step.
+//
+// It also reports cpu-ms/step, the process's CPU time (user + system, all
+// threads) per step: on a shared, busy machine wall time mostly measures
+// the other processes, CPU time much less so (tools/pytorch/bench_bert.py
+// prints the same figure for torch).
 func runBench(b *testing.B, rows int, step func()) {
 	step()
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		step()
 	}
+	b.StopTimer()
+	cpu := cpuTime() - cpu0
 	b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "seq/s")
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/step")
+	b.ReportMetric(cpu.Seconds()*1000/float64(b.N), "cpu-ms/step")
 }
 
 // trainStep compiles one optimiser step of loss over g: forward, backward

@@ -46,7 +46,10 @@ NSP labels alternating 0, 1.
       inference: eval + no_grad, the class scores (32, 2) of the batch.
 
 Every benchmark: 3 warm-up iterations, then the median of at least --iters
-(default 10) timed ones.  seq/s = 32 / seconds.  The table is what
+(default 10) timed ones.  seq/s = 32 / seconds.  cpu-ms/step is the process's
+CPU time (time.process_time, all threads) per timed iteration, as the Go
+benchmarks report it: on a busy shared machine it is far steadier than wall
+time.  The table is what
 tools/bench_ratios.py reads (column 2 = ms per step).  The BLAS actually
 loaded and the CPU used by other processes are printed (helpers shared with
 bench_layers.py).
@@ -187,14 +190,18 @@ def make_batch(gen, V):
 
 
 def bench(fn, iters, warmup=3):
+    """Median, min and max wall seconds per call, and the process's mean CPU
+    seconds (all threads) per call."""
     for _ in range(warmup):
         fn()
     times = []
+    c0 = time.process_time()
     for _ in range(iters):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times), min(times), max(times)
+    cpu = (time.process_time() - c0) / iters
+    return statistics.median(times), min(times), max(times), cpu
 
 
 def build_cases(gen):
@@ -266,14 +273,14 @@ def main():
     print_environment("BERT-Mini, dropout off, warm-up 3, median of %d" % iters)
     cases = build_cases(gen)
     print()
-    print("| benchmark | ms/step | seq/s | min–max ms/iter | iters |")
-    print("|---|---:|---:|---:|---:|")
+    print("| benchmark | ms/step | seq/s | min–max ms/iter | iters | cpu-ms/step |")
+    print("|---|---:|---:|---:|---:|---:|")
     watch = ContentionWatch()
     for name, fn in cases:
         if args.filter and args.filter not in name:
             continue
-        med, lo, hi = bench(fn, iters)
-        print("| %s | %.1f | %.1f | %.0f–%.0f | %d |" % (name, med * 1e3, B / med, lo * 1e3, hi * 1e3, iters))
+        med, lo, hi, cpu = bench(fn, iters)
+        print("| %s | %.1f | %.1f | %.0f–%.0f | %d | %.0f |" % (name, med * 1e3, B / med, lo * 1e3, hi * 1e3, iters, cpu * 1e3))
         sys.stdout.flush()
     watch.report()
     return 0
