@@ -52,12 +52,16 @@ func packCopyGo(dst, src []float32, ld, kb, w, n, ps int) {
 		switch {
 		case valid == 16 && w == 16:
 			for p := 0; p < kb; p++ {
-				*(*[16]float32)(d[p*16:]) = *(*[16]float32)(src[p*ld+q:])
+				// Through a local: a direct *dst = *src may overlap, so the
+				// compiler would call memmove.
+				v := *(*[16]float32)(src[p*ld+q:])
+				*(*[16]float32)(d[p*16:]) = v
 			}
 			continue
 		case valid == 6 && w == 6:
 			for p := 0; p < kb; p++ {
-				*(*[6]float32)(d[p*6:]) = *(*[6]float32)(src[p*ld+q:])
+				v := *(*[6]float32)(src[p*ld+q:])
+				*(*[6]float32)(d[p*6:]) = v
 			}
 			continue
 		}
