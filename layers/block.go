@@ -179,9 +179,20 @@ func newFFN(s Scope, c BlockConfig, n BlockNames) (*FeedForward, sublayer, error
 // Forward maps x (B, T, D), with an optional key-padding mask (B, T), to
 // (B, T, D).
 func (b *EncoderBlock) Forward(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, error) {
-	return b.forward(g, x, func(in *gorgonia.Node) (*gorgonia.Node, error) {
-		return b.SelfAttn.Forward(g, in, nil, mask, b.causal)
+	out, _, err := b.ForwardWithProbs(g, x, mask)
+	return out, err
+}
+
+// ForwardWithProbs is Forward that also returns the self-attention
+// probabilities, (B·h, T, T) laid out as (B, h, T, T), before dropout (see
+// MultiHeadAttention.ForwardWithProbs).
+func (b *EncoderBlock) ForwardWithProbs(g *Graph, x, mask *gorgonia.Node) (out, probs *gorgonia.Node, err error) {
+	out, err = b.forward(g, x, func(in *gorgonia.Node) (*gorgonia.Node, error) {
+		y, p, err := b.SelfAttn.ForwardWithProbs(g, in, nil, mask, b.causal)
+		probs = p
+		return y, err
 	})
+	return out, probs, err
 }
 
 // ForwardCached is Forward of a causal block through a KV cache (see

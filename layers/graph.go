@@ -20,6 +20,14 @@ type Graph struct {
 	nodes    map[*Param]*gorgonia.Node
 	dropouts []*ops.DropoutSite
 	names    map[string]int
+	reports  []Report
+}
+
+// Report is a named scalar that a graph computes beside its loss (a part of
+// the loss, an accuracy): the training engine records it in metrics.jsonl.
+type Report struct {
+	Name string
+	Node *gorgonia.Node // a scalar
 }
 
 // GraphOption sets a runtime knob of a Graph.
@@ -141,6 +149,25 @@ func (g *Graph) IntConstant(name string, v []int, shape ...int) (*gorgonia.Node,
 	}
 	return g.Bind(name, tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]int(nil), v...)))), nil
 }
+
+// Report names a scalar node for the training engine to record beside the
+// loss (BERT's MLM and NSP losses and accuracies). Names ending in "_loss"
+// are drawn on loss.png. A non-scalar node or a name used twice is an error.
+func (g *Graph) Report(name string, n *gorgonia.Node) error {
+	if n == nil || !n.IsScalar() {
+		return fmt.Errorf("layers: report %q: want a scalar node", name)
+	}
+	for _, r := range g.reports {
+		if r.Name == name {
+			return fmt.Errorf("layers: report %q named twice", name)
+		}
+	}
+	g.reports = append(g.reports, Report{Name: name, Node: n})
+	return nil
+}
+
+// Reports are the graph's reported scalars, in the order they were named.
+func (g *Graph) Reports() []Report { return g.reports }
 
 // dropoutSite registers a new dropout location; sites are numbered in the
 // order the graph is built, so equal graphs get equal masks.

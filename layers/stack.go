@@ -44,16 +44,28 @@ func stackNorm(s Scope, c BlockConfig, n BlockNames) (*LayerNorm, error) {
 // Forward maps x (B, T, D) with an optional key-padding mask (B, T) to
 // (B, T, D).
 func (e *Encoder) Forward(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, error) {
+	out, _, err := e.ForwardWithProbs(g, x, mask)
+	return out, err
+}
+
+// ForwardWithProbs is Forward that also returns each layer's
+// self-attention probabilities, (B·h, T, T) laid out as (B, h, T, T),
+// before dropout. Read them with gorgonia.Read (see
+// MultiHeadAttention.ForwardWithProbs).
+func (e *Encoder) ForwardWithProbs(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, []*gorgonia.Node, error) {
+	probs := make([]*gorgonia.Node, len(e.Layers))
 	var err error
 	for i, b := range e.Layers {
-		if x, err = b.Forward(g, x, mask); err != nil {
-			return nil, fmt.Errorf("encoder layer %d: %w", i, err)
+		if x, probs[i], err = b.ForwardWithProbs(g, x, mask); err != nil {
+			return nil, nil, fmt.Errorf("encoder layer %d: %w", i, err)
 		}
 	}
 	if e.Norm != nil {
-		return e.Norm.Forward(g, x)
+		if x, err = e.Norm.Forward(g, x); err != nil {
+			return nil, nil, err
+		}
 	}
-	return x, nil
+	return x, probs, nil
 }
 
 // ForwardCached runs a causal stack through one KV cache per layer (see

@@ -43,3 +43,19 @@ func (c *ClassToken) Forward(g *Graph, x *gorgonia.Node) (*gorgonia.Node, error)
 func SelectTokens(x, index *gorgonia.Node) (*gorgonia.Node, error) {
 	return ops.SelectTokens(x, index)
 }
+
+// GatherRows picks rows of x (N, D) by int index (P), giving (P, D); the
+// gradient with respect to x is a scatter-add. BERT's pretraining runs its
+// masked-LM head on the masked positions only, as the original
+// implementation's gather_indexes does. An index outside [0, N) is an error
+// at run time.
+func GatherRows(x, index *gorgonia.Node) (*gorgonia.Node, error) {
+	return ops.Gather(x, index)
+}
+
+// Accuracy is the fraction of rows of logits (N, C) whose highest score is
+// at their int label (N), over the rows whose label is not ignore; 0 when
+// every row is ignored. It is a scalar for reporting, with no gradient.
+func Accuracy(logits, labels *gorgonia.Node, ignore int) (*gorgonia.Node, error) {
+	return ops.Accuracy(logits, labels, ignore)
+}

@@ -143,20 +143,8 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 		return nil, err
 	}
 	defer tr.Close()
-	if !cfg.Resume {
-		if err := runinfo.Write(cfg.RunDir, now); err != nil {
-			return nil, fmt.Errorf("pretrain: %w", err)
-		}
-	}
-	if cfg.Resume {
-		ckpt, err := train.Latest(cfg.RunDir)
-		if err != nil {
-			return nil, err
-		}
-		if err := tr.Resume(ckpt); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(out, "resuming from %s at step %d\n", ckpt, tr.Step())
+	if err := resumeRun(tr, cfg.RunDir, cfg.Resume, now, out); err != nil {
+		return nil, err
 	}
 	fmt.Fprintf(out, "gpt: %d parameters, %d layers, %d heads, %d wide, block %d; %d training and %d validation tokens (vocabulary %d)\n",
 		m.NumParams(), mc.NLayer, mc.NHead, mc.NEmbd, block, trainTok.Len(), valTok.Len(), tok.VocabSize())

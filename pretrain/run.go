@@ -15,6 +15,7 @@ import (
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/runinfo"
 	"github.com/d73a19ff/zoo/models/gpt"
+	"github.com/d73a19ff/zoo/train"
 )
 
 // gptRecord is what run.json records of a GPT run: the corpus's size and
@@ -22,15 +23,8 @@ import (
 // the tokenizer settings and the model config as given (vocab_size comes
 // from the tokenizer). Hashing reads the corpus once; ctx stops it.
 func gptRecord(ctx context.Context, cfg GPTConfig, c *datasets.Corpus) (runinfo.Record, error) {
-	h := sha256.New()
-	if err := c.EachContext(ctx, func(text string) error {
-		_, err := io.WriteString(h, text)
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
-	}
-	r := runinfo.Record{}
-	if err := r.Set("corpus", fmt.Sprintf("%d bytes in %d file(s), sha256 %x", c.Size(), len(c.Files()), h.Sum(nil))); err != nil {
+	r, err := corpusRecord(ctx, c)
+	if err != nil {
 		return nil, err
 	}
 	tok := cfg.Tokenizer
@@ -51,6 +45,44 @@ func gptRecord(ctx context.Context, cfg GPTConfig, c *datasets.Corpus) (runinfo.
 		return nil, err
 	}
 	return r, nil
+}
+
+// corpusRecord starts a run.json record with the corpus's size and
+// content hash (not its path, so that a moved corpus is the same corpus).
+// Hashing reads the corpus once; ctx stops it.
+func corpusRecord(ctx context.Context, c *datasets.Corpus) (runinfo.Record, error) {
+	h := sha256.New()
+	if err := c.EachContext(ctx, func(text string) error {
+		_, err := io.WriteString(h, text)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
+	r := runinfo.Record{}
+	if err := r.Set("corpus", fmt.Sprintf("%d bytes in %d file(s), sha256 %x", c.Size(), len(c.Files()), h.Sum(nil))); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// resumeRun resumes tr from the run directory's latest checkpoint, saying
+// so on out; for a new run (resume false) it writes run.json instead.
+func resumeRun(tr *train.Trainer, runDir string, resume bool, now runinfo.Record, out io.Writer) error {
+	if !resume {
+		if err := runinfo.Write(runDir, now); err != nil {
+			return fmt.Errorf("pretrain: %w", err)
+		}
+		return nil
+	}
+	ckpt, err := train.Latest(runDir)
+	if err != nil {
+		return err
+	}
+	if err := tr.Resume(ckpt); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "resuming from %s at step %d\n", ckpt, tr.Step())
+	return nil
 }
 
 // checkResume compares what a resume is given (now) with the run's

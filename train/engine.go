@@ -111,6 +111,10 @@ type compiled struct {
 	grads  []gorgonia.Value
 	nodes  gorgonia.Nodes
 	params []*layers.Param // in the order of grads
+	// reports are the graph's named scalars (layers.Graph.Report) and
+	// their values after a run.
+	reports []layers.Report
+	rvals   []gorgonia.Value
 }
 
 // New builds the training and evaluation graphs and the optimizer. It
@@ -167,8 +171,12 @@ func compile(s *layers.Store, training bool, seed uint64, build lossFunc) (*comp
 	if !loss.IsScalar() {
 		return nil, fmt.Errorf("train: the loss has shape %v, want a scalar", loss.Shape())
 	}
-	c := &compiled{g: g, load: load, params: g.Params()}
+	c := &compiled{g: g, load: load, params: g.Params(), reports: g.Reports()}
 	gorgonia.Read(loss, &c.loss)
+	c.rvals = make([]gorgonia.Value, len(c.reports))
+	for i, r := range c.reports {
+		gorgonia.Read(r.Node, &c.rvals[i])
+	}
 	if training {
 		if c.nodes, err = gorgonia.Grad(loss, g.Learnables()...); err != nil {
 			return nil, fmt.Errorf("train: gradients: %w", err)
@@ -196,6 +204,29 @@ func (c *compiled) run(b Batch) (float64, error) {
 	return scalarValue(c.loss)
 }
 
+// addReports adds the last run's reported scalars, times w, into sums.
+func (c *compiled) addReports(sums map[string]float64, w float64) error {
+	for i, r := range c.reports {
+		v, err := scalarValue(c.rvals[i])
+		if err != nil {
+			return fmt.Errorf("report %s: %w", r.Name, err)
+		}
+		sums[r.Name] += v * w
+	}
+	return nil
+}
+
+// meanReports divides sums by total, giving nil for no reports.
+func meanReports(sums map[string]float64, total int) map[string]float64 {
+	if len(sums) == 0 {
+		return nil
+	}
+	for k := range sums {
+		sums[k] /= float64(total)
+	}
+	return sums
+}
+
 // Close frees the machines.
 func (t *Trainer) Close() {
 	t.train.close()
@@ -212,6 +243,9 @@ type Result struct {
 	ValLoss  float64 // the last evaluation's loss
 	BestLoss float64 // the best evaluation's loss
 	Final    string  // the final checkpoint's directory
+	// ValParts are the last evaluation's reported scalars
+	// (layers.Graph.Report), such as BERT's mlm_accuracy; nil without any.
+	ValParts map[string]float64
 }
 
 // Run trains until cfg.Steps, evaluating, logging and checkpointing, and
@@ -287,7 +321,7 @@ func (t *Trainer) interrupt() error {
 // trainStep runs one optimizer step over cfg.Accumulate micro-batches.
 func (t *Trainer) trainStep() (record, error) {
 	began := time.Now()
-	loss, total, err := t.accumulate()
+	loss, total, parts, err := t.accumulate()
 	if err != nil {
 		return record{}, fmt.Errorf("train: step %d: %w", t.step+1, err)
 	}
@@ -310,7 +344,7 @@ func (t *Trainer) trainStep() (record, error) {
 	}
 	t.step++
 	secs := time.Since(began).Seconds()
-	rec := record{Step: t.step, Loss: loss, LR: lr, Targets: total, Seconds: secs, TargetsPerSec: float64(total) / secs}
+	rec := record{Step: t.step, Loss: loss, Parts: parts, LR: lr, Targets: total, Seconds: secs, TargetsPerSec: float64(total) / secs}
 	if !math.IsNaN(norm) {
 		rec.GradNorm = &norm
 	}
@@ -319,47 +353,51 @@ func (t *Trainer) trainStep() (record, error) {
 
 // accumulate runs cfg.Accumulate micro-batches and leaves in t.summed
 // the gradient of the step's loss: the mean over all their target tokens,
-// not a mean of the micro-batches' means. It returns that loss and the
-// number of targets.
-func (t *Trainer) accumulate() (loss float64, total int, err error) {
+// not a mean of the micro-batches' means. It returns that loss, the number
+// of targets and the means of the graph's reports, weighted alike.
+func (t *Trainer) accumulate() (loss float64, total int, parts map[string]float64, err error) {
 	for _, s := range t.summed {
 		s.Zero()
 	}
 	var lossSum float64
+	sums := map[string]float64{}
 	for i := 0; i < t.cfg.Accumulate; i++ {
 		b, err := t.data.Next()
 		if err != nil {
-			return 0, 0, fmt.Errorf("data: %w", err)
+			return 0, 0, nil, fmt.Errorf("data: %w", err)
 		}
 		c, err := t.train.get(b)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		if len(c.params) != len(t.summed) {
-			return 0, 0, fmt.Errorf("a graph uses %d of the %d parameters the optimizer updates", len(c.params), len(t.summed))
+			return 0, 0, nil, fmt.Errorf("a graph uses %d of the %d parameters the optimizer updates", len(c.params), len(t.summed))
 		}
 		c.g.SetDropoutCall(t.dropoutCall)
 		l, err := c.run(b)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		t.dropoutCall = c.g.DropoutCall()
 		n := b.Targets()
 		lossSum += l * float64(n)
+		if err := c.addReports(sums, float64(n)); err != nil {
+			return 0, 0, nil, err
+		}
 		total += n
 		// Each micro-batch's gradient is of its mean loss: weighting it by its
 		// target count makes the sum the gradient of the summed loss.
 		if err := addScaled(t.summed, c.grads, float64(n)); err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 	}
 	if total == 0 {
-		return 0, 0, fmt.Errorf("the micro-batches hold no targets")
+		return 0, 0, nil, fmt.Errorf("the micro-batches hold no targets")
 	}
 	for _, s := range t.summed {
 		scaleDense(s, 1/float64(total))
 	}
-	return lossSum / float64(total), total, nil
+	return lossSum / float64(total), total, meanReports(sums, total), nil
 }
 
 // evaluate runs the validation batches, records their mean loss (weighted by
@@ -370,12 +408,12 @@ func (t *Trainer) evaluate(ctx context.Context, rec *record, res *Result) error 
 	if err != nil {
 		return fmt.Errorf("train: evaluation: %w", err)
 	}
-	val, _, err := meanLoss(ctx, t.eval, batches)
+	val, _, parts, err := meanLoss(ctx, t.eval, batches)
 	if err != nil {
 		return fmt.Errorf("train: evaluation at step %d: %w", t.step, err)
 	}
-	rec.ValLoss = &val
-	res.ValLoss = val
+	rec.ValLoss, rec.ValParts = &val, parts
+	res.ValLoss, res.ValParts = val, parts
 	if val < t.best {
 		t.best = val
 		if _, err := t.checkpoint("best"); err != nil {
@@ -388,27 +426,31 @@ func (t *Trainer) evaluate(ctx context.Context, rec *record, res *Result) error 
 // meanLoss is the loss over all the batches' targets. ctx is checked before
 // each batch: a cancelled one stops it with an error wrapping both
 // ErrInterrupted and the context's cause.
-func meanLoss(ctx context.Context, gs *graphs, batches []Batch) (loss float64, targets int, err error) {
+func meanLoss(ctx context.Context, gs *graphs, batches []Batch) (loss float64, targets int, parts map[string]float64, err error) {
 	var sum float64
+	sums := map[string]float64{}
 	for i, b := range batches {
 		if ctx.Err() != nil {
-			return 0, 0, fmt.Errorf("%w: evaluation stopped after %d of %d batches: %w", ErrInterrupted, i, len(batches), context.Cause(ctx))
+			return 0, 0, nil, fmt.Errorf("%w: evaluation stopped after %d of %d batches: %w", ErrInterrupted, i, len(batches), context.Cause(ctx))
 		}
 		c, err := gs.get(b)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		l, err := c.run(b)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		sum += l * float64(b.Targets())
+		if err := c.addReports(sums, float64(b.Targets())); err != nil {
+			return 0, 0, nil, err
+		}
 		targets += b.Targets()
 	}
 	if targets == 0 {
-		return 0, 0, fmt.Errorf("the batches hold no targets")
+		return 0, 0, nil, fmt.Errorf("the batches hold no targets")
 	}
-	return sum / float64(targets), targets, nil
+	return sum / float64(targets), targets, meanReports(sums, targets), nil
 }
 
 // Evaluate is the mean loss of task over the batches' targets, in an
@@ -421,19 +463,27 @@ func Evaluate(task Task, batches []Batch) (loss float64, targets int, err error)
 // batch, and once ctx is cancelled returns an error that wraps
 // ErrInterrupted and the context's cause (context.Canceled on Ctrl-C).
 func EvaluateContext(ctx context.Context, task Task, batches []Batch) (loss float64, targets int, err error) {
+	loss, targets, _, err = EvaluateReports(ctx, task, batches)
+	return loss, targets, err
+}
+
+// EvaluateReports is EvaluateContext that also returns the means of the
+// scalars the task's graph reports (layers.Graph.Report), weighted by the
+// batches' targets: BERT's MLM and NSP losses and accuracies.
+func EvaluateReports(ctx context.Context, task Task, batches []Batch) (loss float64, targets int, reports map[string]float64, err error) {
 	gs, err := newGraphs(task, false, 0)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	defer gs.close()
-	loss, targets, err = meanLoss(ctx, gs, batches)
+	loss, targets, reports, err = meanLoss(ctx, gs, batches)
 	if errors.Is(err, ErrInterrupted) {
-		return 0, 0, err // already says "train: interrupted"
+		return 0, 0, nil, err // already says "train: interrupted"
 	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("train: evaluate: %w", err)
+		return 0, 0, nil, fmt.Errorf("train: evaluate: %w", err)
 	}
-	return loss, targets, nil
+	return loss, targets, reports, nil
 }
 
 func scalarValue(v gorgonia.Value) (float64, error) {

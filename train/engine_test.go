@@ -23,7 +23,8 @@ type toyTask struct {
 	emb     *layers.Embedding
 	head    *layers.Linear
 	dropout float64
-	rows    int // batch rows; 0 means toyB
+	rows    int  // batch rows; 0 means toyB
+	report  bool // report the loss twice (as toy_loss) and the accuracy
 }
 
 const toyV, toyD, toyB, toyT = 12, 8, 4, 6
@@ -61,6 +62,15 @@ func (k *toyTask) Loss(g *layers.Graph) (*gorgonia.Node, func(Batch) error, erro
 		return nil, nil, err
 	}
 	loss, err := layers.CrossEntropy(h, targets, layers.IgnoreIndex, 0)
+	if err == nil && k.report {
+		acc, aerr := layers.Accuracy(h, targets, layers.IgnoreIndex)
+		if aerr != nil {
+			return nil, nil, aerr
+		}
+		if err = g.Report("toy_loss", loss); err == nil {
+			err = g.Report("accuracy", acc)
+		}
+	}
 	load := func(b Batch) error {
 		tb := b.(toyBatch)
 		copy(ids.Value().Data().([]int), tb.ids)
@@ -287,7 +297,7 @@ func TestAccumulationEqualsOneBatch(t *testing.T) {
 		tr, err := New(task, &fixedData{batches: batches}, cfg)
 		require.NoError(t, err)
 		defer tr.Close()
-		loss, _, err := tr.accumulate()
+		loss, _, _, err := tr.accumulate()
 		require.NoError(t, err)
 		return tr.summed, loss
 	}
@@ -356,4 +366,35 @@ func TestConfigErrors(t *testing.T) {
 		require.ErrorContains(t, err, c.want)
 	}
 	_ = tensor.Float32
+}
+
+// A task's reported scalars reach metrics.jsonl (train and validation),
+// the result, the log lines and the plot; a part equal to the loss is
+// recorded equal to it, so the weighting matches the loss's.
+func TestReports(t *testing.T) {
+	dir := t.TempDir()
+	task := newToy(t, 1, 0)
+	task.report = true
+	tr, err := New(task, newToyData(1), toyConfig(dir, 10))
+	require.NoError(t, err)
+	defer tr.Close()
+	var progress strings.Builder
+	res, err := tr.Run(context.Background(), &progress)
+	require.NoError(t, err)
+	require.InDelta(t, res.ValLoss, res.ValParts["toy_loss"], 1e-6)
+	require.Greater(t, res.ValParts["accuracy"], 0.3, "the toy model learns")
+	recs, err := readMetrics(dir, 1<<30)
+	require.NoError(t, err)
+	for _, r := range recs {
+		require.InDelta(t, r.Loss, r.Parts["toy_loss"], 1e-6)
+		require.Contains(t, r.Parts, "accuracy")
+	}
+	require.NotNil(t, recs[4].ValParts)
+	require.Contains(t, progress.String(), "accuracy")
+	_, err = os.Stat(filepath.Join(dir, PlotFile))
+	require.NoError(t, err)
+
+	g := task.store.NewGraph()
+	n := g.Input("x", 2)
+	require.ErrorContains(t, g.Report("x", n), "scalar")
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -25,14 +27,18 @@ const (
 
 // record is one step's line in metrics.jsonl.
 type record struct {
-	Step          int      `json:"step"`
-	Loss          float64  `json:"loss"`
-	ValLoss       *float64 `json:"val_loss,omitempty"`
-	LR            float64  `json:"lr"`
-	GradNorm      *float64 `json:"grad_norm,omitempty"`
-	Targets       int      `json:"targets"`
-	Seconds       float64  `json:"seconds"`
-	TargetsPerSec float64  `json:"targets_per_sec"`
+	Step    int      `json:"step"`
+	Loss    float64  `json:"loss"`
+	ValLoss *float64 `json:"val_loss,omitempty"`
+	// Parts and ValParts are the scalars the task's graph reports
+	// (layers.Graph.Report), such as BERT's mlm_loss and nsp_accuracy.
+	Parts         map[string]float64 `json:"parts,omitempty"`
+	ValParts      map[string]float64 `json:"val_parts,omitempty"`
+	LR            float64            `json:"lr"`
+	GradNorm      *float64           `json:"grad_norm,omitempty"`
+	Targets       int                `json:"targets"`
+	Seconds       float64            `json:"seconds"`
+	TargetsPerSec float64            `json:"targets_per_sec"`
 }
 
 // metrics appends records to the run's metrics.jsonl.
@@ -84,14 +90,38 @@ func readMetrics(dir string, upTo int) ([]record, error) {
 	return out, sc.Err()
 }
 
-// history is the loss curve of a run.
-type history struct{ train, val plotter.XYs }
+// history is the loss curve of a run, with the curves of reported parts
+// whose names end in "_loss" (BERT's mlm_loss and nsp_loss).
+type history struct {
+	train, val plotter.XYs
+	parts      map[string]plotter.XYs // "mlm_loss (train)" → points
+}
 
 func (h *history) add(r record) {
 	h.train = append(h.train, plotter.XY{X: float64(r.Step), Y: r.Loss})
 	if r.ValLoss != nil {
 		h.val = append(h.val, plotter.XY{X: float64(r.Step), Y: *r.ValLoss})
 	}
+	for _, set := range []struct {
+		suffix string
+		m      map[string]float64
+	}{{" (train)", r.Parts}, {" (validation)", r.ValParts}} {
+		for k, v := range set.m {
+			if !strings.HasSuffix(k, "_loss") {
+				continue
+			}
+			if h.parts == nil {
+				h.parts = map[string]plotter.XYs{}
+			}
+			h.parts[k+set.suffix] = append(h.parts[k+set.suffix], plotter.XY{X: float64(r.Step), Y: v})
+		}
+	}
+}
+
+// partColors are the colours of the parts' curves, in name order.
+var partColors = []color.RGBA{
+	{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 }
 
 // plot draws the curve to dir/loss.png, atomically.
@@ -102,24 +132,45 @@ func (h *history) plot(dir string) error {
 	p.Y.Label.Text = "cross-entropy"
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
-	for _, s := range []struct {
-		name string
-		xys  plotter.XYs
-		dash bool
-	}{{"train", h.train, false}, {"validation", h.val, true}} {
+	type curve struct {
+		name  string
+		xys   plotter.XYs
+		dash  bool
+		color *color.RGBA
+	}
+	curves := []curve{{"train", h.train, false, nil}, {"validation", h.val, true, &color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}}}
+	names := make([]string, 0, len(h.parts))
+	for k := range h.parts {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	base := map[string]int{}
+	for _, k := range names {
+		b := strings.TrimSuffix(strings.TrimSuffix(k, " (train)"), " (validation)")
+		if _, ok := base[b]; !ok {
+			base[b] = len(base)
+		}
+		c := partColors[base[b]%len(partColors)]
+		curves = append(curves, curve{k, h.parts[k], strings.HasSuffix(k, "(validation)"), &c})
+	}
+	for _, s := range curves {
 		if len(s.xys) == 0 {
 			continue
 		}
-		l, err := plotter.NewLine(s.xys)
+		l, pts, err := plotter.NewLinePoints(s.xys)
 		if err != nil {
 			return fmt.Errorf("train: plot: %w", err)
 		}
+		pts.Radius = 0 // points only on the evaluations' curves, which may have one
 		if s.dash {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 			l.Width = vg.Points(2)
-			l.Color = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+			pts.Radius = vg.Points(2.5)
 		}
-		p.Add(l)
+		if s.color != nil {
+			l.Color, pts.Color = *s.color, *s.color
+		}
+		p.Add(l, pts)
 		p.Legend.Add(s.name, l)
 	}
 	tmp := filepath.Join(dir, ".loss.tmp.png")
@@ -130,6 +181,20 @@ func (h *history) plot(dir string) error {
 		return fmt.Errorf("train: plot: %w", err)
 	}
 	return nil
+}
+
+// partsText is " name value" for each of m's entries, in name order.
+func partsText(m map[string]float64) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	var sb strings.Builder
+	for _, k := range names {
+		fmt.Fprintf(&sb, " %s %.4f", k, m[k])
+	}
+	return sb.String()
 }
 
 // progress shows a run's progress: a live bar on a terminal, and
@@ -183,6 +248,9 @@ func (l *lines) update(r record) {
 	line := fmt.Sprintf("step %d/%d  loss %.4f", r.Step, l.total, r.Loss)
 	if r.ValLoss != nil {
 		line += fmt.Sprintf("  val %.4f", *r.ValLoss)
+		if len(r.ValParts) > 0 {
+			line += " (" + strings.TrimSpace(partsText(r.ValParts)) + ")"
+		}
 	}
 	line += fmt.Sprintf("  lr %.2e  %.0f tok/s", r.LR, r.TargetsPerSec)
 	if done := r.Step - l.from; done > 0 && r.Step < l.total {

@@ -23,6 +23,9 @@ func runFinetuneBERT(args []string, stdout io.Writer) error {
 // family whose checkpoints are classifiers: accuracy, macro-F1 and the
 // confusion matrix.
 func runEvalClassifier(args []string, stdout io.Writer) error {
+	if preScan(args, "corpus") != "" {
+		return runEvalBERTPretraining(args, stdout)
+	}
 	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --labelled FILE\n\nScores a sequence classifier: accuracy, macro-F1 and the confusion matrix.")
 	ckpt := f.String("checkpoint", "", "checkpoint directory (with tokenizer.json)")
 	labelled := f.String("labelled", "", "CSV, TSV or JSONL to score the classifier on")

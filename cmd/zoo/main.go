@@ -33,6 +33,8 @@ var commands = []command{
 	{"eval", "--checkpoint DIR [flags]", "score a checkpoint of any family: loss, accuracy/F1, or BLEU/chrF", runEval},
 	{"generate", "--checkpoint DIR", "generate text from a GPT checkpoint, streaming it", runGenerate},
 	{"translate", "--checkpoint DIR", "translate lines with a seq2seq checkpoint; --attention draws the map", runTranslate},
+	{"fill-mask", "--checkpoint DIR TEXT...", "fill each [MASK] with a BERT checkpoint: top-k tokens with scores", runFillMask},
+	{"attention", "--checkpoint DIR TEXT", "draw a BERT checkpoint's self-attention, layers × heads, to --output PNG", runAttention},
 	{"inspect", "DIR|FILE.safetensors", "describe a checkpoint (family, sizes, files) or list a safetensors file's tensors", runInspect},
 	{"version", "", "print the version", func(_ []string, w io.Writer) error {
 		_, err := fmt.Fprintf(w, "zoo %s (GEMM: %s)\n", version, ops.GEMMBackend)
@@ -54,7 +56,7 @@ type family struct {
 var families = []family{
 	{name: "gpt", pretrain: runPretrainGPT, finetune: runFinetuneGPT, eval: runEvalGPT},
 	{name: "seq2seq", pretrain: runPretrainSeq2Seq, finetune: runFinetuneSeq2Seq, eval: runEvalSeq2Seq},
-	{name: "bert", finetune: runFinetuneBERT, eval: runEvalClassifier},
+	{name: "bert", pretrain: runPretrainBERT, finetune: runFinetuneBERT, eval: runEvalClassifier},
 }
 
 const version = "0.1.0-dev"

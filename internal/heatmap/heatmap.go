@@ -5,9 +5,11 @@
 //
 // A Figure holds the token strings and one Panel per head (plus, if the
 // caller wants one, an average panel, see Average). WritePNG lays the panels
-// out in an about square grid (2×2 for 4 heads, 3×3 for 8+1), labels every
-// panel with the tokens (targets on the left, sources along the bottom,
-// rotated when they do not fit under a cell), titles each panel, adds an
+// out in an about square grid (2×2 for 4 heads, 3×3 for 8+1), or in rows of
+// Figure.Columns panels (a layer × head grid), labels every panel (or,
+// with SharedAxes, each grid row and column once) with the tokens (targets
+// on the left, sources along the bottom, rotated when they do not fit under
+// a cell), titles each panel, adds an
 // overall title and one shared colour bar, and writes the PNG atomically.
 //
 // Colours follow viridis (dark purple for 0, yellow for 1), a perceptually
@@ -61,6 +63,19 @@ type Figure struct {
 	// Panels are the maps to draw, in reading order (left to right, then
 	// top to bottom).
 	Panels []Panel
+	// Columns is the number of panels per grid row, e.g. one per head for
+	// a layer × head grid; 0 lays the panels out in an about square grid.
+	Columns int
+	// SharedAxes labels the tokens once per grid row and column, as
+	// subplots with shared axes: row labels left of each grid row's first
+	// panel, column labels under each grid column's last panel. It keeps
+	// a grid of many small maps (bertviz's "model view") compact.
+	SharedAxes bool
+	// MaxCell, if positive, caps the cell side in pixels (never below
+	// 12 px, the smallest cell with readable labels), so that a grid of
+	// many maps stays a viewable size; 0 sizes cells from the token
+	// counts alone.
+	MaxCell int
 }
 
 // Limits on what WritePNG accepts. Longer sequences are rejected rather
@@ -68,8 +83,9 @@ type Figure struct {
 const (
 	// MaxTokens is the largest number of rows or of columns.
 	MaxTokens = 80
-	// MaxPanels is the largest number of panels in one figure.
-	MaxPanels = 64
+	// MaxPanels is the largest number of panels in one figure: every
+	// head of every layer of BERT-large (24 × 16) fits.
+	MaxPanels = 400
 	// maxPixels caps the image area (about 7000×7000), so that many panels
 	// of long sentences fail cleanly instead of allocating gigabytes.
 	maxPixels = 50_000_000
@@ -199,6 +215,10 @@ func validate(f Figure) error {
 		return errors.New("heatmap: figure has no columns (source tokens)")
 	case len(f.Rows) > MaxTokens || len(f.Cols) > MaxTokens:
 		return fmt.Errorf("heatmap: %d×%d tokens, at most %d per side allowed", len(f.Rows), len(f.Cols), MaxTokens)
+	case f.MaxCell < 0:
+		return fmt.Errorf("heatmap: largest cell %d px is negative; use 0 for the automatic size", f.MaxCell)
+	case f.Columns < 0:
+		return fmt.Errorf("heatmap: %d panels per grid row; need a positive number, or 0 for an about square grid", f.Columns)
 	}
 	for k, p := range f.Panels {
 		if err := checkShape(p, len(f.Rows), len(f.Cols)); err != nil {
@@ -242,6 +262,8 @@ type layout struct {
 	cell          int // cell side
 	labelFont     font.Font
 	rotateCols    bool // column labels are drawn vertically
+	shared        bool // tokens labelled once per grid row and column
+	nPanels       int
 	slotW, slotH  int
 	gridX, gridY  int // top-left corner of the first slot
 	cellsX        int // cell area offset within a slot
@@ -258,7 +280,7 @@ var (
 )
 
 func newLayout(f Figure) *layout {
-	l := &layout{nRows: len(f.Rows), nCols: len(f.Cols)}
+	l := &layout{nRows: len(f.Rows), nCols: len(f.Cols), shared: f.SharedAxes, nPanels: len(f.Panels)}
 	l.rows = labels(f.Rows)
 	l.cols = labels(f.Cols)
 
@@ -268,6 +290,9 @@ func newLayout(f Figure) *layout {
 		l.cell = min(bigCell, ceilDiv(minHeatSide, n))
 	default:
 		l.cell = max(minCell, min(maxCell, maxHeatSide/n))
+	}
+	if f.MaxCell > 0 {
+		l.cell = max(minCell, min(l.cell, f.MaxCell))
 	}
 	// 12 px text for cells of 16 px and more, down to 9 px at 12 px cells.
 	l.labelFont = font.From(regular, vg.Length(max(9, min(12, l.cell-4))))
@@ -296,25 +321,35 @@ func newLayout(f Figure) *layout {
 	}
 
 	heatW, heatH := l.nCols*l.cell, l.nRows*l.cell
-	contentW := rowLabelW + labelGap + heatW
-	l.cellsX = rowLabelW + labelGap
+	// Each slot holds a panel's title and cells, and, unless the axes are
+	// shared, its row and column labels; shared labels sit outside the
+	// grid, left of it and under its bottom row.
+	rowLabelsW, colLabelsH, outerW, outerH := rowLabelW+labelGap, labelGap+colLabelH, 0, 0
+	if l.shared {
+		rowLabelsW, colLabelsH, outerW, outerH = 0, 0, rowLabelW+labelGap, labelGap+colLabelH
+	}
+	contentW := rowLabelsW + heatW
+	l.cellsX = rowLabelsW
 	if titleW > contentW { // keep the title inside the slot
 		l.cellsX += (titleW - contentW + 1) / 2
 		contentW = titleW
 	}
 	l.cellsY = titleH
 	l.slotW = contentW + panelGap
-	l.slotH = titleH + heatH + labelGap + colLabelH + panelGap
+	l.slotH = titleH + heatH + colLabelsH + panelGap
 
 	np := len(f.Panels)
 	l.gridCols = int(math.Ceil(math.Sqrt(float64(np))))
+	if f.Columns > 0 {
+		l.gridCols = min(f.Columns, np)
+	}
 	gridRows := ceilDiv(np, l.gridCols)
 
 	figTitleH := 0
 	if f.Title != "" {
 		figTitleH = textHeight(font.From(bold, titleSize)) + 12
 	}
-	l.gridX = margin
+	l.gridX = margin + outerW
 	l.gridY = margin + figTitleH
 
 	tickW := textWidth(font.From(regular, tickSize), "0.75")
@@ -324,7 +359,7 @@ func newLayout(f Figure) *layout {
 
 	l.width = l.barX + barWidth + 4 + tickW + margin
 	l.width = max(l.width, 2*margin+textWidth(font.From(bold, titleSize), f.Title))
-	l.height = l.gridY + gridRows*l.slotH - panelGap + margin
+	l.height = l.gridY + gridRows*l.slotH - panelGap + outerH + margin
 	l.height = max(l.height, l.barY+l.barH+margin)
 	return l
 }
@@ -368,11 +403,17 @@ func (l *layout) draw(c *vgimg.Canvas, f Figure) {
 				float64(heat.Min.X+heat.Max.X)/2, float64(heat.Min.Y-l.cellsY), p.Title)
 		}
 		for i, s := range l.rows {
+			if l.shared && k%l.gridCols != 0 {
+				break
+			}
 			r := l.cellRect(k, i, 0)
 			l.text(c, text.Style{Font: l.labelFont, XAlign: text.XRight, YAlign: text.YCenter},
 				float64(r.Min.X-labelGap), float64(r.Min.Y+r.Max.Y)/2, s)
 		}
 		for j, s := range l.cols {
+			if l.shared && k+l.gridCols < l.nPanels {
+				break
+			}
 			r := l.cellRect(k, l.nRows-1, j)
 			x, y := float64(r.Min.X+r.Max.X)/2, float64(r.Max.Y+labelGap)
 			if l.rotateCols {

@@ -268,3 +268,61 @@ func TestAverage(t *testing.T) {
 	_, err = Average("mean", []Panel{a, {Weights: [][]float64{{1}}}})
 	assert.Error(t, err)
 }
+
+// A grid of Columns panels per row with shared axes: tokens are labelled
+// left of each grid row and under each grid column's last panel only.
+func TestWritePNGGridSharedAxes(t *testing.T) {
+	f := testFigure(4, 4, 7)
+	f.Columns, f.SharedAxes = 3, true
+	path := filepath.Join(t.TempDir(), "grid.png")
+	require.NoError(t, WritePNG(path, f))
+	img := decodePNG(t, path)
+	l := newLayout(f)
+	require.Equal(t, image.Rect(0, 0, l.width, l.height), img.Bounds())
+	require.Equal(t, 3, l.gridCols)
+	hot := viridis(1)
+	for k := range f.Panels {
+		for i := range f.Rows {
+			r := l.cellRect(k, i, (i+k)%len(f.Cols))
+			require.True(t, r.In(img.Bounds()))
+			require.Equal(t, hot, rgba(img.At(center(r).X, center(r).Y)), "panel %d row %d", k, i)
+		}
+		for b := k + 1; b < len(f.Panels); b++ {
+			require.False(t, l.heatRect(k).Overlaps(l.heatRect(b)), "panels %d and %d", k, b)
+		}
+	}
+	leftOf := func(k int) image.Rectangle { // between the previous panel (or the margin) and panel k's cells
+		h := l.heatRect(k)
+		return image.Rect(h.Min.X-l.slotW+l.cellsX+h.Dx()+2, h.Min.Y, h.Min.X-2, h.Max.Y)
+	}
+	under := func(k int) image.Rectangle { // just under panel k's cells
+		h := l.heatRect(k)
+		return image.Rect(h.Min.X, h.Max.Y+2, h.Max.X, h.Max.Y+labelGap+textHeight(l.labelFont))
+	}
+	left := image.Rect(margin, l.heatRect(0).Min.Y, l.heatRect(0).Min.X-2, l.heatRect(0).Max.Y)
+	assert.True(t, hasInk(img, left), "row labels left of the first grid row")
+	assert.False(t, hasInk(img, leftOf(1)), "no row labels between panels 0 and 1")
+	assert.False(t, hasInk(img, under(0)), "no column labels under panel 0: panel 3 is below it")
+	for _, k := range []int{4, 5, 6} {
+		assert.True(t, hasInk(img, under(k)), "column labels under panel %d, the last of its grid column", k)
+	}
+	// Without shared axes every panel is labelled.
+	f.SharedAxes = false
+	l = newLayout(f)
+	require.Equal(t, 3, l.gridCols)
+	require.NoError(t, WritePNG(path, f))
+	img = decodePNG(t, path)
+	assert.True(t, hasInk(img, under(0)))
+
+	// MaxCell shrinks the cells, down to minCell.
+	for _, c := range []struct{ max, want int }{{0, maxCell}, {20, 20}, {5, minCell}} {
+		f.MaxCell = c.max
+		require.Equal(t, c.want, newLayout(f).cell, "MaxCell %d", c.max)
+	}
+	f.MaxCell = -1
+	require.ErrorContains(t, WritePNG(path, f), "negative")
+	f.MaxCell = 0
+
+	f.Columns = -1
+	require.ErrorContains(t, WritePNG(path, f), "panels per grid row")
+}

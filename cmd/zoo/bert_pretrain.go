@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/d73a19ff/zoo/models/bert"
+	"github.com/d73a19ff/zoo/pretrain"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// bertPresets are the model sizes --model names.
+var bertPresets = map[string]func() bert.Config{
+	"tiny": bert.Tiny, "mini": bert.Mini, "small": bert.Small, "medium": bert.Medium, "base": bert.Base,
+}
+
+// runPretrainBERT is `zoo pretrain bert --corpus DIR [flags]`: masked LM and
+// next-sentence prediction.
+func runPretrainBERT(args []string, stdout io.Writer) error {
+	cfg, err := readConfig(args, pretrain.DefaultBERT(), pretrain.ReadBERTConfig)
+	if err != nil {
+		return err
+	}
+	f := newFlags("zoo pretrain bert", "usage: zoo pretrain bert --corpus FILES [flags]\n\nPretrains a BERT with masked LM and next-sentence prediction. The corpus has one sentence per line and a blank line between documents (tools/corpus2txt builds one from installed packages). Default: BERT-Mini, sequences of 128, a WordPiece of 16384 tokens trained on the corpus.")
+	f.training(trainTargets{run: &cfg.RunDir, initFrom: &cfg.InitFrom, steps: &cfg.MaxIters, batch: &cfg.Batch,
+		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &cfg.LR, seed: &cfg.Seed, resume: &cfg.Resume, force: &cfg.Force, overwrite: &cfg.Overwrite,
+		batchWhat: "sequences", warmupWhat: "before the linear decay", initWhat: "a BERT (model, config and tokenizer) to pretrain further"})
+	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "corpus file, directory or glob: one sentence per line, a blank line between documents")
+	f.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, "wordpiece (train one on the corpus), or a BERT tokenizer.json or vocab.txt")
+	f.IntVar(&cfg.VocabSize, "vocab-size", cfg.VocabSize, "with --tokenizer wordpiece: the vocabulary's size")
+	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", cfg.MaxSeqLength, "tokens per example, [CLS] and [SEP]s included")
+	f.IntVar(&cfg.MaxPredictions, "max-predictions", cfg.MaxPredictions, "most predicted tokens per example")
+	f.BoolVar(&cfg.WholeWordMask, "whole-word-mask", cfg.WholeWordMask, "mask every piece of a word together")
+	f.BoolVar(&cfg.DynamicMasking, "dynamic-masking", cfg.DynamicMasking, "new masks every epoch instead of one set per example")
+	f.IntVar(&cfg.Accumulate, "accumulate", cfg.Accumulate, "micro-batches per optimizer step")
+	f.IntVar(&cfg.EvalBatches, "eval-batches", cfg.EvalBatches, "validation batches per evaluation (0: all)")
+	preset := f.String("model", "", "model size: tiny, mini, small, medium or base (default mini; a --config's model section otherwise)")
+	if help, err := f.parse(args, stdout); help || err != nil {
+		return err
+	}
+	if *preset != "" {
+		p, ok := bertPresets[strings.ToLower(*preset)]
+		if !ok {
+			return fmt.Errorf("%w: --model %q: use tiny, mini, small, medium or base", errUsage, *preset)
+		}
+		cfg.Model = p()
+		cfg.Model.MaxPositionEmbeddings = max(cfg.MaxSeqLength, 128)
+	}
+	if f.isSet("max-steps") && !f.isSet("warmup-steps") {
+		cfg.Warmup = min(cfg.Warmup, cfg.MaxIters/10)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	res, err := pretrain.RunBERT(ctx, cfg, stdout)
+	if err != nil {
+		return interrupted(err, cfg.RunDir, stdout)
+	}
+	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f)\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss)
+	fmt.Fprintf(stdout, "held-out: MLM accuracy %.4f, MLM perplexity %.2f, NSP accuracy %.4f (%d validation pairs)\n",
+		res.MLMAccuracy, res.MLMPerplexity(), res.NSPAccuracy, res.ValPairs)
+	fmt.Fprintf(stdout, "checkpoint: %s\nloss curve: %s\n", res.Final, filepath.Join(cfg.RunDir, train.PlotFile))
+	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo finetune bert --task classify --init-from %s --train-file FILE\n", res.Final)
+	return nil
+}
+
+// runEvalBERTPretraining is `zoo eval --checkpoint DIR --corpus FILES`
+// for a BERT pretraining checkpoint: masked-LM accuracy and perplexity,
+// next-sentence accuracy.
+func runEvalBERTPretraining(args []string, stdout io.Writer) error {
+	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --corpus FILES [flags]\n\nScores a BERT pretraining checkpoint on a corpus (one sentence per line, blank lines between documents): masked-LM accuracy and perplexity, next-sentence accuracy.")
+	ckpt := f.String("checkpoint", "", "BERT checkpoint directory (with tokenizer.json)")
+	corpus := f.String("corpus", "", "corpus file, directory or glob")
+	cfg := bert.DefaultPairs()
+	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", cfg.MaxSeqLength, "tokens per example")
+	f.IntVar(&cfg.MaxPredictions, "max-predictions", cfg.MaxPredictions, "most predicted tokens per example")
+	f.BoolVar(&cfg.WholeWordMask, "whole-word-mask", false, "mask every piece of a word together")
+	batch := f.Int("batch-size", 32, "sequences per batch")
+	limit := f.Int("limit", 2000, "score at most this many pairs (0: all)")
+	seed := f.Uint64("seed", 1, "seed of the pairs and masks")
+	if help, err := f.parse(args, stdout); help || err != nil {
+		return err
+	}
+	if *ckpt == "" || *corpus == "" {
+		return fmt.Errorf("%w: give --checkpoint and --corpus", errUsage)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	e, err := pretrain.EvalBERT(ctx, *ckpt, *corpus, cfg, *batch, *limit, *seed)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d pairs, %d predicted tokens: MLM accuracy %.4f, MLM loss %.4f (perplexity %.2f); NSP accuracy %.4f, NSP loss %.4f\n",
+		e.Pairs, e.Predictions, e.MLMAccuracy, e.MLMLoss, e.MLMPerplexity(), e.NSPAccuracy, e.NSPLoss)
+	return nil
+}

@@ -1,0 +1,300 @@
+package bert
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/layers"
+)
+
+// MaskToken is the token FillMask fills, BERT's mask_token.
+const MaskToken = "[MASK]"
+
+// DefaultTopK is how many fills FillMask returns per [MASK] when asked for
+// 0, transformers' FillMaskPipeline default (top_k=5).
+const DefaultTopK = 5
+
+// Fill is one candidate for a [MASK], a row of transformers'
+// FillMaskPipeline output.
+type Fill struct {
+	Score    float64 // softmax probability of the token at the mask, over the whole vocabulary
+	TokenID  int     // the token's id ("token")
+	Token    string  // the token decoded alone ("token_str"), e.g. "paris" or "##s"
+	Sequence string  // the text with this mask filled, decoded as the pipeline does ("sequence")
+}
+
+// FillMask predicts the tokens behind each [MASK] of text, as
+// transformers' fill-mask pipeline does: the text is encoded as
+// [CLS] text [SEP], and for every [MASK], in order, the softmax over the
+// vocabulary of the masked-LM scores at its position gives the topK most
+// probable tokens (topK 0 means DefaultTopK; more than the vocabulary
+// means all of it), best first. It returns one list per [MASK].
+//
+// Sequence is the text with that one mask replaced, decoded through the
+// tokenizer; with a single [MASK] the special tokens are dropped, with
+// several the other masks stay [MASK] and the special tokens are kept, as
+// the pipeline does (it fills each mask independently).
+//
+// A text without [MASK], longer than max_position_embeddings with [CLS]
+// and [SEP], or a tokenizer with ids the model's vocabulary lacks is an
+// error.
+func FillMask(m *ForMaskedLM, tok *datasets.WordPiece, text string, topK int) ([][]Fill, error) {
+	out, err := FillMaskBatch(m, tok, []string{text}, topK)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// FillMaskBatch is FillMask for several texts, run as one padded batch
+// (B, T) with the padding masked: out[i] is FillMask(texts[i]).
+func FillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK int) ([][][]Fill, error) {
+	if m == nil || tok == nil {
+		return nil, fmt.Errorf("bert fill-mask: no model or no tokenizer")
+	}
+	if len(texts) == 0 {
+		return nil, fmt.Errorf("bert fill-mask: no texts")
+	}
+	if topK < 0 {
+		return nil, fmt.Errorf("bert fill-mask: top-k %d must be positive (0 for %d)", topK, DefaultTopK)
+	}
+	if topK == 0 {
+		topK = DefaultTopK
+	}
+	sp, err := findSpecials(m.Config, tok)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([][]int, len(texts))
+	types := make([][]int, len(texts))
+	masks := make([][]int, len(texts)) // positions of [MASK] in each row
+	for r, text := range texts {
+		if ids[r], types[r], err = tok.EncodeWithSpecials(text); err != nil {
+			return nil, &TextError{Index: r, Text: text, Err: err}
+		}
+		for i, id := range ids[r] {
+			if id == sp.mask {
+				masks[r] = append(masks[r], i)
+			}
+		}
+		if len(masks[r]) == 0 {
+			return nil, &TextError{Index: r, Text: text, Err: fmt.Errorf("no %s: write %s where the word to predict goes", MaskToken, MaskToken)}
+		}
+		if n := len(ids[r]); n > m.Config.MaxPositionEmbeddings {
+			return nil, &TextError{Index: r, Text: text, Err: fmt.Errorf("%d tokens with [CLS] and [SEP]; the model takes at most %d (max_position_embeddings): shorten it",
+				n, m.Config.MaxPositionEmbeddings)}
+		}
+	}
+	scores, err := m.scores(ids, types, masks)
+	if err != nil {
+		return nil, err
+	}
+	k, v, n := topK, m.Config.VocabSize, 0
+	out := make([][][]Fill, len(texts))
+	for r := range texts {
+		for _, pos := range masks[r] {
+			probs := softmax(scores[n*v : (n+1)*v])
+			n++
+			fills := make([]Fill, 0, k)
+			for _, id := range topIndices(probs, k, sp.token) {
+				f, err := sp.fill(tok, ids[r], pos, id, len(masks[r]) == 1)
+				if err != nil {
+					return nil, fmt.Errorf("bert fill-mask: text %d: %w", r+1, err)
+				}
+				f.Score = probs[id]
+				fills = append(fills, f)
+			}
+			out[r] = append(out[r], fills)
+		}
+	}
+	return out, nil
+}
+
+// TextError is FillMaskBatch's error about one of its texts: no [MASK],
+// too long, or not encodable.
+type TextError struct {
+	Index int    // the text's index in the batch, from 0
+	Text  string // the text
+	Err   error
+}
+
+// Error implements error: "bert fill-mask: text N ("…"): what is wrong".
+func (e *TextError) Error() string {
+	return fmt.Sprintf("bert fill-mask: text %d (%q): %v", e.Index+1, clip(e.Text), e.Err)
+}
+
+// Unwrap returns the error about the text.
+func (e *TextError) Unwrap() error { return e.Err }
+
+// scores runs a batch and returns the masked-LM scores (M, V) flat at the
+// M positions at[r]… of each row r in turn. Only those M hidden states go
+// through the head: the scores of every position, (B, T, V), would take
+// B·T·V floats (a gigabyte for 8 × 512 tokens of bert-base).
+func (m *ForMaskedLM) scores(ids, types, at [][]int) ([]float64, error) {
+	b, err := newBatch(m.Config, ids, types)
+	if err != nil {
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
+	}
+	var flat []int // positions in the (B·T) rows of the hidden states
+	for r, ps := range at {
+		for _, p := range ps {
+			if p < 0 || p >= len(ids[r]) {
+				return nil, fmt.Errorf("bert fill-mask: position %d is outside sequence %d of %d tokens", p, r, len(ids[r]))
+			}
+			flat = append(flat, r*b.t+p)
+		}
+	}
+	if len(flat) == 0 {
+		return nil, fmt.Errorf("bert fill-mask: no positions to score")
+	}
+	g := m.Store.NewGraph()
+	in, err := b.inputs(g)
+	if err != nil {
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
+	}
+	h, err := m.Hidden(g, in) // (B, T, D)
+	if err != nil {
+		return nil, err
+	}
+	d := m.Config.HiddenSize
+	if h, err = gorgonia.Reshape(h, []int{b.b * b.t, d}); err != nil {
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
+	}
+	pos, err := g.IntConstant("mask_positions", flat, len(flat))
+	if err != nil {
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
+	}
+	if h, err = layers.GatherRows(h, pos); err != nil { // (M, D)
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
+	}
+	logits, err := m.MLM.Forward(g, h) // (M, V)
+	if err != nil {
+		return nil, fmt.Errorf("bert fill-mask: mlm head: %w", err)
+	}
+	var val gorgonia.Value
+	gorgonia.Read(logits, &val)
+	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
+	}
+	scores, err := float64s(val)
+	if err != nil {
+		return nil, fmt.Errorf("bert fill-mask: scores: %w", err)
+	}
+	return scores, nil
+}
+
+// fillSpecials are the tokenizer's ids FillMask needs: the mask, and the
+// special tokens the pipeline skips when decoding a sequence.
+type fillSpecials struct {
+	mask    int
+	special map[int]bool
+	token   []bool // by id: the tokenizer has a token for it
+}
+
+// findSpecials checks that tok fits cfg's vocabulary and keeps [MASK]
+// whole, and finds the special tokens.
+func findSpecials(cfg Config, tok *datasets.WordPiece) (fillSpecials, error) {
+	if n := tok.VocabSize(); n > cfg.VocabSize {
+		return fillSpecials{}, fmt.Errorf("bert fill-mask: the tokenizer has %d ids but the model's vocabulary is %d (vocab_size): the tokenizer.json does not belong to this checkpoint", n, cfg.VocabSize)
+	}
+	vocab := tok.Vocab()
+	sp := fillSpecials{mask: -1, special: map[int]bool{}, token: make([]bool, len(vocab))}
+	for id, s := range vocab {
+		sp.token[id] = s != ""
+		if slices.Contains(datasets.WordPieceSpecials, s) {
+			sp.special[id] = true
+		}
+		if s == MaskToken {
+			sp.mask = id
+		}
+	}
+	if sp.mask < 0 {
+		return fillSpecials{}, fmt.Errorf("bert fill-mask: the tokenizer has no %s token", MaskToken)
+	}
+	if got, err := tok.Encode(MaskToken); err != nil || len(got) != 1 || got[0] != sp.mask {
+		return fillSpecials{}, fmt.Errorf("bert fill-mask: the tokenizer splits %s (into %v): it must be an added special token of tokenizer.json", MaskToken, got)
+	}
+	return sp, nil
+}
+
+// fill is the candidate id at position pos of ids: its token alone and the
+// sequence with it in place, decoded as transformers' FillMaskPipeline
+// (skip_special_tokens when the text has a single mask).
+func (sp fillSpecials) fill(tok *datasets.WordPiece, ids []int, pos, id int, single bool) (Fill, error) {
+	token, err := tok.Decode([]int{id})
+	if err != nil {
+		return Fill{}, err
+	}
+	seq := make([]int, 0, len(ids))
+	for i, x := range ids {
+		if i == pos {
+			x = id
+		}
+		if single && sp.special[x] {
+			continue
+		}
+		seq = append(seq, x)
+	}
+	text, err := tok.Decode(seq)
+	if err != nil {
+		return Fill{}, err
+	}
+	return Fill{TokenID: id, Token: token, Sequence: text}, nil
+}
+
+// softmax returns the probabilities of scores, computed in float64 with
+// the maximum subtracted.
+func softmax(scores []float64) []float64 {
+	hi := math.Inf(-1)
+	for _, s := range scores {
+		hi = max(hi, s)
+	}
+	out := make([]float64, len(scores))
+	sum := 0.0
+	for i, s := range scores {
+		out[i] = math.Exp(s - hi)
+		sum += out[i]
+	}
+	for i := range out {
+		out[i] /= sum
+	}
+	return out
+}
+
+// topIndices returns the indices i < len(ok) with ok[i] of the k largest
+// values of p, largest first; ties go to the lower index. (A model's
+// vocabulary may be larger than its tokenizer's, padded to a round size:
+// those ids take part in the softmax but have no token to return.)
+func topIndices(p []float64, k int, ok []bool) []int {
+	idx := make([]int, 0, len(ok))
+	for i, has := range ok {
+		if has && i < len(p) {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case p[a] > p[b]:
+			return -1
+		case p[a] < p[b]:
+			return 1
+		}
+		return 0
+	})
+	return idx[:min(k, len(idx))]
+}
+
+// clip shortens a text for an error message.
+func clip(s string) string {
+	r := []rune(s)
+	if len(r) > 60 {
+		return string(r[:59]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,308 @@
+package bert
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// This file is BERT's pretraining objective for the training engine
+// (train.Task and train.Data): masked LM on the masked positions only, and
+// next-sentence prediction.
+
+// MaskedLoss is BertForPreTraining's loss computed as the original
+// implementation does (run_pretraining.py's gather_indexes): the MLM head
+// runs on the P predicted positions only, not on all B·T, which gives the
+// same loss and gradients at a fraction of the cost of the (B, T, V)
+// scores. positions (P) int are flat indexes b·T + t into the batch; rows
+// whose label (P) is layers.IgnoreIndex are padding. nextSentence (B) int
+// is 0 when B follows A. The parts and the accuracies are reported on g
+// (mlm_loss, nsp_loss, mlm_accuracy, nsp_accuracy).
+func (p *ForPreTraining) MaskedLoss(g *layers.Graph, in Inputs, positions, labels, nextSentence *gorgonia.Node) (*PreTrainingLoss, error) {
+	h, err := p.Hidden(g, in)
+	if err != nil {
+		return nil, err
+	}
+	b, t, d := h.Shape()[0], h.Shape()[1], h.Shape()[2]
+	flat, err := gorgonia.Reshape(h, []int{b * t, d})
+	if err != nil {
+		return nil, fmt.Errorf("bert: mlm: %w", err)
+	}
+	picked, err := layers.GatherRows(flat, positions) // (P, D)
+	if err != nil {
+		return nil, fmt.Errorf("bert: mlm: %w", err)
+	}
+	var out PreTrainingLoss
+	if out.MLMLogits, err = p.MLM.Forward(g, picked); err != nil { // (P, V)
+		return nil, fmt.Errorf("bert: mlm head: %w", err)
+	}
+	pooled, err := p.Pool(g, h)
+	if err != nil {
+		return nil, err
+	}
+	if out.NSPLogits, err = p.NSP.Forward(g, pooled); err != nil {
+		return nil, fmt.Errorf("bert: nsp head: %w", err)
+	}
+	if out.MLMLoss, err = layers.CrossEntropy(out.MLMLogits, labels, layers.IgnoreIndex, 0); err != nil {
+		return nil, fmt.Errorf("bert: mlm loss: %w", err)
+	}
+	if out.NSPLoss, err = layers.CrossEntropy(out.NSPLogits, nextSentence, layers.IgnoreIndex, 0); err != nil {
+		return nil, fmt.Errorf("bert: nsp loss: %w", err)
+	}
+	if out.Loss, err = gorgonia.Add(out.MLMLoss, out.NSPLoss); err != nil {
+		return nil, fmt.Errorf("bert: loss: %w", err)
+	}
+	mlmAcc, err := layers.Accuracy(out.MLMLogits, labels, layers.IgnoreIndex)
+	if err != nil {
+		return nil, fmt.Errorf("bert: mlm accuracy: %w", err)
+	}
+	nspAcc, err := layers.Accuracy(out.NSPLogits, nextSentence, layers.IgnoreIndex)
+	if err != nil {
+		return nil, fmt.Errorf("bert: nsp accuracy: %w", err)
+	}
+	for _, r := range []struct {
+		name string
+		n    *gorgonia.Node
+	}{{"mlm_loss", out.MLMLoss}, {"nsp_loss", out.NSPLoss}, {"mlm_accuracy", mlmAcc}, {"nsp_accuracy", nspAcc}} {
+		if err := g.Report(r.name, r.n); err != nil {
+			return nil, fmt.Errorf("bert: %w", err)
+		}
+	}
+	return &out, nil
+}
+
+// PreTrainingTask is MLM + NSP on (B, T) batches, for the engine. Its
+// checkpoints hold the model (BertForPreTraining) and the tokenizer.
+type PreTrainingTask struct {
+	Model *ForPreTraining
+	Tok   datasets.Tokenizer
+	B, T  int
+	P     int // predicted positions per batch: B × max_predictions_per_seq
+}
+
+// Store implements train.Task.
+func (k *PreTrainingTask) Store() *layers.Store { return k.Model.Store }
+
+// Decay implements train.Decayer: the model's own no-decay parameters.
+func (k *PreTrainingTask) Decay(name string, shape []int) bool { return k.Model.Decay(name, shape) }
+
+// Loss implements train.Task.
+func (k *PreTrainingTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
+	ids, types := g.IntInput("input_ids", k.B, k.T), g.IntInput("token_type_ids", k.B, k.T)
+	mask := g.Input("attention_mask", k.B, k.T)
+	pos, labels := g.IntInput("masked_lm_positions", k.P), g.IntInput("masked_lm_labels", k.P)
+	nsp := g.IntInput("next_sentence_label", k.B)
+	l, err := k.Model.MaskedLoss(g, Inputs{IDs: ids, TokenTypes: types, Mask: mask}, pos, labels, nsp)
+	if err != nil {
+		return nil, nil, err
+	}
+	load := func(b train.Batch) error {
+		pb, ok := b.(*PreTrainingBatch)
+		if !ok || len(pb.IDs) != k.B*k.T || len(pb.Positions) != k.P {
+			return fmt.Errorf("bert: a batch of %T does not fit the (%d, %d) graph with %d predictions", b, k.B, k.T, k.P)
+		}
+		copy(ids.Value().Data().([]int), pb.IDs)
+		copy(types.Value().Data().([]int), pb.TokenTypes)
+		copy(pos.Value().Data().([]int), pb.Positions)
+		copy(labels.Value().Data().([]int), pb.Labels)
+		copy(nsp.Value().Data().([]int), pb.NextSentence)
+		switch m := mask.Value().Data().(type) {
+		case []float32:
+			for i, v := range pb.Mask {
+				m[i] = float32(v)
+			}
+		case []float64:
+			copy(m, pb.Mask)
+		}
+		return nil
+	}
+	return l.Loss, load, nil
+}
+
+// Save implements train.Task: the checkpoint bundle's model files and
+// tokenizer.json.
+func (k *PreTrainingTask) Save(dir string) error { return models.SaveText(dir, k.Model, k.Tok) }
+
+// Load implements train.Task.
+func (k *PreTrainingTask) Load(dir string) error { return models.LoadInto(dir, k.Model) }
+
+// PreTrainingBatch is B examples padded to T, with P prediction slots.
+type PreTrainingBatch struct {
+	IDs, TokenTypes []int     // (B, T)
+	Mask            []float64 // (B, T): 1 for tokens, 0 for padding
+	Positions       []int     // (P): flat b·T + t; padding slots point at 0
+	Labels          []int     // (P): original ids, layers.IgnoreIndex for padding slots
+	NextSentence    []int     // (B): 1 when B is random
+	n               int       // predicted tokens
+}
+
+// Targets implements train.Batch: the predicted tokens.
+func (b *PreTrainingBatch) Targets() int { return b.n }
+
+// NewPreTrainingBatch pads examples (at most b of them; missing rows are
+// all padding, with every label ignored) into a batch of (b, t) with
+// p = b·maxPredictions prediction slots.
+func NewPreTrainingBatch(ex []Example, b, t, maxPredictions, pad int) (*PreTrainingBatch, error) {
+	if len(ex) > b {
+		return nil, fmt.Errorf("bert: %d examples for a batch of %d", len(ex), b)
+	}
+	p := b * maxPredictions
+	out := &PreTrainingBatch{IDs: make([]int, b*t), TokenTypes: make([]int, b*t), Mask: make([]float64, b*t),
+		Positions: make([]int, p), Labels: make([]int, p), NextSentence: make([]int, b)}
+	for i := range out.Labels {
+		out.Labels[i] = layers.IgnoreIndex
+	}
+	for i := range out.IDs {
+		out.IDs[i] = pad
+	}
+	for r := range b {
+		if r >= len(ex) {
+			out.NextSentence[r] = layers.IgnoreIndex
+			continue
+		}
+		e := ex[r]
+		if len(e.IDs) > t {
+			return nil, fmt.Errorf("bert: an example of %d tokens does not fit max_seq_length %d", len(e.IDs), t)
+		}
+		if len(e.Positions) > maxPredictions {
+			return nil, fmt.Errorf("bert: an example with %d predictions exceeds max_predictions_per_seq %d", len(e.Positions), maxPredictions)
+		}
+		copy(out.IDs[r*t:], e.IDs)
+		copy(out.TokenTypes[r*t:], e.TokenTypes)
+		for k := range e.IDs {
+			out.Mask[r*t+k] = 1
+		}
+		for k, pos := range e.Positions {
+			out.Positions[r*maxPredictions+k] = r*t + pos
+			out.Labels[r*maxPredictions+k] = e.Labels[k]
+		}
+		out.n += len(e.Positions)
+		if e.RandomNext {
+			out.NextSentence[r] = 1
+		}
+	}
+	return out, nil
+}
+
+// PreTrainingData serves shuffled training batches of pairs, epoch after
+// epoch (a new order each epoch, and new masks with dynamic masking), and
+// a fixed set of validation batches.
+type PreTrainingData struct {
+	train, val *Pairs
+	sp         Specials
+	cfg        PairConfig
+	b          int
+	seed       uint64
+	evalB      int
+	order      []int
+	st         dataState
+	evalCache  []train.Batch
+}
+
+type dataState struct {
+	Epoch int `json:"epoch"`
+	Pos   int `json:"pos"`
+}
+
+// NewPreTrainingData serves batches of b examples of trainPairs and the
+// first evalBatches·b examples of val (all of them for evalBatches 0).
+func NewPreTrainingData(trainPairs, val *Pairs, sp Specials, cfg PairConfig, b, evalBatches int, seed uint64) (*PreTrainingData, error) {
+	if trainPairs.Len() < b {
+		return nil, fmt.Errorf("bert: %d training pairs for a batch of %d: use more text or a smaller batch_size", trainPairs.Len(), b)
+	}
+	if val.Len() == 0 {
+		return nil, fmt.Errorf("bert: no validation pairs")
+	}
+	d := &PreTrainingData{train: trainPairs, val: val, sp: sp, cfg: cfg, b: b, seed: seed, evalB: evalBatches}
+	d.shuffle()
+	return d, nil
+}
+
+func (d *PreTrainingData) shuffle() {
+	d.order = rand.New(rand.NewPCG(d.seed, uint64(d.st.Epoch))).Perm(d.train.Len())
+}
+
+// Epoch is the number of passes over the training pairs begun so far,
+// counting from 0.
+func (d *PreTrainingData) Epoch() int { return d.st.Epoch }
+
+// Next implements train.Data: the next b examples in this epoch's order;
+// an epoch's leftover examples that do not fill a batch are skipped.
+func (d *PreTrainingData) Next() (train.Batch, error) {
+	b := d.b
+	if d.st.Pos+b > len(d.order) {
+		d.st.Epoch++
+		d.st.Pos = 0
+		d.shuffle()
+	}
+	ex := make([]Example, b)
+	for r := range ex {
+		ex[r] = d.train.Masked(d.order[d.st.Pos+r], d.sp, d.cfg, d.seed, d.st.Epoch)
+	}
+	d.st.Pos += b
+	return NewPreTrainingBatch(ex, b, d.cfg.MaxSeqLength, d.cfg.MaxPredictions, d.sp.PAD)
+}
+
+// Eval implements train.Data: the validation pairs with their (epoch 0)
+// masks, the same at every evaluation; the last batch is padded with
+// empty rows.
+func (d *PreTrainingData) Eval() ([]train.Batch, error) {
+	if d.evalCache != nil {
+		return d.evalCache, nil
+	}
+	n := d.val.Len()
+	if d.evalB > 0 {
+		n = min(n, d.evalB*d.b)
+	}
+	out, err := EvalBatches(d.val, n, d.sp, d.cfg, d.b, d.seed)
+	if err != nil {
+		return nil, err
+	}
+	d.evalCache = out
+	return out, nil
+}
+
+// State implements train.Data.
+func (d *PreTrainingData) State() ([]byte, error) { return json.Marshal(d.st) }
+
+// Restore implements train.Data.
+func (d *PreTrainingData) Restore(state []byte) error {
+	var st dataState
+	if err := json.Unmarshal(state, &st); err != nil {
+		return fmt.Errorf("bert: data state: %w", err)
+	}
+	if st.Epoch < 0 || st.Pos < 0 || st.Pos > d.train.Len() {
+		return fmt.Errorf("bert: data state %+v does not fit %d training pairs: resume with the run's corpus and settings", st, d.train.Len())
+	}
+	d.st = st
+	d.shuffle()
+	return nil
+}
+
+// EvalBatches are the first n examples of pairs, masked as validation
+// examples are (static masks, drawn from seed+1), in batches of b; the
+// last batch is padded with empty rows.
+func EvalBatches(pairs *Pairs, n int, sp Specials, cfg PairConfig, b int, seed uint64) ([]train.Batch, error) {
+	n = min(n, pairs.Len())
+	static := PairConfig{MaxSeqLength: cfg.MaxSeqLength, MaskedLMProb: cfg.MaskedLMProb, MaxPredictions: cfg.MaxPredictions, WholeWordMask: cfg.WholeWordMask}
+	var out []train.Batch
+	for lo := 0; lo < n; lo += b {
+		var ex []Example
+		for i := lo; i < min(lo+b, n); i++ {
+			ex = append(ex, pairs.Masked(i, sp, static, seed+1, 0))
+		}
+		batch, err := NewPreTrainingBatch(ex, b, cfg.MaxSeqLength, cfg.MaxPredictions, sp.PAD)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, batch)
+	}
+	return out, nil
+}

@@ -1,0 +1,454 @@
+package pretrain
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/runinfo"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/bert"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// BERTConfig is the configuration of BERT pretraining (MLM + NSP). The
+// data keys are create_pretraining_data.py's flags, the training keys
+// run_pretraining.py's and nanoGPT's; the model section is a Hugging Face
+// BertConfig.
+type BERTConfig struct {
+	Corpus string `json:"corpus"` // file, directory or glob: one sentence per line, a blank line between documents
+	// Tokenizer is "wordpiece" (train one on the corpus: vocab_size,
+	// lowercase) or the path of a BERT tokenizer.json or vocab.txt.
+	Tokenizer string      `json:"tokenizer"`
+	VocabSize int         `json:"vocab_size"` // with "wordpiece"
+	Lowercase bool        `json:"do_lower_case"`
+	Model     bert.Config `json:"model"` // vocab_size comes from the tokenizer
+	bert.PairConfig
+	Batch       int     `json:"batch_size"`
+	Accumulate  int     `json:"gradient_accumulation_steps"`
+	MaxIters    int     `json:"max_iters"`
+	LR          float64 `json:"learning_rate"`
+	Warmup      int     `json:"warmup_iters"` // then linear decay to 0, as BERT
+	WeightDecay float64 `json:"weight_decay"`
+	Beta1       float64 `json:"beta1"`
+	Beta2       float64 `json:"beta2"`
+	GradClip    float64 `json:"grad_clip"`
+	EvalEvery   int     `json:"eval_interval"`
+	EvalBatches int     `json:"eval_batches"` // validation batches per evaluation; 0: every validation pair
+	SaveEvery   int     `json:"save_interval"`
+	ValFraction float64 `json:"val_fraction"` // share of the tokens, in whole documents, held out
+	Seed        uint64  `json:"seed"`
+	RunDir      string  `json:"run_dir"`
+	Resume      bool    `json:"resume"`
+	InitFrom    string  `json:"init_from"` // continue pretraining a BERT checkpoint (model, config, tokenizer)
+	Force       bool    `json:"force"`     // resume although the corpus or settings differ from run.json's
+	Overwrite   bool    `json:"overwrite"` // move an existing run aside to <run_dir>.old-<time>
+}
+
+// DefaultBERT pretrains BERT-Mini (4 layers, 256 wide, 4 heads) at
+// sequence length 128, batch 32, learning rate 5e-4 (the BERT
+// miniatures' pretraining rate for small models is higher than
+// BERT-Base's 1e-4) with 10% warmup and linear decay, on a WordPiece of
+// 16384 tokens trained on the corpus. There is no default corpus: build
+// one with tools/corpus2txt.
+func DefaultBERT() BERTConfig {
+	m := bert.Mini()
+	m.MaxPositionEmbeddings = 128
+	return BERTConfig{
+		Tokenizer: "wordpiece", VocabSize: 16384, Lowercase: true, Model: m, PairConfig: bert.DefaultPairs(),
+		Batch: 32, Accumulate: 1, MaxIters: 2000, LR: 5e-4, Warmup: 200, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.999,
+		GradClip: 1, EvalEvery: 250, EvalBatches: 20, SaveEvery: 250, ValFraction: 0.01, Seed: 12345,
+		RunDir: filepath.Join("runs", "bert-pretrain"),
+	}
+}
+
+// ReadBERTConfig reads a JSON config file over base; unknown keys (in the
+// model section too) and wrong types are errors.
+func ReadBERTConfig(path string, base BERTConfig) (BERTConfig, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return base, fmt.Errorf("config: %w", err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return base, fmt.Errorf("%s: config: %w", path, err)
+	}
+	cfg := base
+	if m, ok := raw["model"]; ok { // bert.Config refuses what it does not implement, by name
+		if err := json.Unmarshal(m, &cfg.Model); err != nil {
+			return base, fmt.Errorf("%s: config: model: %w", path, err)
+		}
+		delete(raw, "model")
+		if b, err = json.Marshal(raw); err != nil {
+			return base, err
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return base, fmt.Errorf("%s: config: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Validate reports settings that cannot run.
+func (c BERTConfig) Validate() error {
+	switch {
+	case c.Corpus == "":
+		return fmt.Errorf("config: no corpus: give --corpus (one sentence per line, a blank line between documents; tools/corpus2txt builds one from installed packages)")
+	case c.Batch <= 0 || c.MaxIters <= 0 || c.Accumulate <= 0:
+		return fmt.Errorf("config: batch_size %d, max_iters %d and gradient_accumulation_steps %d must be positive", c.Batch, c.MaxIters, c.Accumulate)
+	case c.Warmup < 0 || c.Warmup >= c.MaxIters:
+		return fmt.Errorf("config: warmup_iters %d must be in [0, max_iters %d): lower --warmup-steps", c.Warmup, c.MaxIters)
+	case !(c.ValFraction > 0 && c.ValFraction < 1):
+		return fmt.Errorf("config: val_fraction %g must be in (0, 1)", c.ValFraction)
+	case c.EvalBatches < 0:
+		return fmt.Errorf("config: eval_batches %d must not be negative", c.EvalBatches)
+	case c.RunDir == "":
+		return fmt.Errorf("config: run_dir is empty")
+	case c.Tokenizer == "wordpiece" && c.VocabSize < 100:
+		return fmt.Errorf("config: vocab_size %d is too small for a WordPiece (at least 100)", c.VocabSize)
+	}
+	if err := c.PairConfig.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if c.MaxSeqLength > c.Model.MaxPositionEmbeddings {
+		return fmt.Errorf("config: max_seq_length %d exceeds the model's max_position_embeddings %d: lower --max-seq-length or raise model.max_position_embeddings",
+			c.MaxSeqLength, c.Model.MaxPositionEmbeddings)
+	}
+	m := c.Model
+	m.VocabSize = max(m.VocabSize, m.PadTokenID+1) // the tokenizer sets it later
+	return m.Validate()
+}
+
+// BERTResult is what a BERT pretraining run produced: the engine's result
+// and the last evaluation's MLM and NSP figures on the held-out documents.
+type BERTResult struct {
+	train.Result
+	MLMLoss, MLMAccuracy, NSPLoss, NSPAccuracy float64
+	Pairs, ValPairs                            int
+}
+
+// MLMPerplexity is exp of the held-out MLM loss.
+func (r *BERTResult) MLMPerplexity() float64 { return math.Exp(r.MLMLoss) }
+
+// RunBERT pretrains a BERT with masked LM and next-sentence prediction as
+// cfg says, writing checkpoints (BertForPreTraining with tokenizer.json),
+// metrics.jsonl (with the MLM and NSP losses and accuracies) and loss.png
+// under cfg.RunDir, and the progress to out.
+func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	corpus, err := datasets.OpenCorpus(cfg.Corpus, datasets.CorpusOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.InitFrom != "" {
+		if ckpt, err := models.Open(cfg.InitFrom); err != nil {
+			return nil, fmt.Errorf("pretrain: init_from: %w", err)
+		} else if err := ckpt.Expect("bert"); err != nil {
+			return nil, fmt.Errorf("pretrain: init_from: %w", err)
+		}
+	}
+	if err := train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out); err != nil {
+		return nil, err
+	}
+	now, err := bertRecord(ctx, cfg, corpus)
+	if err != nil {
+		return nil, err
+	}
+	var tok *datasets.WordPiece
+	var m *bert.ForPreTraining
+	switch {
+	case cfg.Resume:
+		ckpt, err := train.Latest(cfg.RunDir)
+		if err != nil {
+			return nil, err
+		}
+		if tok, m, err = loadBERT(ckpt); err != nil {
+			return nil, fmt.Errorf("pretrain: resume: %w", err)
+		}
+		if err := checkRecord(cfg.RunDir, cfg.Force, now, out); err != nil {
+			return nil, err
+		}
+		cfg.Model = m.Config
+	case cfg.InitFrom != "":
+		if tok, m, err = loadBERT(cfg.InitFrom); err != nil {
+			return nil, fmt.Errorf("pretrain: init_from: %w", err)
+		}
+		cfg.Model = m.Config
+	case cfg.Tokenizer == "wordpiece":
+		began := time.Now()
+		if tok, err = datasets.TrainWordPiece(ctx, corpus, datasets.WordPieceOptions{VocabSize: cfg.VocabSize, Lowercase: cfg.Lowercase, StripAccents: cfg.Lowercase}); err != nil {
+			return nil, fmt.Errorf("pretrain: wordpiece: %w", err)
+		}
+		fmt.Fprintf(out, "wordpiece: %d tokens trained on the corpus in %s\n", tok.VocabSize(), time.Since(began).Round(time.Millisecond))
+	default:
+		if tok, err = readWordPiece(cfg.Tokenizer, cfg.Lowercase); err != nil {
+			return nil, err
+		}
+	}
+	sp, err := bert.SpecialsOf(tok)
+	if err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
+	began := time.Now()
+	docs, err := bert.ReadDocuments(ctx, corpus, tok)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "corpus: %d documents, %d sentences, %d tokens (%d empty documents skipped), encoded in %s\n",
+		docs.NumDocuments(), docs.NumSentences(), docs.NumTokens(), docs.Empty, time.Since(began).Round(time.Millisecond))
+	trainDocs, valDocs, err := docs.Split(cfg.ValFraction, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
+	trainPairs, err := bert.MakePairs(trainDocs, sp, cfg.PairConfig, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("pretrain: training split: %w", err)
+	}
+	valPairs, err := bert.MakePairs(valDocs, sp, bert.PairConfig{MaxSeqLength: cfg.MaxSeqLength, ShortSeqProb: cfg.ShortSeqProb, DupeFactor: 1,
+		MaskedLMProb: cfg.MaskedLMProb, MaxPredictions: cfg.MaxPredictions, WholeWordMask: cfg.WholeWordMask}, cfg.Seed+1)
+	if err != nil {
+		if valDocs.NumDocuments() < 2 {
+			return nil, fmt.Errorf("pretrain: the validation split holds %d document(s), and next-sentence pairs need 2: raise val_fraction or use a corpus of more documents", valDocs.NumDocuments())
+		}
+		return nil, fmt.Errorf("pretrain: validation split: %w", err)
+	}
+	fmt.Fprintf(out, "pairs: %d training (%d documents; %.1f%% random next, %.1f%% truncated to %d tokens), %d validation (%d documents)\n",
+		trainPairs.Len(), trainDocs.NumDocuments(), 100*float64(trainPairs.RandomNext)/float64(trainPairs.Len()),
+		100*float64(trainPairs.Truncated)/float64(trainPairs.Len()), cfg.MaxSeqLength, valPairs.Len(), valDocs.NumDocuments())
+	mc := cfg.Model
+	if m == nil {
+		mc.VocabSize = tok.VocabSize()
+		mc.PadTokenID = sp.PAD
+		if m, err = bert.NewForPreTraining(mc, layers.WithSeed(cfg.Seed)); err != nil {
+			return nil, err
+		}
+	} else if m.Config.VocabSize != tok.VocabSize() {
+		return nil, fmt.Errorf("pretrain: the checkpoint's tokenizer has %d tokens and its model %d (vocab_size): they must match", tok.VocabSize(), m.Config.VocabSize)
+	}
+	need := m.Config.ActivationBytes(cfg.Batch, cfg.MaxSeqLength, true)
+	if err := models.CheckMemory(need, fmt.Sprintf("pretrain: batch_size %d × max_seq_length %d for activations", cfg.Batch, cfg.MaxSeqLength),
+		"lower batch_size (use gradient_accumulation_steps to keep the sequences per step) or max_seq_length"); err != nil {
+		return nil, err
+	}
+	data, err := bert.NewPreTrainingData(trainPairs, valPairs, sp, cfg.PairConfig, cfg.Batch, cfg.EvalBatches, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
+	sched, err := train.WarmupLinear(cfg.LR, cfg.Warmup, cfg.MaxIters)
+	if err != nil {
+		return nil, err
+	}
+	ac := train.DefaultAdamWConfig()
+	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.Beta1, cfg.Beta2, cfg.WeightDecay
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
+	task := &bert.PreTrainingTask{Model: m, Tok: tok, B: cfg.Batch, T: cfg.MaxSeqLength, P: cfg.Batch * cfg.MaxPredictions}
+	tr, err := train.New(task, data, train.Config{
+		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
+		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer tr.Close()
+	if err := resumeRun(tr, cfg.RunDir, cfg.Resume, now, out); err != nil {
+		return nil, err
+	}
+	if err := tok.SaveVocab(filepath.Join(cfg.RunDir, "vocab.txt")); err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
+	fmt.Fprintf(out, "bert: %d parameters, %d layers, %d heads, %d wide; batch %d × %d tokens, %d predictions each\n",
+		m.NumParams(), m.Config.NumHiddenLayers, m.Config.NumAttentionHeads, m.Config.HiddenSize, cfg.Batch, cfg.MaxSeqLength, cfg.MaxPredictions)
+	res, err := tr.Run(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	r := &BERTResult{Result: res, Pairs: trainPairs.Len(), ValPairs: valPairs.Len()}
+	r.MLMLoss, r.MLMAccuracy = res.ValParts["mlm_loss"], res.ValParts["mlm_accuracy"]
+	r.NSPLoss, r.NSPAccuracy = res.ValParts["nsp_loss"], res.ValParts["nsp_accuracy"]
+	return r, nil
+}
+
+// loadBERT reads a BERT checkpoint's WordPiece tokenizer and its model
+// with both pretraining heads (created if it lacks them).
+func loadBERT(dir string) (*datasets.WordPiece, *bert.ForPreTraining, error) {
+	t, err := models.LoadTokenizer(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	tok, ok := t.(*datasets.WordPiece)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: the tokenizer is a %T, not a WordPiece: BERT pretraining needs BERT's tokenizer", dir, t)
+	}
+	m, _, err := bert.LoadForPreTraining(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tok, m, nil
+}
+
+// readWordPiece reads a BERT tokenizer.json, or a vocab.txt with
+// BertTokenizerFast's defaults (lowercase as given).
+func readWordPiece(path string, lowercase bool) (*datasets.WordPiece, error) {
+	if strings.HasSuffix(path, ".txt") {
+		tok, err := datasets.LoadWordPieceVocab(path, lowercase)
+		if err != nil {
+			return nil, fmt.Errorf("pretrain: tokenizer: %w", err)
+		}
+		return tok, nil
+	}
+	t, err := datasets.LoadTokenizer(path)
+	if err != nil {
+		return nil, fmt.Errorf("pretrain: tokenizer: %w", err)
+	}
+	tok, ok := t.(*datasets.WordPiece)
+	if !ok {
+		return nil, fmt.Errorf("pretrain: tokenizer %s is a %T, not a WordPiece: give a BERT tokenizer.json or vocab.txt, or \"wordpiece\" to train one", path, t)
+	}
+	return tok, nil
+}
+
+// bertRecord is what run.json records of a BERT run: the corpus's size and
+// content hash, the tokenizer settings, the data settings and the model
+// config as given.
+func bertRecord(ctx context.Context, cfg BERTConfig, c *datasets.Corpus) (runinfo.Record, error) {
+	r, err := corpusRecord(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	tok := cfg.Tokenizer
+	switch {
+	case cfg.InitFrom != "":
+		tok = runinfo.InitFromPrefix + cfg.InitFrom
+	case tok == "wordpiece":
+		tok = fmt.Sprintf("wordpiece of %d tokens, lowercase %v", cfg.VocabSize, cfg.Lowercase)
+	default:
+		if b, err := os.ReadFile(tok); err == nil {
+			tok = fmt.Sprintf("%s (sha256 %x)", tok, sha256.Sum256(b))
+		}
+	}
+	if err := r.Set("tokenizer", tok); err != nil {
+		return nil, err
+	}
+	if err := r.SetFields("data.", cfg.PairConfig); err != nil {
+		return nil, err
+	}
+	if err := r.SetFields("model.", cfg.Model, "vocab_size", "pad_token_id"); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// checkRecord compares what a resume is given (now) with the run's
+// run.json, refusing with the differences unless force.
+func checkRecord(runDir string, force bool, now runinfo.Record, out io.Writer) error {
+	run, err := runinfo.Read(runDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(out, "resume: %s has no %s: the corpus and settings cannot be checked against the run's\n", runDir, runinfo.File)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("pretrain: resume: %w", err)
+	}
+	diff := runinfo.Diff(run, runinfo.Inherited(run, now))
+	if len(diff) == 0 {
+		return nil
+	}
+	if !force {
+		return fmt.Errorf("pretrain: resume: what is given now differs from the run in %s:\n  %s\nresume with the run's corpus and config, or give --force to go on with the checkpoint's tokenizer and model config",
+			runDir, strings.Join(diff, "\n  "))
+	}
+	fmt.Fprintf(out, "resume: --force: going on although what is given now differs from the run in %s:\n  %s\n", runDir, strings.Join(diff, "\n  "))
+	return nil
+}
+
+// BERTEval is a pretraining checkpoint's masked-LM and next-sentence
+// figures on a corpus.
+type BERTEval struct {
+	Loss, MLMLoss, MLMAccuracy, NSPLoss, NSPAccuracy float64
+	Pairs, Predictions                               int
+}
+
+// MLMPerplexity is exp of the MLM loss.
+func (e BERTEval) MLMPerplexity() float64 { return math.Exp(e.MLMLoss) }
+
+// EvalBERT scores a BERT pretraining checkpoint on a corpus (one sentence
+// per line, blank lines between documents): pairs and masks are made as
+// pretraining makes validation pairs (seeded, static masks), with the
+// data settings of cfg (max_seq_length, masked_lm_prob,
+// max_predictions_per_seq, do_whole_word_mask), at most maxPairs of them
+// (0: all).
+func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg bert.PairConfig, batch, maxPairs int, seed uint64) (BERTEval, error) {
+	var e BERTEval
+	if err := cfg.Validate(); err != nil {
+		return e, err
+	}
+	if batch <= 0 || maxPairs < 0 {
+		return e, fmt.Errorf("eval: batch size %d must be positive and the pair limit %d not negative", batch, maxPairs)
+	}
+	ck, err := models.Open(checkpoint)
+	if err != nil {
+		return e, err
+	}
+	if err := ck.Expect("bert"); err != nil {
+		return e, err
+	}
+	tok, m, err := loadBERT(checkpoint)
+	if err != nil {
+		return e, err
+	}
+	if m.Config.VocabSize != tok.VocabSize() {
+		return e, fmt.Errorf("eval: %s: the tokenizer has %d tokens and the model %d (vocab_size): they must match", checkpoint, tok.VocabSize(), m.Config.VocabSize)
+	}
+	if cfg.MaxSeqLength > m.Config.MaxPositionEmbeddings {
+		return e, fmt.Errorf("eval: max_seq_length %d exceeds the checkpoint's max_position_embeddings %d", cfg.MaxSeqLength, m.Config.MaxPositionEmbeddings)
+	}
+	sp, err := bert.SpecialsOf(tok)
+	if err != nil {
+		return e, err
+	}
+	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
+	if err != nil {
+		return e, err
+	}
+	docs, err := bert.ReadDocuments(ctx, c, tok)
+	if err != nil {
+		return e, err
+	}
+	cfg.DupeFactor = 1
+	pairs, err := bert.MakePairs(docs, sp, cfg, seed)
+	if err != nil {
+		return e, fmt.Errorf("eval: %w", err)
+	}
+	n := pairs.Len()
+	if maxPairs > 0 {
+		n = min(n, maxPairs)
+	}
+	batches, err := bert.EvalBatches(pairs, n, sp, cfg, batch, seed)
+	if err != nil {
+		return e, err
+	}
+	task := &bert.PreTrainingTask{Model: m, Tok: tok, B: batch, T: cfg.MaxSeqLength, P: batch * cfg.MaxPredictions}
+	loss, targets, parts, err := train.EvaluateReports(ctx, task, batches)
+	if err != nil {
+		return e, err
+	}
+	return BERTEval{Loss: loss, MLMLoss: parts["mlm_loss"], MLMAccuracy: parts["mlm_accuracy"], NSPLoss: parts["nsp_loss"],
+		NSPAccuracy: parts["nsp_accuracy"], Pairs: n, Predictions: targets}, nil
+}
