@@ -150,15 +150,20 @@ func BenchmarkBERTMiniPretrainStep_T128_B32(b *testing.B) {
 	benchPretrain(b, 0)
 }
 
-// BenchmarkBERTMiniPretrainStepMaskedOnly_T128_B32 is the same step with
-// ForPreTraining.MaxPredictions 20 (Google's max_predictions_per_seq for
-// T 128): the MLM head runs on the 32·20 = 640 slots of the labelled
-// positions (556 in this batch; 540 in the PyTorch one) instead of all
-// 4096, with the same losses and gradients.
+// BenchmarkBERTMiniPretrainStepMaskedOnly_T128_B32 is the same step
+// through ForPreTraining.MaskedLoss, the pretraining pipeline's path
+// (Google's gather_indexes, max_predictions_per_seq 20 for T 128): the MLM
+// head runs on 32·20 = 640 slots holding the labelled positions (556 in
+// this batch; 540 in the PyTorch one) instead of all 4096, with the same
+// losses and gradients.
 func BenchmarkBERTMiniPretrainStepMaskedOnly_T128_B32(b *testing.B) {
 	benchPretrain(b, 20)
 }
 
+// benchPretrain times a pretraining step: the full MLM path (Loss) when
+// maxPred is 0, else MaskedLoss with B·maxPred slots, filled in order with
+// the labelled positions (flat b·T + t) and then padding (position 0,
+// label -100).
 func benchPretrain(b *testing.B, maxPred int) {
 	const batch, t = 32, 128
 	cfg := benchMini()
@@ -166,10 +171,31 @@ func benchPretrain(b *testing.B, maxPred int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p.MaxPredictions = maxPred
 	g := p.Store.NewGraph()
-	in, labels, next := newBenchBatch(batch, t, cfg.VocabSize, 7).inputs(g, batch, t)
-	out, err := p.Loss(g, in, labels, next)
+	bb := newBenchBatch(batch, t, cfg.VocabSize, 7)
+	in, labels, next := bb.inputs(g, batch, t)
+	var out *PreTrainingLoss
+	if maxPred == 0 {
+		out, err = p.Loss(g, in, labels, next)
+	} else {
+		slots := batch * maxPred
+		if bb.masked > slots {
+			b.Fatalf("%d labelled positions exceed the %d slots", bb.masked, slots)
+		}
+		pos, lab := g.IntInput("masked_lm_positions", slots), g.IntInput("masked_lm_labels", slots)
+		pv, lv := pos.Value().Data().([]int), lab.Value().Data().([]int)
+		k := 0
+		for i, l := range bb.labels {
+			if l != layers.IgnoreIndex {
+				pv[k], lv[k] = i, l
+				k++
+			}
+		}
+		for ; k < slots; k++ {
+			pv[k], lv[k] = 0, layers.IgnoreIndex
+		}
+		out, err = p.MaskedLoss(g, in, pos, lab, next)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}

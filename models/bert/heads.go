@@ -69,18 +69,6 @@ type ForPreTraining struct {
 	*Model
 	MLM *MLMHead
 	NSP *layers.Linear // cls.seq_relationship
-
-	// MaxPredictions, when positive, makes Loss run the MLM head (transform
-	// and the vocabulary-wide decoder) only on the labelled positions, as
-	// Google's BERT does with max_predictions_per_seq: up to
-	// B·MaxPredictions of them per batch (the batch total counts, not each
-	// row's), more being an error when the graph runs. The losses and
-	// gradients equal the full path's (transformers' BertForPreTraining,
-	// which scores all B·T positions), but PreTrainingLoss.MLMLogits is then
-	// (B·MaxPredictions, V), the labelled positions in order. With 15%
-	// masking of T tokens, 0.15·T plus a margin (20 for T 128, as Google's
-	// recipe) suffices. 0, the default, scores all positions.
-	MaxPredictions int
 }
 
 // NewForPreTraining builds a BERT with both pretraining heads.
@@ -106,13 +94,7 @@ func (p *ForPreTraining) Forward(g *layers.Graph, in Inputs) (mlm, nsp *gorgonia
 	if err != nil {
 		return nil, nil, err
 	}
-	return p.heads(g, h, h)
-}
-
-// heads maps the MLM head's input x (..., D) to scores (..., V), and the
-// hidden states h (B, T, D) to NSP scores (B, 2).
-func (p *ForPreTraining) heads(g *layers.Graph, h, x *gorgonia.Node) (mlm, nsp *gorgonia.Node, err error) {
-	if mlm, err = p.MLM.Forward(g, x); err != nil {
+	if mlm, err = p.MLM.Forward(g, h); err != nil {
 		return nil, nil, fmt.Errorf("bert: mlm head: %w", err)
 	}
 	pooled, err := p.Pool(g, h)
@@ -129,29 +111,17 @@ func (p *ForPreTraining) heads(g *layers.Graph, h, x *gorgonia.Node) (mlm, nsp *
 // scores they came from.
 type PreTrainingLoss struct {
 	Loss, MLMLoss, NSPLoss *gorgonia.Node // Loss = MLMLoss + NSPLoss
-	MLMLogits, NSPLogits   *gorgonia.Node // (B, T, V) (see MaxPredictions) and (B, 2)
+	MLMLogits, NSPLogits   *gorgonia.Node // (B, T, V) and (B, 2)
 }
 
 // Loss is transformers' BertForPreTraining loss: the mean MLM
 // cross-entropy against labels (B, T) int, skipping layers.IgnoreIndex
 // (-100, the unmasked tokens), plus the mean NSP cross-entropy against
-// nextSentence (B) int. See MaxPredictions for the faster equivalent.
+// nextSentence (B) int.
 func (p *ForPreTraining) Loss(g *layers.Graph, in Inputs, labels, nextSentence *gorgonia.Node) (*PreTrainingLoss, error) {
 	var out PreTrainingLoss
-	h, err := p.Hidden(g, in)
-	if err != nil {
-		return nil, err
-	}
-	x := h
-	if p.MaxPredictions < 0 {
-		return nil, fmt.Errorf("bert: max predictions %d is negative; use 0 to score every position", p.MaxPredictions)
-	}
-	if p.MaxPredictions > 0 {
-		if x, labels, err = ops.PickLabelled(h, labels, h.Shape()[0]*p.MaxPredictions, layers.IgnoreIndex); err != nil {
-			return nil, fmt.Errorf("bert: mlm labels: %w", err)
-		}
-	}
-	if out.MLMLogits, out.NSPLogits, err = p.heads(g, h, x); err != nil {
+	var err error
+	if out.MLMLogits, out.NSPLogits, err = p.Forward(g, in); err != nil {
 		return nil, err
 	}
 	if out.MLMLoss, err = layers.CrossEntropy(out.MLMLogits, labels, layers.IgnoreIndex, 0); err != nil {

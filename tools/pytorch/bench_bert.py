@@ -37,7 +37,7 @@ NSP labels alternating 0, 1.
       indices (nonzero of labels != -100, computed in the step) padded to
       32*20 = 640 slots, index_select of those rows of the hidden states,
       labels padded with -100 -- the fixed-size variant the Go benchmark
-      runs (ForPreTraining.MaxPredictions = 20).
+      runs (ForPreTraining.MaskedLoss with 640 slots).
   BERTMiniFinetuneStep_T128_B32
       one fine-tuning step of BertForSequenceClassification (a Linear(256, 2)
       on the pooled output) against the NSP labels as classes: forward,
@@ -107,8 +107,8 @@ class ForPreTraining(nn.Module):
         h, pooled = self.bert(ids, types, mask)
         if max_predictions > 0:
             # The labelled positions only, in order, padded to a fixed
-            # B*max_predictions slots labelled -100 (models/bert's
-            # ForPreTraining.MaxPredictions; Google's max_predictions_per_seq).
+            # B*max_predictions slots (position 0, label -100), as models/bert's
+            # ForPreTraining.MaskedLoss and Google's gather_indexes.
             flat = labels.reshape(-1)
             pos = (flat != -100).nonzero().squeeze(1)
             slots = labels.shape[0] * max_predictions
