@@ -24,6 +24,7 @@ gobench() { # $1: extra go test flags
   go test $1 ./models/gpt/ -run '^$' -bench 'Generate/^cache' -benchtime 5x | grep -E '^Benchmark'
   go test $1 ./models/gpt/ -run '^$' -bench 'Generate/nocache' -benchtime 2x | grep -E '^Benchmark'
   go test $1 ./models/seq2seq/ -run '^$' -bench . -benchtime 5x | grep -E '^Benchmark'
+  go test $1 ./models/bert/ -run '^$' -bench 'BERTMini' -benchtime 3x | grep -E '^Benchmark'
 }
 
 if [ "$what" != torch ]; then
@@ -49,4 +50,5 @@ if [ "$what" != go ]; then
   /usr/bin/python3 tools/pytorch/bench_layers.py
   /usr/bin/python3 tools/pytorch/bench_gpt.py
   /usr/bin/python3 tools/pytorch/bench_seq2seq.py
+  /usr/bin/python3 tools/pytorch/bench_bert.py
 fi

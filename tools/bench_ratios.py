@@ -22,6 +22,10 @@ PAIRS = [
     ("CrossEntropy/N2048_V512/fused", "CrossEntropy/N2048_V512", "ns/op"),
     ("TrainStep/small_V8000_d256_h4_L3+3_ff1024_B64_Ts16_Tt16", "Seq2seqTrainStep/small_V8000_d256_h4_L3+3_ff1024_B64_Ts16_Tt16", "ns/op"),
     ("BeamSearch/small_B16_Ts12_beam4_steps16", "Seq2seqBeamSearch/small_B16_Ts12_beam4_steps16", "ns/op"),
+    ("BERTMiniPretrainStep_T128_B32", "BERTMiniPretrainStep_T128_B32", "ms/step"),
+    ("BERTMiniPretrainStepMaskedOnly_T128_B32", "BERTMiniPretrainStepMaskedOnly_T128_B32", "ms/step"),
+    ("BERTMiniFinetuneStep_T128_B32", "BERTMiniFinetuneStep_T128_B32", "ms/step"),
+    ("BERTMiniClassifyForward_T128_B32", "BERTMiniClassifyForward_T128_B32", "ms/step"),
 ]
 
 

@@ -106,6 +106,13 @@ func (op *xentOp) scaleCache(dloss gorgonia.Value) (gorgonia.Value, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%s: gradient ran before its forward pass", op.name)
 	}
+	if dl == 1 {
+		// The usual case (the loss is the graph's root, or a sum of
+		// losses): the cached gradient is the answer. The forward run
+		// rewrites the whole cache, and nothing else reads it, so handing
+		// it on saves one pass over (N, V) scores.
+		return c, nil
+	}
 	out := op.output(c.Dtype(), c.Shape(), false)
 	if isFloat32(c.Dtype()) {
 		src, dst := data[float32](c), data[float32](out)

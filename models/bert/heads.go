@@ -6,6 +6,7 @@ import (
 
 	"gorgonia.org/gorgonia"
 
+	"github.com/d73a19ff/zoo/internal/ops"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 )
@@ -53,10 +54,12 @@ func (h *MLMHead) Forward(g *layers.Graph, x *gorgonia.Node) (*gorgonia.Node, er
 	if y, err = h.Norm.Forward(g, y); err != nil {
 		return nil, err
 	}
-	if y, err = h.words.Logits(g, y); err != nil {
-		return nil, err
+	// The decoder, tied to the word embeddings, with the bias fused into
+	// the matmul's output (one pass over the (B, T, V) scores, not two).
+	if y, err = ops.Linear(y, g.Node(h.words.Weight), g.Node(h.Bias)); err != nil {
+		return nil, fmt.Errorf("cls.predictions.decoder: %w", err)
 	}
-	return layers.AddBias(g, y, h.Bias)
+	return y, nil
 }
 
 // ForPreTraining is transformers' BertForPreTraining: the backbone, the
