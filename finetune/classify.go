@@ -171,15 +171,8 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 		fmt.Fprintf(out, "note: %d texts end with the pad token (id %d); zoo pools them as they are, but Hugging Face's classifiers find a text's end from the first pad token and would pool an earlier one\n", n, clf.PadID())
 	}
 	data := newClsData(tr, va, cfg.Batch, maxLen, clf.PadID(), cfg.Seed)
-	sched, err := train.WarmupLinear(cfg.LR, cfg.Warmup, cfg.MaxIters)
-	if err != nil {
-		return nil, err
-	}
-	ac := train.DefaultAdamWConfig()
-	ac.WeightDecay = cfg.WeightDecay
 	task := &clsTask{c: clf, tok: tok, b: cfg.Batch, t: maxLen, types: typeVocab > 0}
-	trainer, err := train.New(task, data, train.Config{Steps: cfg.MaxIters, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
-		Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched})
+	trainer, err := fineTuner(task, data, cfg.MaxIters, cfg.Warmup, cfg.EvalEvery, cfg.LR, cfg.WeightDecay, cfg.GradClip, cfg.RunDir, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -662,4 +655,18 @@ func evaluate(ctx context.Context, k *clsTask, batches []train.Batch, labels []s
 		}
 	}
 	return NewConfusion(labels, truth, pred)
+}
+
+// fineTuner builds the engine for a fine-tuning task as the three task
+// pipelines (classify, tokens, qa) train: AdamW with the given weight
+// decay, warmup then linear decay to 0, gradient clipping, evaluation
+// every evalEvery steps.
+func fineTuner(task train.Task, data train.Data, steps, warmup, evalEvery int, lr, weightDecay, clip float64, dir string, seed uint64) (*train.Trainer, error) {
+	sched, err := train.WarmupLinear(lr, warmup, steps)
+	if err != nil {
+		return nil, err
+	}
+	ac := train.DefaultAdamWConfig()
+	ac.WeightDecay = weightDecay
+	return train.New(task, data, train.Config{Steps: steps, ClipNorm: clip, EvalEvery: evalEvery, Dir: dir, Seed: seed, AdamW: ac, Schedule: sched})
 }

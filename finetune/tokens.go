@@ -200,15 +200,8 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 		return nil, err
 	}
 	data := newTagData(tr, va, cfg.Batch, t, enc.pad, cfg.Seed)
-	sched, err := train.WarmupLinear(cfg.LR, cfg.Warmup, cfg.MaxIters)
-	if err != nil {
-		return nil, err
-	}
-	ac := train.DefaultAdamWConfig()
-	ac.WeightDecay = cfg.WeightDecay
 	task := &tagTask{c: clf, tok: wp, b: cfg.Batch, t: t}
-	trainer, err := train.New(task, data, train.Config{Steps: cfg.MaxIters, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
-		Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched})
+	trainer, err := fineTuner(task, data, cfg.MaxIters, cfg.Warmup, cfg.EvalEvery, cfg.LR, cfg.WeightDecay, cfg.GradClip, cfg.RunDir, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
