@@ -17,7 +17,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,6 +24,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/d73a19ff/zoo/internal/brown"
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
@@ -278,30 +279,17 @@ func readTagged(path string) ([]datasets.TaggedSentence, error) {
 }
 
 func parseTagged(name string, r io.Reader) ([]datasets.TaggedSentence, error) {
-	var out []datasets.TaggedSentence
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), datasets.MaxLineBytes)
-	for line := 1; sc.Scan(); line++ {
-		toks := strings.Fields(sc.Text())
-		if len(toks) == 0 {
-			continue
-		}
-		var s datasets.TaggedSentence
-		for _, t := range toks {
-			k := strings.LastIndexByte(t, '/')
-			if k <= 0 || k == len(t)-1 {
-				return nil, fmt.Errorf("%s:%d: token %q is not word/tag", name, line, t)
-			}
-			s.Tokens = append(s.Tokens, t[:k])
-			s.Tags = append(s.Tags, normTag(t[k+1:]))
-		}
-		out = append(out, s)
+	sents, err := brown.Parse(name, r)
+	if err != nil {
+		return nil, err
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("%s: a line is longer than %d MiB: not a Brown file", name, datasets.MaxLineBytes>>20)
+	out := make([]datasets.TaggedSentence, len(sents))
+	for i, s := range sents {
+		out[i].Tokens = s.Words
+		out[i].Tags = make([]string, len(s.Tags))
+		for k, t := range s.Tags {
+			out[i].Tags[k] = normTag(t)
 		}
-		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return out, nil
 }

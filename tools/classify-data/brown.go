@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/d73a19ff/zoo/internal/brown"
 )
 
 // runBrown is `classify-data brown -in DIR -split FILE -out DIR`.
@@ -144,62 +146,5 @@ func chunk(sents []string, n int) []string {
 	return out
 }
 
-// parseBrown reads one Brown file in the tagged layout of NLTK's copy (one
-// sentence per non-blank line, tokens "word/tag") and returns its sentences
-// with the tags stripped and the tokens joined back into text. It is
-// tools/corpus2txt's parser (a main package cannot be imported).
-func parseBrown(name string, r io.Reader) ([]string, error) {
-	var out []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for line := 1; sc.Scan(); line++ {
-		toks := strings.Fields(sc.Text())
-		if len(toks) == 0 {
-			continue
-		}
-		words := make([]string, len(toks))
-		for i, t := range toks {
-			k := strings.LastIndexByte(t, '/')
-			if k <= 0 || k == len(t)-1 {
-				return nil, fmt.Errorf("%s:%d: token %q is not word/tag", name, line, t)
-			}
-			words[i] = t[:k]
-		}
-		out = append(out, detokenize(words))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return out, nil
-}
-
-// detokenize joins Brown tokens into text as tools/corpus2txt does: “ and
-// ” become straight double quotes, no space goes before closing
-// punctuation or a closing quote, and none after an opening quote or
-// bracket.
-func detokenize(words []string) string {
-	var b strings.Builder
-	glue := true // no space before the next token
-	for _, w := range words {
-		attach := glue
-		glue = false
-		switch w {
-		case "``":
-			w, glue = "\"", true
-		case "''":
-			w, attach = "\"", true
-		case ",", ".", ";", ":", "?", "!", ")", "]":
-			attach = true
-		case "(", "[":
-			glue = true
-		}
-		if w == "." && strings.HasSuffix(b.String(), ".") {
-			continue // "Jr." ending a sentence is tokenized "Jr." "."
-		}
-		if !attach {
-			b.WriteByte(' ')
-		}
-		b.WriteString(w)
-	}
-	return b.String()
-}
+// parseBrown reads one Brown file's sentences as text (internal/brown).
+func parseBrown(name string, r io.Reader) ([]string, error) { return brown.Texts(name, r) }

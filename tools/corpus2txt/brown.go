@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/d73a19ff/zoo/internal/brown"
 )
 
 // brownFile is one file of the Brown corpus and its genre (category).
@@ -53,64 +55,6 @@ func readBrownCategories(name string, r io.Reader, heldOutEvery int) ([]brownFil
 	return files, nil
 }
 
-// parseBrown reads one Brown file in the tagged layout of NLTK's copy (one
-// sentence per non-blank line, tokens "word/tag") and returns its sentences
-// with the tags stripped and the tokens joined back into text.
-func parseBrown(name string, r io.Reader) ([]string, error) {
-	var out []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for line := 1; sc.Scan(); line++ {
-		toks := strings.Fields(sc.Text())
-		if len(toks) == 0 {
-			continue
-		}
-		words := make([]string, len(toks))
-		for i, t := range toks {
-			k := strings.LastIndexByte(t, '/')
-			if k <= 0 || k == len(t)-1 {
-				return nil, lineError(name, line, "token %q is not word/tag", t)
-			}
-			words[i] = t[:k]
-		}
-		out = append(out, detokenize(words))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return out, nil
-}
-
-// detokenize joins Brown tokens into text: “ and ” become straight double
-// quotes, no space goes before closing punctuation or a closing quote, and
-// none after an opening quote or bracket.
-func detokenize(words []string) string {
-	var b strings.Builder
-	glue := true // no space before the next token
-	for _, w := range words {
-		attach := glue
-		glue = false
-		switch w {
-		case "``":
-			w, glue = "\"", true
-		case "''":
-			w, attach = "\"", true
-		case ",", ".", ";", ":", "?", "!", ")", "]":
-			attach = true
-		case "(", "[":
-			glue = true
-		}
-		if w == "." && strings.HasSuffix(b.String(), ".") {
-			continue // "Jr." ending a sentence is tokenized "Jr." "."
-		}
-		if !attach {
-			b.WriteByte(' ')
-		}
-		b.WriteString(w)
-	}
-	return b.String()
-}
-
 // convertBrown writes the pretraining Brown files of dir to w, one document
 // per file, and returns the list of all files with their genres and split.
 func convertBrown(dir string, heldOutEvery int, w *docWriter) ([]brownFile, error) {
@@ -150,3 +94,6 @@ func writeBrownSplit(w io.Writer, files []brownFile) error {
 	}
 	return bw.Flush()
 }
+
+// parseBrown reads one Brown file's sentences as text (internal/brown).
+func parseBrown(name string, r io.Reader) ([]string, error) { return brown.Texts(name, r) }
