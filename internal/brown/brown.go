@@ -67,7 +67,8 @@ func Texts(name string, r io.Reader) ([]string, error) {
 	return out, nil
 }
 
-// Detokenize joins Brown tokens into text: “ and ” (“ and ”) become
+// Detokenize joins Brown tokens into text: its opening and closing quote
+// tokens become
 // straight double quotes, no space goes before closing punctuation or a
 // closing quote, and none after an opening quote or bracket.
 func Detokenize(words []string) string {
