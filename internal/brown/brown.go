@@ -68,9 +68,9 @@ func Texts(name string, r io.Reader) ([]string, error) {
 }
 
 // Detokenize joins Brown tokens into text: its opening and closing quote
-// tokens become
-// straight double quotes, no space goes before closing punctuation or a
-// closing quote, and none after an opening quote or bracket.
+// tokens become straight double quotes, no space goes before closing
+// punctuation or a closing quote, and none after an opening quote or
+// bracket.
 func Detokenize(words []string) string {
 	var b strings.Builder
 	glue := true // no space before the next token
