@@ -40,31 +40,50 @@ type ClassifyConfig struct {
 	TextPairColumn string  `json:"text_pair_column"`
 	ValFraction    float64 `json:"val_fraction"`
 	MaxLength      int     `json:"max_length"` // tokens kept per example, special tokens included (longest-first for pairs); 0: the most the model reads
-	Batch          int     `json:"batch_size"`
-	MaxIters       int     `json:"max_iters"`
-	LR             float64 `json:"learning_rate"`
-	Warmup         int     `json:"warmup_iters"`
-	WeightDecay    float64 `json:"weight_decay"`
-	GradClip       float64 `json:"grad_clip"`
-	EvalEvery      int     `json:"eval_interval"`
-	Seed           uint64  `json:"seed"`
-	RunDir         string  `json:"run_dir"`
-	// Scratch trains the checkpoint's architecture, with its tokenizer,
-	// from freshly initialised weights instead of its own: the baseline
-	// that measures what pretraining gained.
-	Scratch bool `json:"scratch"`
+	Training
+}
+
+// Training are the settings every fine-tuning task (classify, tokens, qa)
+// shares, with their config JSON names.
+type Training struct {
+	Batch       int     `json:"batch_size"`
+	MaxIters    int     `json:"max_iters"`
+	LR          float64 `json:"learning_rate"`
+	Warmup      int     `json:"warmup_iters"` // then linear decay to 0
+	WeightDecay float64 `json:"weight_decay"`
+	GradClip    float64 `json:"grad_clip"`
+	EvalEvery   int     `json:"eval_interval"`
+	Seed        uint64  `json:"seed"`
+	RunDir      string  `json:"run_dir"`
 	// Overwrite starts a new run in a run directory that holds one: the old
 	// run is moved aside to <run_dir>.old-<UTC time>, never deleted.
-	// Without it (or resume) such a directory is refused.
+	// Without it such a directory is refused.
 	Overwrite bool `json:"overwrite"`
+	// Scratch trains the checkpoint's architecture, with its tokenizer,
+	// from freshly initialised (seeded) weights instead of its own: the
+	// baseline that measures what pretraining gained, with the same budget.
+	Scratch bool `json:"scratch"`
+}
+
+// trainer builds the engine for task as every fine-tuning task trains:
+// AdamW with weight decay, warmup then linear decay to 0, gradient
+// clipping, evaluation every eval_interval steps.
+func (s Training) trainer(task train.Task, data train.Data) (*train.Trainer, error) {
+	sched, err := train.WarmupLinear(s.LR, s.Warmup, s.MaxIters)
+	if err != nil {
+		return nil, err
+	}
+	ac := train.DefaultAdamWConfig()
+	ac.WeightDecay = s.WeightDecay
+	return train.New(task, data, train.Config{Steps: s.MaxIters, ClipNorm: s.GradClip, EvalEvery: s.EvalEvery, Dir: s.RunDir, Seed: s.Seed, AdamW: ac, Schedule: sched})
 }
 
 // DefaultClassify is a small fine-tuning run: batch 16, 300 steps at 3e-4
 // with 30 warmup steps and linear decay, a 10% validation split. The run
 // directory, when left empty, is runs/<family>-classify.
 func DefaultClassify() ClassifyConfig {
-	return ClassifyConfig{ValFraction: 0.1, Batch: 16, MaxIters: 300, LR: 3e-4, Warmup: 30, WeightDecay: 0.01,
-		GradClip: 1, EvalEvery: 100, Seed: 1}
+	return ClassifyConfig{ValFraction: 0.1, Training: Training{Batch: 16, MaxIters: 300, LR: 3e-4, Warmup: 30, WeightDecay: 0.01,
+		GradClip: 1, EvalEvery: 100, Seed: 1}}
 }
 
 // ReadClassifyConfig reads a JSON config file over base; unknown keys and
@@ -172,7 +191,7 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	}
 	data := newClsData(tr, va, cfg.Batch, maxLen, clf.PadID(), cfg.Seed)
 	task := &clsTask{c: clf, tok: tok, b: cfg.Batch, t: maxLen, types: typeVocab > 0}
-	trainer, err := fineTuner(task, data, cfg.MaxIters, cfg.Warmup, cfg.EvalEvery, cfg.LR, cfg.WeightDecay, cfg.GradClip, cfg.RunDir, cfg.Seed)
+	trainer, err := cfg.Training.trainer(task, data)
 	if err != nil {
 		return nil, err
 	}
@@ -655,18 +674,4 @@ func evaluate(ctx context.Context, k *clsTask, batches []train.Batch, labels []s
 		}
 	}
 	return NewConfusion(labels, truth, pred)
-}
-
-// fineTuner builds the engine for a fine-tuning task as the three task
-// pipelines (classify, tokens, qa) train: AdamW with the given weight
-// decay, warmup then linear decay to 0, gradient clipping, evaluation
-// every evalEvery steps.
-func fineTuner(task train.Task, data train.Data, steps, warmup, evalEvery int, lr, weightDecay, clip float64, dir string, seed uint64) (*train.Trainer, error) {
-	sched, err := train.WarmupLinear(lr, warmup, steps)
-	if err != nil {
-		return nil, err
-	}
-	ac := train.DefaultAdamWConfig()
-	ac.WeightDecay = weightDecay
-	return train.New(task, data, train.Config{Steps: steps, ClipNorm: clip, EvalEvery: evalEvery, Dir: dir, Seed: seed, AdamW: ac, Schedule: sched})
 }

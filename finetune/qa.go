@@ -34,22 +34,7 @@ type QAConfig struct {
 	MaxQueryLength  int     `json:"max_query_length"`  // question tokens kept (its first ones)
 	MaxAnswerLength int     `json:"max_answer_length"` // longest predicted answer, in tokens
 	NBest           int     `json:"n_best_size"`       // start and end candidates per window
-	Batch           int     `json:"batch_size"`
-	MaxIters        int     `json:"max_iters"`
-	LR              float64 `json:"learning_rate"`
-	Warmup          int     `json:"warmup_iters"`
-	WeightDecay     float64 `json:"weight_decay"`
-	GradClip        float64 `json:"grad_clip"`
-	EvalEvery       int     `json:"eval_interval"`
-	Seed            uint64  `json:"seed"`
-	RunDir          string  `json:"run_dir"`
-	// Overwrite starts a new run in a run directory that holds one: the old
-	// run is moved aside to <run_dir>.old-<UTC time>, never deleted.
-	Overwrite bool `json:"overwrite"`
-	// Scratch trains the checkpoint's architecture from fresh random
-	// weights (seeded) instead of its weights, with its tokenizer: the
-	// baseline of a pretrained-versus-scratch comparison.
-	Scratch bool `json:"scratch"`
+	Training
 }
 
 // DefaultQA is run_qa.py's SQuAD recipe at a small scale: windows of 384
@@ -59,7 +44,7 @@ type QAConfig struct {
 // empty, is runs/bert-qa.
 func DefaultQA() QAConfig {
 	return QAConfig{ValFraction: 0.1, MaxSeqLength: 384, DocStride: 128, MaxQueryLength: 64, MaxAnswerLength: 30, NBest: 20,
-		Batch: 16, MaxIters: 1000, LR: 3e-5, Warmup: 100, WeightDecay: 0.01, GradClip: 1, EvalEvery: 250, Seed: 1}
+		Training: Training{Batch: 16, MaxIters: 1000, LR: 3e-5, Warmup: 100, WeightDecay: 0.01, GradClip: 1, EvalEvery: 250, Seed: 1}}
 }
 
 // ReadQAConfig reads a JSON config file over base; unknown keys and wrong
@@ -200,7 +185,7 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 	}
 	data := newQAData(trF, vaF, cfg.Batch, t, enc.pad, cfg.Seed)
 	task := &qaTask{q: q, tok: tok, b: cfg.Batch, t: t}
-	trainer, err := fineTuner(task, data, cfg.MaxIters, cfg.Warmup, cfg.EvalEvery, cfg.LR, cfg.WeightDecay, cfg.GradClip, cfg.RunDir, cfg.Seed)
+	trainer, err := cfg.Training.trainer(task, data)
 	if err != nil {
 		return nil, err
 	}

@@ -33,24 +33,8 @@ type TokensConfig struct {
 	// included (0: max_position_embeddings); the words of a longer sentence
 	// past it are dropped from training and count as errors in the scores,
 	// and the run says how many.
-	MaxLength   int     `json:"max_length"`
-	Batch       int     `json:"batch_size"`
-	MaxIters    int     `json:"max_iters"`
-	LR          float64 `json:"learning_rate"`
-	Warmup      int     `json:"warmup_iters"`
-	WeightDecay float64 `json:"weight_decay"`
-	GradClip    float64 `json:"grad_clip"`
-	EvalEvery   int     `json:"eval_interval"`
-	Seed        uint64  `json:"seed"`
-	RunDir      string  `json:"run_dir"`
-	// Overwrite moves a run directory that holds a run aside (never
-	// deleting it) and starts over.
-	Overwrite bool `json:"overwrite"`
-	// Scratch trains the architecture of init_from's config.json from
-	// fresh random weights (seeded) instead of its weights: the baseline
-	// that measures what pretraining gives, with the same budget. The
-	// checkpoint's tokenizer is used all the same.
-	Scratch bool `json:"scratch"`
+	MaxLength int `json:"max_length"`
+	Training
 }
 
 // DefaultTokens is a small fine-tuning run: batch 16, 500 steps at 5e-5
@@ -59,8 +43,8 @@ type TokensConfig struct {
 // as the longest sentence, up to that), a 10% validation split. The run directory,
 // when left empty, is runs/bert-tokens.
 func DefaultTokens() TokensConfig {
-	return TokensConfig{ValFraction: 0.1, Batch: 16, MaxIters: 500, LR: 5e-5, Warmup: 50, WeightDecay: 0.01,
-		GradClip: 1, EvalEvery: 100, Seed: 1}
+	return TokensConfig{ValFraction: 0.1, Training: Training{Batch: 16, MaxIters: 500, LR: 5e-5, Warmup: 50, WeightDecay: 0.01,
+		GradClip: 1, EvalEvery: 100, Seed: 1}}
 }
 
 // ReadTokensConfig reads a JSON config file over base; unknown keys and
@@ -201,7 +185,7 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 	}
 	data := newTagData(tr, va, cfg.Batch, t, enc.pad, cfg.Seed)
 	task := &tagTask{c: clf, tok: wp, b: cfg.Batch, t: t}
-	trainer, err := fineTuner(task, data, cfg.MaxIters, cfg.Warmup, cfg.EvalEvery, cfg.LR, cfg.WeightDecay, cfg.GradClip, cfg.RunDir, cfg.Seed)
+	trainer, err := cfg.Training.trainer(task, data)
 	if err != nil {
 		return nil, err
 	}
