@@ -20,12 +20,7 @@ func runFinetuneBERTQA(args []string, stdout io.Writer) error {
 	}
 	f := newFlags("zoo finetune bert", "usage: zoo finetune bert --task qa --init-from DIR --train-file SQUAD.json [--validation-file SQUAD.json] [--scratch] [flags]\n\nPuts a span head (qa_outputs) on the BERT checkpoint and fine-tunes it on SQuAD v1.1 JSON; reports exact match and F1 (the official v1.1 definitions) on the validation questions, beside trivial baselines. With --scratch the same architecture and tokenizer train from random weights.")
 	f.String("task", "qa", "classify or qa")
-	f.training(trainTargets{run: &cfg.RunDir, initFrom: &cfg.Checkpoint, steps: &cfg.MaxIters, batch: &cfg.Batch,
-		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, lr: &cfg.LR, seed: &cfg.Seed, overwrite: &cfg.Overwrite,
-		batchWhat: "windows", warmupWhat: "before the linear decay", initWhat: "a BERT checkpoint with a WordPiece tokenizer.json"})
-	f.StringVar(&cfg.TrainFile, "train-file", cfg.TrainFile, "SQuAD v1.1 JSON to train on")
-	f.StringVar(&cfg.ValFile, "validation-file", cfg.ValFile, "SQuAD v1.1 JSON to score on (default: val_fraction of the training questions)")
-	f.BoolVar(&cfg.Scratch, "scratch", cfg.Scratch, "train the checkpoint's architecture from random weights (with its tokenizer), for a pretrained-versus-scratch comparison")
+	f.taskFlags(&cfg.Training, &cfg.Checkpoint, &cfg.TrainFile, &cfg.ValFile, "windows", "a BERT checkpoint with a WordPiece tokenizer.json", "SQuAD v1.1 JSON")
 	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", cfg.MaxSeqLength, "tokens per window, [CLS] question [SEP] context [SEP] (clipped to max_position_embeddings)")
 	f.IntVar(&cfg.DocStride, "doc-stride", cfg.DocStride, "context tokens between the starts of two windows")
 	f.IntVar(&cfg.MaxQueryLength, "max-query-length", cfg.MaxQueryLength, "question tokens kept")
@@ -34,16 +29,7 @@ func runFinetuneBERTQA(args []string, stdout io.Writer) error {
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
-	if cfg.Checkpoint == "" {
-		return fmt.Errorf("%w: --init-from is required: the BERT checkpoint to fine-tune (or, with --scratch, whose architecture and tokenizer to use)", errUsage)
-	}
-	if cfg.TrainFile == "" {
-		return fmt.Errorf("%w: --train-file is required (SQuAD v1.1 JSON)", errUsage)
-	}
-	if f.isSet("max-steps") && !f.isSet("warmup-steps") {
-		cfg.Warmup = min(cfg.Warmup, cfg.MaxIters/10)
-	}
-	if err := expectFamily(cfg.Checkpoint, "bert"); err != nil {
+	if err := f.taskReady(&cfg.Training, cfg.Checkpoint, cfg.TrainFile, "bert", "SQuAD v1.1 JSON"); err != nil {
 		return err
 	}
 	ctx, stop := signalContext()

@@ -19,27 +19,12 @@ func runFinetuneBERTTokens(args []string, stdout io.Writer) error {
 		"Puts a token-classification head on a BERT checkpoint and fine-tunes it on CoNLL files (word … tag per line, a blank line between\n"+
 		"sentences); reports word accuracy (and chunk precision, recall and F1 for BIO tags) beside the most-frequent-tag baseline.")
 	f.String("task", "tokens", "classify or tokens")
-	f.training(trainTargets{run: &cfg.RunDir, initFrom: &cfg.Checkpoint, steps: &cfg.MaxIters, batch: &cfg.Batch,
-		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, lr: &cfg.LR, seed: &cfg.Seed, overwrite: &cfg.Overwrite,
-		batchWhat: "sentences", warmupWhat: "before the linear decay", initWhat: "the BERT checkpoint (with its WordPiece tokenizer.json) to put the tagger on"})
-	f.StringVar(&cfg.TrainFile, "train-file", cfg.TrainFile, "CoNLL training file")
-	f.StringVar(&cfg.ValFile, "validation-file", cfg.ValFile, "CoNLL file the scores are reported on (default: val_fraction of the training sentences)")
+	f.taskFlags(&cfg.Training, &cfg.Checkpoint, &cfg.TrainFile, &cfg.ValFile, "sentences", "the BERT checkpoint (with its WordPiece tokenizer.json) to put the tagger on", "CoNLL file")
 	f.IntVar(&cfg.MaxLength, "max-length", cfg.MaxLength, "word pieces per sentence with [CLS] and [SEP] (0: max_position_embeddings); longer sentences are truncated and counted")
-	f.BoolVar(&cfg.Scratch, "scratch", cfg.Scratch, "train the checkpoint's architecture from fresh random weights (the no-pretraining baseline)")
-	f.alias("checkpoint", "init-from")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
-	if cfg.Checkpoint == "" {
-		return fmt.Errorf("%w: --init-from is required: the BERT checkpoint to fine-tune", errUsage)
-	}
-	if cfg.TrainFile == "" {
-		return fmt.Errorf("%w: --train-file is required (CoNLL)", errUsage)
-	}
-	if f.isSet("max-steps") && !f.isSet("warmup-steps") {
-		cfg.Warmup = min(cfg.Warmup, cfg.MaxIters/10)
-	}
-	if err := expectFamily(cfg.Checkpoint, "bert"); err != nil {
+	if err := f.taskReady(&cfg.Training, cfg.Checkpoint, cfg.TrainFile, "bert", "CoNLL"); err != nil {
 		return err
 	}
 	ctx, stop := signalContext()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/d73a19ff/zoo/finetune"
 )
 
 // The CLI's one flag rule: a command reads its --config file first, then
@@ -173,4 +175,34 @@ func (f *cmdFlags) training(t trainTargets) {
 	if t.force != nil {
 		f.BoolVar(t.force, "force", *t.force, "with --resume: go on although the data or config given now differ from the run's (the checkpoint's model and tokenizer are kept)")
 	}
+}
+
+// taskFlags binds what every fine-tuning task's command shares: the
+// training flags, --train-file, --validation-file, --scratch and the
+// --checkpoint alias of --init-from. batchWhat names a batch's rows,
+// initWhat the checkpoint, fileWhat the data format.
+func (f *cmdFlags) taskFlags(t *finetune.Training, ckpt, trainFile, valFile *string, batchWhat, initWhat, fileWhat string) {
+	f.training(trainTargets{run: &t.RunDir, initFrom: ckpt, steps: &t.MaxIters, batch: &t.Batch,
+		warmup: &t.Warmup, evalEvery: &t.EvalEvery, lr: &t.LR, seed: &t.Seed, overwrite: &t.Overwrite,
+		batchWhat: batchWhat, warmupWhat: "before the linear decay", initWhat: initWhat})
+	f.StringVar(trainFile, "train-file", *trainFile, fileWhat+" to train on")
+	f.StringVar(valFile, "validation-file", *valFile, fileWhat+" to report the scores on (default: val_fraction of the training file)")
+	f.BoolVar(&t.Scratch, "scratch", t.Scratch, "train the checkpoint's architecture and tokenizer from fresh weights: the baseline for what pretraining gained")
+	f.alias("checkpoint", "init-from")
+}
+
+// taskReady checks, once the flags are parsed, what every fine-tuning task
+// needs: a checkpoint of family and a training file. A --max-steps given
+// without --warmup-steps keeps the warmup within a tenth of the steps.
+func (f *cmdFlags) taskReady(t *finetune.Training, ckpt, trainFile, family, fileWhat string) error {
+	if ckpt == "" {
+		return fmt.Errorf("%w: --init-from is required: the %s checkpoint to fine-tune (or, with --scratch, whose architecture and tokenizer to use)", errUsage, family)
+	}
+	if trainFile == "" {
+		return fmt.Errorf("%w: --train-file is required (%s)", errUsage, fileWhat)
+	}
+	if f.isSet("max-steps") && !f.isSet("warmup-steps") {
+		t.Warmup = min(t.Warmup, t.MaxIters/10)
+	}
+	return expectFamily(ckpt, family)
 }

@@ -101,30 +101,15 @@ func runClassify(family string, args []string, stdout io.Writer) error {
 	}
 	f := newFlags("zoo finetune "+family, "usage: zoo finetune "+family+" --task classify --init-from DIR --train-file FILE [flags]\n\nPuts a classification head on the checkpoint and fine-tunes it on labelled texts; reports accuracy, macro-F1 and the confusion matrix.")
 	f.String("task", "classify", "lm or classify")
-	f.training(trainTargets{run: &cfg.RunDir, initFrom: &cfg.Checkpoint, steps: &cfg.MaxIters, batch: &cfg.Batch,
-		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, lr: &cfg.LR, seed: &cfg.Seed, overwrite: &cfg.Overwrite,
-		batchWhat: "texts", warmupWhat: "before the linear decay", initWhat: "the checkpoint to put the classifier on"})
-	f.StringVar(&cfg.TrainFile, "train-file", cfg.TrainFile, "CSV, TSV or JSONL with text and label columns")
-	f.StringVar(&cfg.ValFile, "validation-file", cfg.ValFile, "optional validation file (default: val_fraction of the training file)")
+	f.taskFlags(&cfg.Training, &cfg.Checkpoint, &cfg.TrainFile, &cfg.ValFile, "texts", "the checkpoint to put the classifier on", "CSV, TSV or JSONL with text and label columns")
 	f.StringVar(&cfg.TextColumn, "text-column", cfg.TextColumn, "column (JSONL key) of the text (default text)")
 	f.StringVar(&cfg.LabelColumn, "label-column", cfg.LabelColumn, "column (JSONL key) of the label (default label)")
 	f.StringVar(&cfg.TextPairColumn, "text-pair-column", cfg.TextPairColumn, "column (JSONL key) of a pair's second text, e.g. sentence2 (default none: single texts)")
 	f.IntVar(&cfg.MaxLength, "max-length", cfg.MaxLength, "tokens per example, special tokens included (0: the most the model reads)")
-	f.BoolVar(&cfg.Scratch, "scratch", cfg.Scratch, "train the checkpoint's architecture and tokenizer from fresh weights: the baseline for what pretraining gained")
-	f.alias("checkpoint", "init-from")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
-	if cfg.Checkpoint == "" {
-		return fmt.Errorf("%w: --init-from is required: the checkpoint to fine-tune", errUsage)
-	}
-	if cfg.TrainFile == "" {
-		return fmt.Errorf("%w: --train-file is required", errUsage)
-	}
-	if f.isSet("max-steps") && !f.isSet("warmup-steps") {
-		cfg.Warmup = min(cfg.Warmup, cfg.MaxIters/10)
-	}
-	if err := expectFamily(cfg.Checkpoint, family); err != nil {
+	if err := f.taskReady(&cfg.Training, cfg.Checkpoint, cfg.TrainFile, family, "CSV, TSV or JSONL"); err != nil {
 		return err
 	}
 	ctx, stop := signalContext()
