@@ -609,15 +609,8 @@ func (in clsInputs) load(b train.Batch) error {
 			copy(ty, cb.types)
 		}
 	}
-	switch m := in.Mask.Value().Data().(type) {
-	case []float32:
-		for i, v := range cb.mask {
-			m[i] = float32(v)
-		}
-	case []float64:
-		copy(m, cb.mask)
-	default:
-		return fmt.Errorf("finetune: attention mask of %T", m)
+	if err := layers.SetFloats(in.Mask, cb.mask); err != nil {
+		return err
 	}
 	copy(in.Last.Value().Data().([]int), cb.last)
 	copy(in.labels.Value().Data().([]int), cb.labels)

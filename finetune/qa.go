@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
@@ -608,15 +607,8 @@ func (in qaInputs) load(b train.Batch) error {
 	}
 	copy(in.IDs.Value().Data().([]int), qb.ids)
 	copy(in.TokenTypes.Value().Data().([]int), qb.types)
-	switch m := in.Mask.Value().Data().(type) {
-	case []float32:
-		for i, v := range qb.mask {
-			m[i] = float32(v)
-		}
-	case []float64:
-		copy(m, qb.mask)
-	default:
-		return fmt.Errorf("qa: attention mask of %T", m)
+	if err := layers.SetFloats(in.Mask, qb.mask); err != nil {
+		return err
 	}
 	copy(in.starts.Value().Data().([]int), qb.starts)
 	copy(in.ends.Value().Data().([]int), qb.ends)
@@ -653,7 +645,14 @@ func (k *qaTask) predict(ctx context.Context, enc *qaEncoder, ex []datasets.Squa
 			return nil, fmt.Errorf("qa: prediction: %w", err)
 		}
 		vm.Reset()
-		s, e := floats(sv), floats(ev)
+		s, err := layers.Float64s(sv)
+		if err != nil {
+			return nil, fmt.Errorf("qa: prediction: %w", err)
+		}
+		e, err := layers.Float64s(ev)
+		if err != nil {
+			return nil, fmt.Errorf("qa: prediction: %w", err)
+		}
 		for i, fi := range b.(qaBatch).features {
 			if fi >= 0 {
 				startScores[fi] = s[i*k.t : i*k.t+len(feats[fi].ids)]
@@ -662,21 +661,6 @@ func (k *qaTask) predict(ctx context.Context, enc *qaEncoder, ex []datasets.Squa
 		}
 	}
 	return bestSpans(ex, feats, startScores, endScores, enc.win), nil
-}
-
-// floats copies a float32 or float64 tensor's data as float64.
-func floats(v gorgonia.Value) []float64 {
-	switch d := v.(*tensor.Dense).Data().(type) {
-	case []float32:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			out[i] = float64(x)
-		}
-		return out
-	case []float64:
-		return append([]float64(nil), d...)
-	}
-	return nil
 }
 
 // bestSpans is run_squad.py's postprocessing: for each question, over all

@@ -562,15 +562,8 @@ func (in tagInputs) load(b train.Batch) error {
 		return fmt.Errorf("finetune tokens: batch of %T", b)
 	}
 	copy(in.in.IDs.Value().Data().([]int), tb.ids)
-	switch m := in.in.Mask.Value().Data().(type) {
-	case []float32:
-		for i, v := range tb.mask {
-			m[i] = float32(v)
-		}
-	case []float64:
-		copy(m, tb.mask)
-	default:
-		return fmt.Errorf("finetune tokens: attention mask of %T", m)
+	if err := layers.SetFloats(in.in.Mask, tb.mask); err != nil {
+		return err
 	}
 	copy(in.labels.Value().Data().([]int), tb.labels)
 	return nil

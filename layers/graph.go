@@ -192,3 +192,46 @@ func (g *Graph) SetDropoutCall(n uint64) {
 		s.Call = n
 	}
 }
+
+// SetFloats copies v into the value of n, a float32 or float64 input (an
+// attention mask, weights), converting: how a batch's float inputs are
+// loaded. A length or dtype that does not fit is an error.
+func SetFloats(n *gorgonia.Node, v []float64) error {
+	d, ok := n.Value().(*tensor.Dense)
+	if !ok {
+		return fmt.Errorf("layers: %s holds %T, not a dense tensor", n.Name(), n.Value())
+	}
+	if d.Size() != len(v) {
+		return fmt.Errorf("layers: %d values for %s of shape %v", len(v), n.Name(), d.Shape())
+	}
+	switch m := d.Data().(type) {
+	case []float32:
+		for i, x := range v {
+			m[i] = float32(x)
+		}
+	case []float64:
+		copy(m, v)
+	default:
+		return fmt.Errorf("layers: %s is a tensor of %v, not floats", n.Name(), d.Dtype())
+	}
+	return nil
+}
+
+// Float64s copies a float32 or float64 tensor value's data as float64.
+func Float64s(v gorgonia.Value) ([]float64, error) {
+	d, ok := v.(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("layers: value is %T, not a dense tensor", v)
+	}
+	switch x := d.Data().(type) {
+	case []float64:
+		return append([]float64(nil), x...), nil
+	case []float32:
+		out := make([]float64, len(x))
+		for i, f := range x {
+			out[i] = float64(f)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("layers: tensor of %v, not floats", d.Dtype())
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/layers"
 )
@@ -64,7 +63,7 @@ func (m *Model) attentions(ids, typeIDs [][]int) ([][][][][]float64, error) {
 		out[r] = make([][][][]float64, len(vals))
 	}
 	for l, v := range vals {
-		x, err := float64s(v) // (B, h, T, T)
+		x, err := layers.Float64s(v) // (B, h, T, T)
 		if err != nil {
 			return nil, fmt.Errorf("bert attention: layer %d: %w", l, err)
 		}
@@ -155,23 +154,4 @@ func (b *batch) inputs(g *layers.Graph) (Inputs, error) {
 		}
 	}
 	return in, nil
-}
-
-// float64s copies a float32 or float64 tensor value's data.
-func float64s(v gorgonia.Value) ([]float64, error) {
-	d, ok := v.(*tensor.Dense)
-	if !ok {
-		return nil, fmt.Errorf("value is %T, not a dense tensor", v)
-	}
-	switch x := d.Data().(type) {
-	case []float64:
-		return append([]float64(nil), x...), nil
-	case []float32:
-		out := make([]float64, len(x))
-		for i, f := range x {
-			out[i] = float64(f)
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("tensor of %v, not floats", d.Dtype())
 }

@@ -33,7 +33,7 @@ func attentionByHand(t *testing.T, m *Model, ids, types [][]int, l, r int) [][][
 	vm := gorgonia.NewTapeMachine(g.ExprGraph)
 	defer vm.Close()
 	require.NoError(t, vm.RunAll())
-	x, err := float64s(hv) // (B, T, D)
+	x, err := layers.Float64s(hv) // (B, T, D)
 	require.NoError(t, err)
 	d, nh, tl := m.Config.HiddenSize, m.Config.NumAttentionHeads, b.t
 	x = x[r*tl*d : (r+1)*tl*d]

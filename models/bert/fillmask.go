@@ -182,7 +182,7 @@ func (m *ForMaskedLM) scores(ids, types, at [][]int) ([]float64, error) {
 	if err := vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("bert fill-mask: %w", err)
 	}
-	scores, err := float64s(val)
+	scores, err := layers.Float64s(val)
 	if err != nil {
 		return nil, fmt.Errorf("bert fill-mask: scores: %w", err)
 	}

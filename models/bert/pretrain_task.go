@@ -113,13 +113,8 @@ func (k *PreTrainingTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batc
 		copy(pos.Value().Data().([]int), pb.Positions)
 		copy(labels.Value().Data().([]int), pb.Labels)
 		copy(nsp.Value().Data().([]int), pb.NextSentence)
-		switch m := mask.Value().Data().(type) {
-		case []float32:
-			for i, v := range pb.Mask {
-				m[i] = float32(v)
-			}
-		case []float64:
-			copy(m, pb.Mask)
+		if err := layers.SetFloats(mask, pb.Mask); err != nil {
+			return err
 		}
 		return nil
 	}
