@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/bert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -174,4 +178,22 @@ func TestBERTPretrainTokensEval(t *testing.T) {
 	code = run([]string{"eval", "--checkpoint", filepath.Join(runDir, "checkpoints", "final"), "--conll", conll}, &out, &errb)
 	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
 	require.Regexp(t, `accuracy (0\.9\d+|1\.0+)`, out.String())
+}
+
+// tinyBERTFor writes an untrained BERT pretraining checkpoint (1 layer, 32
+// wide, 2 heads, no dropout) with a lowercasing WordPiece of at most vocab
+// tokens trained on texts: the start of the fine-tuning CLI tests that do
+// not need pretraining.
+func tinyBERTFor(t *testing.T, texts []string, vocab, maxPos int, seed uint64) string {
+	t.Helper()
+	tok, err := datasets.TrainWordPieceTexts(context.Background(), texts, datasets.WordPieceOptions{VocabSize: vocab, Lowercase: true})
+	require.NoError(t, err)
+	bc := bert.Tiny()
+	bc.VocabSize, bc.HiddenSize, bc.NumHiddenLayers, bc.NumAttentionHeads, bc.IntermediateSize, bc.MaxPositionEmbeddings = tok.VocabSize(), 32, 1, 2, 64, maxPos
+	bc.HiddenDropoutProb, bc.AttentionProbsDropoutProb = 0, 0
+	m, err := bert.NewForPreTraining(bc, layers.WithSeed(seed))
+	require.NoError(t, err)
+	ckpt := filepath.Join(t.TempDir(), "bert")
+	require.NoError(t, models.SaveText(ckpt, m, tok))
+	return ckpt
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,9 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/datasets"
-	"github.com/d73a19ff/zoo/layers"
-	"github.com/d73a19ff/zoo/models"
-	"github.com/d73a19ff/zoo/models/bert"
 )
 
 // qaFixture writes a SQuAD file whose answer is the animal in a short
@@ -39,15 +35,7 @@ func qaFixture(t *testing.T) (squad, ckpt string) {
 	}
 	squad = filepath.Join(dir, "squad.json")
 	require.NoError(t, datasets.WriteSquad(squad, datasets.SquadFile{Version: "1.1", Data: []datasets.SquadArticle{{Title: "animals", Paragraphs: paras}}}))
-	tok, err := datasets.TrainWordPieceTexts(context.Background(), append(texts, "which animal sleeps?"), datasets.WordPieceOptions{VocabSize: 100, Lowercase: true})
-	require.NoError(t, err)
-	bc := bert.Tiny()
-	bc.VocabSize, bc.HiddenSize, bc.NumHiddenLayers, bc.NumAttentionHeads, bc.IntermediateSize, bc.MaxPositionEmbeddings = tok.VocabSize(), 32, 1, 2, 64, 32
-	bc.HiddenDropoutProb, bc.AttentionProbsDropoutProb = 0, 0
-	m, err := bert.NewForPreTraining(bc, layers.WithSeed(3))
-	require.NoError(t, err)
-	ckpt = filepath.Join(dir, "bert")
-	require.NoError(t, models.SaveText(ckpt, m, tok))
+	ckpt = tinyBERTFor(t, append(texts, "which animal sleeps?"), 100, 32, 3)
 	return squad, ckpt
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,15 +44,7 @@ func tokenFixture(t *testing.T) (conll, ckpt string) {
 	}
 	conll = filepath.Join(dir, "names.conll")
 	require.NoError(t, os.WriteFile(conll, []byte(b.String()), 0o644))
-	wp, err := datasets.TrainWordPieceTexts(context.Background(), texts, datasets.WordPieceOptions{VocabSize: 60, Lowercase: true})
-	require.NoError(t, err)
-	bc := bert.Tiny()
-	bc.VocabSize, bc.NumHiddenLayers, bc.HiddenSize, bc.IntermediateSize, bc.MaxPositionEmbeddings = wp.VocabSize(), 1, 32, 64, 32
-	bc.HiddenDropoutProb, bc.AttentionProbsDropoutProb = 0, 0
-	m, err := bert.NewForPreTraining(bc, layers.WithSeed(2))
-	require.NoError(t, err)
-	ckpt = filepath.Join(dir, "bert")
-	require.NoError(t, models.SaveText(ckpt, m, wp))
+	ckpt = tinyBERTFor(t, texts, 60, 32, 2)
 	return conll, ckpt
 }
 
