@@ -210,17 +210,7 @@ func benchPretrain(b *testing.B, maxPred int) {
 // and AdamW. float32, dropout off.
 func BenchmarkBERTMiniFinetuneStep_T128_B32(b *testing.B) {
 	const batch, t = 32, 128
-	cfg := benchMini()
-	m, err := New(cfg, layers.WithSeed(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := NewForSequenceClassification(m, []string{"neg", "pos"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	g := c.Store.NewGraph()
-	in, _, next := newBenchBatch(batch, t, cfg.VocabSize, 7).inputs(g, batch, t)
+	c, g, in, next := benchClassifier(b, batch, t)
 	loss, _, err := c.Loss(g, in, next)
 	if err != nil {
 		b.Fatal(err)
@@ -235,17 +225,7 @@ func BenchmarkBERTMiniFinetuneStep_T128_B32(b *testing.B) {
 // only, no gradient.
 func BenchmarkBERTMiniClassifyForward_T128_B32(b *testing.B) {
 	const batch, t = 32, 128
-	cfg := benchMini()
-	m, err := New(cfg, layers.WithSeed(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := NewForSequenceClassification(m, []string{"neg", "pos"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	g := c.Store.NewGraph()
-	in, _, _ := newBenchBatch(batch, t, cfg.VocabSize, 7).inputs(g, batch, t)
+	c, g, in, _ := benchClassifier(b, batch, t)
 	if _, err := c.Logits(g, in); err != nil {
 		b.Fatal(err)
 	}
@@ -309,4 +289,22 @@ func sum(x []float32) float32 {
 		s += v
 	}
 	return s
+}
+
+// benchClassifier builds BERT-Mini with a 2-class sequence-classification
+// head, a graph and the inputs of a (batch, t) benchmark batch with its
+// class labels (batch).
+func benchClassifier(b *testing.B, batch, t int) (*ForSequenceClassification, *layers.Graph, Inputs, *gorgonia.Node) {
+	cfg := benchMini()
+	m, err := New(cfg, layers.WithSeed(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := NewForSequenceClassification(m, []string{"neg", "pos"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := c.Store.NewGraph()
+	in, _, next := newBenchBatch(batch, t, cfg.VocabSize, 7).inputs(g, batch, t)
+	return c, g, in, next
 }
