@@ -78,6 +78,15 @@ func (s Training) trainer(task train.Task, data train.Data) (*train.Trainer, err
 	return train.New(task, data, train.Config{Steps: s.MaxIters, ClipNorm: s.GradClip, EvalEvery: s.EvalEvery, Dir: s.RunDir, Seed: s.Seed, AdamW: ac, Schedule: sched})
 }
 
+// weights says where a run's weights come from: checkpoint's, or fresh
+// ones in its architecture (scratch).
+func (s Training) weights(checkpoint string) string {
+	if s.Scratch {
+		return "fresh weights (scratch) in the architecture and with the tokenizer of " + checkpoint
+	}
+	return "the weights of " + checkpoint
+}
+
 // DefaultClassify is a small fine-tuning run: batch 16, 300 steps at 3e-4
 // with 30 warmup steps and linear decay, a 10% validation split. The run
 // directory, when left empty, is runs/<family>-classify.
@@ -196,10 +205,7 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 		return nil, err
 	}
 	defer trainer.Close()
-	from := "pretrained weights of " + cfg.Checkpoint
-	if cfg.Scratch {
-		from = "fresh weights (scratch) in the architecture of " + cfg.Checkpoint
-	}
+	from := cfg.Training.weights(cfg.Checkpoint)
 	fmt.Fprintf(out, "%s classifier: %d labels %v, %d training and %d validation examples, max length %d; %s\n", ckpt.Family.Name, len(labels), labels, len(tr), len(va), maxLen, from)
 	res, err := trainer.Run(ctx, out)
 	if err != nil {

@@ -198,7 +198,7 @@ func TestClassifyBERTPairs(t *testing.T) {
 	res, err := RunClassify(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
 	require.GreaterOrEqual(t, res.Confusion.Accuracy(), 0.9, "%v\n%s", res.Confusion, out.String())
-	require.Contains(t, out.String(), "pretrained weights of")
+	require.Contains(t, out.String(), "; the weights of")
 
 	// The saved classifier scores the same file through zoo eval's path,
 	// pairs and all.

@@ -189,11 +189,8 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 		return nil, err
 	}
 	defer trainer.Close()
-	from := "fine-tuned from " + cfg.Checkpoint
-	if cfg.Scratch {
-		from = "from scratch (the architecture and tokenizer of " + cfg.Checkpoint + ")"
-	}
-	fmt.Fprintf(out, "bert qa %s: %d training questions (%d windows), %d validation questions (%d windows), %d tokens per window\n",
+	from := cfg.Training.weights(cfg.Checkpoint)
+	fmt.Fprintf(out, "bert qa from %s: %d training questions (%d windows), %d validation questions (%d windows), %d tokens per window\n",
 		from, len(trainEx), len(trF), len(valEx), len(vaF), t)
 	res, err := trainer.Run(ctx, out)
 	if err != nil {

@@ -190,10 +190,7 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 		return nil, err
 	}
 	defer trainer.Close()
-	from := "pretrained " + cfg.Checkpoint
-	if cfg.Scratch {
-		from = "fresh weights (scratch) in the architecture of " + cfg.Checkpoint
-	}
+	from := cfg.Training.weights(cfg.Checkpoint)
 	fmt.Fprintf(out, "bert token classifier from %s: %d parameters, %d tags, %d training and %d validation sentences, %d word pieces per sentence\n",
 		from, clf.NumParams(), len(labels), len(tr), len(va), t)
 	res, err := trainer.Run(ctx, out)

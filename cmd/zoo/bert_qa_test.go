@@ -59,7 +59,7 @@ func TestBERTQACLI(t *testing.T) {
 	code = run([]string{"finetune", "bert", "--task", "qa", "--init-from", ckpt, "--train-file", squad, "--run", filepath.Join(t.TempDir(), "s"),
 		"--max-steps", "2", "--batch-size", "4", "--scratch"}, &out, &errb)
 	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
-	require.Contains(t, out.String(), "bert qa from scratch")
+	require.Contains(t, out.String(), "bert qa from fresh weights (scratch)")
 }
 
 func TestBERTQABadInput(t *testing.T) {
