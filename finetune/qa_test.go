@@ -170,7 +170,7 @@ func TestQAEndToEnd(t *testing.T) {
 	out.Reset()
 	_, err = RunQA(context.Background(), cfg, &out)
 	require.NoError(t, err)
-	require.Contains(t, out.String(), "from scratch")
+	require.Contains(t, out.String(), "fresh weights (scratch)")
 }
 
 func TestQABadInput(t *testing.T) {
