@@ -3,7 +3,6 @@ package pretrain
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -333,18 +332,11 @@ func bertRecord(ctx context.Context, cfg BERTConfig, c *datasets.Corpus) (runinf
 	if err != nil {
 		return nil, err
 	}
-	tok := cfg.Tokenizer
-	switch {
-	case cfg.InitFrom != "":
-		tok = runinfo.InitFromPrefix + cfg.InitFrom
-	case tok == "wordpiece":
-		tok = fmt.Sprintf("wordpiece of %d tokens, lowercase %v", cfg.VocabSize, cfg.Lowercase)
-	default:
-		if b, err := os.ReadFile(tok); err == nil {
-			tok = fmt.Sprintf("%s (sha256 %x)", tok, sha256.Sum256(b))
-		}
+	trained := ""
+	if cfg.Tokenizer == "wordpiece" {
+		trained = fmt.Sprintf("wordpiece of %d tokens, lowercase %v", cfg.VocabSize, cfg.Lowercase)
 	}
-	if err := r.Set("tokenizer", tok); err != nil {
+	if err := setTokenizer(r, cfg.InitFrom, cfg.Tokenizer, trained); err != nil {
 		return nil, err
 	}
 	if err := r.SetFields("data.", cfg.PairConfig); err != nil {
@@ -366,16 +358,7 @@ func checkRecord(runDir string, force bool, now runinfo.Record, out io.Writer) e
 	} else if err != nil {
 		return fmt.Errorf("pretrain: resume: %w", err)
 	}
-	diff := runinfo.Diff(run, runinfo.Inherited(run, now))
-	if len(diff) == 0 {
-		return nil
-	}
-	if !force {
-		return fmt.Errorf("pretrain: resume: what is given now differs from the run in %s:\n  %s\nresume with the run's corpus and config, or give --force to go on with the checkpoint's tokenizer and model config",
-			runDir, strings.Join(diff, "\n  "))
-	}
-	fmt.Fprintf(out, "resume: --force: going on although what is given now differs from the run in %s:\n  %s\n", runDir, strings.Join(diff, "\n  "))
-	return nil
+	return compareRun(runDir, force, run, now, out)
 }
 
 // BERTEval is a pretraining checkpoint's masked-LM and next-sentence

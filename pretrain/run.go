@@ -27,18 +27,14 @@ func gptRecord(ctx context.Context, cfg GPTConfig, c *datasets.Corpus) (runinfo.
 	if err != nil {
 		return nil, err
 	}
-	tok := cfg.Tokenizer
-	switch {
-	case cfg.InitFrom != "":
-		tok = runinfo.InitFromPrefix + cfg.InitFrom
-	case tok == "bpe":
-		tok = fmt.Sprintf("bpe of %d tokens", cfg.BPEVocab)
-	case tok != "char":
-		if b, err := os.ReadFile(tok); err == nil { // a bad path is ChooseTokenizer's error to report
-			tok = fmt.Sprintf("%s (sha256 %x)", tok, sha256.Sum256(b))
-		}
+	trained := ""
+	switch cfg.Tokenizer {
+	case "bpe":
+		trained = fmt.Sprintf("bpe of %d tokens", cfg.BPEVocab)
+	case "char":
+		trained = "char"
 	}
-	if err := r.Set("tokenizer", tok); err != nil {
+	if err := setTokenizer(r, cfg.InitFrom, cfg.Tokenizer, trained); err != nil {
 		return nil, err
 	}
 	if err := r.SetFields("model.", cfg.Model, "vocab_size"); err != nil {
@@ -63,6 +59,25 @@ func corpusRecord(ctx context.Context, c *datasets.Corpus) (runinfo.Record, erro
 		return nil, err
 	}
 	return r, nil
+}
+
+// setTokenizer records a run's tokenizer: the init_from checkpoint's, one
+// trained on the corpus (trained describes it: its settings), or a file
+// (its path and content hash; a bad path is the tokenizer loader's error to
+// report).
+func setTokenizer(r runinfo.Record, initFrom, tokenizer, trained string) error {
+	tok := tokenizer
+	switch {
+	case initFrom != "":
+		tok = runinfo.InitFromPrefix + initFrom
+	case trained != "":
+		tok = trained
+	default:
+		if b, err := os.ReadFile(tok); err == nil {
+			tok = fmt.Sprintf("%s (sha256 %x)", tok, sha256.Sum256(b))
+		}
+	}
+	return r.Set("tokenizer", tok)
 }
 
 // resumeRun resumes tr from the run directory's latest checkpoint, saying
@@ -105,16 +120,22 @@ func checkResume(cfg GPTConfig, ckpt gpt.Config, now runinfo.Record, out io.Writ
 	} else if err != nil {
 		return fmt.Errorf("pretrain: resume: %w", err)
 	}
+	return compareRun(cfg.RunDir, cfg.Force, run, now, out)
+}
+
+// compareRun refuses a resume whose record now differs from the run's,
+// naming each difference, unless force; then it prints them on out.
+func compareRun(runDir string, force bool, run, now runinfo.Record, out io.Writer) error {
 	diff := runinfo.Diff(run, runinfo.Inherited(run, now))
 	if len(diff) == 0 {
 		return nil
 	}
-	if !cfg.Force {
+	if !force {
 		return fmt.Errorf("pretrain: resume: what is given now differs from the run in %s:\n  %s\nresume with the run's corpus and config, or give --force (force: true) to go on with the checkpoint's tokenizer and model config",
-			cfg.RunDir, strings.Join(diff, "\n  "))
+			runDir, strings.Join(diff, "\n  "))
 	}
 	fmt.Fprintf(out, "resume: --force: going on with the checkpoint's tokenizer and model config although what is given now differs from the run in %s:\n  %s\n",
-		cfg.RunDir, strings.Join(diff, "\n  "))
+		runDir, strings.Join(diff, "\n  "))
 	return nil
 }
 
