@@ -219,8 +219,9 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: training split: %w", err)
 	}
-	valPairs, err := bert.MakePairs(valDocs, sp, bert.PairConfig{MaxSeqLength: cfg.MaxSeqLength, ShortSeqProb: cfg.ShortSeqProb, DupeFactor: 1,
-		MaskedLMProb: cfg.MaskedLMProb, MaxPredictions: cfg.MaxPredictions, WholeWordMask: cfg.WholeWordMask}, cfg.Seed+1)
+	vc := cfg.PairConfig
+	vc.DupeFactor = 1 // one pass over the validation documents
+	valPairs, err := bert.MakePairs(valDocs, sp, vc, cfg.Seed+1)
 	if err != nil {
 		if valDocs.NumDocuments() < 2 {
 			return nil, fmt.Errorf("pretrain: the validation split holds %d document(s), and next-sentence pairs need 2: raise val_fraction or use a corpus of more documents", valDocs.NumDocuments())

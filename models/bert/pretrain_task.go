@@ -286,7 +286,8 @@ func (d *PreTrainingData) Restore(state []byte) error {
 // last batch is padded with empty rows.
 func EvalBatches(pairs *Pairs, n int, sp Specials, cfg PairConfig, b int, seed uint64) ([]train.Batch, error) {
 	n = min(n, pairs.Len())
-	static := PairConfig{MaxSeqLength: cfg.MaxSeqLength, MaskedLMProb: cfg.MaskedLMProb, MaxPredictions: cfg.MaxPredictions, WholeWordMask: cfg.WholeWordMask}
+	static := cfg
+	static.DynamicMasking = false
 	var out []train.Batch
 	for lo := 0; lo < n; lo += b {
 		var ex []Example
