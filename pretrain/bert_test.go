@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
 	"github.com/d73a19ff/zoo/train"
@@ -180,4 +181,33 @@ func (c *cancelAt) Write(p []byte) (int, error) {
 		c.cancel()
 	}
 	return len(p), nil
+}
+
+// The masked-LM learns from context, not only word frequencies: a colour
+// masked in a template sentence is filled with the colour the sentence
+// repeats elsewhere. A model stuck on the frequency plateau (the symptom
+// of predictions read from the wrong positions) answers "the" instead.
+func TestBERTLearnsFromContext(t *testing.T) {
+	cfg := tinyBERT(t, bertCorpus(t, 40))
+	cfg.Model.NumHiddenLayers, cfg.Model.HiddenSize, cfg.Model.IntermediateSize = 2, 64, 128
+	cfg.MaxIters, cfg.LR, cfg.EvalEvery, cfg.SaveEvery = 1200, 1e-3, 1200, 1200
+	var out bytes.Buffer
+	res, err := RunBERT(context.Background(), cfg, &out)
+	require.NoError(t, err, out.String())
+	m, _, err := bert.LoadForMaskedLM(res.Final)
+	require.NoError(t, err)
+	tk, err := models.LoadTokenizer(res.Final)
+	require.NoError(t, err)
+	tok, ok := tk.(*datasets.WordPiece)
+	require.True(t, ok)
+	for _, c := range []struct{ text, want string }{
+		{"the red fox runs to the [MASK] den of the red fox.", "red"},
+		{"the blue cat walks to the blue den of the [MASK] cat.", "blue"},
+		{"the [MASK] owl flies to the gold den of the gold owl.", "gold"},
+		{"the green hen hops to the [MASK] den of the green hen.", "green"},
+	} {
+		fills, err := bert.FillMask(m, tok, c.text, 3)
+		require.NoError(t, err)
+		require.Equal(t, c.want, fills[0][0].Token, "%s: %+v", c.text, fills[0])
+	}
 }
