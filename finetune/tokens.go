@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -497,11 +496,10 @@ type tagTask struct {
 
 func (k *tagTask) Store() *layers.Store { return k.c.Store }
 
-// Decay implements train.Decayer: BERT's own no-decay rule, and none for
-// the pooler, which tagging does not train (see LossFor).
-func (k *tagTask) Decay(name string, shape []int) bool {
-	return !strings.HasPrefix(name, "bert.pooler.") && k.c.Decay(name, shape)
-}
+// Decay implements train.Decayer: BERT's own no-decay rule. The pooler,
+// which tagging does not use, gets no gradient, and AdamW leaves it as
+// loaded.
+func (k *tagTask) Decay(name string, shape []int) bool { return k.c.Decay(name, shape) }
 
 type tagInputs struct {
 	in     bert.Inputs
@@ -525,29 +523,12 @@ func (k *tagTask) LossFor(g *layers.Graph, shape []int) (*gorgonia.Node, func(tr
 		return nil, nil, fmt.Errorf("finetune tokens: batch shape %v; want (B, T)", shape)
 	}
 	in := k.inputs(g, shape[0], shape[1])
-	logits, pooled, err := k.c.LogitsAndPooled(g, in.in)
+	logits, err := k.c.Logits(g, in.in)
 	if err != nil {
 		return nil, nil, err
 	}
 	loss, err := layers.CrossEntropy(logits, in.labels, layers.IgnoreIndex, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("finetune tokens: %w", err)
-	}
-	// The engine wants every parameter in each length's graph; the pooler,
-	// which tagging does not use, enters with weight zero: its gradient is
-	// zero, and Decay exempts it, so AdamW leaves it exactly as loaded.
-	unused, err := gorgonia.Sum(pooled)
-	if err != nil {
-		return nil, nil, fmt.Errorf("finetune tokens: %w", err)
-	}
-	var zero any = float32(0)
-	if g.Dtype() == tensor.Float64 {
-		zero = 0.0
-	}
-	if unused, err = gorgonia.Mul(unused, gorgonia.NewConstant(zero)); err != nil {
-		return nil, nil, fmt.Errorf("finetune tokens: %w", err)
-	}
-	if loss, err = gorgonia.Add(loss, unused); err != nil {
 		return nil, nil, fmt.Errorf("finetune tokens: %w", err)
 	}
 	return loss, in.load, nil

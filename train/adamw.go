@@ -166,6 +166,13 @@ func (e *NonFiniteError) Error() string {
 //	p ← p − (lr / (1 − β1ᵗ)) · m / (√v / √(1 − β2ᵗ) + eps)
 //
 // Float32 parameters are updated in float32 arithmetic, like torch's.
+//
+// A nil gradient skips its parameter, as torch.optim.AdamW skips one whose
+// .grad is None (a parameter the step's graphs did not use): no decay, no
+// moment update. The bias corrections use one step count for all
+// parameters, where torch counts per parameter; the two agree for
+// parameters that every step updates and for those no step does, the two
+// kinds zoo's tasks have.
 // Step checks everything first: a wrong gradient count, shape or dtype, a
 // negative or non-finite lr is an error, and NaN or ±Inf in any gradient
 // is a *NonFiniteError naming the parameters; in all these cases no
@@ -180,6 +187,9 @@ func (o *AdamW) Step(grads []gorgonia.Value, lr float64) error {
 	work := make([]operands, len(grads))
 	bad := &NonFiniteError{}
 	for i, s := range o.slots {
+		if grads[i] == nil {
+			continue
+		}
 		var err error
 		if work[i], err = s.operands(grads[i]); err != nil {
 			return err
@@ -201,7 +211,9 @@ func (o *AdamW) Step(grads []gorgonia.Value, lr float64) error {
 	var wg sync.WaitGroup
 	next := make(chan int, len(o.slots))
 	for i := range o.slots {
-		next <- i
+		if grads[i] != nil {
+			next <- i
+		}
 	}
 	close(next)
 	for range min(runtime.GOMAXPROCS(0), len(o.slots)) {

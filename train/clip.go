@@ -19,6 +19,8 @@ import (
 // A NaN or ±Inf element is a *NonFiniteError listing the positions of the
 // offending gradients, returned with the non-finite norm, and nothing is
 // scaled (torch would scale everything by NaN). No gradients: norm 0.
+// A nil gradient (a parameter the step did not use, torch's p.grad None)
+// is left out, as clip_grad_norm_ leaves it out.
 func ClipGradNorm(grads []gorgonia.Value, maxNorm float64) (float64, error) {
 	if !(maxNorm > 0) {
 		return 0, fmt.Errorf("train: clip grad norm: max norm %g must be positive", maxNorm)
@@ -27,6 +29,9 @@ func ClipGradNorm(grads []gorgonia.Value, maxNorm float64) (float64, error) {
 	f64 := make([][]float64, len(grads))
 	var sum float64
 	for i, g := range grads {
+		if g == nil {
+			continue
+		}
 		var err error
 		if f32[i], f64[i], err = floats(g); err != nil {
 			return 0, fmt.Errorf("train: clip grad norm: gradient %d %w", i, err)

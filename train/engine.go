@@ -92,8 +92,11 @@ type Trainer struct {
 	opt   *AdamW
 	train *graphs
 	eval  *graphs
-	// summed accumulates a step's gradients, in the optimizer's order.
+	// summed accumulates a step's gradients, in the optimizer's order;
+	// used marks the parameters that a graph of the step used.
 	summed []*tensor.Dense
+	used   []bool
+	slot   map[*layers.Param]int // a parameter's index in summed and the optimizer
 	// dropoutCall counts training runs: every graph draws the dropout masks
 	// of the run it is, so a resumed run redraws the same masks.
 	dropoutCall uint64
@@ -111,6 +114,10 @@ type compiled struct {
 	grads  []gorgonia.Value
 	nodes  gorgonia.Nodes
 	params []*layers.Param // in the order of grads
+	// slots are the optimizer's indexes of params, and dst their gradient
+	// sums: set when the trainer first runs the graph.
+	slots []int
+	dst   []*tensor.Dense
 	// reports are the graph's named scalars (layers.Graph.Report) and
 	// their values after a run.
 	reports []layers.Report
@@ -137,7 +144,10 @@ func New(task Task, data Data, cfg Config) (*Trainer, error) {
 	if t.eval, err = newGraphs(task, false, cfg.Seed); err != nil {
 		return nil, err
 	}
-	params := task.Store().Params() // a ShapedTask's graphs each use every parameter
+	// A ShapedTask's graphs may each use a part of the store (a head one
+	// batch shape does not need): the optimizer holds all of it and skips,
+	// each step, what no graph of the step used.
+	params := task.Store().Params()
 	if t.train.one != nil {
 		params = t.train.one.params
 	}
@@ -149,9 +159,12 @@ func New(task Task, data Data, cfg Config) (*Trainer, error) {
 	if t.opt, err = NewAdamW(params, cfg.AdamW); err != nil {
 		return nil, err
 	}
-	for _, p := range params {
+	t.slot = make(map[*layers.Param]int, len(params))
+	for i, p := range params {
 		t.summed = append(t.summed, tensor.New(tensor.WithShape(p.Value.Shape().Clone()...), tensor.Of(p.Value.Dtype())))
+		t.slot[p] = i
 	}
+	t.used = make([]bool, len(params))
 	return t, nil
 }
 
@@ -330,7 +343,9 @@ func (t *Trainer) trainStep() (record, error) {
 	}
 	grads := make([]gorgonia.Value, len(t.summed))
 	for i, s := range t.summed {
-		grads[i] = s
+		if t.used[i] { // an unused parameter's gradient is nil: torch's p.grad None
+			grads[i] = s
+		}
 	}
 	norm := math.NaN()
 	if t.cfg.ClipNorm > 0 {
@@ -356,8 +371,9 @@ func (t *Trainer) trainStep() (record, error) {
 // not a mean of the micro-batches' means. It returns that loss, the number
 // of targets and the means of the graph's reports, weighted alike.
 func (t *Trainer) accumulate() (loss float64, total int, parts map[string]float64, err error) {
-	for _, s := range t.summed {
+	for i, s := range t.summed {
 		s.Zero()
+		t.used[i] = false
 	}
 	var lossSum float64
 	sums := map[string]float64{}
@@ -370,8 +386,8 @@ func (t *Trainer) accumulate() (loss float64, total int, parts map[string]float6
 		if err != nil {
 			return 0, 0, nil, err
 		}
-		if len(c.params) != len(t.summed) {
-			return 0, 0, nil, fmt.Errorf("a graph uses %d of the %d parameters the optimizer updates", len(c.params), len(t.summed))
+		if err := t.bind(c); err != nil {
+			return 0, 0, nil, err
 		}
 		c.g.SetDropoutCall(t.dropoutCall)
 		l, err := c.run(b)
@@ -387,8 +403,11 @@ func (t *Trainer) accumulate() (loss float64, total int, parts map[string]float6
 		total += n
 		// Each micro-batch's gradient is of its mean loss: weighting it by its
 		// target count makes the sum the gradient of the summed loss.
-		if err := addScaled(t.summed, c.grads, float64(n)); err != nil {
+		if err := addScaled(c.dst, c.grads, float64(n)); err != nil {
 			return 0, 0, nil, err
+		}
+		for _, i := range c.slots {
+			t.used[i] = true
 		}
 	}
 	if total == 0 {
@@ -398,6 +417,25 @@ func (t *Trainer) accumulate() (loss float64, total int, parts map[string]float6
 		scaleDense(s, 1/float64(total))
 	}
 	return lossSum / float64(total), total, meanReports(sums, total), nil
+}
+
+// bind finds, once per graph, the optimizer's slots of the parameters c
+// uses. A parameter the optimizer does not hold is an error.
+func (t *Trainer) bind(c *compiled) error {
+	if c.slots != nil || len(c.params) == 0 {
+		return nil
+	}
+	slots := make([]int, len(c.params))
+	dst := make([]*tensor.Dense, len(c.params))
+	for k, p := range c.params {
+		i, ok := t.slot[p]
+		if !ok {
+			return fmt.Errorf("a graph uses parameter %s, which the optimizer does not hold (it is not in the task's store)", p.Name)
+		}
+		slots[k], dst[k] = i, t.summed[i]
+	}
+	c.slots, c.dst = slots, dst
+	return nil
 }
 
 // evaluate runs the validation batches, records their mean loss (weighted by

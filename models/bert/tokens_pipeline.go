@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"gorgonia.org/gorgonia"
-
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 )
@@ -72,27 +70,4 @@ func LoadTokenClassifier(dir string, opts ...layers.Option) (*ForTokenClassifica
 func (c *ForTokenClassification) StepBytes(batch, t int, training bool) int64 {
 	head := models.Mul(4*3, int64(batch), int64(t), int64(len(c.Labels)))
 	return models.Sum(c.Config.ActivationBytes(batch, t, training), head)
-}
-
-// LogitsAndPooled maps a batch (B, T) to the tag scores (B, T, num_labels),
-// as Logits, and also returns the pooled output (B, D) of the same hidden
-// states. Tagging does not use the pooler; a training graph that must use
-// every parameter of the store (train.ShapedTask: one graph per batch
-// length) can add it to the loss with weight zero, so the pooler gets a
-// zero gradient instead of none.
-func (c *ForTokenClassification) LogitsAndPooled(g *layers.Graph, in Inputs) (logits, pooled *gorgonia.Node, err error) {
-	h, err := c.Hidden(g, in)
-	if err != nil {
-		return nil, nil, err
-	}
-	if pooled, err = c.Pool(g, h); err != nil {
-		return nil, nil, err
-	}
-	if h, err = c.drop.Forward(g, h); err != nil {
-		return nil, nil, fmt.Errorf("bert token classifier: %w", err)
-	}
-	if logits, err = c.Classifier.Forward(g, h); err != nil {
-		return nil, nil, fmt.Errorf("bert token classifier: %w", err)
-	}
-	return logits, pooled, nil
 }
