@@ -159,26 +159,36 @@ func sumFloats(v []float64) float64 {
 // TestLongestFirst checks the counts kept against tokenizers' LongestFirst
 // (src/utils/truncation.rs), worked by hand from its three cases.
 func TestLongestFirst(t *testing.T) {
-	tests := []struct{ n1, n2, room, k1, k2 int }{
-		{3, 4, 10, 3, 4},   // fits
-		{2, 20, 10, 2, 8},  // the short one under half keeps all
-		{20, 2, 10, 8, 2},  // either order
-		{8, 8, 10, 5, 5},   // both over half: halves
-		{7, 9, 11, 5, 6},   // the odd token to the longer
-		{9, 7, 11, 6, 5},   // … whichever it is
-		{6, 6, 11, 5, 6},   // a tie: the odd token to the second
-		{0, 30, 5, 0, 5},   // one text empty
-		{12, 30, 5, 2, 3},  // both far over
-		{3, 0, 2, 2, 0},    // one text, no pair
-		{15, 15, 0, 0, 0},  // no room
-		{4, 50, 9, 4, 5},   // short keeps all under half
-		{5, 50, 9, 4, 5},   // just over half
-		{50, 4, 9, 5, 4},   // mirrored
-		{1, 1, 1, 0, 1},    // a tie at room 1
-		{30, 29, 10, 5, 5}, // nearly equal
+	// maxLen counts the specials: 3 for BERT's pairs, 2 for one text. The
+	// cases marked "npm" are from tools/hftokenizers/truncation.js's grid
+	// against tokenizers 0.23.2.
+	tests := []struct{ n1, n2, maxLen, specials, k1, k2 int }{
+		{3, 4, 13, 3, 3, 4},   // fits
+		{2, 20, 13, 3, 2, 8},  // the short one under half keeps all
+		{20, 2, 13, 3, 8, 2},  // either order
+		{8, 8, 13, 3, 5, 5},   // both over half: halves
+		{7, 9, 14, 3, 5, 6},   // the odd token to the longer
+		{9, 7, 14, 3, 6, 5},   // … whichever it is
+		{6, 6, 14, 3, 5, 6},   // a tie: the odd token to the second
+		{0, 30, 8, 3, 0, 5},   // one text empty
+		{12, 30, 8, 3, 2, 3},  // both far over
+		{3, 0, 4, 2, 2, 0},    // one text, no pair
+		{15, 15, 3, 3, 0, 0},  // no room
+		{4, 50, 12, 3, 4, 5},  // short keeps all under half
+		{5, 50, 12, 3, 4, 5},  // just over half
+		{50, 4, 12, 3, 5, 4},  // mirrored
+		{1, 1, 4, 3, 0, 1},    // a tie at room 1
+		{30, 29, 13, 3, 5, 5}, // nearly equal
+		{9, 7, 8, 3, 3, 2},    // npm: the longer first text gets the odd token
+		{9, 8, 8, 3, 2, 3},    // npm: both cut to max_length 8 first, a tie: the second gets it
+		{7, 6, 6, 3, 1, 2},    // npm
+		{11, 10, 10, 3, 3, 4}, // npm
+		{18, 13, 12, 3, 4, 5}, // npm
+		{13, 18, 12, 3, 4, 5}, // npm
+		{3, 9, 2, 3, 0, 0},    // max_length below the specials keeps no text
 	}
 	for _, tc := range tests {
-		k1, k2 := longestFirst(tc.n1, tc.n2, tc.room)
+		k1, k2 := longestFirst(tc.n1, tc.n2, tc.maxLen, tc.specials)
 		require.Equal(t, [2]int{tc.k1, tc.k2}, [2]int{k1, k2}, "%+v", tc)
 	}
 }
