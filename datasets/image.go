@@ -269,3 +269,19 @@ func flipImage(img image.Image) image.Image {
 	}
 	return imaging.FlipH(img)
 }
+
+// ImageSet is a labelled image data set: IDX files, an ImageFolder or a
+// CSV of path,label. Item may read and decode a file, and is safe to call
+// from several goroutines at once, which is how ImageLoader decodes in
+// parallel.
+type ImageSet interface {
+	// Len is the number of items.
+	Len() int
+	// Labels are the class names; label ids index them.
+	Labels() []string
+	// Label is item i's label id, without reading the image.
+	Label(i int) int
+	// Item returns image i and its label id; a file that cannot be read
+	// or decoded is an error naming it.
+	Item(i int) (image.Image, int, error)
+}
