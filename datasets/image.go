@@ -9,6 +9,7 @@ import (
 	_ "image/jpeg" // registers JPEG
 	_ "image/png"  // registers PNG
 	"io"
+	"math"
 	"os"
 
 	"github.com/disintegration/imaging"
@@ -216,16 +217,106 @@ func ResizeImage(img image.Image, w, h int, r Resample) (image.Image, error) {
 	return imaging.Resize(img, w, h, f), nil
 }
 
-// resizeGray resizes a grey image and returns it grey: imaging works in
-// NRGBA, so the grey values go through R = G = B and come back as R, which
-// is exact.
+// resizeGray resizes a grey image and returns it grey. It is imaging's
+// Resize (resize.go: precomputeWeights, resizeHorizontal then
+// resizeVertical) specialised to one opaque channel, with the same float64
+// operations in the same order, so its output equals imaging's on the
+// grey values (TestResizeGrayMatchesImaging) at a fraction of the cost:
+// imaging converts to NRGBA and starts goroutines per call.
 func resizeGray(g *image.Gray, w, h int, f imaging.ResampleFilter) *image.Gray {
-	rgba := imaging.Resize(g, w, h, f)
-	out := image.NewGray(image.Rect(0, 0, w, h))
-	for i := range out.Pix {
-		out.Pix[i] = rgba.Pix[4*i]
+	b := g.Bounds()
+	sw, sh := b.Dx(), b.Dy()
+	if f.Support <= 0 { // nearest neighbour: imaging's own path
+		rgba := imaging.Resize(g, w, h, f)
+		out := image.NewGray(image.Rect(0, 0, w, h))
+		for i := range out.Pix {
+			out.Pix[i] = rgba.Pix[4*i]
+		}
+		return out
+	}
+	src := make([]uint8, sw*sh)
+	for y := range sh {
+		copy(src[y*sw:(y+1)*sw], g.Pix[g.PixOffset(b.Min.X, b.Min.Y+y):])
+	}
+	if sw != w {
+		src = resampleGray(src, sw, sh, w, 1, sw, f)
+		sw = w
+	}
+	if sh != h {
+		src = resampleGray(src, sh, sw, h, sw, 1, f)
+	}
+	return &image.Gray{Pix: src, Stride: w, Rect: image.Rect(0, 0, w, h)}
+}
+
+// resampleGray resamples the lines of src along one axis from n to m
+// samples: lines lines, a sample k of line l at l·lineStep + k·step in src
+// (and in the output, of m samples per line on that axis).
+func resampleGray(src []uint8, n, lines, m, step, lineStep int, f imaging.ResampleFilter) []uint8 {
+	weights := grayWeights(m, n, f)
+	outLineStep, outStep := lineStep, step
+	if step == 1 { // horizontal: lines are rows of n, become rows of m
+		outLineStep = m
+	}
+	out := make([]uint8, m*lines)
+	for l := range lines {
+		for k, ws := range weights {
+			var r, a float64
+			for _, w := range ws {
+				aw := 255 * w.weight
+				r += float64(src[l*lineStep+w.index*step]) * aw
+				a += aw
+			}
+			if a != 0 {
+				out[l*outLineStep+k*outStep] = clampUint8(r * (1 / a))
+			}
+		}
 	}
 	return out
+}
+
+type indexWeight struct {
+	index  int
+	weight float64
+}
+
+// grayWeights is imaging's precomputeWeights (resize.go).
+func grayWeights(dstSize, srcSize int, f imaging.ResampleFilter) [][]indexWeight {
+	du := float64(srcSize) / float64(dstSize)
+	scale := max(du, 1)
+	ru := math.Ceil(scale * f.Support)
+	out := make([][]indexWeight, dstSize)
+	for v := range dstSize {
+		fu := (float64(v)+0.5)*du - 0.5
+		begin := max(int(math.Ceil(fu-ru)), 0)
+		end := min(int(math.Floor(fu+ru)), srcSize-1)
+		var sum float64
+		var ws []indexWeight
+		for u := begin; u <= end; u++ {
+			if w := f.Kernel((float64(u) - fu) / scale); w != 0 {
+				sum += w
+				ws = append(ws, indexWeight{u, w})
+			}
+		}
+		if sum != 0 {
+			for i := range ws {
+				ws[i].weight /= sum
+			}
+		}
+		out[v] = ws
+	}
+	return out
+}
+
+// clampUint8 is imaging's clamp: round half up into 0…255.
+func clampUint8(x float64) uint8 {
+	v := int64(x + 0.5)
+	if v > 255 {
+		return 255
+	}
+	if v > 0 {
+		return uint8(v)
+	}
+	return 0
 }
 
 // CenterCrop cuts the central w × h pixels out of img, as torchvision's

@@ -274,7 +274,7 @@ func NewImageProcessor(cfg ProcessorConfig, channels int) (*ImageProcessor, erro
 	if cfg.DoNormalize {
 		for name, v := range map[string][]float64{"image_mean": cfg.ImageMean, "image_std": cfg.ImageStd} {
 			if len(v) != 1 && len(v) != channels {
-				return nil, fmt.Errorf("image processor: %s has %d values for %d channels: give 1 or %d", name, len(v), channels, channels)
+				return nil, fmt.Errorf("image processor: %s has %d values for %d channels: give one per channel, or one for all", name, len(v), channels)
 			}
 		}
 	}

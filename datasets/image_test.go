@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/disintegration/imaging"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/image/bmp"
 )
@@ -254,4 +255,30 @@ func TestOpenImageFile(t *testing.T) {
 	require.Equal(t, 5, img.Bounds().Dx())
 	_, err = OpenImage(p, DecodeOptions{MinSize: 6})
 	require.ErrorContains(t, err, p)
+}
+
+// TestResizeGrayMatchesImaging checks the grey fast path against imaging's
+// NRGBA Resize, value for value, for every filter, up and down, on a
+// sub-image.
+func TestResizeGrayMatchesImaging(t *testing.T) {
+	full := image.NewGray(image.Rect(0, 0, 31, 29))
+	for i := range full.Pix {
+		full.Pix[i] = uint8((i*37 + i*i/7) % 256)
+	}
+	g := full.SubImage(image.Rect(2, 3, 30, 28)).(*image.Gray) // 28×25
+	for r := ResampleNearest; r <= ResampleHamming; r++ {
+		f, err := r.filter()
+		require.NoError(t, err)
+		for _, size := range [][2]int{{28, 28}, {13, 40}, {56, 9}, {28, 25}, {5, 25}, {28, 7}} {
+			got, err := ResizeImage(g, size[0], size[1], r)
+			require.NoError(t, err)
+			if size == [2]int{28, 25} {
+				require.Equal(t, g, got)
+				continue
+			}
+			want, err := ImageChannels(imaging.Resize(g, size[0], size[1], f), 1)
+			require.NoError(t, err)
+			require.Equal(t, want, got.(*image.Gray).Pix, "%s to %v", r, size)
+		}
+	}
 }
