@@ -110,3 +110,36 @@ func TestSubset(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, label)
 }
+
+func TestStratifiedSubset(t *testing.T) {
+	set := digitSet(t, 300) // labels i mod 3: 100 a class
+	for _, tc := range []struct {
+		fraction float64
+		n        int
+	}{{0.01, 3}, {0.1, 30}, {0.5, 150}, {1, 300}, {0.001, 3}} {
+		sub, err := StratifiedSubset(set, tc.fraction, 4)
+		require.NoError(t, err)
+		require.Equal(t, tc.n, sub.Len(), "fraction %g", tc.fraction)
+		counts := make([]int, 3)
+		for i := range sub.Len() {
+			counts[sub.Label(i)]++
+			if i > 0 {
+				require.Less(t, sub.Indices[i-1], sub.Indices[i])
+			}
+		}
+		require.Equal(t, []int{tc.n / 3, tc.n / 3, tc.n / 3}, counts)
+	}
+	small, _ := StratifiedSubset(set, 0.1, 4)
+	large, _ := StratifiedSubset(set, 0.5, 4)
+	inLarge := map[int]bool{}
+	for _, i := range large.Indices {
+		inLarge[i] = true
+	}
+	for _, i := range small.Indices {
+		require.True(t, inLarge[i], "subsets nest")
+	}
+	other, _ := StratifiedSubset(set, 0.1, 5)
+	require.NotEqual(t, small.Indices, other.Indices)
+	_, err := StratifiedSubset(set, 0, 1)
+	require.ErrorContains(t, err, "fraction 0")
+}

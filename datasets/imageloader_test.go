@@ -3,6 +3,7 @@ package datasets
 import (
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"io"
 	"os"
@@ -237,4 +238,32 @@ func waitGoroutines(t *testing.T, n int) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// ExampleImageLoader serves Fashion-MNIST-like grey images: IDX pixels
+// (here 4 images of 2×2 made in memory; OpenIDX reads the files), resized
+// to 4×4 and normalised, in batches of (B, C, H, W).
+func ExampleImageLoader() {
+	imgs := &IDXImages{N: 4, Rows: 2, Cols: 2, Pix: []uint8{
+		0, 0, 0, 0, 255, 255, 255, 255, 0, 255, 0, 255, 51, 51, 51, 51,
+	}}
+	set, _ := NewIDXSet(imgs, []uint8{0, 1, 1, 0}, []string{"dark", "light"})
+	cfg := DefaultProcessorConfig()
+	cfg.Size = ImageSize{Height: 4, Width: 4}
+	cfg.ImageMean, cfg.ImageStd = []float64{FashionMNISTMean}, []float64{FashionMNISTStd}
+	proc, _ := NewImageProcessor(cfg, 1)
+	l, _ := NewImageLoader(context.Background(), set, proc, LoaderConfig{BatchSize: 3, Workers: 2, OnePass: true})
+	defer l.Close()
+	for {
+		b, err := l.Next()
+		if err != nil {
+			fmt.Println(err)
+			break
+		}
+		fmt.Printf("pixels (%d, %d, %d, %d), labels %v, first pixel %.3f\n", b.B, b.C, b.H, b.W, b.Labels, b.Pixels[0])
+	}
+	// Output:
+	// pixels (3, 1, 4, 4), labels [0 1 1], first pixel -0.810
+	// pixels (1, 1, 4, 4), labels [0], first pixel -0.244
+	// EOF
 }
