@@ -100,10 +100,14 @@ var processorKeys = map[string]bool{
 	"image_std": true, "do_convert_rgb": true, "image_processor_type": true,
 }
 
-// inertKeys are keys that do not change processing: kept in Extra.
+// inertKeys are keys that do not change processing: kept in Extra. The
+// fast processors of newer transformers also save their call defaults
+// (default_to_square, return_tensors, device, …).
 var inertKeys = map[string]bool{
 	"feature_extractor_type": true, "processor_class": true, "_processor_class": true,
 	"auto_map": true, "_valid_processor_keys": true, "model_input_names": true,
+	"default_to_square": true, "return_tensors": true, "device": true, "disable_grouping": true,
+	"input_data_format": true,
 }
 
 // inertWhenFalse are switches of other processors that are inert when off
@@ -145,7 +149,14 @@ func ParseProcessorConfig(b []byte) (ProcessorConfig, error) {
 		switch {
 		case processorKeys[k]:
 			known[k] = v
-		case inertKeys[k]:
+		case inertKeys[k] || string(v) == "null":
+			// null is "not set": the default, which for an unknown
+			// option is off.
+			extra[k] = v
+		case k == "data_format":
+			if string(v) != `"channels_first"` {
+				return ProcessorConfig{}, fmt.Errorf("data_format %s: zoo's pixels are channels first (C, H, W)", v)
+			}
 			extra[k] = v
 		case inertWhenFalse[k]:
 			var on bool

@@ -47,6 +47,10 @@ func TestReadProcessorConfig(t *testing.T) {
 			c.DoCenterCrop = true
 			c.CropSize = &ImageSize{200, 200}
 		}},
+		{name: "fast processor", json: `{"data_format": "channels_first", "default_to_square": true, "pad_size": null, "do_center_crop": null, "crop_size": null}`, want: func(c *ProcessorConfig) {
+			c.Extra = map[string]json.RawMessage{"data_format": json.RawMessage(`"channels_first"`), "default_to_square": json.RawMessage(`true`), "pad_size": json.RawMessage(`null`)}
+		}},
+		{name: "channels last", json: `{"data_format": "channels_last"}`, err: "channels first"},
 		{name: "unknown key", json: `{"do_random_thing": true}`, err: `unknown key "do_random_thing"`},
 		{name: "pad on", json: `{"do_pad": true}`, err: `key "do_pad" is true`},
 		{name: "shortest edge", json: `{"size": {"shortest_edge": 224}}`, err: "want {\"height\": H, \"width\": W}"},
