@@ -122,6 +122,9 @@ func (a Augment) Apply(dst []float32, p *ImageProcessor, img image.Image, seed u
 	r := augmentRand(seed, augmentSalt, epoch, index)
 	oh, ow := p.OutputSize()
 	var err error
+	if p.Channels == 1 {
+		img = toGray(img)
+	}
 	if a.ResizedCrop {
 		b := img.Bounds()
 		top, left, h, w := ResizedCropBox(r, b.Dy(), b.Dx(), a.Scale, a.Ratio)

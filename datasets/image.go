@@ -114,7 +114,9 @@ func OpenImage(path string, opts DecodeOptions) (image.Image, error) {
 // ImageChannels returns img's pixels as uint8 in (C, H, W) order, for C = 1
 // or 3 channels. To 3 channels, as PIL's convert("RGB"): grey is repeated,
 // alpha is dropped (not composited), palettes are looked up, 16-bit
-// samples keep their high byte. To 1 channel, as PIL's convert("L"): ITU-R
+// samples keep their high byte (as PIL reads 16-bit RGB; PIL opens 16-bit
+// grey as mode I;16, whose convert clips at 255 instead, which zoo does
+// not copy). To 1 channel, as PIL's convert("L"): ITU-R
 // 601-2 luma L = R·299/1000 + G·587/1000 + B·114/1000, computed as PIL's
 // libImaging/Convert.c L24 macro does, in 16-bit fixed point with
 // rounding: (R·19595 + G·38470 + B·7471 + 0x8000) >> 16; grey images keep
@@ -145,6 +147,18 @@ func ImageChannels(img image.Image, c int) ([]uint8, error) {
 		}
 	}
 	return out, nil
+}
+
+// toGray converts img to an *image.Gray by ImageChannels' luma, unless it
+// is one already: grey models convert before resizing, which resizes one
+// channel instead of four.
+func toGray(img image.Image) image.Image {
+	if _, ok := img.(*image.Gray); ok {
+		return img
+	}
+	b := img.Bounds()
+	pix, _ := ImageChannels(img, 1) // cannot fail for 1 channel
+	return &image.Gray{Pix: pix, Stride: b.Dx(), Rect: image.Rect(0, 0, b.Dx(), b.Dy())}
 }
 
 // luma is PIL's L24 (libImaging/Convert.c): ITU-R 601-2 luma in 16-bit

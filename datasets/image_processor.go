@@ -329,7 +329,8 @@ func (p *ImageProcessor) Len() int {
 
 // Process maps img to pixels of shape (C, H, W), row-major, with (H, W) =
 // OutputSize(): resized (do_resize), centre-cropped (do_center_crop),
-// converted to C channels, rescaled and normalised. With do_resize off an
+// converted to C channels (for C = 1 before resizing), rescaled and
+// normalised. With do_resize off an
 // image must already have the output size.
 func (p *ImageProcessor) Process(img image.Image) ([]float32, error) {
 	out := make([]float32, p.Len())
@@ -343,6 +344,9 @@ func (p *ImageProcessor) Process(img image.Image) ([]float32, error) {
 func (p *ImageProcessor) ProcessInto(dst []float32, img image.Image) error {
 	var err error
 	c := p.Config
+	if p.Channels == 1 {
+		img = toGray(img)
+	}
 	if c.DoResize {
 		if img, err = ResizeImage(img, c.Size.Width, c.Size.Height, c.Resample); err != nil {
 			return fmt.Errorf("image processor: %w", err)

@@ -165,3 +165,26 @@ func TestImageProcessorResizeCropFile(t *testing.T) {
 	_, err = p.ProcessFile(good)
 	require.ErrorContains(t, err, "a 30×20 image for an input of 10×12")
 }
+
+func TestImageProcessorGreyModelOfRGB(t *testing.T) {
+	// A grey model converts an RGB image to luma first, then resizes: the
+	// same pixels as resizing the luma image.
+	img := testImage(12, 9)
+	cfg := DefaultProcessorConfig()
+	cfg.Size = ImageSize{Height: 5, Width: 7}
+	cfg.ImageMean, cfg.ImageStd = []float64{0}, []float64{1}
+	cfg.DoRescale = false
+	p, err := NewImageProcessor(cfg, 1)
+	require.NoError(t, err)
+	got, err := p.Process(img)
+	require.NoError(t, err)
+	luma, err := ImageChannels(img, 1)
+	require.NoError(t, err)
+	small, err := ResizeImage(&image.Gray{Pix: luma, Stride: 12, Rect: image.Rect(0, 0, 12, 9)}, 7, 5, ResampleBilinear)
+	require.NoError(t, err)
+	want := make([]float32, 35)
+	for i, v := range small.(*image.Gray).Pix {
+		want[i] = float32(v)
+	}
+	require.Equal(t, want, got)
+}
