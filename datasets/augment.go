@@ -99,9 +99,9 @@ func (a Augment) Validate() error {
 	if a.Padding < 0 {
 		return fmt.Errorf("augment: padding %d: want 0 or more", a.Padding)
 	}
-	for name, p := range map[string]float64{"flip": a.FlipProb, "erase": a.EraseProb} {
+	for i, p := range []float64{a.FlipProb, a.EraseProb} {
 		if !(p >= 0 && p <= 1) {
-			return fmt.Errorf("augment: %s probability %g: want 0 to 1", name, p)
+			return fmt.Errorf("augment: %s probability %g: want 0 to 1", []string{"flip", "erase"}[i], p)
 		}
 	}
 	if a.EraseProb > 0 {

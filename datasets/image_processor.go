@@ -283,9 +283,9 @@ func NewImageProcessor(cfg ProcessorConfig, channels int) (*ImageProcessor, erro
 		return nil, err
 	}
 	if cfg.DoNormalize {
-		for name, v := range map[string][]float64{"image_mean": cfg.ImageMean, "image_std": cfg.ImageStd} {
+		for i, v := range [][]float64{cfg.ImageMean, cfg.ImageStd} {
 			if len(v) != 1 && len(v) != channels {
-				return nil, fmt.Errorf("image processor: %s has %d values for %d channels: give one per channel, or one for all", name, len(v), channels)
+				return nil, fmt.Errorf("image processor: %s has %d values for %d channels: give one per channel, or one for all", []string{"image_mean", "image_std"}[i], len(v), channels)
 			}
 		}
 	}
