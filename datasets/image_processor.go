@@ -265,8 +265,9 @@ func (c ProcessorConfig) Save(dir string) error {
 type ImageProcessor struct {
 	Config   ProcessorConfig
 	Channels int
-	// MinSize, when positive, is the smallest side a file may have when
-	// read (the model's patch size): see DecodeOptions.MinSize.
+	// MinSize, when positive, is the smallest side an image may have (the
+	// model's patch size): ProcessFile and ImageLoader refuse smaller ones
+	// with an error naming the file (see DecodeOptions.MinSize).
 	MinSize int
 	// lut maps a channel's 8-bit value to its rescaled, normalised float:
 	// lut[c*256+v].

@@ -40,6 +40,9 @@ func (s *FileSet) Labels() []string { return s.names }
 // Label implements ImageSet.
 func (s *FileSet) Label(i int) int { return s.Ids[i] }
 
+// Name is file i's path, for messages.
+func (s *FileSet) Name(i int) string { return s.Paths[i] }
+
 // Item implements ImageSet: reads and decodes file i.
 func (s *FileSet) Item(i int) (image.Image, int, error) {
 	img, err := OpenImage(s.Paths[i], s.Decode)
@@ -207,6 +210,18 @@ func (s *Subset) Label(i int) int { return s.Set.Label(s.Indices[i]) }
 
 // Item implements ImageSet.
 func (s *Subset) Item(i int) (image.Image, int, error) { return s.Set.Item(s.Indices[i]) }
+
+// Name is item i's name in the underlying set (see ItemName).
+func (s *Subset) Name(i int) string { return ItemName(s.Set, s.Indices[i]) }
+
+// ItemName names item i of set for messages: its file when set has files
+// (a Name(i) string method), else "item i".
+func ItemName(set ImageSet, i int) string {
+	if n, ok := set.(interface{ Name(int) string }); ok {
+		return n.Name(i)
+	}
+	return fmt.Sprintf("item %d", i)
+}
 
 // StratifiedSubset keeps fraction (0 < fraction ≤ 1) of each class of
 // set, at least one image of every class that has one, drawn by a seeded

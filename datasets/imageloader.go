@@ -219,7 +219,12 @@ func (l *ImageLoader) make(p *pending) (*ImageBatch, error) {
 	for r, i := range p.items {
 		img, label, err := l.set.Item(i)
 		if err != nil {
-			return nil, fmt.Errorf("image loader: item %d: %w", i, err)
+			return nil, fmt.Errorf("image loader: %w", err)
+		}
+		if m := l.proc.MinSize; m > 0 {
+			if b := img.Bounds(); b.Dx() < m || b.Dy() < m {
+				return nil, fmt.Errorf("image loader: %s: %d×%d pixels is smaller than the model's patch of %d×%d: use larger images", ItemName(l.set, i), b.Dx(), b.Dy(), m, m)
+			}
 		}
 		dst := out.Pixels[r*n : (r+1)*n]
 		if l.cfg.Augment != nil {
@@ -228,7 +233,7 @@ func (l *ImageLoader) make(p *pending) (*ImageBatch, error) {
 			err = l.proc.ProcessInto(dst, img)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("image loader: item %d: %w", i, err)
+			return nil, fmt.Errorf("image loader: %s: %w", ItemName(l.set, i), err)
 		}
 		out.Labels[r] = label
 	}

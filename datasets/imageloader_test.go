@@ -171,7 +171,17 @@ func TestImageLoaderErrors(t *testing.T) {
 	require.ErrorContains(t, err, filepath.Join("b", "2.png"))
 	l.Close()
 
+	// An image smaller than the processor's MinSize (the patch) names
+	// its file.
+	good := &Subset{Set: set, Indices: []int{0}}
 	p := greyProcessor(t, 4)
+	p.MinSize = 9
+	l, err = NewImageLoader(context.Background(), good, p, LoaderConfig{BatchSize: 1})
+	require.NoError(t, err)
+	_, err = l.Next()
+	require.ErrorContains(t, err, filepath.Join("a", "1.png")+": 8×8 pixels is smaller than the model's patch of 9×9")
+	l.Close()
+	p.MinSize = 0
 	_, err = NewImageLoader(context.Background(), set, p, LoaderConfig{BatchSize: 3})
 	require.ErrorContains(t, err, "2 images for a batch of 3")
 	mix := DefaultMixup(5)
