@@ -49,6 +49,10 @@ type ImageBatch struct {
 	Wait time.Duration
 }
 
+// Targets is the number of labelled images, B: it makes *ImageBatch a
+// train.Batch, whose loss is normalised by the targets of a step.
+func (b *ImageBatch) Targets() int { return b.B }
+
 // LoaderState is a position in the stream of training batches: the epoch
 // and the number of items of its shuffled order already served. It
 // marshals to JSON for checkpoints.
@@ -312,4 +316,26 @@ func (l *ImageLoader) Close() {
 	l.run.cancel()
 	l.run.wg.Wait()
 	l.run = nil
+}
+
+// LoadAll processes every item of set once, in index order, into batches
+// of b (the last possibly short), on workers goroutines: the evaluation
+// batches, the same at every evaluation. No augmentation.
+func LoadAll(ctx context.Context, set ImageSet, proc *ImageProcessor, b, workers int) ([]*ImageBatch, error) {
+	l, err := NewImageLoader(ctx, set, proc, LoaderConfig{BatchSize: b, Workers: workers, OnePass: true})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	var out []*ImageBatch
+	for {
+		batch, err := l.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, batch)
+	}
 }

@@ -158,6 +158,16 @@ func TestImageLoaderOnePass(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF)
 }
 
+func TestLoadAll(t *testing.T) {
+	set := digitSet(t, 11)
+	all, err := LoadAll(context.Background(), set, greyProcessor(t, 8), 4, 2)
+	require.NoError(t, err)
+	require.Len(t, all, 3)
+	require.Equal(t, []int{4, 4, 3}, []int{all[0].B, all[1].B, all[2].Targets()})
+	require.Equal(t, []int{2, 0, 1}, all[2].Labels) // items 8, 9, 10
+	require.Nil(t, all[0].Soft)
+}
+
 func TestImageLoaderErrors(t *testing.T) {
 	root := t.TempDir()
 	writeImage(t, root, "a/1.png", 8, 8)
