@@ -37,34 +37,35 @@ func augmentRand(seed uint64, salt uint64, epoch, index int) *rand.Rand {
 }
 
 // Augment sets the per-item training augmentations. The zero value does
-// nothing: the image is only processed.
+// nothing: the image is only processed. JSON names follow timm's train.py
+// flags (--scale, --ratio, --hflip, --reprob) where it has one.
 type Augment struct {
 	// ResizedCrop takes a random crop of the source image, of a relative
 	// area drawn from Scale and an aspect ratio (width/height) drawn
 	// log-uniformly from Ratio, and resizes it to the processor's output
 	// size (torchvision's RandomResizedCrop); it replaces the processor's
 	// resize and centre crop.
-	ResizedCrop bool
-	Scale       [2]float64
-	Ratio       [2]float64
+	ResizedCrop bool       `json:"random_resized_crop"`
+	Scale       [2]float64 `json:"scale"`
+	Ratio       [2]float64 `json:"ratio"`
 	// Padding, when positive, pads the processed-size image with Padding
 	// zeros (black) on each side and takes a random crop of the output
 	// size (torchvision's RandomCrop(size, padding)): the usual
 	// augmentation for 28 × 28 digits and clothes. Ignored with
 	// ResizedCrop.
-	Padding int
+	Padding int `json:"padding"`
 	// FlipProb is the probability of a horizontal flip
 	// (RandomHorizontalFlip's p).
-	FlipProb float64
+	FlipProb float64 `json:"hflip"`
 	// EraseProb is the probability of erasing a random rectangle of
 	// relative area drawn from EraseScale and aspect ratio (height/width)
 	// drawn log-uniformly from EraseRatio (timm's RandomErasing), filled
 	// with 0 or, with EraseNoise, a standard normal value per pixel and
 	// channel (timm's mode "pixel").
-	EraseProb  float64
-	EraseScale [2]float64
-	EraseRatio [2]float64
-	EraseNoise bool
+	EraseProb  float64    `json:"reprob"`
+	EraseScale [2]float64 `json:"erase_scale"`
+	EraseRatio [2]float64 `json:"erase_ratio"`
+	EraseNoise bool       `json:"erase_noise"`
 }
 
 // DefaultAugment is the usual ViT recipe's per-item part: a random resized
@@ -265,14 +266,16 @@ func padCrop(img image.Image, pad, top, left int) image.Image {
 // SwitchProb when both are on, CutMix (a box of flip(x) pasted in, λ
 // corrected to the box's area), λ drawn from Beta(α, α). Targets become
 // soft: λ·onehot(y) + (1−λ)·onehot(flip(y)), each one-hot smoothed by
-// LabelSmoothing (off = s/K, on = 1 − s + s/K).
+// LabelSmoothing (off = s/K, on = 1 − s + s/K). JSON names are timm's
+// train.py flags (--mixup, --cutmix, --mixup-prob, --mixup-switch-prob,
+// --smoothing).
 type Mixup struct {
-	MixupAlpha     float64
-	CutmixAlpha    float64
-	Prob           float64
-	SwitchProb     float64
-	LabelSmoothing float64
-	NumClasses     int
+	MixupAlpha     float64 `json:"mixup"`
+	CutmixAlpha    float64 `json:"cutmix"`
+	Prob           float64 `json:"mixup_prob"`
+	SwitchProb     float64 `json:"mixup_switch_prob"`
+	LabelSmoothing float64 `json:"smoothing"`
+	NumClasses     int     `json:"num_classes"`
 }
 
 // DefaultMixup is DeiT's recipe (timm's train.py defaults for DeiT):
