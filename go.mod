@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/chewxy/hm v1.0.0
+	github.com/disintegration/imaging v1.6.2
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/stretchr/testify v1.10.0
 	github.com/sugarme/tokenizer v0.3.0
