@@ -164,8 +164,10 @@ type LoadOptions struct {
 	ImageSize int
 	// Resample is the method: layers.ResampleHF (the default: every
 	// checkpoint this package reads is in Hugging Face's form, and
-	// transformers' interpolate_pos_encoding is what it would run) or
-	// layers.ResampleTimm.
+	// transformers' interpolate_pos_encoding, with its scale factor, is
+	// what transformers would run on it), layers.ResampleSize (newer
+	// transformers) or layers.ResampleTimm (timm's
+	// resample_abs_pos_embed).
 	Resample layers.ResampleMethod
 	// Model are New's options (dtype, seed, pooling).
 	Model []Option
