@@ -22,8 +22,13 @@ const (
 	// ViTForImageClassification (sequence_output[:, 0, :]) and timm's
 	// global_pool="token". The default.
 	PoolClass Pooling = "cls"
-	// PoolMean averages the N patch tokens' final states, leaving out the
-	// class token: timm's global_pool="avg".
+	// PoolMean averages the N patch tokens' final states (after the final
+	// LayerNorm, vit.layernorm), leaving out the class token. timm's
+	// global_pool="avg" averages too, but by default normalises after
+	// pooling (fc_norm) instead of before; BEiT's and Data2Vec's
+	// use_mean_pooling in transformers do the same. Here the one final
+	// LayerNorm stays where ViTForImageClassification has it, so a
+	// Hugging Face checkpoint loads unchanged under either pooling.
 	PoolMean Pooling = "mean"
 )
 
