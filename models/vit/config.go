@@ -146,6 +146,8 @@ func (c Config) Validate() error {
 		return err
 	}
 	switch {
+	case c.ImageSize < c.PatchSize:
+		return fmt.Errorf("vit config: image_size %d is smaller than one patch (patch_size %d): use larger images or smaller patches", c.ImageSize, c.PatchSize)
 	case c.ImageSize%c.PatchSize != 0:
 		return fmt.Errorf("vit config: image_size %d is not divisible by patch_size %d: choose a patch size that divides the image side, or resize the images to a multiple of it", c.ImageSize, c.PatchSize)
 	case c.HiddenSize%c.NumAttentionHeads != 0:

@@ -351,6 +351,7 @@ func TestConfigValidate(t *testing.T) {
 		want string
 	}{
 		{"patch", func(c *Config) { c.PatchSize = 3 }, "image_size 8 is not divisible by patch_size 3"},
+		{"smaller than a patch", func(c *Config) { c.ImageSize = 2 }, "image_size 2 is smaller than one patch (patch_size 4)"},
 		{"heads", func(c *Config) { c.NumAttentionHeads = 3 }, "hidden_size 16 is not divisible by num_attention_heads 3"},
 		{"zero width", func(c *Config) { c.HiddenSize = 0 }, "hidden_size 0 must be in [1,"},
 		{"zero image", func(c *Config) { c.ImageSize = 0 }, "image_size 0 must be in [1,"},
