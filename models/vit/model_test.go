@@ -27,8 +27,8 @@ func testConfig() Config {
 // TestPresets checks each preset's doc-comment count against the closed
 // form, and the closed form against what New allocates. 86,567,656 is
 // google/vit-base-patch16-224 (ViTForImageClassification, 1000 classes) as
-// tools/pytorch/vit_reference.py's module tree counts it with that
-// checkpoint's config (sum(p.numel() for p in model.parameters())).
+// tools/pytorch/vit_reference.py --count counts it with that checkpoint's
+// config (sum(p.numel() for p in model.parameters())).
 func TestPresets(t *testing.T) {
 	require.Equal(t, int64(86_567_656), Base().NumParams()+769*1000)
 	for _, c := range []struct {

@@ -316,11 +316,26 @@ def resample(path):
     print("wrote %d resampled tables to %s" % (len(out), path))
 
 
+def count_base():
+    """The parameter count models/vit's TestPresets checks: ViT-B/16 at 224
+    (google/vit-base-patch16-224's config) with its 1000-class head."""
+    c = OrderedDict(CONFIG)
+    c.update(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+             image_size=224, patch_size=16, num_channels=3, id2label={str(i): str(i) for i in range(1000)})
+    m = ViTForImageClassification(c)
+    print("ViT-B/16: %d parameters, %d in the backbone (ViTModel without its pooler)"
+          % (sum(p.numel() for p in m.parameters()), sum(p.numel() for p in m.vit.parameters())))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="models/vit/testdata/parity")
     ap.add_argument("--resample", default="layers/testdata/resample_positions.safetensors")
+    ap.add_argument("--count", action="store_true", help="only print ViT-B/16's parameter count")
     args = ap.parse_args()
+    if args.count:
+        count_base()
+        return
     resample(args.resample)
     parity(args.out)
 
