@@ -37,11 +37,10 @@ const ModelType = "vit"
 //     image_size or patch_size that is a pair rather than one number, a
 //     problem_type other than single_label_classification, a non-empty
 //     pruned_heads;
-//   - kept: every other key (encoder_stride, pooler_output_size,
-//     pooler_act, torch_dtype, transformers_version, …) goes to Extra, and
-//     Save writes it back. encoder_stride and the pooler keys only shape
-//     heads this package does not build (ViTForMaskedImageModeling's
-//     decoder, ViTModel's pooler).
+//   - kept: every other key (pooler_output_size, pooler_act, torch_dtype,
+//     transformers_version, …) goes to Extra, and Save writes it back. The
+//     pooler keys, like encoder_stride, only shape heads this package does
+//     not build (ViTModel's pooler, ViTForMaskedImageModeling's decoder).
 //
 // model_type must be "vit"; architectures and label2id are written from
 // what Save saves, not kept.
@@ -65,6 +64,11 @@ type Config struct {
 	// QKVBias puts biases on the query, key and value projections; it must
 	// be true (every published ViT has them).
 	QKVBias bool `json:"qkv_bias"`
+	// EncoderStride is inert here: only transformers'
+	// ViTForMaskedImageModeling reads it (its decoder's pixel shuffle). It
+	// is kept so that a config.json is written back as read; presets set
+	// it to patch_size.
+	EncoderStride int `json:"encoder_stride"`
 	// ID2Label names the classes of an image classifier, by id ("0", "1", …).
 	ID2Label map[string]string `json:"id2label,omitempty"`
 	// Extra holds the config.json keys this Config does not model, as read
@@ -72,13 +76,12 @@ type Config struct {
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
-// defaults are ViTConfig's defaults, which are google/vit-base-patch16-224's
-// (encoder_stride 16 is kept in Extra).
+// defaults are ViTConfig's defaults, which are google/vit-base-patch16-224's.
 func defaults() Config {
 	return Config{
 		HiddenSize: 768, NumHiddenLayers: 12, NumAttentionHeads: 12, IntermediateSize: 3072,
 		HiddenAct: "gelu", InitializerRange: 0.02, LayerNormEps: 1e-12,
-		ImageSize: 224, PatchSize: 16, NumChannels: 3, QKVBias: true,
+		ImageSize: 224, PatchSize: 16, NumChannels: 3, QKVBias: true, EncoderStride: 16,
 	}
 }
 
@@ -117,7 +120,7 @@ func Tiny() Config { return sized(12, 192, 3, 768) }
 // are 0, as ViTConfig's; regularise with augmentation or set them.
 func Fashion() Config {
 	c := sized(6, 128, 4, 512)
-	c.ImageSize, c.PatchSize, c.NumChannels = 28, 4, 1
+	c.ImageSize, c.PatchSize, c.NumChannels, c.EncoderStride = 28, 4, 1, 4
 	return c
 }
 
@@ -160,6 +163,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("vit config: layer_norm_eps %g must be positive", c.LayerNormEps)
 	case !(c.InitializerRange >= 0) || math.IsInf(c.InitializerRange, 1):
 		return fmt.Errorf("vit config: initializer_range %g must be finite and not negative", c.InitializerRange)
+	case c.EncoderStride < 0:
+		return fmt.Errorf("vit config: encoder_stride %d must not be negative", c.EncoderStride)
 	case !c.QKVBias:
 		return fmt.Errorf("vit config: qkv_bias false is not supported: zoo's ViT has biases on the query, key and value projections; use a checkpoint with qkv_bias true")
 	}

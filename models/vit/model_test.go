@@ -411,7 +411,8 @@ func TestConfigJSON(t *testing.T) {
 	require.Equal(t, 1e-12, cfg.LayerNormEps, "a default")
 	require.True(t, cfg.QKVBias, "a default")
 	require.Equal(t, map[string]string{"0": "cat", "1": "dog"}, cfg.ID2Label)
-	require.ElementsMatch(t, []string{"encoder_stride", "pooler_act", "pooler_output_size", "torch_dtype", "transformers_version"}, slices.Collect(maps.Keys(cfg.Extra)))
+	require.Equal(t, 4, cfg.EncoderStride)
+	require.ElementsMatch(t, []string{"pooler_act", "pooler_output_size", "torch_dtype", "transformers_version"}, slices.Collect(maps.Keys(cfg.Extra)))
 	out, err := json.Marshal(cfg)
 	require.NoError(t, err)
 	var back map[string]any
