@@ -161,6 +161,13 @@ type LoadOptions struct {
 	// ImageSize, when not 0 and not the checkpoint's image_size, builds the
 	// model for images of this side and resamples the checkpoint's position
 	// embeddings to the new grid (layers.ResamplePositions), by Resample.
+	// With the default method the model computes what transformers
+	// computes when the checkpoint runs on images of that size with
+	// interpolate_pos_encoding=True (transformers resamples on every
+	// forward pass; here it is done once, at load, and saved so).
+	// transformers' from_pretrained(image_size=…,
+	// ignore_mismatched_sizes=True) would instead initialise new position
+	// embeddings.
 	ImageSize int
 	// Resample is the method: layers.ResampleHF (the default: every
 	// checkpoint this package reads is in Hugging Face's form, and
