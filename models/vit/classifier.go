@@ -2,6 +2,7 @@ package vit
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"gorgonia.org/gorgonia"
@@ -135,4 +136,51 @@ func SoftCrossEntropy(logits, targets *gorgonia.Node) (*gorgonia.Node, error) {
 		scale = gorgonia.NewConstant(-1 / b)
 	}
 	return gorgonia.Mul(sum, scale)
+}
+
+// Probabilities runs the classifier on b images, pixels (B, C, S, S)
+// row-major and normalised as in training, without dropout, and returns
+// each image's class probabilities (softmax of the logits), B rows of
+// len(Labels): what a top-k prediction reads.
+func (c *ForImageClassification) Probabilities(pixels []float32, b int) ([][]float64, error) {
+	cfg := c.Config
+	if b <= 0 || len(pixels) != b*cfg.NumChannels*cfg.ImageSize*cfg.ImageSize {
+		return nil, fmt.Errorf("vit classifier: %d pixel values are not %d images of %d×%d×%d", len(pixels), b, cfg.NumChannels, cfg.ImageSize, cfg.ImageSize)
+	}
+	g := c.Store.NewGraph()
+	px := g.Input("pixel_values", b, cfg.NumChannels, cfg.ImageSize, cfg.ImageSize)
+	copyFloats(px, pixels)
+	logits, err := c.Logits(g, px)
+	if err != nil {
+		return nil, err
+	}
+	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		return nil, fmt.Errorf("vit classifier: %w", err)
+	}
+	z, err := layers.Float64s(logits.Value())
+	if err != nil {
+		return nil, fmt.Errorf("vit classifier: %w", err)
+	}
+	k := len(c.Labels)
+	out := make([][]float64, b)
+	for i := range out {
+		row := z[i*k : (i+1)*k]
+		top := math.Inf(-1)
+		for _, v := range row {
+			top = max(top, v)
+		}
+		p := make([]float64, k)
+		var s float64
+		for j, v := range row {
+			p[j] = math.Exp(v - top)
+			s += p[j]
+		}
+		for j := range p {
+			p[j] /= s
+		}
+		out[i] = p
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package vit
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -251,4 +252,30 @@ func TestFamily(t *testing.T) {
 	s, err := ck.Family.Describe(parityDir)
 	require.NoError(t, err)
 	require.Equal(t, "ViT: 2 layers, 2 heads, 16 wide, 32 inner, 8×8×3 images in 4×4 patches (5 tokens); ViTForImageClassification, 3 labels", s)
+}
+
+// Probabilities are the softmax of the reference logits.
+func TestProbabilities(t *testing.T) {
+	gold := readGolden(t)
+	c, err := LoadClassifier(parityDir, StoreOption(layers.WithDtype(tensor.Float64)))
+	require.NoError(t, err)
+	px := gold.floats("pixel_values")
+	p32 := make([]float32, len(px))
+	for i, v := range px {
+		p32[i] = float32(v)
+	}
+	probs, err := c.Probabilities(p32, 2)
+	require.NoError(t, err)
+	z := gold.floats("logits")
+	for i, row := range probs {
+		var s float64
+		for j := range row {
+			s += math.Exp(z[i*3+j])
+		}
+		for j, p := range row {
+			require.InDelta(t, math.Exp(z[i*3+j])/s, p, 1e-6) // pixels rounded to float32
+		}
+	}
+	_, err = c.Probabilities(p32[:7], 2)
+	require.ErrorContains(t, err, "7 pixel values are not 2 images of 3×8×8")
 }
