@@ -172,3 +172,207 @@ func (s *Sinusoidal) ForwardInput(g *Graph, x *gorgonia.Node, p *PositionInput) 
 	}
 	return ops.AddBroadcast(x, p.Node)
 }
+
+// ResampleMethod is how ResamplePositions interpolates a grid of learned
+// position embeddings to another grid. All three are torch's bicubic
+// (torch.nn.functional.interpolate, mode="bicubic", align_corners=False),
+// called as a peer calls it; they differ in the sampling positions and the
+// kernel.
+type ResampleMethod string
+
+// The methods.
+const (
+	// ResampleHF is Hugging Face transformers' ViTEmbeddings.
+	// interpolate_pos_encoding as it long was (modeling_vit.py, up to the
+	// releases of mid-2024): F.interpolate(scale_factor=((h+0.1)/√N,
+	// (w+0.1)/√N)), the 0.1 added "to avoid floating point error" (DINO,
+	// facebookresearch/dino#8). The output is ⌊h0·sf⌋ = h rows, but torch
+	// samples at src = (dst+0.5)/sf − 0.5 with the given sf, not at h0/h:
+	// the grid is very slightly stretched.
+	ResampleHF ResampleMethod = "hf"
+	// ResampleSize is F.interpolate(size=(h, w)), plain bicubic (Keys'
+	// cubic with A = −0.75) sampled at src = (dst+0.5)·h0/h − 0.5: newer
+	// transformers' interpolate_pos_encoding (which passes
+	// size=(new_height, new_width)).
+	ResampleSize ResampleMethod = "size"
+	// ResampleTimm is timm's resample_abs_pos_embed (timm/layers/
+	// pos_embed.py) with its defaults: F.interpolate(size=(h, w),
+	// mode="bicubic", antialias=True), torch's anti-aliased bicubic, a
+	// normalised separable filter with A = −0.5 whose support widens by
+	// h0/h when shrinking (as PIL's resize).
+	ResampleTimm ResampleMethod = "timm"
+)
+
+// Validate reports a method that is none of the three.
+func (m ResampleMethod) Validate() error {
+	switch m {
+	case ResampleHF, ResampleSize, ResampleTimm:
+		return nil
+	}
+	return fmt.Errorf("resample method %q must be %q, %q or %q", m, ResampleHF, ResampleSize, ResampleTimm)
+}
+
+// ResamplePositions resamples learned position embeddings laid out as
+// (prefix + h0·w0, dim), row-major (a ViT's position_embeddings without
+// its leading 1): the first prefix rows (the class token's) are kept as
+// they are, and the h0×w0 grid of the rest is interpolated, each of the
+// dim channels as an image, to h×w by method. It returns
+// (prefix + h·w, dim) values. timm's resample_abs_pos_embed
+// (timm/layers/pos_embed.py) is this function with ResampleTimm.
+func ResamplePositions(v []float64, h0, w0, dim, prefix, h, w int, method ResampleMethod) ([]float64, error) {
+	if err := method.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case h0 <= 0 || w0 <= 0 || h <= 0 || w <= 0 || dim <= 0 || prefix < 0:
+		return nil, fmt.Errorf("resample positions: grids %d×%d → %d×%d, dim %d and prefix %d must be positive", h0, w0, h, w, dim, prefix)
+	case len(v) != (prefix+h0*w0)*dim:
+		return nil, fmt.Errorf("resample positions: %d values are not (%d + %d×%d) × %d", len(v), prefix, h0, w0, dim)
+	case (h0 != w0) && method == ResampleHF:
+		// transformers reshapes to (√N, √N): only square grids.
+		return nil, fmt.Errorf("resample positions: %q resamples square grids only (transformers reshapes to √N × √N), got %d×%d", method, h0, w0)
+	}
+	out := make([]float64, (prefix+h*w)*dim)
+	copy(out, v[:prefix*dim])
+	src := make([]float64, h0*w0)
+	for c := 0; c < dim; c++ {
+		for i := range src {
+			src[i] = v[(prefix+i)*dim+c]
+		}
+		var dst []float64
+		switch method {
+		case ResampleHF:
+			// scale_factor = (h + 0.1)/√N: the output size is
+			// ⌊h0·sf⌋, and torch samples with 1/sf.
+			sfH, sfW := (float64(h)+0.1)/float64(h0), (float64(w)+0.1)/float64(w0)
+			if int(float64(h0)*sfH) != h || int(float64(w0)*sfW) != w {
+				return nil, fmt.Errorf("resample positions: scale factors give %d×%d, not %d×%d", int(float64(h0)*sfH), int(float64(w0)*sfW), h, w)
+			}
+			dst = bicubic(src, h0, w0, h, w, 1/sfH, 1/sfW)
+		case ResampleSize:
+			dst = bicubic(src, h0, w0, h, w, float64(h0)/float64(h), float64(w0)/float64(w))
+		case ResampleTimm:
+			dst = bicubicAA(src, h0, w0, h, w)
+		}
+		for i, x := range dst {
+			out[(prefix+i)*dim+c] = x
+		}
+	}
+	return out, nil
+}
+
+// cubicKeys is Keys' cubic convolution kernel with parameter a at |x|
+// (torch's cubic_convolution1 for |x| ≤ 1 and cubic_convolution2 for
+// 1 < |x| < 2, aten/src/ATen/native/UpSample.h).
+func cubicKeys(x, a float64) float64 {
+	x = math.Abs(x)
+	switch {
+	case x <= 1:
+		return ((a+2)*x-(a+3))*x*x + 1
+	case x < 2:
+		return ((a*x-5*a)*x+8*a)*x - 4*a
+	}
+	return 0
+}
+
+// bicubic is torch's upsample_bicubic2d with align_corners=False
+// (aten/src/ATen/native/UpSampleBicubic2d.cpp): output pixel (y, x) reads
+// the 4×4 input pixels around the source position
+// area_pixel_compute_source_index(scale, dst) = (dst + 0.5)·scale − 0.5
+// (not clamped, for cubic), weighted by Keys' cubic with A = −0.75 at the
+// fractional offset, each index clamped to the image
+// (upsample_get_value_bounded). scaleH and scaleW are input/output sizes,
+// or 1/scale_factor when one was given. Equal sizes copy, as torch does.
+func bicubic(in []float64, h0, w0, h, w int, scaleH, scaleW float64) []float64 {
+	out := make([]float64, h*w)
+	if h == h0 && w == w0 {
+		copy(out, in)
+		return out
+	}
+	const a = -0.75
+	clamp := func(i, n int) int { return min(max(i, 0), n-1) }
+	coeffs := func(t float64) [4]float64 {
+		return [4]float64{cubicKeys(t+1, a), cubicKeys(t, a), cubicKeys(1-t, a), cubicKeys(2-t, a)}
+	}
+	for y := 0; y < h; y++ {
+		ry := scaleH*(float64(y)+0.5) - 0.5
+		iy := int(math.Floor(ry))
+		cy := coeffs(ry - float64(iy))
+		for x := 0; x < w; x++ {
+			rx := scaleW*(float64(x)+0.5) - 0.5
+			ix := int(math.Floor(rx))
+			cx := coeffs(rx - float64(ix))
+			var s float64
+			for j := 0; j < 4; j++ {
+				row := in[clamp(iy-1+j, h0)*w0:]
+				var r float64
+				for i := 0; i < 4; i++ {
+					r += cx[i] * row[clamp(ix-1+i, w0)]
+				}
+				s += cy[j] * r
+			}
+			out[y*w+x] = s
+		}
+	}
+	return out
+}
+
+// aaWeights are the taps of torch's anti-aliased interpolation of an axis
+// of n0 samples to n (_compute_weights_aa in
+// aten/src/ATen/native/cpu/UpSampleKernel.cpp): output i reads inputs
+// start[i] … start[i]+len(w[i])−1, with weights normalised to sum to 1.
+func aaWeights(n0, n int) (start []int, w [][]float64) {
+	const interp = 4 // taps of the cubic filter
+	scale := float64(n0) / float64(n)
+	support, inv := interp*0.5, 1.0
+	if scale >= 1 {
+		support, inv = interp*0.5*scale, 1/scale
+	}
+	for i := 0; i < n; i++ {
+		center := scale * (float64(i) + 0.5)
+		lo := max(int(center-support+0.5), 0)
+		hi := min(int(center+support+0.5), n0)
+		ws := make([]float64, hi-lo)
+		var total float64
+		for j := range ws {
+			ws[j] = cubicKeys((float64(j+lo)-center+0.5)*inv, -0.5)
+			total += ws[j]
+		}
+		if total != 0 {
+			for j := range ws {
+				ws[j] /= total
+			}
+		}
+		start, w = append(start, lo), append(w, ws)
+	}
+	return start, w
+}
+
+// bicubicAA is torch's _upsample_bicubic2d_aa with align_corners=False:
+// the separable anti-aliased filter of aaWeights, along the width and then
+// the height.
+func bicubicAA(in []float64, h0, w0, h, w int) []float64 {
+	xs, xw := aaWeights(w0, w)
+	ys, yw := aaWeights(h0, h)
+	tmp := make([]float64, h0*w)
+	for y := 0; y < h0; y++ {
+		for x := 0; x < w; x++ {
+			var s float64
+			for j, c := range xw[x] {
+				s += c * in[y*w0+xs[x]+j]
+			}
+			tmp[y*w+x] = s
+		}
+	}
+	out := make([]float64, h*w)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			var s float64
+			for j, c := range yw[y] {
+				s += c * tmp[(ys[y]+j)*w+x]
+			}
+			out[y*w+x] = s
+		}
+	}
+	return out
+}

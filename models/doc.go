@@ -11,6 +11,6 @@
 //     sequence and a head that scores classes, so one fine-tuning pipeline
 //     serves every family.
 //
-// The families themselves live below it: models/gpt, models/seq2seq, and
-// (as their issues land) models/bert and models/vit.
+// The families themselves live below it: models/gpt, models/seq2seq,
+// models/bert and models/vit.
 package models

@@ -1,0 +1,52 @@
+package vit
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// The family as the checkpoint bundle sees it. The shared classification
+// pipeline (models.Classifier) reads text; an image classifier offers the
+// image counterpart (ForImageClassification.ClassLogits on pixels, Loss,
+// and ImageTask for the engine), so NewClassifier and LoadClassifier are
+// left nil here until a pipeline takes images.
+func init() {
+	models.Register(models.Family{
+		Name:       "vit",
+		ModelTypes: []string{ModelType},
+		Describe: func(dir string) (string, error) {
+			c, err := readConfig(dir)
+			if err != nil {
+				return "", err
+			}
+			var a struct {
+				Architectures []string `json:"architectures"`
+			}
+			if err := layers.ReadConfig(dir, &a); err != nil {
+				return "", err
+			}
+			head := "no task head"
+			if len(a.Architectures) > 0 {
+				head = strings.Join(a.Architectures, ", ")
+			}
+			if len(c.ID2Label) > 0 {
+				head += fmt.Sprintf(", %d labels", len(c.ID2Label))
+			}
+			return fmt.Sprintf("ViT: %d layers, %d heads, %d wide, %d inner, %d×%d×%d images in %d×%d patches (%d tokens); %s",
+				c.NumHiddenLayers, c.NumAttentionHeads, c.HiddenSize, c.IntermediateSize, c.ImageSize, c.ImageSize, c.NumChannels,
+				c.PatchSize, c.PatchSize, c.NumPatches()+1, head), nil
+		},
+	})
+}
+
+// Decay reports whether a parameter gets weight decay, as timm's
+// VisionTransformer.no_weight_decay and its optimizer factory
+// (param_groups_weight_decay) decide: matrices do, except the class token
+// and the position embeddings; biases and LayerNorms (one dim) never do.
+func (m *Model) Decay(name string, shape []int) bool {
+	return train.NoDecayOf(m.ClassToken.Token.Name, m.PositionEmbeddings.Name)(name, shape)
+}

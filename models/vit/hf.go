@@ -1,0 +1,328 @@
+package vit
+
+// This file is the one place that knows how Hugging Face stores ViT.
+// Parameter names are already transformers' keys; what differs is:
+//   - ViTModel checkpoints (the bare backbone) have no "vit." prefix, and
+//     carry a pooler (pooler.dense), which ViTForImageClassification does
+//     not build: it is dropped;
+//   - ViTForMaskedImageModeling checkpoints carry
+//     vit.embeddings.mask_token and a decoder (decoder.*): dropped;
+//   - a checkpoint of one head loads into another, or into a classifier of
+//     other labels (timm's reset_classifier): the file's head tensors the
+//     model does not use are dropped and the model's head tensors the file
+//     lacks keep their initial values, and both are reported (LoadReport);
+//   - a checkpoint loads at another image_size with its position
+//     embeddings resampled (LoadOptions), also reported.
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+)
+
+// LoadReport says how a checkpoint was fitted to a model: the checkpoint
+// keys it dropped and the parameters it created (left at their initial
+// values), Dropped sorted and Created in the model's order; and, when the
+// checkpoint was read at another image size, how its position embeddings
+// were resampled (Resampled, "" otherwise).
+type LoadReport struct {
+	Dropped, Created []string
+	Resampled        string
+}
+
+// hfKeys maps ViT checkpoint keys to the model's parameter names.
+type hfKeys struct {
+	store *layers.Store
+	// heads lets a checkpoint of another head load (see LoadReport);
+	// otherwise every tensor must match, as when resuming.
+	heads bool
+	// newHead drops the checkpoint's classifier: the model's is new.
+	newHead bool
+	// positions, when not nil, receives the checkpoint's position
+	// embeddings instead of loading them (they are resampled).
+	positions *capturedTensor
+	seen      map[string]bool // parameter names the file provides
+	dropped   []string
+}
+
+type capturedTensor struct {
+	shape  []int
+	values []float64
+}
+
+const positionKey = "vit.embeddings.position_embeddings"
+
+func isBackbone(name string) bool { return strings.HasPrefix(name, "vit.") }
+
+// FromFile implements layers.KeyMap.
+func (k *hfKeys) FromFile(key string) (name string, transpose, skip bool) {
+	name = key
+	for _, p := range []string{"embeddings.", "encoder.", "layernorm.", "pooler."} {
+		if strings.HasPrefix(key, p) { // a ViTModel checkpoint: no "vit." prefix
+			name = "vit." + key
+		}
+	}
+	if name == positionKey && k.positions != nil {
+		return "", false, true // CheckSkipped captures it
+	}
+	_, ours := k.store.Param(name)
+	if k.heads && (!ours || k.newHead && strings.HasPrefix(name, "classifier.")) {
+		k.dropped = append(k.dropped, key)
+		return "", false, true
+	}
+	if k.seen != nil {
+		k.seen[name] = true
+	}
+	return name, false, false
+}
+
+// CheckSkipped implements layers.SkipChecker: it captures the position
+// embeddings to resample.
+func (k *hfKeys) CheckSkipped(key string, shape []int, values []float64) error {
+	if k.positions != nil && (key == positionKey || "vit."+key == positionKey) {
+		k.positions.shape, k.positions.values = slices.Clone(shape), values
+	}
+	return nil
+}
+
+// ToFile implements layers.KeyMap: the keys are the parameter names, as
+// ViTForImageClassification's save_pretrained writes them.
+func (k *hfKeys) ToFile(name string) (key string, transpose bool) { return name, false }
+
+// Optional implements layers.OptionalKeys: when fitting another head, the
+// model's head parameters may be absent; when resampling, the position
+// embeddings are not loaded by key.
+func (k *hfKeys) Optional(name string) bool {
+	return k.heads && !isBackbone(name) || k.positions != nil && name == positionKey
+}
+
+// load reads path into the store through k and reports what was fitted.
+func (k *hfKeys) load(path string) (LoadReport, error) {
+	k.seen = map[string]bool{}
+	if err := k.store.LoadMapped(path, k); err != nil {
+		return LoadReport{}, fmt.Errorf("vit: %w", err)
+	}
+	var r LoadReport
+	for _, p := range k.store.Params() {
+		if !k.seen[p.Name] && !(k.positions != nil && p.Name == positionKey) {
+			r.Created = append(r.Created, p.Name)
+		}
+	}
+	r.Dropped = slices.Clone(k.dropped)
+	sort.Strings(r.Dropped)
+	return r, nil
+}
+
+// architecture is transformers' class for the model's heads.
+func (m *Model) architecture() string {
+	if _, ok := m.Store.Param("classifier.weight"); ok {
+		return archClassifier
+	}
+	return archModel
+}
+
+// savedConfig writes a Config with the architecture Save wrote.
+type savedConfig struct {
+	c    Config
+	arch string
+}
+
+func (s savedConfig) MarshalJSON() ([]byte, error) { return s.c.marshal(s.arch) }
+
+// Save writes the model, with its head if it has one, as a Hugging Face
+// ViT checkpoint: dir/config.json (architectures naming the head class)
+// and dir/model.safetensors, each written atomically. The pooling is not
+// saved (see Model).
+func (m *Model) Save(dir string) error {
+	if err := m.Config.checkExtra(); err != nil {
+		return fmt.Errorf("vit: save: %w", err)
+	}
+	if err := models.SaveModel(dir, savedConfig{m.Config, m.architecture()}, m.Store, &hfKeys{store: m.Store}); err != nil {
+		return fmt.Errorf("vit: %w", err)
+	}
+	return nil
+}
+
+// LoadWeights reads a model.safetensors written by Save (or by
+// transformers for the same head) into the model, strictly: every
+// parameter must be in the file and every tensor must fit.
+func (m *Model) LoadWeights(path string) error {
+	_, err := (&hfKeys{store: m.Store}).load(path)
+	return err
+}
+
+// LoadOptions set how a checkpoint is read.
+type LoadOptions struct {
+	// ImageSize, when not 0 and not the checkpoint's image_size, builds the
+	// model for images of this side and resamples the checkpoint's position
+	// embeddings to the new grid (layers.ResamplePositions), by Resample.
+	// With the default method the model computes what transformers
+	// computes when the checkpoint runs on images of that size with
+	// interpolate_pos_encoding=True (transformers resamples on every
+	// forward pass; here it is done once, at load, and saved so).
+	// transformers' from_pretrained(image_size=…,
+	// ignore_mismatched_sizes=True) would instead initialise new position
+	// embeddings.
+	ImageSize int
+	// Resample is the method: layers.ResampleHF (the default: every
+	// checkpoint this package reads is in Hugging Face's form, and
+	// transformers' interpolate_pos_encoding, with its scale factor, is
+	// what transformers would run on it), layers.ResampleSize (newer
+	// transformers) or layers.ResampleTimm (timm's
+	// resample_abs_pos_embed).
+	Resample layers.ResampleMethod
+	// Model are New's options (dtype, seed, pooling).
+	Model []Option
+}
+
+func readConfig(dir string) (Config, error) {
+	var cfg Config
+	if err := models.ReadConfig(dir, "vit", &cfg); err != nil {
+		return cfg, fmt.Errorf("vit: %w", err)
+	}
+	return cfg, nil
+}
+
+// load reads dir into a model built by build from dir's config (at
+// o.ImageSize if set), fitting heads as k says.
+func (o LoadOptions) load(dir string, build func(Config) (*Model, *hfKeys, error)) (LoadReport, error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return LoadReport{}, err
+	}
+	old := cfg
+	if o.Resample != "" {
+		if err := o.Resample.Validate(); err != nil {
+			return LoadReport{}, fmt.Errorf("vit: %w", err)
+		}
+	}
+	if o.ImageSize != 0 {
+		cfg.ImageSize = o.ImageSize
+	}
+	m, k, err := build(cfg)
+	if err != nil {
+		return LoadReport{}, err
+	}
+	resample := cfg.ImageSize != old.ImageSize
+	if resample {
+		if old.PatchSize == 0 || old.ImageSize%old.PatchSize != 0 {
+			return LoadReport{}, fmt.Errorf("vit: %s: image_size %d is not divisible by patch_size %d", dir, old.ImageSize, old.PatchSize)
+		}
+		k.positions = &capturedTensor{}
+	}
+	r, err := k.load(filepath.Join(dir, models.WeightsFile))
+	if err != nil || !resample {
+		return r, err
+	}
+	if k.positions.values == nil {
+		return r, fmt.Errorf("vit: %s has no %s to resample", filepath.Join(dir, models.WeightsFile), positionKey)
+	}
+	method := o.Resample
+	if method == "" {
+		method = layers.ResampleHF
+	}
+	g0, g1 := old.ImageSize/old.PatchSize, cfg.ImageSize/cfg.PatchSize
+	want := []int{1, g0*g0 + 1, cfg.HiddenSize}
+	if !slices.Equal(k.positions.shape, want) {
+		return r, fmt.Errorf("vit: %s: %s is %v, but image_size %d and patch_size %d make %v", dir, positionKey, k.positions.shape, old.ImageSize, old.PatchSize, want)
+	}
+	v, err := layers.ResamplePositions(k.positions.values, g0, g0, cfg.HiddenSize, 1, g1, g1, method)
+	if err != nil {
+		return r, fmt.Errorf("vit: %w", err)
+	}
+	setValues(m.PositionEmbeddings, v)
+	r.Resampled = fmt.Sprintf("%s resampled from a %d×%d grid (image_size %d) to %d×%d (image_size %d) by %s",
+		positionKey, g0, g0, old.ImageSize, g1, g1, cfg.ImageSize, method)
+	return r, nil
+}
+
+// Load reads the backbone of a ViT checkpoint directory, ours or Hugging
+// Face's, of any head; head tensors are dropped and listed in the report.
+func Load(dir string, o LoadOptions) (*Model, LoadReport, error) {
+	var m *Model
+	r, err := o.load(dir, func(c Config) (*Model, *hfKeys, error) {
+		var err error
+		c.ID2Label = nil
+		if m, err = New(c, o.Model...); err != nil {
+			return nil, nil, err
+		}
+		return m, &hfKeys{store: m.Store, heads: true}, nil
+	})
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	return m, r, nil
+}
+
+// LoadForImageClassification reads a checkpoint of any head into an image
+// classifier for labels. A checkpoint whose id2label names exactly these
+// labels, in order, keeps its classifier; otherwise its classifier (and
+// any other head, a ViTModel's pooler) is dropped and a new one created,
+// as timm's reset_classifier: the report names both.
+func LoadForImageClassification(dir string, labels []string, o LoadOptions) (*ForImageClassification, LoadReport, error) {
+	var c *ForImageClassification
+	r, err := o.load(dir, func(cfg Config) (*Model, *hfKeys, error) {
+		old, err := cfg.Labels()
+		if err != nil {
+			return nil, nil, fmt.Errorf("vit: %s: %w", dir, err)
+		}
+		m, err := New(cfg, o.Model...)
+		if err != nil {
+			return nil, nil, err
+		}
+		if c, err = NewForImageClassification(m, labels); err != nil {
+			return nil, nil, err
+		}
+		return m, &hfKeys{store: m.Store, heads: true, newHead: !slices.Equal(old, labels)}, nil
+	})
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	return c, r, nil
+}
+
+// LoadClassifier reads an image classifier checkpoint (Save's, or
+// transformers' ViTForImageClassification) with the labels of its
+// config.json's id2label, strictly.
+func LoadClassifier(dir string, opts ...Option) (*ForImageClassification, error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.ID2Label) == 0 {
+		return nil, fmt.Errorf("vit: %s has no id2label or num_labels: it is not an image classifier; use LoadForImageClassification with labels", filepath.Join(dir, models.ConfigFile))
+	}
+	labels, err := cfg.Labels()
+	if err != nil {
+		return nil, fmt.Errorf("vit: %s: %w", dir, err)
+	}
+	m, err := New(cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	c, err := NewForImageClassification(m, labels)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// setValues copies v into p, converting to its dtype; len(v) is p's size.
+func setValues(p *layers.Param, v []float64) {
+	switch d := p.Value.Data().(type) {
+	case []float64:
+		copy(d, v)
+	case []float32:
+		for i, x := range v {
+			d[i] = float32(x)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package vit
+
+import (
+	"fmt"
+
+	"github.com/d73a19ff/zoo/models"
+)
+
+// ActivationBytes estimates the float32 buffers of one step of the
+// backbone on B images, in bytes (math.MaxInt64 if it overflows), counted
+// as BERT's and GPT's Config.ActivationBytes count a block, over the
+// T = N+1 tokens: per layer about 16 (B·T·D) tensors, 4 (B·h·T·T)
+// attention tensors and 2 (B·T·I) feed-forward tensors, doubled in
+// training for the gradients; plus the embeddings: the images and their
+// patches 2 (B·C·S²), the projection, class token and positions 4 (B·T·D).
+func (c Config) ActivationBytes(batch int, training bool) int64 {
+	b, tt, d, h, in := int64(batch), int64(c.NumPatches()+1), int64(c.HiddenSize), int64(c.NumAttentionHeads), int64(c.IntermediateSize)
+	px := models.Mul(int64(c.NumChannels), int64(c.ImageSize), int64(c.ImageSize))
+	perLayer := models.Sum(models.Mul(16, b, tt, d), models.Mul(4, b, h, tt, tt), models.Mul(2, b, tt, in))
+	n := models.Sum(models.Mul(int64(c.NumHiddenLayers), perLayer), models.Mul(4, b, tt, d), models.Mul(2, b, px))
+	if training {
+		n = models.Mul(2, n)
+	}
+	return models.Mul(4, n)
+}
+
+// StepBytes estimates the buffers of one training step (training true) or
+// forward pass on B images, in bytes: the backbone's activations and the
+// head's 3 (B, num_labels) scores, softmax and gradient. The second
+// argument, a text length in models.StepEstimator, is ignored: an image's
+// tokens are fixed by image_size and patch_size.
+func (c *ForImageClassification) StepBytes(batch, _ int, training bool) int64 {
+	head := models.Mul(4*3, int64(batch), int64(len(c.Labels)))
+	return models.Sum(c.Config.ActivationBytes(batch, training), head)
+}
+
+// CheckStep reports a batch size whose step would not fit the machine's
+// memory, before any graph is built, naming what to lower.
+func (c *ForImageClassification) CheckStep(batch int, training bool) error {
+	if batch <= 0 {
+		return fmt.Errorf("vit: batch size %d must be positive", batch)
+	}
+	return models.CheckMemory(c.StepBytes(batch, 0, training),
+		fmt.Sprintf("vit: a step of %d images of %d×%d (%d tokens)", batch, c.Config.ImageSize, c.Config.ImageSize, c.Config.NumPatches()+1),
+		"lower the batch size")
+}
