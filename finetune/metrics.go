@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/d73a19ff/zoo/internal/heatmap"
 )
 
 // Confusion is a confusion matrix over K = len(Labels) classes: Counts has
@@ -180,4 +182,29 @@ func table(rows [][]string) string {
 		}
 	}
 	return sb.String()
+}
+
+// WritePNG draws the confusion matrix to path as a PNG, atomically: rows
+// are the true classes, columns the predicted ones, each cell coloured by
+// its share of the row (the class's recall on the diagonal), with the
+// class names on the axes (internal/heatmap). More than heatmap.MaxTokens
+// classes is an error.
+func (c Confusion) WritePNG(path, title string) error {
+	k := len(c.Labels)
+	if k == 0 || k > heatmap.MaxTokens {
+		return fmt.Errorf("finetune: confusion png: %d classes: it draws 1 to %d", k, heatmap.MaxTokens)
+	}
+	w := make([][]float64, k)
+	for t := range w {
+		w[t] = make([]float64, k)
+		_, support, _ := c.class(t)
+		for p := range w[t] {
+			w[t][p] = ratio(c.at(t, p), support)
+		}
+	}
+	f := heatmap.Figure{Title: title, Rows: c.Labels, Cols: c.Labels, Panels: []heatmap.Panel{{Title: "true (rows) × predicted (columns)", Weights: w}}}
+	if err := heatmap.WritePNG(path, f); err != nil {
+		return fmt.Errorf("finetune: confusion png: %w", err)
+	}
+	return nil
 }

@@ -1,0 +1,929 @@
+package finetune
+
+// Image classification with ViT (`zoo finetune vit`): from scratch with a
+// preset, or from a ViT (or ViT-MAE) checkpoint at its own or a new image
+// size; on IDX files, an ImageFolder or a CSV of path,label. The recipe is
+// DeiT's (Touvron et al. 2021, and timm's train.py that implements it):
+// AdamW, warmup then cosine decay, label smoothing, random erasing, mixup
+// and CutMix as options, all seeded and exact across --resume.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/vit"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// ImagesConfig is the configuration of image classification with ViT.
+// Its augmentation keys are datasets.Augment's and datasets.Mixup's (timm's
+// train.py names: hflip, reprob, padding, random_resized_crop, mixup,
+// cutmix, smoothing, …), at the top level.
+type ImagesConfig struct {
+	// InitFrom is a ViT checkpoint (config.json model_type vit, or a
+	// ViT-MAE pretraining checkpoint) whose backbone the classifier starts
+	// from; empty: a new model of the Model preset.
+	InitFrom string `json:"init_from"`
+	// Model is the configuration of a new model (see Preset): fashion
+	// (28×28 grey, patch 4), tiny, small or base (224×224 RGB, patch 16),
+	// or a config .json file.
+	Model string `json:"model"`
+	// ImageSize, when not 0, is the image side: for a new model it
+	// replaces the preset's; for a checkpoint, another size than its own
+	// resamples its position embeddings (PositionResample).
+	ImageSize int `json:"image_size"`
+	// PatchSize and NumChannels, when not 0, replace the preset's (new
+	// models only).
+	PatchSize   int `json:"patch_size"`
+	NumChannels int `json:"num_channels"`
+	// Pool is how the backbone pools: "cls" (the class token, the
+	// default) or "mean" (the patches). It is not saved in config.json;
+	// give it again to zoo eval and zoo classify.
+	Pool string `json:"pool"`
+	// PositionResample is how a checkpoint's position embeddings are
+	// resampled to a new image size: hf (the default), size or timm
+	// (layers.ResampleMethod).
+	PositionResample string `json:"position_resample"`
+
+	// TrainData is an IDX images file (with TrainLabels), an ImageFolder
+	// directory or a CSV of path,label.
+	TrainData   string `json:"train_data"`
+	TrainLabels string `json:"train_labels"`
+	// ValData (with ValLabels for IDX) is scored at each evaluation and at
+	// the end; without it ValFraction of TrainData is held out.
+	ValData     string  `json:"validation_data"`
+	ValLabels   string  `json:"validation_labels"`
+	ValFraction float64 `json:"val_fraction"`
+	// LabelNames names the classes by label id: "fashion-mnist"
+	// (datasets.FashionMNISTLabels), a comma-separated list, or empty: an
+	// IDX set's ids ("0", "1", …), an ImageFolder's folder names, a CSV's
+	// labels.
+	LabelNames string `json:"label_names"`
+	// LabelFraction keeps this fraction of each class of the training
+	// split (datasets.StratifiedSubset): the 1%/10%/100% label
+	// experiments. 1 keeps all.
+	LabelFraction float64 `json:"label_fraction"`
+	// ImageMean and ImageStd normalise pixels scaled to [0, 1]; empty: the
+	// checkpoint's preprocessor_config.json, else an IDX training set's
+	// own statistics, else 0.5 (ViTImageProcessor's default).
+	ImageMean []float64 `json:"image_mean"`
+	ImageStd  []float64 `json:"image_std"`
+	// Workers decode and augment batches ahead of the step.
+	Workers int `json:"workers"`
+	// Schedule is the learning rate after the warmup: "cosine" (DeiT's)
+	// down to MinLR at max_iters, or "linear" to 0.
+	Schedule  string  `json:"lr_schedule"`
+	MinLR     float64 `json:"min_lr"`
+	SaveEvery int     `json:"save_interval"`
+	// Resume continues the run directory's latest checkpoint, exactly.
+	Resume bool `json:"resume"`
+
+	datasets.Augment
+	datasets.Mixup
+	Training
+}
+
+// DefaultImages is the Fashion preset's recipe: batch 128, 3000 steps at
+// peak learning rate 1e-3 (warmup 200, cosine to 1e-5), weight decay 0.05,
+// gradient clip 1, label smoothing 0.1, 10% held out when no validation
+// set is given, 2 loader workers. Augmentations are off; their ranges are
+// datasets.DefaultAugment's and DefaultMixup's, so that one flag turns one
+// on. The run directory, when left empty, is runs/vit-classify.
+func DefaultImages() ImagesConfig {
+	aug := datasets.DefaultAugment()
+	aug.ResizedCrop, aug.FlipProb = false, 0
+	mix := datasets.DefaultMixup(0)
+	mix.MixupAlpha, mix.CutmixAlpha = 0, 0
+	return ImagesConfig{
+		Model: "fashion", Pool: string(vit.PoolClass), ValFraction: 0.1, LabelFraction: 1, Workers: 2,
+		Schedule: "cosine", MinLR: 1e-5, Augment: aug, Mixup: mix,
+		Training: Training{Batch: 128, MaxIters: 3000, LR: 1e-3, Warmup: 200, WeightDecay: 0.05, GradClip: 1, EvalEvery: 500, Seed: 1},
+	}
+}
+
+// ReadImagesConfig reads a JSON config file over base; unknown keys and
+// wrong types are errors.
+func ReadImagesConfig(path string, base ImagesConfig) (ImagesConfig, error) {
+	return jsonconfig.Read(path, base)
+}
+
+// ImagesResult is what an image classification run produced.
+type ImagesResult struct {
+	train.Result
+	// Confusion is on the validation (or test) set with the final weights.
+	Confusion Confusion
+	// ConfusionPNG is the confusion matrix drawn in the run directory.
+	ConfusionPNG string
+	// TrainImagesPerSec is the training throughput of this run's steps
+	// (forward, backward, AdamW, and any wait for data);
+	// InferImagesPerSec the forward throughput of the final evaluation.
+	TrainImagesPerSec, InferImagesPerSec float64
+	// DataWait is how long the steps waited for the loader in all, over
+	// DataBatches batches.
+	DataWait    time.Duration
+	DataBatches int
+}
+
+// mixing reports whether mixup or CutMix is on.
+func (c ImagesConfig) mixing() bool { return c.MixupAlpha > 0 || c.CutmixAlpha > 0 }
+
+// augmenting reports whether a per-item augmentation is on.
+func (c ImagesConfig) augmenting() bool {
+	return c.ResizedCrop || c.Padding > 0 || c.FlipProb > 0 || c.EraseProb > 0
+}
+
+// check reports the settings that cannot run, naming their keys.
+func (c ImagesConfig) check() error {
+	switch {
+	case c.TrainData == "":
+		return fmt.Errorf("finetune: train_data is required: IDX images (with train_labels), an ImageFolder directory or a CSV of path,label")
+	case c.Batch <= 0 || c.MaxIters <= 0:
+		return fmt.Errorf("finetune: batch_size %d and max_iters %d must be positive", c.Batch, c.MaxIters)
+	case c.ValData == "" && !(c.ValFraction > 0 && c.ValFraction < 1):
+		return fmt.Errorf("finetune: val_fraction %g must be in (0, 1) when no validation_data is given", c.ValFraction)
+	case !(c.LabelFraction > 0 && c.LabelFraction <= 1):
+		return fmt.Errorf("finetune: label_fraction %g must be in (0, 1]", c.LabelFraction)
+	case c.Schedule != "cosine" && c.Schedule != "linear":
+		return fmt.Errorf("finetune: lr_schedule %q: want cosine or linear", c.Schedule)
+	case c.Workers < 0 || c.SaveEvery < 0 || c.Warmup < 0 || c.EvalEvery < 0:
+		return fmt.Errorf("finetune: workers %d, save_interval %d, warmup_iters %d and eval_interval %d must not be negative", c.Workers, c.SaveEvery, c.Warmup, c.EvalEvery)
+	case c.ImageSize < 0 || c.PatchSize < 0 || c.NumChannels < 0:
+		return fmt.Errorf("finetune: image_size %d, patch_size %d and num_channels %d must not be negative", c.ImageSize, c.PatchSize, c.NumChannels)
+	case c.InitFrom != "" && (c.PatchSize != 0 || c.NumChannels != 0):
+		return fmt.Errorf("finetune: patch_size and num_channels are the checkpoint's (init_from %s); drop them", c.InitFrom)
+	case c.Pool != "" && c.Pool != string(vit.PoolClass) && c.Pool != string(vit.PoolMean):
+		return fmt.Errorf("finetune: pool %q: want cls or mean", c.Pool)
+	case c.TrainLabels != "" && c.ValData != "" && c.ValLabels == "" || c.ValLabels != "" && c.ValData == "":
+		return fmt.Errorf("finetune: IDX validation_data needs validation_labels, and validation_labels needs validation_data")
+	}
+	if c.PositionResample != "" {
+		if err := layers.ResampleMethod(c.PositionResample).Validate(); err != nil {
+			return fmt.Errorf("finetune: position_resample: %w", err)
+		}
+	}
+	if !(c.LabelSmoothing >= 0 && c.LabelSmoothing < 1) {
+		return fmt.Errorf("finetune: smoothing %g must be in [0, 1)", c.LabelSmoothing)
+	}
+	if err := c.Augment.Validate(); err != nil {
+		return fmt.Errorf("finetune: %w", err)
+	}
+	if c.mixing() {
+		m := c.Mixup
+		m.NumClasses = 2
+		if err := m.Validate(); err != nil {
+			return fmt.Errorf("finetune: %w", err)
+		}
+	}
+	return nil
+}
+
+// Preset is the model configuration for a new ViT: a preset name, fashion
+// (vit.Fashion), tiny, small or base, or a JSON file of ViTConfig keys
+// (ending in .json), whose keys left out are the Fashion preset's.
+func Preset(name string) (vit.Config, error) {
+	switch name {
+	case "fashion", "":
+		return vit.Fashion(), nil
+	case "tiny":
+		return vit.Tiny(), nil
+	case "small":
+		return vit.Small(), nil
+	case "base":
+		return vit.Base(), nil
+	}
+	if strings.HasSuffix(strings.ToLower(name), ".json") {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return vit.Config{}, fmt.Errorf("finetune: model: %w", err)
+		}
+		c := vit.Fashion()
+		if err := json.Unmarshal(b, &c); err != nil {
+			return vit.Config{}, fmt.Errorf("finetune: model %s: %w", name, err)
+		}
+		c.ID2Label = nil
+		return c, nil
+	}
+	return vit.Config{}, fmt.Errorf("finetune: model %q: want fashion, tiny, small, base or a ViT config .json file", name)
+}
+
+// ParseLabelNames reads a label_names value: "fashion-mnist", a
+// comma-separated list, or "" (nil: the data set's own names).
+func ParseLabelNames(s string) ([]string, error) {
+	switch s = strings.TrimSpace(s); s {
+	case "":
+		return nil, nil
+	case "fashion-mnist":
+		return slices.Clone(datasets.FashionMNISTLabels), nil
+	}
+	names := strings.Split(s, ",")
+	seen := map[string]bool{}
+	for i, n := range names {
+		names[i] = strings.TrimSpace(n)
+		if names[i] == "" || seen[names[i]] {
+			return nil, fmt.Errorf("label_names %q: name %d is empty or repeated: give distinct names separated by commas, or fashion-mnist", s, i+1)
+		}
+		seen[names[i]] = true
+	}
+	return names, nil
+}
+
+// OpenImageData opens a labelled image set: IDX images with an IDX labels
+// file (labels not empty), an ImageFolder directory, or a CSV of
+// path,label. names, when not nil, are the class names by id: an IDX
+// set's ids index them, a CSV's labels are among them, an ImageFolder's
+// folders are among them (mapped to their ids). what names the setting for
+// errors ("train_data"). minSize is the smallest image side (the patch).
+func OpenImageData(path, labels string, names []string, minSize int, what string) (datasets.ImageSet, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	switch {
+	case labels != "":
+		s, err := datasets.OpenIDX(path, labels, names)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", what, path, err)
+		}
+		return s, nil
+	case st.IsDir():
+		s, err := datasets.OpenImageFolder(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		s.Decode.MinSize = minSize
+		if names == nil {
+			return s, nil
+		}
+		return relabel(s, names, what+" "+path)
+	case strings.EqualFold(filepath.Ext(path), ".csv"):
+		s, err := datasets.ReadImageCSV(path, names)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		s.Decode.MinSize = minSize
+		return s, nil
+	case isIDXName(path):
+		return nil, fmt.Errorf("%s %s looks like IDX images: give its labels file too (the IDX labels flag, e.g. --train-labels)", what, path)
+	}
+	return nil, fmt.Errorf("%s %s: unsupported data: give IDX images with their labels file, an ImageFolder directory (a folder per class) or a .csv of path,label", what, path)
+}
+
+func isIDXName(p string) bool {
+	b := strings.ToLower(filepath.Base(p))
+	return strings.Contains(b, "idx") || strings.Contains(b, "ubyte")
+}
+
+// relabelled is an ImageSet whose label ids are mapped to another list of
+// names: ids[l] is the new id of the set's label l.
+type relabelled struct {
+	datasets.ImageSet
+	names []string
+	ids   []int
+}
+
+// relabel maps set's class names to their ids in names; a class of set
+// not in names is an error.
+func relabel(set datasets.ImageSet, names []string, what string) (datasets.ImageSet, error) {
+	if slices.Equal(set.Labels(), names) {
+		return set, nil
+	}
+	ids := make([]int, len(set.Labels()))
+	for i, n := range set.Labels() {
+		if ids[i] = slices.Index(names, n); ids[i] < 0 {
+			return nil, fmt.Errorf("%s: class %q is not among the %d class names %s", what, n, len(names), shortNames(names))
+		}
+	}
+	return &relabelled{ImageSet: set, names: names, ids: ids}, nil
+}
+
+func shortNames(names []string) string {
+	if len(names) > 12 {
+		return strings.Join(names[:12], ", ") + ", …"
+	}
+	return strings.Join(names, ", ")
+}
+
+func (r *relabelled) Labels() []string   { return r.names }
+func (r *relabelled) Label(i int) int    { return r.ids[r.ImageSet.Label(i)] }
+func (r *relabelled) Name(i int) string  { return datasets.ItemName(r.ImageSet, i) }
+func (r *relabelled) Item(i int) (img image.Image, id int, err error) {
+	img, id, err = r.ImageSet.Item(i)
+	if err == nil {
+		id = r.ids[id]
+	}
+	return img, id, err
+}
+
+// splitSet shuffles set's items with the seed and holds out frac of them.
+func splitSet(set datasets.ImageSet, frac float64, seed uint64) (tr, va *datasets.Subset, err error) {
+	n := set.Len()
+	k := max(1, int(math.Round(float64(n)*frac)))
+	if k >= n {
+		return nil, nil, fmt.Errorf("finetune: %d images leave none to train on after holding out val_fraction %g", n, frac)
+	}
+	perm := rand.New(rand.NewPCG(seed, 31)).Perm(n)
+	va = &datasets.Subset{Set: set, Indices: slices.Sorted(slices.Values(perm[:k]))}
+	tr = &datasets.Subset{Set: set, Indices: slices.Sorted(slices.Values(perm[k:]))}
+	return tr, va, nil
+}
+
+// idxStats are the mean and standard deviation of an IDX set's pixels
+// scaled to [0, 1], or ok false for other sets.
+func idxStats(set datasets.ImageSet) (mean, std float64, ok bool) {
+	s, isIDX := set.(*datasets.IDXSet)
+	if !isIDX || len(s.Images.Pix) == 0 {
+		return 0, 0, false
+	}
+	var sum, sq float64
+	for _, v := range s.Images.Pix {
+		x := float64(v) / 255
+		sum += x
+		sq += x * x
+	}
+	n := float64(len(s.Images.Pix))
+	mean = sum / n
+	return mean, math.Sqrt(max(sq/n-mean*mean, 1e-12)), true
+}
+
+// imageData serves the engine: training batches from the loader (resumable
+// through its State), the padded validation batches, and, at each
+// evaluation, a line on how long the steps waited for data.
+type imageData struct {
+	loader *datasets.ImageLoader
+	val    []train.Batch
+	b      int
+	out    io.Writer
+	// waits since the last evaluation: the total, the longest, the
+	// batches served and those that waited over waitedOver.
+	wait, longest time.Duration
+	served, slow  int
+	// all waits of this run
+	total   time.Duration
+	batches int
+}
+
+// waitedOver is the wait that counts a batch as late: handing over a ready
+// batch takes microseconds.
+const waitedOver = time.Millisecond
+
+// toVit turns a loader batch into the task's batch of b rows: a short
+// batch is padded with zero images labelled layers.IgnoreIndex.
+func toVit(ib *datasets.ImageBatch, b int) vit.ImageBatch {
+	if ib.B == b {
+		return vit.ImageBatch{Pixels: ib.Pixels, Labels: ib.Labels, Soft: ib.Soft}
+	}
+	n := ib.C * ib.H * ib.W
+	px := make([]float32, b*n)
+	copy(px, ib.Pixels)
+	labels := make([]int, b)
+	for i := range labels {
+		labels[i] = layers.IgnoreIndex
+	}
+	copy(labels, ib.Labels)
+	return vit.ImageBatch{Pixels: px, Labels: labels}
+}
+
+func (d *imageData) Next() (train.Batch, error) {
+	ib, err := d.loader.Next()
+	if err != nil {
+		return nil, err
+	}
+	d.wait += ib.Wait
+	d.total += ib.Wait
+	d.longest = max(d.longest, ib.Wait)
+	d.served++
+	d.batches++
+	if ib.Wait > waitedOver {
+		d.slow++
+	}
+	return toVit(ib, d.b), nil
+}
+
+// Eval returns the validation batches and reports how long the steps
+// waited for data since the last evaluation.
+func (d *imageData) Eval() ([]train.Batch, error) {
+	if d.served > 0 && d.out != nil {
+		fmt.Fprintf(d.out, "data: %d of the last %d steps waited over %s for their batch; %s waited in all, the longest %s\n",
+			d.slow, d.served, waitedOver, d.wait.Round(time.Microsecond), d.longest.Round(time.Microsecond))
+	}
+	d.wait, d.longest, d.served, d.slow = 0, 0, 0, 0
+	return d.val, nil
+}
+
+func (d *imageData) State() ([]byte, error) { return json.Marshal(d.loader.State()) }
+
+func (d *imageData) Restore(b []byte) error {
+	var st datasets.LoaderState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("image data state %q: %w", b, err)
+	}
+	return d.loader.Restore(st)
+}
+
+// RunClassifyImages trains a ViT image classifier as cfg says and reports
+// accuracy, macro-F1 and the confusion matrix (also drawn to
+// <run_dir>/confusion.png) on the validation set with the final weights,
+// and the training and inference throughput. Every checkpoint holds
+// config.json (with id2label), model.safetensors and
+// preprocessor_config.json.
+func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*ImagesResult, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	names, err := ParseLabelNames(cfg.LabelNames)
+	if err != nil {
+		return nil, fmt.Errorf("finetune: %w", err)
+	}
+	if cfg.InitFrom != "" {
+		ckpt, err := models.Open(cfg.InitFrom)
+		if err != nil {
+			return nil, fmt.Errorf("finetune: init_from: %w", err)
+		}
+		if err := ckpt.Expect("vit"); err != nil {
+			return nil, fmt.Errorf("finetune: init_from: %w", err)
+		}
+	}
+	if cfg.RunDir == "" {
+		cfg.RunDir = filepath.Join("runs", "vit-classify")
+	}
+	// The data first: its class names make the head, and its bad files
+	// are reported before a run directory is touched.
+	patch := cfg.PatchSize
+	if patch == 0 && cfg.InitFrom == "" {
+		p, err := Preset(cfg.Model)
+		if err != nil {
+			return nil, err
+		}
+		patch = p.PatchSize
+	}
+	trainSet, err := OpenImageData(cfg.TrainData, cfg.TrainLabels, names, patch, "train_data")
+	if err != nil {
+		return nil, fmt.Errorf("finetune: %w", err)
+	}
+	labels := trainSet.Labels()
+	var valSet datasets.ImageSet
+	if cfg.ValData != "" {
+		if valSet, err = OpenImageData(cfg.ValData, cfg.ValLabels, labels, patch, "validation_data"); err != nil {
+			return nil, fmt.Errorf("finetune: %w", err)
+		}
+	} else {
+		var tr *datasets.Subset
+		if tr, valSet, err = splitSet(trainSet, cfg.ValFraction, cfg.Seed); err != nil {
+			return nil, err
+		}
+		trainSet = tr
+	}
+	mean, std, measured := idxStats(baseSet(trainSet))
+	if cfg.LabelFraction < 1 {
+		full := trainSet.Len()
+		if trainSet, err = datasets.StratifiedSubset(trainSet, cfg.LabelFraction, cfg.Seed); err != nil {
+			return nil, fmt.Errorf("finetune: label_fraction: %w", err)
+		}
+		fmt.Fprintf(out, "labels: %d of %d training images kept (label_fraction %g, stratified by class)\n", trainSet.Len(), full, cfg.LabelFraction)
+	}
+	if trainSet.Len() < cfg.Batch {
+		return nil, fmt.Errorf("finetune: %d training images for a batch of %d: lower batch_size or use more images", trainSet.Len(), cfg.Batch)
+	}
+
+	clf, proc, from, err := buildImageClassifier(cfg, labels, out)
+	if err != nil {
+		return nil, err
+	}
+	pc := proc.Config
+	switch {
+	case len(cfg.ImageMean) > 0 || len(cfg.ImageStd) > 0:
+		pc.ImageMean, pc.ImageStd = cfg.ImageMean, cfg.ImageStd
+	case cfg.InitFrom != "" && hasProcessor(cfg.InitFrom):
+	case measured:
+		pc.ImageMean, pc.ImageStd = []float64{round4(mean)}, []float64{round4(std)}
+	}
+	if proc, err = datasets.NewImageProcessor(pc, clf.Config.NumChannels); err != nil {
+		return nil, fmt.Errorf("finetune: %w", err)
+	}
+	proc.MinSize = clf.Config.PatchSize
+	if err := clf.CheckStep(cfg.Batch, true); err != nil {
+		return nil, fmt.Errorf("finetune: %w", err)
+	}
+	if err := train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out); err != nil {
+		return nil, err
+	}
+
+	lc := datasets.LoaderConfig{BatchSize: cfg.Batch, Workers: cfg.Workers, Seed: cfg.Seed}
+	if cfg.augmenting() {
+		a := cfg.Augment
+		lc.Augment = &a
+	}
+	if cfg.mixing() {
+		m := cfg.Mixup
+		m.NumClasses = len(labels)
+		lc.Mixup = &m
+	}
+	loader, err := datasets.NewImageLoader(ctx, trainSet, proc, lc)
+	if err != nil {
+		return nil, fmt.Errorf("finetune: %w", err)
+	}
+	defer loader.Close()
+	began := time.Now()
+	evalBatches, err := datasets.LoadAll(ctx, valSet, proc, cfg.Batch, max(cfg.Workers, 1))
+	if err != nil {
+		return nil, fmt.Errorf("finetune: validation: %w", err)
+	}
+	data := &imageData{loader: loader, b: cfg.Batch, out: out}
+	for _, b := range evalBatches {
+		data.val = append(data.val, toVit(b, cfg.Batch))
+	}
+	fmt.Fprintf(out, "data: %d training and %d validation images of %d classes, processed to %d×%d×%d (mean %v, std %v); validation decoded in %s\n",
+		trainSet.Len(), valSet.Len(), len(labels), clf.Config.NumChannels, clf.Config.ImageSize, clf.Config.ImageSize,
+		pc.ImageMean, pc.ImageStd, time.Since(began).Round(time.Millisecond))
+
+	task := &vit.ImageTask{Model: clf, B: cfg.Batch, Soft: cfg.mixing(), SaveExtra: pc.Save}
+	if !cfg.mixing() {
+		task.LabelSmoothing = cfg.LabelSmoothing
+	}
+	sched, err := cfg.schedule()
+	if err != nil {
+		return nil, err
+	}
+	ac := train.DefaultAdamWConfig()
+	ac.WeightDecay = cfg.WeightDecay
+	tr, err := train.New(task, data, train.Config{Steps: cfg.MaxIters, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
+		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched})
+	if err != nil {
+		return nil, err
+	}
+	defer tr.Close()
+	if cfg.Resume {
+		latest, err := train.Latest(cfg.RunDir)
+		if err != nil {
+			return nil, err
+		}
+		if err := tr.Resume(latest); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "resume: from %s at step %d\n", latest, tr.Step())
+	}
+	start := tr.Step()
+	grid := clf.Config.ImageSize / clf.Config.PatchSize
+	fmt.Fprintf(out, "vit classifier: %d parameters, %d layers, %d heads, %d wide; %d×%d images in a %d×%d grid of %d×%d patches, pool %s; %d labels; %s\n",
+		clf.NumParams(), clf.Config.NumHiddenLayers, clf.Config.NumAttentionHeads, clf.Config.HiddenSize,
+		clf.Config.ImageSize, clf.Config.ImageSize, grid, grid, clf.Config.PatchSize, clf.Config.PatchSize, clf.Pooling, len(labels), from)
+	fmt.Fprintf(out, "recipe: batch %d, %d steps, AdamW lr %g (warmup %d, %s), weight decay %g, clip %g; augment %s\n",
+		cfg.Batch, cfg.MaxIters, cfg.LR, cfg.Warmup, cfg.Schedule, cfg.WeightDecay, cfg.GradClip, cfg.describeAugment())
+	res, err := tr.Run(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	r := &ImagesResult{Result: res, DataWait: data.total, DataBatches: data.batches}
+	r.TrainImagesPerSec = stepThroughput(cfg.RunDir, start)
+	pred, truth, secs, err := predictBatches(ctx, clf, evalBatches, cfg.Batch)
+	if err != nil {
+		return nil, err
+	}
+	if r.Confusion, err = NewConfusion(labels, truth, pred); err != nil {
+		return nil, err
+	}
+	r.InferImagesPerSec = float64(len(truth)) / secs
+	r.ConfusionPNG = filepath.Join(cfg.RunDir, "confusion.png")
+	if err := r.Confusion.WritePNG(r.ConfusionPNG, fmt.Sprintf("confusion on %d validation images (rows: true; row-normalised)", len(truth))); err != nil {
+		return nil, err
+	}
+	if clf.Pooling == vit.PoolMean {
+		fmt.Fprintf(out, "note: the model pools by the mean of the patches, which config.json does not record: give --pool mean to zoo eval and zoo classify\n")
+	}
+	return r, nil
+}
+
+// baseSet is the set under subsets (a held-out split), for statistics.
+func baseSet(s datasets.ImageSet) datasets.ImageSet {
+	if sub, ok := s.(*datasets.Subset); ok {
+		return baseSet(sub.Set)
+	}
+	return s
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+func hasProcessor(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, datasets.ProcessorConfigFile))
+	return err == nil
+}
+
+// schedule is the learning rate: linear warmup, then DeiT's cosine (timm's
+// CosineLRScheduler without restarts) down to min_lr, or linear decay to 0.
+func (c ImagesConfig) schedule() (train.Schedule, error) {
+	if c.Schedule == "linear" {
+		return train.WarmupLinear(c.LR, c.Warmup, c.MaxIters)
+	}
+	return train.WarmupCosine(c.LR, min(c.MinLR, c.LR), min(c.Warmup, c.MaxIters-1), c.MaxIters)
+}
+
+// describeAugment lists the augmentations that are on.
+func (c ImagesConfig) describeAugment() string {
+	var on []string
+	if c.ResizedCrop {
+		on = append(on, fmt.Sprintf("random resized crop (scale %g–%g)", c.Scale[0], c.Scale[1]))
+	} else if c.Padding > 0 {
+		on = append(on, fmt.Sprintf("random crop with %d px padding", c.Padding))
+	}
+	if c.FlipProb > 0 {
+		on = append(on, fmt.Sprintf("flip p %g", c.FlipProb))
+	}
+	if c.EraseProb > 0 {
+		on = append(on, fmt.Sprintf("random erasing p %g", c.EraseProb))
+	}
+	if c.MixupAlpha > 0 {
+		on = append(on, fmt.Sprintf("mixup α %g", c.MixupAlpha))
+	}
+	if c.CutmixAlpha > 0 {
+		on = append(on, fmt.Sprintf("cutmix α %g", c.CutmixAlpha))
+	}
+	if c.LabelSmoothing > 0 {
+		on = append(on, fmt.Sprintf("label smoothing %g", c.LabelSmoothing))
+	}
+	if len(on) == 0 {
+		return "none"
+	}
+	return strings.Join(on, ", ")
+}
+
+// buildImageClassifier makes the classifier for labels, new (a preset) or
+// from init_from (fresh weights with scratch), and its image processor's
+// starting settings (size and resampling set; mean and std the
+// checkpoint's or the default). from says where the weights come from.
+func buildImageClassifier(cfg ImagesConfig, labels []string, out io.Writer) (*vit.ForImageClassification, *datasets.ImageProcessor, string, error) {
+	opts := []vit.Option{vit.StoreOption(layers.WithSeed(cfg.Seed)), vit.WithPooling(vit.Pooling(cfg.Pool))}
+	pc := datasets.DefaultProcessorConfig()
+	pc.ImageMean, pc.ImageStd = []float64{0.5}, []float64{0.5} // every channel
+	var clf *vit.ForImageClassification
+	var from string
+	if cfg.InitFrom == "" {
+		c, err := Preset(cfg.Model)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		if cfg.ImageSize > 0 {
+			c.ImageSize = cfg.ImageSize
+		}
+		if cfg.PatchSize > 0 {
+			c.PatchSize, c.EncoderStride = cfg.PatchSize, cfg.PatchSize
+		}
+		if cfg.NumChannels > 0 {
+			c.NumChannels = cfg.NumChannels
+		}
+		m, err := vit.New(c, opts...)
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("finetune: model %s: %w", cfg.Model, err)
+		}
+		if clf, err = vit.NewForImageClassification(m, labels); err != nil {
+			return nil, nil, "", fmt.Errorf("finetune: %w", err)
+		}
+		from = fmt.Sprintf("new weights (the %s preset, seed %d)", cmp(cfg.Model, "fashion"), cfg.Seed)
+	} else {
+		lo := vit.LoadOptions{ImageSize: cfg.ImageSize, Resample: layers.ResampleMethod(cfg.PositionResample), Model: opts}
+		c, rep, err := vit.LoadForImageClassification(cfg.InitFrom, labels, lo)
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("finetune: init_from: %w", err)
+		}
+		if hasProcessor(cfg.InitFrom) {
+			if pc, err = datasets.ReadProcessorConfig(cfg.InitFrom); err != nil {
+				return nil, nil, "", fmt.Errorf("finetune: init_from: %w", err)
+			}
+		}
+		if cfg.Scratch {
+			mc := c.Config
+			mc.ID2Label = nil
+			m, err := vit.New(mc, opts...)
+			if err != nil {
+				return nil, nil, "", fmt.Errorf("finetune: %w", err)
+			}
+			if clf, err = vit.NewForImageClassification(m, labels); err != nil {
+				return nil, nil, "", fmt.Errorf("finetune: %w", err)
+			}
+			from = fmt.Sprintf("fresh weights (scratch, seed %d) in the architecture of %s", cfg.Seed, cfg.InitFrom)
+		} else {
+			clf = c
+			from = "the weights of " + cfg.InitFrom
+			printReport(out, cfg.InitFrom, rep)
+		}
+	}
+	pc.DoResize = true
+	pc.Size = datasets.ImageSize{Height: clf.Config.ImageSize, Width: clf.Config.ImageSize}
+	pc.DoCenterCrop, pc.CropSize = false, nil
+	proc, err := datasets.NewImageProcessor(pc, clf.Config.NumChannels)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("finetune: %w", err)
+	}
+	return clf, proc, from, nil
+}
+
+func cmp(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// printReport says how a checkpoint was fitted to the classifier.
+func printReport(out io.Writer, dir string, r vit.LoadReport) {
+	if len(r.Dropped) > 0 {
+		fmt.Fprintf(out, "init_from %s: dropped %d tensors the classifier does not use: %s\n", dir, len(r.Dropped), shortNames(r.Dropped))
+	}
+	if len(r.Created) > 0 {
+		fmt.Fprintf(out, "init_from %s: created %s (new, initialised)\n", dir, strings.Join(r.Created, ", "))
+	}
+	if r.Resampled != "" {
+		fmt.Fprintf(out, "init_from %s: %s\n", dir, r.Resampled)
+	}
+}
+
+// stepThroughput is images per second over the run's steps after step
+// start, from metrics.jsonl (each step's targets and seconds, waits for
+// data included); 0 if it cannot be read.
+func stepThroughput(dir string, start int) float64 {
+	f, err := os.Open(filepath.Join(dir, train.MetricsFile))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var n, secs float64
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var r struct {
+			Step    int     `json:"step"`
+			Targets int     `json:"targets"`
+			Seconds float64 `json:"seconds"`
+		}
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Step > start {
+			n += float64(r.Targets)
+			secs += r.Seconds
+		}
+	}
+	if secs == 0 {
+		return 0
+	}
+	return n / secs
+}
+
+// predictBatches runs the classifier on the batches (each padded to b
+// rows in one graph) and returns the predicted and true class ids of the
+// real rows, and the seconds the forward passes took.
+func predictBatches(ctx context.Context, clf *vit.ForImageClassification, batches []*datasets.ImageBatch, b int) (pred, truth []int, secs float64, err error) {
+	c := clf.Config
+	g := clf.Store.NewGraph()
+	px := g.Input("pixel_values", b, c.NumChannels, c.ImageSize, c.ImageSize)
+	logits, err := clf.Logits(g, px)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var v gorgonia.Value
+	gorgonia.Read(logits, &v)
+	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	defer vm.Close()
+	k := len(clf.Labels)
+	var took time.Duration
+	for _, ib := range batches {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, 0, fmt.Errorf("finetune: evaluation: %w", err)
+		}
+		vb := toVit(ib, b)
+		if len(vb.Pixels) != b*c.NumChannels*c.ImageSize*c.ImageSize {
+			return nil, nil, 0, fmt.Errorf("finetune: evaluation: a batch of %d×%d×%d images for a model of %d×%d×%d", ib.C, ib.H, ib.W, c.NumChannels, c.ImageSize, c.ImageSize)
+		}
+		setPixels(px, vb.Pixels)
+		t0 := time.Now()
+		if err := vm.RunAll(); err != nil {
+			return nil, nil, 0, fmt.Errorf("finetune: evaluation: %w", err)
+		}
+		took += time.Since(t0)
+		scores, err := layers.Float64s(v)
+		vm.Reset()
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("finetune: evaluation: %w", err)
+		}
+		for i, l := range ib.Labels {
+			row := scores[i*k : (i+1)*k]
+			best := 0
+			for j, s := range row {
+				if s > row[best] {
+					best = j
+				}
+			}
+			pred, truth = append(pred, best), append(truth, l)
+		}
+	}
+	return pred, truth, max(took.Seconds(), 1e-9), nil
+}
+
+func setPixels(n *gorgonia.Node, v []float32) {
+	switch d := n.Value().Data().(type) {
+	case []float32:
+		copy(d, v)
+	case []float64:
+		for i, x := range v {
+			d[i] = float64(x)
+		}
+	}
+}
+
+// ImagesEval is an image classifier's scores on a labelled set.
+type ImagesEval struct {
+	Confusion         Confusion
+	InferImagesPerSec float64
+}
+
+// EvalImages scores the image classifier checkpoint (config.json with
+// id2label, model.safetensors, preprocessor_config.json) on a labelled
+// set (see OpenImageData; an IDX set's ids and a CSV's or ImageFolder's
+// names are the checkpoint's labels): accuracy, macro-F1, the confusion
+// matrix and the forward throughput. pool is the pooling it was trained
+// with ("" is cls).
+func EvalImages(ctx context.Context, checkpoint, data, labels string, batch, workers int, pool string) (ImagesEval, error) {
+	if batch <= 0 || workers < 0 {
+		return ImagesEval{}, fmt.Errorf("eval: batch size %d must be positive and workers %d not negative", batch, workers)
+	}
+	clf, proc, err := LoadImageClassifier(checkpoint, pool)
+	if err != nil {
+		return ImagesEval{}, err
+	}
+	if err := clf.CheckStep(batch, false); err != nil {
+		return ImagesEval{}, fmt.Errorf("eval: %w", err)
+	}
+	set, err := OpenImageData(data, labels, clf.Labels, clf.Config.PatchSize, "data")
+	if err != nil {
+		return ImagesEval{}, fmt.Errorf("eval: %w", err)
+	}
+	if len(set.Labels()) != len(clf.Labels) {
+		return ImagesEval{}, fmt.Errorf("eval: %s has %d classes, the checkpoint %d", data, len(set.Labels()), len(clf.Labels))
+	}
+	batches, err := datasets.LoadAll(ctx, set, proc, batch, max(workers, 1))
+	if err != nil {
+		return ImagesEval{}, fmt.Errorf("eval: %w", err)
+	}
+	pred, truth, secs, err := predictBatches(ctx, clf, batches, batch)
+	if err != nil {
+		return ImagesEval{}, err
+	}
+	conf, err := NewConfusion(clf.Labels, truth, pred)
+	if err != nil {
+		return ImagesEval{}, err
+	}
+	return ImagesEval{Confusion: conf, InferImagesPerSec: float64(len(truth)) / secs}, nil
+}
+
+// LoadImageClassifier reads a ViT image classifier checkpoint and its
+// image processor (preprocessor_config.json; without one,
+// ViTImageProcessor's defaults at the model's image size), with the
+// processor's MinSize set to the patch. pool is the pooling the model was
+// trained with ("" is cls). A checkpoint of another family, or one without
+// labels, is an error saying so.
+func LoadImageClassifier(dir, pool string) (*vit.ForImageClassification, *datasets.ImageProcessor, error) {
+	ckpt, err := models.Open(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ckpt.Expect("vit"); err != nil {
+		return nil, nil, err
+	}
+	if pool == "" {
+		pool = string(vit.PoolClass)
+	}
+	clf, err := vit.LoadClassifier(dir, vit.WithPooling(vit.Pooling(pool)))
+	if err != nil {
+		return nil, nil, err
+	}
+	pc := datasets.DefaultProcessorConfig()
+	pc.Size = datasets.ImageSize{Height: clf.Config.ImageSize, Width: clf.Config.ImageSize}
+	if hasProcessor(dir) {
+		if pc, err = datasets.ReadProcessorConfig(dir); err != nil {
+			return nil, nil, err
+		}
+	}
+	proc, err := datasets.NewImageProcessor(pc, clf.Config.NumChannels)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, datasets.ProcessorConfigFile), err)
+	}
+	if h, w := proc.OutputSize(); h != clf.Config.ImageSize || w != clf.Config.ImageSize {
+		return nil, nil, fmt.Errorf("%s makes %d×%d images, but the model reads %d×%d (image_size): make them agree", filepath.Join(dir, datasets.ProcessorConfigFile), h, w, clf.Config.ImageSize, clf.Config.ImageSize)
+	}
+	proc.MinSize = clf.Config.PatchSize
+	return clf, proc, nil
+}
+
