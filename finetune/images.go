@@ -320,9 +320,9 @@ func shortNames(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-func (r *relabelled) Labels() []string   { return r.names }
-func (r *relabelled) Label(i int) int    { return r.ids[r.ImageSet.Label(i)] }
-func (r *relabelled) Name(i int) string  { return datasets.ItemName(r.ImageSet, i) }
+func (r *relabelled) Labels() []string  { return r.names }
+func (r *relabelled) Label(i int) int   { return r.ids[r.ImageSet.Label(i)] }
+func (r *relabelled) Name(i int) string { return datasets.ItemName(r.ImageSet, i) }
 func (r *relabelled) Item(i int) (img image.Image, id int, err error) {
 	img, id, err = r.ImageSet.Item(i)
 	if err == nil {
@@ -926,4 +926,3 @@ func LoadImageClassifier(dir, pool string) (*vit.ForImageClassification, *datase
 	proc.MinSize = clf.Config.PatchSize
 	return clf, proc, nil
 }
-
