@@ -465,13 +465,16 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 	}
 	// The data first: its class names make the head, and its bad files
 	// are reported before a run directory is touched.
-	patch := cfg.PatchSize
-	if patch == 0 && cfg.InitFrom == "" {
-		p, err := Preset(cfg.Model)
+	patch := 0
+	if cfg.InitFrom == "" {
+		mc, err := cfg.newModelConfig()
 		if err != nil {
 			return nil, err
 		}
-		patch = p.PatchSize
+		if err := mc.Validate(); err != nil {
+			return nil, fmt.Errorf("finetune: model %s: %w", cmp(cfg.Model, "fashion"), err)
+		}
+		patch = mc.PatchSize
 	}
 	trainSet, err := OpenImageData(cfg.TrainData, cfg.TrainLabels, names, patch, "train_data")
 	if err != nil {
@@ -674,18 +677,9 @@ func buildImageClassifier(cfg ImagesConfig, labels []string, out io.Writer) (*vi
 	var clf *vit.ForImageClassification
 	var from string
 	if cfg.InitFrom == "" {
-		c, err := Preset(cfg.Model)
+		c, err := cfg.newModelConfig()
 		if err != nil {
 			return nil, nil, "", err
-		}
-		if cfg.ImageSize > 0 {
-			c.ImageSize = cfg.ImageSize
-		}
-		if cfg.PatchSize > 0 {
-			c.PatchSize, c.EncoderStride = cfg.PatchSize, cfg.PatchSize
-		}
-		if cfg.NumChannels > 0 {
-			c.NumChannels = cfg.NumChannels
 		}
 		m, err := vit.New(c, opts...)
 		if err != nil {
@@ -731,6 +725,25 @@ func buildImageClassifier(cfg ImagesConfig, labels []string, out io.Writer) (*vi
 		return nil, nil, "", fmt.Errorf("finetune: %w", err)
 	}
 	return clf, proc, from, nil
+}
+
+// newModelConfig is the configuration of a new model: the preset with
+// image_size, patch_size and num_channels set when given.
+func (cfg ImagesConfig) newModelConfig() (vit.Config, error) {
+	c, err := Preset(cfg.Model)
+	if err != nil {
+		return c, err
+	}
+	if cfg.ImageSize > 0 {
+		c.ImageSize = cfg.ImageSize
+	}
+	if cfg.PatchSize > 0 {
+		c.PatchSize, c.EncoderStride = cfg.PatchSize, cfg.PatchSize
+	}
+	if cfg.NumChannels > 0 {
+		c.NumChannels = cfg.NumChannels
+	}
+	return c, nil
 }
 
 func cmp(s, def string) string {

@@ -29,11 +29,12 @@ type command struct {
 
 var commands = []command{
 	{"pretrain", "FAMILY [flags]", "pretrain a model (zoo pretrain gpt, with no flags, is the main job: a GPT on Newton's Opticks)", runPretrain},
-	{"finetune", "FAMILY [flags]", "fine-tune a model: --task lm|classify (gpt), classify|tokens|qa (bert), translation (seq2seq)", runFinetune},
+	{"finetune", "FAMILY [flags]", "fine-tune a model: --task lm|classify (gpt), classify|tokens|qa (bert), translation (seq2seq), image classification (vit)", runFinetune},
 	{"eval", "--checkpoint DIR [flags]", "score a checkpoint of any family: loss, accuracy/F1, or BLEU/chrF", runEval},
 	{"generate", "--checkpoint DIR", "generate text from a GPT checkpoint, streaming it", runGenerate},
 	{"translate", "--checkpoint DIR", "translate lines with a seq2seq checkpoint; --attention draws the map", runTranslate},
 	{"fill-mask", "--checkpoint DIR TEXT...", "fill each [MASK] with a BERT checkpoint: top-k tokens with scores", runFillMask},
+	{"classify", "--checkpoint DIR IMAGE", "classify images with a ViT checkpoint: top-k labels; --attention draws the rollout", runClassifyImage},
 	{"attention", "--checkpoint DIR TEXT", "draw a BERT checkpoint's self-attention, layers × heads, to --output PNG", runAttention},
 	{"inspect", "DIR|FILE.safetensors", "describe a checkpoint (family, sizes, files) or list a safetensors file's tensors", runInspect},
 	{"version", "", "print the version", func(_ []string, w io.Writer) error {
@@ -57,6 +58,7 @@ var families = []family{
 	{name: "gpt", pretrain: runPretrainGPT, finetune: runFinetuneGPT, eval: runEvalGPT},
 	{name: "seq2seq", pretrain: runPretrainSeq2Seq, finetune: runFinetuneSeq2Seq, eval: runEvalSeq2Seq},
 	{name: "bert", pretrain: runPretrainBERT, finetune: runFinetuneBERT, eval: runEvalBERT},
+	{name: "vit", finetune: runFinetuneViT, eval: runEvalViT},
 }
 
 const version = "0.1.0-dev"
@@ -124,7 +126,7 @@ func runEval(args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "usage: zoo eval --checkpoint DIR [flags]\n\nScores a checkpoint; its config.json's model_type picks the family. Each family's flags: zoo eval --checkpoint DIR -h\n")
 			return nil
 		}
-		return fmt.Errorf("%w: give --checkpoint DIR and, for a GPT, one of --corpus or --labelled; for a seq2seq, --data; for a BERT, --corpus, --labelled, --conll or --squad", errUsage)
+		return fmt.Errorf("%w: give --checkpoint DIR and, for a GPT, one of --corpus or --labelled; for a seq2seq, --data; for a BERT, --corpus, --labelled, --conll or --squad; for a ViT, --data", errUsage)
 	}
 	ckpt, err := models.Open(dir)
 	if err != nil {
