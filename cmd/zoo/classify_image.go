@@ -149,8 +149,8 @@ const (
 )
 
 // writeOverlays draws each image, resized to overlaySide square, with its
-// rollout (a g×g grid in [0, 1]) upsampled bilinearly and coloured by the
-// inferno map blended over it, in a grid, to path as a PNG (atomically).
+// rollout (a g×g grid) stretched to [0, 1], upsampled bilinearly and
+// coloured by the inferno map blended over it, in a grid, to path as a PNG (atomically).
 func writeOverlays(path string, imgs []image.Image, rollouts [][]float64, g int) error {
 	if len(imgs) != len(rollouts) || len(imgs) == 0 {
 		return fmt.Errorf("attention: %d images but %d rollouts", len(imgs), len(rollouts))
@@ -163,6 +163,7 @@ func writeOverlays(path string, imgs []image.Image, rollouts [][]float64, g int)
 		if len(rollouts[i]) != g*g {
 			return fmt.Errorf("attention: image %d has %d rollout values for a %d×%d grid", i+1, len(rollouts[i]), g, g)
 		}
+		heat := stretch(rollouts[i])
 		base, err := datasets.ResizeImage(img, overlaySide, overlaySide, datasets.ResampleBilinear)
 		if err != nil {
 			return fmt.Errorf("attention: %w", err)
@@ -171,7 +172,7 @@ func writeOverlays(path string, imgs []image.Image, rollouts [][]float64, g int)
 		y0 := overlayGap + (i/cols)*(overlaySide+overlayGap)
 		for y := range overlaySide {
 			for x := range overlaySide {
-				h := bilinear(rollouts[i], g, (float64(x)+0.5)*float64(g)/overlaySide-0.5, (float64(y)+0.5)*float64(g)/overlaySide-0.5)
+				h := bilinear(heat, g, (float64(x)+0.5)*float64(g)/overlaySide-0.5, (float64(y)+0.5)*float64(g)/overlaySide-0.5)
 				hc := inferno(h)
 				r, gg, b, _ := base.At(base.Bounds().Min.X+x, base.Bounds().Min.Y+y).RGBA()
 				mix := func(img uint32, heat uint8) uint8 {
@@ -185,6 +186,25 @@ func writeOverlays(path string, imgs []image.Image, rollouts [][]float64, g int)
 		return fmt.Errorf("attention: %s: give a .png file name", path)
 	}
 	return atomicfile.WriteFile(path, func(w io.Writer) error { return png.Encode(w, out) })
+}
+
+// stretch maps v linearly onto [0, 1], its minimum to 0 and its maximum
+// to 1 (all 0 when it is flat), as attention-map tools normalise a map
+// before colouring it (jacobgil/vit-explain's show_mask_on_image divides by
+// the maximum; a rollout's minimum is well above 0, so the minimum is taken
+// out too for contrast).
+func stretch(v []float64) []float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	out := make([]float64, len(v))
+	if hi > lo {
+		for i, x := range v {
+			out[i] = (x - lo) / (hi - lo)
+		}
+	}
+	return out
 }
 
 // bilinear samples the g×g grid v at (x, y) in cell units (cell centres at
