@@ -11,9 +11,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -26,6 +28,7 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/jsonconfig"
+	"github.com/d73a19ff/zoo/internal/runinfo"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/vit"
@@ -93,7 +96,10 @@ type ImagesConfig struct {
 	MinLR     float64 `json:"min_lr"`
 	SaveEvery int     `json:"save_interval"`
 	// Resume continues the run directory's latest checkpoint, exactly.
+	// The settings are compared with the run's run.json; Force goes on
+	// although they differ.
 	Resume bool `json:"resume"`
+	Force  bool `json:"force"`
 
 	datasets.Augment
 	datasets.Mixup
@@ -527,6 +533,9 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 	if err := train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out); err != nil {
 		return nil, err
 	}
+	if err := cfg.record(out); err != nil {
+		return nil, err
+	}
 
 	lc := datasets.LoaderConfig{BatchSize: cfg.Batch, Workers: cfg.Workers, Seed: cfg.Seed}
 	if cfg.augmenting() {
@@ -611,6 +620,39 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		fmt.Fprintf(out, "note: the model pools by the mean of the patches, which config.json does not record: give --pool mean to zoo eval and zoo classify\n")
 	}
 	return r, nil
+}
+
+// recordSkips are the settings a resume may change: they do not change
+// what is trained.
+var recordSkips = []string{"resume", "force", "overwrite", "run_dir", "workers", "eval_interval", "save_interval"}
+
+// record writes the settings to the run directory's run.json, or, on a
+// resume, compares them with it: a difference is an error naming it,
+// unless Force.
+func (c ImagesConfig) record(out io.Writer) error {
+	now := runinfo.Record{}
+	if err := now.SetFields("", c, recordSkips...); err != nil {
+		return fmt.Errorf("finetune: %w", err)
+	}
+	if !c.Resume {
+		return runinfo.Write(c.RunDir, now)
+	}
+	run, err := runinfo.Read(c.RunDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(out, "resume: %s has no %s: the settings cannot be checked against the run's\n", c.RunDir, runinfo.File)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("finetune: resume: %w", err)
+	}
+	diff := runinfo.Diff(run, now)
+	switch {
+	case len(diff) == 0:
+		return nil
+	case !c.Force:
+		return fmt.Errorf("finetune: resume: the settings given now differ from the run in %s:\n  %s\nresume with the run's data and settings, or give --force (force: true) to go on with these", c.RunDir, strings.Join(diff, "\n  "))
+	}
+	fmt.Fprintf(out, "resume: --force: going on although the settings differ from the run in %s:\n  %s\n", c.RunDir, strings.Join(diff, "\n  "))
+	return nil
 }
 
 // baseSet is the set under subsets (a held-out split), for statistics.

@@ -127,7 +127,10 @@ func TestClassifyImagesResumeExact(t *testing.T) {
 	run2 := filepath.Join(dir, "run2")
 	require.NoError(t, os.MkdirAll(filepath.Join(run2, "checkpoints"), 0o755))
 	require.NoError(t, os.CopyFS(filepath.Join(run2, "checkpoints", "step-000003"), os.DirFS(filepath.Join(cfg.RunDir, "checkpoints", "step-000003"))))
-	cfg.RunDir, cfg.Resume = run2, true
+	js, err := os.ReadFile(filepath.Join(cfg.RunDir, "run.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(run2, "run.json"), js, 0o644))
+	cfg.RunDir, cfg.Resume, cfg.Workers = run2, true, 1 // the workers do not matter
 	var out bytes.Buffer
 	resumed, err := RunClassifyImages(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
@@ -138,6 +141,17 @@ func TestClassifyImagesResumeExact(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(a, b), "the resumed run's weights differ")
 	require.Equal(t, full.Confusion.Counts, resumed.Confusion.Counts)
+
+	// A resume with other settings is refused, naming them, unless forced.
+	cfg.FlipProb = 0.25
+	_, err = RunClassifyImages(context.Background(), cfg, io.Discard)
+	require.ErrorContains(t, err, "hflip: the run has 0.5, now 0.25")
+	cfg.Force = true
+	var forced bytes.Buffer
+	_, err = RunClassifyImages(context.Background(), cfg, &forced)
+	require.NoError(t, err)
+	require.Contains(t, forced.String(), "resume: --force")
+	cfg.FlipProb, cfg.Force = 0.5, false
 
 	// And a run with other augmentations differs: the comparison can fail.
 	cfg.RunDir, cfg.Resume, cfg.Seed = filepath.Join(dir, "run3"), false, 2
