@@ -798,7 +798,24 @@ func cmp(s, def string) string {
 // printReport says how a checkpoint was fitted to the classifier.
 func printReport(out io.Writer, dir string, r vit.LoadReport) {
 	if len(r.Dropped) > 0 {
-		fmt.Fprintf(out, "init_from %s: dropped %d tensors the classifier does not use: %s\n", dir, len(r.Dropped), shortNames(r.Dropped))
+		// By prefix: an MAE decoder is dozens of tensors.
+		var groups []string
+		count := map[string]int{}
+		for _, k := range r.Dropped {
+			p, _, _ := strings.Cut(k, ".")
+			if count[p] == 0 {
+				groups = append(groups, p)
+			}
+			count[p]++
+		}
+		for i, p := range groups {
+			if count[p] == 1 {
+				groups[i] = r.Dropped[slices.IndexFunc(r.Dropped, func(k string) bool { return k == p || strings.HasPrefix(k, p+".") })]
+			} else {
+				groups[i] = fmt.Sprintf("%s.* (%d)", p, count[p])
+			}
+		}
+		fmt.Fprintf(out, "init_from %s: dropped %d tensors the classifier does not use: %s\n", dir, len(r.Dropped), strings.Join(groups, ", "))
 	}
 	if len(r.Created) > 0 {
 		fmt.Fprintf(out, "init_from %s: created %s (new, initialised)\n", dir, strings.Join(r.Created, ", "))
