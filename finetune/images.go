@@ -592,6 +592,7 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		fmt.Fprintf(out, "resume: from %s at step %d\n", latest, tr.Step())
 	}
 	start := tr.Step()
+	loader.Start() // the first batches are made while the run starts
 	grid := clf.Config.ImageSize / clf.Config.PatchSize
 	fmt.Fprintf(out, "vit classifier: %d parameters, %d layers, %d heads, %d wide; %d×%d images in a %d×%d grid of %d×%d patches, pool %s; %d labels; %s\n",
 		clf.NumParams(), clf.Config.NumHiddenLayers, clf.Config.NumAttentionHeads, clf.Config.HiddenSize,
