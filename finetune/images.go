@@ -176,8 +176,8 @@ func (c ImagesConfig) check() error {
 		return fmt.Errorf("finetune: patch_size and num_channels are the checkpoint's (init_from %s); drop them", c.InitFrom)
 	case c.Pool != "" && c.Pool != string(vit.PoolClass) && c.Pool != string(vit.PoolMean):
 		return fmt.Errorf("finetune: pool %q: want cls or mean", c.Pool)
-	case c.TrainLabels != "" && c.ValData != "" && c.ValLabels == "" || c.ValLabels != "" && c.ValData == "":
-		return fmt.Errorf("finetune: IDX validation_data needs validation_labels, and validation_labels needs validation_data")
+	case c.ValLabels != "" && c.ValData == "":
+		return fmt.Errorf("finetune: validation_labels needs validation_data (the IDX images they label)")
 	}
 	if c.PositionResample != "" {
 		if err := layers.ResampleMethod(c.PositionResample).Validate(); err != nil {
@@ -255,7 +255,8 @@ func ParseLabelNames(s string) ([]string, error) {
 // path,label. names, when not nil, are the class names by id: an IDX
 // set's ids index them, a CSV's labels are among them, an ImageFolder's
 // folders are among them (mapped to their ids). what names the setting for
-// errors ("train_data"). minSize is the smallest image side (the patch).
+// errors ("train_data"; its labels file's is what with "labels" for
+// "data"). minSize is the smallest image side (the patch).
 func OpenImageData(path, labels string, names []string, minSize int, what string) (datasets.ImageSet, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -286,7 +287,7 @@ func OpenImageData(path, labels string, names []string, minSize int, what string
 		s.Decode.MinSize = minSize
 		return s, nil
 	case isIDXName(path):
-		return nil, fmt.Errorf("%s %s looks like IDX images: give its labels file too (the IDX labels flag, e.g. --train-labels)", what, path)
+		return nil, fmt.Errorf("%s %s looks like IDX images: give its IDX labels file too (%s)", what, path, strings.Replace(what, "data", "labels", 1))
 	}
 	return nil, fmt.Errorf("%s %s: unsupported data: give IDX images with their labels file, an ImageFolder directory (a folder per class) or a .csv of path,label", what, path)
 }

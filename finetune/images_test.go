@@ -284,7 +284,7 @@ func TestClassifyImagesBadInput(t *testing.T) {
 		}, "trunc-idx3-ubyte"},
 		{"IDX images without labels", func(t *testing.T, d string, c *ImagesConfig) {
 			c.TrainLabels = ""
-		}, "give its labels file too"},
+		}, "give its IDX labels file too (train_labels)"},
 		{"checkpoint of another family", func(t *testing.T, d string, c *ImagesConfig) {
 			require.NoError(t, os.WriteFile(filepath.Join(d, "config.json"), []byte(`{"model_type": "bert"}`), 0o644))
 			c.InitFrom, c.Model = d, ""

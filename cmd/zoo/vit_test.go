@@ -146,7 +146,7 @@ func TestViTFinetuneEvalClassify(t *testing.T) {
 		{[]string{"classify", "--checkpoint", final, small}, 1, "small.png: 2×2 pixels is smaller than the model's patch of 4×4"},
 		{[]string{"classify", "--checkpoint", notVit, h}, 1, "another model family"},
 		{[]string{"classify", "--checkpoint", final}, 2, "no image"},
-		{[]string{"eval", "--checkpoint", final, "--data", valImgs}, 1, "give its labels file too"},
+		{[]string{"eval", "--checkpoint", final, "--data", valImgs}, 1, "give its IDX labels file too (labels)"},
 		{[]string{"finetune", "vit", "--train-data", trainImgs, "--train-labels", trainLabels, "--init-from", notVit}, 1, "another model family"},
 		{[]string{"finetune", "vit", "--train-data", trainImgs, "--train-labels", trainLabels, "--model", model, "--image-size", "10", "--run", filepath.Join(dir, "r2")}, 1, "image_size 10 is not divisible by patch_size 4"},
 		{[]string{"finetune", "vit"}, 2, "--train-data is required"},
