@@ -3,7 +3,8 @@
 // classifier (models.Classifier: `zoo finetune gpt --task classify`,
 // `zoo finetune bert --task classify --text-pair-column sentence2`), from
 // a checkpoint's weights or, for a baseline, from scratch; and translation
-// with the seq2seq Transformer (`zoo finetune seq2seq`). Causal-LM
+// with the seq2seq Transformer (`zoo finetune seq2seq`); and image
+// classification with ViT (`zoo finetune vit`, RunClassifyImages). Causal-LM
 // fine-tuning is pretraining started from a checkpoint
 // (pretrain.GPTConfig.InitFrom).
 package finetune
