@@ -162,26 +162,29 @@ func TestClassifyImagesResumeExact(t *testing.T) {
 	require.False(t, bytes.Equal(a, c))
 }
 
-// A checkpoint fine-tunes at a new image size (8 → 12) with its position
+// A checkpoint fine-tunes at a new image size (28 → 32) with its position
 // embeddings resampled, on another label set, and --scratch keeps its
 // architecture at that size with fresh weights.
 func TestClassifyImagesNewResolution(t *testing.T) {
 	dir := t.TempDir()
 	cfg := tinyImages(t, dir)
+	cfg.ImageSize = 28
+	cfg.TrainData, cfg.TrainLabels = writeStripes(t, dir, "train28", 64, 28, 1)
+	cfg.ValData, cfg.ValLabels = writeStripes(t, dir, "val28", 16, 28, 2)
 	first, err := RunClassifyImages(context.Background(), cfg, io.Discard)
 	require.NoError(t, err)
 
-	cfg.InitFrom, cfg.Model, cfg.ImageSize = first.Final, "", 12
+	cfg.InitFrom, cfg.Model, cfg.ImageSize = first.Final, "", 32
 	cfg.LabelNames = "h,v"
-	cfg.RunDir = filepath.Join(dir, "run-12")
+	cfg.RunDir = filepath.Join(dir, "run-32")
 	var out bytes.Buffer
 	res, err := RunClassifyImages(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
-	require.Contains(t, out.String(), "resampled from a 2×2 grid (image_size 8) to 3×3 (image_size 12)")
+	require.Contains(t, out.String(), "resampled from a 7×7 grid (image_size 28) to 8×8 (image_size 32) by hf")
 	require.Contains(t, out.String(), "classifier.weight")
 	pc, err := datasets.ReadProcessorConfig(res.Final)
 	require.NoError(t, err)
-	require.Equal(t, 12, pc.Size.Width)
+	require.Equal(t, 32, pc.Size.Width)
 	var c struct {
 		ImageSize int               `json:"image_size"`
 		ID2Label  map[string]string `json:"id2label"`
@@ -189,15 +192,15 @@ func TestClassifyImagesNewResolution(t *testing.T) {
 	js, err := os.ReadFile(filepath.Join(res.Final, models.ConfigFile))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(js, &c))
-	require.Equal(t, 12, c.ImageSize)
+	require.Equal(t, 32, c.ImageSize)
 	require.Equal(t, "v", c.ID2Label["1"])
 
-	cfg.Scratch, cfg.RunDir = true, filepath.Join(dir, "run-12-scratch")
+	cfg.Scratch, cfg.RunDir = true, filepath.Join(dir, "run-32-scratch")
 	out.Reset()
 	_, err = RunClassifyImages(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
 	require.Contains(t, out.String(), "fresh weights (scratch")
-	require.Contains(t, out.String(), "12×12 images in a 3×3 grid")
+	require.Contains(t, out.String(), "32×32 images in a 8×8 grid")
 }
 
 func writePNG(t testing.TB, path string, w, h int, v uint8) {
