@@ -976,6 +976,17 @@ func LoadImageClassifier(dir, pool string) (*vit.ForImageClassification, *datase
 	if err := ckpt.Expect("vit"); err != nil {
 		return nil, nil, err
 	}
+	var head struct {
+		ModelType string            `json:"model_type"`
+		ID2Label  map[string]string `json:"id2label"`
+		NumLabels *int              `json:"num_labels"`
+	}
+	if err := layers.ReadConfig(dir, &head); err != nil {
+		return nil, nil, err
+	}
+	if len(head.ID2Label) == 0 && head.NumLabels == nil {
+		return nil, nil, fmt.Errorf("checkpoint %s (model_type %s) has no classifier head (no id2label in %s): fine-tune it first, zoo finetune vit --init-from %s", dir, head.ModelType, models.ConfigFile, dir)
+	}
 	if pool == "" {
 		pool = string(vit.PoolClass)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/vit"
 )
 
 // stripes are n grey size×size images: class 0 horizontal stripes, class 1
@@ -109,6 +110,14 @@ func TestClassifyImagesLearns(t *testing.T) {
 	ev, err := EvalImages(context.Background(), res.Final, cfg.ValData, cfg.ValLabels, 7, 1, "")
 	require.NoError(t, err)
 	require.Equal(t, res.Confusion.Counts, ev.Confusion.Counts)
+
+	// A backbone without a head cannot classify: the error says what to do.
+	m, err := vit.New(vit.Fashion())
+	require.NoError(t, err)
+	bare := filepath.Join(dir, "bare")
+	require.NoError(t, m.Save(bare))
+	_, err = EvalImages(context.Background(), bare, cfg.ValData, cfg.ValLabels, 7, 1, "")
+	require.ErrorContains(t, err, "has no classifier head")
 }
 
 // 2N steps equal N steps, a resume, and N more, bit for bit, with
