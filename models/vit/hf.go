@@ -180,8 +180,17 @@ type LoadOptions struct {
 	Model []Option
 }
 
+// readConfig reads a ViT config.json, or a ViTMAE one's encoder (see
+// ViTMAEConfig.Encoder).
 func readConfig(dir string) (Config, error) {
 	var cfg Config
+	var head struct {
+		ModelType string `json:"model_type"`
+	}
+	if err := layers.ReadConfig(dir, &head); err == nil && head.ModelType == MAEModelType {
+		m, err := readMAEConfig(dir)
+		return m.Encoder(), err
+	}
 	if err := models.ReadConfig(dir, "vit", &cfg); err != nil {
 		return cfg, fmt.Errorf("vit: %w", err)
 	}
