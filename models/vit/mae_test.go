@@ -236,4 +236,3 @@ func describeVit(dir string) (string, error) {
 	}
 	return f.Describe(dir)
 }
-
