@@ -182,6 +182,7 @@ func TestReadMAEConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 8, cfg.Batch)
 	require.Equal(t, 0.5, cfg.Model.MaskRatio)
+	require.Equal(t, 128, cfg.Model.HiddenSize, "the rest of the model section keeps the preset's values")
 	require.True(t, cfg.Model.NormPixLoss)
 	require.Equal(t, 1.5e-4*8/256, cfg.PeakLR(), "MAE's linear scaling rule")
 	require.NoError(t, os.WriteFile(path, []byte(`{"batch": 8}`), 0o644))

@@ -254,9 +254,16 @@ func (c ViTMAEConfig) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// UnmarshalJSON reads a ViTMAE config.json: absent keys take
-// ViTMAEConfig's defaults; model_type, when present, must be "vit_mae".
+// UnmarshalJSON reads a ViTMAE config.json: absent keys keep their values
+// when c is already set (as encoding/json does: a pipeline's model section
+// edits its preset) and otherwise take ViTMAEConfig's defaults; model_type,
+// when present, must be "vit_mae".
 func (c *ViTMAEConfig) UnmarshalJSON(b []byte) error {
+	start := maeDefaults()
+	if !reflect.ValueOf(*c).IsZero() {
+		start = *c
+		start.Extra = maps.Clone(c.Extra)
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
@@ -272,7 +279,7 @@ func (c *ViTMAEConfig) UnmarshalJSON(b []byte) error {
 			return fmt.Errorf("vit_mae config: %s is null: write the value", k)
 		}
 	}
-	h := maeHF{maePlain: maePlain(maeDefaults())}
+	h := maeHF{maePlain: maePlain(start)}
 	if err := json.Unmarshal(b, &h); err != nil {
 		return fmt.Errorf("vit_mae config: %w", err)
 	}
@@ -280,6 +287,6 @@ func (c *ViTMAEConfig) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("vit_mae config: model_type %q is not %s", h.ModelType, MAEModelType)
 	}
 	*c = ViTMAEConfig(h.maePlain)
-	c.Extra = models.KeepExtra(raw, maeModeled, nil)
+	c.Extra = models.KeepExtra(raw, maeModeled, start.Extra)
 	return nil
 }
