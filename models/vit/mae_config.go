@@ -167,6 +167,8 @@ func (c ViTMAEConfig) Validate() error {
 		return fmt.Errorf("vit_mae config: mask_ratio %g must be in [0, 1)", c.MaskRatio)
 	case c.LenKeep() < 1:
 		return fmt.Errorf("vit_mae config: mask_ratio %g leaves no patch of %d visible: lower it", c.MaskRatio, n)
+	case c.NormPixLoss && c.PatchValues() < 2:
+		return fmt.Errorf("vit_mae config: norm_pix_loss needs patches of 2 or more values (patch_size² × num_channels is %d): the variance of one value is undefined", c.PatchValues())
 	case c.LenKeep() >= n:
 		return fmt.Errorf("vit_mae config: mask_ratio %g masks no patch of %d, so there is nothing to reconstruct: raise it", c.MaskRatio, n)
 	}

@@ -61,6 +61,7 @@ func TestMAEConfigValidate(t *testing.T) {
 		{func(c *ViTMAEConfig) { c.DecoderHiddenSize, c.DecoderNumAttentionHeads = 6, 2 }, "multiples of 4"},
 		{func(c *ViTMAEConfig) { c.DecoderNumHiddenLayers = 0 }, "decoder_num_hidden_layers"},
 		{func(c *ViTMAEConfig) { c.QKVBias = false }, "qkv_bias"},
+		{func(c *ViTMAEConfig) { c.PatchSize, c.NormPixLoss = 1, true }, "norm_pix_loss needs patches of 2 or more values"},
 		{func(c *ViTMAEConfig) { c.ImageSize = 9 }, "not divisible by patch_size"},
 		{func(c *ViTMAEConfig) { c.HiddenAct = "swish2" }, "hidden_act"},
 	} {
