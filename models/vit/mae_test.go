@@ -237,3 +237,23 @@ func describeVit(dir string) (string, error) {
 	}
 	return f.Describe(dir)
 }
+
+// Weight decay as MAE's main_pretrain.py: matrices and the tokens, never
+// biases or LayerNorms.
+func TestMAEDecay(t *testing.T) {
+	m, err := NewViTMAEForPreTraining(tinyMAE())
+	require.NoError(t, err)
+	task := &MAETask{Model: m, B: 1}
+	for _, c := range []struct {
+		name  string
+		decay bool
+	}{
+		{"vit.embeddings.cls_token", true}, {"decoder.mask_token", true},
+		{"vit.encoder.layer.0.attention.attention.query.weight", true}, {"decoder.decoder_pred.weight", true},
+		{"decoder.decoder_pred.bias", false}, {"vit.layernorm.weight", false}, {"decoder.decoder_norm.bias", false},
+	} {
+		p, ok := m.Store.Param(c.name)
+		require.True(t, ok, c.name)
+		require.Equal(t, c.decay, task.Decay(p.Name, p.Value.Shape()), c.name)
+	}
+}
