@@ -73,11 +73,14 @@ type MAEConfig struct {
 
 // DefaultMAE pretrains MAEFashion (the Fashion encoder, a 64-wide 2-layer
 // decoder, 75% masking) on 28×28 grey images normalised with
-// Fashion-MNIST's mean and std, with MAE's recipe scaled down: random
-// resized crops of scale (0.2, 1) and flips, AdamW with betas (0.9, 0.95)
-// and weight decay 0.05, blr 1.5e-4 (so a peak rate of 1.5e-4 × 256/256
-// at batch 256), linear warmup then a cosine to 0. The schedule is short
-// (2000 steps) for this machine; MAE trains for 800 epochs.
+// Fashion-MNIST's mean and std, with MAE's recipe (main_pretrain.py)
+// scaled down: random resized crops of scale (0.2, 1) and flips, AdamW with
+// betas (0.9, 0.95) and weight decay 0.05, the linear scaling rule
+// lr = blr × batch/256, linear warmup then a cosine to 0. blr is 1.5e-3,
+// ten times the paper's 1.5e-4, because the schedule is some ten epochs
+// instead of 800: on Fashion-MNIST at batch 128, 150 steps at the paper's
+// rate (7.5e-5) left the held-out MSE at 0.95, above the mean predictor's
+// 0.68, and at 1.5e-3 brought it to 0.63.
 func DefaultMAE() MAEConfig {
 	p := datasets.DefaultProcessorConfig()
 	p.Size = datasets.ImageSize{Height: 28, Width: 28}
@@ -86,7 +89,7 @@ func DefaultMAE() MAEConfig {
 	aug.Scale = [2]float64{0.2, 1}
 	return MAEConfig{
 		Model: vit.MAEFashion(), Processor: p, Augment: aug, ValFraction: 0.02, EvalBatches: 10,
-		Batch: 256, Accumulate: 1, MaxIters: 2000, BaseLR: 1.5e-4, Warmup: 100, WeightDecay: 0.05,
+		Batch: 256, Accumulate: 1, MaxIters: 2000, BaseLR: 1.5e-3, Warmup: 100, WeightDecay: 0.05,
 		Beta1: 0.9, Beta2: 0.95, EvalEvery: 250, SaveEvery: 250, Pictures: 8, Workers: 2, Seed: 12345,
 		RunDir: filepath.Join("runs", "vit-mae"),
 	}

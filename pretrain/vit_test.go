@@ -184,7 +184,7 @@ func TestReadMAEConfig(t *testing.T) {
 	require.Equal(t, 0.5, cfg.Model.MaskRatio)
 	require.Equal(t, 128, cfg.Model.HiddenSize, "the rest of the model section keeps the preset's values")
 	require.True(t, cfg.Model.NormPixLoss)
-	require.Equal(t, 1.5e-4*8/256, cfg.PeakLR(), "MAE's linear scaling rule")
+	require.Equal(t, 1.5e-3*8/256, cfg.PeakLR(), "MAE's linear scaling rule")
 	require.NoError(t, os.WriteFile(path, []byte(`{"batch": 8}`), 0o644))
 	_, err = ReadMAEConfig(path, DefaultMAE())
 	require.ErrorContains(t, err, `unknown field "batch"`)
@@ -197,5 +197,5 @@ func TestReadMAEConfig(t *testing.T) {
 	require.ErrorContains(t, err, "qkv_bias")
 	b, err := json.Marshal(DefaultMAE())
 	require.NoError(t, err)
-	require.Contains(t, string(b), `"blr":0.00015`)
+	require.Contains(t, string(b), `"blr":0.0015`)
 }
