@@ -370,7 +370,7 @@ func Example_badInput() {
 	fmt.Print(errb.String())
 	// Output:
 	// 2
-	// zoo pretrain: unknown model family "resnet"; known families: gpt, seq2seq, bert
+	// zoo pretrain: unknown model family "resnet"; known families: gpt, seq2seq, bert, vit
 	// usage: zoo pretrain FAMILY [flags] (zoo pretrain -h for help)
 }
 
