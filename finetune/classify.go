@@ -54,8 +54,17 @@ type Training struct {
 	WeightDecay float64 `json:"weight_decay"`
 	GradClip    float64 `json:"grad_clip"`
 	EvalEvery   int     `json:"eval_interval"`
-	Seed        uint64  `json:"seed"`
-	RunDir      string  `json:"run_dir"`
+	// SaveEvery writes a checkpoint every so many steps (0: only the best
+	// and the final one, and one when the run is interrupted), which
+	// Resume continues from.
+	SaveEvery int    `json:"save_interval"`
+	Seed      uint64 `json:"seed"`
+	RunDir    string `json:"run_dir"`
+	// Resume continues the run directory's latest checkpoint exactly: the
+	// weights, the optimizer, the order of the batches and the step. The
+	// settings must be the run's (run.json), unless Force.
+	Resume bool `json:"resume"`
+	Force  bool `json:"force"`
 	// Overwrite starts a new run in a run directory that holds one: the old
 	// run is moved aside to <run_dir>.old-<UTC time>, never deleted.
 	// Without it such a directory is refused.
@@ -76,7 +85,8 @@ func (s Training) trainer(task train.Task, data train.Data) (*train.Trainer, err
 	}
 	ac := train.DefaultAdamWConfig()
 	ac.WeightDecay = s.WeightDecay
-	return train.New(task, data, train.Config{Steps: s.MaxIters, ClipNorm: s.GradClip, EvalEvery: s.EvalEvery, Dir: s.RunDir, Seed: s.Seed, AdamW: ac, Schedule: sched})
+	return train.New(task, data, train.Config{Steps: s.MaxIters, ClipNorm: s.GradClip, EvalEvery: s.EvalEvery, SaveEvery: s.SaveEvery,
+		Dir: s.RunDir, Seed: s.Seed, AdamW: ac, Schedule: sched})
 }
 
 // weights says where a run's weights come from: checkpoint's, or fresh
@@ -128,7 +138,7 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if cfg.RunDir == "" {
 		cfg.RunDir = filepath.Join("runs", ckpt.Family.Name+"-classify")
 	}
-	if err := train.PrepareRun(cfg.RunDir, false, cfg.Overwrite, out); err != nil {
+	if err := cfg.Training.prepare(cfg, out); err != nil {
 		return nil, err
 	}
 	tok, err := ckpt.Tokenizer()
@@ -206,6 +216,9 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 		return nil, err
 	}
 	defer trainer.Close()
+	if err := cfg.Training.resume(trainer, out); err != nil {
+		return nil, err
+	}
 	from := cfg.Training.weights(cfg.Checkpoint)
 	fmt.Fprintf(out, "%s classifier: %d labels %v, %d training and %d validation examples, max length %d; %s\n", ckpt.Family.Name, len(labels), labels, len(tr), len(va), maxLen, from)
 	res, err := trainer.Run(ctx, out)

@@ -11,11 +11,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"image"
 	"io"
-	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -28,7 +26,6 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/jsonconfig"
-	"github.com/d73a19ff/zoo/internal/runinfo"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/vit"
@@ -92,14 +89,8 @@ type ImagesConfig struct {
 	Workers int `json:"workers"`
 	// Schedule is the learning rate after the warmup: "cosine" (DeiT's)
 	// down to MinLR at max_iters, or "linear" to 0.
-	Schedule  string  `json:"lr_schedule"`
-	MinLR     float64 `json:"min_lr"`
-	SaveEvery int     `json:"save_interval"`
-	// Resume continues the run directory's latest checkpoint, exactly.
-	// The settings are compared with the run's run.json; Force goes on
-	// although they differ.
-	Resume bool `json:"resume"`
-	Force  bool `json:"force"`
+	Schedule string  `json:"lr_schedule"`
+	MinLR    float64 `json:"min_lr"`
 
 	datasets.Augment
 	datasets.Mixup
@@ -531,10 +522,7 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 	if err := clf.CheckStep(cfg.Batch, true); err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
-	if err := train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out); err != nil {
-		return nil, err
-	}
-	if err := cfg.record(out); err != nil {
+	if err := cfg.Training.prepare(cfg, out); err != nil { // run.json, compared on a resume
 		return nil, err
 	}
 
@@ -582,15 +570,8 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		return nil, err
 	}
 	defer tr.Close()
-	if cfg.Resume {
-		latest, err := train.Latest(cfg.RunDir)
-		if err != nil {
-			return nil, err
-		}
-		if err := tr.Resume(latest); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(out, "resume: from %s at step %d\n", latest, tr.Step())
+	if err := cfg.Training.resume(tr, out); err != nil {
+		return nil, err
 	}
 	start := tr.Step()
 	loader.Start() // the first batches are made while the run starts
@@ -622,39 +603,6 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		fmt.Fprintf(out, "note: the model pools by the mean of the patches, which config.json does not record: give --pool mean to zoo eval and zoo classify\n")
 	}
 	return r, nil
-}
-
-// recordSkips are the settings a resume may change: they do not change
-// what is trained.
-var recordSkips = []string{"resume", "force", "overwrite", "run_dir", "workers", "eval_interval", "save_interval"}
-
-// record writes the settings to the run directory's run.json, or, on a
-// resume, compares them with it: a difference is an error naming it,
-// unless Force.
-func (c ImagesConfig) record(out io.Writer) error {
-	now := runinfo.Record{}
-	if err := now.SetFields("", c, recordSkips...); err != nil {
-		return fmt.Errorf("finetune: %w", err)
-	}
-	if !c.Resume {
-		return runinfo.Write(c.RunDir, now)
-	}
-	run, err := runinfo.Read(c.RunDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(out, "resume: %s has no %s: the settings cannot be checked against the run's\n", c.RunDir, runinfo.File)
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("finetune: resume: %w", err)
-	}
-	diff := runinfo.Diff(run, now)
-	switch {
-	case len(diff) == 0:
-		return nil
-	case !c.Force:
-		return fmt.Errorf("finetune: resume: the settings given now differ from the run in %s:\n  %s\nresume with the run's data and settings, or give --force (force: true) to go on with these", c.RunDir, strings.Join(diff, "\n  "))
-	}
-	fmt.Fprintf(out, "resume: --force: going on although the settings differ from the run in %s:\n  %s\n", c.RunDir, strings.Join(diff, "\n  "))
-	return nil
 }
 
 // baseSet is the set under subsets (a held-out split), for statistics.

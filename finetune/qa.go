@@ -179,7 +179,7 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 	if err := models.CheckMemory(q.Config.ActivationBytes(cfg.Batch, t, true), fmt.Sprintf("qa: batch_size %d × %d tokens for activations", cfg.Batch, t), "lower batch_size or max_seq_length"); err != nil {
 		return nil, err
 	}
-	if err := train.PrepareRun(cfg.RunDir, false, cfg.Overwrite, out); err != nil {
+	if err := cfg.Training.prepare(cfg, out); err != nil {
 		return nil, err
 	}
 	data := newQAData(trF, vaF, cfg.Batch, t, enc.pad, cfg.Seed)
@@ -189,6 +189,9 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 		return nil, err
 	}
 	defer trainer.Close()
+	if err := cfg.Training.resume(trainer, out); err != nil {
+		return nil, err
+	}
 	from := cfg.Training.weights(cfg.Checkpoint)
 	fmt.Fprintf(out, "bert qa from %s: %d training questions (%d windows), %d validation questions (%d windows), %d tokens per window\n",
 		from, len(trainEx), len(trF), len(valEx), len(vaF), t)

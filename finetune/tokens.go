@@ -179,7 +179,7 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 	if err := models.CheckMemory(clf.StepBytes(cfg.Batch, t, true), fmt.Sprintf("finetune tokens: batch_size %d × %d word pieces for activations", cfg.Batch, t), "lower batch_size or max_length"); err != nil {
 		return nil, err
 	}
-	if err := train.PrepareRun(cfg.RunDir, false, cfg.Overwrite, out); err != nil {
+	if err := cfg.Training.prepare(cfg, out); err != nil {
 		return nil, err
 	}
 	data := newTagData(tr, va, cfg.Batch, t, enc.pad, cfg.Seed)
@@ -189,6 +189,9 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 		return nil, err
 	}
 	defer trainer.Close()
+	if err := cfg.Training.resume(trainer, out); err != nil {
+		return nil, err
+	}
 	from := cfg.Training.weights(cfg.Checkpoint)
 	fmt.Fprintf(out, "bert token classifier from %s: %d parameters, %d tags, %d training and %d validation sentences, %d word pieces per sentence\n",
 		from, clf.NumParams(), len(labels), len(tr), len(va), t)

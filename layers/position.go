@@ -376,3 +376,42 @@ func bicubicAA(in []float64, h0, w0, h, w int) []float64 {
 	}
 	return out
 }
+
+// SinCos2DTable returns MAE's fixed 2-D sine-cosine position embeddings
+// for a grid×grid patch grid, ((cls ? 1 : 0) + grid², dim) row-major:
+// transformers' get_2d_sincos_pos_embed(embed_dim, grid_size,
+// add_cls_token) in modeling_vit_mae.py (from MAE's util/pos_embed.py).
+// The patch at row i, column j (row-major index i·grid + j) gets, in its
+// first dim/2 columns, the 1-D table of j and in its last dim/2 that of i
+// (np.meshgrid(grid_w, grid_h) puts the column index first); the 1-D table
+// of a position p, d = dim/2 wide, is sin(p·ω_k) for k < d/2 then
+// cos(p·ω_k), with ω_k = 1/10000^(k/(d/2)) (get_1d_sincos_pos_embed_from_grid).
+// With cls the first row, the class token's, is zeros. dim must be a
+// multiple of 4.
+func SinCos2DTable(dim, grid int, cls bool) ([]float64, error) {
+	if dim <= 0 || dim%4 != 0 || grid <= 0 {
+		return nil, fmt.Errorf("2-d sin-cos table: dim %d must be a positive multiple of 4 and grid %d positive", dim, grid)
+	}
+	pre := 0
+	if cls {
+		pre = 1
+	}
+	half, q := dim/2, dim/4
+	omega := make([]float64, q)
+	for k := range omega {
+		omega[k] = 1 / math.Pow(10000, float64(k)/(float64(half)/2))
+	}
+	out := make([]float64, (pre+grid*grid)*dim)
+	for i := 0; i < grid; i++ {
+		for j := 0; j < grid; j++ {
+			row := out[(pre+i*grid+j)*dim:][:dim]
+			for part, p := range []float64{float64(j), float64(i)} {
+				for k, w := range omega {
+					row[part*half+k] = math.Sin(p * w)
+					row[part*half+q+k] = math.Cos(p * w)
+				}
+			}
+		}
+	}
+	return out, nil
+}

@@ -183,7 +183,8 @@ func (f *cmdFlags) training(t trainTargets) {
 // initWhat the checkpoint, fileWhat the data format.
 func (f *cmdFlags) taskFlags(t *finetune.Training, ckpt, trainFile, valFile *string, batchWhat, initWhat, fileWhat string) {
 	f.training(trainTargets{run: &t.RunDir, initFrom: ckpt, steps: &t.MaxIters, batch: &t.Batch,
-		warmup: &t.Warmup, evalEvery: &t.EvalEvery, lr: &t.LR, seed: &t.Seed, overwrite: &t.Overwrite,
+		warmup: &t.Warmup, evalEvery: &t.EvalEvery, saveEvery: &t.SaveEvery, lr: &t.LR, seed: &t.Seed,
+		resume: &t.Resume, force: &t.Force, overwrite: &t.Overwrite,
 		batchWhat: batchWhat, warmupWhat: "before the linear decay", initWhat: initWhat})
 	f.StringVar(trainFile, "train-file", *trainFile, fileWhat+" to train on")
 	f.StringVar(valFile, "validation-file", *valFile, fileWhat+" to report the scores on (default: val_fraction of the training file)")

@@ -58,7 +58,7 @@ var families = []family{
 	{name: "gpt", pretrain: runPretrainGPT, finetune: runFinetuneGPT, eval: runEvalGPT},
 	{name: "seq2seq", pretrain: runPretrainSeq2Seq, finetune: runFinetuneSeq2Seq, eval: runEvalSeq2Seq},
 	{name: "bert", pretrain: runPretrainBERT, finetune: runFinetuneBERT, eval: runEvalBERT},
-	{name: "vit", finetune: runFinetuneViT, eval: runEvalViT},
+	{name: "vit", pretrain: runPretrainViT, finetune: runFinetuneViT, eval: runEvalViT},
 }
 
 const version = "0.1.0-dev"

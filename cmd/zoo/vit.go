@@ -76,8 +76,8 @@ Checkpoints hold config.json, model.safetensors and preprocessor_config.json.
 Augmentation flags follow timm's train.py.`)
 	t := &cfg.Training
 	f.training(trainTargets{run: &t.RunDir, initFrom: &cfg.InitFrom, steps: &t.MaxIters, batch: &t.Batch,
-		warmup: &t.Warmup, evalEvery: &t.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &t.LR, seed: &t.Seed,
-		resume: &cfg.Resume, force: &cfg.Force, overwrite: &t.Overwrite,
+		warmup: &t.Warmup, evalEvery: &t.EvalEvery, saveEvery: &t.SaveEvery, lr: &t.LR, seed: &t.Seed,
+		resume: &t.Resume, force: &t.Force, overwrite: &t.Overwrite,
 		batchWhat: "images", warmupWhat: "before the cosine (or linear) decay", initWhat: "a ViT or ViT-MAE checkpoint whose backbone the classifier starts from (default: a new model, --model)"})
 	f.BoolVar(&t.Scratch, "scratch", t.Scratch, "with --init-from: its architecture (at --image-size) with fresh weights, the baseline for what pretraining gained")
 	f.Float64Var(&t.WeightDecay, "weight-decay", t.WeightDecay, "AdamW weight decay (not on biases, norms, class token, positions)")

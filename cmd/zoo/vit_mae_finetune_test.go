@@ -1,9 +1,3 @@
-//go:build vitmae
-
-// This test needs pretrainTinyMAE and maeIDX from the vit-mae branch
-// (cmd/zoo/vit_pretrain_test.go): delete the build line above when merging
-// vit-mae and vit-pipe. Checked on a trial merge of the two branches.
-
 package main
 
 import (

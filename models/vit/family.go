@@ -16,21 +16,30 @@ import (
 // left nil here until a pipeline takes images.
 func init() {
 	models.Register(models.Family{
-		Name:       "vit",
-		ModelTypes: []string{ModelType},
+		Name: "vit",
+		// vit_mae is read as a ViT: its encoder is a ViT backbone
+		// (LoadForImageClassification drops the decoder), and it pretrains
+		// with ViTMAEForPreTraining.
+		ModelTypes: []string{ModelType, MAEModelType},
 		Describe: func(dir string) (string, error) {
 			c, err := readConfig(dir)
 			if err != nil {
 				return "", err
 			}
+			head := "no task head"
 			var a struct {
 				Architectures []string `json:"architectures"`
 			}
 			if err := layers.ReadConfig(dir, &a); err != nil {
 				return "", err
 			}
-			head := "no task head"
-			if len(a.Architectures) > 0 {
+			if len(a.Architectures) == 1 && a.Architectures[0] == archMAE {
+				if m, err := readMAEConfig(dir); err == nil {
+					head = fmt.Sprintf("ViTMAEForPreTraining: a decoder %d wide, %d layers, %d heads; mask_ratio %g, norm_pix_loss %v",
+						m.DecoderHiddenSize, m.DecoderNumHiddenLayers, m.DecoderNumAttentionHeads, m.MaskRatio, m.NormPixLoss)
+				}
+			}
+			if len(a.Architectures) > 0 && head == "no task head" {
 				head = strings.Join(a.Architectures, ", ")
 			}
 			if len(c.ID2Label) > 0 {

@@ -7,6 +7,12 @@ package vit
 //     not build: it is dropped;
 //   - ViTForMaskedImageModeling checkpoints carry
 //     vit.embeddings.mask_token and a decoder (decoder.*): dropped;
+//   - ViTMAEForPreTraining checkpoints (model_type vit_mae, mae_hf.go) are
+//     read as their encoder (ViTMAEConfig.Encoder): the decoder (decoder.*,
+//     its mask token and position table) is dropped and reported, and the
+//     fixed sine-cosine vit.embeddings.position_embeddings load as the
+//     classifier's (learnable) position embeddings, as transformers'
+//     ViTForImageClassification.from_pretrained does with an MAE checkpoint;
 //   - a checkpoint of one head loads into another, or into a classifier of
 //     other labels (timm's reset_classifier): the file's head tensors the
 //     model does not use are dropped and the model's head tensors the file
@@ -180,8 +186,17 @@ type LoadOptions struct {
 	Model []Option
 }
 
+// readConfig reads a ViT config.json, or a ViTMAE one's encoder (see
+// ViTMAEConfig.Encoder).
 func readConfig(dir string) (Config, error) {
 	var cfg Config
+	var head struct {
+		ModelType string `json:"model_type"`
+	}
+	if err := layers.ReadConfig(dir, &head); err == nil && head.ModelType == MAEModelType {
+		m, err := readMAEConfig(dir)
+		return m.Encoder(), err
+	}
 	if err := models.ReadConfig(dir, "vit", &cfg); err != nil {
 		return cfg, fmt.Errorf("vit: %w", err)
 	}

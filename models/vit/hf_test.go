@@ -156,9 +156,9 @@ func TestLoadErrors(t *testing.T) {
 	})
 	t.Run("unknown family", func(t *testing.T) {
 		dir := t.TempDir()
-		require.NoError(t, os.WriteFile(filepath.Join(dir, models.ConfigFile), []byte(`{"model_type": "vit_mae"}`), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, models.ConfigFile), []byte(`{"model_type": "swin"}`), 0o644))
 		_, _, err := LoadForImageClassification(dir, []string{"a", "b"}, LoadOptions{})
-		require.ErrorContains(t, err, `model_type "vit_mae" is another model family; this needs a vit checkpoint`)
+		require.ErrorContains(t, err, `model_type "swin" is another model family; this needs a vit checkpoint`)
 	})
 	t.Run("missing tensor", func(t *testing.T) {
 		c, err := LoadClassifier(parityDir)

@@ -1,0 +1,66 @@
+package finetune
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/d73a19ff/zoo/internal/runinfo"
+	"github.com/d73a19ff/zoo/train"
+)
+
+// resumeFree are the settings a resume may change: they do not change
+// what is trained.
+var resumeFree = []string{"resume", "force", "overwrite", "run_dir", "workers", "eval_interval", "save_interval"}
+
+// prepare readies the run directory (train.PrepareRun) and records cfg,
+// the whole configuration of the run (its JSON fields), in run.json; on a
+// resume it compares cfg with the run's record instead: a difference is
+// an error naming it, unless Force (then it is printed on out).
+func (s Training) prepare(cfg any, out io.Writer) error {
+	if err := train.PrepareRun(s.RunDir, s.Resume, s.Overwrite, out); err != nil {
+		return err
+	}
+	now := runinfo.Record{}
+	if err := now.SetFields("", cfg, resumeFree...); err != nil {
+		return fmt.Errorf("finetune: %w", err)
+	}
+	if !s.Resume {
+		return runinfo.Write(s.RunDir, now)
+	}
+	run, err := runinfo.Read(s.RunDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(out, "resume: %s has no %s: the settings cannot be checked against the run's\n", s.RunDir, runinfo.File)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("finetune: resume: %w", err)
+	}
+	diff := runinfo.Diff(run, now)
+	switch {
+	case len(diff) == 0:
+		return nil
+	case !s.Force:
+		return fmt.Errorf("finetune: resume: the settings given now differ from the run in %s:\n  %s\nresume with the run's data and settings, or give --force (force: true) to go on with these", s.RunDir, strings.Join(diff, "\n  "))
+	}
+	fmt.Fprintf(out, "resume: --force: going on although the settings differ from the run in %s:\n  %s\n", s.RunDir, strings.Join(diff, "\n  "))
+	return nil
+}
+
+// resume restores tr from the run directory's latest checkpoint when
+// Resume is set.
+func (s Training) resume(tr *train.Trainer, out io.Writer) error {
+	if !s.Resume {
+		return nil
+	}
+	latest, err := train.Latest(s.RunDir)
+	if err != nil {
+		return fmt.Errorf("%w (a fine-tuning run writes step checkpoints with --save-interval, and one when interrupted)", err)
+	}
+	if err := tr.Resume(latest); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "resume: from %s at step %d\n", latest, tr.Step())
+	return nil
+}
