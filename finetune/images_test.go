@@ -204,10 +204,11 @@ func TestClassifyImagesNewResolution(t *testing.T) {
 	require.Equal(t, 32, c.ImageSize)
 	require.Equal(t, "v", c.ID2Label["1"])
 
-	cfg.Scratch, cfg.RunDir = true, filepath.Join(dir, "run-32-scratch")
+	cfg.Scratch, cfg.RunDir, cfg.LabelFraction = true, filepath.Join(dir, "run-32-scratch"), 0.5
 	out.Reset()
 	_, err = RunClassifyImages(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
+	require.Contains(t, out.String(), "labels: 32 of 64 training images kept (label_fraction 0.5, stratified by class)")
 	require.Contains(t, out.String(), "fresh weights (scratch")
 	require.Contains(t, out.String(), "32×32 images in a 8×8 grid")
 }
