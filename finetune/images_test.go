@@ -321,3 +321,35 @@ func TestClassifyImagesBadInput(t *testing.T) {
 		})
 	}
 }
+
+// An ImageFolder trains with a held-out split, and a CSV of path,label
+// validates it; the class names are the folders'.
+func TestClassifyImagesFolderAndCSV(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tinyImages(t, dir)
+	root := filepath.Join(dir, "folder")
+	folder(t, root, 8)
+	cfg.TrainData, cfg.TrainLabels, cfg.ValData, cfg.ValLabels, cfg.Batch, cfg.MaxIters = root, "", "", "", 4, 2
+	var out bytes.Buffer
+	res, err := RunClassifyImages(context.Background(), cfg, &out)
+	require.NoError(t, err, out.String())
+	require.Equal(t, []string{"a", "b"}, res.Confusion.Labels)
+	require.Contains(t, out.String(), "14 training and 2 validation images of 2 classes")
+
+	csv := filepath.Join(dir, "val.csv")
+	require.NoError(t, os.WriteFile(csv, []byte("path,label\nfolder/b/1.png,b\nfolder/a/2.png,a\nfolder/b/3.png,b\n"), 0o644))
+	cfg.ValData, cfg.RunDir = csv, filepath.Join(dir, "run-csv")
+	out.Reset()
+	res, err = RunClassifyImages(context.Background(), cfg, &out)
+	require.NoError(t, err, out.String())
+	n := 0
+	for _, row := range res.Confusion.Counts {
+		for _, c := range row {
+			n += c
+		}
+	}
+	require.Equal(t, 3, n)
+	ev, err := EvalImages(context.Background(), res.Final, csv, "", 2, 1, "")
+	require.NoError(t, err)
+	require.Equal(t, res.Confusion.Counts, ev.Confusion.Counts)
+}
