@@ -107,3 +107,57 @@ func CompactJSON(b []byte) string {
 	}
 	return buf.String()
 }
+
+// Label2ID inverts a config's id2label ({"0": "neg", …}) into
+// transformers' label2id ({"neg": 0, …}); an id that is not an integer
+// is an error naming the family's config.
+func Label2ID(id2label map[string]string, family string) (map[string]int, error) {
+	if len(id2label) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]int, len(id2label))
+	for id, l := range id2label {
+		n, err := strconv.Atoi(id)
+		if err != nil {
+			return nil, fmt.Errorf("%s: id2label key %q is not an integer", family, id)
+		}
+		out[l] = n
+	}
+	return out, nil
+}
+
+// AppendExtra adds the keys of extra, in name order, to the JSON object b
+// (a config.json the family marshalled): inert keys written back as read.
+// A value that is not valid JSON is an error.
+func AppendExtra(b []byte, extra map[string]json.RawMessage, family string) ([]byte, error) {
+	if len(extra) == 0 {
+		return b, nil
+	}
+	var buf bytes.Buffer
+	buf.Write(b[:len(b)-1]) // without the closing brace
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		if !json.Valid(extra[k]) {
+			return nil, fmt.Errorf("%s: Extra[%q] is not valid JSON", family, k)
+		}
+		key, _ := json.Marshal(k)
+		buf.WriteByte(',')
+		buf.Write(key)
+		buf.WriteByte(':')
+		buf.Write(extra[k])
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// CheckNotNull refuses a null value for a key the family reads (modeled)
+// and that may not be null (modeled[key] false), in name order:
+// transformers would read null differently from any value the config can
+// hold.
+func CheckNotNull(raw map[string]json.RawMessage, modeled map[string]bool, family string) error {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if nullable, ok := modeled[k]; ok && !nullable && string(bytes.TrimSpace(raw[k])) == "null" {
+			return fmt.Errorf("%s: %s is null: transformers would read null differently from any value zoo can hold; write the value", family, k)
+		}
+	}
+	return nil
+}

@@ -6,14 +6,11 @@
 package bert
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
 	"reflect"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
@@ -283,34 +280,15 @@ func (c Config) marshal(arch string) ([]byte, error) {
 		return nil, err
 	}
 	h := hfConfig{plainConfig: plainConfig(c), ModelType: ModelType, Architectures: []string{arch}}
-	if len(c.ID2Label) > 0 {
-		h.Label2ID = map[string]int{}
-		for id, l := range c.ID2Label {
-			n, err := strconv.Atoi(id)
-			if err != nil {
-				return nil, fmt.Errorf("bert config: id2label key %q is not an integer", id)
-			}
-			h.Label2ID[l] = n
-		}
+	var err error
+	if h.Label2ID, err = models.Label2ID(c.ID2Label, "bert config"); err != nil {
+		return nil, err
 	}
 	b, err := json.Marshal(h)
-	if err != nil || len(c.Extra) == 0 {
-		return b, err
+	if err != nil {
+		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Write(b[:len(b)-1]) // without the closing brace
-	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
-		key, _ := json.Marshal(k)
-		if !json.Valid(c.Extra[k]) {
-			return nil, fmt.Errorf("bert config: Extra[%q] is not valid JSON", k)
-		}
-		buf.WriteByte(',')
-		buf.Write(key)
-		buf.WriteByte(':')
-		buf.Write(c.Extra[k])
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return models.AppendExtra(b, c.Extra, "bert config")
 }
 
 // UnmarshalJSON reads a config.json as the Config doc describes. Fields it
@@ -332,10 +310,8 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	if err := checkRefused(raw); err != nil {
 		return err
 	}
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		if nullable, ok := modeled[k]; ok && !nullable && string(bytes.TrimSpace(raw[k])) == "null" {
-			return fmt.Errorf("bert config: %s is null: write the value", k)
-		}
+	if err := models.CheckNotNull(raw, modeled, "bert config"); err != nil {
+		return err
 	}
 	h := hfConfig{plainConfig: plainConfig(start)}
 	if err := json.Unmarshal(b, &h); err != nil {

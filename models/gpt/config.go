@@ -4,14 +4,11 @@
 package gpt
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
 	"reflect"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
@@ -354,37 +351,18 @@ func (c Config) marshal(arch string) ([]byte, error) {
 	if name, err := layers.HFActivationName(c.ActivationFunction); err == nil {
 		h.ActivationFunction = name // the zoo's old gelu_tanh is gelu_new
 	}
-	if len(c.ID2Label) > 0 {
-		h.Label2ID = map[string]int{}
-		for id, l := range c.ID2Label {
-			n, err := strconv.Atoi(id)
-			if err != nil {
-				return nil, fmt.Errorf("gpt config: id2label key %q is not an integer", id)
-			}
-			h.Label2ID[l] = n
-		}
+	var err error
+	if h.Label2ID, err = models.Label2ID(c.ID2Label, "gpt config"); err != nil {
+		return nil, err
 	}
 	if c.NInner > 0 {
 		h.NInner = &c.NInner
 	}
 	b, err := json.Marshal(h)
-	if err != nil || len(c.Extra) == 0 {
-		return b, err
+	if err != nil {
+		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Write(b[:len(b)-1]) // without the closing brace
-	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
-		key, _ := json.Marshal(k)
-		if !json.Valid(c.Extra[k]) {
-			return nil, fmt.Errorf("gpt config: Extra[%q] is not valid JSON", k)
-		}
-		buf.WriteByte(',')
-		buf.Write(key)
-		buf.WriteByte(':')
-		buf.Write(c.Extra[k])
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return models.AppendExtra(b, c.Extra, "gpt config")
 }
 
 // UnmarshalJSON reads a config.json as the Config doc describes. Fields it
@@ -420,10 +398,8 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	if err := checkRefused(raw); err != nil {
 		return err
 	}
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		if nullable, ok := modeled[k]; ok && !nullable && string(bytes.TrimSpace(raw[k])) == "null" {
-			return fmt.Errorf("gpt config: %s is null: transformers would read null differently from any value zoo's GPT can hold; write the value", k)
-		}
+	if err := models.CheckNotNull(raw, modeled, "gpt config"); err != nil {
+		return err
 	}
 	h := hfConfig{plainConfig: plainConfig(start)}
 	if start.NInner > 0 {

@@ -7,13 +7,11 @@
 package vit
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -292,34 +290,15 @@ func (c Config) marshal(arch string) ([]byte, error) {
 		return nil, err
 	}
 	h := hfConfig{plainConfig: plainConfig(c), ModelType: ModelType, Architectures: []string{arch}}
-	if len(c.ID2Label) > 0 {
-		h.Label2ID = map[string]int{}
-		for id, l := range c.ID2Label {
-			n, err := strconv.Atoi(id)
-			if err != nil {
-				return nil, fmt.Errorf("vit config: id2label key %q is not an integer", id)
-			}
-			h.Label2ID[l] = n
-		}
+	var err error
+	if h.Label2ID, err = models.Label2ID(c.ID2Label, "vit config"); err != nil {
+		return nil, err
 	}
 	b, err := json.Marshal(h)
-	if err != nil || len(c.Extra) == 0 {
-		return b, err
+	if err != nil {
+		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Write(b[:len(b)-1]) // without the closing brace
-	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
-		key, _ := json.Marshal(k)
-		if !json.Valid(c.Extra[k]) {
-			return nil, fmt.Errorf("vit config: Extra[%q] is not valid JSON", k)
-		}
-		buf.WriteByte(',')
-		buf.Write(key)
-		buf.WriteByte(':')
-		buf.Write(c.Extra[k])
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return models.AppendExtra(b, c.Extra, "vit config")
 }
 
 // UnmarshalJSON reads a config.json as the Config doc describes. Fields it
@@ -341,10 +320,8 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	if err := models.CheckRefused(raw, refused, "vit config"); err != nil {
 		return err
 	}
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		if nullable, ok := modeled[k]; ok && !nullable && string(bytes.TrimSpace(raw[k])) == "null" {
-			return fmt.Errorf("vit config: %s is null: write the value", k)
-		}
+	if err := models.CheckNotNull(raw, modeled, "vit config"); err != nil {
+		return err
 	}
 	h := hfConfig{plainConfig: plainConfig(start)}
 	if err := json.Unmarshal(b, &h); err != nil {

@@ -1,13 +1,11 @@
 package vit
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/d73a19ff/zoo/models"
@@ -237,23 +235,10 @@ func (c ViTMAEConfig) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	b, err := json.Marshal(maeHF{maePlain: maePlain(c), ModelType: MAEModelType, Architectures: []string{archMAE}})
-	if err != nil || len(c.Extra) == 0 {
-		return b, err
+	if err != nil {
+		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Write(b[:len(b)-1])
-	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
-		if !json.Valid(c.Extra[k]) {
-			return nil, fmt.Errorf("vit_mae config: Extra[%q] is not valid JSON", k)
-		}
-		key, _ := json.Marshal(k)
-		buf.WriteByte(',')
-		buf.Write(key)
-		buf.WriteByte(':')
-		buf.Write(c.Extra[k])
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return models.AppendExtra(b, c.Extra, "vit_mae config")
 }
 
 // UnmarshalJSON reads a ViTMAE config.json: absent keys keep their values
@@ -276,10 +261,8 @@ func (c *ViTMAEConfig) UnmarshalJSON(b []byte) error {
 	if err := models.CheckRefused(raw, refused, "vit_mae config"); err != nil {
 		return err
 	}
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		if nullable, ok := maeModeled[k]; ok && !nullable && string(bytes.TrimSpace(raw[k])) == "null" {
-			return fmt.Errorf("vit_mae config: %s is null: write the value", k)
-		}
+	if err := models.CheckNotNull(raw, maeModeled, "vit_mae config"); err != nil {
+		return err
 	}
 	h := maeHF{maePlain: maePlain(start)}
 	if err := json.Unmarshal(b, &h); err != nil {
