@@ -565,7 +565,7 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 	ac := train.DefaultAdamWConfig()
 	ac.WeightDecay = cfg.WeightDecay
 	tr, err := train.New(task, data, train.Config{Steps: cfg.MaxIters, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
-		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched})
+		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched, Unit: "img"})
 	if err != nil {
 		return nil, err
 	}

@@ -291,6 +291,7 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 	tr, err := train.New(task, data, train.Config{
 		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
 		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched,
+		Unit: "patch", // MAE's targets are the masked patches
 	})
 	if err != nil {
 		return nil, err

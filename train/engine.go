@@ -59,6 +59,9 @@ type Config struct {
 	AdamW      AdamWConfig // the optimizer
 	Schedule   Schedule    // the learning rate per step
 	LogEvery   int         // plain log lines (when progress is not a terminal) every so many steps; 0: a twentieth of the run
+	// Unit names a batch's target in the progress display's throughput:
+	// "tok" (tokens, the default for ""), "img" for images.
+	Unit string
 }
 
 // Validate reports a configuration that cannot run.
@@ -274,7 +277,7 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 		return Result{}, err
 	}
 	defer m.Close()
-	bar := newProgress(progress, t.cfg.Steps, t.step, t.cfg.LogEvery)
+	bar := newProgress(progress, t.cfg.Steps, t.step, t.cfg.LogEvery, t.cfg.Unit)
 	var res Result
 	for t.step < t.cfg.Steps {
 		if ctx.Err() != nil {

@@ -207,18 +207,22 @@ type progress interface {
 
 // newProgress picks the bar when w is a terminal and plain lines otherwise;
 // a nil w shows nothing. every is the plain log interval in steps (0: a
-// twentieth of the run).
-func newProgress(w io.Writer, total, done, every int) progress {
+// twentieth of the run); unit names a target in the throughput ("tok";
+// "" is "tok").
+func newProgress(w io.Writer, total, done, every int, unit string) progress {
+	if unit == "" {
+		unit = "tok"
+	}
 	switch {
 	case w == nil:
 		return noProgress{}
 	case isTerminal(w):
-		return newBar(w, total, done)
+		return newBar(w, total, done, unit)
 	}
 	if every <= 0 {
 		every = max(1, total/20)
 	}
-	return &lines{w: w, total: total, every: every, began: time.Now(), from: done}
+	return &lines{w: w, total: total, every: every, began: time.Now(), from: done, unit: unit}
 }
 
 // isTerminal reports whether w is a terminal.
@@ -239,6 +243,7 @@ type lines struct {
 	total, from int
 	every       int
 	began       time.Time
+	unit        string
 }
 
 func (l *lines) update(r record) {
@@ -252,7 +257,7 @@ func (l *lines) update(r record) {
 			line += " (" + strings.TrimSpace(partsText(r.ValParts)) + ")"
 		}
 	}
-	line += fmt.Sprintf("  lr %.2e  %.0f tok/s", r.LR, r.TargetsPerSec)
+	line += fmt.Sprintf("  lr %.2e  %.0f %s/s", r.LR, r.TargetsPerSec, l.unit)
 	if done := r.Step - l.from; done > 0 && r.Step < l.total {
 		per := time.Since(l.began) / time.Duration(done)
 		line += fmt.Sprintf("  eta %s", (per * time.Duration(l.total-r.Step)).Round(time.Second))
@@ -264,11 +269,12 @@ func (l *lines) finish() {}
 
 // bar is the progress bar of a terminal.
 type bar struct {
-	b *progressbar.ProgressBar
-	w io.Writer
+	b    *progressbar.ProgressBar
+	w    io.Writer
+	unit string
 }
 
-func newBar(w io.Writer, total, done int) bar {
+func newBar(w io.Writer, total, done int, unit string) bar {
 	b := progressbar.NewOptions(total,
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionShowCount(),
@@ -278,11 +284,11 @@ func newBar(w io.Writer, total, done int) bar {
 		progressbar.OptionSetDescription("training"),
 	)
 	_ = b.Set(done)
-	return bar{b: b, w: w}
+	return bar{b: b, w: w, unit: unit}
 }
 
 func (b bar) update(r record) {
-	desc := fmt.Sprintf("loss %.4f lr %.2e %.0f tok/s", r.Loss, r.LR, r.TargetsPerSec)
+	desc := fmt.Sprintf("loss %.4f lr %.2e %.0f %s/s", r.Loss, r.LR, r.TargetsPerSec, b.unit)
 	if r.ValLoss != nil {
 		desc += fmt.Sprintf(" val %.4f", *r.ValLoss)
 	}

@@ -82,7 +82,7 @@ func TestViTFinetuneEvalClassify(t *testing.T) {
 		"--crop-padding", "1", "--reprob", "0.25", "--mixup", "0.2", "--workers", "2", "--run", run1}
 	var out, errb bytes.Buffer
 	require.Equal(t, 0, run(args, &out, &errb), "%s\n%s", errb.String(), out.String())
-	for _, want := range []string{"done: 40 steps", "macro-F1", "confusion.png", "images/s", "random crop with 1 px padding", "mixup α 0.2", "steps waited over"} {
+	for _, want := range []string{"done: 40 steps", " img/s", "macro-F1", "confusion.png", "images/s", "random crop with 1 px padding", "mixup α 0.2", "steps waited over"} {
 		require.Contains(t, out.String(), want)
 	}
 	final := filepath.Join(run1, "checkpoints", "final")
