@@ -161,3 +161,23 @@ func CheckNotNull(raw map[string]json.RawMessage, modeled map[string]bool, famil
 	}
 	return nil
 }
+
+// ParseConfig reads a config.json object into its keys, refusing null,
+// what the family refuses (CheckRefused) and a null where the family needs
+// a value (CheckNotNull).
+func ParseConfig(b []byte, refused []Refusal, modeled map[string]bool, family string) (map[string]json.RawMessage, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, fmt.Errorf("%s: null is not a config", family)
+	}
+	if err := CheckRefused(raw, refused, family); err != nil {
+		return nil, err
+	}
+	if err := CheckNotNull(raw, modeled, family); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}

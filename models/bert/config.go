@@ -300,17 +300,8 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		start = *c
 		start.Extra = maps.Clone(c.Extra)
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	if raw == nil {
-		return fmt.Errorf("bert config: null is not a config")
-	}
-	if err := checkRefused(raw); err != nil {
-		return err
-	}
-	if err := models.CheckNotNull(raw, modeled, "bert config"); err != nil {
+	raw, err := models.ParseConfig(b, refused, modeled, "bert config")
+	if err != nil {
 		return err
 	}
 	h := hfConfig{plainConfig: plainConfig(start)}
@@ -322,7 +313,6 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	}
 	*c = Config(h.plainConfig)
 	c.Extra = start.Extra
-	var err error
 	if c.ID2Label, err = models.ReadNumLabels(raw, c.ID2Label, "bert config"); err != nil {
 		return err
 	}

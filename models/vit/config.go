@@ -310,17 +310,8 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		start = *c
 		start.Extra = maps.Clone(c.Extra)
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	if raw == nil {
-		return fmt.Errorf("vit config: null is not a config")
-	}
-	if err := models.CheckRefused(raw, refused, "vit config"); err != nil {
-		return err
-	}
-	if err := models.CheckNotNull(raw, modeled, "vit config"); err != nil {
+	raw, err := models.ParseConfig(b, refused, modeled, "vit config")
+	if err != nil {
 		return err
 	}
 	h := hfConfig{plainConfig: plainConfig(start)}
@@ -332,7 +323,6 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	}
 	*c = Config(h.plainConfig)
 	c.Extra = start.Extra
-	var err error
 	if c.ID2Label, err = models.ReadNumLabels(raw, c.ID2Label, "vit config"); err != nil {
 		return err
 	}

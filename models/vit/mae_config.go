@@ -251,17 +251,8 @@ func (c *ViTMAEConfig) UnmarshalJSON(b []byte) error {
 		start = *c
 		start.Extra = maps.Clone(c.Extra)
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	if raw == nil {
-		return fmt.Errorf("vit_mae config: null is not a config")
-	}
-	if err := models.CheckRefused(raw, refused, "vit_mae config"); err != nil {
-		return err
-	}
-	if err := models.CheckNotNull(raw, maeModeled, "vit_mae config"); err != nil {
+	raw, err := models.ParseConfig(b, refused, maeModeled, "vit_mae config")
+	if err != nil {
 		return err
 	}
 	h := maeHF{maePlain: maePlain(start)}
