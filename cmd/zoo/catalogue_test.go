@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -21,6 +23,7 @@ import (
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/gpt"
 	"github.com/d73a19ff/zoo/models/seq2seq"
+	"github.com/d73a19ff/zoo/models/vit"
 )
 
 // The bad-input catalogue: what a careless user and a hostile file do to
@@ -31,6 +34,7 @@ import (
 // data files, made once.
 type fixture struct {
 	dir, gptCkpt, s2sCkpt, corpus, csv, tsv string
+	vitCkpt, png                            string // a tiny ViT classifier of 8×8 grey images (patch 4), and an 8×8 PNG
 }
 
 func newFixture(t *testing.T) fixture {
@@ -60,6 +64,24 @@ func newFixture(t *testing.T) fixture {
 	require.NoError(t, err)
 	f.s2sCkpt = filepath.Join(dir, "s2s")
 	require.NoError(t, models.SaveText(f.s2sCkpt, s, s2sTok))
+
+	vc := vit.Fashion()
+	vc.ImageSize, vc.NumHiddenLayers, vc.HiddenSize, vc.NumAttentionHeads, vc.IntermediateSize = 8, 1, 8, 2, 16
+	vm, err := vit.New(vc, vit.StoreOption(layers.WithSeed(1)))
+	require.NoError(t, err)
+	clf, err := vit.NewForImageClassification(vm, []string{"a", "b"})
+	require.NoError(t, err)
+	f.vitCkpt = filepath.Join(dir, "vit")
+	require.NoError(t, clf.Save(f.vitCkpt))
+	proc := datasets.DefaultProcessorConfig()
+	proc.Size = datasets.ImageSize{Height: 8, Width: 8}
+	proc.ImageMean, proc.ImageStd = []float64{0.5}, []float64{0.5}
+	require.NoError(t, proc.Save(f.vitCkpt))
+	f.png = filepath.Join(dir, "x.png")
+	img := image.NewGray(image.Rect(0, 0, 8, 8))
+	var buf bytes.Buffer
+	require.NoError(t, png.Encode(&buf, img))
+	write(t, f.png, buf.String())
 	return f
 }
 
@@ -324,6 +346,41 @@ func catalogue() []badInput {
 		{"a batch of 0 to evaluate", func(_ *testing.T, f fixture, _ string) []string {
 			return []string{"eval", "--checkpoint", f.gptCkpt, "--corpus", f.corpus, "--batch-size", "0"}
 		}, 1, "batch 0 must be positive"},
+
+		// Images.
+		{"a truncated image to classify", func(t *testing.T, f fixture, d string) []string {
+			b, err := os.ReadFile(f.png)
+			require.NoError(t, err)
+			return []string{"classify", "--checkpoint", f.vitCkpt, write(t, filepath.Join(d, "cut.png"), string(b[:len(b)/2]))}
+		}, 1, "cut.png: corrupt or truncated"},
+		{"an image in no format zoo reads", func(t *testing.T, f fixture, d string) []string {
+			return []string{"classify", "--checkpoint", f.vitCkpt, write(t, filepath.Join(d, "note.png"), "not an image at all")}
+		}, 1, "note.png: unsupported format"},
+		{"an image smaller than a patch", func(t *testing.T, f fixture, d string) []string {
+			var buf bytes.Buffer
+			require.NoError(t, png.Encode(&buf, image.NewGray(image.Rect(0, 0, 3, 8))))
+			return []string{"classify", "--checkpoint", f.vitCkpt, write(t, filepath.Join(d, "thin.png"), buf.String())}
+		}, 1, "smaller than the model's patch"},
+		{"classify with a text checkpoint", func(_ *testing.T, f fixture, _ string) []string {
+			return []string{"classify", "--checkpoint", f.gptCkpt, f.png}
+		}, 1, "gpt"},
+		{"an image size the patch does not divide", func(_ *testing.T, f fixture, d string) []string {
+			return []string{"finetune", "vit", "--model", "fashion", "--image-size", "30", "--train-data", filepath.Dir(f.png), "--run", d}
+		}, 1, "image_size 30 is not divisible by patch_size 4"},
+		{"an IDX file with a wrong magic number", func(t *testing.T, _ fixture, d string) []string {
+			p := write(t, filepath.Join(d, "bad-idx3-ubyte"), string([]byte{0, 0, 8, 1, 0, 0, 0, 1, 0, 0, 0, 8, 0, 0, 0, 8}))
+			return []string{"finetune", "vit", "--model", "fashion", "--train-data", p, "--train-labels", p, "--run", filepath.Join(d, "run")}
+		}, 1, "bad-idx3-ubyte"},
+		{"an empty class folder", func(t *testing.T, f fixture, d string) []string {
+			b, err := os.ReadFile(f.png)
+			require.NoError(t, err)
+			write(t, filepath.Join(d, "data", "a", "1.png"), string(b))
+			require.NoError(t, os.MkdirAll(filepath.Join(d, "data", "b"), 0o755))
+			return []string{"finetune", "vit", "--model", "fashion", "--train-data", filepath.Join(d, "data"), "--run", filepath.Join(d, "run")}
+		}, 1, `class folder "b" has no images`},
+		{"fine-tune a ViT from a text checkpoint", func(_ *testing.T, f fixture, d string) []string {
+			return []string{"finetune", "vit", "--init-from", f.gptCkpt, "--train-data", filepath.Dir(f.png), "--run", d}
+		}, 1, "gpt"},
 	}
 }
 
