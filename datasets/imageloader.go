@@ -258,6 +258,11 @@ func (l *ImageLoader) make(p *pending) (*ImageBatch, error) {
 func (l *ImageLoader) Next() (*ImageBatch, error) {
 	l.Start()
 	r := l.run
+	// A cancelled context wins over a batch already made: select picks at
+	// random among ready cases.
+	if err := r.ctx.Err(); err != nil {
+		return nil, fmt.Errorf("image loader: %w", err)
+	}
 	start := time.Now()
 	var p *pending
 	select {
