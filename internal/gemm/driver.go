@@ -62,6 +62,15 @@ func aligned(s *[]float32, n int) []float32 {
 	return buf[off : off+n]
 }
 
+// rowsA reports whether the product reads A in place through the kernel's
+// rows variant instead of packing it: A untransposed (packing it is a
+// transpose, the costliest pack) and a kernel that has the variant.
+func (jb *job) rowsA() bool { return !jb.tA && jb.kern.rows != nil && useRows }
+
+// useRows enables the in-place A kernels; tests clear it to check the
+// packed path.
+var useRows = true
+
 // run computes the block of C with rows [i0, i1) and columns [j0, j1).
 func (jb *job) run(i0, i1, j0, j1 int) {
 	bufs := getBuffers()
@@ -70,6 +79,7 @@ func (jb *job) run(i0, i1, j0, j1 int) {
 	kc := min(blockK, jb.k)
 	mc := min(roundUp(blockM, mr), roundUp(i1-i0, mr))
 	nc := min(roundUp(blockN, nr), roundUp(j1-j0, nr))
+	direct := jb.rowsA()
 	pa := aligned(&bufs.a, mc/mr*panelStride(kc, mr))
 	pb := aligned(&bufs.b, nc/nr*panelStride(kc, nr))
 	tile := aligned(&bufs.tile, mr*nr)
@@ -81,36 +91,62 @@ func (jb *job) run(i0, i1, j0, j1 int) {
 		}
 		for ic := i0; ic < i1; ic += mc {
 			mb := min(mc, i1-ic)
-			packA(pa, jb.a, jb.lda, jb.tA, ic, mb, pc, kb, mr)
+			full := 0 // rows of this block read in place
+			if direct {
+				full = mb / mr * mr
+				if full < mb { // the last, partial micro-panel is packed
+					packA(pa, jb.a, jb.lda, jb.tA, ic+full, mb-full, pc, kb, mr)
+				}
+			} else {
+				packA(pa, jb.a, jb.lda, jb.tA, ic, mb, pc, kb, mr)
+			}
 			for jc := j0; jc < j1; jc += nc {
 				nb := min(nc, j1-jc)
 				packB(pb, jb.b, jb.ldb, jb.tB, pc, kb, jc, nb, nr)
-				jb.macro(pa, pb, tile, ic, mb, jc, nb, kb, beta)
+				jb.macro(pa, pb, tile, ic, mb, jc, nb, pc, kb, full, beta)
 			}
 		}
 	}
 }
 
-// macro multiplies a packed mb×kb block of A by a packed kb×nb block of B
-// into C[ic:ic+mb, jc:jc+nb], one mr×nr tile per kernel call. Edge tiles go
-// through tile and are then added into C.
-func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, kb int, beta float32) {
-	kern, ldc := jb.kern, jb.ldc
+// macro multiplies a kb×nb block of op(B), packed in pb, by the mb×kb block
+// of op(A) at rows ic and columns pc, into C[ic:ic+mb, jc:jc+nb], one mr×nr
+// tile per kernel call. The first full rows of the block are read in place
+// by the kernel's rows variant; the rest are packed in pa, from its start.
+// Edge tiles go through tile and are then added into C.
+func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, pc, kb, full int, beta float32) {
+	kern, ldc, lda := jb.kern, jb.ldc, jb.lda
 	mr, nr := kern.mr, kern.nr
 	psA, psB := panelStride(kb, mr), panelStride(kb, nr)
 	for ir := 0; ir < mb; ir += mr {
-		a := &pa[ir/mr*psA]
 		rows := min(mr, mb-ir)
+		inPlace := ir < full
+		var a *float32
+		if inPlace {
+			off := (ic+ir)*lda + pc
+			_ = jb.a[off+(mr-1)*lda+kb-1] // the kernel reads up to here
+			a = &jb.a[off]
+		} else {
+			a = &pa[(ir-full)/mr*psA]
+		}
 		for jr := 0; jr < nb; jr += nr {
 			b := &pb[jr/nr*psB]
 			cols := min(nr, nb-jr)
 			off := (ic+ir)*ldc + jc + jr
 			if rows == mr && cols == nr {
 				_ = jb.c[off+(mr-1)*ldc+nr-1] // the kernel writes up to here
-				kern.fn(kb, a, b, &jb.c[off], ldc, jb.alpha, beta)
+				if inPlace {
+					kern.rows(kb, a, lda, b, &jb.c[off], ldc, jb.alpha, beta)
+				} else {
+					kern.fn(kb, a, b, &jb.c[off], ldc, jb.alpha, beta)
+				}
 				continue
 			}
-			kern.fn(kb, a, b, &tile[0], nr, jb.alpha, 0)
+			if inPlace {
+				kern.rows(kb, a, lda, b, &tile[0], nr, jb.alpha, 0)
+			} else {
+				kern.fn(kb, a, b, &tile[0], nr, jb.alpha, 0)
+			}
 			for r := 0; r < rows; r++ {
 				dst := jb.c[off+r*ldc:][:cols]
 				src := tile[r*nr:][:cols]

@@ -193,6 +193,18 @@ func TestSgemmGoPacking(t *testing.T) {
 	}
 }
 
+// TestSgemmPackedA runs the sweep and the blocked shapes with A always
+// packed: with useRows set (the default), kernels with a rows variant read
+// an untransposed A in place, and the packed path is then only taken for
+// the partial last micro-panel of each block.
+func TestSgemmPackedA(t *testing.T) {
+	useRows = false
+	defer func() { useRows = true }()
+	for _, kern := range kernels() {
+		withKernel(t, kern, sweep)
+	}
+}
+
 // TestSgemmFewRows checks products with m ≤ gemvRows, which are computed a
 // row at a time, with tails in n (n % 16, n % 128) and k (k % 16).
 func TestSgemmFewRows(t *testing.T) {
