@@ -22,6 +22,9 @@ type job struct {
 	a, b, c       []float32
 	lda, ldb, ldc int
 	kern          *kernel
+	// bias, when set (SgemmBias, with beta 1), is written into every row
+	// of C before the first rank-kb update, tile by tile.
+	bias []float32
 }
 
 // buffers holds one goroutine's packing space.
@@ -103,7 +106,11 @@ func (jb *job) run(i0, i1, j0, j1 int) {
 			for jc := j0; jc < j1; jc += nc {
 				nb := min(nc, j1-jc)
 				packB(pb, jb.b, jb.ldb, jb.tB, pc, kb, jc, nb, nr)
-				jb.macro(pa, pb, tile, ic, mb, jc, nb, pc, kb, full, beta)
+				var bias []float32
+				if pc == 0 {
+					bias = jb.bias
+				}
+				jb.macro(pa, pb, tile, ic, mb, jc, nb, pc, kb, full, beta, bias)
 			}
 		}
 	}
@@ -113,8 +120,10 @@ func (jb *job) run(i0, i1, j0, j1 int) {
 // of op(A) at rows ic and columns pc, into C[ic:ic+mb, jc:jc+nb], one mr×nr
 // tile per kernel call. The first full rows of the block are read in place
 // by the kernel's rows variant; the rest are packed in pa, from its start.
-// Edge tiles go through tile and are then added into C.
-func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, pc, kb, full int, beta float32) {
+// Edge tiles go through tile and are then added into C. A non-nil bias is
+// first written into each tile's rows of C (columns jc+jr…), so that with
+// beta 1 the tile becomes A·B + bias.
+func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, pc, kb, full int, beta float32, bias []float32) {
 	kern, ldc, lda := jb.kern, jb.ldc, jb.lda
 	mr, nr := kern.mr, kern.nr
 	psA, psB := panelStride(kb, mr), panelStride(kb, nr)
@@ -135,6 +144,9 @@ func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, pc, kb, full int, b
 			off := (ic+ir)*ldc + jc + jr
 			if rows == mr && cols == nr {
 				_ = jb.c[off+(mr-1)*ldc+nr-1] // the kernel writes up to here
+				if bias != nil {
+					jb.fillBias(off, bias[jc+jr:][:nr], mr)
+				}
 				if inPlace {
 					kern.rows(kb, a, lda, b, &jb.c[off], ldc, jb.alpha, beta)
 				} else {
@@ -150,6 +162,12 @@ func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, pc, kb, full int, b
 			for r := 0; r < rows; r++ {
 				dst := jb.c[off+r*ldc:][:cols]
 				src := tile[r*nr:][:cols]
+				if bias != nil {
+					for j, v := range src {
+						dst[j] = v + bias[jc+jr+j]
+					}
+					continue
+				}
 				if beta == 0 {
 					copy(dst, src)
 					continue
@@ -159,6 +177,20 @@ func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, pc, kb, full int, b
 				}
 			}
 		}
+	}
+}
+
+// fillBias writes bias (one tile's columns) into rows rows of C from off.
+func (jb *job) fillBias(off int, bias []float32, rows int) {
+	if len(bias) == 16 { // the AVX2 tile: one array copy per row, no memmove call
+		v := *(*[16]float32)(bias)
+		for r := 0; r < rows; r++ {
+			*(*[16]float32)(jb.c[off+r*jb.ldc:]) = v
+		}
+		return
+	}
+	for r := 0; r < rows; r++ {
+		copy(jb.c[off+r*jb.ldc:][:len(bias)], bias)
 	}
 }
 
