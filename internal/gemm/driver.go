@@ -68,7 +68,15 @@ func aligned(s *[]float32, n int) []float32 {
 // rowsA reports whether the product reads A in place through the kernel's
 // rows variant instead of packing it: A untransposed (packing it is a
 // transpose, the costliest pack) and a kernel that has the variant.
-func (jb *job) rowsA() bool { return !jb.tA && jb.kern.rows != nil && useRows }
+func (jb *job) rowsA() bool {
+	if jb.tA {
+		return jb.kern.cols != nil && useRows && useCols
+	}
+	return jb.kern.rows != nil && useRows
+}
+
+// useCols enables the in-place kernel for a transposed A.
+var useCols = true
 
 // useRows enables the in-place A kernels; tests clear it to check the
 // packed path.
@@ -131,10 +139,17 @@ func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, pc, kb, full int, b
 		rows := min(mr, mb-ir)
 		inPlace := ir < full
 		var a *float32
+		fn := kern.rows
 		if inPlace {
-			off := (ic+ir)*lda + pc
-			_ = jb.a[off+(mr-1)*lda+kb-1] // the kernel reads up to here
-			a = &jb.a[off]
+			if jb.tA {
+				off := pc*lda + ic + ir
+				_ = jb.a[off+(kb-1)*lda+mr-1] // the kernel reads up to here
+				a, fn = &jb.a[off], kern.cols
+			} else {
+				off := (ic+ir)*lda + pc
+				_ = jb.a[off+(mr-1)*lda+kb-1] // the kernel reads up to here
+				a = &jb.a[off]
+			}
 		} else {
 			a = &pa[(ir-full)/mr*psA]
 		}
@@ -148,14 +163,14 @@ func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, pc, kb, full int, b
 					jb.fillBias(off, bias[jc+jr:][:nr], mr)
 				}
 				if inPlace {
-					kern.rows(kb, a, lda, b, &jb.c[off], ldc, jb.alpha, beta)
+					fn(kb, a, lda, b, &jb.c[off], ldc, jb.alpha, beta)
 				} else {
 					kern.fn(kb, a, b, &jb.c[off], ldc, jb.alpha, beta)
 				}
 				continue
 			}
 			if inPlace {
-				kern.rows(kb, a, lda, b, &tile[0], nr, jb.alpha, 0)
+				fn(kb, a, lda, b, &tile[0], nr, jb.alpha, 0)
 			} else {
 				kern.fn(kb, a, b, &tile[0], nr, jb.alpha, 0)
 			}
