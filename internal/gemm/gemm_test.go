@@ -183,11 +183,12 @@ func TestSgemmKernels(t *testing.T) {
 // TestSgemmGoPacking runs the sweep with the portable packing routines (and
 // so without the few-rows vector path, which needs the same instructions).
 func TestSgemmGoPacking(t *testing.T) {
-	if !asmPack {
+	if !asmPack && !asmTrans16AVX2 {
 		t.Skip("the Go packing routines are the only ones here")
 	}
-	asmPack = false
-	defer func() { asmPack = true }()
+	savedPack, savedTrans := asmPack, asmTrans16AVX2
+	asmPack, asmTrans16AVX2 = false, false
+	defer func() { asmPack, asmTrans16AVX2 = savedPack, savedTrans }()
 	for _, kern := range kernels() {
 		withKernel(t, kern, sweep)
 	}
