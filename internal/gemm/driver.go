@@ -69,11 +69,22 @@ func aligned(s *[]float32, n int) []float32 {
 // rows variant instead of packing it: A untransposed (packing it is a
 // transpose, the costliest pack) and a kernel that has the variant.
 func (jb *job) rowsA() bool {
+	if jb.lda > maxInPlaceLD {
+		return false
+	}
 	if jb.tA {
 		return jb.kern.cols != nil && useRows && useCols
 	}
 	return jb.kern.rows != nil && useRows
 }
+
+// maxInPlaceLD is the largest row stride of A (floats) read in place. The
+// transposed kernel steps lda apart, one line and often one page per step:
+// at lda = 2048 (GPT's 2048×256 products stored transposed) it measured
+// 1.6–2.8× slower than packing; up to 512 (the ViT's 128–512-wide layers)
+// it is faster. The same bound keeps the untransposed kernel's 6 rows off
+// one L1 set (rows 4 KiB apart share it).
+var maxInPlaceLD = 512
 
 // useCols enables the in-place kernel for a transposed A.
 var useCols = true

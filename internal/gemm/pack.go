@@ -42,8 +42,8 @@ func packB(dst, b []float32, ldb int, tB bool, p0, kb, j0, nb, nr int) {
 }
 
 // packCopyGo is packCopy in plain Go. It walks the source a row (step) at
-// a time, reading each row's n floats in order and scattering them to the
-// panels: the panels' starts are ps apart, which panelStride keeps off
+// a time, reading a run of each row (about 1 KiB, a group of panels) in
+// order and scattering it to the panels: the panels' starts are ps apart, which panelStride keeps off
 // one L1 set, whereas the source's rows are often a power of two apart
 // (row strides of 128 or 512 floats), so that walking a panel at a time,
 // down kb rows, would map every row to the same few L1 sets and miss on
@@ -54,21 +54,32 @@ func packB(dst, b []float32, ldb int, tB bool, p0, kb, j0, nb, nr int) {
 func packCopyGo(dst, src []float32, ld, kb, w, n, ps int) {
 	full := n / w
 	if full > 0 && (w == 6 || w == 16) {
-		for p := 0; p < kb; p++ {
-			row := src[p*ld:][:full*w]
-			d := dst[p*w:]
-			if w == 16 {
-				for q := 0; q < full; q++ {
-					// Through a local: a direct *dst = *src may overlap, so the
-					// compiler would call memmove.
-					v := *(*[16]float32)(row[q*16:])
-					*(*[16]float32)(d[q*ps:]) = v
+		// Width 6 (a transposed A): groups of 42 panels, about 1 KiB of
+		// each source row: whole rows as one group made too many write
+		// streams when n is large (mc = 1024: 171 panels). Width 16 (B)
+		// copies whole lines and measured fastest a whole row at a time.
+		group := full
+		if w == 6 {
+			group = 42
+		}
+		for q0 := 0; q0 < full; q0 += group {
+			q1 := min(q0+group, full)
+			for p := 0; p < kb; p++ {
+				row := src[p*ld:][:q1*w]
+				d := dst[p*w:]
+				if w == 16 {
+					for q := q0; q < q1; q++ {
+						// Through a local: a direct *dst = *src may overlap, so
+						// the compiler would call memmove.
+						v := *(*[16]float32)(row[q*16:])
+						*(*[16]float32)(d[q*ps:]) = v
+					}
+					continue
 				}
-				continue
-			}
-			for q := 0; q < full; q++ {
-				v := *(*[6]float32)(row[q*6:])
-				*(*[6]float32)(d[q*ps:]) = v
+				for q := q0; q < q1; q++ {
+					v := *(*[6]float32)(row[q*6:])
+					*(*[6]float32)(d[q*ps:]) = v
+				}
 			}
 		}
 	} else {
