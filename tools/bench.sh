@@ -4,9 +4,42 @@
 # shared and noisy). Needs, for the PyTorch half:
 #   apt-get install python3-torch libopenblas0-pthread   (see tools/pytorch/README.md)
 # Usage: tools/bench.sh [go|torch]   (default: both, then the ratio table)
+#        tools/bench.sh vit [rounds]  the ViT Fashion-MNIST rows only (training
+#                                     step B128 with AdamW, forward B256), zoo
+#                                     and PyTorch interleaved for rounds (default
+#                                     5) rounds; the table shows the medians
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-both}
+torchenv() {
+  export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE
+  openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
+  if [ -d "$openblas" ]; then
+    export LD_LIBRARY_PATH=$openblas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  else
+    echo "warning: libopenblas0-pthread is not installed; torch will use the slow reference BLAS" >&2
+  fi
+}
+vitbench() { # $1: extra go test flags. The real step of the Fashion-MNIST recipe.
+  go test $1 ./models/vit/ -run '^$' -bench 'TrainStep/vit-fashion/B128$' -benchtime 5x | grep -E '^Benchmark'
+  go test $1 ./models/vit/ -run '^$' -bench 'Forward/vit-fashion/B256$' -benchtime 5x | grep -E '^Benchmark'
+}
+if [ "$what" = vit ]; then
+  # The machine is shared: interleave the two sides and take medians.
+  rounds=${2:-5}
+  out=$(mktemp)
+  for i in $(seq "$rounds"); do
+    echo "== round $i: $(uptime | sed 's/.*load/load/')"
+    echo "== Go ($(go version | cut -d' ' -f3), $(nproc) cores), pure Go"
+    vitbench ""
+    echo "== PyTorch"
+    (torchenv; /usr/bin/python3 tools/pytorch/bench_vit.py --iters 5 vit-fashion/B | grep -E '^\| (benchmark|TrainStep/vit-fashion/B128|Forward/vit-fashion/B256) ')
+  done | tee "$out"
+  echo "== zoo / PyTorch, medians of $rounds interleaved rounds (below 1: zoo is faster)"
+  python3 tools/bench_ratios.py < "$out"
+  rm -f "$out"
+  exit 0
+fi
 if [ "$what" = both ]; then
   out=$(mktemp)
   "$0" go | tee "$out"
@@ -25,6 +58,7 @@ gobench() { # $1: extra go test flags
   go test $1 ./models/gpt/ -run '^$' -bench 'Generate/nocache' -benchtime 2x | grep -E '^Benchmark'
   go test $1 ./models/seq2seq/ -run '^$' -bench . -benchtime 5x | grep -E '^Benchmark'
   go test $1 ./models/bert/ -run '^$' -bench 'BERTMini' -benchtime 3x | grep -E '^Benchmark'
+  vitbench "$1"
 }
 
 if [ "$what" != torch ]; then
@@ -40,15 +74,10 @@ fi
 
 if [ "$what" != go ]; then
   echo "== PyTorch"
-  export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE
-  openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
-  if [ -d "$openblas" ]; then
-    export LD_LIBRARY_PATH=$openblas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  else
-    echo "warning: libopenblas0-pthread is not installed; torch will use the slow reference BLAS" >&2
-  fi
+  torchenv
   /usr/bin/python3 tools/pytorch/bench_layers.py
   /usr/bin/python3 tools/pytorch/bench_gpt.py
   /usr/bin/python3 tools/pytorch/bench_seq2seq.py
   /usr/bin/python3 tools/pytorch/bench_bert.py
+  /usr/bin/python3 tools/pytorch/bench_vit.py
 fi

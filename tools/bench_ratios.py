@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Reads the output of tools/bench.sh on stdin and prints one table of
 zoo / PyTorch time ratios (below 1 means zoo is faster). Plain Python 3: no
-torch needed."""
+torch needed. A benchmark seen several times (tools/bench.sh vit runs the
+two sides interleaved, round after round) counts with its median."""
 
 import re
+import statistics
 import sys
 
 # Go benchmark name (without "Benchmark" and the -N suffix) -> PyTorch name,
@@ -13,7 +15,6 @@ PAIRS = [
     ("Generate/cache/V512_d256_h4_L4_prompt16_new112_B1", "GPTGenerate/cache/V512_d256_h4_L4_ff1024_P16_N112_B1", "ms/token"),
     ("Generate/nocache/V512_d256_h4_L4_prompt16_new112_B1", "GPTGenerate/nocache/V512_d256_h4_L4_ff1024_P16_N112_B1", "ms/token"),
     ("EncoderStep/bert_like_V1024_T128_d256_h4_L4_ff1024_B16", "EncoderStep/bert_like_V1024_T128_d256_h4_L4_ff1024_B16", "ms/step"),
-    ("EncoderStep/vit_like_28x28x1_p4_d128_h4_L6_ff256_B64", "EncoderStep/vit_like_28x28x1_p4_d128_h4_L6_ff256_B64", "ms/step"),
     ("MHA/B16_T128_d256_h4", "MHA/B16_T128_d256_h4", "ns/op"),
     ("EncoderBlock/B16_T128_d256_h4_ff1024", "EncoderBlock/B16_T128_d256_h4_ff1024", "ns/op"),
     ("LayerNorm/N2048_D256/fused", "LayerNorm/N2048_D256", "ns/op"),
@@ -26,13 +27,19 @@ PAIRS = [
     ("BERTMiniPretrainStepMaskedOnly_T128_B32", "BERTMiniPretrainStepMaskedOnly_T128_B32", "ms/step"),
     ("BERTMiniFinetuneStep_T128_B32", "BERTMiniFinetuneStep_T128_B32", "ms/step"),
     ("BERTMiniClassifyForward_T128_B32", "BERTMiniClassifyForward_T128_B32", "ms/step"),
+    # The ViT Fashion-MNIST recipe (models/vit, tools/pytorch/bench_vit.py):
+    # the real training step with AdamW, augmentation excluded, and inference.
+    # They replace the ViT-like encoder step (layers' EncoderStep/vit_like_*,
+    # ff256, B64, no optimiser), whose benchmark stays in layers/.
+    ("TrainStep/vit-fashion/B128", "TrainStep/vit-fashion/B128", "ms/step"),
+    ("Forward/vit-fashion/B256", "Forward/vit-fashion/B256", "ms/step"),
 ]
 
 
 def main():
     text = sys.stdin.read()
     builds, build = {}, "pure Go"
-    torch = {}
+    torch, torch_cpu, cpu_col = {}, {}, None
     for line in text.splitlines():
         m = re.match(r"== Go .*?(\(-tags openblas\))?", line)
         if line.startswith("== Go"):
@@ -42,16 +49,30 @@ def main():
             f = line.split()
             name = re.sub(r"-\d+$", "", f[0][len("Benchmark"):])
             vals = {f[i + 1]: float(f[i]) for i in range(2, len(f) - 1) if re.match(r"^[\d.e+-]+$", f[i])}
-            builds.setdefault(build, {})[name] = vals
-        elif line.startswith("| ") and not line.startswith("| benchmark"):
+            seen = builds.setdefault(build, {}).setdefault(name, {})
+            for k, v in vals.items():
+                seen.setdefault(k, []).append(v)
+        elif line.startswith("| benchmark"):
+            head = [c.strip() for c in line.strip("|").split("|")]
+            cpu_col = head.index("cpu-ms/step") if "cpu-ms/step" in head else None
+        elif line.startswith("| "):
             cells = [c.strip() for c in line.strip("|").split("|")]
+            if cpu_col is not None and len(cells) > cpu_col:
+                try:
+                    torch_cpu.setdefault(cells[0], []).append(float(cells[cpu_col]))
+                except ValueError:
+                    pass
             if len(cells) >= 3 and cells[1]:
                 try:
-                    torch[cells[0]] = float(cells[1])  # ms/iter or ms/step
+                    torch.setdefault(cells[0], []).append(float(cells[1]))  # ms/iter or ms/step
                 except ValueError:
                     pass
             if len(cells) >= 3 and not cells[1] and cells[2]:
-                torch[cells[0]] = float(cells[2])  # ms/token
+                torch.setdefault(cells[0], []).append(float(cells[2]))  # ms/token
+    torch = {k: statistics.median(v) for k, v in torch.items()}
+    torch_cpu = {k: statistics.median(v) for k, v in torch_cpu.items()}
+    builds = {b: {n: {k: statistics.median(v) for k, v in vals.items()} for n, vals in bench.items()}
+              for b, bench in builds.items()}
     names = list(builds)
     print("| benchmark | PyTorch (ms) | " + " | ".join("zoo %s (ms) | ratio" % b for b in names) + " |")
     print("|---|---:|" + "---:|---:|" * len(names))
@@ -67,6 +88,23 @@ def main():
             ms = v / 1e6 if metric == "ns/op" else v
             row += ["%.2f" % ms, "%.2f×" % (ms / torch[pt])]
         print("| " + " | ".join(row) + " |")
+    # CPU time (all threads): on a shared machine a side that loses a core
+    # for a while shows it in wall time, not here.
+    rows = []
+    for go, pt, metric in PAIRS:
+        if pt not in torch_cpu:
+            continue
+        row = ["%s" % pt, "%.0f" % torch_cpu[pt]]
+        for b in names:
+            v = builds[b].get(go, {}).get("cpu-ms/step")
+            row += ["", ""] if v is None else ["%.0f" % v, "%.2f×" % (v / torch_cpu[pt])]
+        rows.append(row)
+    if rows:
+        print()
+        print("| CPU time per step | PyTorch (cpu-ms) | " + " | ".join("zoo %s (cpu-ms) | ratio" % b for b in names) + " |")
+        print("|---|---:|" + "---:|---:|" * len(names))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":

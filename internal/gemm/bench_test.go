@@ -120,3 +120,44 @@ func BenchmarkSgemmRows(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSgemmViT times the products of the ViT Fashion-MNIST training
+// step (B128: 6400 tokens, width 128, MLP 512, 4 heads of 32 over 50
+// tokens) with the transposes the step uses: the forward linear layers
+// (NT), their input gradients (NN) and weight gradients (TN), and the
+// attention's per-head products, 512 per batched matmul.
+func BenchmarkSgemmViT(b *testing.B) {
+	for _, s := range []struct {
+		m, k, n, batch int
+		tt             string
+	}{{6400, 128, 384, 1, "NT"}, {6400, 384, 128, 1, "NN"}, {384, 6400, 128, 1, "TN"},
+		{6400, 128, 512, 1, "NT"}, {6400, 512, 128, 1, "NN"}, {512, 6400, 128, 1, "TN"},
+		{6400, 512, 128, 1, "NT"}, {6400, 128, 512, 1, "NN"}, {128, 6400, 512, 1, "TN"},
+		{6400, 128, 128, 1, "NT"}, {6400, 128, 128, 1, "NN"}, {128, 6400, 128, 1, "TN"},
+		{50, 32, 50, 512, "NT"}, {50, 50, 32, 512, "NN"}, {50, 50, 32, 512, "TN"}} {
+		for _, tt := range []string{s.tt} {
+			tA, tB := tt[0] == 'T', tt[1] == 'T'
+			lda, ldb := s.k, s.n
+			if tA {
+				lda = s.m
+			}
+			if tB {
+				ldb = s.k
+			}
+			batch := s.batch
+			b.Run(fmt.Sprintf("%dx%dx%dx%d/%s", s.m, s.k, s.n, batch, tt), func(b *testing.B) {
+				a := randSlice(batch * s.m * s.k)
+				bb := randSlice(batch * s.k * s.n)
+				c := make([]float32, batch*s.m*s.n)
+				mk, kn, mn := s.m*s.k, s.k*s.n, s.m*s.n
+				for b.Loop() {
+					for i := 0; i < batch; i++ {
+						Sgemm(tA, tB, s.m, s.n, s.k, 1, a[i*mk:(i+1)*mk], lda, bb[i*kn:(i+1)*kn], ldb, 0, c[i*mn:(i+1)*mn], s.n)
+					}
+				}
+				flops := 2 * float64(s.m*s.n*s.k*batch) * float64(b.N)
+				b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

@@ -22,6 +22,9 @@ type job struct {
 	a, b, c       []float32
 	lda, ldb, ldc int
 	kern          *kernel
+	// bias, when set (SgemmBias, with beta 1), is written into every row
+	// of C before the first rank-kb update, tile by tile.
+	bias []float32
 }
 
 // buffers holds one goroutine's packing space.
@@ -62,6 +65,34 @@ func aligned(s *[]float32, n int) []float32 {
 	return buf[off : off+n]
 }
 
+// rowsA reports whether the product reads A in place through the kernel's
+// rows variant instead of packing it: A untransposed (packing it is a
+// transpose, the costliest pack) and a kernel that has the variant.
+func (jb *job) rowsA() bool {
+	if jb.lda > maxInPlaceLD {
+		return false
+	}
+	if jb.tA {
+		return jb.kern.cols != nil && useRows && useCols
+	}
+	return jb.kern.rows != nil && useRows
+}
+
+// maxInPlaceLD is the largest row stride of A (floats) read in place. The
+// transposed kernel steps lda apart, one line and often one page per step:
+// at lda = 2048 (GPT's 2048×256 products stored transposed) it measured
+// 1.6–2.8× slower than packing; up to 512 (the ViT's 128–512-wide layers)
+// it is faster. The same bound keeps the untransposed kernel's 6 rows off
+// one L1 set (rows 4 KiB apart share it).
+var maxInPlaceLD = 512
+
+// useCols enables the in-place kernel for a transposed A.
+var useCols = true
+
+// useRows enables the in-place A kernels; tests clear it to check the
+// packed path.
+var useRows = true
+
 // run computes the block of C with rows [i0, i1) and columns [j0, j1).
 func (jb *job) run(i0, i1, j0, j1 int) {
 	bufs := getBuffers()
@@ -70,6 +101,7 @@ func (jb *job) run(i0, i1, j0, j1 int) {
 	kc := min(blockK, jb.k)
 	mc := min(roundUp(blockM, mr), roundUp(i1-i0, mr))
 	nc := min(roundUp(blockN, nr), roundUp(j1-j0, nr))
+	direct := jb.rowsA()
 	pa := aligned(&bufs.a, mc/mr*panelStride(kc, mr))
 	pb := aligned(&bufs.b, nc/nr*panelStride(kc, nr))
 	tile := aligned(&bufs.tile, mr*nr)
@@ -81,39 +113,87 @@ func (jb *job) run(i0, i1, j0, j1 int) {
 		}
 		for ic := i0; ic < i1; ic += mc {
 			mb := min(mc, i1-ic)
-			packA(pa, jb.a, jb.lda, jb.tA, ic, mb, pc, kb, mr)
+			full := 0 // rows of this block read in place
+			if direct {
+				full = mb / mr * mr
+				if full < mb { // the last, partial micro-panel is packed
+					packA(pa, jb.a, jb.lda, jb.tA, ic+full, mb-full, pc, kb, mr)
+				}
+			} else {
+				packA(pa, jb.a, jb.lda, jb.tA, ic, mb, pc, kb, mr)
+			}
 			for jc := j0; jc < j1; jc += nc {
 				nb := min(nc, j1-jc)
 				packB(pb, jb.b, jb.ldb, jb.tB, pc, kb, jc, nb, nr)
-				jb.macro(pa, pb, tile, ic, mb, jc, nb, kb, beta)
+				var bias []float32
+				if pc == 0 {
+					bias = jb.bias
+				}
+				jb.macro(pa, pb, tile, ic, mb, jc, nb, pc, kb, full, beta, bias)
 			}
 		}
 	}
 }
 
-// macro multiplies a packed mb×kb block of A by a packed kb×nb block of B
-// into C[ic:ic+mb, jc:jc+nb], one mr×nr tile per kernel call. Edge tiles go
-// through tile and are then added into C.
-func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, kb int, beta float32) {
-	kern, ldc := jb.kern, jb.ldc
+// macro multiplies a kb×nb block of op(B), packed in pb, by the mb×kb block
+// of op(A) at rows ic and columns pc, into C[ic:ic+mb, jc:jc+nb], one mr×nr
+// tile per kernel call. The first full rows of the block are read in place
+// by the kernel's rows variant; the rest are packed in pa, from its start.
+// Edge tiles go through tile and are then added into C. A non-nil bias is
+// first written into each tile's rows of C (columns jc+jr…), so that with
+// beta 1 the tile becomes A·B + bias.
+func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, pc, kb, full int, beta float32, bias []float32) {
+	kern, ldc, lda := jb.kern, jb.ldc, jb.lda
 	mr, nr := kern.mr, kern.nr
 	psA, psB := panelStride(kb, mr), panelStride(kb, nr)
 	for ir := 0; ir < mb; ir += mr {
-		a := &pa[ir/mr*psA]
 		rows := min(mr, mb-ir)
+		inPlace := ir < full
+		var a *float32
+		fn := kern.rows
+		if inPlace {
+			if jb.tA {
+				off := pc*lda + ic + ir
+				_ = jb.a[off+(kb-1)*lda+mr-1] // the kernel reads up to here
+				a, fn = &jb.a[off], kern.cols
+			} else {
+				off := (ic+ir)*lda + pc
+				_ = jb.a[off+(mr-1)*lda+kb-1] // the kernel reads up to here
+				a = &jb.a[off]
+			}
+		} else {
+			a = &pa[(ir-full)/mr*psA]
+		}
 		for jr := 0; jr < nb; jr += nr {
 			b := &pb[jr/nr*psB]
 			cols := min(nr, nb-jr)
 			off := (ic+ir)*ldc + jc + jr
 			if rows == mr && cols == nr {
 				_ = jb.c[off+(mr-1)*ldc+nr-1] // the kernel writes up to here
-				kern.fn(kb, a, b, &jb.c[off], ldc, jb.alpha, beta)
+				if bias != nil {
+					jb.fillBias(off, bias[jc+jr:][:nr], mr)
+				}
+				if inPlace {
+					fn(kb, a, lda, b, &jb.c[off], ldc, jb.alpha, beta)
+				} else {
+					kern.fn(kb, a, b, &jb.c[off], ldc, jb.alpha, beta)
+				}
 				continue
 			}
-			kern.fn(kb, a, b, &tile[0], nr, jb.alpha, 0)
+			if inPlace {
+				fn(kb, a, lda, b, &tile[0], nr, jb.alpha, 0)
+			} else {
+				kern.fn(kb, a, b, &tile[0], nr, jb.alpha, 0)
+			}
 			for r := 0; r < rows; r++ {
 				dst := jb.c[off+r*ldc:][:cols]
 				src := tile[r*nr:][:cols]
+				if bias != nil {
+					for j, v := range src {
+						dst[j] = v + bias[jc+jr+j]
+					}
+					continue
+				}
 				if beta == 0 {
 					copy(dst, src)
 					continue
@@ -123,6 +203,20 @@ func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, kb int, beta float3
 				}
 			}
 		}
+	}
+}
+
+// fillBias writes bias (one tile's columns) into rows rows of C from off.
+func (jb *job) fillBias(off int, bias []float32, rows int) {
+	if len(bias) == 16 { // the AVX2 tile: one array copy per row, no memmove call
+		v := *(*[16]float32)(bias)
+		for r := 0; r < rows; r++ {
+			*(*[16]float32)(jb.c[off+r*jb.ldc:]) = v
+		}
+		return
+	}
+	for r := 0; r < rows; r++ {
+		copy(jb.c[off+r*jb.ldc:][:len(bias)], bias)
 	}
 }
 

@@ -46,6 +46,34 @@ func Sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []fl
 	}
 }
 
+// SgemmBias computes C = op(A)·op(B) + 1·biasᵀ: Sgemm with alpha 1 and
+// beta 0, plus bias (n floats) added to every row of C, as a linear layer's
+// forward pass needs. In the blocked path the bias is written into each
+// tile of C just before its first kernel call, while the tile is in cache,
+// instead of in a pass of its own over C.
+func SgemmBias(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, bias []float32, c []float32, ldc int) {
+	check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	if len(bias) < n {
+		panic(fmt.Sprintf("gemm: bias has %d floats for %d columns", len(bias), n))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	jb := job{tA: tA, tB: tB, m: m, n: n, k: k, alpha: 1, beta: 1,
+		a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc, kern: active}
+	if k == 0 || m*n*k <= smallWork || m <= gemvRows {
+		for i := 0; i < m; i++ {
+			copy(c[i*ldc:][:n], bias)
+		}
+		if k > 0 {
+			Sgemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 1, c, ldc)
+		}
+		return
+	}
+	jb.bias = bias[:n]
+	jb.parallel()
+}
+
 // Dgemm is Sgemm for float64. Only tests use float64, so it is gonum's Dgemm.
 func Dgemm(tA, tB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
 	gonum.Implementation{}.Dgemm(trans(tA), trans(tB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)

@@ -183,11 +183,24 @@ func TestSgemmKernels(t *testing.T) {
 // TestSgemmGoPacking runs the sweep with the portable packing routines (and
 // so without the few-rows vector path, which needs the same instructions).
 func TestSgemmGoPacking(t *testing.T) {
-	if !asmPack {
+	if !asmPack && !asmTrans16AVX2 {
 		t.Skip("the Go packing routines are the only ones here")
 	}
-	asmPack = false
-	defer func() { asmPack = true }()
+	savedPack, savedTrans := asmPack, asmTrans16AVX2
+	asmPack, asmTrans16AVX2 = false, false
+	defer func() { asmPack, asmTrans16AVX2 = savedPack, savedTrans }()
+	for _, kern := range kernels() {
+		withKernel(t, kern, sweep)
+	}
+}
+
+// TestSgemmPackedA runs the sweep and the blocked shapes with A always
+// packed: with useRows set (the default), kernels with a rows variant read
+// an untransposed A in place, and the packed path is then only taken for
+// the partial last micro-panel of each block.
+func TestSgemmPackedA(t *testing.T) {
+	useRows = false
+	defer func() { useRows = true }()
 	for _, kern := range kernels() {
 		withKernel(t, kern, sweep)
 	}
@@ -305,6 +318,68 @@ func TestDgemm(t *testing.T) {
 	for i := range c {
 		if c[i] != want[i] {
 			t.Fatalf("Dgemm = %v, want %v", c, want)
+		}
+	}
+}
+
+// TestSgemmBias checks C = op(A)·op(B) + bias against a float64 product,
+// over transposes, tile edges in m and n, several kc blocks, padded strides
+// and the small, few-rows and blocked paths, with every kernel, in place
+// and packed A.
+func TestSgemmBias(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	sizes := [][3]int{{1, 1, 1}, {3, 5, 7}, {7, 17, 3}, {37, 41, 29}, {64, 48, 300}, {129, 33, 65}, {6, 16, 0}, {20, 20, 0}}
+	for _, kern := range kernels() {
+		for _, rows := range []bool{true, false} {
+			withKernel(t, kern, func(t *testing.T) {
+				useRows = rows
+				defer func() { useRows = true }()
+				for _, s := range sizes {
+					for _, tA := range []bool{false, true} {
+						for _, tB := range []bool{false, true} {
+							m, n, k := s[0], s[1], s[2]
+							lda, ldb, ldc := k+2, n+1, n+3
+							if tA {
+								lda = m + 2
+							}
+							if tB {
+								ldb = k + 1
+							}
+							a := make([]float32, max(m, k)*lda)
+							b := make([]float32, max(n, k)*ldb)
+							bias := make([]float32, n)
+							for _, s := range [][]float32{a, b, bias} {
+								for i := range s {
+									s[i] = rng.Float32() - 0.5
+								}
+							}
+							c := make([]float32, m*ldc)
+							for i := range c {
+								c[i] = float32(math.NaN()) // not read
+							}
+							SgemmBias(tA, tB, m, n, k, a, lda, b, ldb, bias, c, ldc)
+							for i := 0; i < m; i++ {
+								for j := 0; j < n; j++ {
+									want := float64(bias[j])
+									for p := 0; p < k; p++ {
+										av, bv := a[i*lda+p], b[p*ldb+j]
+										if tA {
+											av = a[p*lda+i]
+										}
+										if tB {
+											bv = b[j*ldb+p]
+										}
+										want += float64(av) * float64(bv)
+									}
+									if got := c[i*ldc+j]; !(math.Abs(float64(got)-want) <= 1e-5*float64(k+1)) {
+										t.Fatalf("%v tA %v tB %v: C[%d,%d] = %g, want %g", s, tA, tB, i, j, got, want)
+									}
+								}
+							}
+						}
+					}
+				}
+			})
 		}
 	}
 }

@@ -14,6 +14,13 @@ type kernel struct {
 	name   string
 	mr, nr int
 	fn     func(k int, a, b, c *float32, ldc int, alpha, beta float32)
+	// rows, when set, is fn with A read in place from mr rows of a
+	// row-major matrix (element (i, p) at a[i*lda+p]) instead of a packed
+	// micro-panel: products with an untransposed A skip packing it.
+	rows func(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
+	// cols, when set, is rows for a transposed A: op(A) = Aᵀ read in
+	// place, element (i, p) at a[p*lda+i].
+	cols func(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
 }
 
 // goKernel is the portable 4×4 kernel in plain Go, used where no assembly

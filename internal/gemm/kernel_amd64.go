@@ -16,9 +16,21 @@ func kernelAVX512(k int, a, b, c *float32, ldc int, alpha, beta float32)
 //go:noescape
 func kernelAVX2(k int, a, b, c *float32, ldc int, alpha, beta float32)
 
+// kernelAVX2Rows is kernelAVX2 reading A in place: 6 rows of a row-major
+// matrix with row stride lda (kernel_rows_amd64.s).
+//
+//go:noescape
+func kernelAVX2Rows(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
+
+// kernelAVX2Cols is kernelAVX2Rows for a transposed A: element (i, p) at
+// a[p*lda+i] (kernel_rows_amd64.s).
+//
+//go:noescape
+func kernelAVX2Cols(k int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
+
 var (
 	avx512Kernel = &kernel{name: "avx512", mr: 12, nr: 32, fn: kernelAVX512}
-	avx2Kernel   = &kernel{name: "avx2", mr: 6, nr: 16, fn: kernelAVX2}
+	avx2Kernel   = &kernel{name: "avx2", mr: 6, nr: 16, fn: kernelAVX2, rows: kernelAVX2Rows, cols: kernelAVX2Cols}
 )
 
 // kernels lists the kernels this CPU can run, fastest first.

@@ -41,30 +41,53 @@ func packB(dst, b []float32, ldb int, tB bool, p0, kb, j0, nb, nr int) {
 	}
 }
 
-// packCopyGo is packCopy in plain Go. Full panels of the AVX2 kernel's
-// widths (6, 16) copy each step as one fixed-size array, which the compiler
-// inlines as a few vector moves: a copy() of 6 or 16 floats is a call to
-// memmove per step, a quarter of a BERT pretraining step on AVX2 machines.
+// packCopyGo is packCopy in plain Go. It walks the source a row (step) at
+// a time, reading a run of each row (about 1 KiB, a group of panels) in
+// order and scattering it to the panels: the panels' starts are ps apart, which panelStride keeps off
+// one L1 set, whereas the source's rows are often a power of two apart
+// (row strides of 128 or 512 floats), so that walking a panel at a time,
+// down kb rows, would map every row to the same few L1 sets and miss on
+// nearly every read (measured: a fifth of the ViT training step).
+// Full panels of the AVX2 kernel's widths (6, 16) copy each step as one
+// fixed-size array, which the compiler inlines as a few vector moves: a
+// copy() of 6 or 16 floats is a call to memmove per step.
 func packCopyGo(dst, src []float32, ld, kb, w, n, ps int) {
-	for q := 0; q < n; q += w {
+	full := n / w
+	if full > 0 && (w == 6 || w == 16) {
+		// Width 6 (a transposed A): groups of 42 panels, about 1 KiB of
+		// each source row: whole rows as one group made too many write
+		// streams when n is large (mc = 1024: 171 panels). Width 16 (B)
+		// copies whole lines and measured fastest a whole row at a time.
+		group := full
+		if w == 6 {
+			group = 42
+		}
+		for q0 := 0; q0 < full; q0 += group {
+			q1 := min(q0+group, full)
+			for p := 0; p < kb; p++ {
+				row := src[p*ld:][:q1*w]
+				d := dst[p*w:]
+				if w == 16 {
+					for q := q0; q < q1; q++ {
+						// Through a local: a direct *dst = *src may overlap, so
+						// the compiler would call memmove.
+						v := *(*[16]float32)(row[q*16:])
+						*(*[16]float32)(d[q*ps:]) = v
+					}
+					continue
+				}
+				for q := q0; q < q1; q++ {
+					v := *(*[6]float32)(row[q*6:])
+					*(*[6]float32)(d[q*ps:]) = v
+				}
+			}
+		}
+	} else {
+		full = 0
+	}
+	for q := full * w; q < n; q += w {
 		d := dst[q/w*ps:][:kb*w]
 		valid := min(w, n-q)
-		switch {
-		case valid == 16 && w == 16:
-			for p := 0; p < kb; p++ {
-				// Through a local: a direct *dst = *src may overlap, so the
-				// compiler would call memmove.
-				v := *(*[16]float32)(src[p*ld+q:])
-				*(*[16]float32)(d[p*16:]) = v
-			}
-			continue
-		case valid == 6 && w == 6:
-			for p := 0; p < kb; p++ {
-				v := *(*[6]float32)(src[p*ld+q:])
-				*(*[6]float32)(d[p*6:]) = v
-			}
-			continue
-		}
 		for p := 0; p < kb; p++ {
 			dp := d[p*w : p*w+w]
 			copy(dp, src[p*ld+q:][:valid])

@@ -33,6 +33,17 @@ func transpose16(dst, src *float32, ld, kb int)
 //go:noescape
 func transpose32(dst, src *float32, ld, kb int)
 
+// transpose16AVX2 is transpose16 for AVX2 machines: one full micro-panel
+// of width 16, dst[p*16+r] = src[r*ld+p], for kb a multiple of 8
+// (pack_avx2_amd64.s).
+//
+//go:noescape
+func transpose16AVX2(dst, src *float32, ld, kb int)
+
+// asmTrans16AVX2 selects transpose16AVX2 where the AVX-512 routines are
+// missing; tests clear it to check the Go ones.
+var asmTrans16AVX2 = cpu.X86.HasAVX2
+
 // asmPack selects the AVX-512 packing routines; tests clear it to check the
 // Go ones.
 var asmPack = cpu.X86.HasAVX512F
@@ -71,6 +82,24 @@ func packTrans(dst, src []float32, ld, kb, w, n, ps int) {
 		tr = transpose16
 	case 32:
 		tr = transpose32
+	}
+	if !asmPack && asmTrans16AVX2 && w == 16 && kb >= 8 && ld*4*w < 1<<31 {
+		// The B panels of the forward linear layers (op(B) = Wᵀ) and of
+		// the attention scores (Kᵀ) on AVX2 machines.
+		kb8 := kb &^ 7
+		q := 0
+		for ; q+16 <= n; q += 16 {
+			d, s := dst[q/16*ps:][:kb*16], src[q*ld:]
+			_ = s[15*ld+kb-1]
+			transpose16AVX2(&d[0], &s[0], ld, kb8)
+			if kb8 < kb {
+				transSteps(d, s, ld, kb8, kb, 16, 16)
+			}
+		}
+		if q < n {
+			transSteps(dst[q/16*ps:], src[q*ld:], ld, 0, kb, 16, n-q)
+		}
+		return
 	}
 	if !asmPack || tr == nil || kb < 16 || ld*4*w >= 1<<31 {
 		packTransGo(dst, src, ld, kb, w, n, ps)

@@ -33,6 +33,15 @@ func sgemm(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int,
 	})
 }
 
+// sgemmBias is row-major C = op(A)·op(B) + bias added to every row: the
+// bias rows are copied into C, then sgemm adds the product (beta 1).
+func sgemmBias(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, bias, c []float32, ldc int) {
+	for r := 0; r < m; r++ {
+		copy(c[r*ldc:][:n], bias)
+	}
+	sgemm(tA, tB, m, n, k, a, lda, b, ldb, 1, c, ldc)
+}
+
 // dgemm is sgemm in float64.
 func dgemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
 	cblas.Dgemm(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)

@@ -100,20 +100,36 @@ func (op *headsOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 // permuteHeads moves (B, T, [part], h, d) to (B, h, T, d) when split, else
 // back.
 func permuteHeads[T Float](x, out []T, b, t, h, d, part, parts int, split bool) {
-	row := parts * h * d // one token's merged features
-	for bi := 0; bi < b; bi++ {
-		for ti := 0; ti < t; ti++ {
-			for hi := 0; hi < h; hi++ {
-				merged := (bi*t+ti)*row + (part*h+hi)*d
-				heads := ((bi*h+hi)*t + ti) * d
-				if split {
-					copy(out[heads:heads+d], x[merged:merged+d])
-				} else {
-					copy(out[merged:merged+d], x[heads:heads+d])
+	// Batches on the cores; a head's d features move as one array when d is
+	// 32 or 64 (the ViT and BERT-Mini head widths): a copy() of them was a
+	// memmove call each, 5% of a ViT training step.
+	parallelFor(b, t*h*d, func(lo, hi int) {
+		row := parts * h * d // one token's merged features
+		for bi := lo; bi < hi; bi++ {
+			for ti := 0; ti < t; ti++ {
+				for hd := 0; hd < h; hd++ {
+					merged := (bi*t+ti)*row + (part*h+hd)*d
+					heads := ((bi*h+hd)*t + ti) * d
+					var dst, src []T
+					if split {
+						dst, src = out[heads:heads+d], x[merged:merged+d]
+					} else {
+						dst, src = out[merged:merged+d], x[heads:heads+d]
+					}
+					switch d {
+					case 32:
+						v := *(*[32]T)(src) // through a local: no overlap, no memmove call
+						*(*[32]T)(dst) = v
+					case 64:
+						v := *(*[64]T)(src)
+						*(*[64]T)(dst) = v
+					default:
+						copy(dst, src)
+					}
 				}
 			}
 		}
-	}
+	})
 }
 
 func (op *headsOp) DiffWRT(int) []bool { return []bool{true} }

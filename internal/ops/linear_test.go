@@ -1,10 +1,12 @@
 package ops
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/internal/gradcheck"
 )
@@ -60,4 +62,46 @@ func TestLinearBadShapes(t *testing.T) {
 	require.ErrorContains(t, err, "has 3 features")
 	_, err = Linear(input(g, "x2", randDense(1, 2, 4)), w, input(g, "b", randDense(3, 4)))
 	require.ErrorContains(t, err, "bias")
+}
+
+// TestLinearValueFloat32 checks the float32 forward pass, whose bias is
+// added inside the blocked product (sgemmBias), at sizes with tile edges
+// and with and without a bias.
+func TestLinearValueFloat32(t *testing.T) {
+	for _, s := range [][3]int{{50, 37, 41}, {7, 3, 5}, {130, 129, 16}, {2, 8, 3}} {
+		for _, bias := range []bool{true, false} {
+			n, in, out := s[0], s[1], s[2]
+			rng := rand.New(rand.NewPCG(uint64(n), uint64(out)))
+			fill := func(k int) []float32 {
+				v := make([]float32, k)
+				for i := range v {
+					v[i] = rng.Float32() - 0.5
+				}
+				return v
+			}
+			x, w, b := fill(n*in), fill(out*in), fill(out)
+			g := gorgonia.NewGraph()
+			xn := gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(n, in), gorgonia.WithName("x"), gorgonia.WithValue(tensor.New(tensor.WithShape(n, in), tensor.WithBacking(x))))
+			wn := gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(out, in), gorgonia.WithName("w"), gorgonia.WithValue(tensor.New(tensor.WithShape(out, in), tensor.WithBacking(w))))
+			var bn *gorgonia.Node
+			if bias {
+				bn = gorgonia.NewVector(g, tensor.Float32, gorgonia.WithShape(out), gorgonia.WithName("b"), gorgonia.WithValue(tensor.New(tensor.WithShape(out), tensor.WithBacking(b))))
+			}
+			y, err := Linear(xn, wn, bn)
+			require.NoError(t, err)
+			got := eval(t, g, y).Data().([]float32)
+			for r := 0; r < n; r++ {
+				for o := 0; o < out; o++ {
+					want := 0.0
+					if bias {
+						want = float64(b[o])
+					}
+					for i := 0; i < in; i++ {
+						want += float64(x[r*in+i]) * float64(w[o*in+i])
+					}
+					require.InDelta(t, want, float64(got[r*out+o]), 1e-5, "%v bias %v: row %d out %d", s, bias, r, o)
+				}
+			}
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"gorgonia.org/gorgonia"
 
@@ -82,12 +83,23 @@ func BenchmarkTrainStep(b *testing.B) {
 			step() // warm-up: buffers are allocated once
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := cpuTime()
 			for i := 0; i < b.N; i++ {
 				step()
 			}
-			b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "images/s")
-			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/step")
+			reportStep(b, batch, cpu0)
 		})
+	}
+}
+
+// reportStep reports images/s, wall ms/step and, where measured, the
+// process's CPU ms/step (all threads) since cpu0, as
+// tools/pytorch/bench_vit.py does: tools/bench_ratios.py compares both.
+func reportStep(b *testing.B, batch int, cpu0 time.Duration) {
+	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "images/s")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
+	if cpu := cpuTime(); cpu > 0 {
+		b.ReportMetric(float64((cpu-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/step")
 	}
 }
 
@@ -113,10 +125,11 @@ func BenchmarkForward(b *testing.B) {
 			run()
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := cpuTime()
 			for i := 0; i < b.N; i++ {
 				run()
 			}
-			b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "images/s")
+			reportStep(b, batch, cpu0)
 		})
 	}
 }

@@ -28,8 +28,8 @@ benchmark's.
   Forward/vit-fashion/B64, /B256
       inference: eval + no_grad, the class scores of the batch.
 
-Every benchmark: 3 warm-up iterations, then the median of at least --iters
-(default 10) timed ones. images/s = B / seconds; cpu-ms/step is the
+Every benchmark: 3 warm-up iterations, then the median of --iters
+(default 10, at least 3) timed ones. images/s = B / seconds; cpu-ms/step is the
 process's CPU time per timed iteration (helpers shared with
 bench_layers.py).
 """
@@ -121,10 +121,10 @@ def build_cases(gen):
 
 def main():
     ap = argparse.ArgumentParser(description="PyTorch ViT (Fashion preset) CPU reference timings (float32)")
-    ap.add_argument("--iters", type=int, default=10, help="timed iterations (>= 10)")
+    ap.add_argument("--iters", type=int, default=10, help="timed iterations (>= 3)")
     ap.add_argument("filter", nargs="?", default="", help="substring filter on benchmark names")
     args = ap.parse_args()
-    iters = max(10, args.iters)
+    iters = max(3, args.iters)
 
     torch.set_num_threads(THREADS)
     torch.set_default_dtype(torch.float32)
