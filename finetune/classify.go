@@ -211,14 +211,11 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	}
 	data := newClsData(tr, va, cfg.Batch, maxLen, clf.PadID(), cfg.Seed)
 	task := &clsTask{c: clf, tok: tok, b: cfg.Batch, t: maxLen, types: typeVocab > 0}
-	trainer, err := cfg.Training.trainer(task, data)
+	trainer, err := cfg.Training.start(task, data, out)
 	if err != nil {
 		return nil, err
 	}
 	defer trainer.Close()
-	if err := cfg.Training.resume(trainer, out); err != nil {
-		return nil, err
-	}
 	from := cfg.Training.weights(cfg.Checkpoint)
 	fmt.Fprintf(out, "%s classifier: %d labels %v, %d training and %d validation examples, max length %d; %s\n", ckpt.Family.Name, len(labels), labels, len(tr), len(va), maxLen, from)
 	res, err := trainer.Run(ctx, out)

@@ -184,14 +184,11 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 	}
 	data := newQAData(trF, vaF, cfg.Batch, t, enc.pad, cfg.Seed)
 	task := &qaTask{q: q, tok: tok, b: cfg.Batch, t: t}
-	trainer, err := cfg.Training.trainer(task, data)
+	trainer, err := cfg.Training.start(task, data, out)
 	if err != nil {
 		return nil, err
 	}
 	defer trainer.Close()
-	if err := cfg.Training.resume(trainer, out); err != nil {
-		return nil, err
-	}
 	from := cfg.Training.weights(cfg.Checkpoint)
 	fmt.Fprintf(out, "bert qa from %s: %d training questions (%d windows), %d validation questions (%d windows), %d tokens per window\n",
 		from, len(trainEx), len(trF), len(valEx), len(vaF), t)

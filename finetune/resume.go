@@ -48,6 +48,20 @@ func (s Training) prepare(cfg any, out io.Writer) error {
 	return nil
 }
 
+// start builds the engine for task (trainer) and, with Resume, restores
+// it from the run directory's latest checkpoint.
+func (s Training) start(task train.Task, data train.Data, out io.Writer) (*train.Trainer, error) {
+	tr, err := s.trainer(task, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.resume(tr, out); err != nil {
+		tr.Close()
+		return nil, err
+	}
+	return tr, nil
+}
+
 // resume restores tr from the run directory's latest checkpoint when
 // Resume is set.
 func (s Training) resume(tr *train.Trainer, out io.Writer) error {

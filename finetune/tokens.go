@@ -184,14 +184,11 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 	}
 	data := newTagData(tr, va, cfg.Batch, t, enc.pad, cfg.Seed)
 	task := &tagTask{c: clf, tok: wp, b: cfg.Batch, t: t}
-	trainer, err := cfg.Training.trainer(task, data)
+	trainer, err := cfg.Training.start(task, data, out)
 	if err != nil {
 		return nil, err
 	}
 	defer trainer.Close()
-	if err := cfg.Training.resume(trainer, out); err != nil {
-		return nil, err
-	}
 	from := cfg.Training.weights(cfg.Checkpoint)
 	fmt.Fprintf(out, "bert token classifier from %s: %d parameters, %d tags, %d training and %d validation sentences, %d word pieces per sentence\n",
 		from, clf.NumParams(), len(labels), len(tr), len(va), t)
