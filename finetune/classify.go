@@ -76,17 +76,28 @@ type Training struct {
 }
 
 // trainer builds the engine for task as every fine-tuning task trains:
-// AdamW with weight decay, warmup then linear decay to 0, gradient
-// clipping, evaluation every eval_interval steps.
-func (s Training) trainer(task train.Task, data train.Data) (*train.Trainer, error) {
-	sched, err := train.WarmupLinear(s.LR, s.Warmup, s.MaxIters)
-	if err != nil {
-		return nil, err
+// AdamW with weight decay, warmup then linear decay to 0 (or o.schedule),
+// gradient clipping, evaluation every eval_interval steps.
+func (s Training) trainer(task train.Task, data train.Data, o engine) (*train.Trainer, error) {
+	sched := o.schedule
+	if sched == nil {
+		var err error
+		if sched, err = train.WarmupLinear(s.LR, s.Warmup, s.MaxIters); err != nil {
+			return nil, err
+		}
 	}
 	ac := train.DefaultAdamWConfig()
 	ac.WeightDecay = s.WeightDecay
 	return train.New(task, data, train.Config{Steps: s.MaxIters, ClipNorm: s.GradClip, EvalEvery: s.EvalEvery, SaveEvery: s.SaveEvery,
-		Dir: s.RunDir, Seed: s.Seed, AdamW: ac, Schedule: sched})
+		Dir: s.RunDir, Seed: s.Seed, AdamW: ac, Schedule: sched, Unit: o.unit})
+}
+
+// engine is what a task changes in the engine Training builds: the
+// learning-rate schedule (nil: warmup then linear decay) and the unit the
+// progress counts (empty: tokens).
+type engine struct {
+	schedule train.Schedule
+	unit     string
 }
 
 // weights says where a run's weights come from: checkpoint's, or fresh
@@ -211,7 +222,7 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	}
 	data := newClsData(tr, va, cfg.Batch, maxLen, clf.PadID(), cfg.Seed)
 	task := &clsTask{c: clf, tok: tok, b: cfg.Batch, t: maxLen, types: typeVocab > 0}
-	trainer, err := cfg.Training.start(task, data, out)
+	trainer, err := cfg.Training.start(task, data, engine{}, out)
 	if err != nil {
 		return nil, err
 	}

@@ -562,17 +562,11 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 	if err != nil {
 		return nil, err
 	}
-	ac := train.DefaultAdamWConfig()
-	ac.WeightDecay = cfg.WeightDecay
-	tr, err := train.New(task, data, train.Config{Steps: cfg.MaxIters, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
-		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched, Unit: "img"})
+	tr, err := cfg.Training.start(task, data, engine{schedule: sched, unit: "img"}, out)
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
-	if err := cfg.Training.resume(tr, out); err != nil {
-		return nil, err
-	}
 	start := tr.Step()
 	loader.Start() // the first batches are made while the run starts
 	grid := clf.Config.ImageSize / clf.Config.PatchSize

@@ -184,7 +184,7 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 	}
 	data := newQAData(trF, vaF, cfg.Batch, t, enc.pad, cfg.Seed)
 	task := &qaTask{q: q, tok: tok, b: cfg.Batch, t: t}
-	trainer, err := cfg.Training.start(task, data, out)
+	trainer, err := cfg.Training.start(task, data, engine{}, out)
 	if err != nil {
 		return nil, err
 	}

@@ -50,8 +50,8 @@ func (s Training) prepare(cfg any, out io.Writer) error {
 
 // start builds the engine for task (trainer) and, with Resume, restores
 // it from the run directory's latest checkpoint.
-func (s Training) start(task train.Task, data train.Data, out io.Writer) (*train.Trainer, error) {
-	tr, err := s.trainer(task, data)
+func (s Training) start(task train.Task, data train.Data, o engine, out io.Writer) (*train.Trainer, error) {
+	tr, err := s.trainer(task, data, o)
 	if err != nil {
 		return nil, err
 	}

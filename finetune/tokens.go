@@ -184,7 +184,7 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 	}
 	data := newTagData(tr, va, cfg.Batch, t, enc.pad, cfg.Seed)
 	task := &tagTask{c: clf, tok: wp, b: cfg.Batch, t: t}
-	trainer, err := cfg.Training.start(task, data, out)
+	trainer, err := cfg.Training.start(task, data, engine{}, out)
 	if err != nil {
 		return nil, err
 	}

@@ -207,21 +207,32 @@ func (o *AdamW) Step(grads []gorgonia.Value, lr float64) error {
 	bc1 := 1 - math.Pow(o.cfg.Beta1, t)
 	bc2 := 1 - math.Pow(o.cfg.Beta2, t)
 	// Parameters update independently, element by element, so spreading them
-	// over the cores gives the same bits as one loop.
-	var wg sync.WaitGroup
-	next := make(chan int, len(o.slots))
+	// over the cores gives the same bits as one loop. A large parameter is
+	// cut into pieces: a BERT word embedding is 70% of the model, and as one
+	// piece it kept one core busy while the others had finished.
+	type piece struct{ i, lo, hi int }
+	var pieces []piece
 	for i := range o.slots {
-		if grads[i] != nil {
-			next <- i
+		if grads[i] == nil {
+			continue
+		}
+		n := len(work[i].p32) + len(work[i].p64)
+		for lo := 0; lo < n; lo += adamwPiece {
+			pieces = append(pieces, piece{i, lo, min(lo+adamwPiece, n)})
 		}
 	}
+	var wg sync.WaitGroup
+	next := make(chan piece, len(pieces))
+	for _, p := range pieces {
+		next <- p
+	}
 	close(next)
-	for range min(runtime.GOMAXPROCS(0), len(o.slots)) {
+	for range min(runtime.GOMAXPROCS(0), len(pieces)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				o.update(o.slots[i], work[i], lr, bc1, bc2)
+			for p := range next {
+				o.update(o.slots[p.i], work[p.i], lr, bc1, bc2, p.lo, p.hi)
 			}
 		}()
 	}
@@ -229,8 +240,11 @@ func (o *AdamW) Step(grads []gorgonia.Value, lr float64) error {
 	return nil
 }
 
-// update applies the step to one parameter.
-func (o *AdamW) update(s *slot, w operands, lr, bc1, bc2 float64) {
+// adamwPiece is the most elements one goroutine updates at a time.
+const adamwPiece = 1 << 16
+
+// update applies the step to elements [lo, hi) of one parameter.
+func (o *AdamW) update(s *slot, w operands, lr, bc1, bc2 float64, lo, hi int) {
 	c := coeffs{
 		decay: 1, beta1: o.cfg.Beta1, beta2: o.cfg.Beta2, eps: o.cfg.Eps,
 		stepSize: lr / bc1, bc2Sqrt: math.Sqrt(bc2),
@@ -239,9 +253,9 @@ func (o *AdamW) update(s *slot, w operands, lr, bc1, bc2 float64) {
 		c.decay = 1 - lr*o.cfg.WeightDecay
 	}
 	if w.p32 != nil {
-		update(w.p32, w.g32, s.m32, s.v32, c)
+		update(w.p32[lo:hi], w.g32[lo:hi], s.m32[lo:hi], s.v32[lo:hi], c)
 	} else {
-		update(w.p64, w.g64, s.m64, s.v64, c)
+		update(w.p64[lo:hi], w.g64[lo:hi], s.m64[lo:hi], s.v64[lo:hi], c)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -250,3 +251,40 @@ func snapshot(params []*layers.Param) map[string]any {
 
 // newRand is the tests' deterministic generator.
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 7)) }
+
+// A parameter larger than one piece (adamwPiece) is updated in pieces on
+// several goroutines: the result must be the bits of one serial pass over
+// every element (each piece at its own offset, none left out).
+func TestStepInPiecesIsOnePass(t *testing.T) {
+	s, err := layers.NewStore(layers.WithSeed(3))
+	require.NoError(t, err)
+	_, err = layers.NewEmbedding(s.Root().Sub("wte"), 5*adamwPiece/64+3, 64) // 5 pieces and a bit
+	require.NoError(t, err)
+	_, err = layers.NewLinear(s.Root().Sub("fc"), 64, 8, true)
+	require.NoError(t, err)
+	params := s.Params()
+	before := snapshot(params)
+	opt, err := NewAdamW(params, DefaultAdamWConfig())
+	require.NoError(t, err)
+	for step := range 3 {
+		grads := randGrads(params, uint64(10+step))
+		require.NoError(t, opt.Step(grads, 1e-2))
+	}
+	cfg := DefaultAdamWConfig()
+	for _, p := range params {
+		w := append([]float32(nil), before[p.Name].([]float32)...)
+		m, v := make([]float32, len(w)), make([]float32, len(w))
+		decay := 1.0
+		if DecayMatrices(p.Name, p.Value.Shape()) {
+			decay = 1 - 1e-2*cfg.WeightDecay
+		}
+		i := slices.IndexFunc(params, func(q *layers.Param) bool { return q == p })
+		for step := range 3 {
+			g := randGrads(params, uint64(10+step))[i].Data().([]float32)
+			tt := float64(step + 1)
+			update(w, g, m, v, coeffs{decay: decay, beta1: cfg.Beta1, beta2: cfg.Beta2, eps: cfg.Eps,
+				stepSize: 1e-2 / (1 - math.Pow(cfg.Beta1, tt)), bc2Sqrt: math.Sqrt(1 - math.Pow(cfg.Beta2, tt))})
+		}
+		require.Equal(t, w, p.Value.Data().([]float32), p.Name)
+	}
+}

@@ -43,3 +43,28 @@ func TestAccuracy(t *testing.T) {
 	_, err := Accuracy(l, bad, -100)
 	require.ErrorContains(t, err, "do not fit")
 }
+
+// TestAccuracyKernelSplitsRows checks the row-parallel count against one
+// serial pass on a batch wide enough to be split (each row 30,000 wide, an
+// MLM head's), with ignored rows and ties.
+func TestAccuracyKernelSplitsRows(t *testing.T) {
+	const rows, c = 37, 30000
+	logits := make([]float32, rows*c)
+	labels := make([]int, rows)
+	for i := range logits {
+		logits[i] = float32((i*7919)%1013) / 97
+	}
+	for r := range labels {
+		labels[r] = (r * 4111) % c
+		if r%3 == 0 { // make the label the row's maximum
+			logits[r*c+labels[r]] = 100
+		}
+		if r%5 == 0 {
+			labels[r] = -100
+		}
+	}
+	right, counted := accuracyRows(logits, labels, 0, c, -100)
+	require.Greater(t, right, 0)
+	require.Less(t, right, counted)
+	require.Equal(t, float64(right)/float64(counted), accuracyKernel(logits, labels, c, -100))
+}
