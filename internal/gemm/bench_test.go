@@ -161,3 +161,32 @@ func BenchmarkSgemmViT(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSgemmVocab is a BERT-Mini MLM head's products (width 256,
+// vocabulary 30,522) on the pipeline's 640 masked slots and on all 4,096
+// positions of a (32, 128) batch: the decoder (NT), its input gradient
+// (NN) and its weight gradient (TN). C is short and very wide, so how the
+// cores share it decides how often the 31 MB weight is packed.
+func BenchmarkSgemmVocab(b *testing.B) {
+	for _, s := range []struct {
+		m, k, n int
+		tt      string
+	}{{640, 256, 30522, "NT"}, {640, 30522, 256, "NN"}, {30522, 640, 256, "TN"},
+		{4096, 256, 30522, "NT"}, {4096, 30522, 256, "NN"}, {30522, 4096, 256, "TN"}} {
+		tA, tB := s.tt[0] == 'T', s.tt[1] == 'T'
+		lda, ldb := s.k, s.n
+		if tA {
+			lda = s.m
+		}
+		if tB {
+			ldb = s.k
+		}
+		b.Run(fmt.Sprintf("%dx%dx%d/%s", s.m, s.k, s.n, s.tt), func(b *testing.B) {
+			a, bb, c := randSlice(s.m*s.k), randSlice(s.k*s.n), make([]float32, s.m*s.n)
+			for b.Loop() {
+				Sgemm(tA, tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+			}
+			b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -41,9 +41,22 @@ func (b *base) output(dt tensor.Dtype, shape tensor.Shape, zero bool) *tensor.De
 		return b.buf
 	}
 	if zero {
-		b.buf.Zero()
+		zeroDense(b.buf)
 	}
 	return b.buf
+}
+
+// zeroDense clears a float tensor on all cores (a gradient scattered into
+// a BERT word embedding's shape is 31 MB); other dtypes through Zero.
+func zeroDense(d *tensor.Dense) {
+	switch v := d.Data().(type) {
+	case []float32:
+		parallelFor(len(v), 1, func(lo, hi int) { clear(v[lo:hi]) })
+	case []float64:
+		parallelFor(len(v), 2, func(lo, hi int) { clear(v[lo:hi]) })
+	default:
+		d.Zero()
+	}
 }
 
 func (b base) Arity() int            { return b.arity }
@@ -177,7 +190,7 @@ func scalar(name string, v gorgonia.Value) (float64, error) {
 
 // newDense allocates a zeroed tensor.
 func newDense(dt tensor.Dtype, shape tensor.Shape) *tensor.Dense {
-	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.Of(dt))
+	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.Of(dt), tensor.WithEngine(engine))
 }
 
 // data returns the backing slice of a float tensor.
