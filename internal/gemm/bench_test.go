@@ -166,7 +166,8 @@ func BenchmarkSgemmViT(b *testing.B) {
 // vocabulary 30,522) on the pipeline's 640 masked slots and on all 4,096
 // positions of a (32, 128) batch: the decoder (NT), its input gradient
 // (NN) and its weight gradient (TN). C is short and very wide, so how the
-// cores share it decides how often the 31 MB weight is packed.
+// cores share it decides how often the 31 MB weight is packed (sharing
+// out columns when B is large measured the same, 2026-11-23: not kept).
 func BenchmarkSgemmVocab(b *testing.B) {
 	for _, s := range []struct {
 		m, k, n int

@@ -10,10 +10,6 @@ var (
 	smallWork    = 100     // m·n·k at or below which the unpacked loop is used
 	gemvRows     = 6       // m at or below which rows are vector-matrix products
 	parallelWork = 1 << 23 // m·n·k per goroutine below which no more are used
-	// dupPackLimit is the size of op(B) (floats, k·n) above which packing
-	// it once per row band counts against splitting C by rows; below it B
-	// packs in a fraction of the product's time whichever way C is split.
-	dupPackLimit = 1 << 18
 )
 
 // parallel splits C into row bands (or column bands when C is short and
@@ -34,17 +30,6 @@ func (jb *job) split() (workers int, byRows bool) {
 	workers = min(runtime.GOMAXPROCS(0), jb.m*jb.n*jb.k/parallelWork)
 	mr, nr := jb.kern.mr, jb.kern.nr
 	byRows = jb.m >= jb.n || jb.m >= workers*4*mr
-	if byRows && jb.n >= workers*4*nr && jb.k*jb.n > dupPackLimit {
-		// Every row band packs all of op(B), every column band all of
-		// op(A) (nothing when A is read in place): a large B, such as a
-		// vocabulary's weight under few rows (an MLM head on the masked
-		// slots), is shared out by columns when that packs less.
-		dupCols := jb.m * jb.k
-		if jb.rowsA() {
-			dupCols = 0
-		}
-		byRows = jb.k*jb.n <= 2*dupCols
-	}
 	units := (jb.m + mr - 1) / mr
 	if !byRows {
 		units = (jb.n + nr - 1) / nr
