@@ -30,18 +30,13 @@ import torch
 import torch.nn.functional as F
 
 from safetensors_io import write_safetensors
-from vit_reference import ViTForImageClassification, Flags
+from vit_reference import CONFIG as VIT_CONFIG, Flags, ViTForImageClassification
 
 GENERATOR = "tools/pytorch/vit_train_reference.py"
 
-CONFIG = OrderedDict(
-    architectures=["ViTForImageClassification"], model_type="vit",
-    hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
-    hidden_act="gelu", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-    initializer_range=0.02, layer_norm_eps=1e-12, image_size=8, patch_size=4,
-    num_channels=1, qkv_bias=True, encoder_stride=4,
-    id2label={"0": "a", "1": "b", "2": "c"}, label2id={"a": 0, "b": 1, "c": 2},
-)
+# vit_reference.py's tiny config, with one channel and three labels.
+CONFIG = OrderedDict(VIT_CONFIG)
+CONFIG.update(num_channels=1, id2label={"0": "a", "1": "b", "2": "c"}, label2id={"a": 0, "b": 1, "c": 2})
 STEPS, BATCH, LR, DECAY, CLIP = 10, 4, 3e-2, 0.05, 0.5
 
 
