@@ -207,6 +207,62 @@ func (b *EncoderBlock) ForwardCached(g *Graph, x, mask *gorgonia.Node, c *KVCach
 	})
 }
 
+// ForwardFirst is Forward at the first position only: x (B, T, D) to
+// (B, 1, D), the first position attending to all of x (see
+// Encoder.ForwardFirst). A causal block is refused: its first position
+// sees only itself, which Forward on x[:, :1] computes.
+func (b *EncoderBlock) ForwardFirst(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, error) {
+	if b.causal {
+		return nil, fmt.Errorf("%s: ForwardFirst is for a bidirectional block", b.SelfAttn.name())
+	}
+	if x == nil || x.Dims() != 3 {
+		return nil, fmt.Errorf("%s: ForwardFirst: x must be (B, T, D)", b.SelfAttn.name())
+	}
+	batch, d := x.Shape()[0], x.Shape()[2]
+	zeros, err := g.IntConstant("first_position", make([]int, batch), batch)
+	if err != nil {
+		return nil, err
+	}
+	first := func(n *gorgonia.Node) (*gorgonia.Node, error) { // (B, T, D) → (B, 1, D)
+		y, err := ops.SelectTokens(n, zeros)
+		if err != nil {
+			return nil, fmt.Errorf("%s: first position: %w", b.SelfAttn.name(), err)
+		}
+		return gorgonia.Reshape(y, []int{batch, 1, d})
+	}
+	in := x
+	if b.attn.prenorm {
+		if in, err = b.attn.norm.Forward(g, x); err != nil {
+			return nil, err
+		}
+	}
+	q, err := first(in)
+	if err != nil {
+		return nil, err
+	}
+	y, err := b.SelfAttn.Forward(g, q, in, mask, false)
+	if err != nil {
+		return nil, err
+	}
+	if y, err = b.attn.dropout.Forward(g, y); err != nil {
+		return nil, err
+	}
+	r, err := first(x)
+	if err != nil {
+		return nil, err
+	}
+	h, err := ops.Add(r, y)
+	if err != nil {
+		return nil, fmt.Errorf("%s: residual: %w", b.attn.norm.Weight.Name, err)
+	}
+	if !b.attn.prenorm {
+		if h, err = b.attn.norm.Forward(g, h); err != nil {
+			return nil, err
+		}
+	}
+	return b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.FFN.Forward(g, in) })
+}
+
 func (b *EncoderBlock) forward(g *Graph, x *gorgonia.Node, attend func(*gorgonia.Node) (*gorgonia.Node, error)) (*gorgonia.Node, error) {
 	h, err := b.attn.apply(g, x, attend)
 	if err != nil {

@@ -68,6 +68,31 @@ func (e *Encoder) ForwardWithProbs(g *Graph, x, mask *gorgonia.Node) (*gorgonia.
 	return x, probs, nil
 }
 
+// ForwardFirst is Forward at the first position only: x (B, T, D), with
+// an optional key-padding mask (B, T), to (B, 1, D), the first position's
+// output (after the final LayerNorm when pre-norm). That output depends on
+// the other positions only through the last block's attention keys and
+// values, so the last block computes its query, output projection,
+// residuals and feed-forward for the first position alone, which saves
+// (T−1)/T of most of its work: a classifier that reads the class token
+// (ViT's) needs no more. The result equals Forward's first position.
+func (e *Encoder) ForwardFirst(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, error) {
+	last := len(e.Layers) - 1
+	var err error
+	for i, b := range e.Layers[:last] {
+		if x, err = b.Forward(g, x, mask); err != nil {
+			return nil, fmt.Errorf("encoder layer %d: %w", i, err)
+		}
+	}
+	if x, err = e.Layers[last].ForwardFirst(g, x, mask); err != nil {
+		return nil, fmt.Errorf("encoder layer %d: %w", last, err)
+	}
+	if e.Norm != nil {
+		return e.Norm.Forward(g, x)
+	}
+	return x, nil
+}
+
 // ForwardCached runs a causal stack through one KV cache per layer (see
 // EncoderBlock.ForwardCached).
 func (e *Encoder) ForwardCached(g *Graph, x, mask *gorgonia.Node, caches []*KVCache) (*gorgonia.Node, error) {

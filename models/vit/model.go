@@ -314,12 +314,26 @@ func (m *Model) Pool(g *layers.Graph, h *gorgonia.Node) (*gorgonia.Node, error) 
 }
 
 // Pooled maps images (B, C, S, S) to pooled vectors (B, D) (see Pool).
+// With class-token pooling the last block runs for the class token alone
+// (layers.Encoder.ForwardFirst): the same vectors and gradients, without
+// the last block's query, output projection and feed-forward for the
+// patches nobody reads.
 func (m *Model) Pooled(g *layers.Graph, pixels *gorgonia.Node) (*gorgonia.Node, error) {
-	h, err := m.Features(g, pixels)
+	if m.Pooling == PoolMean {
+		h, err := m.Features(g, pixels)
+		if err != nil {
+			return nil, err
+		}
+		return m.Pool(g, h)
+	}
+	h, err := m.embed(g, pixels)
 	if err != nil {
 		return nil, err
 	}
-	return m.Pool(g, h)
+	if h, err = m.Encoder.ForwardFirst(g, h, nil); err != nil {
+		return nil, fmt.Errorf("vit: %w", err)
+	}
+	return gorgonia.Reshape(h, []int{h.Shape()[0], h.Shape()[2]})
 }
 
 // NumParams is the number of learnable scalars, heads included.
