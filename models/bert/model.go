@@ -180,6 +180,11 @@ func (m *Model) Pool(g *layers.Graph, h *gorgonia.Node) (*gorgonia.Node, error) 
 	if err != nil {
 		return nil, fmt.Errorf("bert: pooler: %w", err)
 	}
+	return m.pool(g, cls)
+}
+
+// pool is the pooler on the [CLS] states (B, D).
+func (m *Model) pool(g *layers.Graph, cls *gorgonia.Node) (*gorgonia.Node, error) {
 	y, err := m.Pooler.Forward(g, cls)
 	if err != nil {
 		return nil, fmt.Errorf("bert: pooler: %w", err)
@@ -191,13 +196,23 @@ func (m *Model) Pool(g *layers.Graph, h *gorgonia.Node) (*gorgonia.Node, error) 
 }
 
 // Pooled maps a batch (B, T) to the pooled output (B, D), transformers'
-// pooler_output (see Pool).
+// pooler_output (see Pool). The last layer runs for [CLS] alone
+// (layers.Encoder.ForwardFirst): the same output and gradients without
+// that layer's query, output projection and feed-forward for the other
+// tokens, which sequence classification never reads.
 func (m *Model) Pooled(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
-	h, err := m.Hidden(g, in)
+	h, err := m.embed(g, in)
 	if err != nil {
 		return nil, err
 	}
-	return m.Pool(g, h)
+	if h, err = m.Encoder.ForwardFirst(g, h, in.Mask); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	cls, err := gorgonia.Reshape(h, []int{h.Shape()[0], h.Shape()[2]})
+	if err != nil {
+		return nil, fmt.Errorf("bert: pooler: %w", err)
+	}
+	return m.pool(g, cls)
 }
 
 // NumParams is the number of learnable scalars, heads included.

@@ -104,6 +104,9 @@ func TestParity(t *testing.T) {
 			require.NoError(t, err)
 			pooled, err := p.Pool(g, h)
 			require.NoError(t, err)
+			// Pooled runs the last layer for [CLS] alone: the same output.
+			pooledFirst, err := p.Pooled(g, in)
+			require.NoError(t, err)
 			out, err := p.Loss(g, in, labels, nsp)
 			require.NoError(t, err)
 			learn := g.Learnables()
@@ -113,7 +116,7 @@ func TestParity(t *testing.T) {
 			for i, q := range g.Params() {
 				byName[q.Name] = dl[i]
 			}
-			nodes := []*gorgonia.Node{h, pooled, out.MLMLogits, out.NSPLogits, out.MLMLoss, out.NSPLoss, out.Loss}
+			nodes := []*gorgonia.Node{h, pooled, out.MLMLogits, out.NSPLogits, out.MLMLoss, out.NSPLoss, out.Loss, pooledFirst}
 			for _, n := range grads {
 				require.Contains(t, byName, n)
 				nodes = append(nodes, byName[n])
@@ -134,8 +137,13 @@ func TestParity(t *testing.T) {
 					worst[key] = max(worst[key], abs(want[j]-got[j]))
 				}
 			}
+			want, got := gold.floats("pooled"), asFloat64s(vals[7])
+			require.Len(t, got, len(want), "Pooled")
+			for j := range want {
+				require.InDelta(t, want[j], got[j], c.out, "Pooled[%d]", j)
+			}
 			for i, n := range grads {
-				want, got := gold.floats("grad."+n), asFloat64s(vals[7+i])
+				want, got := gold.floats("grad."+n), asFloat64s(vals[8+i])
 				require.Len(t, got, len(want), n)
 				for j := range want {
 					require.InDelta(t, want[j], got[j], c.grad, "grad %s[%d]", n, j)
