@@ -1,20 +1,18 @@
 package pretrain
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/internal/runinfo"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
@@ -76,30 +74,7 @@ func DefaultBERT() BERTConfig {
 // ReadBERTConfig reads a JSON config file over base; unknown keys (in the
 // model section too) and wrong types are errors.
 func ReadBERTConfig(path string, base BERTConfig) (BERTConfig, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return base, fmt.Errorf("config: %w", err)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return base, fmt.Errorf("%s: config: %w", path, err)
-	}
-	cfg := base
-	if m, ok := raw["model"]; ok { // bert.Config refuses what it does not implement, by name
-		if err := json.Unmarshal(m, &cfg.Model); err != nil {
-			return base, fmt.Errorf("%s: config: model: %w", path, err)
-		}
-		delete(raw, "model")
-		if b, err = json.Marshal(raw); err != nil {
-			return base, err
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		return base, fmt.Errorf("%s: config: %w", path, err)
-	}
-	return cfg, nil
+	return jsonconfig.ReadSection(path, base, "model", func(c *BERTConfig) any { return &c.Model })
 }
 
 // Validate reports settings that cannot run.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/internal/runinfo"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models/vit"
@@ -99,30 +100,7 @@ func DefaultMAE() MAEConfig {
 // types are errors, and the model section refuses what it does not
 // implement, by name.
 func ReadMAEConfig(path string, base MAEConfig) (MAEConfig, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return base, fmt.Errorf("config: %w", err)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return base, fmt.Errorf("%s: config: %w", path, err)
-	}
-	cfg := base
-	if m, ok := raw["model"]; ok {
-		if err := json.Unmarshal(m, &cfg.Model); err != nil {
-			return base, fmt.Errorf("%s: config: model: %w", path, err)
-		}
-		delete(raw, "model")
-		if b, err = json.Marshal(raw); err != nil {
-			return base, err
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		return base, fmt.Errorf("%s: config: %w", path, err)
-	}
-	return cfg, nil
+	return jsonconfig.ReadSection(path, base, "model", func(c *MAEConfig) any { return &c.Model })
 }
 
 // PeakLR is the peak learning rate: LR, or blr × the images per step / 256

@@ -24,3 +24,34 @@ func Read[T any](path string, base T) (T, error) {
 	}
 	return cfg, nil
 }
+
+// ReadSection is Read for a config that nests another under key (a
+// model's config, whose own UnmarshalJSON refuses what it does not
+// implement): that section is decoded alone into section(&cfg), then the
+// rest of the file strictly over base. Errors name the file.
+func ReadSection[T any](path string, base T, key string, section func(*T) any) (T, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return base, fmt.Errorf("config: %w", err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return base, fmt.Errorf("%s: config: %w", path, err)
+	}
+	cfg := base
+	if m, ok := raw[key]; ok {
+		if err := json.Unmarshal(m, section(&cfg)); err != nil {
+			return base, fmt.Errorf("%s: config: %s: %w", path, key, err)
+		}
+		delete(raw, key)
+		if b, err = json.Marshal(raw); err != nil {
+			return base, err
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return base, fmt.Errorf("%s: config: %w", path, err)
+	}
+	return cfg, nil
+}
