@@ -97,6 +97,13 @@ type sublayer struct {
 // apply returns LN(x + drop(f(x))) for post-norm and x + drop(f(LN(x))) for
 // pre-norm: the residual always carries x itself, never LN(x).
 func (s sublayer) apply(g *Graph, x *gorgonia.Node, f func(*gorgonia.Node) (*gorgonia.Node, error)) (*gorgonia.Node, error) {
+	return s.applyPicked(g, x, nil, f)
+}
+
+// applyPicked is apply for some rows of x only: f gets all of x (after the
+// pre-norm) and returns the output of the rows pick keeps, and the
+// residual is pick(x). A nil pick keeps every row.
+func (s sublayer) applyPicked(g *Graph, x *gorgonia.Node, pick, f func(*gorgonia.Node) (*gorgonia.Node, error)) (*gorgonia.Node, error) {
 	in := x
 	var err error
 	if s.prenorm {
@@ -111,7 +118,13 @@ func (s sublayer) apply(g *Graph, x *gorgonia.Node, f func(*gorgonia.Node) (*gor
 	if y, err = s.dropout.Forward(g, y); err != nil {
 		return nil, err
 	}
-	if y, err = ops.Add(x, y); err != nil {
+	r := x
+	if pick != nil {
+		if r, err = pick(x); err != nil {
+			return nil, err
+		}
+	}
+	if y, err = ops.Add(r, y); err != nil {
 		return nil, fmt.Errorf("%s: residual: %w", s.norm.Weight.Name, err)
 	}
 	if s.prenorm {
@@ -230,35 +243,15 @@ func (b *EncoderBlock) ForwardFirst(g *Graph, x, mask *gorgonia.Node) (*gorgonia
 		}
 		return gorgonia.Reshape(y, []int{batch, 1, d})
 	}
-	in := x
-	if b.attn.prenorm {
-		if in, err = b.attn.norm.Forward(g, x); err != nil {
+	h, err := b.attn.applyPicked(g, x, first, func(in *gorgonia.Node) (*gorgonia.Node, error) {
+		q, err := first(in)
+		if err != nil {
 			return nil, err
 		}
-	}
-	q, err := first(in)
+		return b.SelfAttn.Forward(g, q, in, mask, false)
+	})
 	if err != nil {
 		return nil, err
-	}
-	y, err := b.SelfAttn.Forward(g, q, in, mask, false)
-	if err != nil {
-		return nil, err
-	}
-	if y, err = b.attn.dropout.Forward(g, y); err != nil {
-		return nil, err
-	}
-	r, err := first(x)
-	if err != nil {
-		return nil, err
-	}
-	h, err := ops.Add(r, y)
-	if err != nil {
-		return nil, fmt.Errorf("%s: residual: %w", b.attn.norm.Weight.Name, err)
-	}
-	if !b.attn.prenorm {
-		if h, err = b.attn.norm.Forward(g, h); err != nil {
-			return nil, err
-		}
 	}
 	return b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.FFN.Forward(g, in) })
 }
