@@ -669,7 +669,10 @@ func evaluate(ctx context.Context, k *clsTask, batches []train.Batch, labels []s
 	}
 	var v gorgonia.Value
 	gorgonia.Read(logits, &v)
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm, err := g.Machine()
+	if err != nil {
+		return Confusion{}, err
+	}
 	defer vm.Close()
 	var truth, pred []int
 	for _, b := range batches {

@@ -811,7 +811,10 @@ func predictBatches(ctx context.Context, clf *vit.ForImageClassification, batche
 	}
 	var v gorgonia.Value
 	gorgonia.Read(logits, &v)
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm, err := g.Machine()
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	defer vm.Close()
 	k := len(clf.Labels)
 	var took time.Duration

@@ -627,7 +627,10 @@ func (k *qaTask) predict(ctx context.Context, enc *qaEncoder, ex []datasets.Squa
 	var sv, ev gorgonia.Value
 	gorgonia.Read(start, &sv)
 	gorgonia.Read(end, &ev)
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm, err := g.Machine()
+	if err != nil {
+		return nil, err
+	}
 	defer vm.Close()
 	startScores := make([][]float64, len(feats))
 	endScores := make([][]float64, len(feats))

@@ -586,7 +586,9 @@ func predictTags(ctx context.Context, k *tagTask, batches []train.Batch, enc []t
 				return nil, err
 			}
 			gorgonia.Read(logits, &sc.v)
-			sc.vm = gorgonia.NewTapeMachine(g.ExprGraph)
+			if sc.vm, err = g.Machine(); err != nil {
+				return nil, err
+			}
 			scorers[tb.t] = sc
 		}
 		if err := sc.in.load(b); err != nil {

@@ -23,7 +23,11 @@ type LastLogits struct {
 func (g *Graph) CompileLastLogits(logits *gorgonia.Node, rows int) *LastLogits {
 	l := &LastLogits{rows: rows}
 	gorgonia.Read(logits, &l.val)
-	l.vm = gorgonia.NewTapeMachine(g.ExprGraph)
+	if m, err := g.Machine(); err == nil {
+		l.vm = m
+	} else { // a graph Plan cannot follow runs with its own buffers
+		l.vm = gorgonia.NewTapeMachine(g.ExprGraph)
+	}
 	return l
 }
 

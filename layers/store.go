@@ -15,8 +15,11 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gorgonia.org/tensor"
+
+	"github.com/d73a19ff/zoo/internal/ops"
 )
 
 // Param is one learnable tensor, named by its checkpoint key.
@@ -35,6 +38,16 @@ type Store struct {
 	params  []*Param
 	buffers []*Param
 	byName  map[string]*Param // parameters and buffers
+	// pool holds the op buffers of every graph compiled with
+	// Graph.Machine: graphs of one store share it (see Machine).
+	poolOnce sync.Once
+	pool     *ops.Pool
+}
+
+// Pool is the memory the store's compiled graphs share (Graph.Machine).
+func (s *Store) Pool() *ops.Pool {
+	s.poolOnce.Do(func() { s.pool = ops.NewPool() })
+	return s.pool
 }
 
 // Option sets a runtime knob of a Store.

@@ -100,6 +100,7 @@ type Trainer struct {
 	summed []*tensor.Dense
 	used   []bool
 	slot   map[*layers.Param]int // a parameter's index in summed and the optimizer
+	mem    Memory                // estimated in New
 	// dropoutCall counts training runs: every graph draws the dropout masks
 	// of the run it is, so a resumed run redraws the same masks.
 	dropoutCall uint64
@@ -111,7 +112,7 @@ type Trainer struct {
 // compiled is a graph with its machine, loss and gradient reads.
 type compiled struct {
 	g      *layers.Graph
-	vm     gorgonia.VM
+	vm     *layers.Machine
 	load   func(Batch) error
 	loss   gorgonia.Value
 	grads  []gorgonia.Value
@@ -168,6 +169,15 @@ func New(task Task, data Data, cfg Config) (*Trainer, error) {
 		t.slot[p] = i
 	}
 	t.used = make([]bool, len(params))
+	if err := t.compileAhead(); err != nil {
+		t.Close()
+		return nil, err
+	}
+	t.mem = t.estimate()
+	if err := t.checkMemory(); err != nil {
+		t.Close()
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -202,7 +212,11 @@ func compile(s *layers.Store, training bool, seed uint64, build lossFunc) (*comp
 			gorgonia.Read(n, &c.grads[i])
 		}
 	}
-	c.vm = gorgonia.NewTapeMachine(g.ExprGraph)
+	// The engine adds the gradients into its sums right after each run,
+	// before any other graph of the store runs: they may share the pool.
+	if c.vm, err = g.Machine(layers.SharedOutputs()); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
 	return c, nil
 }
 
@@ -277,6 +291,9 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 		return Result{}, err
 	}
 	defer m.Close()
+	if progress != nil {
+		fmt.Fprintln(progress, t.mem)
+	}
 	bar := newProgress(progress, t.cfg.Steps, t.step, t.cfg.LogEvery, t.cfg.Unit)
 	var res Result
 	for t.step < t.cfg.Steps {

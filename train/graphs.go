@@ -52,7 +52,11 @@ func (gs *graphs) get(b Batch) (*compiled, error) {
 	if !ok {
 		return nil, fmt.Errorf("train: the task builds a graph per batch shape, but a batch of %T has no Shape", b)
 	}
-	shape := sb.Shape()
+	return gs.shape(sb.Shape())
+}
+
+// shape returns the graph of a batch shape, compiling it on first use.
+func (gs *graphs) shape(shape []int) (*compiled, error) {
 	key := fmt.Sprint(shape)
 	if c, ok := gs.byShape[key]; ok {
 		return c, nil
@@ -66,6 +70,18 @@ func (gs *graphs) get(b Batch) (*compiled, error) {
 	}
 	gs.byShape[key] = c
 	return c, nil
+}
+
+// all are the graphs compiled so far.
+func (gs *graphs) all() []*compiled {
+	var out []*compiled
+	if gs.one != nil {
+		out = append(out, gs.one)
+	}
+	for _, c := range gs.byShape {
+		out = append(out, c)
+	}
+	return out
 }
 
 func (gs *graphs) close() {

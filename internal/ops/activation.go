@@ -83,8 +83,14 @@ func (op *actOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 			})
 			return out, nil
 		}
-		if op.wantGrad && len(op.kept) != len(x) {
-			op.kept = make([]float32, len(x))
+		if op.wantGrad {
+			if k := op.side.float32s(len(x)); k != nil {
+				op.kept = k
+			} else if len(op.kept) != len(x) {
+				op.side.miss()
+				op.side = nil
+				op.kept = make([]float32, len(x))
+			}
 		}
 		parallelFor(len(x), 8, func(lo, hi int) { gelu32(op.act, false, x[lo:hi], nil, y[lo:hi], sub(op.kept, lo, hi)) })
 		return out, nil
@@ -207,4 +213,22 @@ func (op *actOp) SymDiff(in gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.No
 		return nil, fmt.Errorf("%s grad: %w", op.name, err)
 	}
 	return gorgonia.Nodes{dx}, nil
+}
+
+// bufBytes implements bufSizer: a float32 GELU forward op that its
+// gradient reads keeps a second buffer of one float32 per element.
+func (op *actOp) bufBytes(n *gorgonia.Node) (buf, side int64, outputInBuf bool) {
+	buf = outputBytes(n)
+	if dt, err := dtypeOf(n); err == nil && isFloat32(dt) && !op.grad && op.wantGrad && (op.act == GELU || op.act == GELUTanh) {
+		side = int64(n.Shape().TotalSize()) * 4
+	}
+	return buf, side, true
+}
+
+// forwardBase implements forwarded.
+func (op *actOp) forwardBase() (*base, bool) {
+	if op.fwd == nil {
+		return nil, false
+	}
+	return &op.fwd.base, false
 }

@@ -75,10 +75,16 @@ func (op *dropoutOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		return dropoutApply(op.output(dt, x.Shape(), false), x, op.fwd.keep, op.p), nil
 	}
 	n := x.Size()
-	if cap(op.keep) < n {
-		op.keep = make([]bool, n)
+	if k := op.side.bools(n); k != nil {
+		op.keep = k
+	} else {
+		op.side.miss()
+		op.side = nil
+		if cap(op.keep) < n {
+			op.keep = make([]bool, n)
+		}
+		op.keep = op.keep[:n]
 	}
-	op.keep = op.keep[:n]
 	s := op.site
 	key := splitmix64(splitmix64(splitmix64(s.Seed)^s.Site) ^ s.Call)
 	thresh := uint64(op.p * (1 << 53))
@@ -116,4 +122,21 @@ func (op *dropoutOp) SymDiff(_ gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia
 		return nil, fmt.Errorf("dropout grad: %w", err)
 	}
 	return gorgonia.Nodes{dx}, nil
+}
+
+// bufBytes implements bufSizer: the forward op keeps its mask, one bool
+// per element, for the gradient op.
+func (op *dropoutOp) bufBytes(n *gorgonia.Node) (buf, side int64, outputInBuf bool) {
+	if op.fwd == nil {
+		side = int64(n.Shape().TotalSize())
+	}
+	return outputBytes(n), side, true
+}
+
+// forwardBase implements forwarded.
+func (op *dropoutOp) forwardBase() (*base, bool) {
+	if op.fwd == nil {
+		return nil, false
+	}
+	return &op.fwd.base, false
 }

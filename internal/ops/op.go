@@ -28,6 +28,10 @@ type base struct {
 	name  string
 	arity int
 	buf   *tensor.Dense // the op's output, reused from run to run
+	// slot and side are the op's buffers' places in a Pool, when a plan
+	// put them there (see pool.go): side is a second buffer some ops keep
+	// for their gradient op.
+	slot, side *slot
 }
 
 // output returns the op's output tensor for this run: the one from the last
@@ -36,6 +40,16 @@ type base struct {
 // new one. With zero it is cleared first, for kernels that do not write every
 // element. Each node has its own op, so the buffer is never shared.
 func (b *base) output(dt tensor.Dtype, shape tensor.Shape, zero bool) *tensor.Dense {
+	if b.slot != nil {
+		if d := b.slot.dense(dt, shape); d != nil {
+			if zero {
+				zeroDense(d)
+			}
+			return d
+		}
+		b.slot.miss()
+		b.slot = nil
+	}
 	if b.buf == nil || b.buf.Dtype() != dt || !b.buf.Shape().Eq(shape) {
 		b.buf = newDense(dt, shape)
 		return b.buf

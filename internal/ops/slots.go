@@ -38,6 +38,9 @@ func WriteSlots(cache, x, slot *gorgonia.Node) (*gorgonia.Node, error) {
 
 type slotsOp struct{ base }
 
+// aliasesInput implements aliaser: the op returns the cache it writes.
+func (op *slotsOp) aliasesInput() bool { return true }
+
 func (op *slotsOp) Type() hm.Type {
 	return hm.NewFnType(tt(3, typeA), tt(3, typeA), tt(1, tensor.Int), tt(3, typeA))
 }

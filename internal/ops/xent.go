@@ -225,3 +225,25 @@ func xentRow32(row []float32, t int, g []float32, eps, inv float64) float64 {
 	}
 	return (1-eps)*nll + eps*smooth
 }
+
+// bufBytes implements bufSizer: the forward op's buffer is the gradient
+// it caches, of the logits' shape; the gradient op returns that cache
+// (allocating its own buffer only for a loss scaled by other than 1).
+func (op *xentOp) bufBytes(n *gorgonia.Node) (buf, side int64, outputInBuf bool) {
+	if op.fwd != nil || !op.wantGrad {
+		return 0, 0, false
+	}
+	dt, err := dtypeOf(n)
+	if err != nil {
+		return 0, 0, false
+	}
+	return int64(op.logits.TotalSize()) * int64(dt.Size()), 0, false
+}
+
+// forwardBase implements forwarded.
+func (op *xentOp) forwardBase() (*base, bool) {
+	if op.fwd == nil {
+		return nil, false
+	}
+	return &op.fwd.base, true
+}

@@ -177,7 +177,10 @@ func (m *ForMaskedLM) scores(ids, types, at [][]int) ([]float64, error) {
 	}
 	var val gorgonia.Value
 	gorgonia.Read(logits, &val)
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm, err := g.Machine()
+	if err != nil {
+		return nil, err
+	}
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("bert fill-mask: %w", err)

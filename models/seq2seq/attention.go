@@ -48,7 +48,10 @@ func (m *Model) CrossAttention(src, tgt []int) ([][][][]float64, error) {
 	for i, p := range probs {
 		gorgonia.Read(p, &vals[i])
 	}
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm, err := g.Machine()
+	if err != nil {
+		return nil, err
+	}
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("seq2seq attention: %w", err)

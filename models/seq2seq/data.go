@@ -76,6 +76,16 @@ func plan(ex []Example, bounds []int, rows int, seed uint64) (*datasets.BucketPl
 // TrainSize is the number of training pairs.
 func (d *Data) TrainSize() int { return len(d.train) }
 
+// Shapes implements train.ShapedData: the (B, Ts, Tt) of every training
+// bucket, so that the engine compiles them all before the first step.
+func (d *Data) Shapes() [][]int {
+	var out [][]int
+	for _, s := range d.plan.Shapes() {
+		out = append(out, Batch{B: d.plan.Batch(), Ts: s[0], Tt: s[1]}.Shape())
+	}
+	return out
+}
+
 // Plan is the training bucket plan, for reports.
 func (d *Data) Plan() *datasets.BucketPlan { return d.plan }
 

@@ -58,7 +58,10 @@ func (m *Model) encodeSources(srcs [][]int, beams int) (*encoded, error) {
 	for i, n := range outs {
 		gorgonia.Read(n, &vals[i])
 	}
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm, err := g.Machine()
+	if err != nil {
+		return nil, err
+	}
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("seq2seq: encoder: %w", err)

@@ -154,7 +154,10 @@ func (c *ForImageClassification) Probabilities(pixels []float32, b int) ([][]flo
 	if err != nil {
 		return nil, err
 	}
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm, err := g.Machine()
+	if err != nil {
+		return nil, err
+	}
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("vit classifier: %w", err)

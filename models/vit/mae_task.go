@@ -131,7 +131,10 @@ func (m *ViTMAEForPreTraining) Reconstruct(pixels []float32, noise []float64, b 
 	var logits, loss gorgonia.Value
 	gorgonia.Read(mg.Logits, &logits)
 	gorgonia.Read(mg.Loss, &loss)
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm, err := g.Machine()
+	if err != nil {
+		return nil, err
+	}
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("vit_mae: reconstruct: %w", err)

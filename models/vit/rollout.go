@@ -107,7 +107,10 @@ func (m *Model) AttentionRollout(pixels []float32, b int) ([][]float64, error) {
 	for i := range probs {
 		gorgonia.Read(probs[i], &vals[i])
 	}
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm, err := g.Machine()
+	if err != nil {
+		return nil, err
+	}
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("vit: rollout: %w", err)

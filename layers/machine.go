@@ -1,0 +1,85 @@
+package layers
+
+import (
+	"fmt"
+	"os"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/internal/ops"
+)
+
+// Machine runs a compiled Graph. The op buffers (intermediate values) of
+// every graph compiled from one Store live in the store's memory pool, laid
+// out by liveness: values never alive at the same time share memory, within
+// a graph and across the store's graphs, which never run at the same time
+// (a Machine holds the pool's lock while it runs). So a model's memory is
+// that of its largest graph, not the sum over its graph shapes.
+//
+// The graph's outputs — its roots and the values read with gorgonia.Read —
+// keep their own memory and stay valid after the run, unless the machine
+// was made with SharedOutputs.
+type Machine struct {
+	vm    gorgonia.VM
+	pool  *ops.Pool
+	stats ops.PlanStats
+}
+
+// MachineOption sets how Machine compiles a graph.
+type MachineOption func(*machineConfig)
+
+type machineConfig struct{ plan []ops.PlanOption }
+
+// SharedOutputs puts the graph's outputs in the pool as well: they are then
+// valid only until the next run of any machine of the same store. For a
+// caller that reads them at once (the training engine's gradients).
+func SharedOutputs() MachineOption {
+	return func(c *machineConfig) { c.plan = append(c.plan, ops.SharedOutputs()) }
+}
+
+// noPool turns the pool off (ZOO_POOL=off), for measuring what it saves:
+// every op then keeps its own buffer, as before pools.
+var noPool = os.Getenv("ZOO_POOL") == "off"
+
+// Machine compiles g for running. Build the whole graph first (loss,
+// gradients, reads): nodes added later are not planned for.
+func (g *Graph) Machine(opts ...MachineOption) (*Machine, error) {
+	var cfg machineConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if noPool {
+		return &Machine{vm: gorgonia.NewTapeMachine(g.ExprGraph)}, nil
+	}
+	pool := g.store.Pool()
+	prog, stats, err := pool.Plan(g.ExprGraph, cfg.plan...)
+	if err != nil {
+		return nil, fmt.Errorf("layers: compiling the graph: %w", err)
+	}
+	return &Machine{vm: gorgonia.NewTapeMachine(g.ExprGraph, prog), pool: pool, stats: stats}, nil
+}
+
+// RunAll runs the graph once.
+func (m *Machine) RunAll() error {
+	if m.pool != nil {
+		m.pool.Lock()
+		defer m.pool.Unlock()
+	}
+	// A register still holding the last run's value could be written
+	// into by a Gorgonia op (UsePreallocDo) while that memory now belongs
+	// to another value: every run starts from empty registers.
+	m.vm.Reset()
+	err := m.vm.RunAll()
+	m.vm.Reset()
+	return err
+}
+
+// Reset is a no-op: RunAll starts every run afresh. It is here so that a
+// Machine is a gorgonia.VM.
+func (m *Machine) Reset() {}
+
+// Close frees the machine.
+func (m *Machine) Close() error { return m.vm.Close() }
+
+// Stats describes the plan of the machine's op buffers.
+func (m *Machine) Stats() ops.PlanStats { return m.stats }
