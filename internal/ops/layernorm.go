@@ -47,6 +47,11 @@ type layerNormOp struct {
 	base
 	eps  float64
 	dims int
+	// wantGrad is set by SymDiff: forward runs then keep each row's mean
+	// and 1/std in stats (two values per row), which the gradient ops read
+	// instead of computing them again.
+	wantGrad bool
+	stats    []float64
 }
 
 func (op *layerNormOp) Type() hm.Type {
@@ -67,12 +72,34 @@ func (op *layerNormOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		return nil, err
 	}
 	y := op.output(dt, ts[0].Shape(), false)
+	var stats []float64
+	if op.wantGrad {
+		rows := 2 * ts[0].Size() / ts[1].Size()
+		if k := op.side.float64s(rows); k != nil {
+			op.stats = k
+		} else if len(op.stats) != rows {
+			op.side.miss()
+			op.side = nil
+			op.stats = make([]float64, rows)
+		}
+		stats = op.stats
+	}
 	if isFloat32(dt) {
-		layerNormFwd32(data[float32](ts[0]), data[float32](ts[1]), biasOf[float32](ts), data[float32](y), op.eps)
+		layerNormFwd32(data[float32](ts[0]), data[float32](ts[1]), biasOf[float32](ts), data[float32](y), stats, op.eps)
 	} else {
-		layerNormFwd(data[float64](ts[0]), data[float64](ts[1]), biasOf[float64](ts), data[float64](y), op.eps)
+		layerNormFwd(data[float64](ts[0]), data[float64](ts[1]), biasOf[float64](ts), data[float64](y), stats, op.eps)
 	}
 	return y, nil
+}
+
+// bufBytes implements bufSizer: with gradients, the forward op keeps two
+// float64 statistics per row.
+func (op *layerNormOp) bufBytes(n *gorgonia.Node) (buf, side int64, outputInBuf bool) {
+	if op.wantGrad {
+		sh := n.Shape()
+		side = int64(sh.TotalSize()/sh[len(sh)-1]) * 16
+	}
+	return outputBytes(n), side, true
 }
 
 // rowStats returns the mean and 1/sqrt(var+eps) of one row, accumulated in
@@ -90,17 +117,22 @@ func rowStats[T Float](row []T, eps float64) (mean, rstd float64) {
 	return mean, 1 / math.Sqrt(v2/float64(len(row))+eps)
 }
 
-func layerNormFwd[T Float](x, g, b, y []T, eps float64) {
+// layerNormFwd normalises every row; stats, if not nil, receives each
+// row's mean and 1/std.
+func layerNormFwd[T Float](x, g, b, y []T, stats []float64, eps float64) {
 	d := len(g)
 	parallelFor(len(x)/d, d, func(lo, hi int) {
-		for r := lo * d; r < hi*d; r += d {
-			layerNormRow(x[r:r+d], g, b, y[r:r+d], eps)
+		for r := lo; r < hi; r++ {
+			mean, rstd := layerNormRow(x[r*d:(r+1)*d], g, b, y[r*d:(r+1)*d], eps)
+			if stats != nil {
+				stats[2*r], stats[2*r+1] = mean, rstd
+			}
 		}
 	})
 }
 
-func layerNormRow[T Float](xr, g, b, yr []T, eps float64) {
-	mean, rstd := rowStats(xr, eps)
+func layerNormRow[T Float](xr, g, b, yr []T, eps float64) (mean, rstd float64) {
+	mean, rstd = rowStats(xr, eps)
 	m, s := T(mean), T(rstd)
 	for i, v := range xr {
 		yr[i] = (v - m) * s * g[i]
@@ -110,6 +142,7 @@ func layerNormRow[T Float](xr, g, b, yr []T, eps float64) {
 			yr[i] += b[i]
 		}
 	}
+	return mean, rstd
 }
 
 func (op *layerNormOp) DiffWRT(n int) []bool {
@@ -122,11 +155,12 @@ func (op *layerNormOp) DiffWRT(n int) []bool {
 
 func (op *layerNormOp) SymDiff(in gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.Nodes, error) {
 	x, gamma := in[0], in[1]
-	dx, err := gorgonia.ApplyOp(&layerNormGradOp{base: base{name: fmt.Sprintf("LayerNormGradInput(%g)", op.eps), arity: 3}, eps: op.eps, dims: op.dims, wrtInput: true}, x, gamma, grad)
+	op.wantGrad = true
+	dx, err := gorgonia.ApplyOp(&layerNormGradOp{base: base{name: fmt.Sprintf("LayerNormGradInput(%g)", op.eps), arity: 3}, eps: op.eps, dims: op.dims, wrtInput: true, fwd: op}, x, gamma, grad)
 	if err != nil {
 		return nil, fmt.Errorf("layer norm grad input: %w", err)
 	}
-	dg, err := gorgonia.ApplyOp(&layerNormGradOp{base: base{name: fmt.Sprintf("LayerNormGradWeight(%g)", op.eps), arity: 3}, eps: op.eps, dims: op.dims}, x, gamma, grad)
+	dg, err := gorgonia.ApplyOp(&layerNormGradOp{base: base{name: fmt.Sprintf("LayerNormGradWeight(%g)", op.eps), arity: 3}, eps: op.eps, dims: op.dims, fwd: op}, x, gamma, grad)
 	if err != nil {
 		return nil, fmt.Errorf("layer norm grad weight: %w", err)
 	}
@@ -147,8 +181,11 @@ type layerNormGradOp struct {
 	eps      float64
 	dims     int
 	wrtInput bool
-	stats    []float64 // per-row mean and 1/std, reused from run to run
+	fwd      *layerNormOp // whose kept statistics it reads
 }
+
+// forwardBase implements forwarded.
+func (op *layerNormGradOp) forwardBase() (*base, bool) { return &op.fwd.base, false }
 
 func (op *layerNormGradOp) Type() hm.Type {
 	out := tt(1, typeA)
@@ -179,13 +216,14 @@ func (op *layerNormGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		shape = ts[0].Shape()
 	}
 	out := op.output(dt, shape, !op.wrtInput) // dgamma accumulates
-	if rows := 2 * ts[0].Size() / ts[1].Size(); !op.wrtInput && len(op.stats) != rows {
-		op.stats = make([]float64, rows)
+	stats := op.fwd.stats
+	if len(stats) != 2*ts[0].Size()/ts[1].Size() {
+		return nil, fmt.Errorf("%s: gradient ran before its forward pass", op.name)
 	}
 	if isFloat32(dt) {
-		layerNormBwd32(data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), data[float32](out), op.stats, op.eps, op.wrtInput)
+		layerNormBwd32(data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), data[float32](out), stats, op.wrtInput)
 	} else {
-		layerNormBwd(data[float64](ts[0]), data[float64](ts[1]), data[float64](ts[2]), data[float64](out), op.stats, op.eps, op.wrtInput)
+		layerNormBwd(data[float64](ts[0]), data[float64](ts[1]), data[float64](ts[2]), data[float64](out), stats, op.wrtInput)
 	}
 	return out, nil
 }
@@ -193,17 +231,12 @@ func (op *layerNormGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 // layerNormBwd writes dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)) with ĝ = dy·gamma
 // when wrtInput, else accumulates dgamma = Σ_rows dy·x̂.
 // stats is scratch for dgamma: two values per row.
-func layerNormBwd[T Float](x, g, dy, out []T, stats []float64, eps float64, wrtInput bool) {
+func layerNormBwd[T Float](x, g, dy, out []T, stats []float64, wrtInput bool) {
 	d := len(g)
 	if !wrtInput {
-		// dgamma = Σ_rows dy·x̂: the rows' statistics first, then cores
-		// split the columns, so no two write the same element.
+		// dgamma = Σ_rows dy·x̂, from the forward pass's row statistics:
+		// cores split the columns, so no two write the same element.
 		rows := len(x) / d
-		parallelFor(rows, d, func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				stats[2*r], stats[2*r+1] = rowStats(x[r*d:(r+1)*d], eps)
-			}
-		})
 		parallelFor(d, rows, func(lo, hi int) {
 			for r := 0; r < rows; r++ {
 				mean, rstd := stats[2*r], stats[2*r+1]
@@ -216,15 +249,14 @@ func layerNormBwd[T Float](x, g, dy, out []T, stats []float64, eps float64, wrtI
 		return
 	}
 	parallelFor(len(x)/d, 2*d, func(lo, hi int) {
-		for r := lo * d; r < hi*d; r += d {
-			layerNormRowGrad(x[r:r+d], g, dy[r:r+d], out[r:r+d], eps)
+		for r := lo; r < hi; r++ {
+			layerNormRowGrad(x[r*d:(r+1)*d], g, dy[r*d:(r+1)*d], out[r*d:(r+1)*d], stats[2*r], stats[2*r+1])
 		}
 	})
 }
 
-func layerNormRowGrad[T Float](xr, g, dyr, or []T, eps float64) {
+func layerNormRowGrad[T Float](xr, g, dyr, or []T, mean, rstd float64) {
 	d := len(g)
-	mean, rstd := rowStats(xr, eps)
 	var sg, sgx float64
 	for i, v := range xr {
 		gh := float64(dyr[i]) * float64(g[i])
@@ -242,15 +274,18 @@ func layerNormRowGrad[T Float](xr, g, dyr, or []T, eps float64) {
 // layerNormFwd32 is layerNormFwd on the row primitives of vec.go: the
 // statistics by the corrected two-pass algorithm in float32 lanes (see
 // meanVar), then the affine map.
-func layerNormFwd32(x, g, b, y []float32, eps float64) {
+func layerNormFwd32(x, g, b, y []float32, stats []float64, eps float64) {
 	d := len(g)
 	if d == 0 {
 		return
 	}
 	parallelFor(len(x)/d, d, func(lo, hi int) {
-		for r := lo * d; r < hi*d; r += d {
-			mean, rstd := rowStats32(x[r:r+d], eps)
-			vecLNAffine(x[r:r+d], g, b, y[r:r+d], mean, float32(rstd))
+		for r := lo; r < hi; r++ {
+			mean, rstd := rowStats32(x[r*d:(r+1)*d], eps)
+			vecLNAffine(x[r*d:(r+1)*d], g, b, y[r*d:(r+1)*d], mean, float32(rstd))
+			if stats != nil {
+				stats[2*r], stats[2*r+1] = float64(mean), rstd
+			}
 		}
 	})
 }
@@ -263,19 +298,13 @@ func rowStats32(row []float32, eps float64) (float32, float64) {
 }
 
 // layerNormBwd32 is layerNormBwd on the row primitives of vec.go.
-func layerNormBwd32(x, g, dy, out []float32, stats []float64, eps float64, wrtInput bool) {
+func layerNormBwd32(x, g, dy, out []float32, stats []float64, wrtInput bool) {
 	d := len(g)
 	if d == 0 {
 		return
 	}
 	rows := len(x) / d
 	if !wrtInput {
-		parallelFor(rows, d, func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				mean, rstd := rowStats32(x[r*d:(r+1)*d], eps)
-				stats[2*r], stats[2*r+1] = float64(mean), rstd
-			}
-		})
 		parallelFor(d, rows, func(lo, hi int) {
 			for r := 0; r < rows; r++ {
 				vecLNGammaAcc(x[r*d+lo:r*d+hi], dy[r*d+lo:r*d+hi], out[lo:hi], float32(stats[2*r]), float32(stats[2*r+1]))
@@ -284,12 +313,12 @@ func layerNormBwd32(x, g, dy, out []float32, stats []float64, eps float64, wrtIn
 		return
 	}
 	parallelFor(rows, 2*d, func(lo, hi int) {
-		for r := lo * d; r < hi*d; r += d {
-			xr, dyr := x[r:r+d], dy[r:r+d]
-			mean, rstd := rowStats32(xr, eps)
+		for r := lo; r < hi; r++ {
+			xr, dyr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d]
+			mean, rstd := float32(stats[2*r]), stats[2*r+1]
 			sg, sgx := vecLNGradSums(xr, g, dyr, mean)
 			mg, mgx := float64(sg)/float64(d), float64(sgx)*rstd/float64(d)
-			vecLNGradApply(xr, g, dyr, out[r:r+d], mean, float32(rstd), float32(rstd*mgx), float32(mg))
+			vecLNGradApply(xr, g, dyr, out[r*d:(r+1)*d], mean, float32(rstd), float32(rstd*mgx), float32(mg))
 		}
 	})
 }

@@ -140,6 +140,13 @@ func (s *slot) float32s(n int) []float32 {
 	return unsafe.Slice((*float32)(s.mem()), n)
 }
 
+func (s *slot) float64s(n int) []float64 {
+	if s == nil || int64(n)*8 != s.bytes || !s.ready() {
+		return nil
+	}
+	return unsafe.Slice((*float64)(s.mem()), n)
+}
+
 func (s *slot) bools(n int) []bool {
 	if s == nil || int64(n) != s.bytes || !s.ready() {
 		return nil

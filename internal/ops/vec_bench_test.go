@@ -21,10 +21,10 @@ func BenchmarkVecKernels(b *testing.B) {
 		x, g, be, dy := randF32(rng, n*d, 1), randF32(rng, d, 1), randF32(rng, d, 1), randF32(rng, n*d, 1)
 		y, dx, dg, stats := make([]float32, n*d), make([]float32, n*d), make([]float32, d), make([]float64, 2*n)
 		ks = append(ks, kernel{"LayerNorm/N2048_D256", func() {
-			layerNormFwd32(x, g, be, y, 1e-5)
-			layerNormBwd32(x, g, dy, dx, nil, 1e-5, true)
+			layerNormFwd32(x, g, be, y, stats, 1e-5)
+			layerNormBwd32(x, g, dy, dx, stats, true)
 			clear(dg)
-			layerNormBwd32(x, g, dy, dg, stats, 1e-5, false)
+			layerNormBwd32(x, g, dy, dg, stats, false)
 		}})
 	}
 	for _, a := range []Act{GELU, GELUTanh} {

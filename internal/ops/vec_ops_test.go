@@ -31,18 +31,20 @@ func vecKernelCases() []vecKernelCase {
 		for _, bias := range [][]float32{b, nil} {
 			add(fmt.Sprintf("layernorm/D%d/bias=%v", d, bias != nil), 1e-5, 1e-5, func() []float32 {
 				y := make([]float32, len(x))
-				layerNormFwd32(x, g, bias, y, 1e-5)
+				layerNormFwd32(x, g, bias, y, nil, 1e-5)
 				return y
 			})
 		}
 		add(fmt.Sprintf("layernorm_grad_input/D%d", d), 1e-5, 1e-4, func() []float32 {
-			out := make([]float32, len(x))
-			layerNormBwd32(x, g, dy, out, nil, 1e-5, true)
+			out, stats := make([]float32, len(x)), make([]float64, 2*rows)
+			layerNormFwd32(x, g, nil, make([]float32, len(x)), stats, 1e-5)
+			layerNormBwd32(x, g, dy, out, stats, true)
 			return out
 		})
 		add(fmt.Sprintf("layernorm_grad_weight/D%d", d), 1e-5, 1e-5, func() []float32 {
-			out := make([]float32, d)
-			layerNormBwd32(x, g, dy, out, make([]float64, 2*rows), 1e-5, false)
+			out, stats := make([]float32, d), make([]float64, 2*rows)
+			layerNormFwd32(x, g, nil, make([]float32, len(x)), stats, 1e-5)
+			layerNormBwd32(x, g, dy, out, stats, false)
 			return out
 		})
 	}
