@@ -48,23 +48,26 @@ func (g *Graph) Machine(opts ...MachineOption) (*Machine, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if noPool {
-		return &Machine{vm: gorgonia.NewTapeMachine(g.ExprGraph)}, nil
+	m := &Machine{pool: g.store.Pool()}
+	var vmOpts []gorgonia.VMOpt
+	if !noPool {
+		prog, stats, err := m.pool.Plan(g.ExprGraph, cfg.plan...)
+		if err != nil {
+			return nil, fmt.Errorf("layers: compiling the graph: %w", err)
+		}
+		vmOpts, m.stats = append(vmOpts, prog), stats
 	}
-	pool := g.store.Pool()
-	prog, stats, err := pool.Plan(g.ExprGraph, cfg.plan...)
-	if err != nil {
-		return nil, fmt.Errorf("layers: compiling the graph: %w", err)
-	}
-	return &Machine{vm: gorgonia.NewTapeMachine(g.ExprGraph, prog), pool: pool, stats: stats}, nil
+	// Making a tape machine writes into every value the graph holds, the
+	// store's parameters included, which the store's other machines read
+	// while they run: it waits for them.
+	m.pool.Exclusive(func() { m.vm = gorgonia.NewTapeMachine(g.ExprGraph, vmOpts...) })
+	return m, nil
 }
 
 // RunAll runs the graph once.
 func (m *Machine) RunAll() error {
-	if m.pool != nil {
-		m.pool.Lock()
-		defer m.pool.Unlock()
-	}
+	m.pool.Lock()
+	defer m.pool.Unlock()
 	// A register still holding the last run's value could be written
 	// into by a Gorgonia op (UsePreallocDo) while that memory now belongs
 	// to another value: every run starts from empty registers.

@@ -87,6 +87,15 @@ func (p *Pool) Lock() {
 // Unlock ends a run.
 func (p *Pool) Unlock() { p.mu.Unlock() }
 
+// Exclusive runs f while no machine of the pool runs, without allocating
+// the memory: for compiling a machine, which writes into values every graph
+// of the model shares (Gorgonia sets each bound tensor's engine).
+func (p *Pool) Exclusive(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f()
+}
+
 // slot is a buffer's place in a pool.
 type slot struct {
 	pool  *Pool
