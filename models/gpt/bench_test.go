@@ -181,3 +181,43 @@ func BenchmarkGenerate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGenerateGPT2Small is greedy decoding through the KV cache by
+// GPT-2 small (124,439,808 parameters, float32, random weights from seed
+// 1), batch 1: a 16-token prompt, then 64 new tokens. Building the model is
+// outside the timing; the decoding graphs are built inside, once per call,
+// as in BenchmarkGenerate. ms/token is a whole call (prefill included) over
+// the 64 tokens. param_MB is the parameters' size in MB: every token reads
+// all of them once, so param_MB over internal/ops' BenchmarkMemBandwidth
+// bounds ms/token from below (tools/bench.sh decode prints the bound).
+// tools/pytorch/bench_gpt2_generate.py is the PyTorch side.
+func BenchmarkGenerateGPT2Small(b *testing.B) {
+	const promptLen, newTokens = 16, 64
+	cfg := GPT2Small()
+	m, err := New(cfg, layers.WithSeed(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := make([]int, promptLen)
+	for i := range prompt {
+		prompt[i] = (i*7919 + 13) % cfg.VocabSize
+	}
+	b.Run(fmt.Sprintf("P%d_N%d_B1", promptLen, newTokens), func(b *testing.B) {
+		gen := Greedy(newTokens)
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			out, err := m.Generate([][]int{prompt}, gen)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(out[0]) != newTokens {
+				b.Fatalf("%d new tokens, want %d", len(out[0]), newTokens)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(newTokens*b.N), "ms/token")
+		b.ReportMetric(float64(m.NumParams())*float64(m.Store.Dtype().Size())/1e6, "param_MB")
+		if mb, ok := peakrss.MB(); ok {
+			b.ReportMetric(mb, "peakRSS_MB")
+		}
+	})
+}
