@@ -35,9 +35,25 @@ go build -o "$dir/zoo" ./cmd/zoo
 csv=$dir/rss.csv
 echo "seconds,step,rss_mb,hwm_mb" > "$csv"
 echo "== zoo pretrain gpt: $steps steps, evaluation and checkpoint every $every, RSS every ${interval}s; log $dir/train.log"
-"$dir/zoo" pretrain gpt --run "$dir/run" --max-steps "$steps" --eval-interval "$every" --save-interval "$every" "$@" \
-  > "$dir/train.log" 2>&1 &
-pid=$!
+cmd=("$dir/zoo" pretrain gpt --run "$dir/run" --max-steps "$steps" --eval-interval "$every" --save-interval "$every" "$@")
+# Under GNU time, when there is one, for the peak of the whole run (the
+# samples may miss the last minute); its ru_maxrss is zoo's own, as time is
+# small (Linux carries ru_maxrss over exec).
+if [ -x /usr/bin/time ]; then
+  /usr/bin/time -f %M -o "$dir/maxrss_kb" "${cmd[@]}" > "$dir/train.log" 2>&1 &
+  wrapper=$!
+  pid=
+  for _ in $(seq 50); do # zoo is time's only child
+    pid=$(cat "/proc/$wrapper/task/$wrapper/children" 2>/dev/null | awk '{ print $1 }') || true
+    [ -n "$pid" ] && break
+    sleep 0.1
+  done
+  [ -n "$pid" ] || { echo "soak: cannot find zoo under /usr/bin/time (pid $wrapper)" >&2; kill "$wrapper"; exit 1; }
+else
+  "${cmd[@]}" > "$dir/train.log" 2>&1 &
+  pid=$!
+  wrapper=$pid
+fi
 trap 'kill "$pid" 2>/dev/null || true' INT TERM
 
 kb2mb() { awk -v kb="$1" 'BEGIN { printf "%.1f", kb * 1024 / 1e6 }'; }
@@ -50,8 +66,10 @@ sample() { # appends one row; fails once the process is gone
   # metrics.jsonl has one record per step, "step" first.
   step=$(tail -n 1 "$dir/run/metrics.jsonl" 2>/dev/null | sed -n 's/^{"step":\([0-9]*\).*/\1/p')
   echo "$SECONDS,${step:-0},$(kb2mb "$rss"),$(kb2mb "$hwm")" >> "$csv"
-  printf '\r%s' "t=${SECONDS}s step ${step:-0} RSS $(kb2mb "$rss") MB (peak $(kb2mb "$hwm") MB)   "
+  printf "$line" "t=${SECONDS}s step ${step:-0} RSS $(kb2mb "$rss") MB (peak $(kb2mb "$hwm") MB)   "
 }
+line='%s\n'
+[ -t 1 ] && line='\r%s' # one line that updates, on a terminal
 SECONDS=0
 while sample; do
   for ((i = 0; i < interval; i++)); do
@@ -59,9 +77,9 @@ while sample; do
     sleep 1
   done
 done
-echo
+[ -t 1 ] && echo
 status=0
-wait "$pid" || status=$?
+wait "$wrapper" || status=$?
 if [ "$status" -ne 0 ]; then
   echo "soak: zoo exited with status $status; the end of $dir/train.log:" >&2
   tail -n 20 "$dir/train.log" >&2
@@ -69,5 +87,8 @@ fi
 echo "== $(($(wc -l < "$csv") - 1)) samples in $csv"
 grep -E '^done:' "$dir/train.log" || true
 go run ./tools/rssplot -csv "$csv" -png "$dir/rss.png" -warmup-step "$warm"
+if [ -s "$dir/maxrss_kb" ]; then
+  echo "peak RSS of the whole run (GNU time): $(kb2mb "$(tail -n 1 "$dir/maxrss_kb")") MB"
+fi
 echo "run directory: $dir/run ($(du -sh "$dir/run" | cut -f1))"
 exit "$status"

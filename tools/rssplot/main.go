@@ -165,6 +165,15 @@ func draw(samples []sample, warm int, path string) error {
 	p.Title.Text = "resident memory of the training process"
 	p.X.Label.Text = "step"
 	p.Y.Label.Text = "MB"
+	p.X.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick { // steps as integers
+		ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+		for i := range ticks {
+			if ticks[i].Label != "" {
+				ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64)
+			}
+		}
+		return ticks
+	})
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	p.Legend.Left = true
