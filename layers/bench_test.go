@@ -5,46 +5,62 @@ import (
 	"testing"
 
 	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/internal/peakrss"
 )
 
 // benchTrainStep times forward + backward of Σ y ⊙ r for a layer built by
-// build on a float32 training graph of batch b and length t, and reports
-// tokens per second.
+// build on a float32 training graph of batch b and length t, with a
+// key-padding mask, and reports tokens per second.
 func benchTrainStep(bn *testing.B, b, t, d int, build func(s *Store, g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, error)) {
-	s, err := NewStore(WithSeed(1))
+	g, err := trainGraph(b, t, d, true, build)
 	if err != nil {
-		bn.Fatal(err)
-	}
-	g := s.NewGraph(Training())
-	x := randInput32(g, "x", b, t, d)
-	mask := make([]float64, b*t)
-	for i := range mask {
-		if i%t < t-i/t%8 { // up to 7 padded keys per row
-			mask[i] = 1
-		}
-	}
-	mn, err := g.Constant("mask", mask, b, t)
-	if err != nil {
-		bn.Fatal(err)
-	}
-	y, err := build(s, g, x, mn)
-	if err != nil {
-		bn.Fatal(err)
-	}
-	r := randInput32(g, "r", b, t, d)
-	prod, err := gorgonia.HadamardProd(y, r)
-	if err != nil {
-		bn.Fatal(err)
-	}
-	loss, err := gorgonia.Sum(prod)
-	if err != nil {
-		bn.Fatal(err)
-	}
-	if _, err := gorgonia.Grad(loss, append(g.Learnables(), x)...); err != nil {
 		bn.Fatal(err)
 	}
 	runSteps(bn, g)
 	bn.ReportMetric(float64(b*t*bn.N)/bn.Elapsed().Seconds(), "tokens/s")
+}
+
+// trainGraph builds forward and backward (with respect to the learnables
+// and x) of Σ y ⊙ r, where y = build(x, mask) for an input x (b, t, d), a
+// fixed r of y's shape and, when padded, a key-padding mask (b, t) with up
+// to 7 padded keys per row; mask is nil otherwise.
+func trainGraph(b, t, d int, padded bool, build func(s *Store, g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, error)) (*Graph, error) {
+	s, err := NewStore(WithSeed(1))
+	if err != nil {
+		return nil, err
+	}
+	g := s.NewGraph(Training())
+	x := randInput32(g, "x", b, t, d)
+	var mn *gorgonia.Node
+	if padded {
+		mask := make([]float64, b*t)
+		for i := range mask {
+			if i%t < t-i/t%8 { // up to 7 padded keys per row
+				mask[i] = 1
+			}
+		}
+		if mn, err = g.Constant("mask", mask, b, t); err != nil {
+			return nil, err
+		}
+	}
+	y, err := build(s, g, x, mn)
+	if err != nil {
+		return nil, err
+	}
+	r := randInput32(g, "r", y.Shape()...)
+	prod, err := gorgonia.HadamardProd(y, r)
+	if err != nil {
+		return nil, err
+	}
+	loss, err := gorgonia.Sum(prod)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := gorgonia.Grad(loss, append(g.Learnables(), x)...); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // runSteps runs the graph once to allocate its buffers, then bn.N times
@@ -79,6 +95,72 @@ func BenchmarkMHA(b *testing.B) {
 			return a.Forward(g, x, nil, mask, false)
 		})
 	})
+}
+
+// BenchmarkAttentionLong is causal multi-head self-attention (no padding),
+// forward and backward of Σ y ⊙ r, at batch 2 and lengths 128 to 2048: the
+// (B·h, T, T) scores make time and memory grow as T². Each row reports
+// ms/op and the process's peak RSS (peakRSS_MB), which is the row's own
+// only when the row runs alone in its process, as tools/bench.sh long runs
+// it:
+//
+//	go test -c -o /tmp/layers.test ./layers
+//	/tmp/layers.test -test.run '^$' -test.bench 'AttentionLong/^B2_T1024_d256_h4$' -test.benchtime 3x
+//
+// tools/pytorch/bench_long.py has the same rows.
+func BenchmarkAttentionLong(b *testing.B) {
+	const batch, d, h = 2, 256, 4
+	for _, t := range longLengths {
+		// The graph is built, and run once, by the row's first call and
+		// reused by the second: testing calls a benchmark with N = 1 before
+		// the timed N, and building twice would count two graphs in the peak.
+		var m gorgonia.VM
+		b.Run(fmt.Sprintf("B%d_T%d_d%d_h%d", batch, t, d, h), func(b *testing.B) {
+			if m == nil {
+				g, err := trainGraph(batch, t, d, false, func(s *Store, g *Graph, x, _ *gorgonia.Node) (*gorgonia.Node, error) {
+					a, err := NewMultiHeadAttention(s.Root(), AttentionConfig{Dim: d, Heads: h, Bias: true})
+					if err != nil {
+						return nil, err
+					}
+					return a.Forward(g, x, nil, nil, true)
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				m = gorgonia.NewTapeMachine(g.ExprGraph)
+				if err := m.RunAll(); err != nil {
+					b.Fatal(err)
+				}
+				m.Reset()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := m.RunAll(); err != nil {
+					b.Fatal(err)
+				}
+				m.Reset()
+			}
+			reportLong(b, batch*t)
+		})
+		if m != nil {
+			m.Close()
+		}
+	}
+}
+
+// longLengths are the sequence lengths of the long-sequence sweep
+// (BenchmarkAttentionLong, models/gpt's BenchmarkTrainStepLong).
+var longLengths = []int{128, 256, 512, 1024, 2048}
+
+// reportLong reports a long-sequence row's ms/op, tokens/s and the process's
+// peak RSS in MB.
+func reportLong(b *testing.B, tokens int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N), "ms/op")
+	b.ReportMetric(float64(tokens*b.N)/b.Elapsed().Seconds(), "tokens/s")
+	if mb, ok := peakrss.MB(); ok {
+		b.ReportMetric(mb, "peakRSS_MB")
+	}
 }
 
 // BenchmarkEncoderBlock is a pre-norm GELU encoder block, forward and

@@ -8,6 +8,19 @@
 #                                     step B128 with AdamW, forward B256), zoo
 #                                     and PyTorch interleaved for rounds (default
 #                                     5) rounds; the table shows the medians
+#        tools/bench.sh long [rounds] the long-sequence sweep, T 128 to 2048:
+#                                     causal attention B2 (layers) and the GPT
+#                                     train step at 2048 tokens per batch
+#                                     (models/gpt), each row in its own process
+#                                     on both sides so its peak RSS is its own,
+#                                     zoo and PyTorch interleaved row by row
+#                                     (default 3 rounds); time and peak RSS tables
+#        tools/bench.sh decode [rounds] decoding: GPT cached, uncached, seq2seq
+#                                     beam search, GPT-2 small (124M) cached
+#                                     greedy, and the memory bandwidth that
+#                                     bounds the last (default 3 rounds)
+# LONG_ITERS (default 3) and DECODE_ITERS (default 3) set the timed iterations
+# per row of the long and decode modes (each also has one untimed warm-up).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-both}
@@ -40,6 +53,63 @@ if [ "$what" = vit ]; then
   rm -f "$out"
   exit 0
 fi
+gobin() { # $1: package; builds its test binary once into $bindir
+  local out=$bindir/$(basename "$1").test
+  [ -x "$out" ] || go test -c -o "$out" "./$1"
+  echo "$out"
+}
+gorow() { # $1: package, $2: -test.bench pattern, $3: iterations; the row runs in a process of its own
+  local bin
+  bin=$(gobin "$1")
+  (cd "$1" && "$bin" -test.run '^$' -test.bench "$2" -test.benchtime "${3}x") | grep -E '^Benchmark' || echo "FAILED: $1 $2" >&2
+}
+torchrow() { # $1: script, then its arguments; keeps the table's lines and the load notes
+  (torchenv; /usr/bin/python3 "tools/pytorch/$1" "${@:2}") | grep -E '^(\| |CPU|BLAS)' || echo "FAILED: $*" >&2
+}
+interleaved() { # $1: rounds, $2: function printing one round; then the ratio table
+  local out
+  out=$(mktemp)
+  bindir=$(mktemp -d)
+  trap "rm -rf '$bindir' '$out'" EXIT
+  for i in $(seq "$1"); do
+    echo "== round $i: $(uptime | sed 's/.*load/load/')"
+    echo "== Go ($(go version | cut -d' ' -f3), $(nproc) cores), pure Go"
+    "$2"
+  done | tee "$out"
+  echo "== zoo / PyTorch, medians of $1 interleaved rounds (below 1: zoo is faster or smaller)"
+  python3 tools/bench_ratios.py < "$out"
+}
+longround() {
+  local it=${LONG_ITERS:-3} t
+  for t in 128 256 512 1024 2048; do
+    gorow layers "AttentionLong/^B2_T${t}_d256_h4\$" "$it"
+    torchrow bench_long.py --iters "$it" "AttentionLong/B2_T${t}_d256_h4"
+  done
+  for t in 128 256 512 1024 2048; do
+    local row="V512_T${t}_d256_h4_L4_ff1024_B$((2048 / t))"
+    gorow models/gpt "TrainStepLong/^${row}\$" "$it"
+    torchrow bench_long.py --iters "$it" "TrainStepLong/$row"
+  done
+}
+decoderound() {
+  local it=${DECODE_ITERS:-3}
+  gorow models/gpt 'Generate$/^cache/' 5
+  gorow models/gpt 'Generate$/^nocache/' 2
+  torchrow bench_gpt.py --iters 10 GPTGenerate/
+  gorow models/seq2seq 'BeamSearch$' 5
+  torchrow bench_seq2seq.py --steps 5 Seq2seqBeamSearch
+  gorow internal/ops 'MemBandwidth' 5
+  gorow models/gpt 'GenerateGPT2Small' "$it"
+  torchrow bench_gpt2_generate.py --iters "$it"
+}
+if [ "$what" = long ]; then
+  interleaved "${2:-3}" longround
+  exit 0
+fi
+if [ "$what" = decode ]; then
+  interleaved "${2:-3}" decoderound
+  exit 0
+fi
 if [ "$what" = both ]; then
   out=$(mktemp)
   "$0" go | tee "$out"
@@ -51,11 +121,13 @@ if [ "$what" = both ]; then
 fi
 
 gobench() { # $1: extra go test flags
-  go test $1 ./layers/ ./internal/ops/ -run '^$' -bench . -benchtime 10x | grep -E '^(Benchmark|cpu:)'
-  # -bench patterns are split at '/': each level is its own regexp.
-  go test $1 ./models/gpt/ -run '^$' -bench 'TrainStep' -benchtime 5x | grep -E '^Benchmark'
-  go test $1 ./models/gpt/ -run '^$' -bench 'Generate/^cache' -benchtime 5x | grep -E '^Benchmark'
-  go test $1 ./models/gpt/ -run '^$' -bench 'Generate/nocache' -benchtime 2x | grep -E '^Benchmark'
+  # The long-sequence rows and the memory bandwidth (tools/bench.sh long, decode) are skipped here.
+  go test $1 ./layers/ ./internal/ops/ -run '^$' -bench . -skip 'Long|MemBandwidth' -benchtime 10x | grep -E '^(Benchmark|cpu:)'
+  # -bench patterns are split at '/': each level is its own regexp, matched
+  # against the name with its Benchmark prefix.
+  go test $1 ./models/gpt/ -run '^$' -bench 'TrainStep$' -benchtime 5x | grep -E '^Benchmark'
+  go test $1 ./models/gpt/ -run '^$' -bench 'Generate$/^cache' -benchtime 5x | grep -E '^Benchmark'
+  go test $1 ./models/gpt/ -run '^$' -bench 'Generate$/nocache' -benchtime 2x | grep -E '^Benchmark'
   go test $1 ./models/seq2seq/ -run '^$' -bench . -benchtime 5x | grep -E '^Benchmark'
   go test $1 ./models/bert/ -run '^$' -bench 'BERTMini' -benchtime 3x | grep -E '^Benchmark'
   vitbench "$1"

@@ -33,13 +33,26 @@ PAIRS = [
     # ff256, B64, no optimiser), whose benchmark stays in layers/.
     ("TrainStep/vit-fashion/B128", "TrainStep/vit-fashion/B128", "ms/step"),
     ("Forward/vit-fashion/B256", "Forward/vit-fashion/B256", "ms/step"),
+    # GPT-2 small (124M, random weights) greedy decoding with the KV cache
+    # (models/gpt, tools/pytorch/bench_gpt2_generate.py): tools/bench.sh decode.
+    ("GenerateGPT2Small/P16_N64_B1", "GenerateGPT2Small/P16_N64_B1", "ms/token"),
 ]
+# The long-sequence sweep (layers, models/gpt, tools/pytorch/bench_long.py):
+# tools/bench.sh long. Same names on both sides.
+LONG_LENGTHS = (128, 256, 512, 1024, 2048)
+PAIRS += [("AttentionLong/B2_T%d_d256_h4" % t,) * 2 + ("ms/op",) for t in LONG_LENGTHS]
+PAIRS += [("TrainStepLong/V512_T%d_d256_h4_L4_ff1024_B%d" % (t, 2048 // t),) * 2 + ("ms/op",) for t in LONG_LENGTHS]
+# The decoding rows' bound: GPT-2 small's float32 parameters (Go metric
+# param_MB of this benchmark) read once per token at the memory bandwidth
+# (GB/s of this one, internal/ops).
+DECODE_ROW, BANDWIDTH_ROW = "GenerateGPT2Small/P16_N64_B1", "MemBandwidth/sum_f32_512MiB_2goroutines"
 
 
 def main():
     text = sys.stdin.read()
     builds, build = {}, "pure Go"
     torch, torch_cpu, cpu_col = {}, {}, None
+    torch_rss, torch_base, rss_col, base_col = {}, {}, None, None
     for line in text.splitlines():
         m = re.match(r"== Go .*?(\(-tags openblas\))?", line)
         if line.startswith("== Go"):
@@ -55,6 +68,8 @@ def main():
         elif line.startswith("| benchmark"):
             head = [c.strip() for c in line.strip("|").split("|")]
             cpu_col = head.index("cpu-ms/step") if "cpu-ms/step" in head else None
+            rss_col = head.index("peakRSS_MB") if "peakRSS_MB" in head else None
+            base_col = head.index("base_MB") if "base_MB" in head else None
         elif line.startswith("| "):
             cells = [c.strip() for c in line.strip("|").split("|")]
             if cpu_col is not None and len(cells) > cpu_col:
@@ -62,6 +77,12 @@ def main():
                     torch_cpu.setdefault(cells[0], []).append(float(cells[cpu_col]))
                 except ValueError:
                     pass
+            for col, into in ((rss_col, torch_rss), (base_col, torch_base)):
+                if col is not None and len(cells) > col:
+                    try:
+                        into.setdefault(cells[0], []).append(float(cells[col]))
+                    except ValueError:
+                        pass
             if len(cells) >= 3 and cells[1]:
                 try:
                     torch.setdefault(cells[0], []).append(float(cells[1]))  # ms/iter or ms/step
@@ -71,6 +92,8 @@ def main():
                 torch.setdefault(cells[0], []).append(float(cells[2]))  # ms/token
     torch = {k: statistics.median(v) for k, v in torch.items()}
     torch_cpu = {k: statistics.median(v) for k, v in torch_cpu.items()}
+    torch_rss = {k: statistics.median(v) for k, v in torch_rss.items()}
+    torch_base = {k: statistics.median(v) for k, v in torch_base.items()}
     builds = {b: {n: {k: statistics.median(v) for k, v in vals.items()} for n, vals in bench.items()}
               for b, bench in builds.items()}
     names = list(builds)
@@ -105,6 +128,46 @@ def main():
         print("|---|---:|" + "---:|---:|" * len(names))
         for row in rows:
             print("| " + " | ".join(row) + " |")
+    # Peak RSS of rows that ran in their own process (tools/bench.sh long,
+    # decode): the whole process, runtime included; PyTorch's base is its
+    # resident memory right after `import torch`.
+    rows = []
+    for go, pt, metric in PAIRS:
+        if pt not in torch_rss:
+            continue
+        base = torch_base.get(pt)
+        row = [pt, "%.0f" % torch_rss[pt], "" if base is None else "%.0f" % base]
+        for b in names:
+            v = builds[b].get(go, {}).get("peakRSS_MB")
+            row += ["", ""] if v is None else ["%.0f" % v, "%.2f×" % (v / torch_rss[pt])]
+        rows.append(row)
+    if rows:
+        print()
+        print("| peak RSS | PyTorch (MB) | PyTorch after import (MB) | " + " | ".join("zoo %s (MB) | ratio" % b for b in names) + " |")
+        print("|---|---:|---:|" + "---:|---:|" * len(names))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+    decode_limit(builds, torch)
+
+
+def decode_limit(builds, torch):
+    """Prints the float32 bound of GPT-2 small decoding, parameter bytes over
+    the memory bandwidth, beside what each side reached."""
+    for b, bench in builds.items():
+        mb = bench.get(DECODE_ROW, {}).get("param_MB")
+        bw = bench.get(BANDWIDTH_ROW, {}).get("GB/s")
+        if mb is None or bw is None:
+            continue
+        limit = mb / bw  # MB / (GB/s) = ms
+        print()
+        print("float32 bound of %s (%s): %.1f MB of parameters per token / %.1f GB/s (%s) = %.1f ms/token" % (
+            DECODE_ROW, b, mb, bw, BANDWIDTH_ROW, limit))
+        got = bench.get(DECODE_ROW, {}).get("ms/token")
+        if got is not None:
+            print("  zoo %s: %.1f ms/token, %.2f× the bound" % (b, got, got / limit))
+        if DECODE_ROW in torch:
+            print("  PyTorch: %.1f ms/token, %.2f× the bound" % (torch[DECODE_ROW], torch[DECODE_ROW] / limit))
+        return
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 package gpt
 
 import (
+	"fmt"
 	"testing"
 
 	"gorgonia.org/gorgonia"
 
+	"github.com/d73a19ff/zoo/internal/peakrss"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/train"
 )
@@ -24,53 +26,131 @@ func benchConfig() Config {
 func BenchmarkTrainStep(b *testing.B) {
 	b.Run("V512_T128_d256_h4_L4_ff1024_B16", func(b *testing.B) {
 		const batch, t = 16, 128
-		m, err := New(benchConfig(), layers.WithSeed(1))
+		ts, err := newTrainStep(benchConfig(), batch, t)
 		if err != nil {
 			b.Fatal(err)
 		}
-		g := m.Store.NewGraph()
-		ids, targets := g.IntInput("input_ids", batch, t), g.IntInput("labels", batch, t)
-		for i, v := range ids.Value().Data().([]int) {
-			ids.Value().Data().([]int)[i] = (i*31 + v) % 512
-			targets.Value().Data().([]int)[i] = (i*17 + 5) % 512
-		}
-		loss, _, err := m.Loss(g, Inputs{IDs: ids}, targets)
-		if err != nil {
+		defer ts.close()
+		if err := ts.step(); err != nil { // warm-up: buffers are allocated once
 			b.Fatal(err)
 		}
-		grads, err := gorgonia.Grad(loss, g.Learnables()...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		vals := make([]gorgonia.Value, len(grads))
-		for i := range grads {
-			gorgonia.Read(grads[i], &vals[i])
-		}
-		opt, err := train.NewAdamW(g.Params(), train.DefaultAdamWConfig())
-		if err != nil {
-			b.Fatal(err)
-		}
-		vm := gorgonia.NewTapeMachine(g.ExprGraph)
-		defer vm.Close()
-		step := func() {
-			if err := vm.RunAll(); err != nil {
-				b.Fatal(err)
-			}
-			vm.Reset()
-			if err := opt.Step(vals, 1e-4); err != nil {
-				b.Fatal(err)
-			}
-		}
-		step() // warm-up: buffers are allocated once
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			step()
+			if err := ts.step(); err != nil {
+				b.Fatal(err)
+			}
 		}
 		b.ReportMetric(float64(batch*t*b.N)/b.Elapsed().Seconds(), "tokens/s")
 		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/step")
 	})
 }
+
+// BenchmarkTrainStepLong is BenchmarkTrainStep's step at lengths 128 to
+// 2048 with 2048 tokens per batch (B = 2048/T: B16 at T128 … B1 at T2048),
+// so that the linear layers' work stays fixed and what grows is attention,
+// whose (B·h, T, T) scores grow as T per token. n_positions is 2048 in
+// every row, so every row has the same parameters (3.8M; the T128 row
+// differs from BenchmarkTrainStep's only by those extra positions). Each
+// row reports ms/op and the process's peak RSS (peakRSS_MB), which is the
+// row's own only when the row runs alone in its process, as tools/bench.sh
+// long runs it:
+//
+//	go test -c -o /tmp/gpt.test ./models/gpt
+//	/tmp/gpt.test -test.run '^$' -test.bench 'TrainStepLong/^V512_T1024_d256_h4_L4_ff1024_B2$' -test.benchtime 3x
+//
+// tools/pytorch/bench_long.py has the same rows.
+func BenchmarkTrainStepLong(b *testing.B) {
+	const tokens = 2048
+	cfg := benchConfig()
+	cfg.NPositions = 2048
+	for _, t := range []int{128, 256, 512, 1024, 2048} {
+		batch := tokens / t
+		// Built, and run once, by the row's first call and reused by the
+		// second: testing calls a benchmark with N = 1 before the timed N,
+		// and building twice would count two graphs in the peak.
+		var ts *trainStep
+		b.Run(fmt.Sprintf("V%d_T%d_d%d_h%d_L%d_ff%d_B%d", cfg.VocabSize, t, cfg.NEmbd, cfg.NHead, cfg.NLayer, cfg.Inner(), batch), func(b *testing.B) {
+			if ts == nil {
+				var err error
+				if ts, err = newTrainStep(cfg, batch, t); err != nil {
+					b.Fatal(err)
+				}
+				if err := ts.step(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := ts.step(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N), "ms/op")
+			b.ReportMetric(float64(batch*t*b.N)/b.Elapsed().Seconds(), "tokens/s")
+			if mb, ok := peakrss.MB(); ok {
+				b.ReportMetric(mb, "peakRSS_MB")
+			}
+		})
+		if ts != nil {
+			ts.close()
+		}
+	}
+}
+
+// trainStep is one compiled training step of a model on a fixed batch
+// (batch, t) of token ids and next-token targets.
+type trainStep struct {
+	vm   gorgonia.VM
+	opt  *train.AdamW
+	vals []gorgonia.Value
+}
+
+// newTrainStep builds the forward, the backward of the mean cross-entropy
+// and an AdamW optimizer (the package's defaults, learning rate 1e-4) for
+// a model of cfg (seed 1) on a batch (batch, t).
+func newTrainStep(cfg Config, batch, t int) (*trainStep, error) {
+	m, err := New(cfg, layers.WithSeed(1))
+	if err != nil {
+		return nil, err
+	}
+	v := cfg.VocabSize
+	g := m.Store.NewGraph()
+	ids, targets := g.IntInput("input_ids", batch, t), g.IntInput("labels", batch, t)
+	for i, x := range ids.Value().Data().([]int) {
+		ids.Value().Data().([]int)[i] = (i*31 + x) % v
+		targets.Value().Data().([]int)[i] = (i*17 + 5) % v
+	}
+	loss, _, err := m.Loss(g, Inputs{IDs: ids}, targets)
+	if err != nil {
+		return nil, err
+	}
+	grads, err := gorgonia.Grad(loss, g.Learnables()...)
+	if err != nil {
+		return nil, err
+	}
+	ts := &trainStep{vals: make([]gorgonia.Value, len(grads))}
+	for i := range grads {
+		gorgonia.Read(grads[i], &ts.vals[i])
+	}
+	if ts.opt, err = train.NewAdamW(g.Params(), train.DefaultAdamWConfig()); err != nil {
+		return nil, err
+	}
+	ts.vm = gorgonia.NewTapeMachine(g.ExprGraph)
+	return ts, nil
+}
+
+// step runs forward and backward and updates the parameters.
+func (ts *trainStep) step() error {
+	if err := ts.vm.RunAll(); err != nil {
+		return err
+	}
+	ts.vm.Reset()
+	return ts.opt.Step(ts.vals, 1e-4)
+}
+
+func (ts *trainStep) close() { ts.vm.Close() }
 
 // BenchmarkGenerate is greedy decoding of 112 tokens after a 16-token
 // prompt, batch 1, with and without the KV cache; graph building is timed
@@ -100,4 +180,44 @@ func BenchmarkGenerate(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(112*b.N), "ms/token")
 		})
 	}
+}
+
+// BenchmarkGenerateGPT2Small is greedy decoding through the KV cache by
+// GPT-2 small (124,439,808 parameters, float32, random weights from seed
+// 1), batch 1: a 16-token prompt, then 64 new tokens. Building the model is
+// outside the timing; the decoding graphs are built inside, once per call,
+// as in BenchmarkGenerate. ms/token is a whole call (prefill included) over
+// the 64 tokens. param_MB is the parameters' size in MB: every token reads
+// all of them once, so param_MB over internal/ops' BenchmarkMemBandwidth
+// bounds ms/token from below (tools/bench.sh decode prints the bound).
+// tools/pytorch/bench_gpt2_generate.py is the PyTorch side.
+func BenchmarkGenerateGPT2Small(b *testing.B) {
+	const promptLen, newTokens = 16, 64
+	cfg := GPT2Small()
+	m, err := New(cfg, layers.WithSeed(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := make([]int, promptLen)
+	for i := range prompt {
+		prompt[i] = (i*7919 + 13) % cfg.VocabSize
+	}
+	b.Run(fmt.Sprintf("P%d_N%d_B1", promptLen, newTokens), func(b *testing.B) {
+		gen := Greedy(newTokens)
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			out, err := m.Generate([][]int{prompt}, gen)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(out[0]) != newTokens {
+				b.Fatalf("%d new tokens, want %d", len(out[0]), newTokens)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(newTokens*b.N), "ms/token")
+		b.ReportMetric(float64(m.NumParams())*float64(m.Store.Dtype().Size())/1e6, "param_MB")
+		if mb, ok := peakrss.MB(); ok {
+			b.ReportMetric(mb, "peakRSS_MB")
+		}
+	})
 }
