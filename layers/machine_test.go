@@ -2,7 +2,10 @@ package layers
 
 import (
 	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
@@ -148,4 +151,38 @@ func TestMachinesShareThePool(t *testing.T) {
 		}
 	}
 	require.Zero(t, s.Pool().Misses())
+}
+
+// A machine that is dropped is collected with its graph. Gorgonia gives
+// tape machines a finalizer, and a machine whose graph reads a value into
+// the struct that holds the machine (as LastLogits does) is in a cycle: the
+// runtime never collects a cycle with a finalizer, so every compiled graph
+// stayed in memory.
+func TestDroppedMachinesAreCollected(t *testing.T) {
+	s, err := NewStore(WithSeed(5))
+	require.NoError(t, err)
+	ln, err := NewLayerNorm(s.Root().Sub("ln"), 8, 1e-5, true)
+	require.NoError(t, err)
+	type holder struct {
+		vm  *Machine
+		val gorgonia.Value
+	}
+	var collected atomic.Int32
+	for i := 0; i < 4; i++ {
+		g := s.NewGraph()
+		y, err := ln.Forward(g, g.Input("x", 4, 8))
+		require.NoError(t, err)
+		h := &holder{}
+		gorgonia.Read(y, &h.val) // the graph points at h, h at the machine, the machine at the graph
+		h.vm, err = g.Machine()
+		require.NoError(t, err)
+		require.NoError(t, h.vm.RunAll())
+		require.NoError(t, h.vm.Close())
+		runtime.AddCleanup(h, func(*atomic.Int32) { collected.Add(1) }, &collected)
+	}
+	for i := 0; i < 10 && collected.Load() < 4; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.EqualValues(t, 4, collected.Load(), "machines collected")
 }
