@@ -14,9 +14,13 @@ import (
 // or plain loops (float64). Each worker holds two tiles; nothing of size
 // Tq×Tk is ever allocated.
 
-// Tile sizes: query rows per block (Br) and keys per tile (Bc). Variables
-// so that tests can make them small and odd.
-var flashBlockQ, flashBlockK = 64, 64
+// Tile sizes: query rows per block (Br) and keys per tile (Bc), of the
+// forward and of the backward pass. Variables so that tests can make them
+// small and odd.
+var (
+	flashBlockQ, flashBlockK       = 128, 128
+	flashBwdBlockQ, flashBwdBlockK = 128, 128
+)
 
 // flashBackwardMode chooses the work split of the backward pass: 0 picks
 // by size (flashSplit), 1 forces one unit per head, 2 the split into key
@@ -269,7 +273,7 @@ func flashBackward[T Float](q, k, v, o, do, mask []T, lse []float64, packed []T,
 		h.lse, h.dd = lse[z*p.tq:][:p.tq], dd[z*p.tq:][:p.tq]
 		return h
 	}
-	bq, bk := min(flashBlockQ, p.tq), min(flashBlockK, p.tk)
+	bq, bk := min(flashBwdBlockQ, p.tq), min(flashBwdBlockK, p.tk)
 	nqb, nkb := ceilDiv(p.tq, bq), ceilDiv(p.tk, bk)
 	headCost := p.tq * p.tk * 2 * (p.d + p.dv)
 	split := flashBackwardMode == 2 || flashBackwardMode == 0 && flashSplit(p.n, headCost)

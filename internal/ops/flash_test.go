@@ -19,14 +19,17 @@ import (
 // in value and in the gradients of Σ out ⊙ R w.r.t. q, k and v (runRef in
 // composed_test.go), and against finite differences.
 //
-// Each test was seen to fail with the kernel broken on purpose: dropping the
-// rescale of the accumulated context (a := 1 in flashForwardBlock) fails
-// TestAttentionMatchesUnfused on every multi-tile causal case with small
-// tiles and TestAttentionGradCheck; reading one key past the visible ones
-// (vis+1) fails TestAttentionSkipsUnseenKeys with NaN; dropping the D term
-// of dS (dot 0 in flashTile) fails the gradient comparisons and the
-// gradient check; accumulating dQ in the split backward from the last key
-// tile down fails TestAttentionBackwardModesAgree.
+// Each test was seen to fail with the kernel broken on purpose:
+//   - no rescale of the accumulated context (a := 1 in flashForwardBlock):
+//     TestAttentionMatchesUnfused, TestAttentionGradCheck and
+//     TestAttentionSkipsUnseenKeys fail;
+//   - no skipping of keys past the mask's last 1 (flashMaskEnd returning
+//     Tk) or past the causal limit (kEnd := h.end): the NaN slots reach the
+//     output and TestAttentionSkipsUnseenKeys fails;
+//   - no D in dS (dot 0 in flashTile): the gradient comparisons, the
+//     gradient check and TestAttentionSkipsUnseenKeys fail;
+//   - dQ summed over key tiles from the last down in the split backward:
+//     TestAttentionBackwardModesAgree fails.
 
 // unfusedAttention is the composition Attention must equal.
 func unfusedAttention(q, k, v, mask *gorgonia.Node, scale float64, offset int) (*gorgonia.Node, error) {
@@ -152,9 +155,11 @@ var flashTilings = []flashTiles{
 
 // withTiles runs f with the kernels' tile sizes and backward split set.
 func withTiles(tl flashTiles, f func()) {
-	q, k, m := flashBlockQ, flashBlockK, flashBackwardMode
-	defer func() { flashBlockQ, flashBlockK, flashBackwardMode = q, k, m }()
-	flashBlockQ, flashBlockK, flashBackwardMode = tl.q, tl.k, tl.bwMode
+	q, k, bq, bk, m := flashBlockQ, flashBlockK, flashBwdBlockQ, flashBwdBlockK, flashBackwardMode
+	defer func() {
+		flashBlockQ, flashBlockK, flashBwdBlockQ, flashBwdBlockK, flashBackwardMode = q, k, bq, bk, m
+	}()
+	flashBlockQ, flashBlockK, flashBwdBlockQ, flashBwdBlockK, flashBackwardMode = tl.q, tl.k, tl.q, tl.k, tl.bwMode
 	f()
 }
 
