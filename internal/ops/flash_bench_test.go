@@ -24,32 +24,34 @@ func BenchmarkAttentionUnfused(b *testing.B)        { benchAttention(b, unfusedA
 func BenchmarkAttentionFusedForward(b *testing.B)   { benchAttention(b, Attention, false) }
 func BenchmarkAttentionUnfusedForward(b *testing.B) { benchAttention(b, unfusedAttention, false) }
 
-// BenchmarkAttentionCacheStep is one decoding step over a KV cache of
-// capacity 1024 holding 16 tokens: the fused op reads the 16, the unfused
-// one scores all 1024 slots.
+// BenchmarkAttentionCacheStep is one decoding step over a KV cache holding
+// 16 tokens, of capacity 16 and 1024: the fused op reads the 16 either way,
+// the unfused one scores every slot.
 func BenchmarkAttentionCacheStep(b *testing.B) {
-	const batch, heads, capacity, used, d = 2, 4, 1024, 16, 64
-	m := make([]float64, batch*capacity)
-	for i := range batch {
-		for j := range used {
-			m[i*capacity+j] = 1
-		}
-	}
-	for _, v := range []struct {
-		name string
-		f    func(q, k, v, mask *gorgonia.Node, scale float64, offset int) (*gorgonia.Node, error)
-	}{{"fused", Attention}, {"unfused", unfusedAttention}} {
-		b.Run(fmt.Sprintf("BH%d_C%d_used%d_d%d/%s", batch*heads, capacity, used, d, v.name), func(b *testing.B) {
-			g := gorgonia.NewGraph()
-			q := input32(g, "q", 1, 1, batch*heads, 1, d)
-			k := input32(g, "k", 2, 1, batch*heads, capacity, d)
-			vv := input32(g, "v", 3, 1, batch*heads, capacity, d)
-			mask := input(g, "mask", denseOf(tensor.Float32, tensor.Shape{batch, capacity}, m))
-			if _, err := v.f(q, k, vv, mask, 0.125, NoCausal); err != nil {
-				b.Fatal(err)
+	const batch, heads, used, d = 2, 4, 16, 64
+	for _, capacity := range []int{16, 1024} {
+		m := make([]float64, batch*capacity)
+		for i := range batch {
+			for j := range used {
+				m[i*capacity+j] = 1
 			}
-			runBench(b, g)
-		})
+		}
+		for _, v := range []struct {
+			name string
+			f    func(q, k, v, mask *gorgonia.Node, scale float64, offset int) (*gorgonia.Node, error)
+		}{{"fused", Attention}, {"unfused", unfusedAttention}} {
+			b.Run(fmt.Sprintf("BH%d_C%d_used%d_d%d/%s", batch*heads, capacity, used, d, v.name), func(b *testing.B) {
+				g := gorgonia.NewGraph()
+				q := input32(g, "q", 1, 1, batch*heads, 1, d)
+				k := input32(g, "k", 2, 1, batch*heads, capacity, d)
+				vv := input32(g, "v", 3, 1, batch*heads, capacity, d)
+				mask := input(g, "mask", denseOf(tensor.Float32, tensor.Shape{batch, capacity}, m))
+				if _, err := v.f(q, k, vv, mask, 0.125, NoCausal); err != nil {
+					b.Fatal(err)
+				}
+				runBench(b, g)
+			})
+		}
 	}
 }
 

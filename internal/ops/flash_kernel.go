@@ -168,7 +168,11 @@ func flashForward[T Float](q, k, v, mask, out []T, lse []float64, p flashShape) 
 	}
 	bq := min(flashBlockQ, p.tq)
 	nqb := ceilDiv(p.tq, bq)
-	parallelUnits(p.n*nqb, bq*p.tk*(p.d+p.dv), func(claim func() (int, bool)) {
+	keys := 0 // the most keys a head reads, for the cost estimate
+	for z := 0; z < p.n; z += p.heads {
+		keys = max(keys, flashMaskEnd(mask, &p, z))
+	}
+	parallelUnits(p.n*nqb, bq*keys*(p.d+p.dv), func(claim func() (int, bool)) {
 		sc := getFlashScratch[T](bq, flashBlockK)
 		defer putFlashScratch(sc)
 		for u, ok := claim(); ok; u, ok = claim() {
@@ -310,18 +314,16 @@ func flashBackward[T Float](q, k, v, o, do, mask []T, lse []float64, packed []T,
 	})
 }
 
-// flashSplit reports whether n heads would leave cores idle (below 3/4 of
-// them busy on average) when each head is one unit, so that the backward
-// pass should split heads into blocks, which costs 7/5 of the tile products.
+// flashSplit reports whether n heads, as one unit each, would leave the
+// cores the work can use idle a quarter of the time or more, so that the
+// backward pass should split heads into blocks, which costs 7/5 of the tile
+// products.
 func flashSplit(n, headCost int) bool {
 	w := min(runtime.GOMAXPROCS(0), n*max(headCost, 1)/minWork)
-	if w <= 1 {
-		w = min(runtime.GOMAXPROCS(0), max(1, n*max(headCost, 1)/minWork))
-	}
 	if w <= 1 || n >= 4*w {
 		return false
 	}
-	return 4*n < 3*w*ceilDiv(n, w)
+	return 4*n < 3*w*ceilDiv(n, w) // n/(w·⌈n/w⌉) of the cores busy on average
 }
 
 // flashBackwardKV adds the contributions of key tile [j0, j0+Bc) to dK and
