@@ -102,8 +102,10 @@ func (a *MultiHeadAttention) name() string { return a.Query.Weight.Name }
 // (B, Tk, D), or to x itself when kv is nil, and returns (B, Tq, D).
 // mask, if not nil, is a key-padding mask (B, Tk) with 1 for tokens and 0
 // for padding. With causal, query i sees key j only when j ≤ i + Tk − Tq.
+// Unless attention dropout is active on g, the attention runs fused (see
+// attend) and never materialises the (B·h, Tq, Tk) probabilities.
 func (a *MultiHeadAttention) Forward(g *Graph, x, kv, mask *gorgonia.Node, causal bool) (*gorgonia.Node, error) {
-	out, _, err := a.ForwardWithProbs(g, x, kv, mask, causal)
+	out, _, err := a.forward(g, x, kv, mask, causal, false)
 	return out, err
 }
 
@@ -112,6 +114,10 @@ func (a *MultiHeadAttention) Forward(g *Graph, x, kv, mask *gorgonia.Node, causa
 // Read them with gorgonia.Read: the tape machine may reuse an intermediate
 // node's memory once the run has moved on.
 func (a *MultiHeadAttention) ForwardWithProbs(g *Graph, x, kv, mask *gorgonia.Node, causal bool) (out, probs *gorgonia.Node, err error) {
+	return a.forward(g, x, kv, mask, causal, true)
+}
+
+func (a *MultiHeadAttention) forward(g *Graph, x, kv, mask *gorgonia.Node, causal, withProbs bool) (out, probs *gorgonia.Node, err error) {
 	if kv == nil {
 		kv = x
 	}
@@ -126,7 +132,7 @@ func (a *MultiHeadAttention) ForwardWithProbs(g *Graph, x, kv, mask *gorgonia.No
 	if causal {
 		offset = kv.Shape()[1] - x.Shape()[1]
 	}
-	return a.Attend(g, q, k, v, mask, offset)
+	return a.attend(g, q, k, v, mask, offset, withProbs)
 }
 
 func (a *MultiHeadAttention) checkInputs(x, kv, mask *gorgonia.Node) error {
@@ -178,23 +184,40 @@ func (a *MultiHeadAttention) Project(g *Graph, x, kv *gorgonia.Node) (q, k, v *g
 // Attend computes the attention of heads q (B·h, Tq, d_head) over k, v
 // (B·h, Tk, d_head) with an optional key mask (B, Tk): query i sees key j
 // only when j ≤ i + causalOffset, unless causalOffset is NoCausal. It returns
-// the projected output (B, Tq, D) and the probabilities (B·h, Tq, Tk).
+// the projected output (B, Tq, D) and the probabilities (B·h, Tq, Tk), so
+// it always runs unfused; Forward, ForwardCached and the decoder's steps,
+// which do not return the probabilities, go through the fused kernel.
 func (a *MultiHeadAttention) Attend(g *Graph, q, k, v, mask *gorgonia.Node, causalOffset int) (out, probs *gorgonia.Node, err error) {
-	scores, err := ops.BatchedMatMul(q, k, false, true) // (B·h, Tq, Tk)
-	if err != nil {
-		return nil, nil, fmt.Errorf("attention %s: scores: %w", a.name(), err)
-	}
-	probs, err = ops.CausalSoftmax(scores, mask, a.scale(), causalOffset)
-	if err != nil {
-		return nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
-	}
-	dropped, err := a.dropout.Forward(g, probs)
-	if err != nil {
-		return nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
-	}
-	ctx, err := ops.BatchedMatMul(dropped, v, false, false) // (B·h, Tq, d_head)
-	if err != nil {
-		return nil, nil, fmt.Errorf("attention %s: context: %w", a.name(), err)
+	return a.attend(g, q, k, v, mask, causalOffset, true)
+}
+
+// attend is Attend; without withProbs, and when attention dropout is
+// inactive on g (probability 0, or not a training graph), it computes the
+// context with the fused kernel ops.Attention (FlashAttention-2, Dao 2023),
+// which never materialises the (B·h, Tq, Tk) scores and reads only the keys
+// some query sees, and probs is nil. Dropout on the probabilities needs
+// them materialised, so it keeps the unfused path.
+func (a *MultiHeadAttention) attend(g *Graph, q, k, v, mask *gorgonia.Node, causalOffset int, withProbs bool) (out, probs *gorgonia.Node, err error) {
+	var ctx *gorgonia.Node // (B·h, Tq, d_head)
+	if !withProbs && (!g.IsTraining() || a.dropout.P == 0) {
+		if ctx, err = ops.Attention(q, k, v, mask, a.scale(), causalOffset); err != nil {
+			return nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
+		}
+	} else {
+		scores, err := ops.BatchedMatMul(q, k, false, true) // (B·h, Tq, Tk)
+		if err != nil {
+			return nil, nil, fmt.Errorf("attention %s: scores: %w", a.name(), err)
+		}
+		if probs, err = ops.CausalSoftmax(scores, mask, a.scale(), causalOffset); err != nil {
+			return nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
+		}
+		dropped, err := a.dropout.Forward(g, probs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
+		}
+		if ctx, err = ops.BatchedMatMul(dropped, v, false, false); err != nil {
+			return nil, nil, fmt.Errorf("attention %s: context: %w", a.name(), err)
+		}
 	}
 	merged, err := ops.MergeHeads(ctx, a.Heads) // (B, Tq, D)
 	if err != nil {
@@ -231,7 +254,8 @@ func (a *MultiHeadAttention) CacheShape(batch, capacity int) []int {
 // [slot, slot+T), then x attends over the cache, whose occupied slots mask
 // (B, C) marks with 1. Several tokens (a prompt) must start at slot 0 and
 // attend causally; a single token attends to every marked slot. It returns
-// (B, T, D).
+// (B, T, D). The attention runs fused and reads only the slots up to each
+// row's last occupied one, so a step costs O(tokens so far), not O(C).
 func (a *MultiHeadAttention) ForwardCached(g *Graph, x, mask *gorgonia.Node, c *KVCache) (*gorgonia.Node, error) {
 	if c == nil || c.K == nil || c.V == nil || c.Slot == nil {
 		return nil, fmt.Errorf("attention %s: incomplete KV cache", a.name())
@@ -260,6 +284,6 @@ func (a *MultiHeadAttention) ForwardCached(g *Graph, x, mask *gorgonia.Node, c *
 	if x.Shape()[1] > 1 {
 		offset = 0
 	}
-	out, _, err := a.Attend(g, q, k, v, mask, offset)
+	out, _, err := a.attend(g, q, k, v, mask, offset, false)
 	return out, err
 }

@@ -192,8 +192,9 @@ func newFFN(s Scope, c BlockConfig, n BlockNames) (*FeedForward, sublayer, error
 // Forward maps x (B, T, D), with an optional key-padding mask (B, T), to
 // (B, T, D).
 func (b *EncoderBlock) Forward(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, error) {
-	out, _, err := b.ForwardWithProbs(g, x, mask)
-	return out, err
+	return b.forward(g, x, func(in *gorgonia.Node) (*gorgonia.Node, error) {
+		return b.SelfAttn.Forward(g, in, nil, mask, b.causal)
+	})
 }
 
 // ForwardWithProbs is Forward that also returns the self-attention
@@ -296,19 +297,25 @@ func NewDecoderBlock(s Scope, c BlockConfig) (*DecoderBlock, error) {
 // to x (with optional key-padding mask (B, T)) and to the encoder output
 // memory (B, Tm, D) (with optional memMask (B, Tm)).
 func (b *DecoderBlock) Forward(g *Graph, x, mask, memory, memMask *gorgonia.Node) (*gorgonia.Node, error) {
-	out, _, err := b.ForwardWithProbs(g, x, mask, memory, memMask)
+	out, _, err := b.forwardWith(g, x, mask, memory, memMask, false)
 	return out, err
 }
 
 // ForwardWithProbs is Forward that also returns the cross-attention
 // probabilities (B·h, T, Tm).
 func (b *DecoderBlock) ForwardWithProbs(g *Graph, x, mask, memory, memMask *gorgonia.Node) (out, probs *gorgonia.Node, err error) {
+	return b.forwardWith(g, x, mask, memory, memMask, true)
+}
+
+// forwardWith is ForwardWithProbs; without withProbs the cross-attention
+// may run fused and probs may be nil.
+func (b *DecoderBlock) forwardWith(g *Graph, x, mask, memory, memMask *gorgonia.Node, withProbs bool) (out, probs *gorgonia.Node, err error) {
 	if memory == nil {
 		return nil, nil, fmt.Errorf("%s: a decoder block needs the encoder output", b.CrossAttn.name())
 	}
 	self := func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.SelfAttn.Forward(g, in, nil, mask, true) }
 	cross := func(in *gorgonia.Node) (*gorgonia.Node, *gorgonia.Node, error) {
-		return b.CrossAttn.ForwardWithProbs(g, in, memory, memMask, false)
+		return b.CrossAttn.forward(g, in, memory, memMask, false, withProbs)
 	}
 	return b.forward(g, x, self, cross)
 }

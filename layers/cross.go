@@ -40,6 +40,12 @@ func (a *MultiHeadAttention) ProjectKV(g *Graph, memory *gorgonia.Node) (CrossKV
 // kv (B·h, Tk, d_head) with an optional key-padding mask (B, Tk), and
 // returns (B, Tq, D) and the probabilities (B·h, Tq, Tk).
 func (a *MultiHeadAttention) ForwardKV(g *Graph, x *gorgonia.Node, kv CrossKV, mask *gorgonia.Node) (out, probs *gorgonia.Node, err error) {
+	return a.forwardKV(g, x, kv, mask, true)
+}
+
+// forwardKV is ForwardKV; without withProbs the attention may run fused and
+// probs may be nil (see attend).
+func (a *MultiHeadAttention) forwardKV(g *Graph, x *gorgonia.Node, kv CrossKV, mask *gorgonia.Node, withProbs bool) (out, probs *gorgonia.Node, err error) {
 	if x.Dims() != 3 || x.Shape()[2] != a.Dim {
 		return nil, nil, fmt.Errorf("attention %s: queries %v must be (B, T, %d)", a.name(), x.Shape(), a.Dim)
 	}
@@ -58,7 +64,7 @@ func (a *MultiHeadAttention) ForwardKV(g *Graph, x *gorgonia.Node, kv CrossKV, m
 	if err != nil {
 		return nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
 	}
-	return a.Attend(g, q, kv.K, kv.V, mask, NoCausal)
+	return a.attend(g, q, kv.K, kv.V, mask, NoCausal, withProbs)
 }
 
 // DecoderState is what a cached decoding step reads besides its tokens: one
@@ -98,7 +104,7 @@ func (d *Decoder) ForwardCached(g *Graph, x *gorgonia.Node, s DecoderState) (*go
 			return b.SelfAttn.ForwardCached(g, in, s.Mask, s.Self[i])
 		}
 		cross := func(in *gorgonia.Node) (*gorgonia.Node, *gorgonia.Node, error) {
-			return b.CrossAttn.ForwardKV(g, in, s.Cross[i], s.MemMask)
+			return b.CrossAttn.forwardKV(g, in, s.Cross[i], s.MemMask, false)
 		}
 		if x, _, err = b.forward(g, x, self, cross); err != nil {
 			return nil, fmt.Errorf("decoder layer %d: %w", i, err)

@@ -44,8 +44,16 @@ func stackNorm(s Scope, c BlockConfig, n BlockNames) (*LayerNorm, error) {
 // Forward maps x (B, T, D) with an optional key-padding mask (B, T) to
 // (B, T, D).
 func (e *Encoder) Forward(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, error) {
-	out, _, err := e.ForwardWithProbs(g, x, mask)
-	return out, err
+	var err error
+	for i, b := range e.Layers {
+		if x, err = b.Forward(g, x, mask); err != nil {
+			return nil, fmt.Errorf("encoder layer %d: %w", i, err)
+		}
+	}
+	if e.Norm != nil {
+		return e.Norm.Forward(g, x)
+	}
+	return x, nil
 }
 
 // ForwardWithProbs is Forward that also returns each layer's
