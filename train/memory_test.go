@@ -108,6 +108,9 @@ func TestMemoryDoesNotGrowWithBuckets(t *testing.T) {
 	}
 	one := run([]int{64})
 	eight := run([]int{8, 16, 24, 32, 40, 48, 56, 64})
+	type bytes Memory // without String, to see the bytes
+	t.Logf("1 bucket: %+v", bytes(one))
+	t.Logf("8 buckets: %+v", bytes(eight))
 	require.Equal(t, one.Activations, eight.Activations)
 	require.Greater(t, eight.Unpooled, 3*one.Unpooled, "each graph would hold its own buffers")
 	require.Greater(t, one.Unpooled, one.Activations)
