@@ -312,7 +312,7 @@ def check_against_reference():
     cfg = ref.make_config(d_model=16, num_heads=4, d_ff=32, num_encoder_layers=2,
                           num_decoder_layers=2, max_len=16, src_vocab_size=23, tgt_vocab_size=23,
                           share_embeddings=True, tie_output=True, norm_first=False,
-                          activation="relu")
+                          activation="relu", sinusoidal_layout="interleaved")
     torch.manual_seed(0)
     dtype = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)  # the positions too, not a float32 table cast up
