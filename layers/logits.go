@@ -13,32 +13,31 @@ import (
 // a decoding step hands package decode. GPT's and seq2seq's steps share
 // it.
 type LastLogits struct {
-	vm   gorgonia.VM
-	val  gorgonia.Value
-	rows int
-	last [][]float64 // reused from run to run
+	vm     gorgonia.VM
+	logits *gorgonia.Node
+	rows   int
+	last   [][]float64 // reused from run to run
 }
 
 // CompileLastLogits compiles g, reading logits, for rows sequences.
 func (g *Graph) CompileLastLogits(logits *gorgonia.Node, rows int) *LastLogits {
-	l := &LastLogits{rows: rows}
-	gorgonia.Read(logits, &l.val)
-	l.vm = gorgonia.NewTapeMachine(g.ExprGraph)
-	return l
+	return &LastLogits{rows: rows, logits: logits, vm: gorgonia.NewTapeMachine(g.ExprGraph)}
 }
 
 // Run executes the graph once and returns each row's last-position logits
 // (rows, V), valid until the next Run.
 func (l *LastLogits) Run() ([][]float64, error) {
-	l.val = nil
 	err := l.vm.RunAll()
 	l.vm.Reset()
 	if err != nil {
 		return nil, err
 	}
-	d, ok := l.val.(*tensor.Dense)
+	// The run bound the logits node to its op's output, which the next run
+	// overwrites: read it in place rather than through gorgonia.Read, which
+	// would clone all (rows, T, V) logits every run.
+	d, ok := l.logits.Value().(*tensor.Dense)
 	if !ok {
-		return nil, fmt.Errorf("logits are %T", l.val)
+		return nil, fmt.Errorf("logits are %T", l.logits.Value())
 	}
 	shape := d.Shape()
 	v := shape[len(shape)-1]
