@@ -3,6 +3,7 @@ package decode
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -255,4 +256,45 @@ func TestReorderRows(t *testing.T) {
 	again := ReorderRows(data, []int{0, 1, 2, 3}, scratch)
 	require.Equal(t, []float32{2, 2, 2, 2, 0, 0, 3, 3}, data, "the identity changes nothing")
 	require.Equal(t, &scratch[0], &again[0], "and keeps the scratch")
+	// A cycle and a row read by two others.
+	data = []float32{0, 0, 1, 1, 2, 2, 3, 3, 4, 4}
+	ReorderRows(data, []int{1, 2, 0, 0, 4}, scratch)
+	require.Equal(t, []float32{1, 1, 2, 2, 0, 0, 0, 0, 4, 4}, data)
+}
+
+// sumExp's terms are math.Exp's to a relative 3·2⁻⁵² over [−708, 0], and 0
+// below; logSumExp agrees with a math.Exp sum to 1e-15.
+func TestSumExp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	exp := func(x float64) float64 { return sumExp([]float64{x}, 0) }
+	worst := 0.0
+	for i := 0; i < 1_000_000; i++ {
+		x := -rng.Float64() * 30
+		if i%10 == 0 {
+			x = -rng.Float64() * 708
+		}
+		want := math.Exp(x)
+		worst = max(worst, math.Abs(exp(x)-want)/want)
+	}
+	require.Less(t, worst, 3*0x1p-52, "relative error")
+	for _, x := range []float64{0, math.Copysign(0, -1), -1e-300, -math.Ln2 / 128, -math.Ln2, -708} {
+		require.InEpsilon(t, math.Exp(x), exp(x), 3*0x1p-52, "x = %g", x)
+	}
+	require.Zero(t, exp(-708.5))
+	require.Zero(t, exp(math.Inf(-1)))
+	require.Equal(t, 1.0, exp(0))
+
+	x := make([]float64, 8000)
+	for i := range x {
+		x[i] = 3 * rng.NormFloat64()
+	}
+	hi := slices.Max(x)
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(v - hi)
+	}
+	require.InDelta(t, hi+math.Log(sum), logSumExp(x), 1e-15)
+	require.Equal(t, 2.0, logSumExp([]float64{2, math.Inf(-1)}))
+	require.True(t, math.IsNaN(logSumExp([]float64{math.Inf(-1), math.Inf(-1)})))
+	require.True(t, math.IsNaN(logSumExp([]float64{1, math.NaN()})))
 }

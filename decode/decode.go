@@ -76,8 +76,10 @@ func LengthPenalty(n int, alpha float64) float64 {
 
 // ReorderRows permutes the R = len(parents) equal blocks of data, one per
 // row, so that block r becomes the old block parents[r]: the Reorder of a
-// cache stored row-major, such as a KV cache (R·h, C, d_head). scratch is
-// reused when it holds len(data) values and returned for the next call.
+// cache stored row-major, such as a KV cache (R·h, C, d_head). Only rows
+// that change are written, and only blocks that another row reads are
+// saved first. scratch is reused when it holds len(data) values and
+// returned for the next call.
 func ReorderRows[E any](data []E, parents []int, scratch []E) []E {
 	if len(parents) == 0 || identity(parents) {
 		return scratch
@@ -85,8 +87,14 @@ func ReorderRows[E any](data []E, parents []int, scratch []E) []E {
 	if len(scratch) != len(data) {
 		scratch = make([]E, len(data))
 	}
-	copy(scratch, data)
 	block := len(data) / len(parents)
+	saved := make([]bool, len(parents))
+	for r, p := range parents {
+		if r != p && !saved[p] {
+			copy(scratch[p*block:(p+1)*block], data[p*block:(p+1)*block])
+			saved[p] = true
+		}
+	}
 	for r, p := range parents {
 		if r != p {
 			copy(data[r*block:(r+1)*block], scratch[p*block:(p+1)*block])
