@@ -48,6 +48,37 @@ func (s *Store) NewGraph(opts ...GraphOption) *Graph {
 	return g
 }
 
+// Compile makes g's tape machine. Gorgonia's compiler writes into every
+// value the graph holds (it sets each tensor's engine), the parameters
+// included, which every graph of the store shares and its runs read: a
+// compile waits for the store's machines that are running, and they for
+// it, so that graphs compiled and run on several goroutines at once (two
+// decoding calls of one model) do not race.
+func (g *Graph) Compile(opts ...gorgonia.VMOpt) *Machine {
+	g.store.compiling.Lock()
+	defer g.store.compiling.Unlock()
+	return &Machine{vm: gorgonia.NewTapeMachine(g.ExprGraph, opts...), store: g.store}
+}
+
+// Machine is a compiled graph (see Graph.Compile).
+type Machine struct {
+	vm    gorgonia.VM
+	store *Store
+}
+
+// Run executes the graph once and resets the machine for the next run;
+// the nodes keep the values of this run until then.
+func (m *Machine) Run() error {
+	m.store.compiling.RLock()
+	defer m.store.compiling.RUnlock()
+	err := m.vm.RunAll()
+	m.vm.Reset()
+	return err
+}
+
+// Close releases the machine.
+func (m *Machine) Close() { m.vm.Close() }
+
 // IsTraining reports whether dropout is on.
 func (g *Graph) IsTraining() bool { return g.train }
 

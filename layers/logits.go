@@ -13,7 +13,7 @@ import (
 // a decoding step hands package decode. GPT's and seq2seq's steps share
 // it.
 type LastLogits struct {
-	vm     gorgonia.VM
+	vm     *Machine
 	logits *gorgonia.Node
 	rows   int
 	last   [][]float64 // reused from run to run
@@ -21,15 +21,13 @@ type LastLogits struct {
 
 // CompileLastLogits compiles g, reading logits, for rows sequences.
 func (g *Graph) CompileLastLogits(logits *gorgonia.Node, rows int) *LastLogits {
-	return &LastLogits{rows: rows, logits: logits, vm: gorgonia.NewTapeMachine(g.ExprGraph)}
+	return &LastLogits{rows: rows, logits: logits, vm: g.Compile()}
 }
 
 // Run executes the graph once and returns each row's last-position logits
 // (rows, V), valid until the next Run.
 func (l *LastLogits) Run() ([][]float64, error) {
-	err := l.vm.RunAll()
-	l.vm.Reset()
-	if err != nil {
+	if err := l.vm.Run(); err != nil {
 		return nil, err
 	}
 	// The run bound the logits node to its op's output, which the next run

@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gorgonia.org/tensor"
 )
@@ -35,6 +36,8 @@ type Store struct {
 	params  []*Param
 	buffers []*Param
 	byName  map[string]*Param // parameters and buffers
+
+	compiling sync.RWMutex // Graph.Compile writes, Machine.Run reads
 }
 
 // Option sets a runtime knob of a Store.

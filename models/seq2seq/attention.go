@@ -48,9 +48,9 @@ func (m *Model) CrossAttention(src, tgt []int) ([][][][]float64, error) {
 	for i, p := range probs {
 		gorgonia.Read(p, &vals[i])
 	}
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm := g.Compile()
 	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
+	if err := vm.Run(); err != nil {
 		return nil, fmt.Errorf("seq2seq attention: %w", err)
 	}
 	h := c.NumHeads

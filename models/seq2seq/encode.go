@@ -47,7 +47,7 @@ func (m *Model) ReleaseGraphs() {
 // encoderGraph is a compiled encoder over B sources of Ts′ positions with
 // every decoder layer's projection of its output.
 type encoderGraph struct {
-	vm    gorgonia.VM
+	vm    *layers.Machine
 	src   []int            // (B, Ts′) token ids, right-padded
 	mask  *tensor.Dense    // (B, Ts′), 1 for source tokens
 	outs  []*gorgonia.Node // memory (B, Ts′, D), then per decoder layer K and V, (B·h, Ts′, d_head)
@@ -75,7 +75,7 @@ func (m *Model) newEncoderGraph(k encKey) (*encoderGraph, error) {
 	for _, kv := range cross {
 		e.outs = append(e.outs, kv.K, kv.V)
 	}
-	e.vm = gorgonia.NewTapeMachine(g.ExprGraph)
+	e.vm = g.Compile()
 	return e, nil
 }
 
@@ -111,9 +111,7 @@ func (m *Model) encode(srcs [][]int) (*encoderGraph, error) {
 	}
 	copy(e.src, batch.Src)
 	setMask(e.mask, batch.Src, c.PadTokenID)
-	err = e.vm.RunAll()
-	e.vm.Reset()
-	if err != nil {
+	if err := e.vm.Run(); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("seq2seq: encoder: %w", err)
 	}
