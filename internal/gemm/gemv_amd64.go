@@ -72,6 +72,15 @@ func (jb *job) gemv() bool {
 		jb.gemvCols(xs, ldx, 0, n)
 		return true
 	}
+	jb.gemvFork(xs, ldx, workers)
+	return true
+}
+
+// gemvFork shares out gemv's columns among workers goroutines, the
+// caller's included. It takes the job by value so that only forked calls
+// move it to the heap.
+func (jb job) gemvFork(xs []float32, ldx, workers int) {
+	n := jb.n
 	cut := func(w int) int {
 		if w == workers {
 			return n
@@ -88,7 +97,6 @@ func (jb *job) gemv() bool {
 	}
 	jb.gemvCols(xs, ldx, 0, cut(1))
 	wg.Wait()
-	return true
 }
 
 // gemvCols computes columns [j0, j1) of every row of C from the rows of
