@@ -28,10 +28,13 @@ type GraphCache[K comparable, G interface{ Close() }] struct {
 	builds  int
 }
 
-// The default bounds of a GraphCache.
+// The default bounds of a GraphCache: enough for the decoding shapes of a
+// small model (GPT's eight uncached widths up to 128 tokens take 80 MB);
+// a larger graph (GPT-2 small over 256 tokens without the cache) is not
+// kept between calls, only within one.
 const (
 	DefaultMaxGraphs       = 8
-	DefaultMaxBytes  int64 = 1 << 30
+	DefaultMaxBytes  int64 = 256 << 20
 )
 
 type graphEntry[K comparable, G any] struct {
