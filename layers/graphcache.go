@@ -29,7 +29,8 @@ type GraphCache[K comparable, G interface{ Close() }] struct {
 }
 
 // The default bounds of a GraphCache: enough for the decoding shapes of a
-// small model (GPT's eight uncached widths up to 128 tokens take 80 MB);
+// small model (the benchmark GPT's eight uncached widths up to 128 tokens
+// are estimated at 75 MB);
 // a larger graph (GPT-2 small over 256 tokens without the cache) is not
 // kept between calls, only within one.
 const (
