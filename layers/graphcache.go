@@ -30,9 +30,8 @@ type GraphCache[K comparable, G interface{ Close() }] struct {
 
 // The default bounds of a GraphCache: enough for the decoding shapes of a
 // small model (the benchmark GPT's eight uncached widths up to 128 tokens
-// are estimated at 75 MB);
-// a larger graph (GPT-2 small over 256 tokens without the cache) is not
-// kept between calls, only within one.
+// are estimated at 75 MB); a larger graph (GPT-2 small over 256 tokens
+// without the cache) is not kept between calls, only within one.
 const (
 	DefaultMaxGraphs       = 8
 	DefaultMaxBytes  int64 = 256 << 20
