@@ -262,6 +262,23 @@ func TestReorderRows(t *testing.T) {
 	require.Equal(t, []float32{1, 1, 2, 2, 0, 0, 0, 0, 4, 4}, data)
 }
 
+// ReorderCache moves the first used values of each of a row's parts and
+// leaves the rest.
+func TestReorderCache(t *testing.T) {
+	// 3 rows of 2 parts of 3 values; the first 2 of each part are used.
+	data := []int{
+		10, 11, -1, 12, 13, -1,
+		20, 21, -2, 22, 23, -2,
+		30, 31, -3, 32, 33, -3,
+	}
+	ReorderCache(data, []int{2, 0, 0}, nil, 2, 2)
+	require.Equal(t, []int{
+		30, 31, -1, 32, 33, -1,
+		10, 11, -2, 12, 13, -2,
+		10, 11, -3, 12, 13, -3,
+	}, data)
+}
+
 // sumExp's terms are math.Exp's to a relative 3·2⁻⁵² over [−708, 0], and 0
 // below; logSumExp agrees with a math.Exp sum to 1e-15.
 func TestSumExp(t *testing.T) {

@@ -43,6 +43,7 @@ type stepper struct {
 	kv          *kvGraphs // the caches and their graphs, taken from the model for this call
 	kvKey       kvKey
 	occupied    []bool     // (R, C): slots holding a row's tokens
+	filled      int        // slots written so far, padding included
 	full        *stepGraph // the uncached graph in use, taken from the model
 	fullKey     fullKey
 	keep        []bool    // scratch: the uncached mask
@@ -133,11 +134,15 @@ func (s *stepper) Reorder(parents []int) error {
 		return nil
 	}
 	for _, c := range s.kv.caches {
+		// Only the slots written so far hold anything (the mask hides the
+		// rest): those of each head move, d_head values per slot.
+		shape := c.Shape()
+		heads, used := shape[0]/len(parents), s.filled*shape[2]
 		switch d := c.Data().(type) {
 		case []float32:
-			s.tmp32 = decode.ReorderRows(d, parents, s.tmp32)
+			s.tmp32 = decode.ReorderCache(d, parents, s.tmp32, heads, used)
 		case []float64:
-			s.tmp64 = decode.ReorderRows(d, parents, s.tmp64)
+			s.tmp64 = decode.ReorderCache(d, parents, s.tmp64, heads, used)
 		default:
 			return fmt.Errorf("gpt: a KV cache of %v", c.Dtype())
 		}
@@ -209,6 +214,7 @@ func (s *stepper) prefill(seqs [][]int) ([][]float64, error) {
 		}
 	}
 	g.slot[0] = 0
+	s.filled = p
 	s.occupied = make([]bool, b*key.capacity)
 	s.setSlots(p)
 	s.onCache = true
@@ -223,6 +229,7 @@ func (s *stepper) cached(seqs [][]int, t int) ([][]float64, error) {
 		g.ids[r], g.pos[r] = q[len(q)-1], slot-s.pads[r]
 	}
 	g.slot[0] = slot
+	s.filled = slot + 1
 	s.setSlots(slot + 1)
 	return s.run(g)
 }

@@ -35,6 +35,7 @@ type cachedStep struct {
 	cross     []*tensor.Dense // per layer K and V, (R·h, Ts′, d_head)
 	memMask   *tensor.Dense   // (R, Ts′), 1 for source tokens
 	bytes     int64           // the estimate the model's cache is told
+	filled    int             // slots the steps of this call have written
 	tmp32     []float32       // scratch for Reorder
 	tmp64     []float64
 }
@@ -93,6 +94,7 @@ func (s *cachedStep) load(e *encoderGraph, beams int) error {
 	}
 	repeatRows(s.memMask, e.mask, e.batch, beams)
 	s.mask.Zero()
+	s.filled = 0
 	return nil
 }
 
@@ -145,6 +147,7 @@ func (s *cachedStep) step(prefix [][]int) ([][]float64, error) {
 		}
 	}
 	s.slot[0] = t
+	s.filled = t + 1
 	if err := s.pos.SetOffset(t); err != nil {
 		return nil, err
 	}
@@ -155,11 +158,15 @@ func (s *cachedStep) step(prefix [][]int) ([][]float64, error) {
 // together.
 func (s *cachedStep) Reorder(parents []int) error {
 	for _, c := range s.caches {
+		// Only the slots written so far hold anything (the mask hides the
+		// rest): those of each head move, d_head values per slot.
+		shape := c.Shape()
+		heads, used := shape[0]/len(parents), s.filled*shape[2]
 		switch d := c.Data().(type) {
 		case []float32:
-			s.tmp32 = decode.ReorderRows(d, parents, s.tmp32)
+			s.tmp32 = decode.ReorderCache(d, parents, s.tmp32, heads, used)
 		case []float64:
-			s.tmp64 = decode.ReorderRows(d, parents, s.tmp64)
+			s.tmp64 = decode.ReorderCache(d, parents, s.tmp64, heads, used)
 		default:
 			return fmt.Errorf("seq2seq: a KV cache of %v", c.Dtype())
 		}
