@@ -83,6 +83,12 @@ func (m *Model) Greedy(srcs [][]int, cfg DecodeConfig) ([][]int, error) {
 // finished ones. Scores carry GNMT's length penalty. Ties go to the smaller
 // (beam, token), so a beam of one is greedy decoding. The search is package
 // decode's BeamSearch over B·Beam decoder rows.
+//
+// The model keeps the graphs it compiles (the encoder's, by batch and
+// source length rounded up to a multiple of 8; the decoder step's, by rows,
+// source length and MaxLen rounded up to a multiple of 16) for later calls
+// (see ReleaseGraphs); calls on several goroutines at once are safe, each
+// running graphs of its own.
 func (m *Model) BeamSearch(srcs [][]int, cfg DecodeConfig) ([][]Hypothesis, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
