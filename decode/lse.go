@@ -9,8 +9,10 @@ import (
 // logSumExp is log Σ exp(x), computed from the largest x so that it does
 // not overflow; x − logSumExp(x) is the log-softmax. Beam search takes one
 // per live beam and step, over the whole vocabulary (8,000 to 50,000
-// exponentials), so the sum is sumExp's, twice as fast as math.Exp's;
-// with an x of +Inf or NaN, or all −Inf, it is math.Exp's (NaN).
+// exponentials), so the sum is sumExp's, twice as fast as math.Exp's, or
+// on AVX2 machines sumExpAVX2's, four terms at a time and six times
+// faster than sumExp; with an x of +Inf or NaN, or all −Inf, it is
+// math.Exp's (NaN).
 func logSumExp(x []float64) float64 {
 	hi := math.Inf(-1)
 	for _, v := range x {
@@ -23,7 +25,7 @@ func logSumExp(x []float64) float64 {
 		}
 		return hi + math.Log(sum)
 	}
-	return hi + math.Log(sumExp(x, hi))
+	return hi + math.Log(sumExpFast(x, hi))
 }
 
 // exp2Sixtyfourths are the bits of 2^(j/64) for j in [0, 64).
