@@ -213,10 +213,6 @@ func TestSgemmPackedA(t *testing.T) {
 // with the AVX2 ones.
 func TestSgemmFewRows(t *testing.T) {
 	fewRows(t)
-	saved := gemvWork
-	gemvWork = 1 // every product shared out
-	t.Run("parallel", fewRows)
-	gemvWork = saved
 	if asmPack && asmGemvAVX2 {
 		asmPack = false
 		defer func() { asmPack = true }()

@@ -9,7 +9,6 @@ import (
 var (
 	smallWork    = 100     // m·n·k at or below which the unpacked loop is used
 	gemvRows     = 6       // m at or below which rows are vector-matrix products
-	gemvWork     = 1 << 17 // m·n·k per goroutine below which a vector-matrix product uses no more
 	parallelWork = 1 << 23 // m·n·k per goroutine below which no more are used
 )
 
