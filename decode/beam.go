@@ -76,18 +76,28 @@ func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, er
 	done := make([]bool, b)
 	parents := make([]int, rows)
 	lse := make([]float64, rows)
-	var heap candidates
+	heaps := make([]candidates, b) // each prompt's best extensions
 	v := 0
 	for t := 0; t < cfg.MaxNewTokens && slices.Contains(done, false); t++ {
 		logits, err := step(st, seqs, t, &v)
 		if err != nil {
 			return nil, err
 		}
-		for r, l := range logits {
-			if !math.IsInf(logp[r], -1) {
-				lse[r] = logSumExp(l)
+		// Log-softmax normalisers and the best extensions, prompt by
+		// prompt: each prompt's work is its own, so the cores share it.
+		parallelRows(b, k*v, func(lo, hi int) {
+			for s := lo; s < hi; s++ {
+				if done[s] {
+					continue
+				}
+				for r := s * k; r < (s+1)*k; r++ {
+					if !math.IsInf(logp[r], -1) {
+						lse[r] = logSumExp(logits[r])
+					}
+				}
+				heaps[s] = heaps[s].best(logits[s*k:(s+1)*k], lse[s*k:(s+1)*k], logp[s*k:(s+1)*k], 2*k)
 			}
-		}
+		})
 		next := make([][]int, rows)
 		nextLogp := make([]float64, rows)
 		for s := 0; s < b; s++ {
@@ -99,8 +109,7 @@ func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, er
 				continue
 			}
 			live := 0
-			heap = heap.best(logits[lo:lo+k], lse[lo:lo+k], logp[lo:lo+k], 2*k)
-			for rank, c := range heap {
+			for rank, c := range heaps[s] {
 				if live == k {
 					break
 				}
@@ -153,20 +162,6 @@ func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, er
 	return out, nil
 }
 
-// logSumExp is log Σ exp(x), computed from the largest x so that it does
-// not overflow; x − logSumExp(x) is the log-softmax.
-func logSumExp(x []float64) float64 {
-	hi := math.Inf(-1)
-	for _, v := range x {
-		hi = max(hi, v)
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(v - hi)
-	}
-	return hi + math.Log(sum)
-}
-
 // candidate is one extension of a beam: a token after beam j, and its
 // log-probability.
 type candidate struct {
@@ -195,14 +190,23 @@ func (h candidates) best(logits [][]float64, lse, alive []float64, n int) candid
 		if math.IsInf(base, -1) {
 			continue
 		}
-		for id, x := range logits[j] {
-			c := candidate{score: base + (x - lse[j]), beam: j, id: id}
-			if len(h) < n {
-				h = append(h, c)
-				h.up(len(h) - 1)
-			} else if worseCandidate(h[0], c) {
-				h[0] = c
+		row, l, id := logits[j], lse[j], 0
+		for ; id < len(row) && len(h) < n; id++ {
+			h = append(h, candidate{score: base + (row[id] - l), beam: j, id: id})
+			h.up(len(h) - 1)
+		}
+		if len(h) == 0 {
+			continue
+		}
+		// Candidates come in (beam, id) order, so one that ties the worst
+		// kept is worse than it: only a higher score enters (as
+		// worseCandidate has it, NaN never does).
+		worst := h[0].score
+		for ; id < len(row); id++ {
+			if score := base + (row[id] - l); score > worst {
+				h[0] = candidate{score: score, beam: j, id: id}
 				h.down(0, len(h))
+				worst = h[0].score
 			}
 		}
 	}

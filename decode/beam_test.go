@@ -3,6 +3,7 @@ package decode
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -255,4 +256,79 @@ func TestReorderRows(t *testing.T) {
 	again := ReorderRows(data, []int{0, 1, 2, 3}, scratch)
 	require.Equal(t, []float32{2, 2, 2, 2, 0, 0, 3, 3}, data, "the identity changes nothing")
 	require.Equal(t, &scratch[0], &again[0], "and keeps the scratch")
+	// A cycle and a row read by two others.
+	data = []float32{0, 0, 1, 1, 2, 2, 3, 3, 4, 4}
+	ReorderRows(data, []int{1, 2, 0, 0, 4}, scratch)
+	require.Equal(t, []float32{1, 1, 2, 2, 0, 0, 0, 0, 4, 4}, data)
+}
+
+// ReorderCache moves the first used values of each of a row's parts and
+// leaves the rest.
+func TestReorderCache(t *testing.T) {
+	// 3 rows of 2 parts of 3 values; the first 2 of each part are used.
+	data := []int{
+		10, 11, -1, 12, 13, -1,
+		20, 21, -2, 22, 23, -2,
+		30, 31, -3, 32, 33, -3,
+	}
+	ReorderCache(data, []int{2, 0, 0}, nil, 2, 2)
+	require.Equal(t, []int{
+		30, 31, -1, 32, 33, -1,
+		10, 11, -2, 12, 13, -2,
+		10, 11, -3, 12, 13, -3,
+	}, data)
+}
+
+// The terms of sumExp and of sumExpFast (four equal ones at a time) are
+// math.Exp's to a relative 3·2⁻⁵² over [−708, 0], and 0 below; logSumExp
+// agrees with a math.Exp sum to a relative 1e-15, with and without the
+// vector path.
+func TestSumExp(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		exp  func(x float64) float64
+	}{
+		{"go", func(x float64) float64 { return sumExp([]float64{x}, 0) }},
+		{"fast", func(x float64) float64 { return sumExpFast([]float64{x, x, x, x}, 0) / 4 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 1))
+			worst := 0.0
+			for i := 0; i < 1_000_000; i++ {
+				x := -rng.Float64() * 30
+				if i%10 == 0 {
+					x = -rng.Float64() * 708
+				}
+				want := math.Exp(x)
+				worst = max(worst, math.Abs(c.exp(x)-want)/want)
+			}
+			require.Less(t, worst, 3*0x1p-52, "relative error")
+			for _, x := range []float64{0, math.Copysign(0, -1), -1e-300, -math.Ln2 / 128, -math.Ln2 / 2, -math.Ln2, -708} {
+				require.InEpsilon(t, math.Exp(x), c.exp(x), 3*0x1p-52, "x = %g", x)
+			}
+			require.Zero(t, c.exp(-708.5))
+			require.Zero(t, c.exp(math.Inf(-1)))
+			require.Equal(t, 1.0, c.exp(0))
+		})
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	x := make([]float64, 8003)
+	for i := range x {
+		x[i] = 3 * rng.NormFloat64()
+	}
+	x[17] = math.Inf(-1)
+	hi := slices.Max(x)
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(v - hi)
+	}
+	for _, vector := range []bool{true, false} {
+		saved := useAVX2
+		useAVX2 = useAVX2 && vector
+		require.InEpsilon(t, hi+math.Log(sum), logSumExp(x), 1e-15, "vector path %v", vector)
+		require.Equal(t, 2.0, logSumExp([]float64{2, math.Inf(-1), 1e-300 - 800, 2 - 1000, 2 - 708.5}))
+		useAVX2 = saved
+	}
+	require.True(t, math.IsNaN(logSumExp([]float64{math.Inf(-1), math.Inf(-1)})))
+	require.True(t, math.IsNaN(logSumExp([]float64{1, math.NaN()})))
 }

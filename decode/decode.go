@@ -76,20 +76,44 @@ func LengthPenalty(n int, alpha float64) float64 {
 
 // ReorderRows permutes the R = len(parents) equal blocks of data, one per
 // row, so that block r becomes the old block parents[r]: the Reorder of a
-// cache stored row-major, such as a KV cache (R·h, C, d_head). scratch is
-// reused when it holds len(data) values and returned for the next call.
+// cache stored row-major. Only rows that change are written, and only
+// blocks that another row reads are saved first. scratch is reused when it
+// holds len(data) values and returned for the next call.
 func ReorderRows[E any](data []E, parents []int, scratch []E) []E {
+	if len(parents) == 0 {
+		return scratch
+	}
+	return ReorderCache(data, parents, scratch, 1, len(data)/len(parents))
+}
+
+// ReorderCache is ReorderRows for a KV cache (R·h, C, d_head) whose first
+// slots alone hold tokens: each row's block is parts equal parts (h, one
+// per head), and only the first used values of each (the occupied slots
+// times d_head) are moved. 0 ≤ used ≤ the part's length.
+func ReorderCache[E any](data []E, parents []int, scratch []E, parts, used int) []E {
 	if len(parents) == 0 || identity(parents) {
 		return scratch
 	}
 	if len(scratch) != len(data) {
 		scratch = make([]E, len(data))
 	}
-	copy(scratch, data)
-	block := len(data) / len(parents)
+	part := len(data) / len(parents) / parts
+	move := func(dst, src []E, to, from int) {
+		for i := 0; i < parts; i++ {
+			d, s := (to*parts+i)*part, (from*parts+i)*part
+			copy(dst[d:d+used], src[s:s+used])
+		}
+	}
+	saved := make([]bool, len(parents))
+	for r, p := range parents {
+		if r != p && !saved[p] {
+			move(scratch, data, p, p)
+			saved[p] = true
+		}
+	}
 	for r, p := range parents {
 		if r != p {
-			copy(data[r*block:(r+1)*block], scratch[p*block:(p+1)*block])
+			move(data, scratch, r, p)
 		}
 	}
 	return scratch

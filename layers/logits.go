@@ -2,6 +2,7 @@ package layers
 
 import (
 	"fmt"
+	"runtime"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -13,36 +14,29 @@ import (
 // a decoding step hands package decode. GPT's and seq2seq's steps share
 // it.
 type LastLogits struct {
-	vm   gorgonia.VM
-	val  gorgonia.Value
-	rows int
-	last [][]float64 // reused from run to run
+	vm     *Machine
+	logits *gorgonia.Node
+	rows   int
+	last   [][]float64 // reused from run to run
 }
 
 // CompileLastLogits compiles g, reading logits, for rows sequences.
 func (g *Graph) CompileLastLogits(logits *gorgonia.Node, rows int) *LastLogits {
-	l := &LastLogits{rows: rows}
-	gorgonia.Read(logits, &l.val)
-	if m, err := g.Machine(); err == nil {
-		l.vm = m
-	} else { // a graph Plan cannot follow runs with its own buffers
-		l.vm = gorgonia.NewTapeMachine(g.ExprGraph)
-	}
-	return l
+	return &LastLogits{rows: rows, logits: logits, vm: g.machineOrPlain()}
 }
 
 // Run executes the graph once and returns each row's last-position logits
 // (rows, V), valid until the next Run.
 func (l *LastLogits) Run() ([][]float64, error) {
-	l.val = nil
-	err := l.vm.RunAll()
-	l.vm.Reset()
-	if err != nil {
+	if err := l.vm.RunAll(); err != nil {
 		return nil, err
 	}
-	d, ok := l.val.(*tensor.Dense)
+	// The run bound the logits node to its op's output, which the next run
+	// overwrites: read it in place rather than through gorgonia.Read, which
+	// would clone all (rows, T, V) logits every run.
+	d, ok := l.logits.Value().(*tensor.Dense)
 	if !ok {
-		return nil, fmt.Errorf("logits are %T", l.val)
+		return nil, fmt.Errorf("logits are %T", l.logits.Value())
 	}
 	shape := d.Shape()
 	v := shape[len(shape)-1]
@@ -53,20 +47,42 @@ func (l *LastLogits) Run() ([][]float64, error) {
 			l.last[i] = make([]float64, v)
 		}
 	}
-	for i, out := range l.last {
-		off := (i*t + t - 1) * v
-		switch x := d.Data().(type) {
-		case []float32:
-			for j := range out {
-				out[j] = float64(x[off+j])
+	switch x := d.Data().(type) {
+	case []float32:
+		// A beam search's rows·V logits (64 × 8,000) take a while to
+		// widen: both cores share them.
+		rowsParallel(l.rows, v, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				in := x[(i*t+t-1)*v:][:v]
+				for j, f := range in {
+					l.last[i][j] = float64(f)
+				}
 			}
-		case []float64:
-			copy(out, x[off:off+v])
-		default:
-			return nil, fmt.Errorf("logits of %T", x)
+		})
+	case []float64:
+		for i, out := range l.last {
+			copy(out, x[(i*t+t-1)*v:][:v])
 		}
+	default:
+		return nil, fmt.Errorf("logits of %T", x)
 	}
 	return l.last, nil
+}
+
+// rowsParallel calls f(lo, hi) over [0, n) split between two goroutines
+// when the n rows of width elements are worth it, and f(0, n) otherwise.
+func rowsParallel(n, width int, f func(lo, hi int)) {
+	if n < 2 || n*width < 1<<16 || runtime.GOMAXPROCS(0) < 2 {
+		f(0, n)
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		f(n/2, n)
+		close(done)
+	}()
+	f(0, n/2)
+	<-done
 }
 
 // Close releases the graph's machine.

@@ -181,14 +181,15 @@ func TestSgemmKernels(t *testing.T) {
 }
 
 // TestSgemmGoPacking runs the sweep with the portable packing routines (and
-// so without the few-rows vector path, which needs the same instructions).
+// without the few-rows vector path, so that few-row products are packed
+// too).
 func TestSgemmGoPacking(t *testing.T) {
-	if !asmPack && !asmTrans16AVX2 {
+	if !asmPack && !asmTrans16AVX2 && !asmGemvAVX2 {
 		t.Skip("the Go packing routines are the only ones here")
 	}
-	savedPack, savedTrans := asmPack, asmTrans16AVX2
-	asmPack, asmTrans16AVX2 = false, false
-	defer func() { asmPack, asmTrans16AVX2 = savedPack, savedTrans }()
+	savedPack, savedTrans, savedGemv := asmPack, asmTrans16AVX2, asmGemvAVX2
+	asmPack, asmTrans16AVX2, asmGemvAVX2 = false, false, false
+	defer func() { asmPack, asmTrans16AVX2, asmGemvAVX2 = savedPack, savedTrans, savedGemv }()
 	for _, kern := range kernels() {
 		withKernel(t, kern, sweep)
 	}
@@ -207,11 +208,22 @@ func TestSgemmPackedA(t *testing.T) {
 }
 
 // TestSgemmFewRows checks products with m ≤ gemvRows, which are computed a
-// row at a time, with tails in n (n % 16, n % 128) and k (k % 16).
+// row at a time, with tails in n (n % 16, n % 128, n % 8, n % 64) and k
+// (k % 16, k % 8): with the AVX-512 routines where there are some, and
+// with the AVX2 ones.
 func TestSgemmFewRows(t *testing.T) {
+	fewRows(t)
+	if asmPack && asmGemvAVX2 {
+		asmPack = false
+		defer func() { asmPack = true }()
+		t.Run("avx2", fewRows)
+	}
+}
+
+func fewRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for m := 1; m <= gemvRows+1; m++ {
-		for _, nk := range [][2]int{{300, 37}, {128, 16}, {1, 300}, {143, 129}, {5, 3}} {
+		for _, nk := range [][2]int{{300, 37}, {128, 16}, {1, 300}, {143, 129}, {5, 3}, {72, 24}, {519, 8}, {8, 520}} {
 			for _, tA := range []bool{false, true} {
 				for _, tB := range []bool{false, true} {
 					gemmCase{tA: tA, tB: tB, m: m, n: nk[0], k: nk[1], alpha: 1, beta: 0}.check(t, rng)

@@ -25,11 +25,14 @@ func (jb *job) parallel() {
 }
 
 // split returns how many goroutines compute the product and whether they
-// share out rows (else columns) of C.
+// share out rows (else columns) of C. Goroutines that share rows each pack
+// all of op(B), so a wide B under a few dozen rows (a beam search's 64
+// rows times a vocabulary) is shared out by columns, each goroutine
+// packing its part of B.
 func (jb *job) split() (workers int, byRows bool) {
 	workers = min(runtime.GOMAXPROCS(0), jb.m*jb.n*jb.k/parallelWork)
 	mr, nr := jb.kern.mr, jb.kern.nr
-	byRows = jb.m >= jb.n || jb.m >= workers*4*mr
+	byRows = jb.m >= jb.n || jb.m >= workers*16*mr
 	units := (jb.m + mr - 1) / mr
 	if !byRows {
 		units = (jb.n + nr - 1) / nr

@@ -54,6 +54,10 @@ func (c GenerateConfig) sampling() decode.SampleConfig {
 // as nanoGPT does: each step reruns the last n_positions tokens, without the
 // cache. Cached and uncached decoding give the same tokens. Sampling is
 // package decode's Sample.
+//
+// The model keeps the graphs it compiles, by batch and rounded lengths,
+// for later calls (see ReleaseGraphs); calls on several goroutines at once
+// are safe, each running graphs of its own.
 func (m *Model) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ type Model struct {
 	H      *layers.Encoder           // transformer.h.*, transformer.ln_f
 	LMHead *layers.Linear            // lm_head; nil when tied to wte
 	drop   layers.Dropout
+	graphs graphs // decoding graphs kept between calls (see ReleaseGraphs)
 }
 
 // blockNames are GPT-2's names for the parts of a block and the stack.

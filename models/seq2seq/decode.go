@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/d73a19ff/zoo/decode"
+	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 )
 
@@ -82,6 +83,12 @@ func (m *Model) Greedy(srcs [][]int, cfg DecodeConfig) ([][]int, error) {
 // finished ones. Scores carry GNMT's length penalty. Ties go to the smaller
 // (beam, token), so a beam of one is greedy decoding. The search is package
 // decode's BeamSearch over B·Beam decoder rows.
+//
+// The model keeps the graphs it compiles (the encoder's, by batch and
+// source length rounded up to a multiple of 8; the decoder step's, by rows,
+// source length and MaxLen rounded up to a multiple of 16) for later calls
+// (see ReleaseGraphs); calls on several goroutines at once are safe, each
+// running graphs of its own.
 func (m *Model) BeamSearch(srcs [][]int, cfg DecodeConfig) ([][]Hypothesis, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -115,7 +122,8 @@ func (m *Model) maxLen(cfg DecodeConfig) int {
 
 // start encodes the sources, each repeated for beams rows, and returns the
 // decoder's stepper over them, having checked that its buffers fit in
-// memory.
+// memory. The encoder and cached step graphs come from the model's caches
+// and go back there when the stepper closes.
 func (m *Model) start(srcs [][]int, beams int, cfg DecodeConfig) (stepper, error) {
 	ts := 1
 	for _, src := range srcs {
@@ -125,12 +133,27 @@ func (m *Model) start(srcs [][]int, beams int, cfg DecodeConfig) (stepper, error
 		fmt.Sprintf("seq2seq decode: %d sources of up to %d tokens, %d beams each", len(srcs), ts, beams), "lower the number of sources decoded at once or the beam"); err != nil {
 		return nil, err
 	}
-	e, err := m.encodeSources(srcs, beams)
+	e, err := m.encode(srcs)
 	if err != nil {
 		return nil, err
 	}
+	defer m.graphs.encoder.Put(e.key(), e, e.bytes)
 	if cfg.NoCache {
-		return &fullStep{m: m, e: e, graphs: map[int]*fullGraph{}}, nil
+		memory, err := e.output(0)
+		if err != nil {
+			return nil, err
+		}
+		return &fullStep{m: m, rows: e.batch * beams, memory: repeated(memory, e.batch, beams),
+			memMask: repeated(e.mask, e.batch, beams), graphs: map[int]*fullGraph{}}, nil
 	}
-	return m.newCachedStep(e, m.maxLen(cfg))
+	k := stepKey{rows: e.batch * beams, ts: e.ts, capacity: layers.RoundUp(m.maxLen(cfg), capacityBucket)}
+	s, err := m.graphs.step.Get(k, func() (*cachedStep, error) { return m.newCachedStep(k) })
+	if err != nil {
+		return nil, err
+	}
+	if err := s.load(e, beams); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return &cachedStepper{cachedStep: s, m: m}, nil
 }

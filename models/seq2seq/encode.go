@@ -5,20 +5,87 @@ import (
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/d73a19ff/zoo/layers"
 )
 
-// encoded is a batch of sources run through the encoder once, with each
-// source's rows repeated for its beams: R = B·K rows.
-type encoded struct {
-	rows, ts int
-	memory   *tensor.Dense   // (R, Ts, D)
-	memMask  *tensor.Dense   // (R, Ts)
-	cross    []*tensor.Dense // per layer K and V, (R·h, Ts, d_head) each
+// The rounding of decoding shapes, so that calls (Translate's batches) of
+// nearby lengths share graphs: sources are padded to a multiple of
+// sourceBucket positions (at most max_len), and the decoder's KV cache
+// holds a multiple of capacityBucket steps. Padded source positions are
+// masked out of the encoder and of cross-attention.
+const (
+	sourceBucket   = 8
+	capacityBucket = 16
+)
+
+// encKey is the shape of an encoder graph: B sources of Ts′ positions.
+type encKey struct{ batch, ts int }
+
+// stepKey is the shape of a cached decoder step: R = B·K rows reading
+// sources of Ts′ positions, with a cache of C slots.
+type stepKey struct{ rows, ts, capacity int }
+
+// graphs are the compiled decoding graphs a model keeps between calls.
+type graphs struct {
+	encoder layers.GraphCache[encKey, *encoderGraph]
+	step    layers.GraphCache[stepKey, *cachedStep]
 }
 
-// encodeSources runs the encoder over the sources (token ids without eos)
-// and repeats every source's outputs beams times.
-func (m *Model) encodeSources(srcs [][]int, beams int) (*encoded, error) {
+// ReleaseGraphs frees the compiled graphs, and the buffers bound into them
+// (KV caches, projected sources), that Greedy, BeamSearch and Translate
+// keep between calls (at most layers.DefaultMaxGraphs of each kind, of at
+// most layers.DefaultMaxBytes each). The model stays usable: the next call
+// compiles what it needs. Changing the weights needs no release: the
+// graphs read the parameter tensors, which loading and training update in
+// place.
+func (m *Model) ReleaseGraphs() {
+	m.graphs.encoder.Reset()
+	m.graphs.step.Reset()
+}
+
+// encoderGraph is a compiled encoder over B sources of Ts′ positions with
+// every decoder layer's projection of its output.
+type encoderGraph struct {
+	vm    *layers.Machine
+	src   []int            // (B, Ts′) token ids, right-padded
+	mask  *tensor.Dense    // (B, Ts′), 1 for source tokens
+	outs  []*gorgonia.Node // memory (B, Ts′, D), then per decoder layer K and V, (B·h, Ts′, d_head)
+	batch int
+	ts    int
+	bytes int64 // the estimate the model's cache is told
+}
+
+// Close releases the graph's machine.
+func (e *encoderGraph) Close() { e.vm.Close() }
+
+func (m *Model) newEncoderGraph(k encKey) (*encoderGraph, error) {
+	g := m.Store.NewGraph()
+	src, mask := g.IntInput("input_ids", k.batch, k.ts), g.Input("attention_mask", k.batch, k.ts)
+	memory, err := m.Encode(g, src, mask)
+	if err != nil {
+		return nil, err
+	}
+	cross, err := m.Decoder.ProjectMemory(g, memory)
+	if err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
+	}
+	e := &encoderGraph{src: layers.Ints(src), mask: mask.Value().(*tensor.Dense), outs: []*gorgonia.Node{memory},
+		batch: k.batch, ts: k.ts, bytes: m.Config.DecodeBytes(k.batch, 0, k.ts, 0)}
+	for _, kv := range cross {
+		e.outs = append(e.outs, kv.K, kv.V)
+	}
+	if e.vm, err = g.Machine(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// encode runs the encoder over the sources (token ids without eos), padded
+// to Ts′ positions, and returns its graph, whose outputs hold until it runs
+// again: copy them out (repeat) and give it back with
+// m.graphs.encoder.Put(e.key(), e, e.bytes).
+func (m *Model) encode(srcs [][]int) (*encoderGraph, error) {
 	c := m.Config
 	if len(srcs) == 0 {
 		return nil, fmt.Errorf("seq2seq decode: no sources")
@@ -34,59 +101,55 @@ func (m *Model) encodeSources(srcs [][]int, beams int) (*encoded, error) {
 		ts = max(ts, SourceLen(len(s)))
 	}
 	b := len(srcs)
+	ts = min(layers.RoundUp(ts, sourceBucket), c.MaxLen)
 	batch, err := c.NewBatch(srcs, make([][]int, b), b, ts, 1)
 	if err != nil {
 		return nil, fmt.Errorf("seq2seq decode: %w", err)
 	}
-	g := m.Store.NewGraph()
-	src, mask := g.IntInput("input_ids", b, ts), g.Input("attention_mask", b, ts)
-	copy(src.Value().Data().([]int), batch.Src)
-	setMask(mask.Value().(*tensor.Dense), batch.Src, c.PadTokenID)
-	memory, err := m.Encode(g, src, mask)
+	k := encKey{batch: b, ts: ts}
+	e, err := m.graphs.encoder.Get(k, func() (*encoderGraph, error) { return m.newEncoderGraph(k) })
 	if err != nil {
 		return nil, err
 	}
-	cross, err := m.Decoder.ProjectMemory(g, memory)
-	if err != nil {
-		return nil, fmt.Errorf("seq2seq: %w", err)
-	}
-	outs := []*gorgonia.Node{memory}
-	for _, kv := range cross {
-		outs = append(outs, kv.K, kv.V)
-	}
-	vals := make([]gorgonia.Value, len(outs))
-	for i, n := range outs {
-		gorgonia.Read(n, &vals[i])
-	}
-	vm, err := g.Machine()
-	if err != nil {
-		return nil, err
-	}
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
+	copy(e.src, batch.Src)
+	setMask(e.mask, batch.Src, c.PadTokenID)
+	if err := e.vm.RunAll(); err != nil {
+		e.Close()
 		return nil, fmt.Errorf("seq2seq: encoder: %w", err)
-	}
-	e := &encoded{rows: b * beams, ts: ts}
-	e.memory = repeatRows(vals[0].(*tensor.Dense), b, beams)
-	e.memMask = repeatRows(mask.Value().(*tensor.Dense), b, beams)
-	for _, v := range vals[1:] {
-		e.cross = append(e.cross, repeatRows(v.(*tensor.Dense), b, beams))
 	}
 	return e, nil
 }
 
-// repeatRows views t as b groups of equal rows along its first axis and
-// returns a new tensor with each group repeated k times in a row.
-func repeatRows(t *tensor.Dense, b, k int) *tensor.Dense {
-	shape := t.Shape().Clone()
-	group := t.Size() / b
-	shape[0] *= k
-	out := tensor.New(tensor.WithShape(shape...), tensor.Of(t.Dtype()))
+func (e *encoderGraph) key() encKey { return encKey{batch: e.batch, ts: e.ts} }
+
+// output is the value of output i of the last run: 0 the memory, then
+// each decoder layer's cross-attention K and V.
+func (e *encoderGraph) output(i int) (*tensor.Dense, error) {
+	d, ok := e.outs[i].Value().(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("seq2seq: encoder output %s is %T", e.outs[i].Name(), e.outs[i].Value())
+	}
+	return d, nil
+}
+
+// repeatRows views src as b groups of equal rows along its first axis and
+// writes each group k times in a row into dst, whose first axis is k times
+// longer.
+func repeatRows(dst, src *tensor.Dense, b, k int) {
+	group := src.Size() / b
 	for i := 0; i < b; i++ {
 		for j := 0; j < k; j++ {
-			copyBlock(out, t, (i*k+j)*group, i*group, group)
+			copyBlock(dst, src, (i*k+j)*group, i*group, group)
 		}
 	}
+}
+
+// repeated is repeatRows into a new tensor.
+func repeated(src *tensor.Dense, b, k int) *tensor.Dense {
+	shape := src.Shape().Clone()
+	shape[0] *= k
+	out := tensor.New(tensor.WithShape(shape...), tensor.Of(src.Dtype()))
+	repeatRows(out, src, b, k)
 	return out
 }
 

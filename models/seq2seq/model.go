@@ -31,6 +31,7 @@ type Model struct {
 	// loaded from a checkpoint, and never changed by an optimizer.
 	FinalLogitsBias *layers.Param
 	drop            layers.Dropout
+	graphs          graphs // decoding graphs kept between calls (see ReleaseGraphs)
 }
 
 // New builds a model with fairseq's initialisation of the Transformer:

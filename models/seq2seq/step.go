@@ -19,24 +19,31 @@ type stepper interface {
 	close()
 }
 
-// cachedStep decodes one token per row per run: its keys and values are
-// written into per-layer self-attention caches of capacity C, and it reads
-// the encoder's projected cross-attention keys and values.
+// cachedStep is a compiled decoder step of one token per row, for R rows
+// reading sources of Ts′ positions: its keys and values are written into
+// per-layer self-attention caches of capacity C, and it reads the
+// encoder's projected cross-attention keys and values, which each call
+// copies into its cross tensors. A model keeps it between calls.
 type cachedStep struct {
 	*graphRun
+	key       stepKey
 	ids, slot []int         // (R, 1) and (1)
 	mask      *tensor.Dense // (R, C): slots holding tokens
 	maskData  any           // its []float32 or []float64
 	pos       *layers.PositionInput
 	caches    []*tensor.Dense // per layer K and V, (R·h, C, d_head)
+	cross     []*tensor.Dense // per layer K and V, (R·h, Ts′, d_head)
+	memMask   *tensor.Dense   // (R, Ts′), 1 for source tokens
+	bytes     int64           // the estimate the model's cache is told
+	filled    int             // slots the steps of this call have written
 	tmp32     []float32       // scratch for Reorder
 	tmp64     []float64
 }
 
-func (m *Model) newCachedStep(e *encoded, capacity int) (*cachedStep, error) {
+func (m *Model) newCachedStep(k stepKey) (*cachedStep, error) {
 	g := m.Store.NewGraph()
-	ids, slot := g.IntInput("decoder_input_ids", e.rows, 1), g.IntInput("slot", 1)
-	s := &cachedStep{ids: layers.Ints(ids), slot: layers.Ints(slot)}
+	ids, slot := g.IntInput("decoder_input_ids", k.rows, 1), g.IntInput("slot", 1)
+	s := &cachedStep{key: k, ids: layers.Ints(ids), slot: layers.Ints(slot)}
 	x, err := m.TgtEmbed.ForwardScaled(g, ids, m.embedScale())
 	if err != nil {
 		return nil, fmt.Errorf("seq2seq: %w", err)
@@ -45,16 +52,21 @@ func (m *Model) newCachedStep(e *encoded, capacity int) (*cachedStep, error) {
 	if x, err = m.Pos.ForwardInput(g, x, s.pos); err != nil {
 		return nil, fmt.Errorf("seq2seq: %w", err)
 	}
-	mask := g.Input("cache_mask", e.rows, capacity)
+	mask := g.Input("cache_mask", k.rows, k.capacity)
 	s.mask = mask.Value().(*tensor.Dense)
 	s.maskData = s.mask.Data()
-	st := layers.DecoderState{Mask: mask, MemMask: g.Bind("encoder_attention_mask", e.memMask)}
-	for i, l := range m.Decoder.Layers {
-		shape := l.SelfAttn.CacheShape(e.rows, capacity)
-		k, v := tensor.New(tensor.WithShape(shape...), tensor.Of(m.Store.Dtype())), tensor.New(tensor.WithShape(shape...), tensor.Of(m.Store.Dtype()))
-		s.caches = append(s.caches, k, v)
-		st.Self = append(st.Self, &layers.KVCache{K: g.Bind("past_key", k), V: g.Bind("past_value", v), Slot: slot})
-		st.Cross = append(st.Cross, layers.CrossKV{K: g.Bind("cross_key", e.cross[2*i]), V: g.Bind("cross_value", e.cross[2*i+1])})
+	memMask := g.Input("encoder_attention_mask", k.rows, k.ts)
+	s.memMask = memMask.Value().(*tensor.Dense)
+	st := layers.DecoderState{Mask: mask, MemMask: memMask}
+	dt := m.Store.Dtype()
+	for _, l := range m.Decoder.Layers {
+		shape, cross := l.SelfAttn.CacheShape(k.rows, k.capacity), l.CrossAttn.CacheShape(k.rows, k.ts)
+		kc, vc := tensor.New(tensor.WithShape(shape...), tensor.Of(dt)), tensor.New(tensor.WithShape(shape...), tensor.Of(dt))
+		kx, vx := tensor.New(tensor.WithShape(cross...), tensor.Of(dt)), tensor.New(tensor.WithShape(cross...), tensor.Of(dt))
+		s.caches = append(s.caches, kc, vc)
+		s.cross = append(s.cross, kx, vx)
+		st.Self = append(st.Self, &layers.KVCache{K: g.Bind("past_key", kc), V: g.Bind("past_value", vc), Slot: slot})
+		st.Cross = append(st.Cross, layers.CrossKV{K: g.Bind("cross_key", kx), V: g.Bind("cross_value", vx)})
 	}
 	h, err := m.Decoder.ForwardCached(g, x, st)
 	if err != nil {
@@ -64,14 +76,57 @@ func (m *Model) newCachedStep(e *encoded, capacity int) (*cachedStep, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.graphRun = newGraphRun(g, logits, e.rows)
+	s.graphRun = newGraphRun(g, logits, k.rows)
+	s.bytes = m.Config.DecodeBytes(k.rows, 1, k.ts, k.capacity) - m.Config.DecodeBytes(k.rows, 0, k.ts, 0)
 	return s, nil
 }
 
+// load readies the step for a new decoding of e's sources, each repeated
+// for beams rows: the sources' cross-attention keys and values and mask
+// are copied in, and the cache emptied.
+func (s *cachedStep) load(e *encoderGraph, beams int) error {
+	for i, c := range s.cross {
+		out, err := e.output(i + 1)
+		if err != nil {
+			return err
+		}
+		repeatRows(c, out, e.batch, beams)
+	}
+	repeatRows(s.memMask, e.mask, e.batch, beams)
+	s.mask.Zero()
+	s.filled = 0
+	return nil
+}
+
+// cachedStepper is one call's use of a cachedStep, which it gives back to
+// the model when decoding ends.
+type cachedStepper struct {
+	*cachedStep
+	m      *Model
+	failed bool // a run failed: the step is closed, not cached again
+}
+
 // Step runs each row's last token, at position and cache slot t.
-func (s *cachedStep) Step(prefix [][]int) ([][]float64, error) {
+func (s *cachedStepper) Step(prefix [][]int) ([][]float64, error) {
+	out, err := s.step(prefix)
+	if err != nil {
+		s.failed = true
+	}
+	return out, err
+}
+
+func (s *cachedStepper) close() {
+	if s.failed {
+		s.Close()
+		return
+	}
+	s.m.graphs.step.Put(s.key, s.cachedStep, s.bytes)
+}
+
+// step runs each row's last token, at position and cache slot t.
+func (s *cachedStep) step(prefix [][]int) ([][]float64, error) {
 	t := len(prefix[0]) - 1
-	capacity := s.mask.Shape()[1]
+	capacity := s.key.capacity
 	if t >= capacity {
 		return nil, fmt.Errorf("seq2seq: step %d is past the cache's %d slots", t, capacity)
 	}
@@ -92,6 +147,7 @@ func (s *cachedStep) Step(prefix [][]int) ([][]float64, error) {
 		}
 	}
 	s.slot[0] = t
+	s.filled = t + 1
 	if err := s.pos.SetOffset(t); err != nil {
 		return nil, err
 	}
@@ -102,11 +158,15 @@ func (s *cachedStep) Step(prefix [][]int) ([][]float64, error) {
 // together.
 func (s *cachedStep) Reorder(parents []int) error {
 	for _, c := range s.caches {
+		// Only the slots written so far hold anything (the mask hides the
+		// rest): those of each head move, d_head values per slot.
+		shape := c.Shape()
+		heads, used := shape[0]/len(parents), s.filled*shape[2]
 		switch d := c.Data().(type) {
 		case []float32:
-			s.tmp32 = decode.ReorderRows(d, parents, s.tmp32)
+			s.tmp32 = decode.ReorderCache(d, parents, s.tmp32, heads, used)
 		case []float64:
-			s.tmp64 = decode.ReorderRows(d, parents, s.tmp64)
+			s.tmp64 = decode.ReorderCache(d, parents, s.tmp64, heads, used)
 		default:
 			return fmt.Errorf("seq2seq: a KV cache of %v", c.Dtype())
 		}
@@ -118,9 +178,10 @@ func (s *cachedStep) Reorder(parents []int) error {
 // reference that cached decoding must equal. It keeps one graph per prefix
 // length.
 type fullStep struct {
-	m      *Model
-	e      *encoded
-	graphs map[int]*fullGraph
+	m               *Model
+	rows            int
+	memory, memMask *tensor.Dense // (R, Ts′, D) and (R, Ts′)
+	graphs          map[int]*fullGraph
 }
 
 type fullGraph struct {
@@ -134,10 +195,10 @@ func (s *fullStep) Step(prefix [][]int) ([][]float64, error) {
 	fg, ok := s.graphs[n]
 	if !ok {
 		g := s.m.Store.NewGraph()
-		ids := g.IntInput("decoder_input_ids", s.e.rows, n)
+		ids := g.IntInput("decoder_input_ids", s.rows, n)
 		fg = &fullGraph{ids: layers.Ints(ids)}
-		memory := g.Bind("encoder_outputs", s.e.memory)
-		h, err := s.m.decode(g, ids, nil, memory, g.Bind("encoder_attention_mask", s.e.memMask))
+		memory := g.Bind("encoder_outputs", s.memory)
+		h, err := s.m.decode(g, ids, nil, memory, g.Bind("encoder_attention_mask", s.memMask))
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +206,7 @@ func (s *fullStep) Step(prefix [][]int) ([][]float64, error) {
 		if err != nil {
 			return nil, err
 		}
-		fg.graphRun = newGraphRun(g, logits, s.e.rows)
+		fg.graphRun = newGraphRun(g, logits, s.rows)
 		s.graphs[n] = fg
 	}
 	for r, p := range prefix {
