@@ -4,6 +4,10 @@
 # shared and noisy). Needs, for the PyTorch half:
 #   apt-get install python3-torch libopenblas0-pthread   (see tools/pytorch/README.md)
 # Usage: tools/bench.sh [go|torch]   (default: both, then the ratio table)
+#        tools/bench.sh main [rounds] the main job: `zoo pretrain gpt` (2,000 steps on
+#                                     Opticks) against train_gpt_opticks.py,
+#                                     interleaved; training seconds, validation
+#                                     loss and peak RSS of each (default 2 rounds)
 #        tools/bench.sh vit [rounds]  the ViT Fashion-MNIST rows only (training
 #                                     step B128 with AdamW, forward B256), zoo
 #                                     and PyTorch interleaved for rounds (default
@@ -37,6 +41,27 @@ vitbench() { # $1: extra go test flags. The real step of the Fashion-MNIST recip
   go test $1 ./models/vit/ -run '^$' -bench 'TrainStep/vit-fashion/B128$' -benchtime 5x | grep -E '^Benchmark'
   go test $1 ./models/vit/ -run '^$' -bench 'Forward/vit-fashion/B256$' -benchtime 5x | grep -E '^Benchmark'
 }
+if [ "$what" = main ]; then
+  tmp=$(mktemp -d)
+  go build -o "$tmp/zoo" ./cmd/zoo
+  for r in $(seq "${2:-2}"); do
+    echo "== round $r: $(uptime | sed 's/.*load/load/')"
+    /usr/bin/time -f "zoo: wall %e s, peak RSS %M KB" "$tmp/zoo" pretrain gpt --run "$tmp/run$r" > "$tmp/log$r" 2> "$tmp/time$r"
+    python3 - "$tmp/run$r/metrics.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+secs = sum(r.get("seconds", 0) for r in rows)
+val = [r["val_loss"] for r in rows if "val_loss" in r]
+print(f"zoo: {len(rows)} steps, training {secs:.1f} s ({sum(r['targets'] for r in rows) / secs:.0f} tokens/s), validation loss {val[-1]:.4f}")
+PY
+    cat "$tmp/time$r"
+    (torchenv; /usr/bin/time -f "PyTorch: wall %e s, peak RSS %M KB" /usr/bin/python3 tools/pytorch/train_gpt_opticks.py --out "$tmp/ref$r.json" > "$tmp/reflog$r" 2> "$tmp/reftime$r")
+    python3 -c "import json; d = json.load(open('$tmp/ref$r.json')); t = d['timing']; print(f\"PyTorch: {t['iters']} steps, training {t['train_seconds']:.1f} s ({t['tokens_per_second']:.0f} tokens/s), validation loss {d['final_val_loss']:.4f}\")"
+    tail -1 "$tmp/reftime$r"
+  done
+  rm -rf "$tmp"
+  exit 0
+fi
 if [ "$what" = vit ]; then
   # The machine is shared: interleave the two sides and take medians.
   rounds=${2:-5}

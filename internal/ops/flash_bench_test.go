@@ -24,12 +24,13 @@ func BenchmarkAttentionUnfused(b *testing.B)        { benchAttention(b, unfusedA
 func BenchmarkAttentionFusedForward(b *testing.B)   { benchAttention(b, Attention, false) }
 func BenchmarkAttentionUnfusedForward(b *testing.B) { benchAttention(b, unfusedAttention, false) }
 
-// BenchmarkAttentionCacheStep is one decoding step over a KV cache holding
-// 16 tokens, of capacity 16 and 1024: the fused op reads the 16 either way,
-// the unfused one scores every slot.
+// BenchmarkAttentionCacheStep is one decoding step over a KV cache of
+// capacity 16 or 1024 holding 16, 256 or 1024 tokens: the fused op reads
+// the tokens held, the unfused one scores every slot.
 func BenchmarkAttentionCacheStep(b *testing.B) {
-	const batch, heads, used, d = 2, 4, 16, 64
-	for _, capacity := range []int{16, 1024} {
+	const batch, heads, d = 2, 4, 64
+	for _, c := range [][2]int{{16, 16}, {1024, 16}, {1024, 256}, {1024, 1024}} {
+		capacity, used := c[0], c[1]
 		m := make([]float64, batch*capacity)
 		for i := range batch {
 			for j := range used {
