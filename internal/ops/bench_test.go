@@ -37,19 +37,7 @@ func benchForwardBackward(b *testing.B, rows int, build benchBuild) {
 	if _, err := gorgonia.Backpropagate(gorgonia.Nodes{out}, gorgonia.Nodes{grad}, wrt); err != nil {
 		b.Fatal(err)
 	}
-	m := gorgonia.NewTapeMachine(g)
-	defer m.Close()
-	if err := m.RunAll(); err != nil { // warm-up: buffers are allocated once
-		b.Fatal(err)
-	}
-	m.Reset()
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := m.RunAll(); err != nil {
-			b.Fatal(err)
-		}
-		m.Reset()
-	}
+	loopRuns(b, g)
 	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 

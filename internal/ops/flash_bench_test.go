@@ -79,13 +79,22 @@ func benchAttention(b *testing.B, f func(q, k, v, mask *gorgonia.Node, scale flo
 	}
 }
 
-// runBench times RunAll and Reset of one TapeMachine over g after a warm-up
-// run, and reports ms/op and the bytes the ops hold.
+// runBench times runs of g (loopRuns) and reports ms/op and the bytes the
+// ops hold.
 func runBench(b *testing.B, g *gorgonia.ExprGraph) {
+	b.Helper()
+	loopRuns(b, g)
+	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/op")
+	b.ReportMetric(float64(heldBytes(g)), "held_B")
+}
+
+// loopRuns times RunAll and Reset of one TapeMachine over g after a
+// warm-up run (buffers are allocated once), reporting allocations.
+func loopRuns(b *testing.B, g *gorgonia.ExprGraph) {
 	b.Helper()
 	m := gorgonia.NewTapeMachine(g)
 	defer m.Close()
-	if err := m.RunAll(); err != nil { // warm-up: buffers are allocated once
+	if err := m.RunAll(); err != nil {
 		b.Fatal(err)
 	}
 	m.Reset()
@@ -96,8 +105,6 @@ func runBench(b *testing.B, g *gorgonia.ExprGraph) {
 		}
 		m.Reset()
 	}
-	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/op")
-	b.ReportMetric(float64(heldBytes(g)), "held_B")
 }
 
 // heldBytes sums the output buffers the graph's ops keep between runs, and
