@@ -8,6 +8,11 @@
 #                                     Opticks) against train_gpt_opticks.py,
 #                                     interleaved; training seconds, validation
 #                                     loss and peak RSS of each (default 2 rounds)
+#        tools/bench.sh steps [rounds] each family's training step (GPT, seq2seq,
+#                                     BERT-Mini pretraining, the ViT Fashion-MNIST
+#                                     recipe), every row in its own process on
+#                                     both sides for its peak RSS, interleaved;
+#                                     medians of rounds (default 3)
 #        tools/bench.sh vit [rounds]  the ViT Fashion-MNIST rows only (training
 #                                     step B128 with AdamW, forward B256), zoo
 #                                     and PyTorch interleaved for rounds (default
@@ -59,6 +64,45 @@ PY
     python3 -c "import json; d = json.load(open('$tmp/ref$r.json')); t = d['timing']; print(f\"PyTorch: {t['iters']} steps, training {t['train_seconds']:.1f} s ({t['tokens_per_second']:.0f} tokens/s), validation loss {d['final_val_loss']:.4f}\")"
     tail -1 "$tmp/reftime$r"
   done
+  rm -rf "$tmp"
+  exit 0
+fi
+if [ "$what" = steps ]; then
+  tmp=$(mktemp -d)
+  for pkg in gpt seq2seq bert vit; do go test -c -o "$tmp/$pkg.test" "./models/$pkg"; done
+  # label | Go package | Go -test.bench pattern | -test.benchtime | PyTorch script | its name filter
+  rows=(
+    "GPT train step V512_T128_d256_h4_L4_ff1024_B16|gpt|TrainStep$/V512_T128_d256_h4_L4_ff1024_B16$|5x|bench_gpt.py|GPTTrainStep/"
+    "seq2seq train step Small B64_Ts16_Tt16|seq2seq|TrainStep/small|5x|bench_seq2seq.py|Seq2seqTrainStep/"
+    "BERT-Mini pretraining step T128_B32 (MLM all positions + NSP)|bert|BERTMiniPretrainStep_T128_B32$|3x|bench_bert.py|BERTMiniPretrainStep_T128_B32"
+    "ViT Fashion-MNIST recipe train step B128|vit|TrainStep/vit-fashion/B128$|5x|bench_vit.py|TrainStep/vit-fashion/B128"
+  )
+  out=$tmp/rows
+  for r in $(seq "${2:-3}"); do
+    echo "== round $r: $(uptime | sed 's/.*load/load/')"
+    for row in "${rows[@]}"; do
+      IFS='|' read -r label pkg pat bt py filt <<< "$row"
+      (cd "models/$pkg" && /usr/bin/time -f %M -o "$tmp/gorss" "$tmp/$pkg.test" -test.run '^$' -test.bench "$pat" -test.benchtime "$bt" > "$tmp/goout" 2>&1) || { cat "$tmp/goout"; exit 1; }
+      goms=$(awk '/^Benchmark/ { print $3 / 1e6; exit }' "$tmp/goout")
+      (torchenv; /usr/bin/time -f %M -o "$tmp/pyrss" /usr/bin/python3 "tools/pytorch/$py" "$filt" > "$tmp/pyout" 2>&1) || { cat "$tmp/pyout"; exit 1; }
+      pyms=$(awk -F'|' -v f="$filt" 'index($2, f) && $3 ~ /[0-9]/ { gsub(/ /, "", $3); print $3; exit }' "$tmp/pyout")
+      echo "$label|$pyms|$goms|$(( $(cat "$tmp/pyrss") / 1000 ))|$(( $(cat "$tmp/gorss") / 1000 ))" | tee -a "$out"
+    done
+  done
+  echo "== zoo / PyTorch, medians of ${2:-3} interleaved rounds (below 1: zoo is faster or smaller)"
+  python3 - "$out" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    label, py, go, pyrss, gorss = line.rstrip("\n").split("|")
+    rows.setdefault(label, []).append((float(py), float(go), int(pyrss), int(gorss)))
+print("| training step | PyTorch (ms) | zoo (ms) | ratio | peak RSS PyTorch / zoo (MB) | ratio |")
+print("|---|---:|---:|---:|---:|---:|")
+for label, rs in rows.items():
+    py, go = statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)
+    pr, gr = max(r[2] for r in rs), max(r[3] for r in rs)
+    print(f"| {label} | {py:.1f} | {go:.1f} | {go / py:.2f}× | {pr} / {gr} | {gr / pr:.2f}× |")
+PY
   rm -rf "$tmp"
   exit 0
 fi

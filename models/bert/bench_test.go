@@ -122,7 +122,10 @@ func trainStep(b *testing.B, g *layers.Graph, loss *gorgonia.Node) (step func(),
 	if err != nil {
 		b.Fatal(err)
 	}
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm, err := g.Machine(layers.SharedOutputs()) // the engine's machine
+	if err != nil {
+		b.Fatal(err)
+	}
 	return func() {
 		if err := vm.RunAll(); err != nil {
 			b.Fatal(err)
@@ -229,7 +232,10 @@ func BenchmarkBERTMiniClassifyForward_T128_B32(b *testing.B) {
 	if _, err := c.Logits(g, in); err != nil {
 		b.Fatal(err)
 	}
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm, err := g.Machine()
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer vm.Close()
 	runBench(b, batch, func() {
 		if err := vm.RunAll(); err != nil {

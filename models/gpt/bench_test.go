@@ -138,7 +138,9 @@ func newTrainStep(cfg Config, batch, t int) (*trainStep, error) {
 	if ts.opt, err = train.NewAdamW(g.Params(), train.DefaultAdamWConfig()); err != nil {
 		return nil, err
 	}
-	ts.vm = gorgonia.NewTapeMachine(g.ExprGraph)
+	if ts.vm, err = g.Machine(layers.SharedOutputs()); err != nil { // the engine's machine
+		return nil, err
+	}
 	return ts, nil
 }
 

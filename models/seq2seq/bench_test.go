@@ -55,7 +55,10 @@ func BenchmarkTrainStep(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		vm := gorgonia.NewTapeMachine(g.ExprGraph)
+		vm, err := g.Machine(layers.SharedOutputs()) // the engine's machine
+		if err != nil {
+			b.Fatal(err)
+		}
 		defer vm.Close()
 		step := func() {
 			if err := vm.RunAll(); err != nil {

@@ -69,7 +69,10 @@ func BenchmarkTrainStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			vm := gorgonia.NewTapeMachine(g.ExprGraph)
+			vm, err := g.Machine(layers.SharedOutputs()) // the engine's machine
+			if err != nil {
+				b.Fatal(err)
+			}
 			defer vm.Close()
 			step := func() {
 				if err := vm.RunAll(); err != nil {
@@ -114,7 +117,10 @@ func BenchmarkForward(b *testing.B) {
 			if _, err := c.ClassLogits(g, px); err != nil {
 				b.Fatal(err)
 			}
-			vm := gorgonia.NewTapeMachine(g.ExprGraph)
+			vm, err := g.Machine()
+			if err != nil {
+				b.Fatal(err)
+			}
 			defer vm.Close()
 			run := func() {
 				if err := vm.RunAll(); err != nil {
