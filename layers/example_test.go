@@ -44,7 +44,11 @@ func Example() {
 	var out, dw gorgonia.Value
 	gorgonia.Read(y, &out)
 	gorgonia.Read(grads[0], &dw)
-	m := gorgonia.NewTapeMachine(g.ExprGraph)
+	m, err := g.Machine() // the store's memory pool
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer m.Close()
 	if err := m.RunAll(); err != nil {
 		fmt.Println(err)

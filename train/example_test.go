@@ -31,7 +31,13 @@ func Example() {
 	}
 	var lossVal gorgonia.Value
 	gorgonia.Read(loss, &lossVal)
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	// Gradients are read after each run, before the next: they may live
+	// in the store's memory pool too.
+	vm, err := g.Machine(layers.SharedOutputs())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer vm.Close()
 
 	opt, _ := train.NewAdamW(g.Params(), train.DefaultAdamWConfig())

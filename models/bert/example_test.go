@@ -27,7 +27,11 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm, err := g.Machine() // the store's memory pool
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
 		fmt.Println(err)

@@ -3,8 +3,6 @@ package vit_test
 import (
 	"fmt"
 
-	"gorgonia.org/gorgonia"
-
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models/vit"
 )
@@ -35,7 +33,11 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	vm, err := g.Machine() // the store's memory pool
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
 		fmt.Println(err)
