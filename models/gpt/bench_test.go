@@ -234,3 +234,42 @@ func BenchmarkGenerateGPT2Small(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCachedStepByPosition is one KV-cache decoding step of the
+// benchmark model (n_positions 1024) at three depths of one cache of
+// capacity 1,024: a 16-token prompt and 1,008 new tokens fill it, and the
+// time between consecutive tokens is averaged over the 16 steps after
+// positions 16, 256 and 1,008. With attention that reads only the filled
+// slots, ms/token grows with the position, not with the capacity.
+func BenchmarkCachedStepByPosition(b *testing.B) {
+	cfg := benchConfig()
+	cfg.NPositions = 1024
+	m, err := New(cfg, layers.WithSeed(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := make([]int, 16)
+	for i := range prompt {
+		prompt[i] = i * 7
+	}
+	const window = 16
+	starts := []int{16, 256, 1024 - window}
+	b.Run("V512_d256_h4_L4_C1024_B1", func(b *testing.B) {
+		sums := make([]time.Duration, len(starts))
+		for i := 0; i < b.N; i++ {
+			times := make([]time.Time, 0, 1024)
+			gc := Greedy(1024 - len(prompt))
+			gc.OnToken = func(int, int) { times = append(times, time.Now()) }
+			if _, err := m.Generate([][]int{prompt}, gc); err != nil {
+				b.Fatal(err)
+			}
+			for k, s := range starts {
+				lo, hi := s-len(prompt), s-len(prompt)+window-1 // token j sits at position len(prompt)+j
+				sums[k] += times[hi].Sub(times[lo])
+			}
+		}
+		for k, s := range starts {
+			b.ReportMetric(float64(sums[k].Microseconds())/1000/float64((window-1)*b.N), fmt.Sprintf("ms/token@%d", s))
+		}
+	})
+}
