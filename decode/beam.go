@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/d73a19ff/zoo/internal/parallel"
 )
 
 // BeamConfig sets beam search.
@@ -85,7 +87,7 @@ func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, er
 		}
 		// Log-softmax normalisers and the best extensions, prompt by
 		// prompt: each prompt's work is its own, so the cores share it.
-		parallelRows(b, k*v, func(lo, hi int) {
+		parallel.For(b, k*v, func(lo, hi int) {
 			for s := lo; s < hi; s++ {
 				if done[s] {
 					continue

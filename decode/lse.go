@@ -2,8 +2,6 @@ package decode
 
 import (
 	"math"
-	"runtime"
-	"sync"
 )
 
 // logSumExp is log Σ exp(x), computed from the largest x so that it does
@@ -68,25 +66,4 @@ func sumExp(x []float64, hi float64) float64 {
 		sum += p * math.Float64frombits(exp2Sixtyfourths[k&63]+uint64(k>>6)<<52)
 	}
 	return sum
-}
-
-// parallelRows calls f(lo, hi) over [0, n) split into one range per core
-// when n·cost (the work, in rough element operations) is worth the
-// goroutines, and f(0, n) otherwise.
-func parallelRows(n, cost int, f func(lo, hi int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers < 2 || n*cost < 1<<16 {
-		f(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		lo, hi := w*n/workers, (w+1)*n/workers
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(lo, hi)
-		}()
-	}
-	wg.Wait()
 }

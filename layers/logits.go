@@ -2,8 +2,8 @@ package layers
 
 import (
 	"fmt"
-	"runtime"
 
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -21,8 +21,12 @@ type LastLogits struct {
 }
 
 // CompileLastLogits compiles g, reading logits, for rows sequences.
-func (g *Graph) CompileLastLogits(logits *gorgonia.Node, rows int) *LastLogits {
-	return &LastLogits{rows: rows, logits: logits, vm: g.machineOrPlain()}
+func (g *Graph) CompileLastLogits(logits *gorgonia.Node, rows int) (*LastLogits, error) {
+	vm, err := g.Machine()
+	if err != nil {
+		return nil, err
+	}
+	return &LastLogits{rows: rows, logits: logits, vm: vm}, nil
 }
 
 // Run executes the graph once and returns each row's last-position logits
@@ -51,7 +55,7 @@ func (l *LastLogits) Run() ([][]float64, error) {
 	case []float32:
 		// A beam search's rows·V logits (64 × 8,000) take a while to
 		// widen: both cores share them.
-		rowsParallel(l.rows, v, func(lo, hi int) {
+		parallel.For(l.rows, v, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				in := x[(i*t+t-1)*v:][:v]
 				for j, f := range in {
@@ -67,22 +71,6 @@ func (l *LastLogits) Run() ([][]float64, error) {
 		return nil, fmt.Errorf("logits of %T", x)
 	}
 	return l.last, nil
-}
-
-// rowsParallel calls f(lo, hi) over [0, n) split between two goroutines
-// when the n rows of width elements are worth it, and f(0, n) otherwise.
-func rowsParallel(n, width int, f func(lo, hi int)) {
-	if n < 2 || n*width < 1<<16 || runtime.GOMAXPROCS(0) < 2 {
-		f(0, n)
-		return
-	}
-	done := make(chan struct{})
-	go func() {
-		f(n/2, n)
-		close(done)
-	}()
-	f(0, n/2)
-	<-done
 }
 
 // Close releases the graph's machine.

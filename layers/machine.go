@@ -94,16 +94,3 @@ func (m *Machine) Close() error { return m.vm.Close() }
 
 // Stats describes the plan of the machine's op buffers.
 func (m *Machine) Stats() ops.PlanStats { return m.stats }
-
-// machineOrPlain is Machine, or for a graph the pool cannot plan a machine
-// whose ops keep their own buffers (it still takes turns with the store's
-// others).
-func (g *Graph) machineOrPlain() *Machine {
-	if m, err := g.Machine(); err == nil {
-		return m
-	}
-	m := &Machine{pool: g.store.Pool()}
-	m.pool.Exclusive(func() { m.vm = gorgonia.NewTapeMachine(g.ExprGraph) })
-	runtime.SetFinalizer(m.vm, nil)
-	return m
-}

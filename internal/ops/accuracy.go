@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/chewxy/hm"
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -68,7 +69,7 @@ func accuracyKernel[T Float](logits []T, labels []int, c, ignore int) float64 {
 	// 30,522 wide, and one core took 3% of a BERT pretraining step).
 	var mu sync.Mutex
 	var right, counted int
-	parallelFor(len(labels), c, func(lo, hi int) {
+	parallel.For(len(labels), c, func(lo, hi int) {
 		r, n := accuracyRows(logits, labels[lo:hi], lo, c, ignore)
 		mu.Lock()
 		right, counted = right+r, counted+n

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/chewxy/hm"
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -78,7 +79,7 @@ func (op *actOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 			if op.fwd != nil && len(op.fwd.kept) == len(x) {
 				kept = op.fwd.kept
 			}
-			parallelFor(len(x), 8, func(lo, hi int) {
+			parallel.For(len(x), 8, func(lo, hi int) {
 				gelu32(op.act, true, x[lo:hi], dyOf[float32](ts)[lo:hi], y[lo:hi], sub(kept, lo, hi))
 			})
 			return out, nil
@@ -92,7 +93,7 @@ func (op *actOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 				op.kept = make([]float32, len(x))
 			}
 		}
-		parallelFor(len(x), 8, func(lo, hi int) { gelu32(op.act, false, x[lo:hi], nil, y[lo:hi], sub(op.kept, lo, hi)) })
+		parallel.For(len(x), 8, func(lo, hi int) { gelu32(op.act, false, x[lo:hi], nil, y[lo:hi], sub(op.kept, lo, hi)) })
 		return out, nil
 	}
 	if isFloat32(dt) {
@@ -132,7 +133,7 @@ const (
 )
 
 func actKernel[T Float](a Act, grad bool, x, dy, out []T) {
-	parallelFor(len(x), 8, func(lo, hi int) {
+	parallel.For(len(x), 8, func(lo, hi int) {
 		x, out := x[lo:hi], out[lo:hi]
 		if grad {
 			actGrad(a, x, dy[lo:hi], out)

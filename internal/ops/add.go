@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/chewxy/hm"
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -46,7 +47,7 @@ func (op *addOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 }
 
 func addInto[T Float](a, b, out []T) {
-	parallelFor(len(a), 1, func(lo, hi int) {
+	parallel.For(len(a), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			out[i] = a[i] + b[i]
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/chewxy/hm"
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -78,7 +79,7 @@ func (op *bmmOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 }
 
 func bmmKernel[T Float](a, b, c []T, n, m, k, p int, tA, tB bool) {
-	parallelFor(n, m*k*p/16, func(lo, hi int) {
+	parallel.For(n, m*k*p/16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			gemm(tA, tB, m, p, k, a[i*m*k:(i+1)*m*k], b[i*k*p:(i+1)*k*p], 0, c[i*m*p:(i+1)*m*p])
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/chewxy/hm"
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -58,7 +59,7 @@ func sumRows[T Float](x, y []T) {
 	if w == 0 {
 		return
 	}
-	parallelFor(w, len(x)/w, func(lo, hi int) {
+	parallel.For(w, len(x)/w, func(lo, hi int) {
 		dst := y[lo:hi]
 		if x32, ok := any(x).([]float32); ok { // vector adds (a bias gradient: 3% of a ViT step in scalar adds)
 			dst32 := any(dst).([]float32)

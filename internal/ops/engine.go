@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"gorgonia.org/tensor"
 )
 
@@ -81,7 +82,7 @@ func plainDense(d *tensor.Dense) bool {
 
 // addSlices sets dst = a + b, or dst += a + b with incr, on all cores.
 func addSlices[T Float](a, b, dst []T, incr bool) {
-	parallelFor(len(dst), 1, func(lo, hi int) {
+	parallel.For(len(dst), 1, func(lo, hi int) {
 		x, y, z := a[lo:hi], b[lo:hi], dst[lo:hi]
 		if incr {
 			for i := range z {

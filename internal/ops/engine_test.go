@@ -3,6 +3,7 @@ package ops
 import (
 	"testing"
 
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
 )
@@ -12,7 +13,7 @@ import (
 // tensors large enough to be split over the cores, and hands the others
 // (a new tensor, a scalar, a view) to the standard engine.
 func TestFastEngineAddIsStandard(t *testing.T) {
-	const n = 3*minWork + 7
+	const n = 3*parallel.MinWork + 7
 	fill := func(dt tensor.Dtype, seed int) *tensor.Dense {
 		d := newDense(dt, tensor.Shape{n})
 		for i := range n {

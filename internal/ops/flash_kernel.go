@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/d73a19ff/zoo/internal/parallel"
 )
 
 // The kernels of Attention (flash.go). Dao 2023's Algorithm 1 (forward) and
@@ -126,10 +128,10 @@ func putFlashScratch[T Float](sc *flashScratch[T]) { flashPool[T]().Put(sc) }
 // included, which take the units [0, n) one at a time, in order, through
 // claim: units of unequal cost (causal query blocks) balance, and each
 // goroutine sets up its scratch once. cost is the work per unit in
-// elements, as for parallelFor. The result must not depend on which
+// elements, as for parallel.For. The result must not depend on which
 // goroutine runs a unit.
 func parallelUnits(n, cost int, work func(claim func() (int, bool))) {
-	workers := min(runtime.GOMAXPROCS(0), n, n*max(cost, 1)/minWork)
+	workers := min(runtime.GOMAXPROCS(0), n, n*max(cost, 1)/parallel.MinWork)
 	if workers <= 1 {
 		next := 0
 		work(func() (int, bool) {
@@ -265,7 +267,7 @@ func flashBackward[T Float](q, k, v, o, do, mask []T, lse []float64, packed []T,
 	if p.n == 0 || p.tq == 0 || p.tk == 0 {
 		return
 	}
-	parallelFor(p.n*p.tq, 2*p.dv, func(lo, hi int) {
+	parallel.For(p.n*p.tq, 2*p.dv, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			dd[r] = T(flashDot(do[r*p.dv:(r+1)*p.dv], o[r*p.dv:(r+1)*p.dv]))
 		}
@@ -319,7 +321,7 @@ func flashBackward[T Float](q, k, v, o, do, mask []T, lse []float64, packed []T,
 // backward pass should split heads into blocks, which costs 7/5 of the tile
 // products.
 func flashSplit(n, headCost int) bool {
-	w := min(runtime.GOMAXPROCS(0), n*max(headCost, 1)/minWork)
+	w := min(runtime.GOMAXPROCS(0), n*max(headCost, 1)/parallel.MinWork)
 	if w <= 1 || n >= 4*w {
 		return false
 	}

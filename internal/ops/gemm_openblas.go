@@ -10,7 +10,10 @@ package ops
 // goroutines, as the pure-Go kernel does: OpenBLAS's own threads spin while
 // the element-wise kernels want the cores, and measured slower that way.
 
-import "github.com/d73a19ff/zoo/internal/cblas"
+import (
+	"github.com/d73a19ff/zoo/internal/cblas"
+	"github.com/d73a19ff/zoo/internal/parallel"
+)
 
 // GEMMBackend names the matrix-multiply implementation this build uses.
 const GEMMBackend = "openblas"
@@ -24,7 +27,7 @@ func sgemm(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int,
 		cblas.Sgemm(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	parallelFor(m, minWork, func(lo, hi int) {
+	parallel.For(m, parallel.MinWork, func(lo, hi int) {
 		off := lo * lda // rows of A…
 		if tA {
 			off = lo // …or its columns when stored transposed

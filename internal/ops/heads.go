@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/chewxy/hm"
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -103,7 +104,7 @@ func permuteHeads[T Float](x, out []T, b, t, h, d, part, parts int, split bool) 
 	// Batches on the cores; a head's d features move as one array when d is
 	// 32 or 64 (the ViT and BERT-Mini head widths): a copy() of them was a
 	// memmove call each, 5% of a ViT training step.
-	parallelFor(b, t*h*d, func(lo, hi int) {
+	parallel.For(b, t*h*d, func(lo, hi int) {
 		row := parts * h * d // one token's merged features
 		for bi := lo; bi < hi; bi++ {
 			for ti := 0; ti < t; ti++ {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/chewxy/hm"
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -121,7 +122,7 @@ func rowStats[T Float](row []T, eps float64) (mean, rstd float64) {
 // row's mean and 1/std.
 func layerNormFwd[T Float](x, g, b, y []T, stats []float64, eps float64) {
 	d := len(g)
-	parallelFor(len(x)/d, d, func(lo, hi int) {
+	parallel.For(len(x)/d, d, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			mean, rstd := layerNormRow(x[r*d:(r+1)*d], g, b, y[r*d:(r+1)*d], eps)
 			if stats != nil {
@@ -237,7 +238,7 @@ func layerNormBwd[T Float](x, g, dy, out []T, stats []float64, wrtInput bool) {
 		// dgamma = Σ_rows dy·x̂, from the forward pass's row statistics:
 		// cores split the columns, so no two write the same element.
 		rows := len(x) / d
-		parallelFor(d, rows, func(lo, hi int) {
+		parallel.For(d, rows, func(lo, hi int) {
 			for r := 0; r < rows; r++ {
 				mean, rstd := stats[2*r], stats[2*r+1]
 				xr, dyr := x[r*d+lo:r*d+hi], dy[r*d+lo:r*d+hi]
@@ -248,7 +249,7 @@ func layerNormBwd[T Float](x, g, dy, out []T, stats []float64, wrtInput bool) {
 		})
 		return
 	}
-	parallelFor(len(x)/d, 2*d, func(lo, hi int) {
+	parallel.For(len(x)/d, 2*d, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			layerNormRowGrad(x[r*d:(r+1)*d], g, dy[r*d:(r+1)*d], out[r*d:(r+1)*d], stats[2*r], stats[2*r+1])
 		}
@@ -279,7 +280,7 @@ func layerNormFwd32(x, g, b, y []float32, stats []float64, eps float64) {
 	if d == 0 {
 		return
 	}
-	parallelFor(len(x)/d, d, func(lo, hi int) {
+	parallel.For(len(x)/d, d, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			mean, rstd := rowStats32(x[r*d:(r+1)*d], eps)
 			vecLNAffine(x[r*d:(r+1)*d], g, b, y[r*d:(r+1)*d], mean, float32(rstd))
@@ -305,14 +306,14 @@ func layerNormBwd32(x, g, dy, out []float32, stats []float64, wrtInput bool) {
 	}
 	rows := len(x) / d
 	if !wrtInput {
-		parallelFor(d, rows, func(lo, hi int) {
+		parallel.For(d, rows, func(lo, hi int) {
 			for r := 0; r < rows; r++ {
 				vecLNGammaAcc(x[r*d+lo:r*d+hi], dy[r*d+lo:r*d+hi], out[lo:hi], float32(stats[2*r]), float32(stats[2*r+1]))
 			}
 		})
 		return
 	}
-	parallelFor(rows, 2*d, func(lo, hi int) {
+	parallel.For(rows, 2*d, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, dyr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d]
 			mean, rstd := float32(stats[2*r]), stats[2*r+1]

@@ -15,6 +15,7 @@ import (
 	"hash/fnv"
 
 	"github.com/chewxy/hm"
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -65,9 +66,9 @@ func (b *base) output(dt tensor.Dtype, shape tensor.Shape, zero bool) *tensor.De
 func zeroDense(d *tensor.Dense) {
 	switch v := d.Data().(type) {
 	case []float32:
-		parallelFor(len(v), 1, func(lo, hi int) { clear(v[lo:hi]) })
+		parallel.For(len(v), 1, func(lo, hi int) { clear(v[lo:hi]) })
 	case []float64:
-		parallelFor(len(v), 2, func(lo, hi int) { clear(v[lo:hi]) })
+		parallel.For(len(v), 2, func(lo, hi int) { clear(v[lo:hi]) })
 	default:
 		d.Zero()
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/chewxy/hm"
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -48,7 +49,7 @@ func (op *scaleOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 }
 
 func scaleTo[T Float](x []T, c T, out []T) {
-	parallelFor(len(x), 1, func(lo, hi int) {
+	parallel.For(len(x), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			out[i] = c * x[i]
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/chewxy/hm"
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -104,7 +105,7 @@ func softmaxFwd[T Float](s, mask, out []T, bh, tq, tk int, scale float64, causal
 	if mask != nil {
 		heads = bh / (len(mask) / tk)
 	}
-	parallelFor(bh*tq, tk, func(lo, hi int) {
+	parallel.For(bh*tq, tk, func(lo, hi int) {
 		softmaxRows(s, mask, out, lo, hi, tq, tk, heads, scale, causal, offset)
 	})
 }
@@ -193,7 +194,7 @@ func (op *softmaxGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 }
 
 func softmaxBwd[T Float](p, dy, out []T, tk int, scale float64) {
-	parallelFor(len(p)/tk, 2*tk, func(lo, hi int) {
+	parallel.For(len(p)/tk, 2*tk, func(lo, hi int) {
 		for r := lo * tk; r < hi*tk; r += tk {
 			softmaxRowGrad(p[r:r+tk], dy[r:r+tk], out[r:r+tk], scale)
 		}
@@ -223,7 +224,7 @@ func softmaxFwd32(s, mask, out []float32, bh, tq, tk int, scale float64, causal 
 		heads = bh / (len(mask) / tk)
 	}
 	sc := float32(scale)
-	parallelFor(bh*tq, tk, func(lo, hi int) {
+	parallel.For(bh*tq, tk, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			limit := tk
 			if causal {
@@ -254,7 +255,7 @@ func softmaxBwd32(p, dy, out []float32, tk int, scale float64) {
 		return
 	}
 	sc := float32(scale)
-	parallelFor(len(p)/tk, 2*tk, func(lo, hi int) {
+	parallel.For(len(p)/tk, 2*tk, func(lo, hi int) {
 		for r := lo * tk; r < hi*tk; r += tk {
 			pr, dr := p[r:r+tk], dy[r:r+tk]
 			vecSoftmaxGrad(pr, dr, out[r:r+tk], sc, vecDot(pr, dr))

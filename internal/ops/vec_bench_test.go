@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/d73a19ff/zoo/internal/parallel"
 )
 
 // BenchmarkVecKernels times the float32 kernels of bench_test.go's shapes
@@ -32,8 +34,8 @@ func BenchmarkVecKernels(b *testing.B) {
 		x, dy := randF32(rng, n, 1), randF32(rng, n, 1)
 		y, kept, dx := make([]float32, n), make([]float32, n), make([]float32, n)
 		ks = append(ks, kernel{fmt.Sprintf("%v/N2048_D1024", a), func() {
-			parallelFor(n, 8, func(lo, hi int) { gelu32(a, false, x[lo:hi], nil, y[lo:hi], kept[lo:hi]) })
-			parallelFor(n, 8, func(lo, hi int) { gelu32(a, true, x[lo:hi], dy[lo:hi], dx[lo:hi], kept[lo:hi]) })
+			parallel.For(n, 8, func(lo, hi int) { gelu32(a, false, x[lo:hi], nil, y[lo:hi], kept[lo:hi]) })
+			parallel.For(n, 8, func(lo, hi int) { gelu32(a, true, x[lo:hi], dy[lo:hi], dx[lo:hi], kept[lo:hi]) })
 		}})
 	}
 	{

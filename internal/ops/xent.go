@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/chewxy/hm"
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -116,7 +117,7 @@ func (op *xentOp) scaleCache(dloss gorgonia.Value) (gorgonia.Value, error) {
 	out := op.output(c.Dtype(), c.Shape(), false)
 	if isFloat32(c.Dtype()) {
 		src, dst := data[float32](c), data[float32](out)
-		parallelFor(len(src), 1, func(lo, hi int) { vecAffine(src[lo:hi], dst[lo:hi], float32(dl), 0) })
+		parallel.For(len(src), 1, func(lo, hi int) { vecAffine(src[lo:hi], dst[lo:hi], float32(dl), 0) })
 	} else {
 		scaleInto(data[float64](c), data[float64](out), dl)
 	}
@@ -146,7 +147,7 @@ func xentKernel[T Float](logits []T, targets []int, grad []T, v, ignore int, eps
 	}
 	rowLoss := make([]float64, len(targets))
 	inv := 1 / float64(count)
-	parallelFor(len(targets), 2*v, func(lo, hi int) {
+	parallel.For(len(targets), 2*v, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			if t := targets[r]; t != ignore {
 				var g []T

@@ -304,7 +304,7 @@ func (m *Model) newFullGraph(b, t int) (*stepGraph, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.compile(g, logits, b), nil
+	return s.compile(g, logits, b)
 }
 
 // newKVGraphs makes the caches of a cached decoding of shape k and
@@ -357,7 +357,7 @@ func (m *Model) newCachedGraph(b, t int, caches []*tensor.Dense, occupied *tenso
 	if err != nil {
 		return nil, err
 	}
-	return s.compile(g, logits, b), nil
+	return s.compile(g, logits, b)
 }
 
 // data is the backing slice of the tensor an input node is bound to: the
@@ -365,9 +365,12 @@ func (m *Model) newCachedGraph(b, t int, caches []*tensor.Dense, occupied *tenso
 // every step.
 func data(n *gorgonia.Node) any { return n.Value().Data() }
 
-func (s *stepGraph) compile(g *layers.Graph, logits *gorgonia.Node, b int) *stepGraph {
-	s.LastLogits = g.CompileLastLogits(logits, b)
-	return s
+func (s *stepGraph) compile(g *layers.Graph, logits *gorgonia.Node, b int) (*stepGraph, error) {
+	var err error
+	if s.LastLogits, err = g.CompileLastLogits(logits, b); err != nil {
+		return nil, fmt.Errorf("gpt: %w", err)
+	}
+	return s, nil
 }
 
 // run executes the graph and returns each row's last-token logits (B, V),

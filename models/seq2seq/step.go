@@ -76,7 +76,9 @@ func (m *Model) newCachedStep(k stepKey) (*cachedStep, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.graphRun = newGraphRun(g, logits, k.rows)
+	if s.graphRun, err = newGraphRun(g, logits, k.rows); err != nil {
+		return nil, err
+	}
 	s.bytes = m.Config.DecodeBytes(k.rows, 1, k.ts, k.capacity) - m.Config.DecodeBytes(k.rows, 0, k.ts, 0)
 	return s, nil
 }
@@ -206,7 +208,9 @@ func (s *fullStep) Step(prefix [][]int) ([][]float64, error) {
 		if err != nil {
 			return nil, err
 		}
-		fg.graphRun = newGraphRun(g, logits, s.rows)
+		if fg.graphRun, err = newGraphRun(g, logits, s.rows); err != nil {
+			return nil, err
+		}
 		s.graphs[n] = fg
 	}
 	for r, p := range prefix {
@@ -227,8 +231,12 @@ func (s *fullStep) close() {
 // graphRun is a compiled decoder graph whose output is logits (R, T, V).
 type graphRun struct{ *layers.LastLogits }
 
-func newGraphRun(g *layers.Graph, logits *gorgonia.Node, rows int) *graphRun {
-	return &graphRun{g.CompileLastLogits(logits, rows)}
+func newGraphRun(g *layers.Graph, logits *gorgonia.Node, rows int) (*graphRun, error) {
+	l, err := g.CompileLastLogits(logits, rows)
+	if err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
+	}
+	return &graphRun{l}, nil
 }
 
 // run executes the graph and returns the logits of each row's last

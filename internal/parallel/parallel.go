@@ -1,0 +1,34 @@
+// Package parallel splits loops over the cores: the one helper the
+// kernels, the decoding code and the layers share.
+package parallel
+
+import (
+	"runtime"
+	"sync"
+)
+
+// MinWork is the smallest amount of work (in elements touched) worth a
+// goroutine: below it the work runs on the calling goroutine.
+const MinWork = 1 << 15
+
+// For splits [0, n) into contiguous chunks, one per core at most, and runs
+// f on each; cost is the work per index, in elements. Chunks never
+// overlap, so f may write its own range of an output without locks.
+func For(n, cost int, f func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), n*max(cost, 1)/MinWork)
+	if workers <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	wg.Wait()
+}
