@@ -69,15 +69,6 @@ func (f *cmdFlags) alias(old, name string) {
 	})
 }
 
-// aliasBool is alias for a boolean flag.
-func (f *cmdFlags) aliasBool(old, name string) {
-	target := f.Lookup(name)
-	f.BoolFunc(old, fmt.Sprintf("deprecated: use --%s", name), func(v string) error {
-		fmt.Fprintf(stderr, "zoo: --%s is deprecated; use --%s\n", old, name)
-		return target.Value.Set(v)
-	})
-}
-
 // parse parses args, printing the usage and the flags for -h; help reports
 // that it did and the command should stop. A bad flag is an errUsage error
 // naming it (the caller prints it to stderr with the usage line).

@@ -80,11 +80,6 @@ func (d *diff) check(t *testing.T, what string, want, got []float32, atol, rtol 
 	}
 }
 
-func (d *diff) scalar(t *testing.T, what string, want, got float32, atol, rtol float64) {
-	t.Helper()
-	d.check(t, what, []float32{want}, []float32{got}, atol, rtol)
-}
-
 func sumAbs(x []float32) float64 {
 	s := 0.0
 	for _, v := range x {

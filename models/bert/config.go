@@ -229,10 +229,6 @@ func (c Config) checkExtra() error {
 	return models.CheckExtra(c.Extra, modeled, refused, "bert config")
 }
 
-func checkRefused(raw map[string]json.RawMessage) error {
-	return models.CheckRefused(raw, refused, "bert config")
-}
-
 // hfConfig is Config as Hugging Face writes it.
 type hfConfig struct {
 	plainConfig
