@@ -44,16 +44,9 @@ func stackNorm(s Scope, c BlockConfig, n BlockNames) (*LayerNorm, error) {
 // Forward maps x (B, T, D) with an optional key-padding mask (B, T) to
 // (B, T, D).
 func (e *Encoder) Forward(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, error) {
-	var err error
-	for i, b := range e.Layers {
-		if x, err = b.Forward(g, x, mask); err != nil {
-			return nil, fmt.Errorf("encoder layer %d: %w", i, err)
-		}
-	}
-	if e.Norm != nil {
-		return e.Norm.Forward(g, x)
-	}
-	return x, nil
+	return e.stack(g, x, func(_ int, b *EncoderBlock, x *gorgonia.Node) (*gorgonia.Node, error) {
+		return b.Forward(g, x, mask)
+	})
 }
 
 // ForwardWithProbs is Forward that also returns each layer's
@@ -62,16 +55,12 @@ func (e *Encoder) Forward(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, err
 // MultiHeadAttention.ForwardWithProbs).
 func (e *Encoder) ForwardWithProbs(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, []*gorgonia.Node, error) {
 	probs := make([]*gorgonia.Node, len(e.Layers))
-	var err error
-	for i, b := range e.Layers {
-		if x, probs[i], err = b.ForwardWithProbs(g, x, mask); err != nil {
-			return nil, nil, fmt.Errorf("encoder layer %d: %w", i, err)
-		}
-	}
-	if e.Norm != nil {
-		if x, err = e.Norm.Forward(g, x); err != nil {
-			return nil, nil, err
-		}
+	x, err := e.stack(g, x, func(i int, b *EncoderBlock, x *gorgonia.Node) (out *gorgonia.Node, err error) {
+		out, probs[i], err = b.ForwardWithProbs(g, x, mask)
+		return out, err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return x, probs, nil
 }
@@ -85,20 +74,12 @@ func (e *Encoder) ForwardWithProbs(g *Graph, x, mask *gorgonia.Node) (*gorgonia.
 // (T−1)/T of most of its work: a classifier that reads the class token
 // (ViT's) needs no more. The result equals Forward's first position.
 func (e *Encoder) ForwardFirst(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, error) {
-	last := len(e.Layers) - 1
-	var err error
-	for i, b := range e.Layers[:last] {
-		if x, err = b.Forward(g, x, mask); err != nil {
-			return nil, fmt.Errorf("encoder layer %d: %w", i, err)
+	return e.stack(g, x, func(i int, b *EncoderBlock, x *gorgonia.Node) (*gorgonia.Node, error) {
+		if i == len(e.Layers)-1 {
+			return b.ForwardFirst(g, x, mask)
 		}
-	}
-	if x, err = e.Layers[last].ForwardFirst(g, x, mask); err != nil {
-		return nil, fmt.Errorf("encoder layer %d: %w", last, err)
-	}
-	if e.Norm != nil {
-		return e.Norm.Forward(g, x)
-	}
-	return x, nil
+		return b.Forward(g, x, mask)
+	})
 }
 
 // ForwardCached runs a causal stack through one KV cache per layer (see
@@ -107,10 +88,18 @@ func (e *Encoder) ForwardCached(g *Graph, x, mask *gorgonia.Node, caches []*KVCa
 	if len(caches) != len(e.Layers) {
 		return nil, fmt.Errorf("encoder: %d KV caches for %d layers", len(caches), len(e.Layers))
 	}
+	return e.stack(g, x, func(i int, b *EncoderBlock, x *gorgonia.Node) (*gorgonia.Node, error) {
+		return b.ForwardCached(g, x, mask, caches[i])
+	})
+}
+
+// stack runs x through every layer, layer by layer, then through the final
+// LayerNorm when there is one (pre-norm).
+func (e *Encoder) stack(g *Graph, x *gorgonia.Node, layer func(i int, b *EncoderBlock, x *gorgonia.Node) (*gorgonia.Node, error)) (*gorgonia.Node, error) {
 	var err error
 	for i, b := range e.Layers {
-		if x, err = b.ForwardCached(g, x, mask, caches[i]); err != nil {
-			return nil, fmt.Errorf("layer %d: %w", i, err)
+		if x, err = layer(i, b, x); err != nil {
+			return nil, fmt.Errorf("encoder layer %d: %w", i, err)
 		}
 	}
 	if e.Norm != nil {
