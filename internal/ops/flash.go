@@ -61,12 +61,8 @@ func Attention(q, k, v, mask *gorgonia.Node, scale float64, causalOffset int) (*
 		scale: scale, causal: causal, offset: causalOffset}
 	args := gorgonia.Nodes{q, k, v}
 	if mask != nil {
-		if err := checkFloatNode(name, "mask", mask); err != nil {
+		if err := checkKeyMask(name, mask, qs[0], ks[1]); err != nil {
 			return nil, err
-		}
-		n, tk := qs[0], ks[1]
-		if mask.Dims() != 2 || mask.Shape()[1] != tk || mask.Shape()[0] == 0 || n%mask.Shape()[0] != 0 {
-			return nil, fmt.Errorf("flash attention: mask %v does not fit keys %v, want (B, %d) with B dividing %d", mask.Shape(), ks, tk, n)
 		}
 		if mask.Dtype() != q.Dtype() {
 			return nil, fmt.Errorf("flash attention: mask has dtype %v, queries %v", mask.Dtype(), q.Dtype())

@@ -45,17 +45,25 @@ func CausalSoftmax(s, mask *gorgonia.Node, scale float64, offset int) (*gorgonia
 	op := &softmaxOp{base: base{name: fmt.Sprintf("MaskedSoftmax(%g,%v,%d)", scale, causal, offset), arity: 1}, scale: scale, causal: causal, offset: offset}
 	args := gorgonia.Nodes{s}
 	if mask != nil {
-		if err := checkFloatNode(name, "mask", mask); err != nil {
+		if err := checkKeyMask(name, mask, s.Shape()[0], s.Shape()[2]); err != nil {
 			return nil, err
-		}
-		bh, tk := s.Shape()[0], s.Shape()[2]
-		if mask.Dims() != 2 || mask.Shape()[1] != tk || mask.Shape()[0] == 0 || bh%mask.Shape()[0] != 0 {
-			return nil, fmt.Errorf("masked softmax: mask %v does not fit scores %v, want (B, %d) with B dividing %d", mask.Shape(), s.Shape(), tk, bh)
 		}
 		op.arity = 2
 		args = append(args, mask)
 	}
 	return gorgonia.ApplyOp(op, args...)
+}
+
+// checkKeyMask checks a key-padding mask (B, tk) for n = B·heads rows of
+// attention over tk keys: float, and B dividing n.
+func checkKeyMask(name string, mask *gorgonia.Node, n, tk int) error {
+	if err := checkFloatNode(name, "mask", mask); err != nil {
+		return err
+	}
+	if mask.Dims() != 2 || mask.Shape()[1] != tk || mask.Shape()[0] == 0 || n%mask.Shape()[0] != 0 {
+		return fmt.Errorf("%s: mask %v does not fit %d rows over %d keys, want (B, %d) with B dividing %d", name, mask.Shape(), n, tk, tk, n)
+	}
+	return nil
 }
 
 type softmaxOp struct {
