@@ -10,13 +10,62 @@ import (
 
 // BeamConfig sets beam search.
 type BeamConfig struct {
-	Beam          int     // beams per prompt, ≥ 1
-	NBest         int     // hypotheses returned per prompt, at most Beam; 0 means 1
-	LengthPenalty float64 // GNMT's α: score = log P / ((5+|y|)/6)^α, |y| counting the EOS token; 0 ranks by log P
-	MaxNewTokens  int     // most tokens per hypothesis, the EOS token included, > 0
-	EOS           []int   // tokens that finish a hypothesis
+	Beam          int      // beams per prompt, ≥ 1
+	NBest         int      // hypotheses returned per prompt, at most Beam; 0 means 1
+	LengthPenalty float64  // GNMT's α: score = log P / ((5+|y|)/6)^α, |y| counting the EOS token; 0 ranks by log P
+	MaxNewTokens  int      // most tokens per hypothesis, the EOS token included, > 0
+	EarlyStopping Stopping // when a prompt is done; the zero value stops at Beam finished hypotheses
+	EOS           []int    // tokens that finish a hypothesis
 	StopStrings   []string
 	Decode        func(tokens []int) string // turns a hypothesis's tokens into text, for StopStrings
+}
+
+// Stopping says when beam search is done with a prompt, as Hugging Face's
+// generation option early_stopping does. A prompt always needs Beam
+// finished hypotheses first; after that:
+type Stopping int
+
+const (
+	// StopAtBeam: done at once (early_stopping=True). Hypotheses that
+	// finish early are short, and with a length penalty α > 0 a longer one
+	// still open might have scored higher.
+	StopAtBeam Stopping = iota
+	// StopHeuristic: done when the best open beam, scored as if it ended
+	// at its current length, no longer beats the worst of the Beam best
+	// finished ones (early_stopping=False, generate's default).
+	StopHeuristic
+	// StopNever: done only when no open beam can beat the worst of the
+	// Beam best finished ones at any length up to MaxNewTokens
+	// (early_stopping="never"): log P only falls as a beam grows, so its
+	// best possible score is its log P now over the largest length penalty.
+	StopNever
+)
+
+// ParseStopping reads Hugging Face's early_stopping values: "true",
+// "false" or "never".
+func ParseStopping(s string) (Stopping, error) {
+	switch s {
+	case "true", "True":
+		return StopAtBeam, nil
+	case "false", "False":
+		return StopHeuristic, nil
+	case "never":
+		return StopNever, nil
+	}
+	return 0, fmt.Errorf("decode: early stopping %q: want true, false or never", s)
+}
+
+// String is the early_stopping value of s.
+func (s Stopping) String() string {
+	switch s {
+	case StopAtBeam:
+		return "true"
+	case StopHeuristic:
+		return "false"
+	case StopNever:
+		return "never"
+	}
+	return fmt.Sprintf("Stopping(%d)", int(s))
 }
 
 // Validate reports settings that cannot decode.
@@ -30,6 +79,8 @@ func (c BeamConfig) Validate() error {
 		return fmt.Errorf("decode: max_new_tokens %d must be positive", c.MaxNewTokens)
 	case !(c.LengthPenalty >= 0) || math.IsInf(c.LengthPenalty, 0):
 		return fmt.Errorf("decode: length penalty %g must be a finite α ≥ 0", c.LengthPenalty)
+	case c.EarlyStopping < StopAtBeam || c.EarlyStopping > StopNever:
+		return fmt.Errorf("decode: unknown early stopping %v", c.EarlyStopping)
 	}
 	return checkStops(c.StopStrings, c.Decode)
 }
@@ -135,7 +186,11 @@ func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, er
 				r := lo + live
 				parents[r], next[r], nextLogp[r] = lo, append(slices.Clone(seqs[lo]), seqs[lo][len(seqs[lo])-1]), math.Inf(-1)
 			}
-			done[s] = len(finished[s]) >= k
+			best := math.Inf(-1) // the best open beam's log P (candidates come best first)
+			if live > 0 && !math.IsInf(nextLogp[lo], -1) {
+				best = nextLogp[lo]
+			}
+			done[s] = cfg.done(finished[s], best, t+1)
 		}
 		if err := st.Reorder(parents); err != nil {
 			return nil, fmt.Errorf("decode: reorder after step %d: %w", t, err)
@@ -162,6 +217,28 @@ func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, er
 		out[s] = hyps[:min(max(cfg.NBest, 1), len(hyps))]
 	}
 	return out, nil
+}
+
+// done reports whether a prompt with these finished hypotheses is done
+// when its best open beam has log-probability best after n tokens.
+func (c BeamConfig) done(finished []Hypothesis, best float64, n int) bool {
+	k := c.Beam
+	if len(finished) < k {
+		return false
+	}
+	if c.EarlyStopping == StopAtBeam || math.IsInf(best, -1) {
+		return true
+	}
+	scores := make([]float64, len(finished))
+	for i, h := range finished {
+		scores[i] = h.Score
+	}
+	slices.Sort(scores)
+	worst := scores[len(scores)-k] // the worst of the k best
+	if c.EarlyStopping == StopNever {
+		n = c.MaxNewTokens
+	}
+	return worst >= best/LengthPenalty(n, c.LengthPenalty)
 }
 
 // candidate is one extension of a beam: a token after beam j, and its

@@ -332,3 +332,66 @@ func TestSumExp(t *testing.T) {
 	require.True(t, math.IsNaN(logSumExp([]float64{math.Inf(-1), math.Inf(-1)})))
 	require.True(t, math.IsNaN(logSumExp([]float64{1, math.NaN()})))
 }
+
+// Early stopping: with α = 2, "end" (log P −0.69, length 1) finishes
+// first, but "2 end" (log 0.45·0.99 = −0.81 over ((5+2)/6)² = 1.36: −0.59)
+// scores higher. Stopping at the first Beam finished hypotheses, and the
+// heuristic that scores the open beam "2" at its current length (−0.80),
+// return "end"; "never" bounds what "2" can still reach (−0.80 over the
+// penalty at MaxNewTokens) and finds "2 end".
+func TestBeamEarlyStopping(t *testing.T) {
+	table := logProbs(
+		[]float64{1e-9, 0.5, 0.45, 0.05},
+		[]float64{0.25, 0.25, 0.25, 0.25},
+		[]float64{0.005, 0.99, 0.0025, 0.0025},
+		[]float64{0.25, 0.25, 0.25, 0.25},
+	)
+	for _, c := range []struct {
+		stop  Stopping
+		want  []int
+		steps int
+	}{{StopAtBeam, []int{}, 1}, {StopHeuristic, []int{}, 1}, {StopNever, []int{2}, 2}} {
+		m := &markov{table: table}
+		hyps, err := BeamSearch(m, [][]int{{0}}, BeamConfig{Beam: 1, LengthPenalty: 2, MaxNewTokens: 5, EarlyStopping: c.stop, EOS: []int{1}})
+		require.NoError(t, err)
+		require.Equal(t, c.want, hyps[0][0].Tokens, "%v", c.stop)
+		require.Equal(t, c.steps, m.steps, "%v", c.stop)
+	}
+}
+
+// The later a prompt stops, the more finished hypotheses it has seen: the
+// best score of "never" is at least the heuristic's, and that at least
+// "true"'s, on random tables.
+func TestBeamEarlyStoppingOrder(t *testing.T) {
+	for seed := uint64(0); seed < 40; seed++ {
+		table := randomTable(9, 2.5, seed)
+		prompts := [][]int{{0}, {3}, {5, 6}}
+		for _, alpha := range []float64{0, 0.6, 2} {
+			var prev []float64
+			for _, stop := range []Stopping{StopAtBeam, StopHeuristic, StopNever} {
+				hyps, err := BeamSearch(&markov{table: table}, prompts, BeamConfig{Beam: 3, LengthPenalty: alpha, MaxNewTokens: 8, EarlyStopping: stop, EOS: []int{1}})
+				require.NoError(t, err)
+				for s, hs := range hyps {
+					if prev != nil {
+						require.GreaterOrEqual(t, hs[0].Score, prev[s]-1e-12, "seed %d α %g %v prompt %d", seed, alpha, stop, s)
+					}
+				}
+				prev = prev[:0]
+				for _, hs := range hyps {
+					prev = append(prev, hs[0].Score)
+				}
+			}
+		}
+	}
+}
+
+func TestParseStopping(t *testing.T) {
+	for _, s := range []Stopping{StopAtBeam, StopHeuristic, StopNever} {
+		got, err := ParseStopping(s.String())
+		require.NoError(t, err)
+		require.Equal(t, s, got)
+	}
+	_, err := ParseStopping("sometimes")
+	require.ErrorContains(t, err, "true, false or never")
+	require.ErrorContains(t, BeamConfig{Beam: 1, MaxNewTokens: 1, EarlyStopping: 7}.Validate(), "unknown early stopping")
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
 	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/models"
@@ -25,15 +26,20 @@ type TranslationConfig struct {
 	SrcFile string `json:"src_file"` // or two aligned files, line by line
 	TgtFile string `json:"tgt_file"`
 	seq2seq.TrainConfig
+	// TestData is a TSV of pairs scored at the end instead of the
+	// held-out pairs (which then only validate): a test set split apart
+	// beforehand, such as whole books of the Bible.
+	TestData      string  `json:"test_data"`
 	Beam          int     `json:"num_beams"`      // beam width for the final scores
 	LengthPenalty float64 `json:"length_penalty"` // GNMT α
-	ScoreSize     int     `json:"score_size"`     // held-out pairs scored with BLEU and chrF; 0: all
+	EarlyStopping string  `json:"early_stopping"` // beam search: "true", "false" or "never" (decode.ParseStopping)
+	ScoreSize     int     `json:"score_size"`     // pairs scored with BLEU and chrF; 0: all
 }
 
 // DefaultTranslation is the paper's recipe on the Small model, beam 4 with
 // α = 0.6 (§6.1).
 func DefaultTranslation() TranslationConfig {
-	c := TranslationConfig{TrainConfig: seq2seq.DefaultTrainConfig(), Beam: 4, LengthPenalty: 0.6, ScoreSize: 1000}
+	c := TranslationConfig{TrainConfig: seq2seq.DefaultTrainConfig(), Beam: 4, LengthPenalty: 0.6, EarlyStopping: "true", ScoreSize: 1000}
 	c.RunDir = filepath.Join("runs", "seq2seq-translate")
 	return c
 }
@@ -62,6 +68,7 @@ type TranslationResult struct {
 	Params        int                 `json:"params"`
 	TrainPairs    int                 `json:"train_pairs"`
 	HeldOutPairs  int                 `json:"held_out_pairs"`
+	TestPairs     int                 `json:"test_pairs,omitempty"` // pairs of test_data
 	Scores        []TranslationScores `json:"scores"`
 	Final         string              `json:"checkpoint"`
 	ReadReport    string              `json:"read_report"`
@@ -78,7 +85,18 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	if cfg.Beam < 1 {
 		return nil, fmt.Errorf("config: num_beams %d must be at least 1", cfg.Beam)
 	}
+	stop, err := decode.ParseStopping(cfg.EarlyStopping)
+	if err != nil {
+		return nil, fmt.Errorf("config: early_stopping: %w", err)
+	}
 	pairs, read, err := readPairs(cfg)
+	var test []datasets.Pair
+	var testRead datasets.ParallelReport
+	if err == nil && cfg.TestData != "" {
+		if test, testRead, err = datasets.ReadParallelTSV(cfg.TestData, datasets.ParallelOptions{}); err == nil && len(test) == 0 {
+			err = fmt.Errorf("config: test_data %s has no pairs", cfg.TestData)
+		}
+	}
 	if err == nil {
 		err = train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out)
 	}
@@ -86,6 +104,9 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		return nil, err
 	}
 	fmt.Fprintf(out, "%s\n", read)
+	if test != nil {
+		fmt.Fprintf(out, "test data: %s\n", testRead)
+	}
 	trainP, held := splitPairs(pairs, cfg.HeldOut, cfg.Seed)
 	if len(trainP) == 0 || len(held) == 0 {
 		return nil, fmt.Errorf("finetune: %d pairs leave %d for training and %d held out; need both", len(pairs), len(trainP), len(held))
@@ -124,16 +145,23 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	res := &TranslationResult{Steps: tres.Steps, ValLoss: tres.ValLoss, TrainSeconds: time.Since(began).Seconds(),
 		Params: m.NumParams(), TrainPairs: len(trainEx), HeldOutPairs: len(held), Final: tres.Final,
 		ReadReport: read.String(), EncodeReport: rep.String()}
-	scored := held
+	scored, what := held, "held-out"
+	if test != nil {
+		scored, what = test, "test"
+		res.TestPairs = len(test)
+		if n := overlap(trainP, test); n > 0 {
+			fmt.Fprintf(out, "warning: %d of %d test sources are also training sources\n", n, len(test))
+		}
+	}
 	if cfg.ScoreSize > 0 && len(scored) > cfg.ScoreSize {
 		scored = scored[:cfg.ScoreSize]
 	}
 	for _, greedy := range []bool{false, true} {
-		s, outputs, err := ScoreTranslationContext(ctx, m, tok, scored, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty}, greedy)
+		s, outputs, err := ScoreTranslationContext(ctx, m, tok, scored, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, EarlyStopping: stop}, greedy)
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(out, "%s on %d held-out pairs: BLEU %.2f, chrF %.2f (%.1f s)\n", s.Strategy, len(scored), s.BLEU, s.ChrF, s.Seconds)
+		fmt.Fprintf(out, "%s on %d %s pairs: BLEU %.2f, chrF %.2f (%.1f s)\n", s.Strategy, len(scored), what, s.BLEU, s.ChrF, s.Seconds)
 		res.Scores = append(res.Scores, s)
 		if !greedy {
 			for i := 0; i < min(10, len(scored)); i++ {
@@ -160,7 +188,7 @@ func ScoreTranslation(m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets
 // ScoreTranslationContext is ScoreTranslation that stops between batches
 // when ctx is done, returning an error that wraps ctx.Err().
 func ScoreTranslationContext(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets.Pair, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
-	s := TranslationScores{Strategy: fmt.Sprintf("beam %d (α %.1f)", dc.Beam, dc.LengthPenalty)}
+	s := TranslationScores{Strategy: fmt.Sprintf("beam %d (α %.1f, early stopping %v)", dc.Beam, dc.LengthPenalty, dc.EarlyStopping)}
 	if greedy {
 		s.Strategy = "greedy"
 	}
@@ -222,6 +250,21 @@ func checkDecode(m *seq2seq.Model, tok datasets.Tokenizer, srcs []string, dc seq
 	return models.CheckMemory(m.Config.DecodeBytes(rows, beam, ts, tt),
 		fmt.Sprintf("finetune: decoding %d sources of up to %d tokens with beam %d for up to %d steps", rows, ts, beam, tt),
 		"lower num_beams (zoo eval --beam), or decode greedily")
+}
+
+// overlap counts the test pairs whose source is also a training source.
+func overlap(trainP, test []datasets.Pair) int {
+	seen := make(map[string]bool, len(trainP))
+	for _, p := range trainP {
+		seen[p.Src] = true
+	}
+	n := 0
+	for _, p := range test {
+		if seen[p.Src] {
+			n++
+		}
+	}
+	return n
 }
 
 // readPairs reads the TSV or the two aligned files the config names.

@@ -28,6 +28,15 @@
 #                                     beam search, GPT-2 small (124M) cached
 #                                     greedy, and the memory bandwidth that
 #                                     bounds the last (default 3 rounds)
+#        tools/bench.sh all [rounds] all of the above in one run (issue 14's table):
+#                                     the main job, each family's step,
+#                                     decoding and the long sweep, every row
+#                                     in its own process, pure Go and
+#                                     -tags openblas (when libopenblas-dev is
+#                                     installed) and PyTorch interleaved row
+#                                     by row; time and peak RSS tables
+#                                     (default 1 round; ALL_MAIN=0 skips the
+#                                     main job, about 9 minutes a round)
 # LONG_ITERS (default 3) and DECODE_ITERS (default 3) set the timed iterations
 # per row of the long and decode modes (each also has one untimed warm-up).
 set -euo pipefail
@@ -46,66 +55,6 @@ vitbench() { # $1: extra go test flags. The real step of the Fashion-MNIST recip
   go test $1 ./models/vit/ -run '^$' -bench 'TrainStep/vit-fashion/B128$' -benchtime 5x | grep -E '^Benchmark'
   go test $1 ./models/vit/ -run '^$' -bench 'Forward/vit-fashion/B256$' -benchtime 5x | grep -E '^Benchmark'
 }
-if [ "$what" = main ]; then
-  tmp=$(mktemp -d)
-  go build -o "$tmp/zoo" ./cmd/zoo
-  for r in $(seq "${2:-2}"); do
-    echo "== round $r: $(uptime | sed 's/.*load/load/')"
-    /usr/bin/time -f "zoo: wall %e s, peak RSS %M KB" "$tmp/zoo" pretrain gpt --run "$tmp/run$r" > "$tmp/log$r" 2> "$tmp/time$r"
-    python3 - "$tmp/run$r/metrics.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-secs = sum(r.get("seconds", 0) for r in rows)
-val = [r["val_loss"] for r in rows if "val_loss" in r]
-print(f"zoo: {len(rows)} steps, training {secs:.1f} s ({sum(r['targets'] for r in rows) / secs:.0f} tokens/s), validation loss {val[-1]:.4f}")
-PY
-    cat "$tmp/time$r"
-    (torchenv; /usr/bin/time -f "PyTorch: wall %e s, peak RSS %M KB" /usr/bin/python3 tools/pytorch/train_gpt_opticks.py --out "$tmp/ref$r.json" > "$tmp/reflog$r" 2> "$tmp/reftime$r")
-    python3 -c "import json; d = json.load(open('$tmp/ref$r.json')); t = d['timing']; print(f\"PyTorch: {t['iters']} steps, training {t['train_seconds']:.1f} s ({t['tokens_per_second']:.0f} tokens/s), validation loss {d['final_val_loss']:.4f}\")"
-    tail -1 "$tmp/reftime$r"
-  done
-  rm -rf "$tmp"
-  exit 0
-fi
-if [ "$what" = steps ]; then
-  tmp=$(mktemp -d)
-  for pkg in gpt seq2seq bert vit; do go test -c -o "$tmp/$pkg.test" "./models/$pkg"; done
-  # label | Go package | Go -test.bench pattern | -test.benchtime | PyTorch script | its name filter
-  rows=(
-    "GPT train step V512_T128_d256_h4_L4_ff1024_B16|gpt|TrainStep$/V512_T128_d256_h4_L4_ff1024_B16$|5x|bench_gpt.py|GPTTrainStep/"
-    "seq2seq train step Small B64_Ts16_Tt16|seq2seq|TrainStep/small|5x|bench_seq2seq.py|Seq2seqTrainStep/"
-    "BERT-Mini pretraining step T128_B32 (MLM all positions + NSP)|bert|BERTMiniPretrainStep_T128_B32$|3x|bench_bert.py|BERTMiniPretrainStep_T128_B32"
-    "ViT Fashion-MNIST recipe train step B128|vit|TrainStep/vit-fashion/B128$|5x|bench_vit.py|TrainStep/vit-fashion/B128"
-  )
-  out=$tmp/rows
-  for r in $(seq "${2:-3}"); do
-    echo "== round $r: $(uptime | sed 's/.*load/load/')"
-    for row in "${rows[@]}"; do
-      IFS='|' read -r label pkg pat bt py filt <<< "$row"
-      (cd "models/$pkg" && /usr/bin/time -f %M -o "$tmp/gorss" "$tmp/$pkg.test" -test.run '^$' -test.bench "$pat" -test.benchtime "$bt" > "$tmp/goout" 2>&1) || { cat "$tmp/goout"; exit 1; }
-      goms=$(awk '/^Benchmark/ { print $3 / 1e6; exit }' "$tmp/goout")
-      (torchenv; /usr/bin/time -f %M -o "$tmp/pyrss" /usr/bin/python3 "tools/pytorch/$py" "$filt" > "$tmp/pyout" 2>&1) || { cat "$tmp/pyout"; exit 1; }
-      pyms=$(awk -F'|' -v f="$filt" 'index($2, f) && $3 ~ /[0-9]/ { gsub(/ /, "", $3); print $3; exit }' "$tmp/pyout")
-      echo "$label|$pyms|$goms|$(( $(cat "$tmp/pyrss") / 1000 ))|$(( $(cat "$tmp/gorss") / 1000 ))" | tee -a "$out"
-    done
-  done
-  echo "== zoo / PyTorch, medians of ${2:-3} interleaved rounds (below 1: zoo is faster or smaller)"
-  python3 - "$out" <<'PY'
-import statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    label, py, go, pyrss, gorss = line.rstrip("\n").split("|")
-    rows.setdefault(label, []).append((float(py), float(go), int(pyrss), int(gorss)))
-print("| training step | PyTorch (ms) | zoo (ms) | ratio | peak RSS PyTorch / zoo (MB) | ratio |")
-print("|---|---:|---:|---:|---:|---:|")
-for label, rs in rows.items():
-    py, go = statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)
-    pr, gr = max(r[2] for r in rs), max(r[3] for r in rs)
-    print(f"| {label} | {py:.1f} | {go:.1f} | {go / py:.2f}× | {pr} / {gr} | {gr / pr:.2f}× |")
-PY
-  rm -rf "$tmp"
-  exit 0
-fi
 if [ "$what" = vit ]; then
   # The machine is shared: interleave the two sides and take medians.
   rounds=${2:-5}
@@ -122,18 +71,50 @@ if [ "$what" = vit ]; then
   rm -f "$out"
   exit 0
 fi
-gobin() { # $1: package; builds its test binary once into $bindir
-  local out=$bindir/$(basename "$1").test
-  [ -x "$out" ] || go test -c -o "$out" "./$1"
+haveblas() { [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ]; }
+# The Go builds a row runs in: pure Go, and in `all` mode also -tags openblas
+# when its C headers are installed.
+gobuilds=("")
+gobin() { # $1: package, $2: build tags ("" or "-tags openblas"); builds its test binary once into $bindir
+  local out=$bindir/$(basename "$1")${2:+.openblas}.test
+  [ -x "$out" ] || go test -c $2 -o "$out" "./$1"
   echo "$out"
 }
-gorow() { # $1: package, $2: -test.bench pattern, $3: iterations; the row runs in a process of its own
-  local bin
-  bin=$(gobin "$1")
-  (cd "$1" && "$bin" -test.run '^$' -test.bench "$2" -test.benchtime "${3}x") | grep -E '^Benchmark' || echo "FAILED: $1 $2" >&2
+buildname() { [ -n "$1" ] && echo "$1" || echo "pure Go"; }
+withrss() { # $1: file with /usr/bin/time's %M (KB); appends peakRSS_MB to Benchmark lines that lack it.
+  # In a pipeline the file is written when the timed process exits: read it at the end.
+  awk -v f="$1" '{ lines[n++] = $0 } END {
+    mb = ""; while ((getline l < f) > 0) mb = int(l / 1000)
+    for (i = 0; i < n; i++) { s = lines[i]; if (s ~ /^Benchmark/ && s !~ /peakRSS_MB/ && mb != "") s = s "\t" mb " peakRSS_MB"; print s } }'
 }
-torchrow() { # $1: script, then its arguments; keeps the table's lines and the load notes
-  (torchenv; /usr/bin/python3 "tools/pytorch/$1" "${@:2}") | grep -E '^(\| |CPU|BLAS)' || echo "FAILED: $*" >&2
+gorow() { # $1: package, $2: -test.bench pattern, $3: iterations; the row runs in a process of its own, once per build
+  local bin tags
+  for tags in "${gobuilds[@]}"; do
+    bin=$(gobin "$1" "$tags")
+    echo "== Go ($(go version | cut -d' ' -f3), $(nproc) cores), $(buildname "$tags")"
+    (cd "$1" && OPENBLAS_NUM_THREADS=2 /usr/bin/time -f %M -o "$bindir/rss" "$bin" -test.run '^$' -test.bench "$2" -test.benchtime "${3}x") |
+      grep -E '^Benchmark' | withrss "$bindir/rss" || echo "FAILED: $1 $2 $tags" >&2
+  done
+}
+torchrow() { # $1: script, then its arguments; keeps the table's lines and the load notes.
+  # A table without a peakRSS_MB column gets the process's peak RSS (all its rows ran in it).
+  (torchenv; /usr/bin/time -f %M -o "$bindir/pyrss" /usr/bin/python3 "tools/pytorch/$1" "${@:2}") > "$bindir/pyout" || echo "FAILED: $*" >&2
+  python3 - "$bindir/pyout" "$bindir/pyrss" <<'PY'
+import sys
+mb = int(open(sys.argv[2]).read().split()[-1]) // 1000
+add = False
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    if line.startswith("| benchmark"):
+        add = "peakRSS_MB" not in line
+        print(line + (" peakRSS_MB |" if add else ""))
+    elif line.startswith("|---"):
+        continue
+    elif line.startswith("| "):
+        print(line + (" %d |" % mb if add else ""))
+    elif line.startswith(("CPU", "BLAS")):
+        print(line)
+PY
 }
 interleaved() { # $1: rounds, $2: function printing one round; then the ratio table
   local out
@@ -142,11 +123,52 @@ interleaved() { # $1: rounds, $2: function printing one round; then the ratio ta
   trap "rm -rf '$bindir' '$out'" EXIT
   for i in $(seq "$1"); do
     echo "== round $i: $(uptime | sed 's/.*load/load/')"
-    echo "== Go ($(go version | cut -d' ' -f3), $(nproc) cores), pure Go"
     "$2"
   done | tee "$out"
   echo "== zoo / PyTorch, medians of $1 interleaved rounds (below 1: zoo is faster or smaller)"
   python3 tools/bench_ratios.py < "$out"
+}
+mainrow() { # the main job once per build, then PyTorch's; training seconds as a Benchmark line
+  local tags zoo run
+  for tags in "${gobuilds[@]}"; do
+    zoo=$bindir/zoo${tags:+.openblas}
+    [ -x "$zoo" ] || go build $tags -o "$zoo" ./cmd/zoo
+    run=$(mktemp -d -p "$bindir")
+    echo "== Go ($(go version | cut -d' ' -f3), $(nproc) cores), $(buildname "$tags")"
+    OPENBLAS_NUM_THREADS=2 /usr/bin/time -f %M -o "$bindir/rss" "$zoo" pretrain gpt --run "$run/run" > "$run/log" 2>&1 || { tail "$run/log" >&2; echo "FAILED: main job $tags" >&2; }
+    python3 - "$run/run/metrics.jsonl" <<'PY' | withrss "$bindir/rss"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+secs = sum(r.get("seconds", 0) for r in rows)
+val = [r["val_loss"] for r in rows if "val_loss" in r]
+print(f"BenchmarkMainJob/gpt_opticks_{len(rows)}steps\t1\t{secs * 1e9:.0f} ns/op\t{secs * 1e3:.0f} ms/run\t{val[-1]:.4f} val_loss")
+PY
+    rm -rf "$run"
+  done
+  (torchenv; /usr/bin/time -f %M -o "$bindir/pyrss" /usr/bin/python3 tools/pytorch/train_gpt_opticks.py --out "$bindir/ref.json" > "$bindir/reflog" 2>&1) || { tail "$bindir/reflog" >&2; echo "FAILED: train_gpt_opticks.py" >&2; }
+  python3 - "$bindir/ref.json" "$bindir/pyrss" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["timing"]
+print("| benchmark | ms/run | val_loss | peakRSS_MB |")
+print(f"| MainJob/gpt_opticks_{t['iters']}steps | {t['train_seconds'] * 1e3:.0f} | {d['final_val_loss']:.4f} | {int(open(sys.argv[2]).read().split()[-1]) // 1000} |")
+PY
+}
+stepsround() { # each family's real training step, every row in its own process on both sides
+  gorow models/gpt 'TrainStep$/^V512_T128_d256_h4_L4_ff1024_B16$' 5
+  torchrow bench_gpt.py GPTTrainStep/
+  gorow models/seq2seq 'TrainStep/small' 5
+  torchrow bench_seq2seq.py Seq2seqTrainStep/
+  gorow models/bert 'BERTMiniPretrainStep_T128_B32$' 3
+  torchrow bench_bert.py BERTMiniPretrainStep_T128_B32
+  gorow models/vit 'TrainStep/vit-fashion/B128$' 5
+  torchrow bench_vit.py TrainStep/vit-fashion/B128
+}
+allround() { # everything issue 14's table asks for, both builds, row by row
+  [ "${ALL_MAIN:-1}" = 0 ] || mainrow
+  stepsround
+  decoderound
+  longround
 }
 longround() {
   local it=${LONG_ITERS:-3} t
@@ -171,6 +193,19 @@ decoderound() {
   gorow models/gpt 'GenerateGPT2Small' "$it"
   torchrow bench_gpt2_generate.py --iters "$it"
 }
+if [ "$what" = main ]; then
+  interleaved "${2:-2}" mainrow
+  exit 0
+fi
+if [ "$what" = steps ]; then
+  interleaved "${2:-3}" stepsround
+  exit 0
+fi
+if [ "$what" = all ]; then
+  haveblas && gobuilds+=("-tags openblas") || echo "note: libopenblas-dev is not installed; pure Go only" >&2
+  interleaved "${2:-1}" allround
+  exit 0
+fi
 if [ "$what" = long ]; then
   interleaved "${2:-3}" longround
   exit 0

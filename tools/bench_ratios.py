@@ -11,6 +11,9 @@ import sys
 # Go benchmark name (without "Benchmark" and the -N suffix) -> PyTorch name,
 # and which Go metric is the time.
 PAIRS = [
+    # The main job (tools/bench.sh main, all): `zoo pretrain gpt` against
+    # tools/pytorch/train_gpt_opticks.py, training seconds of the whole run.
+    ("MainJob/gpt_opticks_2000steps", "MainJob/gpt_opticks_2000steps", "ms/run"),
     ("TrainStep/V512_T128_d256_h4_L4_ff1024_B16", "GPTTrainStep/V512_T128_d256_h4_L4_ff1024_B16", "ms/step"),
     ("Generate/cache/V512_d256_h4_L4_prompt16_new112_B1", "GPTGenerate/cache/V512_d256_h4_L4_ff1024_P16_N112_B1", "ms/token"),
     ("Generate/nocache/V512_d256_h4_L4_prompt16_new112_B1", "GPTGenerate/nocache/V512_d256_h4_L4_ff1024_P16_N112_B1", "ms/token"),
@@ -53,6 +56,7 @@ def main():
     builds, build = {}, "pure Go"
     torch, torch_cpu, cpu_col = {}, {}, None
     torch_rss, torch_base, rss_col, base_col = {}, {}, None, None
+    torch_val, val_col = {}, None
     for line in text.splitlines():
         m = re.match(r"== Go .*?(\(-tags openblas\))?", line)
         if line.startswith("== Go"):
@@ -70,6 +74,7 @@ def main():
             cpu_col = head.index("cpu-ms/step") if "cpu-ms/step" in head else None
             rss_col = head.index("peakRSS_MB") if "peakRSS_MB" in head else None
             base_col = head.index("base_MB") if "base_MB" in head else None
+            val_col = head.index("val_loss") if "val_loss" in head else None
         elif line.startswith("| "):
             cells = [c.strip() for c in line.strip("|").split("|")]
             if cpu_col is not None and len(cells) > cpu_col:
@@ -77,7 +82,7 @@ def main():
                     torch_cpu.setdefault(cells[0], []).append(float(cells[cpu_col]))
                 except ValueError:
                     pass
-            for col, into in ((rss_col, torch_rss), (base_col, torch_base)):
+            for col, into in ((rss_col, torch_rss), (base_col, torch_base), (val_col, torch_val)):
                 if col is not None and len(cells) > col:
                     try:
                         into.setdefault(cells[0], []).append(float(cells[col]))
@@ -148,6 +153,12 @@ def main():
         for row in rows:
             print("| " + " | ".join(row) + " |")
     decode_limit(builds, torch)
+    # The main job's validation loss on each side (the 1% bound).
+    for go, pt, metric in PAIRS:
+        if pt in torch_val:
+            print()
+            print("validation loss of %s: PyTorch %.4f" % (pt, statistics.median(torch_val[pt])) + "".join(
+                ", zoo %s %.4f" % (b, builds[b][go]["val_loss"]) for b in names if "val_loss" in builds[b].get(go, {})))
 
 
 def decode_limit(builds, torch):

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/finetune"
 	"github.com/d73a19ff/zoo/internal/heatmap"
 	"github.com/d73a19ff/zoo/models"
@@ -59,8 +60,10 @@ func runFinetuneSeq2Seq(args []string, stdout io.Writer) error {
 	f.StringVar(&cfg.Data, "data", cfg.Data, "TSV of source<TAB>target lines")
 	f.StringVar(&cfg.SrcFile, "src-file", cfg.SrcFile, "source sentences, one per line (with --tgt-file)")
 	f.StringVar(&cfg.TgtFile, "tgt-file", cfg.TgtFile, "target sentences, aligned with --src-file")
+	f.StringVar(&cfg.TestData, "test-data", cfg.TestData, "TSV of test pairs scored at the end instead of the held-out pairs")
 	f.IntVar(&cfg.Beam, "beam", cfg.Beam, "beam size of the final scores")
 	f.Float64Var(&cfg.LengthPenalty, "length-penalty", cfg.LengthPenalty, "GNMT length penalty α of the final scores")
+	f.StringVar(&cfg.EarlyStopping, "early-stopping", cfg.EarlyStopping, "beam search of the final scores: true, false or never (Hugging Face's early_stopping)")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
@@ -108,6 +111,7 @@ func runTranslate(args []string, stdout io.Writer) error {
 	greedy := fs.Bool("greedy", false, "greedy decoding instead of beam search")
 	nbest := fs.Int("nbest", 1, "print the n best translations of each line, with scores")
 	alpha := fs.Float64("length-penalty", 0.6, "GNMT length penalty α")
+	stopping := fs.String("early-stopping", "true", "when beam search is done with a line, as Hugging Face's early_stopping: true (once beam hypotheses have finished), false (once the best open beam falls below them) or never (once no open beam can beat them)")
 	attention := fs.String("attention", "", "write the cross-attention map of the first sentence to this PNG")
 	layer := fs.Int("layer", 0, "with --attention: decoder layer to draw, 1-based (default: the last)")
 	if help, err := fs.parse(args, stdout); help || err != nil {
@@ -146,7 +150,11 @@ func runTranslate(args []string, stdout io.Writer) error {
 		}
 	}
 	out := make([]string, len(lines))
-	dc := seq2seq.DecodeConfig{Beam: *beam, NBest: *nbest, LengthPenalty: *alpha}
+	stop, err := decode.ParseStopping(*stopping)
+	if err != nil {
+		return fmt.Errorf("%w: --early-stopping: %v", errUsage, err)
+	}
+	dc := seq2seq.DecodeConfig{Beam: *beam, NBest: *nbest, LengthPenalty: *alpha, EarlyStopping: stop}
 	if *greedy {
 		dc.Beam, dc.NBest = 1, 1
 	}
@@ -254,6 +262,7 @@ func runEvalSeq2Seq(args []string, stdout io.Writer) error {
 	beam := fs.Int("beam", 4, "beam size")
 	greedy := fs.Bool("greedy", false, "greedy decoding instead of beam search")
 	alpha := fs.Float64("length-penalty", 0.6, "GNMT length penalty α")
+	stopping := fs.String("early-stopping", "true", "when beam search is done with a source: true, false or never (Hugging Face's early_stopping)")
 	limit := fs.Int("limit", 0, "score only the first N pairs")
 	if help, err := fs.parse(args, stdout); help || err != nil {
 		return err
@@ -273,7 +282,11 @@ func runEvalSeq2Seq(args []string, stdout io.Writer) error {
 	if *limit > 0 && len(pairs) > *limit {
 		pairs = pairs[:*limit]
 	}
-	s, _, err := finetune.ScoreTranslation(m, tok, pairs, seq2seq.DecodeConfig{Beam: *beam, LengthPenalty: *alpha}, *greedy)
+	stop, err := decode.ParseStopping(*stopping)
+	if err != nil {
+		return fmt.Errorf("%w: --early-stopping: %v", errUsage, err)
+	}
+	s, _, err := finetune.ScoreTranslation(m, tok, pairs, seq2seq.DecodeConfig{Beam: *beam, LengthPenalty: *alpha, EarlyStopping: stop}, *greedy)
 	if err != nil {
 		return err
 	}

@@ -67,6 +67,18 @@ func TestSeq2SeqCLI(t *testing.T) {
 	}
 	ckpt := filepath.Join(ft, "checkpoints", "final")
 
+	// A separate test set is scored instead of the held-out pairs, with
+	// the early stopping asked for.
+	out.Reset()
+	test := filepath.Join(dir, "test.tsv")
+	require.NoError(t, os.WriteFile(test, []byte("seven one\tsieben eins\nnine nine\tneun neun\nsomething new\tetwas neues\n"), 0o644))
+	code = run([]string{"finetune", "seq2seq", "--config", cfg, "--data", tsv, "--run", filepath.Join(dir, "ft-test"), "--max-steps", "2",
+		"--test-data", test, "--early-stopping", "never"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	for _, want := range []string{"early stopping never) on 3 test pairs: BLEU", "greedy on 3 test pairs", "warning: 2 of 3 test sources are also training sources"} {
+		require.Contains(t, out.String(), want)
+	}
+
 	// Resuming past the end continues with the checkpoint's tokenizer and
 	// model: no tokenizer is trained again.
 	out.Reset()
@@ -105,6 +117,8 @@ func TestSeq2SeqCLI(t *testing.T) {
 		{[]string{"translate", "--checkpoint", ckpt, "--input", in, "--beam", "0"}, "beam size 0"},
 		{[]string{"translate", "--checkpoint", filepath.Join(dir, "nowhere")}, "no such file"},
 		{[]string{"finetune", "seq2seq", "--config", cfg, "--run", ft}, "no data"},
+		{[]string{"finetune", "seq2seq", "--config", cfg, "--data", tsv, "--run", filepath.Join(dir, "bad"), "--early-stopping", "soon"}, "true, false or never"},
+		{[]string{"translate", "--checkpoint", ckpt, "--input", in, "--early-stopping", "soon"}, "true, false or never"},
 	} {
 		errb.Reset()
 		require.NotEqual(t, 0, run(c.args, &out, &errb), c.args)

@@ -14,6 +14,10 @@ type DecodeConfig struct {
 	NBest         int     // hypotheses returned per source, at most Beam; 0 means 1
 	LengthPenalty float64 // GNMT's α (Wu et al. 2016, §7): score = log P / ((5+|y|)/6)^α; 0 ranks by log P
 	MaxLen        int     // most tokens per output, eos included; 0 means max_len
+	// EarlyStopping says when beam search is done with a source (Hugging
+	// Face's early_stopping); the zero value stops once Beam hypotheses
+	// have finished.
+	EarlyStopping decode.Stopping
 	// NoCache reruns the whole target prefix at every step instead of
 	// reading a KV cache: slower, and the reference the cache must equal.
 	NoCache bool
@@ -32,7 +36,7 @@ func (c DecodeConfig) Validate() error {
 
 // beam is the beam search of at most maxLen tokens that c asks for.
 func (c DecodeConfig) beam(maxLen int) decode.BeamConfig {
-	return decode.BeamConfig{Beam: c.Beam, NBest: c.NBest, LengthPenalty: c.LengthPenalty, MaxNewTokens: maxLen}
+	return decode.BeamConfig{Beam: c.Beam, NBest: c.NBest, LengthPenalty: c.LengthPenalty, MaxNewTokens: maxLen, EarlyStopping: c.EarlyStopping}
 }
 
 // Hypothesis is one decoded output: its tokens without bos and eos, log P
