@@ -1,11 +1,13 @@
 package finetune
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -34,6 +36,11 @@ type TranslationConfig struct {
 	LengthPenalty float64 `json:"length_penalty"` // GNMT α
 	EarlyStopping string  `json:"early_stopping"` // beam search: "true", "false" or "never" (decode.ParseStopping)
 	ScoreSize     int     `json:"score_size"`     // pairs scored with BLEU and chrF; 0: all
+	// ExportIDs writes the encoded pairs to run_dir/ids/{train,valid,test}.jsonl,
+	// one {"src": [...], "tgt": [...]} per line (ids without bos and eos),
+	// so that another implementation can train on exactly the same ids
+	// (tools/pytorch/train_seq2seq.py).
+	ExportIDs bool `json:"export_ids"`
 }
 
 // DefaultTranslation is the paper's recipe on the Small model, beam 4 with
@@ -130,6 +137,18 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		return nil, err
 	}
 	fmt.Fprintf(out, "training: %s\n", rep)
+	if cfg.ExportIDs {
+		sets := map[string][]seq2seq.Example{"train": trainEx, "valid": heldEx}
+		if test != nil {
+			if sets["test"], _, err = seq2seq.Encode(tok, test, m.Config.MaxLen, seq2seq.Truncate); err != nil {
+				return nil, err
+			}
+		}
+		if err := exportIDs(filepath.Join(cfg.RunDir, "ids"), sets); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "ids written to %s\n", filepath.Join(cfg.RunDir, "ids"))
+	}
 	if err := seq2seq.CheckMemory(m.Config, cfg.Batch, trainEx, heldEx); err != nil {
 		return nil, err
 	}
@@ -250,6 +269,32 @@ func checkDecode(m *seq2seq.Model, tok datasets.Tokenizer, srcs []string, dc seq
 	return models.CheckMemory(m.Config.DecodeBytes(rows, beam, ts, tt),
 		fmt.Sprintf("finetune: decoding %d sources of up to %d tokens with beam %d for up to %d steps", rows, ts, beam, tt),
 		"lower num_beams (zoo eval --beam), or decode greedily")
+}
+
+// exportIDs writes each set of examples to dir/NAME.jsonl.
+func exportIDs(dir string, sets map[string][]seq2seq.Example) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("finetune: export_ids: %w", err)
+	}
+	for name, exs := range sets {
+		err := atomicfile.WriteFile(filepath.Join(dir, name+".jsonl"), func(w io.Writer) error {
+			bw := bufio.NewWriter(w)
+			enc := json.NewEncoder(bw)
+			for _, e := range exs {
+				if err := enc.Encode(struct {
+					Src []int `json:"src"`
+					Tgt []int `json:"tgt"`
+				}{e.Src, e.Tgt}); err != nil {
+					return err
+				}
+			}
+			return bw.Flush()
+		})
+		if err != nil {
+			return fmt.Errorf("finetune: export_ids: %w", err)
+		}
+	}
+	return nil
 }
 
 // overlap counts the test pairs whose source is also a training source.

@@ -63,6 +63,7 @@ func runFinetuneSeq2Seq(args []string, stdout io.Writer) error {
 	f.StringVar(&cfg.TestData, "test-data", cfg.TestData, "TSV of test pairs scored at the end instead of the held-out pairs")
 	f.IntVar(&cfg.Beam, "beam", cfg.Beam, "beam size of the final scores")
 	f.Float64Var(&cfg.LengthPenalty, "length-penalty", cfg.LengthPenalty, "GNMT length penalty α of the final scores")
+	f.BoolVar(&cfg.ExportIDs, "export-ids", cfg.ExportIDs, "write the encoded pairs to RUN/ids/{train,valid,test}.jsonl (for tools/pytorch/train_seq2seq.py)")
 	f.StringVar(&cfg.EarlyStopping, "early-stopping", cfg.EarlyStopping, "beam search of the final scores: true, false or never (Hugging Face's early_stopping)")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err

@@ -73,11 +73,15 @@ func TestSeq2SeqCLI(t *testing.T) {
 	test := filepath.Join(dir, "test.tsv")
 	require.NoError(t, os.WriteFile(test, []byte("seven one\tsieben eins\nnine nine\tneun neun\nsomething new\tetwas neues\n"), 0o644))
 	code = run([]string{"finetune", "seq2seq", "--config", cfg, "--data", tsv, "--run", filepath.Join(dir, "ft-test"), "--max-steps", "2",
-		"--test-data", test, "--early-stopping", "never"}, &out, &errb)
+		"--test-data", test, "--early-stopping", "never", "--export-ids"}, &out, &errb)
 	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
 	for _, want := range []string{"early stopping never) on 3 test pairs: BLEU", "greedy on 3 test pairs", "warning: 2 of 3 test sources are also training sources"} {
 		require.Contains(t, out.String(), want)
 	}
+	ids, err := os.ReadFile(filepath.Join(dir, "ft-test", "ids", "test.jsonl"))
+	require.NoError(t, err)
+	require.Len(t, strings.Split(strings.TrimSpace(string(ids)), "\n"), 3)
+	require.Regexp(t, `^\{"src":\[\d+(,\d+)*\],"tgt":\[\d+(,\d+)*\]\}\n`, string(ids))
 
 	// Resuming past the end continues with the checkpoint's tokenizer and
 	// model: no tokenizer is trained again.
