@@ -1,6 +1,7 @@
 package finetune
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models/seq2seq"
 )
 
 // toks splits a space-separated phoneme string into tokens.
@@ -152,4 +155,44 @@ func TestScoreG2PWords(t *testing.T) {
 	assert.Equal(t, G2PScore{Words: 4, WordErrors: 3, Edits: 3, RefPhonemes: 11}, s) // g2pCase
 	_, err = ScoreG2PWords([]string{"A"}, words)
 	assert.EqualError(t, err, "finetune: g2p: different numbers of hypotheses and references: 1 hypotheses, 4 words")
+}
+
+// TestG2PThroughSeq2seq puts the pieces of a G2P run together on two
+// words: a word-level tokenizer trained on the pairs, whose first special
+// tokens are seq2seq's, passes seq2seq.CheckTokenizer for a model of its
+// size; the pairs encode to one id per character and per phoneme; an
+// untrained Tiny model's greedy outputs decode to space-separated tokens
+// that ScoreG2PWords scores.
+func TestG2PThroughSeq2seq(t *testing.T) {
+	require.Equal(t, seq2seq.Specials, datasets.WordLevelSpecials[:len(seq2seq.Specials)])
+	pairs := []datasets.Pair{{Src: "c a t", Tgt: "K AE T"}, {Src: "a", Tgt: "AH"}, {Src: "a", Tgt: "EY"}}
+	var texts []string
+	for _, p := range pairs {
+		texts = append(texts, p.Src, p.Tgt)
+	}
+	tok, err := datasets.TrainWordLevelTexts(context.Background(), texts, datasets.WordLevelOptions{})
+	require.NoError(t, err)
+	cfg := seq2seq.Tiny()
+	cfg.SrcVocabSize, cfg.TgtVocabSize = tok.VocabSize(), tok.VocabSize()
+	cfg.PadTokenID, cfg.BOSTokenID, cfg.EOSTokenID = 0, 1, 2
+	m, err := seq2seq.New(cfg, layers.WithSeed(1))
+	require.NoError(t, err)
+	require.NoError(t, seq2seq.CheckTokenizer(m, tok))
+
+	ex, rep, err := seq2seq.Encode(tok, pairs, cfg.MaxLen, seq2seq.Truncate)
+	require.NoError(t, err)
+	assert.Equal(t, 3, rep.Pairs)
+	assert.Len(t, ex[0].Src, 3)
+	assert.Len(t, ex[0].Tgt, 3)
+
+	words, err := GroupG2P(pairs)
+	require.NoError(t, err)
+	srcs := []string{words[0].Source, words[1].Source}
+	cands, _, err := seq2seq.Translate(m, tok, srcs, seq2seq.DecodeConfig{Beam: 1, MaxLen: 4}, true, 2, nil)
+	require.NoError(t, err)
+	hyps := []string{cands[0][0].Text, cands[1][0].Text}
+	s, err := ScoreG2PWords(hyps, words)
+	require.NoError(t, err)
+	assert.Equal(t, 2, s.Words)
+	assert.Equal(t, 4, s.RefPhonemes) // "K AE T" and one of "AH", "EY"
 }
