@@ -120,6 +120,15 @@ func parseTokenizer(raw []byte) (Tokenizer, error) {
 				return t, nil
 			}
 		}
+		if json.Unmarshal(head.Model, &m) == nil && m.Type == "WordLevel" {
+			t, ok, err := parseWordLevel(raw)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				return t, nil
+			}
+		}
 		return parseHF(raw)
 	}
 	return nil, errors.New(`neither a tokenizer.json (no "model") nor a character tokenizer (no "type": "` + charType + `")`)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/d73a19ff/zoo/datasets"
@@ -35,7 +36,11 @@ type TranslationConfig struct {
 	Beam          int     `json:"num_beams"`      // beam width for the final scores
 	LengthPenalty float64 `json:"length_penalty"` // GNMT α
 	EarlyStopping string  `json:"early_stopping"` // beam search: "true", "false" or "never" (decode.ParseStopping)
-	ScoreSize     int     `json:"score_size"`     // pairs scored with BLEU and chrF; 0: all
+	ScoreSize     int     `json:"score_size"`     // pairs (words with metric g2p) scored; 0: all
+	// Metric is what the final scores are: "bleu" (corpus BLEU and chrF,
+	// the default) or "g2p" (word and phoneme error rates against every
+	// reference of a source: grapheme-to-phoneme conversion).
+	Metric string `json:"metric"`
 	// ExportIDs writes the encoded pairs to run_dir/ids/{train,valid,test}.jsonl,
 	// one {"src": [...], "tgt": [...]} per line (ids without bos and eos),
 	// so that another implementation can train on exactly the same ids
@@ -63,6 +68,8 @@ type TranslationScores struct {
 	BLEU     float64 `json:"bleu"`
 	BLEUText string  `json:"bleu_signature"`
 	ChrF     float64 `json:"chrf"`
+	WER      float64 `json:"wer,omitempty"` // metric g2p, in %
+	PER      float64 `json:"per,omitempty"` // metric g2p, in %
 	Seconds  float64 `json:"seconds"`
 }
 
@@ -95,6 +102,9 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	stop, err := decode.ParseStopping(cfg.EarlyStopping)
 	if err != nil {
 		return nil, fmt.Errorf("config: early_stopping: %w", err)
+	}
+	if cfg.Metric != "" && cfg.Metric != "bleu" && cfg.Metric != "g2p" {
+		return nil, fmt.Errorf("config: metric %q must be \"bleu\" or \"g2p\"", cfg.Metric)
 	}
 	pairs, read, err := readPairs(cfg)
 	var test []datasets.Pair
@@ -172,19 +182,25 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 			fmt.Fprintf(out, "warning: %d of %d test sources are also training sources\n", n, len(test))
 		}
 	}
-	if cfg.ScoreSize > 0 && len(scored) > cfg.ScoreSize {
-		scored = scored[:cfg.ScoreSize]
-	}
-	for _, greedy := range []bool{false, true} {
-		s, outputs, err := ScoreTranslationContext(ctx, m, tok, scored, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, EarlyStopping: stop}, greedy)
-		if err != nil {
+	if cfg.Metric == "g2p" {
+		if err := scoreG2PRun(ctx, cfg, m, tok, scored, what, stop, res, out); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(out, "%s on %d %s pairs: BLEU %.2f, chrF %.2f (%.1f s)\n", s.Strategy, len(scored), what, s.BLEU, s.ChrF, s.Seconds)
-		res.Scores = append(res.Scores, s)
-		if !greedy {
-			for i := 0; i < min(10, len(scored)); i++ {
-				res.ExampleOutput = append(res.ExampleOutput, [3]string{scored[i].Src, scored[i].Tgt, outputs[i]})
+	} else {
+		if cfg.ScoreSize > 0 && len(scored) > cfg.ScoreSize {
+			scored = scored[:cfg.ScoreSize]
+		}
+		for _, greedy := range []bool{false, true} {
+			s, outputs, err := ScoreTranslationContext(ctx, m, tok, scored, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, EarlyStopping: stop}, greedy)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(out, "%s on %d %s pairs: BLEU %.2f, chrF %.2f (%.1f s)\n", s.Strategy, len(scored), what, s.BLEU, s.ChrF, s.Seconds)
+			res.Scores = append(res.Scores, s)
+			if !greedy {
+				for i := 0; i < min(10, len(scored)); i++ {
+					res.ExampleOutput = append(res.ExampleOutput, [3]string{scored[i].Src, scored[i].Tgt, outputs[i]})
+				}
 			}
 		}
 	}
@@ -239,6 +255,67 @@ func ScoreTranslationContext(ctx context.Context, m *seq2seq.Model, tok datasets
 		return s, nil, err
 	}
 	s.BLEU, s.BLEUText, s.ChrF = bleu.Score, bleu.String(), chrf.Score
+	return s, hyps, nil
+}
+
+// scoreG2PRun scores the pairs (grouped by source: several
+// pronunciations of a word) by word and phoneme error rate, beam and
+// greedy, into res.
+func scoreG2PRun(ctx context.Context, cfg TranslationConfig, m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets.Pair, what string, stop decode.Stopping, res *TranslationResult, out io.Writer) error {
+	words, err := GroupG2P(pairs)
+	if err != nil {
+		return err
+	}
+	if cfg.ScoreSize > 0 && len(words) > cfg.ScoreSize {
+		words = words[:cfg.ScoreSize]
+	}
+	for _, greedy := range []bool{false, true} {
+		s, hyps, err := ScoreG2PContext(ctx, m, tok, words, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, EarlyStopping: stop}, greedy)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s on %d %s words: WER %.2f%%, PER %.2f%% (%.1f s)\n", s.Strategy, len(words), what, s.WER, s.PER, s.Seconds)
+		res.Scores = append(res.Scores, s)
+		if !greedy {
+			for i := 0; i < min(10, len(words)); i++ {
+				res.ExampleOutput = append(res.ExampleOutput, [3]string{words[i].Source, strings.Join(words[i].References[0], " "), hyps[i]})
+			}
+		}
+	}
+	return nil
+}
+
+// ScoreG2PContext decodes each word's source and scores the outputs
+// against the word's references by word and phoneme error rate (in %).
+func ScoreG2PContext(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer, words []G2PWord, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
+	s := TranslationScores{Strategy: fmt.Sprintf("beam %d (α %.1f, early stopping %v)", dc.Beam, dc.LengthPenalty, dc.EarlyStopping)}
+	if greedy {
+		s.Strategy = "greedy"
+	}
+	srcs := make([]string, len(words))
+	for i, w := range words {
+		srcs[i] = w.Source
+	}
+	if err := checkDecode(m, tok, srcs, dc, greedy); err != nil {
+		return s, nil, err
+	}
+	began := time.Now()
+	cands, _, err := seq2seq.TranslateContext(ctx, m, tok, srcs, dc, greedy, scoreBatch, nil)
+	if err != nil {
+		return s, nil, fmt.Errorf("finetune: translate: %w", err)
+	}
+	s.Seconds = time.Since(began).Seconds()
+	hyps := make([]string, len(cands))
+	for i, c := range cands {
+		if len(c) > 0 {
+			hyps[i] = c[0].Text
+		}
+	}
+	g, err := ScoreG2PWords(hyps, words)
+	if err != nil {
+		return s, nil, err
+	}
+	s.WER, s.PER = 100*g.WER(), 100*g.PER()
 	return s, hyps, nil
 }
 

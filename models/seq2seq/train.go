@@ -23,12 +23,13 @@ import (
 // (§5.3, §5.4): Adam with β = (0.9, 0.98), ε = 1e-9, the inverse-square-root
 // schedule with 4000 warmup steps, label smoothing 0.1.
 type TrainConfig struct {
-	Tokenizer      string   `json:"tokenizer"`      // a tokenizer.json; empty: train a joint byte-level BPE
-	BPEVocab       int      `json:"bpe_vocab_size"` // when training one
-	Model          Config   `json:"model"`          // vocabulary sizes come from the tokenizer
-	InitFrom       string   `json:"init_from"`      // start from this checkpoint (model and tokenizer)
-	Overlong       Overlong `json:"overlong"`       // "truncate" or "skip" pairs longer than max_len
-	Batch          int      `json:"batch_size"`     // pairs per batch
+	Tokenizer      string   `json:"tokenizer"`       // a tokenizer.json; empty: train a joint one on the training texts
+	TokenizerModel string   `json:"tokenizer_model"` // the one to train: "bpe" (byte-level BPE, the default) or "wordlevel" (whitespace-separated tokens, as characters and phonemes)
+	BPEVocab       int      `json:"bpe_vocab_size"`  // when training a BPE
+	Model          Config   `json:"model"`           // vocabulary sizes come from the tokenizer
+	InitFrom       string   `json:"init_from"`       // start from this checkpoint (model and tokenizer)
+	Overlong       Overlong `json:"overlong"`        // "truncate" or "skip" pairs longer than max_len
+	Batch          int      `json:"batch_size"`      // pairs per batch
 	Steps          int      `json:"max_steps"`
 	Warmup         int      `json:"warmup_steps"`
 	LRFactor       float64  `json:"lr_factor"` // scales the schedule; 1 is the paper's
@@ -75,7 +76,9 @@ func (c TrainConfig) Validate() error {
 		return fmt.Errorf("config: held_out %d must be positive: the held-out pairs validate the run", c.HeldOut)
 	case c.RunDir == "":
 		return fmt.Errorf("config: run_dir is empty")
-	case c.Tokenizer == "" && c.InitFrom == "" && c.BPEVocab < 260+len(Specials):
+	case c.TokenizerModel != "" && c.TokenizerModel != "bpe" && c.TokenizerModel != "wordlevel":
+		return fmt.Errorf("config: tokenizer_model %q must be \"bpe\" or \"wordlevel\"", c.TokenizerModel)
+	case c.Tokenizer == "" && c.InitFrom == "" && c.TokenizerModel != "wordlevel" && c.BPEVocab < 260+len(Specials):
 		return fmt.Errorf("config: bpe_vocab_size %d must be at least %d", c.BPEVocab, 260+len(Specials))
 	}
 	m := c.Model // the joint tokenizer sets both vocabulary sizes later, to one value
@@ -153,6 +156,13 @@ func SetupContext(ctx context.Context, c TrainConfig, texts func() []string, out
 	var err error
 	if c.Tokenizer != "" {
 		tok, err = datasets.LoadTokenizer(c.Tokenizer)
+	} else if c.TokenizerModel == "wordlevel" {
+		var wl *datasets.WordLevel
+		wl, err = datasets.TrainWordLevelTexts(ctx, texts(), datasets.WordLevelOptions{Specials: append(slices.Clone(Specials), datasets.WordLevelUnknown)})
+		if err == nil {
+			fmt.Fprintf(out, "word-level vocabulary: %d tokens\n", wl.VocabSize())
+			tok = wl
+		}
 	} else {
 		tok, err = datasets.TrainBPETextsContext(ctx, texts(), c.BPEVocab, Specials)
 	}
@@ -219,6 +229,9 @@ func runRecord(c TrainConfig, texts []string) (runinfo.Record, error) {
 		return nil, err
 	}
 	tokSetting := fmt.Sprintf("joint byte-level BPE of %d tokens", c.BPEVocab)
+	if c.TokenizerModel == "wordlevel" {
+		tokSetting = "joint word-level vocabulary of whitespace-separated tokens"
+	}
 	if c.Tokenizer != "" {
 		tokSetting = c.Tokenizer
 		if b, err := os.ReadFile(c.Tokenizer); err == nil { // a bad path is LoadTokenizer's error to report
