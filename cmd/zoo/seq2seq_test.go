@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -136,4 +137,73 @@ func TestSeq2SeqCLI(t *testing.T) {
 	errb.Reset()
 	require.Equal(t, 1, run([]string{"translate", "--checkpoint", gptDir, "--input", in}, &out, &errb))
 	require.Contains(t, errb.String(), "another model family")
+}
+
+// Grapheme-to-phoneme through the CLI on generated data: letters
+// (space-separated) to phoneme-like symbols, a word-level vocabulary, and
+// word and phoneme error rates over every pronunciation of a word. Each
+// letter has one symbol, and words ending in "e" have a second
+// pronunciation without the last symbol, so the task is learnable in a
+// few hundred steps; an untrained model gets every word wrong.
+func TestSeq2SeqG2PCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains for a few hundred steps")
+	}
+	dir := t.TempDir()
+	letters := []string{"a", "b", "c", "d", "e", "f"}
+	phones := []string{"AA", "B", "K", "D", "IY", "F"}
+	var train, test strings.Builder
+	r := uint64(1)
+	for i := 0; i < 700; i++ {
+		var w, p []string
+		for n := 3 + i%3; len(w) < n; {
+			r = r*6364136223846793005 + 1442695040888963407
+			k := int(r>>33) % len(letters)
+			w, p = append(w, letters[k]), append(p, phones[k])
+		}
+		b := &train
+		if i >= 600 {
+			b = &test
+		}
+		fmt.Fprintf(b, "%s\t%s\n", strings.Join(w, " "), strings.Join(p, " "))
+		if w[len(w)-1] == "e" {
+			fmt.Fprintf(b, "%s\t%s\n", strings.Join(w, " "), strings.Join(p[:len(p)-1], " "))
+		}
+	}
+	trainTSV, testTSV := filepath.Join(dir, "train.tsv"), filepath.Join(dir, "test.tsv")
+	require.NoError(t, os.WriteFile(trainTSV, []byte(train.String()), 0o644))
+	require.NoError(t, os.WriteFile(testTSV, []byte(test.String()), 0o644))
+	cfg := filepath.Join(dir, "config.json")
+	require.NoError(t, os.WriteFile(cfg, []byte(`{
+		"tokenizer_model": "wordlevel", "metric": "g2p", "batch_size": 32, "warmup_steps": 50, "lr_factor": 1,
+		"eval_interval": 100, "save_interval": 300, "held_out": 30, "num_beams": 2,
+		"model": {"model_type": "marian", "d_model": 32, "encoder_attention_heads": 2, "decoder_attention_heads": 2,
+			"encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "encoder_layers": 1, "decoder_layers": 1,
+			"dropout": 0, "attention_dropout": 0, "max_position_embeddings": 12, "vocab_size": 20,
+			"share_encoder_decoder_embeddings": true, "tie_word_embeddings": true, "activation_function": "relu",
+			"pad_token_id": 0, "decoder_start_token_id": 1, "eos_token_id": 2}
+	}`), 0o644))
+	var out, errb bytes.Buffer
+	run1 := filepath.Join(dir, "g2p")
+	code := run([]string{"finetune", "seq2seq", "--config", cfg, "--data", trainTSV, "--test-data", testTSV, "--run", run1, "--max-steps", "300"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Contains(t, out.String(), "word-level vocabulary: 17 tokens") // 5 specials, 6 letters, 6 symbols
+	res, err := os.ReadFile(filepath.Join(run1, "results.json"))
+	require.NoError(t, err)
+	var got struct {
+		Scores []struct {
+			Strategy string
+			WER, PER float64
+		}
+	}
+	require.NoError(t, json.Unmarshal(res, &got))
+	require.Len(t, got.Scores, 2)
+	for _, s := range got.Scores {
+		require.Less(t, s.WER, 20.0, "%s: %s", s.Strategy, out.String())
+		require.Less(t, s.PER, 5.0, "%s", s.Strategy)
+	}
+	require.Regexp(t, `greedy on \d+ test words: WER`, out.String())
+	tok, err := os.ReadFile(filepath.Join(run1, "checkpoints", "final", "tokenizer.json"))
+	require.NoError(t, err)
+	require.Contains(t, string(tok), `"type": "WordLevel"`)
 }
