@@ -313,9 +313,9 @@ func writePairs(pairs []pair, heldOut map[string]bool, train, test io.Writer, st
 			return err
 		}
 	}
-	for b := range heldOut {
-		if st.testBooks[b] == 0 {
-			return fmt.Errorf("held-out book %s has no pairs: is it in both modules?", b)
+	for _, b := range books {
+		if heldOut[b.imp] && st.testBooks[b.imp] == 0 {
+			return fmt.Errorf("held-out book %s has no pairs: is it in both modules?", b.imp)
 		}
 	}
 	return nil

@@ -178,8 +178,8 @@ func sentenceInitial(toks []string, i int) bool {
 // chapter's first verse, in the module's usual casing: "EN el principio"
 // becomes "En el principio", "¡OH Jehová" "¡Oh Jehová", "YO DIJE:" "Yo
 // dije:", "A JEHOVÁ llamé" "A Jehová llamé", "Y Á SUS discípulos" "Y á
-// sus discípulos". It reports whether it
-// changed anything.
+// sus discípulos", "ALEPH. BIENAVENTURADOS" "Aleph. Bienaventurados". It
+// reports whether it changed anything.
 func (m *module) recaseOpening(text string) (string, bool) {
 	toks := strings.Fields(text)
 	start := -1
@@ -198,7 +198,7 @@ func (m *module) recaseOpening(text string) (string, bool) {
 	for i := start; i < len(toks) && (i == start || isCapsWord(toks[i])); i++ {
 		core := wordCore(toks[i])
 		lower := strings.ToLower(core)
-		if m.capitalised[lower] || (i == start && sentenceInitial(toks, i)) {
+		if m.capitalised[lower] || sentenceInitial(toks, i) {
 			r, n := utf8.DecodeRuneInString(lower)
 			lower = string(unicode.ToUpper(r)) + lower[n:]
 		}

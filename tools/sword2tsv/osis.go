@@ -329,7 +329,7 @@ func (st *stripper) text(s string) {
 	}
 	switch {
 	case st.dropDepth > 0 || len(st.suppressed) > 0:
-		if st.dropDepth > 0 && st.inHeading() {
+		if len(st.suppressed) == 0 && st.titleDepth == 0 && st.inHeading() {
 			st.heading.WriteString(s)
 		}
 		return
