@@ -32,14 +32,14 @@ func TestReadIMP(t *testing.T) {
 
 func TestReadIMPErrors(t *testing.T) {
 	for in, want := range map[string]string{
-		"":                             "x.imp: no $$$ entries; is this an IMP file (mod2imp's output)?",
-		"Genesis 1:1 In the beginning": "x.imp: line 1: text before the first $$$ key line; is this an IMP file (mod2imp's output)?",
-		"$$$[ Module Heading ]\n":      "x.imp: no verse entries, only headings",
-		"$$$Genesis 1:1\na\n$$$Genesis 1\nb\n":              `x.imp: line 3: key "Genesis 1" is not BOOK CHAPTER:VERSE`,
-		"$$$Genesis 1:x\n":                                  `x.imp: line 1: key "Genesis 1:x" is not BOOK CHAPTER:VERSE`,
-		"$$$1:1\n":                                          `x.imp: line 1: key "1:1" is not BOOK CHAPTER:VERSE`,
-		"$$$Genesis 1:12345\n":                              `x.imp: line 1: key "Genesis 1:12345" is not BOOK CHAPTER:VERSE`,
-		"$$$Genesis -1:1\n":                                 `x.imp: line 1: key "Genesis -1:1" is not BOOK CHAPTER:VERSE`,
+		"":                                     "x.imp: no $$$ entries; is this an IMP file (mod2imp's output)?",
+		"Genesis 1:1 In the beginning":         "x.imp: line 1: text before the first $$$ key line; is this an IMP file (mod2imp's output)?",
+		"$$$[ Module Heading ]\n":              "x.imp: no verse entries, only headings",
+		"$$$Genesis 1:1\na\n$$$Genesis 1\nb\n": `x.imp: line 3: key "Genesis 1" is not BOOK CHAPTER:VERSE`,
+		"$$$Genesis 1:x\n":                     `x.imp: line 1: key "Genesis 1:x" is not BOOK CHAPTER:VERSE`,
+		"$$$1:1\n":                             `x.imp: line 1: key "1:1" is not BOOK CHAPTER:VERSE`,
+		"$$$Genesis 1:12345\n":                 `x.imp: line 1: key "Genesis 1:12345" is not BOOK CHAPTER:VERSE`,
+		"$$$Genesis -1:1\n":                    `x.imp: line 1: key "Genesis -1:1" is not BOOK CHAPTER:VERSE`,
 		"$$$Genesis 1:1\na\n$$$Genesis 1:2\n$$$Genesis 1:1": `x.imp: line 4: key "Genesis 1:1" repeats line 1`,
 	} {
 		_, err := readIMP(strings.NewReader(in), "x.imp")
