@@ -43,8 +43,9 @@ type pairStats struct {
 	verses, empty, missing [2]int
 	// unpartnered are the verses with text whose key is missing or empty
 	// on the other side; bothEmpty the keys empty on both sides.
-	unpartnered [2]int
-	bothEmpty   int
+	unpartnered     [2]int
+	unpartneredKeys [2][]verseKey
+	bothEmpty       int
 	// marked are the canonical titles (<title canonical="true">) stripped
 	// by markup, split those found by the capitals heuristic where only
 	// the other side marks one, notFound those the heuristic missed (the
@@ -120,10 +121,10 @@ func align(src, tgt *module, keepMisaligned bool) ([]pair, *pairStats) {
 			st.bothEmpty++
 			continue
 		case text[1] == "":
-			st.unpartnered[0]++
+			st.unpartner(0, v.key)
 			continue
 		case text[0] == "":
-			st.unpartnered[1]++
+			st.unpartner(1, v.key)
 			continue
 		}
 		if ok := st.stripHeadings(mods, vs, &text); !ok || drop[v.key] {
@@ -141,10 +142,16 @@ func align(src, tgt *module, keepMisaligned bool) ([]pair, *pairStats) {
 	}
 	for _, v := range tgt.verses {
 		if src.lookup(v.key) == nil && v.text != "" {
-			st.unpartnered[1]++
+			st.unpartner(1, v.key)
 		}
 	}
 	return pairs, st
+}
+
+// unpartner counts a verse of side s with text and no partner.
+func (st *pairStats) unpartner(s int, k verseKey) {
+	st.unpartnered[s]++
+	st.unpartneredKeys[s] = append(st.unpartneredKeys[s], k)
 }
 
 // stripHeadings removes from text the titles and headings that one side
@@ -325,10 +332,14 @@ func writePairs(pairs []pair, heldOut map[string]bool, train, test io.Writer, st
 func (st *pairStats) report(w io.Writer, mods [2]*module, heldOut map[string]bool, verbose bool) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, "sword2tsv: "+format+"\n", args...) }
 	side := [2]string{"source", "target"}
+	most := 20 // keys listed
+	if verbose {
+		most = 1 << 30
+	}
 	p("pairs written: %d (train %d, test %d)", st.train+st.test, st.train, st.test)
 	for s := range 2 {
-		p("%s %s: %d verses, %d empty, %d keys of the other module missing, %d verses with text unpartnered",
-			side[s], st.names[s], st.verses[s], st.empty[s], st.missing[s], st.unpartnered[s])
+		p("%s %s: %d verses, %d empty, %d keys of the other module missing, %d verses with text unpartnered %s",
+			side[s], st.names[s], st.verses[s], st.empty[s], st.missing[s], st.unpartnered[s], keyList(st.unpartneredKeys[s], most))
 	}
 	p("keys empty on both sides: %d", st.bothEmpty)
 	p("psalm titles: %d marked in both; source %d marked, %d split by capitals, %d not found; target %d marked, %d split by capitals, %d not found (pairs not found are dropped)",
@@ -336,7 +347,7 @@ func (st *pairStats) report(w io.Writer, mods [2]*module, heldOut map[string]boo
 	for s := range 2 {
 		if mods[s].capsOpenings {
 			p("%s opens %d of %d chapters with a word in capitals: %d openings recased; %d first verses have text before the capitals where the other side marks no title, left as they are: %s",
-				st.names[s], mods[s].capsOpened, mods[s].openings, st.recased[s], st.leftAlone[s], keyList(st.leftAloneKeys[s], 12))
+				st.names[s], mods[s].capsOpened, mods[s].openings, st.recased[s], st.leftAlone[s], keyList(st.leftAloneKeys[s], most))
 		}
 	}
 	p("acrostic headings stripped: source %d (%d not found), target %d (%d not found)",
@@ -351,7 +362,7 @@ func (st *pairStats) report(w io.Writer, mods [2]*module, heldOut map[string]boo
 	}
 	p("versification check: %d pairs dropped: %d in %d whole chapters [%s], %d single verses %s; %d pairs unchecked (no Strong's numbers on a side)",
 		st.misaligned, wholeN, len(st.misalignedChapters), strings.Join(chs, ", "),
-		len(st.misalignedVerses), keyList(st.misalignedVerses, 20), st.unchecked)
+		len(st.misalignedVerses), keyList(st.misalignedVerses, most), st.unchecked)
 	for s := range 2 {
 		if len(mods[s].repairs) > 0 {
 			p("%s: %d markup repairs: %s", st.names[s], len(mods[s].repairs), stringList(mods[s].repairs, 5))

@@ -162,11 +162,12 @@ func TestAlign(t *testing.T) {
 	assert.Equal(t, wantTest, test.String())
 
 	assert.Equal(t, [2]int{19, 19}, st.verses)
-	assert.Equal(t, [2]int{2, 2}, st.empty)       // Genesis 1:5 and 1:7; 1:4 and 1:7
-	assert.Equal(t, [2]int{1, 1}, st.missing)     // Genesis 1:6; 1:3
-	assert.Equal(t, [2]int{2, 2}, st.unpartnered) // Genesis 1:3 and 1:4; 1:5 and 1:6
-	assert.Equal(t, 1, st.bothEmpty)              // Genesis 1:7
-	assert.Equal(t, [2]int{3, 0}, st.marked)      // Psalms 3, 4 and 25
+	assert.Equal(t, [2]int{2, 2}, st.empty)   // Genesis 1:5 and 1:7; 1:4 and 1:7
+	assert.Equal(t, [2]int{1, 1}, st.missing) // Genesis 1:6; 1:3
+	assert.Equal(t, [2]int{2, 2}, st.unpartnered)
+	assert.Equal(t, [2][]verseKey{{{"Genesis", 1, 3}, {"Genesis", 1, 4}}, {{"Genesis", 1, 5}, {"Genesis", 1, 6}}}, st.unpartneredKeys)
+	assert.Equal(t, 1, st.bothEmpty)         // Genesis 1:7
+	assert.Equal(t, [2]int{3, 0}, st.marked) // Psalms 3, 4 and 25
 	assert.Equal(t, [2]int{0, 2}, st.split)
 	assert.Equal(t, [2]int{0, 1}, st.notFound) // Psalm 4
 	assert.Equal(t, [2]int{0, 1}, st.leftAlone)
@@ -266,8 +267,8 @@ func TestRunPairs(t *testing.T) {
 	report := errOut.String()
 	for _, line := range []string{
 		"sword2tsv: pairs written: 10 (train 9, test 1)\n",
-		"sword2tsv: source " + kjv + ": 19 verses, 2 empty, 1 keys of the other module missing, 2 verses with text unpartnered\n",
-		"sword2tsv: target " + rv + ": 19 verses, 2 empty, 1 keys of the other module missing, 2 verses with text unpartnered\n",
+		"sword2tsv: source " + kjv + ": 19 verses, 2 empty, 1 keys of the other module missing, 2 verses with text unpartnered [Genesis 1:3, Genesis 1:4]\n",
+		"sword2tsv: target " + rv + ": 19 verses, 2 empty, 1 keys of the other module missing, 2 verses with text unpartnered [Genesis 1:5, Genesis 1:6]\n",
 		"sword2tsv: keys empty on both sides: 1\n",
 		"sword2tsv: psalm titles: 0 marked in both; source 3 marked, 0 split by capitals, 0 not found; target 0 marked, 2 split by capitals, 1 not found (pairs not found are dropped)\n",
 		"sword2tsv: " + rv + " opens 5 of 9 chapters with a word in capitals: 7 openings recased; 1 first verses have text before the capitals where the other side marks no title, left as they are: [Psalms 111:1]\n",

@@ -64,9 +64,16 @@
 // verses) go to -test, all others to -train; -exclude-heldout leaves the
 // same books out of monolingual output. A report goes to standard error.
 //
-// On the KJV and RV1909 (2 cores, busy): 30,682 pairs, 28,713 train and
-// 1,969 test, in about 4 s. The modules' texts are public domain; keep
-// the output out of this repository all the same.
+// On the KJV and RV1909 (31,102 verse keys each; 2 busy cores, about
+// 4 s): 30,883 pairs, 28,829 train and 2,054 test. 18 KJV verses have no
+// RV1909 partner (RV1909 merged them into a neighbour: Numbers 12:16,
+// Job 38:39-41, Jonah 1:17, ...), 201 pairs fail the versification check
+// (168 of them in 8 whole chapters; Psalms 67:3 and Exodus 28:8, whose
+// neighbours repeat their words, are the false positives seen), all 116
+// psalm titles, 22 acrostic letters and 13 subscriptions are stripped
+// from RV1909, and 1,180 chapter openings recased. -v lists every title
+// split and every verse counted. The modules' texts are public domain;
+// keep the output out of this repository all the same.
 package main
 
 import (
@@ -109,7 +116,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.mono, "mono", "", "write the verses of `MODULE`, one a line, instead of pairs")
 	fl.BoolVar(&o.excludeHeldOut, "exclude-heldout", false, "with -mono: leave out the -heldout books")
 	fl.StringVar(&o.out, "out", "-", "with -mono: write to `FILE` (-: standard output)")
-	fl.BoolVar(&o.verbose, "v", false, "also list every psalm title stripped")
+	fl.BoolVar(&o.verbose, "v", false, "list every psalm title stripped and every verse key counted (not only the first 20)")
 	fl.Usage = func() {
 		fmt.Fprintln(stderr, "usage: sword2tsv -src MODULE -tgt MODULE -train FILE -test FILE [-heldout BOOKS]")
 		fmt.Fprintln(stderr, "       sword2tsv -mono MODULE [-exclude-heldout] [-out FILE]")
