@@ -38,16 +38,19 @@
 // one side marks a title and the other does not, the other's title is
 // the text before its first word in capitals (RV1909 writes each
 // chapter's first word in capitals: "OH", "¿POR", "A TI"). The heuristic
-// runs only where the other side marks a title: RV1909 opens every
-// chapter in capitals and some psalms with an unmarked "Aleluya." the KJV
-// also has in verse 1, and these are left alone (the report lists them).
+// runs only where the other side marks a title: RV1909 opens 1,062 of
+// its 1,189 chapters in capitals, and some psalms with an "Aleluya." that
+// the KJV also has in verse 1 ("Praise ye the LORD."), and these are left
+// alone (the report lists them).
 // A pair whose title is not found is dropped, not written with the title
 // on one side; on the KJV and RV1909 all 116 titles are found. The same
 // is done for Psalm 119's acrostic letters ("ALEPH.", marked in the KJV)
 // and for the subscriptions of Paul's letters (cut after RV1909's last
 // "Amén."). Chapter openings in capitals are then recased to the
 // module's usual casing ("EN el principio" becomes "En el principio").
-// Monolingual output keeps canonical titles as verse text.
+// Monolingual output keeps titles, acrostic letters and subscriptions as
+// verse text (only chapter openings are recased): there is no partner to
+// stay parallel with.
 //
 // Alignment and the versification check. Pairs are matched by verse key.
 // A verse with text whose key is missing or empty in the other module
