@@ -50,3 +50,18 @@ func TestEngDeuConfigsRead(t *testing.T) {
 		require.Equal(t, 7000, cfg.Steps, f)
 	}
 }
+
+// The Bible and CMUdict configs the README runs read and validate.
+func TestIssue15ConfigsRead(t *testing.T) {
+	for f, want := range map[string]struct {
+		tok, metric string
+		maxLen      int
+	}{"bible-en-es.json": {"", "", 128}, "cmudict-g2p.json": {"wordlevel", "g2p", 36}} {
+		cfg, err := ReadTranslationConfig(filepath.Join("..", "tools", "seq2seq", f), DefaultTranslation())
+		require.NoError(t, err, f)
+		require.NoError(t, cfg.Validate(), f)
+		require.Equal(t, want.tok, cfg.TokenizerModel, f)
+		require.Equal(t, want.metric, cfg.Metric, f)
+		require.Equal(t, want.maxLen, cfg.Model.MaxLen, f)
+	}
+}
