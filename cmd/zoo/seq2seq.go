@@ -147,7 +147,9 @@ func runTranslate(args []string, stdout io.Writer) error {
 	var texts []string
 	var at []int // the line of each text; blank lines are echoed blank
 	for i, l := range lines {
-		if strings.TrimSpace(l) != "" {
+		// Trimmed as the TSV readers trim: the same sentence gets the
+		// same ids here as in training and scoring.
+		if l = strings.TrimSpace(l); l != "" {
 			texts, at = append(texts, l), append(at, i)
 		}
 	}

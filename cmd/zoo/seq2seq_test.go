@@ -105,6 +105,18 @@ func TestSeq2SeqCLI(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, st.Size(), int64(1000))
 
+	// Spaces around a line do not change its translation: lines are
+	// trimmed as the TSV readers trim training and test pairs.
+	var outs [2]string
+	for i, text := range []string{"three four\n", "  three four \t\n"} {
+		f := filepath.Join(dir, fmt.Sprintf("in%d.txt", i))
+		require.NoError(t, os.WriteFile(f, []byte(text), 0o644))
+		out.Reset()
+		require.Equal(t, 0, run([]string{"translate", "--checkpoint", ckpt, "--input", f, "--nbest", "2"}, &out, &errb), errb.String()) // with scores
+		outs[i] = out.String()
+	}
+	require.Equal(t, outs[0], outs[1])
+
 	out.Reset()
 	code = run([]string{"eval", "seq2seq", "--checkpoint", ckpt, "--data", tsv, "--limit", "20", "--greedy"}, &out, &errb)
 	require.Equal(t, 0, code, errb.String())
