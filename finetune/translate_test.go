@@ -51,7 +51,8 @@ func TestEngDeuConfigsRead(t *testing.T) {
 	}
 }
 
-// The Bible and CMUdict configs the README runs read and validate.
+// The Bible and CMUdict configs the README runs read and validate (the
+// denoising one in pretrain's test).
 func TestIssue15ConfigsRead(t *testing.T) {
 	for f, want := range map[string]struct {
 		tok, metric string

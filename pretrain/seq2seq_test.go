@@ -67,3 +67,13 @@ func TestSeq2SeqResumeRefusesChangedCorpus(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(want), string(got))
 }
+
+// The Bible denoising config the README runs reads and validates, with the
+// model of the English→Spanish config it is fine-tuned with.
+func TestBibleDenoiseConfigReads(t *testing.T) {
+	cfg, err := ReadSeq2SeqConfig(filepath.Join("..", "tools", "seq2seq", "bible-denoise.json"), DefaultSeq2Seq())
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, 128, cfg.Model.MaxLen)
+	require.Equal(t, 0.3, cfg.Noise.MaskRatio)
+}
