@@ -223,28 +223,13 @@ func ScoreTranslation(m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets
 // ScoreTranslationContext is ScoreTranslation that stops between batches
 // when ctx is done, returning an error that wraps ctx.Err().
 func ScoreTranslationContext(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets.Pair, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
-	s := TranslationScores{Strategy: fmt.Sprintf("beam %d (α %.1f, early stopping %v)", dc.Beam, dc.LengthPenalty, dc.EarlyStopping)}
-	if greedy {
-		s.Strategy = "greedy"
-	}
 	srcs, refs := make([]string, len(pairs)), make([]string, len(pairs))
 	for i, p := range pairs {
 		srcs[i], refs[i] = p.Src, p.Tgt
 	}
-	if err := checkDecode(m, tok, srcs, dc, greedy); err != nil {
-		return s, nil, err
-	}
-	began := time.Now()
-	cands, _, err := seq2seq.TranslateContext(ctx, m, tok, srcs, dc, greedy, scoreBatch, nil)
+	s, hyps, err := decodeScored(ctx, m, tok, srcs, dc, greedy)
 	if err != nil {
-		return s, nil, fmt.Errorf("finetune: translate: %w", err)
-	}
-	s.Seconds = time.Since(began).Seconds()
-	hyps := make([]string, len(cands))
-	for i, c := range cands {
-		if len(c) > 0 {
-			hyps[i] = c[0].Text
-		}
+		return s, nil, err
 	}
 	bleu, err := CorpusBLEU(hyps, refs)
 	if err != nil {
@@ -288,13 +273,29 @@ func scoreG2PRun(ctx context.Context, cfg TranslationConfig, m *seq2seq.Model, t
 // ScoreG2PContext decodes each word's source and scores the outputs
 // against the word's references by word and phoneme error rate (in %).
 func ScoreG2PContext(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer, words []G2PWord, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
-	s := TranslationScores{Strategy: fmt.Sprintf("beam %d (α %.1f, early stopping %v)", dc.Beam, dc.LengthPenalty, dc.EarlyStopping)}
-	if greedy {
-		s.Strategy = "greedy"
-	}
 	srcs := make([]string, len(words))
 	for i, w := range words {
 		srcs[i] = w.Source
+	}
+	s, hyps, err := decodeScored(ctx, m, tok, srcs, dc, greedy)
+	if err != nil {
+		return s, nil, err
+	}
+	g, err := ScoreG2PWords(hyps, words)
+	if err != nil {
+		return s, nil, err
+	}
+	s.WER, s.PER = 100*g.WER(), 100*g.PER()
+	return s, hyps, nil
+}
+
+// decodeScored decodes srcs for scoring, scoreBatch at a time, after
+// checking the memory it needs: the best output of each, and the
+// strategy's name and decoding time in s.
+func decodeScored(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer, srcs []string, dc seq2seq.DecodeConfig, greedy bool) (s TranslationScores, hyps []string, err error) {
+	s.Strategy = fmt.Sprintf("beam %d (α %.1f, early stopping %v)", dc.Beam, dc.LengthPenalty, dc.EarlyStopping)
+	if greedy {
+		s.Strategy = "greedy"
 	}
 	if err := checkDecode(m, tok, srcs, dc, greedy); err != nil {
 		return s, nil, err
@@ -305,17 +306,12 @@ func ScoreG2PContext(ctx context.Context, m *seq2seq.Model, tok datasets.Tokeniz
 		return s, nil, fmt.Errorf("finetune: translate: %w", err)
 	}
 	s.Seconds = time.Since(began).Seconds()
-	hyps := make([]string, len(cands))
+	hyps = make([]string, len(cands))
 	for i, c := range cands {
 		if len(c) > 0 {
 			hyps[i] = c[0].Text
 		}
 	}
-	g, err := ScoreG2PWords(hyps, words)
-	if err != nil {
-		return s, nil, err
-	}
-	s.WER, s.PER = 100*g.WER(), 100*g.PER()
 	return s, hyps, nil
 }
 
