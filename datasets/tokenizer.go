@@ -110,18 +110,15 @@ func parseTokenizer(raw []byte) (Tokenizer, error) {
 		if t, ok := parseCharHF(raw); ok {
 			return t, nil
 		}
-		var m typed
-		if json.Unmarshal(head.Model, &m) == nil && m.Type == "WordPiece" {
-			t, ok, err := parseWordPiece(raw)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				return t, nil
-			}
+		// Models with a tokenizer of the zoo's own; a layout it does not
+		// cover (ok false) goes to the sugarme path.
+		own := map[string]func([]byte) (Tokenizer, bool, error){
+			"WordPiece": func(b []byte) (Tokenizer, bool, error) { return parseWordPiece(b) },
+			"WordLevel": func(b []byte) (Tokenizer, bool, error) { return parseWordLevel(b) },
 		}
-		if json.Unmarshal(head.Model, &m) == nil && m.Type == "WordLevel" {
-			t, ok, err := parseWordLevel(raw)
+		var m typed
+		if json.Unmarshal(head.Model, &m) == nil && own[m.Type] != nil {
+			t, ok, err := own[m.Type](raw)
 			if err != nil {
 				return nil, err
 			}
