@@ -142,3 +142,29 @@ func mustDecode(t *testing.T, tok datasets.Tokenizer, id int) string {
 	require.NoError(t, err)
 	return s
 }
+
+// Output text leaves out the special tokens, as Hugging Face's
+// decode(skip_special_tokens=True): pad, the decoder start, eos and
+// <mask>.
+func TestTranslateSkipsSpecialTokens(t *testing.T) {
+	tok, err := TrainTokenizer([]string{"the cat sat", "a dog ran", "the dog sat"}, 300)
+	require.NoError(t, err)
+	c := Tiny()
+	c.SrcVocabSize, c.TgtVocabSize = tok.VocabSize(), tok.VocabSize()
+	m, err := New(c)
+	require.NoError(t, err)
+	special := specialIDs(m, tok)
+	require.Equal(t, map[int]bool{0: true, 1: true, 2: true, 3: true}, special)
+	ids, err := tok.Encode("the cat")
+	require.NoError(t, err)
+	mixed := append(append([]int{1, 3}, ids[:1]...), append([]int{0}, append(ids[1:], 2)...)...)
+	text, err := tok.Decode(skipSpecial(mixed, special))
+	require.NoError(t, err)
+	require.Equal(t, "the cat", strings.TrimSpace(text))
+	withSpecials, err := tok.Decode(mixed)
+	require.NoError(t, err)
+	require.NotEqual(t, "the cat", strings.TrimSpace(withSpecials))
+
+	m.Config.BOSTokenID = 0 // Marian starts decoding with <pad>
+	require.Equal(t, map[int]bool{0: true, 2: true, 3: true}, specialIDs(m, tok))
+}

@@ -9,7 +9,31 @@ import (
 	"github.com/d73a19ff/zoo/datasets"
 )
 
-// Candidate is one decoded output as text.
+// specialIDs are the ids an output's text leaves out, as Hugging Face's
+// decode(skip_special_tokens=True) does: the model's pad, decoder start and
+// eos, and <mask> where the tokenizer has it at MaskID.
+func specialIDs(m *Model, tok datasets.Tokenizer) map[int]bool {
+	special := map[int]bool{m.Config.PadTokenID: true, m.Config.BOSTokenID: true, m.Config.EOSTokenID: true}
+	if MaskID < tok.VocabSize() {
+		if t, err := tok.Decode([]int{MaskID}); err == nil && t == Specials[MaskID] {
+			special[MaskID] = true
+		}
+	}
+	return special
+}
+
+// skipSpecial returns ids without the special ones.
+func skipSpecial(ids []int, special map[int]bool) []int {
+	out := make([]int, 0, len(ids))
+	for _, id := range ids {
+		if !special[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Candidate is one decoded output as text, special tokens left out.
 type Candidate struct {
 	Text  string
 	Score float64 // log-probability with the length penalty
@@ -63,6 +87,7 @@ func TranslateContext(ctx context.Context, m *Model, tok datasets.Tokenizer, tex
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return len(ids[a]) - len(ids[b]) })
+	special := specialIDs(m, tok)
 	out := make([][]Candidate, len(texts))
 	for lo := 0; lo < len(order); lo += batch {
 		if err := ctx.Err(); err != nil {
@@ -90,7 +115,7 @@ func TranslateContext(ctx context.Context, m *Model, tok datasets.Tokenizer, tex
 		}
 		for i, j := range part {
 			for _, h := range hyps[i] {
-				text, err := tok.Decode(h.Tokens)
+				text, err := tok.Decode(skipSpecial(h.Tokens, special))
 				if err != nil {
 					return nil, rep, fmt.Errorf("seq2seq: decode output %d: %w", j, err)
 				}
