@@ -223,24 +223,39 @@ func ScoreTranslation(m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets
 // ScoreTranslationContext is ScoreTranslation that stops between batches
 // when ctx is done, returning an error that wraps ctx.Err().
 func ScoreTranslationContext(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets.Pair, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
-	srcs, refs := make([]string, len(pairs)), make([]string, len(pairs))
+	srcs := make([]string, len(pairs))
 	for i, p := range pairs {
-		srcs[i], refs[i] = p.Src, p.Tgt
+		srcs[i] = p.Src
 	}
 	s, hyps, err := decodeScored(ctx, m, tok, srcs, dc, greedy)
 	if err != nil {
 		return s, nil, err
 	}
-	bleu, err := CorpusBLEU(hyps, refs)
+	scores, err := ScoreOutputs(hyps, pairs)
 	if err != nil {
 		return s, nil, err
+	}
+	s.BLEU, s.BLEUText, s.ChrF = scores.BLEU, scores.BLEUText, scores.ChrF
+	return s, hyps, nil
+}
+
+// ScoreOutputs scores outputs, one per pair, against the pairs' targets
+// with corpus BLEU and chrF (a file of another system's outputs: `zoo eval
+// seq2seq --hypotheses`).
+func ScoreOutputs(hyps []string, pairs []datasets.Pair) (TranslationScores, error) {
+	refs := make([]string, len(pairs))
+	for i, p := range pairs {
+		refs[i] = p.Tgt
+	}
+	bleu, err := CorpusBLEU(hyps, refs)
+	if err != nil {
+		return TranslationScores{}, err
 	}
 	chrf, err := CorpusChrF(hyps, refs)
 	if err != nil {
-		return s, nil, err
+		return TranslationScores{}, err
 	}
-	s.BLEU, s.BLEUText, s.ChrF = bleu.Score, bleu.String(), chrf.Score
-	return s, hyps, nil
+	return TranslationScores{BLEU: bleu.Score, BLEUText: bleu.String(), ChrF: chrf.Score}, nil
 }
 
 // scoreG2PRun scores the pairs (grouped by source: several

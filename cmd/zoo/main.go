@@ -121,6 +121,9 @@ func runEval(args []string, stdout io.Writer) error {
 		named, args = args[0], args[1:]
 	}
 	dir := preScan(args, "checkpoint")
+	if dir == "" && named == "seq2seq" && preScan(args, "hypotheses") != "" {
+		return runEvalSeq2Seq(args, stdout) // scores a file of outputs: no model needed
+	}
 	if dir == "" {
 		if preScan(args, "h") != "" || hasHelp(args) {
 			fmt.Fprintf(stdout, "usage: zoo eval --checkpoint DIR [flags]\n\nScores a checkpoint; its config.json's model_type picks the family. Each family's flags: zoo eval --checkpoint DIR -h\n")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -260,40 +261,94 @@ func drawAttention(m *seq2seq.Model, tok datasets.Tokenizer, src, tgt string, la
 // runEvalSeq2Seq is `zoo eval --checkpoint DIR --data PAIRS.tsv` for a
 // seq2seq checkpoint.
 func runEvalSeq2Seq(args []string, stdout io.Writer) error {
-	fs := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --data PAIRS.tsv [--beam N | --greedy]\n\nScores a seq2seq checkpoint on held-out pairs with corpus BLEU and chrF.")
+	fs := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --data PAIRS.tsv [--beam N | --greedy] [--metric bleu|g2p]\n       zoo eval seq2seq --data PAIRS.tsv --hypotheses OUTPUTS.txt [--metric bleu|g2p]\n\nScores a seq2seq checkpoint on held-out pairs with corpus BLEU and chrF, or word and phoneme error rates (--metric g2p); or scores a file of outputs, one per line (one per pair; with --metric g2p one per distinct source, in order of first appearance).")
 	ckpt := fs.String("checkpoint", "", "seq2seq checkpoint directory (with tokenizer.json)")
 	data := fs.String("data", "", "TSV of source<TAB>reference lines")
+	hypotheses := fs.String("hypotheses", "", "score this file of outputs instead of decoding (no checkpoint needed)")
+	metric := fs.String("metric", "bleu", "bleu (BLEU and chrF) or g2p (word and phoneme error rates over every reference of a source)")
 	beam := fs.Int("beam", 4, "beam size")
 	greedy := fs.Bool("greedy", false, "greedy decoding instead of beam search")
 	alpha := fs.Float64("length-penalty", 0.6, "GNMT length penalty α")
 	stopping := fs.String("early-stopping", "true", "when beam search is done with a source: true, false or never (Hugging Face's early_stopping)")
-	limit := fs.Int("limit", 0, "score only the first N pairs")
+	limit := fs.Int("limit", 0, "score only the first N pairs (words with --metric g2p)")
 	if help, err := fs.parse(args, stdout); help || err != nil {
 		return err
 	}
-	if *ckpt == "" || *data == "" {
-		return fmt.Errorf("%w: give --checkpoint and --data", errUsage)
+	if (*ckpt == "") == (*hypotheses == "") || *data == "" {
+		return fmt.Errorf("%w: give --data and either --checkpoint or --hypotheses", errUsage)
 	}
-	m, tok, err := loadSeq2Seq(*ckpt)
+	if *metric != "bleu" && *metric != "g2p" {
+		return fmt.Errorf("%w: --metric %q: want bleu or g2p", errUsage, *metric)
+	}
+	stop, err := decode.ParseStopping(*stopping)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: --early-stopping: %v", errUsage, err)
 	}
 	pairs, rep, err := datasets.ReadParallelTSV(*data, datasets.ParallelOptions{})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, rep)
-	if *limit > 0 && len(pairs) > *limit {
+	var words []finetune.G2PWord
+	n := len(pairs)
+	if *metric == "g2p" {
+		if words, err = finetune.GroupG2P(pairs); err != nil {
+			return err
+		}
+		if *limit > 0 && len(words) > *limit {
+			words = words[:*limit]
+		}
+		n = len(words)
+	} else if *limit > 0 && len(pairs) > *limit {
 		pairs = pairs[:*limit]
+		n = len(pairs)
 	}
-	stop, err := decode.ParseStopping(*stopping)
-	if err != nil {
-		return fmt.Errorf("%w: --early-stopping: %v", errUsage, err)
+	var hyps []string
+	if *hypotheses != "" {
+		b, err := os.ReadFile(*hypotheses)
+		if err != nil {
+			return err
+		}
+		hyps = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if len(b) == 0 {
+			hyps = nil
+		}
+		if len(hyps) < n {
+			return fmt.Errorf("%s has %d lines for %d outputs to score: one line per output, in the data's order", *hypotheses, len(hyps), n)
+		}
+		hyps = hyps[:n]
 	}
-	s, _, err := finetune.ScoreTranslation(m, tok, pairs, seq2seq.DecodeConfig{Beam: *beam, LengthPenalty: *alpha, EarlyStopping: stop}, *greedy)
-	if err != nil {
+	dc := seq2seq.DecodeConfig{Beam: *beam, LengthPenalty: *alpha, EarlyStopping: stop}
+	var m *seq2seq.Model
+	var tok datasets.Tokenizer
+	if *ckpt != "" {
+		if m, tok, err = loadSeq2Seq(*ckpt); err != nil {
+			return err
+		}
+	}
+	if *metric == "g2p" {
+		var s finetune.TranslationScores
+		if hyps != nil {
+			g, err := finetune.ScoreG2PWords(hyps, words)
+			if err != nil {
+				return err
+			}
+			s = finetune.TranslationScores{Strategy: *hypotheses, WER: 100 * g.WER(), PER: 100 * g.PER()}
+		} else if s, _, err = finetune.ScoreG2PContext(context.Background(), m, tok, words, dc, *greedy); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s on %d words: WER %.2f%%, PER %.2f%%\n", s.Strategy, n, s.WER, s.PER)
+		return nil
+	}
+	var s finetune.TranslationScores
+	if hyps != nil {
+		if s, err = finetune.ScoreOutputs(hyps, pairs); err != nil {
+			return err
+		}
+		s.Strategy = *hypotheses
+	} else if s, _, err = finetune.ScoreTranslation(m, tok, pairs, dc, *greedy); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s on %d pairs: BLEU %.2f, chrF %.2f\n%s\n", s.Strategy, len(pairs), s.BLEU, s.ChrF, s.BLEUText)
+	fmt.Fprintf(stdout, "%s on %d pairs: BLEU %.2f, chrF %.2f\n%s\n", s.Strategy, n, s.BLEU, s.ChrF, s.BLEUText)
 	return nil
 }

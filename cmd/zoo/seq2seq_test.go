@@ -127,6 +127,25 @@ func TestSeq2SeqCLI(t *testing.T) {
 	require.Equal(t, 0, code, errb.String())
 	require.Contains(t, out.String(), "greedy on 20 pairs: BLEU")
 
+	// Another system's outputs, one per pair, scored without a model: the
+	// references themselves get chrF 100 and every unigram and bigram
+	// right (two-word phrases have no 3-grams: BLEU 0, as sacreBLEU
+	// unsmoothed), and too few lines are an error.
+	refs := filepath.Join(dir, "refs.txt")
+	var rb strings.Builder
+	for i := 0; i < 20; i++ {
+		a, c := i%10, (i/10)%10
+		fmt.Fprintf(&rb, "%s %s\n", deNumbers[a], deNumbers[c])
+	}
+	require.NoError(t, os.WriteFile(refs, []byte(rb.String()), 0o644))
+	out.Reset()
+	code = run([]string{"eval", "seq2seq", "--data", tsv, "--hypotheses", refs, "--limit", "20"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), "on 20 pairs: BLEU 0.00, chrF 100.00\nBLEU = 0.00 100.0/100.0/0.0/0.0 (BP = 1.000")
+	errb.Reset()
+	require.NotEqual(t, 0, run([]string{"eval", "seq2seq", "--data", tsv, "--hypotheses", refs, "--limit", "21"}, &out, &errb))
+	require.Contains(t, errb.String(), "has 20 lines for 21 outputs")
+
 	for _, c := range []struct {
 		args []string
 		msg  string
@@ -215,6 +234,28 @@ func TestSeq2SeqG2PCLI(t *testing.T) {
 		require.Less(t, s.PER, 5.0, "%s", s.Strategy)
 	}
 	require.Regexp(t, `greedy on \d+ test words: WER`, out.String())
+	// zoo eval scores a checkpoint, or a file of outputs (one per word), by
+	// the same error rates.
+	out.Reset()
+	code = run([]string{"eval", "--checkpoint", filepath.Join(run1, "checkpoints", "final"), "--data", testTSV, "--metric", "g2p", "--greedy"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Regexp(t, `greedy on \d+ words: WER \d`, out.String())
+	var first strings.Builder
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(test.String()), "\n") {
+		src, tgt, _ := strings.Cut(line, "\t")
+		if !seen[src] {
+			seen[src] = true
+			first.WriteString(tgt + "\n")
+		}
+	}
+	hyps := filepath.Join(dir, "hyps.txt")
+	require.NoError(t, os.WriteFile(hyps, []byte(first.String()), 0o644))
+	out.Reset()
+	code = run([]string{"eval", "seq2seq", "--data", testTSV, "--hypotheses", hyps, "--metric", "g2p"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), fmt.Sprintf("on %d words: WER 0.00%%, PER 0.00%%", len(seen)))
+
 	tok, err := os.ReadFile(filepath.Join(run1, "checkpoints", "final", "tokenizer.json"))
 	require.NoError(t, err)
 	require.Contains(t, string(tok), `"type": "WordLevel"`)
