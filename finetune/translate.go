@@ -103,8 +103,8 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	if err != nil {
 		return nil, fmt.Errorf("config: early_stopping: %w", err)
 	}
-	if cfg.Metric != "" && cfg.Metric != "bleu" && cfg.Metric != "g2p" {
-		return nil, fmt.Errorf("config: metric %q must be \"bleu\" or \"g2p\"", cfg.Metric)
+	if _, err := NewScorer(cfg.Metric, nil, 0); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	pairs, read, err := readPairs(cfg)
 	var test []datasets.Pair
@@ -182,25 +182,20 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 			fmt.Fprintf(out, "warning: %d of %d test sources are also training sources\n", n, len(test))
 		}
 	}
-	if cfg.Metric == "g2p" {
-		if err := scoreG2PRun(ctx, cfg, m, tok, scored, what, stop, res, out); err != nil {
+	sc, err := NewScorer(cfg.Metric, scored, cfg.ScoreSize)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	for _, greedy := range []bool{false, true} {
+		s, outputs, err := sc.Decode(ctx, m, tok, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, EarlyStopping: stop}, greedy)
+		if err != nil {
 			return nil, err
 		}
-	} else {
-		if cfg.ScoreSize > 0 && len(scored) > cfg.ScoreSize {
-			scored = scored[:cfg.ScoreSize]
-		}
-		for _, greedy := range []bool{false, true} {
-			s, outputs, err := ScoreTranslationContext(ctx, m, tok, scored, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, EarlyStopping: stop}, greedy)
-			if err != nil {
-				return nil, err
-			}
-			fmt.Fprintf(out, "%s on %d %s pairs: BLEU %.2f, chrF %.2f (%.1f s)\n", s.Strategy, len(scored), what, s.BLEU, s.ChrF, s.Seconds)
-			res.Scores = append(res.Scores, s)
-			if !greedy {
-				for i := 0; i < min(10, len(scored)); i++ {
-					res.ExampleOutput = append(res.ExampleOutput, [3]string{scored[i].Src, scored[i].Tgt, outputs[i]})
-				}
+		fmt.Fprintf(out, "%s on %d %s %s: %s (%.1f s)\n", s.Strategy, len(sc.Sources), what, sc.Unit(), sc.Line(s), s.Seconds)
+		res.Scores = append(res.Scores, s)
+		if !greedy {
+			for i := 0; i < min(10, len(outputs)); i++ {
+				res.ExampleOutput = append(res.ExampleOutput, [3]string{sc.Sources[i], sc.Refs[i], outputs[i]})
 			}
 		}
 	}
@@ -217,91 +212,107 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 // ScoreTranslation translates the pairs' sources and scores the outputs
 // against their targets with corpus BLEU and chrF.
 func ScoreTranslation(m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets.Pair, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
-	return ScoreTranslationContext(context.Background(), m, tok, pairs, dc, greedy)
+	sc, err := NewScorer("bleu", pairs, 0)
+	if err != nil {
+		return TranslationScores{}, nil, err
+	}
+	return sc.Decode(context.Background(), m, tok, dc, greedy)
 }
 
-// ScoreTranslationContext is ScoreTranslation that stops between batches
-// when ctx is done, returning an error that wraps ctx.Err().
-func ScoreTranslationContext(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets.Pair, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
-	srcs := make([]string, len(pairs))
-	for i, p := range pairs {
-		srcs[i] = p.Src
-	}
-	s, hyps, err := decodeScored(ctx, m, tok, srcs, dc, greedy)
-	if err != nil {
-		return s, nil, err
-	}
-	scores, err := ScoreOutputs(hyps, pairs)
-	if err != nil {
-		return s, nil, err
-	}
-	s.BLEU, s.BLEUText, s.ChrF = scores.BLEU, scores.BLEUText, scores.ChrF
-	return s, hyps, nil
+// Scorer scores a model's outputs, or another system's, on pairs by one
+// metric: "bleu" (corpus BLEU and chrF, one output per pair) or "g2p" (word
+// and phoneme error rates, one output per distinct source against all of
+// its references, in order of first appearance).
+type Scorer struct {
+	Metric  string
+	Sources []string // what is decoded, one output each
+	Refs    []string // each source's (first) reference, for examples
+	pairs   []datasets.Pair
+	words   []G2PWord
 }
 
-// ScoreOutputs scores outputs, one per pair, against the pairs' targets
-// with corpus BLEU and chrF (a file of another system's outputs: `zoo eval
-// seq2seq --hypotheses`).
-func ScoreOutputs(hyps []string, pairs []datasets.Pair) (TranslationScores, error) {
-	refs := make([]string, len(pairs))
-	for i, p := range pairs {
-		refs[i] = p.Tgt
+// NewScorer scores pairs by metric ("" is "bleu"), the first limit
+// outputs only when limit > 0.
+func NewScorer(metric string, pairs []datasets.Pair, limit int) (*Scorer, error) {
+	sc := &Scorer{Metric: metric}
+	switch metric {
+	case "", "bleu":
+		sc.Metric = "bleu"
+		if limit > 0 && len(pairs) > limit {
+			pairs = pairs[:limit]
+		}
+		sc.pairs = pairs
+		for _, p := range pairs {
+			sc.Sources, sc.Refs = append(sc.Sources, p.Src), append(sc.Refs, p.Tgt)
+		}
+	case "g2p":
+		words, err := GroupG2P(pairs)
+		if err != nil {
+			return nil, err
+		}
+		if limit > 0 && len(words) > limit {
+			words = words[:limit]
+		}
+		sc.words = words
+		for _, w := range words {
+			sc.Sources, sc.Refs = append(sc.Sources, w.Source), append(sc.Refs, strings.Join(w.References[0], " "))
+		}
+	default:
+		return nil, fmt.Errorf("metric %q must be \"bleu\" or \"g2p\"", metric)
 	}
-	bleu, err := CorpusBLEU(hyps, refs)
+	return sc, nil
+}
+
+// Unit is what one output is for: "pairs" or "words".
+func (sc *Scorer) Unit() string {
+	if sc.Metric == "g2p" {
+		return "words"
+	}
+	return "pairs"
+}
+
+// Score scores outputs, one per source.
+func (sc *Scorer) Score(hyps []string) (TranslationScores, error) {
+	if sc.Metric == "g2p" {
+		g, err := ScoreG2PWords(hyps, sc.words)
+		if err != nil {
+			return TranslationScores{}, err
+		}
+		return TranslationScores{WER: 100 * g.WER(), PER: 100 * g.PER()}, nil
+	}
+	bleu, err := CorpusBLEU(hyps, sc.Refs)
 	if err != nil {
 		return TranslationScores{}, err
 	}
-	chrf, err := CorpusChrF(hyps, refs)
+	chrf, err := CorpusChrF(hyps, sc.Refs)
 	if err != nil {
 		return TranslationScores{}, err
 	}
 	return TranslationScores{BLEU: bleu.Score, BLEUText: bleu.String(), ChrF: chrf.Score}, nil
 }
 
-// scoreG2PRun scores the pairs (grouped by source: several
-// pronunciations of a word) by word and phoneme error rate, beam and
-// greedy, into res.
-func scoreG2PRun(ctx context.Context, cfg TranslationConfig, m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets.Pair, what string, stop decode.Stopping, res *TranslationResult, out io.Writer) error {
-	words, err := GroupG2P(pairs)
+// Decode decodes the sources with m and scores the outputs; the strategy
+// and the decoding time are in the scores. It stops between batches when
+// ctx is done, returning an error that wraps ctx.Err().
+func (sc *Scorer) Decode(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
+	d, hyps, err := decodeScored(ctx, m, tok, sc.Sources, dc, greedy)
 	if err != nil {
-		return err
+		return d, nil, err
 	}
-	if cfg.ScoreSize > 0 && len(words) > cfg.ScoreSize {
-		words = words[:cfg.ScoreSize]
+	s, err := sc.Score(hyps)
+	if err != nil {
+		return d, nil, err
 	}
-	for _, greedy := range []bool{false, true} {
-		s, hyps, err := ScoreG2PContext(ctx, m, tok, words, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, EarlyStopping: stop}, greedy)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "%s on %d %s words: WER %.2f%%, PER %.2f%% (%.1f s)\n", s.Strategy, len(words), what, s.WER, s.PER, s.Seconds)
-		res.Scores = append(res.Scores, s)
-		if !greedy {
-			for i := 0; i < min(10, len(words)); i++ {
-				res.ExampleOutput = append(res.ExampleOutput, [3]string{words[i].Source, strings.Join(words[i].References[0], " "), hyps[i]})
-			}
-		}
-	}
-	return nil
+	s.Strategy, s.Seconds = d.Strategy, d.Seconds
+	return s, hyps, nil
 }
 
-// ScoreG2PContext decodes each word's source and scores the outputs
-// against the word's references by word and phoneme error rate (in %).
-func ScoreG2PContext(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer, words []G2PWord, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
-	srcs := make([]string, len(words))
-	for i, w := range words {
-		srcs[i] = w.Source
+// Line is the scores as one line of text.
+func (sc *Scorer) Line(s TranslationScores) string {
+	if sc.Metric == "g2p" {
+		return fmt.Sprintf("WER %.2f%%, PER %.2f%%", s.WER, s.PER)
 	}
-	s, hyps, err := decodeScored(ctx, m, tok, srcs, dc, greedy)
-	if err != nil {
-		return s, nil, err
-	}
-	g, err := ScoreG2PWords(hyps, words)
-	if err != nil {
-		return s, nil, err
-	}
-	s.WER, s.PER = 100*g.WER(), 100*g.PER()
-	return s, hyps, nil
+	return fmt.Sprintf("BLEU %.2f, chrF %.2f", s.BLEU, s.ChrF)
 }
 
 // decodeScored decodes srcs for scoring, scoreBatch at a time, after

@@ -277,9 +277,6 @@ func runEvalSeq2Seq(args []string, stdout io.Writer) error {
 	if (*ckpt == "") == (*hypotheses == "") || *data == "" {
 		return fmt.Errorf("%w: give --data and either --checkpoint or --hypotheses", errUsage)
 	}
-	if *metric != "bleu" && *metric != "g2p" {
-		return fmt.Errorf("%w: --metric %q: want bleu or g2p", errUsage, *metric)
-	}
 	stop, err := decode.ParseStopping(*stopping)
 	if err != nil {
 		return fmt.Errorf("%w: --early-stopping: %v", errUsage, err)
@@ -289,66 +286,39 @@ func runEvalSeq2Seq(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(stdout, rep)
-	var words []finetune.G2PWord
-	n := len(pairs)
-	if *metric == "g2p" {
-		if words, err = finetune.GroupG2P(pairs); err != nil {
-			return err
-		}
-		if *limit > 0 && len(words) > *limit {
-			words = words[:*limit]
-		}
-		n = len(words)
-	} else if *limit > 0 && len(pairs) > *limit {
-		pairs = pairs[:*limit]
-		n = len(pairs)
+	sc, err := finetune.NewScorer(*metric, pairs, *limit)
+	if err != nil {
+		return err
 	}
-	var hyps []string
+	var s finetune.TranslationScores
 	if *hypotheses != "" {
 		b, err := os.ReadFile(*hypotheses)
 		if err != nil {
 			return err
 		}
-		hyps = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		hyps := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 		if len(b) == 0 {
 			hyps = nil
 		}
-		if len(hyps) < n {
-			return fmt.Errorf("%s has %d lines for %d outputs to score: one line per output, in the data's order", *hypotheses, len(hyps), n)
+		if len(hyps) < len(sc.Sources) {
+			return fmt.Errorf("%s has %d lines for %d outputs to score: one line per output, in the data's order", *hypotheses, len(hyps), len(sc.Sources))
 		}
-		hyps = hyps[:n]
-	}
-	dc := seq2seq.DecodeConfig{Beam: *beam, LengthPenalty: *alpha, EarlyStopping: stop}
-	var m *seq2seq.Model
-	var tok datasets.Tokenizer
-	if *ckpt != "" {
-		if m, tok, err = loadSeq2Seq(*ckpt); err != nil {
-			return err
-		}
-	}
-	if *metric == "g2p" {
-		var s finetune.TranslationScores
-		if hyps != nil {
-			g, err := finetune.ScoreG2PWords(hyps, words)
-			if err != nil {
-				return err
-			}
-			s = finetune.TranslationScores{Strategy: *hypotheses, WER: 100 * g.WER(), PER: 100 * g.PER()}
-		} else if s, _, err = finetune.ScoreG2PContext(context.Background(), m, tok, words, dc, *greedy); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s on %d words: WER %.2f%%, PER %.2f%%\n", s.Strategy, n, s.WER, s.PER)
-		return nil
-	}
-	var s finetune.TranslationScores
-	if hyps != nil {
-		if s, err = finetune.ScoreOutputs(hyps, pairs); err != nil {
+		if s, err = sc.Score(hyps[:len(sc.Sources)]); err != nil {
 			return err
 		}
 		s.Strategy = *hypotheses
-	} else if s, _, err = finetune.ScoreTranslation(m, tok, pairs, dc, *greedy); err != nil {
-		return err
+	} else {
+		m, tok, err := loadSeq2Seq(*ckpt)
+		if err != nil {
+			return err
+		}
+		if s, _, err = sc.Decode(context.Background(), m, tok, seq2seq.DecodeConfig{Beam: *beam, LengthPenalty: *alpha, EarlyStopping: stop}, *greedy); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(stdout, "%s on %d pairs: BLEU %.2f, chrF %.2f\n%s\n", s.Strategy, n, s.BLEU, s.ChrF, s.BLEUText)
+	fmt.Fprintf(stdout, "%s on %d %s: %s\n", s.Strategy, len(sc.Sources), sc.Unit(), sc.Line(s))
+	if s.BLEUText != "" {
+		fmt.Fprintln(stdout, s.BLEUText)
+	}
 	return nil
 }

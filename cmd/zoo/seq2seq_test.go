@@ -155,6 +155,8 @@ func TestSeq2SeqCLI(t *testing.T) {
 		{[]string{"finetune", "seq2seq", "--config", cfg, "--run", ft}, "no data"},
 		{[]string{"finetune", "seq2seq", "--config", cfg, "--data", tsv, "--run", filepath.Join(dir, "bad"), "--early-stopping", "soon"}, "true, false or never"},
 		{[]string{"translate", "--checkpoint", ckpt, "--input", in, "--early-stopping", "soon"}, "true, false or never"},
+		{[]string{"eval", "--checkpoint", ckpt, "--data", tsv, "--metric", "wer"}, `metric "wer" must be "bleu" or "g2p"`},
+		{[]string{"finetune", "seq2seq", "--config", cfg, "--data", tsv, "--run", filepath.Join(dir, "bad2"), "--metric", "wer"}, `metric "wer" must be "bleu" or "g2p"`},
 	} {
 		errb.Reset()
 		require.NotEqual(t, 0, run(c.args, &out, &errb), c.args)
