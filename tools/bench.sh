@@ -193,27 +193,20 @@ decoderound() {
   gorow models/gpt 'GenerateGPT2Small' "$it"
   torchrow bench_gpt2_generate.py --iters "$it"
 }
-if [ "$what" = main ]; then
-  interleaved "${2:-2}" mainrow
-  exit 0
-fi
-if [ "$what" = steps ]; then
-  interleaved "${2:-3}" stepsround
-  exit 0
-fi
-if [ "$what" = all ]; then
+case "$what" in # the interleaved modes, with their default rounds
+go | torch | both | vit) ;;
+
+main) interleaved "${2:-2}" mainrow; exit 0 ;;
+steps) interleaved "${2:-3}" stepsround; exit 0 ;;
+long) interleaved "${2:-3}" longround; exit 0 ;;
+decode) interleaved "${2:-3}" decoderound; exit 0 ;;
+all)
   haveblas && gobuilds+=("-tags openblas") || echo "note: libopenblas-dev is not installed; pure Go only" >&2
   interleaved "${2:-1}" allround
   exit 0
-fi
-if [ "$what" = long ]; then
-  interleaved "${2:-3}" longround
-  exit 0
-fi
-if [ "$what" = decode ]; then
-  interleaved "${2:-3}" decoderound
-  exit 0
-fi
+  ;;
+*) echo "tools/bench.sh: unknown mode \"$what\": want go, torch, both, main, steps, vit, long, decode or all" >&2; exit 2 ;;
+esac
 if [ "$what" = both ]; then
   out=$(mktemp)
   "$0" go | tee "$out"
@@ -240,7 +233,7 @@ gobench() { # $1: extra go test flags
 if [ "$what" != torch ]; then
   echo "== Go ($(go version | cut -d' ' -f3), $(nproc) cores), pure Go"
   gobench ""
-  if [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ]; then
+  if haveblas; then
     echo "== Go (-tags openblas)"
     OPENBLAS_NUM_THREADS=2 gobench "-tags openblas"
   else
