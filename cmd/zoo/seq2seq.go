@@ -148,9 +148,7 @@ func runTranslate(args []string, stdout io.Writer) error {
 	var texts []string
 	var at []int // the line of each text; blank lines are echoed blank
 	for i, l := range lines {
-		// Trimmed as the TSV readers trim: the same sentence gets the
-		// same ids here as in training and scoring.
-		if l = strings.TrimSpace(l); l != "" {
+		if strings.TrimSpace(l) != "" { // seq2seq.Translate trims
 			texts, at = append(texts, l), append(at, i)
 		}
 	}

@@ -45,8 +45,8 @@ type TranslateReport struct{ Truncated int }
 // Translate decodes texts, batch sources at a time (sorted by length, so
 // that batches pad little), and returns each text's n-best candidates in
 // the input order. With cfg.Beam 1 and greedy set it decodes greedily.
-// Sources longer than the model's max_len are truncated and counted; an
-// empty source is an error naming it. progress, if not nil, is called with
+// Sources are trimmed of white space; longer than the model's max_len they
+// are truncated and counted; an empty one is an error naming it. progress, if not nil, is called with
 // the number of texts done.
 //
 // It first checks that tok matches m (CheckTokenizer).
@@ -66,7 +66,9 @@ func TranslateContext(ctx context.Context, m *Model, tok datasets.Tokenizer, tex
 	}
 	ids := make([][]int, len(texts))
 	for i, t := range texts {
-		if strings.TrimSpace(t) == "" {
+		// Trimmed as datasets' pair readers trim: a sentence gets the ids
+		// it had in training and scoring.
+		if t = strings.TrimSpace(t); t == "" {
 			return nil, rep, fmt.Errorf("seq2seq: source %d is empty", i)
 		}
 		s, err := tok.Encode(t)
