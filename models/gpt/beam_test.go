@@ -156,3 +156,8 @@ func BenchmarkBeamSearch(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(32*b.N), "ms/step")
 	})
 }
+
+// The early-stopping mode reaches the shared beam search.
+func TestBeamConfigEarlyStopping(t *testing.T) {
+	require.Equal(t, decode.StopNever, BeamConfig{EarlyStopping: decode.StopNever}.beam().EarlyStopping)
+}

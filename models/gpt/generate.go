@@ -75,11 +75,14 @@ func (m *Model) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, error) {
 
 // BeamConfig sets BeamSearch.
 type BeamConfig struct {
-	Beam            int     // beams per prompt, ≥ 1
-	NBest           int     // hypotheses returned per prompt, at most Beam; 0 means 1
-	LengthPenalty   float64 // GNMT's α: score = log P / ((5+|y|)/6)^α; 0 ranks by log P
-	MaxNewTokens    int     // most tokens per hypothesis, an EOS token included, > 0
-	EOS             []int   // tokens that finish a hypothesis
+	Beam          int     // beams per prompt, ≥ 1
+	NBest         int     // hypotheses returned per prompt, at most Beam; 0 means 1
+	LengthPenalty float64 // GNMT's α: score = log P / ((5+|y|)/6)^α; 0 ranks by log P
+	MaxNewTokens  int     // most tokens per hypothesis, an EOS token included, > 0
+	// EarlyStopping says when a prompt is done (Hugging Face's
+	// early_stopping); the zero value stops at Beam finished hypotheses.
+	EarlyStopping   decode.Stopping
+	EOS             []int // tokens that finish a hypothesis
 	StopStrings     []string
 	Decode          func(tokens []int) string // turns a hypothesis's tokens into text, for StopStrings
 	NoCache         bool                      // recompute the whole context every step instead of using the KV cache
@@ -97,7 +100,7 @@ func (c BeamConfig) Validate() error {
 func (c BeamConfig) beam() decode.BeamConfig {
 	return decode.BeamConfig{
 		Beam: c.Beam, NBest: c.NBest, LengthPenalty: c.LengthPenalty, MaxNewTokens: c.MaxNewTokens,
-		EOS: c.EOS, StopStrings: c.StopStrings, Decode: c.Decode,
+		EarlyStopping: c.EarlyStopping, EOS: c.EOS, StopStrings: c.StopStrings, Decode: c.Decode,
 	}
 }
 
