@@ -36,6 +36,9 @@ type trainerState struct {
 // checkpoint of that name, old or new, once recovered.
 func (t *Trainer) checkpoint(name string) (string, error) {
 	root := filepath.Join(t.cfg.Dir, CheckpointsDir)
+	if !Leader() {
+		return filepath.Join(root, name), nil // rank 0 writes it (dist.go)
+	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", fmt.Errorf("train: checkpoint: %w", err)
 	}
@@ -130,8 +133,12 @@ func (t *Trainer) Resume(ckpt string) error {
 // exists, else the highest step-N. It first recovers the run's checkpoints
 // from a kill (see Recover).
 func Latest(run string) (string, error) {
-	if err := Recover(run); err != nil {
-		return "", err
+	// With data-parallel ranks, rank 0 recovers (PrepareRun waits for it)
+	// and the others only read.
+	if Leader() {
+		if err := Recover(run); err != nil {
+			return "", err
+		}
 	}
 	root := filepath.Join(run, CheckpointsDir)
 	if _, err := os.Stat(filepath.Join(root, "final", TrainerFile)); err == nil {

@@ -107,6 +107,11 @@ type Trainer struct {
 	step        int     // optimizer steps done
 	best        float64 // best validation loss so far
 	hist        history
+	// Data parallelism (dist.go): the time the last step spent in
+	// collectives, and the buffers gradients are packed into.
+	commTime time.Duration
+	buf32    []float32
+	buf64    []float64
 }
 
 // compiled is a graph with its machine, loss and gradient reads.
@@ -134,7 +139,7 @@ func New(task Task, data Data, cfg Config) (*Trainer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := Recover(cfg.Dir); err != nil {
+	if err := leaderFirst(func() error { return Recover(cfg.Dir) }); err != nil {
 		return nil, err
 	}
 	if cfg.Accumulate == 0 {
@@ -286,21 +291,32 @@ type Result struct {
 // evaluation batches) saves a checkpoint of the last step and returns
 // ErrInterrupted. Cancelled at step 0, it saves nothing.
 func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
-	m, err := openMetrics(t.cfg.Dir)
+	if err := t.shareState(); err != nil {
+		return Result{}, err
+	}
+	var m *metrics
+	err := leaderFirst(func() (err error) { m, err = openMetrics(t.cfg.Dir); return err })
 	if err != nil {
 		return Result{}, err
 	}
-	defer m.Close()
+	if m != nil {
+		defer m.Close()
+	}
+	if !Leader() {
+		progress = nil
+	}
 	if progress != nil {
 		fmt.Fprintln(progress, t.mem)
 	}
 	bar := newProgress(progress, t.cfg.Steps, t.step, t.cfg.LogEvery, t.cfg.Unit)
 	var res Result
 	for t.step < t.cfg.Steps {
-		if ctx.Err() != nil {
+		// Data-parallel ranks finish the step they are in together and
+		// then stop together (reduceStep tells them whether any was asked).
+		if ctx.Err() != nil && Ranks() == 1 {
 			return res, t.interrupt()
 		}
-		rec, err := t.trainStep()
+		rec, stop, err := t.trainStep(ctx)
 		if err != nil {
 			return res, err
 		}
@@ -314,14 +330,21 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 				return res, err
 			}
 		}
-		if err := m.write(rec); err != nil {
-			return res, err
+		if m != nil {
+			if err := m.write(rec); err != nil {
+				return res, err
+			}
 		}
-		if stopped {
+		if stopped || stop {
 			return res, t.interrupt()
 		}
+		if t.step%CheckEvery == 0 {
+			if err := t.checkSame(); err != nil {
+				return res, err
+			}
+		}
 		t.hist.add(rec)
-		if rec.ValLoss != nil {
+		if rec.ValLoss != nil && Leader() {
 			if err := t.hist.plot(t.cfg.Dir); err != nil {
 				return res, err
 			}
@@ -351,15 +374,18 @@ func (t *Trainer) interrupt() error {
 	return ErrInterrupted
 }
 
-// trainStep runs one optimizer step over cfg.Accumulate micro-batches.
-func (t *Trainer) trainStep() (record, error) {
+// trainStep runs one optimizer step over cfg.Accumulate micro-batches (on
+// each rank). With several ranks, a cancelled ctx does not stop the step:
+// the result says whether any rank's ctx was cancelled by its end.
+func (t *Trainer) trainStep(ctx context.Context) (rec record, stopAll bool, err error) {
 	began := time.Now()
-	loss, total, parts, err := t.accumulate()
+	t.commTime = 0
+	loss, total, parts, stopAll, err := t.accumulate(ctx)
 	if err != nil {
-		return record{}, fmt.Errorf("train: step %d: %w", t.step+1, err)
+		return record{}, false, fmt.Errorf("train: step %d: %w", t.step+1, err)
 	}
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		return record{}, fmt.Errorf("train: step %d: the loss is %v; stopping, the last good checkpoint is kept under %s", t.step+1, loss, t.cfg.Dir)
+		return record{}, false, fmt.Errorf("train: step %d: the loss is %v; stopping, the last good checkpoint is kept under %s", t.step+1, loss, t.cfg.Dir)
 	}
 	grads := make([]gorgonia.Value, len(t.summed))
 	for i, s := range t.summed {
@@ -370,73 +396,92 @@ func (t *Trainer) trainStep() (record, error) {
 	norm := math.NaN()
 	if t.cfg.ClipNorm > 0 {
 		if norm, err = ClipGradNorm(grads, t.cfg.ClipNorm); err != nil {
-			return record{}, fmt.Errorf("train: step %d: %w", t.step+1, err)
+			return record{}, false, fmt.Errorf("train: step %d: %w", t.step+1, err)
 		}
 	}
 	lr := t.cfg.Schedule.LR(t.step)
 	if err := t.opt.Step(grads, lr); err != nil {
-		return record{}, fmt.Errorf("train: step %d: %w", t.step+1, err)
+		return record{}, false, fmt.Errorf("train: step %d: %w", t.step+1, err)
 	}
 	t.step++
 	secs := time.Since(began).Seconds()
-	rec := record{Step: t.step, Loss: loss, Parts: parts, LR: lr, Targets: total, Seconds: secs, TargetsPerSec: float64(total) / secs}
+	rec = record{Step: t.step, Loss: loss, Parts: parts, LR: lr, Targets: total, Seconds: secs, TargetsPerSec: float64(total) / secs}
 	if !math.IsNaN(norm) {
 		rec.GradNorm = &norm
 	}
-	return rec, nil
+	if Ranks() > 1 {
+		c := t.commTime.Seconds()
+		rec.CommSeconds = &c
+	}
+	return rec, stopAll, nil
 }
 
-// accumulate runs cfg.Accumulate micro-batches and leaves in t.summed
-// the gradient of the step's loss: the mean over all their target tokens,
-// not a mean of the micro-batches' means. It returns that loss, the number
-// of targets and the means of the graph's reports, weighted alike.
-func (t *Trainer) accumulate() (loss float64, total int, parts map[string]float64, err error) {
+// accumulate runs cfg.Accumulate micro-batches (on each rank: with
+// several, the step has Ranks()·Accumulate of them and this rank runs
+// every Ranks()-th, dist.go) and leaves in t.summed the gradient of the
+// step's loss: the mean over all their target tokens, not a mean of the
+// micro-batches' means. It returns that loss, the number of targets and
+// the means of the graph's reports, weighted alike, and whether any rank's
+// ctx was cancelled by the end of the micro-batches.
+func (t *Trainer) accumulate(ctx context.Context) (loss float64, total int, parts map[string]float64, stopAll bool, err error) {
 	for i, s := range t.summed {
 		s.Zero()
 		t.used[i] = false
 	}
 	var lossSum float64
 	sums := map[string]float64{}
-	for i := 0; i < t.cfg.Accumulate; i++ {
+	ranks, rank := Ranks(), Rank()
+	for i := 0; i < t.cfg.Accumulate*ranks; i++ {
+		if i%ranks != rank {
+			if err := t.skipBatch(); err != nil {
+				return 0, 0, nil, false, fmt.Errorf("data: %w", err)
+			}
+			continue
+		}
 		b, err := t.data.Next()
 		if err != nil {
-			return 0, 0, nil, fmt.Errorf("data: %w", err)
+			return 0, 0, nil, false, fmt.Errorf("data: %w", err)
 		}
 		c, err := t.train.get(b)
 		if err != nil {
-			return 0, 0, nil, err
+			return 0, 0, nil, false, err
 		}
 		if err := t.bind(c); err != nil {
-			return 0, 0, nil, err
+			return 0, 0, nil, false, err
 		}
-		c.g.SetDropoutCall(t.dropoutCall)
+		// Micro-batch i of the step draws the dropout masks of run
+		// dropoutCall+i, whichever rank runs it.
+		c.g.SetDropoutCall(t.dropoutCall + uint64(i))
 		l, err := c.run(b)
 		if err != nil {
-			return 0, 0, nil, err
+			return 0, 0, nil, false, err
 		}
-		t.dropoutCall = c.g.DropoutCall()
 		n := b.Targets()
 		lossSum += l * float64(n)
 		if err := c.addReports(sums, float64(n)); err != nil {
-			return 0, 0, nil, err
+			return 0, 0, nil, false, err
 		}
 		total += n
 		// Each micro-batch's gradient is of its mean loss: weighting it by its
 		// target count makes the sum the gradient of the summed loss.
 		if err := addScaled(c.dst, c.grads, float64(n)); err != nil {
-			return 0, 0, nil, err
+			return 0, 0, nil, false, err
 		}
 		for _, i := range c.slots {
 			t.used[i] = true
 		}
 	}
+	t.dropoutCall += uint64(t.cfg.Accumulate * ranks)
+	if stopAll, err = t.reduceStep(&lossSum, &total, sums, ctx.Err() != nil); err != nil {
+		return 0, 0, nil, false, err
+	}
 	if total == 0 {
-		return 0, 0, nil, fmt.Errorf("the micro-batches hold no targets")
+		return 0, 0, nil, false, fmt.Errorf("the micro-batches hold no targets")
 	}
 	for _, s := range t.summed {
 		scaleDense(s, 1/float64(total))
 	}
-	return lossSum / float64(total), total, meanReports(sums, total), nil
+	return lossSum / float64(total), total, meanReports(sums, total), stopAll, nil
 }
 
 // bind finds, once per graph, the optimizer's slots of the parameters c
@@ -466,7 +511,7 @@ func (t *Trainer) evaluate(ctx context.Context, rec *record, res *Result) error 
 	if err != nil {
 		return fmt.Errorf("train: evaluation: %w", err)
 	}
-	val, _, parts, err := meanLoss(ctx, t.eval, batches)
+	val, parts, err := t.shardedLoss(ctx, batches)
 	if err != nil {
 		return fmt.Errorf("train: evaluation at step %d: %w", t.step, err)
 	}

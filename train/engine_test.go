@@ -30,13 +30,25 @@ type toyTask struct {
 const toyV, toyD, toyB, toyT = 12, 8, 4, 6
 
 func newToy(t *testing.T, seed uint64, dropout float64) *toyTask {
+	k, err := newToyTask(seed, dropout)
+	require.NoError(t, err)
+	return k
+}
+
+func newToyTask(seed uint64, dropout float64) (*toyTask, error) {
 	s, err := layers.NewStore(layers.WithSeed(seed), layers.WithInitStd(0.1))
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	emb, err := layers.NewEmbedding(s.Root().Sub("emb"), toyV, toyD)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	head, err := layers.NewLinear(s.Root().Sub("head"), toyD, toyV, true)
-	require.NoError(t, err)
-	return &toyTask{store: s, emb: emb, head: head, dropout: dropout}
+	if err != nil {
+		return nil, err
+	}
+	return &toyTask{store: s, emb: emb, head: head, dropout: dropout}, nil
 }
 
 func (k *toyTask) Store() *layers.Store { return k.store }
@@ -270,7 +282,7 @@ func TestAccumulationWeightsByTargets(t *testing.T) {
 	tr, err := New(task, fixed, cfg)
 	require.NoError(t, err)
 	defer tr.Close()
-	rec, err := tr.trainStep()
+	rec, _, err := tr.trainStep(context.Background())
 	require.NoError(t, err)
 	require.InDelta(t, (24*la+1*lb)/25, rec.Loss, 1e-6)
 	require.Greater(t, math.Abs((la+lb)/2-rec.Loss), 1e-3, "not the mean of means")
@@ -297,7 +309,7 @@ func TestAccumulationEqualsOneBatch(t *testing.T) {
 		tr, err := New(task, &fixedData{batches: batches}, cfg)
 		require.NoError(t, err)
 		defer tr.Close()
-		loss, _, _, err := tr.accumulate()
+		loss, _, _, _, err := tr.accumulate(context.Background())
 		require.NoError(t, err)
 		return tr.summed, loss
 	}

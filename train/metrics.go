@@ -39,6 +39,9 @@ type record struct {
 	Targets       int                `json:"targets"`
 	Seconds       float64            `json:"seconds"`
 	TargetsPerSec float64            `json:"targets_per_sec"`
+	// CommSeconds is the part of Seconds spent summing gradients across
+	// data-parallel ranks; absent with one process.
+	CommSeconds *float64 `json:"comm_seconds,omitempty"`
 }
 
 // metrics appends records to the run's metrics.jsonl.

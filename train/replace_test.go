@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -92,14 +93,14 @@ func killCheckpointAt(t *testing.T, name string, existing bool, via string, k, c
 	tr, err := New(task, newToyData(1), toyConfig(dir, 10))
 	require.NoError(t, err)
 	defer tr.Close()
-	_, err = tr.trainStep()
+	_, _, err = tr.trainStep(context.Background())
 	require.NoError(t, err)
 	if existing {
 		_, err = tr.checkpoint(name)
 		require.NoError(t, err)
 	}
 	old := weightsOf(task)
-	_, err = tr.trainStep()
+	_, _, err = tr.trainStep(context.Background())
 	require.NoError(t, err)
 	newer := weightsOf(task)
 
@@ -169,7 +170,7 @@ func TestStaleTempDirsAreCleanedOnStart(t *testing.T) {
 		root := filepath.Join(dir, CheckpointsDir)
 		tr, err := New(newToy(t, 1, 0), newToyData(1), toyConfig(dir, 10))
 		require.NoError(t, err)
-		_, err = tr.trainStep()
+		_, _, err = tr.trainStep(context.Background())
 		require.NoError(t, err)
 		_, err = tr.checkpoint("step-000001")
 		require.NoError(t, err)
@@ -216,7 +217,7 @@ func TestRecoverAnOldCopyLeftAlone(t *testing.T) {
 		root := filepath.Join(dir, CheckpointsDir)
 		tr, err := New(newToy(t, 1, 0), newToyData(1), toyConfig(dir, 10))
 		require.NoError(t, err)
-		_, err = tr.trainStep()
+		_, _, err = tr.trainStep(context.Background())
 		require.NoError(t, err)
 		_, err = tr.checkpoint("final")
 		require.NoError(t, err)

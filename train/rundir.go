@@ -215,13 +215,21 @@ func moveRunAside(dir, held string) (string, error) {
 }
 
 // PrepareRun is PrepareRunDir for a pipeline's resume and overwrite
-// settings; it says on out where an overwritten run went.
+// settings; it says on out where an overwritten run went. With
+// data-parallel ranks, rank 0 prepares the directory (and recovers its
+// checkpoints from a kill) while the others wait, and all stop if it fails.
 func PrepareRun(dir string, resume, overwrite bool, out io.Writer) error {
 	mode, err := RunModeOf(resume, overwrite)
 	if err != nil {
 		return err
 	}
-	moved, err := PrepareRunDir(dir, mode)
+	var moved string
+	err = leaderFirst(func() error {
+		if moved, err = PrepareRunDir(dir, mode); err != nil {
+			return err
+		}
+		return Recover(dir)
+	})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/d73a19ff/zoo/internal/mpi"
 	"github.com/d73a19ff/zoo/internal/ops"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/train"
@@ -191,7 +192,48 @@ func run(args []string, stdout, errw io.Writer) int {
 	return 2
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(runWorld(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// runWorld is run as one rank of a data-parallel job when an MPI launcher
+// started this process as one of several (mpirun -np 2 zoo pretrain …, a
+// -tags mpi build): rank 0 prints, the others keep quiet but for errors.
+func runWorld(args []string, stdout, errw io.Writer) int {
+	if !mpi.Launched() {
+		return run(args, stdout, errw)
+	}
+	c, err := mpi.Init()
+	if err != nil {
+		fmt.Fprintf(errw, "zoo: %v\n", err)
+		return 1
+	}
+	train.SetWorld(c)
+	if c.Rank() != 0 {
+		stdout = io.Discard
+	}
+	errw = rankWriter{errw, c.Rank()}
+	code := run(args, stdout, errw)
+	if code != 0 {
+		return code // exiting without Finalize: mpirun stops the other ranks
+	}
+	if err := c.Finalize(); err != nil {
+		fmt.Fprintf(errw, "zoo: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// rankWriter prefixes what a rank writes with its rank.
+type rankWriter struct {
+	w    io.Writer
+	rank int
+}
+
+func (r rankWriter) Write(p []byte) (int, error) {
+	if _, err := fmt.Fprintf(r.w, "rank %d: %s", r.rank, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
 
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

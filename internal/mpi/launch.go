@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 )
 
@@ -42,4 +43,12 @@ func launched(getenv func(string) string) (size int, why string, ok bool) {
 func errNoMPI(size int, why string) error {
 	return fmt.Errorf("mpi: this zoo was built without MPI; rebuild with -tags mpi (needs libopenmpi-dev) "+
 		"or run it without mpirun (the launcher started %d ranks: %s)", size, why)
+}
+
+// Launched reports whether this process is one of several ranks started by
+// an MPI launcher (mpirun, mpiexec, srun): whether a program should call
+// Init. A -tags mpi program started by hand is not, and runs alone.
+func Launched() bool {
+	_, _, ok := launched(os.Getenv)
+	return ok
 }

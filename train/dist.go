@@ -1,0 +1,435 @@
+package train
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/tensor"
+
+	"github.com/d73a19ff/zoo/internal/mpi"
+)
+
+// Data parallelism (built with -tags mpi, run under mpirun): every rank
+// holds the whole model and runs the same engine. Within a step the ranks
+// take turns at the data: of the step's Size·Accumulate micro-batches in
+// the data's (seeded, resumable) order, rank r trains on those whose index
+// is r modulo Size and skips the others. Their gradients, weighted by
+// target tokens as accumulation weights them, are summed across the ranks
+// with one Allreduce, so every rank takes the same optimizer step on the
+// same weights. Two ranks at Accumulate k are thus one rank at Accumulate
+// 2k: the same micro-batches, the same dropout masks (each micro-batch
+// draws the masks of its index in the step), the same loss; the sum is in
+// another order only with more than two ranks.
+//
+// Rank 0 alone writes the run directory (checkpoints, metrics.jsonl,
+// loss.png), shows progress and recovers or moves old runs; every rank
+// reads the data and, when resuming, the checkpoint, so the run directory
+// must be on a file system every rank sees. At the start of Run the
+// weights, the optimizer's moments and the trainer's position are
+// broadcast from rank 0, and every CheckEvery steps the ranks compare a
+// checksum of their weights.
+
+// world is the process's communicator (SetWorld); nil runs one process.
+var world *mpi.Comm
+
+// SetWorld makes the engine data-parallel over c's ranks (nil or a Comm of
+// one rank: a single process). Call it once, before building a Trainer.
+func SetWorld(c *mpi.Comm) { world = c }
+
+// World is the communicator SetWorld set, nil for a single process.
+func World() *mpi.Comm { return world }
+
+// Rank is this process's rank, 0 without MPI.
+func Rank() int {
+	if world == nil {
+		return 0
+	}
+	return world.Rank()
+}
+
+// Ranks is the number of processes training together, 1 without MPI.
+func Ranks() int {
+	if world == nil {
+		return 1
+	}
+	return world.Size()
+}
+
+// Leader reports whether this process writes the run directory and the
+// progress display: rank 0, or the only process.
+func Leader() bool { return Rank() == 0 }
+
+// CheckEvery is how often, in steps, the ranks compare their weights'
+// checksums. They start equal and take equal steps; a difference means a
+// rank computed something else (another binary, another thread count that
+// changed a sum, a bug) and stops the run.
+const CheckEvery = 100
+
+// Agree is for work that rank 0 does alone (preparing the run directory):
+// every rank passes its own error and gets back an error if any rank had
+// one, so that all continue or all stop. With one process it returns err.
+func Agree(err error) error {
+	if Ranks() == 1 {
+		return err
+	}
+	var mine int64
+	if err != nil {
+		mine = 1
+	}
+	all, cerr := world.AllgatherInt64(mine)
+	if cerr != nil {
+		return fmt.Errorf("train: rank %d: %w", Rank(), cerr)
+	}
+	if err != nil {
+		return err
+	}
+	for r, v := range all {
+		if v != 0 {
+			return fmt.Errorf("train: rank %d stopped with an error (see its output); rank %d stops too", r, Rank())
+		}
+	}
+	return nil
+}
+
+// leaderFirst runs f on rank 0 and makes the other ranks wait for it: what
+// only one process may do to a shared run directory.
+func leaderFirst(f func() error) error {
+	var err error
+	if Leader() {
+		err = f()
+	}
+	return Agree(err)
+}
+
+// reduceStep sums, across the ranks, a step's gradient sums (t.summed, each
+// a target-weighted sum over the rank's micro-batches), which parameters
+// were used, the loss sum, the target count, the reports' sums and whether
+// any rank was asked to stop. The report names are sorted, and must be the
+// same on every rank (the same task's graphs).
+func (t *Trainer) reduceStep(lossSum *float64, total *int, sums map[string]float64, stop bool) (bool, error) {
+	if Ranks() == 1 {
+		return false, nil // Run checks ctx itself before the next step
+	}
+	began := time.Now()
+	defer func() { t.commTime += time.Since(began) }()
+	if err := t.reduceTensors(t.summed); err != nil {
+		return false, err
+	}
+	keys := sortedKeys(sums)
+	sc := make([]float64, 0, 3+len(t.used)+len(keys))
+	sc = append(sc, *lossSum, float64(*total), b2f(stop))
+	for _, u := range t.used {
+		sc = append(sc, b2f(u))
+	}
+	for _, k := range keys {
+		sc = append(sc, sums[k])
+	}
+	if err := t.sameLength(len(sc), "step scalars"); err != nil {
+		return false, err
+	}
+	if err := world.AllreduceFloat64(sc); err != nil {
+		return false, err
+	}
+	*lossSum, *total, stop = sc[0], int(math.Round(sc[1])), sc[2] > 0
+	for i := range t.used {
+		t.used[i] = sc[3+i] > 0
+	}
+	for i, k := range keys {
+		sums[k] = sc[3+len(t.used)+i]
+	}
+	return stop, nil
+}
+
+// sameLength checks that every rank is about to reduce n values: a
+// different count would otherwise be an MPI error or a hang.
+func (t *Trainer) sameLength(n int, what string) error {
+	all, err := world.AllgatherInt64(int64(n))
+	if err != nil {
+		return err
+	}
+	for r, v := range all {
+		if v != int64(n) {
+			return fmt.Errorf("train: rank %d has %d %s, rank %d has %d: the ranks run different tasks or configurations", Rank(), n, what, r, v)
+		}
+	}
+	return nil
+}
+
+// reduceTensors sums ts across the ranks in place: the float32 ones packed
+// into one buffer (one Allreduce, however many parameters), the float64
+// ones into another.
+func (t *Trainer) reduceTensors(ts []*tensor.Dense) error {
+	var n32, n64 int
+	for _, d := range ts {
+		switch d.Dtype() {
+		case tensor.Float32:
+			n32 += d.Size()
+		case tensor.Float64:
+			n64 += d.Size()
+		default:
+			return fmt.Errorf("train: cannot reduce a %v gradient", d.Dtype())
+		}
+	}
+	if err := t.sameLength(n32+n64, "gradient values"); err != nil {
+		return err
+	}
+	if cap(t.buf32) < n32 {
+		t.buf32 = make([]float32, n32)
+	}
+	if cap(t.buf64) < n64 {
+		t.buf64 = make([]float64, n64)
+	}
+	b32, b64 := t.buf32[:n32], t.buf64[:n64]
+	pack := func(in bool) {
+		var o32, o64 int
+		for _, d := range ts {
+			switch d.Dtype() {
+			case tensor.Float32:
+				v := d.Float32s()
+				if in {
+					copy(b32[o32:], v)
+				} else {
+					copy(v, b32[o32:])
+				}
+				o32 += len(v)
+			case tensor.Float64:
+				v := d.Float64s()
+				if in {
+					copy(b64[o64:], v)
+				} else {
+					copy(v, b64[o64:])
+				}
+				o64 += len(v)
+			}
+		}
+	}
+	pack(true)
+	if err := world.AllreduceFloat32(b32); err != nil {
+		return err
+	}
+	if err := world.AllreduceFloat64(b64); err != nil {
+		return err
+	}
+	pack(false)
+	return nil
+}
+
+// reduceEval sums an evaluation's loss sum, targets and report sums over
+// the ranks, each of which evaluated its share of the batches.
+func reduceEval(sum *float64, targets *int, sums map[string]float64) error {
+	keys := sortedKeys(sums)
+	sc := append([]float64{*sum, float64(*targets)}, make([]float64, len(keys))...)
+	for i, k := range keys {
+		sc[2+i] = sums[k]
+	}
+	all, err := world.AllgatherInt64(int64(len(sc)))
+	if err != nil {
+		return err
+	}
+	for r, v := range all {
+		if v != int64(len(sc)) {
+			return fmt.Errorf("train: evaluation: rank %d reports %d values, rank %d %d: the ranks evaluate different tasks", Rank(), len(sc), r, v)
+		}
+	}
+	if err := world.AllreduceFloat64(sc); err != nil {
+		return err
+	}
+	*sum, *targets = sc[0], int(math.Round(sc[1]))
+	for i, k := range keys {
+		sums[k] = sc[2+i]
+	}
+	return nil
+}
+
+// shareState makes every rank's weights, optimizer moments and position
+// rank 0's: at the start of Run, whether the run is new, resumed or
+// started from pretrained weights.
+func (t *Trainer) shareState() error {
+	if Ranks() == 1 {
+		return nil
+	}
+	for _, p := range t.task.Store().Params() {
+		if err := bcastTensor(p.Value); err != nil {
+			return fmt.Errorf("train: sharing %s: %w", p.Name, err)
+		}
+	}
+	opt, err := t.opt.State()
+	if err != nil {
+		return err
+	}
+	if opt, err = bcastBlob(opt); err != nil {
+		return err
+	}
+	if !Leader() {
+		if err := t.opt.Restore(opt); err != nil {
+			return fmt.Errorf("train: rank %d: rank 0's optimizer state: %w", Rank(), err)
+		}
+	}
+	data, err := t.data.State()
+	if err != nil {
+		return fmt.Errorf("train: data state: %w", err)
+	}
+	st := trainerState{Step: t.step, DataState: data, DropoutCall: t.dropoutCall}
+	if !math.IsInf(t.best, 1) {
+		st.BestValLoss = &t.best
+	}
+	js, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if js, err = bcastBlob(js); err != nil {
+		return err
+	}
+	if Leader() {
+		return nil
+	}
+	if err := json.Unmarshal(js, &st); err != nil {
+		return err
+	}
+	if err := t.data.Restore(st.DataState); err != nil {
+		return fmt.Errorf("train: rank %d: rank 0's data position: %w", Rank(), err)
+	}
+	t.step, t.dropoutCall, t.best = st.Step, st.DropoutCall, math.Inf(1)
+	if st.BestValLoss != nil {
+		t.best = *st.BestValLoss
+	}
+	return nil
+}
+
+// bcastBlob sends rank 0's bytes to every rank: the length, then the bytes.
+func bcastBlob(b []byte) ([]byte, error) {
+	n := make([]byte, 8)
+	binary.LittleEndian.PutUint64(n, uint64(len(b)))
+	if err := world.BcastBytes(n, 0); err != nil {
+		return nil, err
+	}
+	if !Leader() {
+		b = make([]byte, binary.LittleEndian.Uint64(n))
+	}
+	return b, world.BcastBytes(b, 0)
+}
+
+// bcastTensor sends rank 0's values of a float tensor to every rank.
+func bcastTensor(v any) error {
+	d, ok := v.(*tensor.Dense)
+	if !ok {
+		return fmt.Errorf("a %T is not a dense tensor", v)
+	}
+	switch d.Dtype() {
+	case tensor.Float32:
+		return world.BcastFloat32(d.Float32s(), 0)
+	case tensor.Float64:
+		f := d.Float64s()
+		if len(f) == 0 {
+			return nil
+		}
+		return world.BcastBytes(unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 8*len(f)), 0)
+	}
+	return fmt.Errorf("cannot broadcast a %v tensor", d.Dtype())
+}
+
+// checkSame compares a checksum of every rank's weights and fails, naming
+// the step and the ranks, if they differ.
+func (t *Trainer) checkSame() error {
+	if Ranks() == 1 {
+		return nil
+	}
+	h := fnv.New64a()
+	var b [8]byte
+	for _, p := range t.task.Store().Params() {
+		switch d := p.Value; d.Dtype() {
+		case tensor.Float32:
+			for _, x := range d.Float32s() {
+				binary.LittleEndian.PutUint32(b[:4], math.Float32bits(x))
+				h.Write(b[:4])
+			}
+		case tensor.Float64:
+			for _, x := range d.Float64s() {
+				binary.LittleEndian.PutUint64(b[:], math.Float64bits(x))
+				h.Write(b[:])
+			}
+		}
+	}
+	sum := int64(h.Sum64())
+	all, err := world.AllgatherInt64(sum)
+	if err != nil {
+		return err
+	}
+	for r, v := range all {
+		if v != sum {
+			return fmt.Errorf("train: step %d: the weights of rank %d and rank %d differ (checksums %x and %x): "+
+				"every rank must run the same binary with the same flags and GOMAXPROCS; stopping", t.step, Rank(), r, uint64(sum), uint64(v))
+		}
+	}
+	return nil
+}
+
+// skipBatch passes over a micro-batch another rank trains on.
+func (t *Trainer) skipBatch() error {
+	if s, ok := t.data.(Skipper); ok {
+		return s.Skip()
+	}
+	_, err := t.data.Next()
+	return err
+}
+
+// Skipper is Data that can pass over its next training batch more cheaply
+// than by building it: the batches other ranks train on.
+type Skipper interface {
+	Skip() error
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// shardedLoss is meanLoss over the validation batches, each rank taking
+// every Ranks()-th batch and the sums reduced: the same loss as one
+// process's, summed in another order. With fewer batches than ranks every
+// rank evaluates them all. Data-parallel ranks ignore ctx here (all must
+// reach the reduction); they stop together after the step.
+func (t *Trainer) shardedLoss(ctx context.Context, batches []Batch) (float64, map[string]float64, error) {
+	if Ranks() == 1 || len(batches) < Ranks() {
+		loss, _, parts, err := meanLoss(ctx, t.eval, batches)
+		return loss, parts, err
+	}
+	var mine []Batch
+	for i, b := range batches {
+		if i%Ranks() == Rank() {
+			mine = append(mine, b)
+		}
+	}
+	loss, targets, parts, err := meanLoss(context.Background(), t.eval, mine)
+	if err != nil {
+		return 0, nil, err
+	}
+	// meanLoss divided by the targets: undo it, reduce, divide again.
+	sum := loss * float64(targets)
+	sums := map[string]float64{}
+	for k, v := range parts {
+		sums[k] = v * float64(targets)
+	}
+	if err := reduceEval(&sum, &targets, sums); err != nil {
+		return 0, nil, err
+	}
+	return sum / float64(targets), meanReports(sums, targets), nil
+}

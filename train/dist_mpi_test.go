@@ -1,0 +1,326 @@
+//go:build mpi
+
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/d73a19ff/zoo/internal/mpi"
+)
+
+// The data-parallel tests start the test binary under mpirun -np 2; each
+// rank runs rankMain (selected by dpCase) instead of the tests and rank 0
+// writes what it trained to dpOut, which the test compares with runs in
+// its own process.
+const (
+	dpCase = "ZOO_DP_CASE"
+	dpDir  = "ZOO_DP_DIR"
+	dpOut  = "ZOO_DP_OUT"
+	// dpNoDropout set turns the toy's dropout off.
+	dpNoDropout = "ZOO_DP_NO_DROPOUT"
+)
+
+func TestMain(m *testing.M) {
+	if c := os.Getenv(dpCase); c != "" {
+		os.Exit(rankMain(c))
+	}
+	os.Exit(m.Run())
+}
+
+// dpResult is what rank 0 reports: its losses and final weights.
+type dpResult struct {
+	Losses  []float64
+	Val     []float64
+	Weights map[string][]float32
+}
+
+// halfData serves each toyData batch of toyB rows as two batches of toyB/2
+// rows, the first half then the second: two ranks at toyB/2 each see one
+// rank's batch of toyB.
+type halfData struct {
+	d    *toyData
+	next []toyBatch
+}
+
+func halve(b toyBatch) []toyBatch {
+	h := toyB / 2 * toyT
+	return []toyBatch{{ids: b.ids[:h], targets: b.targets[:h]}, {ids: b.ids[h:], targets: b.targets[h:]}}
+}
+
+func (h *halfData) Next() (Batch, error) {
+	if len(h.next) == 0 {
+		b, err := h.d.Next()
+		if err != nil {
+			return nil, err
+		}
+		h.next = halve(b.(toyBatch))
+	}
+	b := h.next[0]
+	h.next = h.next[1:]
+	return b, nil
+}
+
+func (h *halfData) Eval() ([]Batch, error) {
+	full, err := h.d.Eval()
+	if err != nil {
+		return nil, err
+	}
+	var out []Batch
+	for _, b := range full {
+		for _, x := range halve(b.(toyBatch)) {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// State holds the toy generator's state and whether a second half is
+// pending (a step always takes both, so it never is at a checkpoint).
+func (h *halfData) State() ([]byte, error) {
+	if len(h.next) != 0 {
+		return nil, errors.New("halfData: a half batch is pending")
+	}
+	return h.d.State()
+}
+func (h *halfData) Restore(b []byte) error { h.next = nil; return h.d.Restore(b) }
+
+const dpSteps = 12
+
+// dpConfig is the toy run of these tests; accumulate micro-batches a step.
+func dpConfig(dir string, accumulate int) Config {
+	cfg := toyConfig(dir, dpSteps)
+	cfg.Accumulate, cfg.EvalEvery, cfg.SaveEvery = accumulate, 4, 4
+	return cfg
+}
+
+// train runs the toy task and returns what it trained. rows is the
+// micro-batch's rows: toyB/2 with halfData, toyB with toyData.
+func trainToy(ctx context.Context, dir string, rows, accumulate int, dropout float64, data Data) (dpResult, error) {
+	task, err := newToyTask(1, dropout)
+	if err != nil {
+		return dpResult{}, err
+	}
+	task.rows = rows
+	tr, err := New(task, data, dpConfig(dir, accumulate))
+	if err != nil {
+		return dpResult{}, err
+	}
+	defer tr.Close()
+	if latest, err := Latest(dir); err == nil {
+		if err := tr.Resume(latest); err != nil {
+			return dpResult{}, err
+		}
+	}
+	if _, err := tr.Run(ctx, nil); err != nil {
+		return dpResult{}, err
+	}
+	return collect(dir, task)
+}
+
+func collect(dir string, task *toyTask) (dpResult, error) {
+	recs, err := readMetrics(dir, 1<<30)
+	if err != nil {
+		return dpResult{}, err
+	}
+	res := dpResult{Weights: map[string][]float32{}}
+	for _, r := range recs {
+		res.Losses = append(res.Losses, r.Loss)
+		if r.ValLoss != nil {
+			res.Val = append(res.Val, *r.ValLoss)
+		}
+	}
+	for _, p := range task.store.Params() {
+		res.Weights[p.Name] = append([]float32(nil), p.Value.Float32s()...)
+	}
+	return res, nil
+}
+
+// rankMain is one rank of a case: "equal" trains dpSteps steps at toyB/2
+// rows a rank; "stop" does the same but rank 0 is interrupted during step
+// 6 (the ranks must stop together after it and save it), and "resume"
+// goes on from there; "die" has rank 1 exit at step 3 and "hang" has it
+// stop answering, with a 2 s timeout.
+func rankMain(name string) int {
+	c, err := mpi.Init()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	c.SetTimeout(20 * time.Second)
+	SetWorld(c)
+	dir := os.Getenv(dpDir)
+	data := &halfData{d: newToyData(3)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	switch name {
+	case "stop":
+		data.d.onNext = func(call int) {
+			if call == 6 && c.Rank() == 0 { // toyData calls: one a step (two halves)
+				cancel()
+			}
+		}
+	case "die", "hang":
+		c.SetTimeout(2 * time.Second)
+		data.d.onNext = func(call int) {
+			if call == 3 && c.Rank() == 1 {
+				if name == "die" {
+					os.Exit(7)
+				}
+				time.Sleep(time.Hour)
+			}
+		}
+	}
+	if err := PrepareRun(dir, name == "resume", false, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dropout := 0.1
+	if os.Getenv(dpNoDropout) != "" {
+		dropout = 0
+	}
+	res, err := trainToy(ctx, dir, toyB/2, 1, dropout, data)
+	if name == "stop" {
+		if !errors.Is(err, ErrInterrupted) {
+			fmt.Fprintf(os.Stderr, "rank %d: want ErrInterrupted, got %v\n", c.Rank(), err)
+			return 1
+		}
+		err = nil
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rank %d: %v\n", c.Rank(), err)
+		return 1
+	}
+	if c.Rank() == 0 && name != "stop" {
+		js, _ := json.Marshal(res)
+		if err := os.WriteFile(os.Getenv(dpOut), js, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	if err := c.Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// launch runs a case under mpirun -np 2 in dir, within limit.
+func launch(t *testing.T, name, dir, out string, limit time.Duration, env ...string) (string, error, time.Duration) {
+	t.Helper()
+	path, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun is not on PATH (apt-get install openmpi-bin libopenmpi-dev)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	args := []string{"-np", "2", "--allow-run-as-root", "--oversubscribe",
+		"-x", dpCase + "=" + name, "-x", dpDir + "=" + dir, "-x", dpOut + "=" + out}
+	for _, e := range env {
+		args = append(args, "-x", e)
+	}
+	cmd := exec.CommandContext(ctx, path, append(args, os.Args[0])...)
+	began := time.Now()
+	b, err := cmd.CombinedOutput()
+	took := time.Since(began)
+	if ctx.Err() != nil {
+		t.Fatalf("case %s: mpirun did not finish within %v (a hang); output:\n%s", name, limit, b)
+	}
+	return string(b), err, took
+}
+
+func readResult(t *testing.T, path string) dpResult {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var r dpResult
+	require.NoError(t, json.Unmarshal(b, &r))
+	return r
+}
+
+// Two ranks at toyB/2 rows each are one rank accumulating two micro-batches
+// of toyB/2, bit for bit (the same micro-batches, dropout masks and sums),
+// and one rank at toyB rows within float tolerance (another summation
+// order in the products; dropout masks differ by shape, so that
+// comparison runs without dropout).
+func TestDataParallelTwoRanksEqualOne(t *testing.T) {
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "two.json")
+	log, err, _ := launch(t, "equal", filepath.Join(tmp, "two"), out, 2*time.Minute)
+	require.NoError(t, err, log)
+	two := readResult(t, out)
+	require.Len(t, two.Losses, dpSteps)
+
+	one, err := trainToy(context.Background(), filepath.Join(tmp, "one"), toyB/2, 2, 0.1, &halfData{d: newToyData(3)})
+	require.NoError(t, err)
+	require.Equal(t, one.Losses, two.Losses, "losses: 2 ranks × 1 micro-batch against 1 rank × 2")
+	require.Equal(t, one.Val, two.Val)
+	require.Equal(t, one.Weights, two.Weights)
+	require.Len(t, one.Val, dpSteps/4)
+
+	// Against one batch of toyB rows: no dropout on either side.
+	out = filepath.Join(tmp, "two-nodrop.json")
+	log, err, _ = launch(t, "equal", filepath.Join(tmp, "two-nodrop"), out, 2*time.Minute, dpNoDropout+"=1")
+	require.NoError(t, err, log)
+	two = readResult(t, out)
+	whole, err := trainToy(context.Background(), filepath.Join(tmp, "whole"), toyB, 1, 0, newToyData(3))
+	require.NoError(t, err)
+	require.Len(t, two.Losses, dpSteps)
+	require.InDeltaSlice(t, whole.Losses, two.Losses, 1e-5)
+	require.InDeltaSlice(t, whole.Val, two.Val, 1e-5)
+	for name, w := range whole.Weights {
+		require.InDeltaSlice(t, w, two.Weights[name], 1e-5, name)
+		require.NotEqual(t, w, one.Weights[name], "%s: the dropout run must differ, or the comparison proves nothing", name)
+	}
+}
+
+// interruptedAndResumed: rank 0 alone is interrupted in step 6; both ranks
+// finish that step, rank 0 saves it, and a new 2-rank job resumes from it
+// to the same weights as the uninterrupted run, bit for bit.
+func TestDataParallelResumesExactly(t *testing.T) {
+	tmp := t.TempDir()
+	whole := filepath.Join(tmp, "whole.json")
+	log, err, _ := launch(t, "equal", filepath.Join(tmp, "whole"), whole, 2*time.Minute)
+	require.NoError(t, err, log)
+
+	split := filepath.Join(tmp, "split")
+	log, err, _ = launch(t, "stop", split, "", 2*time.Minute)
+	require.NoError(t, err, log)
+	latest, err := Latest(split)
+	require.NoError(t, err)
+	require.Equal(t, "step-000006", filepath.Base(latest), log)
+	resumed := filepath.Join(tmp, "resumed.json")
+	log, err, _ = launch(t, "resume", split, resumed, 2*time.Minute)
+	require.NoError(t, err, log)
+	a, b := readResult(t, whole), readResult(t, resumed)
+	require.Equal(t, a.Weights, b.Weights)
+	require.Equal(t, a.Losses, b.Losses)
+}
+
+// A rank that dies or hangs does not hang the job: mpirun ends it with an
+// error within seconds, and a hung peer is named by the survivor's timeout.
+func TestDataParallelDeadRank(t *testing.T) {
+	for _, name := range []string{"die", "hang"} {
+		t.Run(name, func(t *testing.T) {
+			tmp := t.TempDir()
+			log, err, took := launch(t, name, filepath.Join(tmp, "run"), filepath.Join(tmp, "out.json"), time.Minute)
+			require.Error(t, err, log)
+			require.Less(t, took, 30*time.Second, log)
+			if name == "hang" {
+				require.True(t, strings.Contains(log, "did not complete after"), log)
+			}
+			_, statErr := os.Stat(filepath.Join(tmp, "out.json"))
+			require.True(t, os.IsNotExist(statErr), "rank 0 must not have finished")
+		})
+	}
+}
