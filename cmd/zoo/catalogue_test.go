@@ -432,7 +432,8 @@ func Example_badInput() {
 }
 
 // TestMain lets a test run the CLI in a child process, under a memory
-// limit: ZOO_TEST_CLI_ARGS holds its arguments as JSON.
+// limit or as a rank under mpirun: ZOO_TEST_CLI_ARGS holds its arguments
+// as JSON.
 func TestMain(m *testing.M) {
 	if raw := os.Getenv("ZOO_TEST_CLI_ARGS"); raw != "" {
 		var args []string
@@ -440,7 +441,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "ZOO_TEST_CLI_ARGS:", err)
 			os.Exit(3)
 		}
-		os.Exit(run(args, os.Stdout, os.Stderr))
+		os.Exit(runWorld(args, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
