@@ -112,6 +112,14 @@ func initWorld() (*world, int, int, error) {
 			return nil, 0, 0, errNoOrted
 		}
 	}
+	// Open MPI's default algorithm for non-blocking sums (libnbc's) sends
+	// the whole buffer at every step; Rabenseifner's (reduce-scatter, then
+	// allgather) sends it once: a 3.3 MB gradient over a 1 Gbit/s link in
+	// 39 ms instead of 66 (26 ms on the wire). Open MPI reads OMPI_MCA_*
+	// from the environment at MPI_Init; a user's own setting is kept.
+	if os.Getenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm") == "" {
+		os.Setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3")
+	}
 	// Open MPI installs backtrace handlers for SIGABRT, SIGBUS, SIGFPE
 	// and SIGSEGV (its opal_signal parameter), but only where the handler
 	// is still SIG_DFL; the Go runtime has installed its own by now, so
