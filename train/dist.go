@@ -66,11 +66,11 @@ func Ranks() int {
 // progress display: rank 0, or the only process.
 func Leader() bool { return Rank() == 0 }
 
-// CheckEvery is how often, in steps, the ranks compare their weights'
-// checksums. They start equal and take equal steps; a difference means a
-// rank computed something else (another binary, another thread count that
-// changed a sum, a bug) and stops the run.
-const CheckEvery = 100
+// DefaultCheckEvery is how often, in steps, the ranks compare their
+// weights' checksums unless Config.CheckEvery says otherwise. They start
+// equal and take equal steps; a difference means a rank computed something
+// else (another binary, a bug) and stops the run.
+const DefaultCheckEvery = 100
 
 // Agree is for work that rank 0 does alone (preparing the run directory):
 // every rank passes its own error and gets back an error if any rank had

@@ -100,16 +100,18 @@ const dpSteps = 12
 // dpConfig is the toy run of these tests; accumulate micro-batches a step.
 func dpConfig(dir string, accumulate int) Config {
 	cfg := toyConfig(dir, dpSteps)
-	cfg.Accumulate, cfg.EvalEvery, cfg.SaveEvery = accumulate, 4, 4
+	cfg.Accumulate, cfg.EvalEvery, cfg.SaveEvery, cfg.CheckEvery = accumulate, 4, 4, 2
 	return cfg
 }
 
 // train runs the toy task and returns what it trained. rows is the
 // micro-batch's rows: toyB/2 with halfData, toyB with toyData.
-func trainToy(ctx context.Context, dir string, rows, accumulate int, dropout float64, data Data) (dpResult, error) {
-	task, err := newToyTask(1, dropout)
-	if err != nil {
-		return dpResult{}, err
+func trainToy(ctx context.Context, dir string, rows, accumulate int, dropout float64, data Data, task *toyTask) (dpResult, error) {
+	if task == nil {
+		var err error
+		if task, err = newToyTask(1, dropout); err != nil {
+			return dpResult{}, err
+		}
 	}
 	task.rows = rows
 	tr, err := New(task, data, dpConfig(dir, accumulate))
@@ -161,6 +163,15 @@ func rankMain(name string) int {
 	SetWorld(c)
 	dir := os.Getenv(dpDir)
 	data := &halfData{d: newToyData(3)}
+	dropout := 0.1
+	if os.Getenv(dpNoDropout) != "" {
+		dropout = 0
+	}
+	task, err := newToyTask(1, dropout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	switch name {
@@ -168,6 +179,12 @@ func rankMain(name string) int {
 		data.d.onNext = func(call int) {
 			if call == 6 && c.Rank() == 0 { // toyData calls: one a step (two halves)
 				cancel()
+			}
+		}
+	case "diverge":
+		data.d.onNext = func(call int) {
+			if call == 5 && c.Rank() == 1 {
+				task.store.Params()[0].Value.Float32s()[0] += 1e-6
 			}
 		}
 	case "die", "hang":
@@ -185,11 +202,7 @@ func rankMain(name string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	dropout := 0.1
-	if os.Getenv(dpNoDropout) != "" {
-		dropout = 0
-	}
-	res, err := trainToy(ctx, dir, toyB/2, 1, dropout, data)
+	res, err := trainToy(ctx, dir, toyB/2, 1, dropout, data, task)
 	if name == "stop" {
 		if !errors.Is(err, ErrInterrupted) {
 			fmt.Fprintf(os.Stderr, "rank %d: want ErrInterrupted, got %v\n", c.Rank(), err)
@@ -261,7 +274,7 @@ func TestDataParallelTwoRanksEqualOne(t *testing.T) {
 	two := readResult(t, out)
 	require.Len(t, two.Losses, dpSteps)
 
-	one, err := trainToy(context.Background(), filepath.Join(tmp, "one"), toyB/2, 2, 0.1, &halfData{d: newToyData(3)})
+	one, err := trainToy(context.Background(), filepath.Join(tmp, "one"), toyB/2, 2, 0.1, &halfData{d: newToyData(3)}, nil)
 	require.NoError(t, err)
 	require.Equal(t, one.Losses, two.Losses, "losses: 2 ranks × 1 micro-batch against 1 rank × 2")
 	require.Equal(t, one.Val, two.Val)
@@ -273,7 +286,7 @@ func TestDataParallelTwoRanksEqualOne(t *testing.T) {
 	log, err, _ = launch(t, "equal", filepath.Join(tmp, "two-nodrop"), out, 2*time.Minute, dpNoDropout+"=1")
 	require.NoError(t, err, log)
 	two = readResult(t, out)
-	whole, err := trainToy(context.Background(), filepath.Join(tmp, "whole"), toyB, 1, 0, newToyData(3))
+	whole, err := trainToy(context.Background(), filepath.Join(tmp, "whole"), toyB, 1, 0, newToyData(3), nil)
 	require.NoError(t, err)
 	require.Len(t, two.Losses, dpSteps)
 	require.InDeltaSlice(t, whole.Losses, two.Losses, 1e-5)
@@ -305,6 +318,15 @@ func TestDataParallelResumesExactly(t *testing.T) {
 	a, b := readResult(t, whole), readResult(t, resumed)
 	require.Equal(t, a.Weights, b.Weights)
 	require.Equal(t, a.Losses, b.Losses)
+}
+
+// Weights that drift apart on one rank stop the run at the next checksum
+// (every 2 steps here), naming the ranks.
+func TestDataParallelChecksums(t *testing.T) {
+	tmp := t.TempDir()
+	log, err, _ := launch(t, "diverge", filepath.Join(tmp, "run"), filepath.Join(tmp, "out.json"), time.Minute)
+	require.Error(t, err, log)
+	require.Contains(t, log, "differ (checksums")
 }
 
 // A rank that dies or hangs does not hang the job: mpirun ends it with an

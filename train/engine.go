@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,6 +63,9 @@ type Config struct {
 	// Unit names a batch's target in the progress display's throughput:
 	// "tok" (tokens, the default for ""), "img" for images.
 	Unit string
+	// CheckEvery is how often data-parallel ranks compare checksums of
+	// their weights (dist.go); 0 means DefaultCheckEvery.
+	CheckEvery int
 }
 
 // Validate reports a configuration that cannot run.
@@ -338,7 +342,7 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 		if stopped || stop {
 			return res, t.interrupt()
 		}
-		if t.step%CheckEvery == 0 {
+		if every := cmp.Or(t.cfg.CheckEvery, DefaultCheckEvery); t.step%every == 0 {
 			if err := t.checkSame(); err != nil {
 				return res, err
 			}
