@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/d73a19ff/zoo/internal/mpi"
 	"github.com/d73a19ff/zoo/internal/ops"
@@ -197,6 +198,8 @@ func main() { os.Exit(runWorld(os.Args[1:], os.Stdout, os.Stderr)) }
 // runWorld is run as one rank of a data-parallel job when an MPI launcher
 // started this process as one of several (mpirun -np 2 zoo pretrain …, a
 // -tags mpi build): rank 0 prints, the others keep quiet but for errors.
+// ZOO_MPI_TIMEOUT (a duration) bounds each collective's wait for the other
+// ranks (mpi.DefaultTimeout otherwise).
 func runWorld(args []string, stdout, errw io.Writer) int {
 	if !mpi.Launched() {
 		return run(args, stdout, errw)
@@ -205,6 +208,14 @@ func runWorld(args []string, stdout, errw io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(errw, "zoo: %v\n", err)
 		return 1
+	}
+	if v := os.Getenv("ZOO_MPI_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			fmt.Fprintf(errw, "zoo: ZOO_MPI_TIMEOUT=%q: want a duration such as 10m (0 waits for ever)\n", v)
+			return 2
+		}
+		c.SetTimeout(d)
 	}
 	train.SetWorld(c)
 	if c.Rank() != 0 {
