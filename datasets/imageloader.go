@@ -30,6 +30,12 @@ type LoaderConfig struct {
 	// possibly short, then io.EOF: for evaluation. Augment and Mixup still
 	// apply if set (leave them nil to evaluate).
 	OnePass bool
+	// Keep, when set, picks the batches this process makes: k counts the
+	// batches from each (re)start of the workers (the first Next, and the
+	// first after Restore or Close). The others are not decoded; Skip
+	// passes over them. For data-parallel ranks, which each train on every
+	// n-th batch (train.KeepBatch).
+	Keep func(k int) bool
 }
 
 // ImageBatch is one batch of processed images.
@@ -94,6 +100,7 @@ type loaderRun struct {
 type pending struct {
 	epoch, pos, index int
 	items             []int
+	skip              bool // not made here (LoaderConfig.Keep)
 	batch             *ImageBatch
 	err               error
 	done              chan struct{}
@@ -176,7 +183,7 @@ func (l *ImageLoader) Start() {
 func (l *ImageLoader) dispatch(ctx context.Context, st LoaderState, order, work chan<- *pending) {
 	n, b := l.set.Len(), l.cfg.BatchSize
 	perm := l.epochOrder(st.Epoch)
-	for {
+	for k := 0; ; k++ {
 		if st.Pos >= n || !l.cfg.OnePass && st.Pos+b > n {
 			if l.cfg.OnePass {
 				return
@@ -186,10 +193,18 @@ func (l *ImageLoader) dispatch(ctx context.Context, st LoaderState, order, work 
 		}
 		end := min(st.Pos+b, n)
 		p := &pending{epoch: st.Epoch, pos: st.Pos, index: st.Pos / b, items: perm[st.Pos:end], done: make(chan struct{})}
+		if l.cfg.Keep != nil && !l.cfg.Keep(k) {
+			p.skip = true
+			close(p.done)
+		}
 		select {
 		case order <- p:
 		case <-ctx.Done():
 			return
+		}
+		if p.skip {
+			st.Pos = end
+			continue
 		}
 		select {
 		case work <- p:
@@ -256,12 +271,34 @@ func (l *ImageLoader) make(p *pending) (*ImageBatch, error) {
 // returns io.EOF after the last batch. An item that fails to load is an
 // error naming it; the position stays before its batch.
 func (l *ImageLoader) Next() (*ImageBatch, error) {
+	p, wait, err := l.take()
+	if err != nil {
+		return nil, err
+	}
+	if p.skip {
+		return nil, fmt.Errorf("image loader: batch %d of epoch %d is not made here (LoaderConfig.Keep): pass over it with Skip", p.index, p.epoch)
+	}
+	p.batch.Wait = wait
+	l.waited += wait
+	l.served++
+	return p.batch, nil
+}
+
+// Skip passes over the next batch: one that LoaderConfig.Keep left to
+// another process, without decoding it (or a made one, discarded).
+func (l *ImageLoader) Skip() error {
+	_, _, err := l.take()
+	return err
+}
+
+// take waits for the next pending batch and moves the position past it.
+func (l *ImageLoader) take() (*pending, time.Duration, error) {
 	l.Start()
 	r := l.run
 	// A cancelled context wins over a batch already made: select picks at
 	// random among ready cases.
 	if err := r.ctx.Err(); err != nil {
-		return nil, fmt.Errorf("image loader: %w", err)
+		return nil, 0, fmt.Errorf("image loader: %w", err)
 	}
 	start := time.Now()
 	var p *pending
@@ -269,29 +306,25 @@ func (l *ImageLoader) Next() (*ImageBatch, error) {
 	case q, ok := <-r.order:
 		if !ok {
 			if err := r.ctx.Err(); err != nil {
-				return nil, fmt.Errorf("image loader: %w", err)
+				return nil, 0, fmt.Errorf("image loader: %w", err)
 			}
-			return nil, io.EOF
+			return nil, 0, io.EOF
 		}
 		p = q
 	case <-r.ctx.Done():
-		return nil, fmt.Errorf("image loader: %w", r.ctx.Err())
+		return nil, 0, fmt.Errorf("image loader: %w", r.ctx.Err())
 	}
 	select {
 	case <-p.done:
 	case <-r.ctx.Done():
-		return nil, fmt.Errorf("image loader: %w", r.ctx.Err())
+		return nil, 0, fmt.Errorf("image loader: %w", r.ctx.Err())
 	}
 	if p.err != nil {
 		l.Close() // restart from the failed batch if called again
-		return nil, p.err
+		return nil, 0, p.err
 	}
-	wait := time.Since(start)
-	p.batch.Wait = wait
-	l.waited += wait
-	l.served++
 	l.st = LoaderState{Epoch: p.epoch, Pos: p.pos + len(p.items)}
-	return p.batch, nil
+	return p, time.Since(start), nil
 }
 
 // Waited is the total time Next waited for data and the number of batches

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -286,4 +287,57 @@ func ExampleImageLoader() {
 	// pixels (3, 1, 4, 4), labels [0 1 1], first pixel -0.810
 	// pixels (1, 1, 4, 4), labels [0], first pixel -0.244
 	// EOF
+}
+
+// countSet counts the items decoded.
+type countSet struct {
+	ImageSet
+	n *atomic.Int64
+}
+
+func (s countSet) Item(i int) (image.Image, int, error) {
+	s.n.Add(1)
+	return s.ImageSet.Item(i)
+}
+
+// Two loaders that each keep every other batch (two data-parallel ranks)
+// make between them exactly the batches of one loader, decode only their
+// own, and pass over the others with Skip; Next on a batch kept for the
+// other is an error.
+func TestImageLoaderKeep(t *testing.T) {
+	set := digitSet(t, 17)
+	p := greyProcessor(t, 6)
+	aug := DefaultAugment()
+	mix := DefaultMixup(3)
+	cfg := LoaderConfig{BatchSize: 4, Workers: 2, Seed: 5, Augment: &aug, Mixup: &mix}
+	all := collect(t, set, p, cfg, nil, 10) // crosses two epochs of 4 batches
+	for rank := range 2 {
+		var decoded atomic.Int64
+		c := cfg
+		c.Keep = func(k int) bool { return k%2 == rank }
+		l, err := NewImageLoader(context.Background(), countSet{set, &decoded}, p, c)
+		require.NoError(t, err)
+		for i := range 10 {
+			if i%2 != rank {
+				require.NoError(t, l.Skip())
+				continue
+			}
+			b, err := l.Next()
+			require.NoError(t, err)
+			b.Wait = 0
+			require.Equal(t, all[i], b, "rank %d batch %d", rank, i)
+		}
+		require.Equal(t, all[9].Epoch, l.State().Epoch)
+		_, err = l.Next() // batch 10 is rank 0's
+		if rank == 1 {
+			require.ErrorContains(t, err, "not made here")
+		} else {
+			require.NoError(t, err)
+		}
+		l.Close()
+		// Of the 11 batches taken and the 5 (Prefetch) the workers may have
+		// started beyond them, this rank's are 8 at most: 32 images, where
+		// making them all would decode at least 44.
+		require.LessOrEqual(t, decoded.Load(), int64(4*8), "rank %d decoded the other rank's batches", rank)
+	}
 }

@@ -425,6 +425,10 @@ func (d *imageData) Eval() ([]train.Batch, error) {
 	return d.val, nil
 }
 
+// Skip passes over a batch another data-parallel rank trains on, without
+// decoding it (train.Skipper).
+func (d *imageData) Skip() error { return d.loader.Skip() }
+
 func (d *imageData) State() ([]byte, error) { return json.Marshal(d.loader.State()) }
 
 func (d *imageData) Restore(b []byte) error {
@@ -536,6 +540,7 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		m.NumClasses = len(labels)
 		lc.Mixup = &m
 	}
+	lc.Keep = train.KeepBatch // data-parallel ranks decode only their own batches
 	loader, err := datasets.NewImageLoader(ctx, trainSet, proc, lc)
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)

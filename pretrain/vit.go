@@ -243,13 +243,13 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 		}
 		baseline = append(baseline, t...)
 	}
-	loader, err := datasets.NewImageLoader(ctx, trainSet, proc, datasets.LoaderConfig{BatchSize: cfg.Batch, Workers: cfg.Workers, Seed: cfg.Seed, Augment: &cfg.Augment})
+	loader, err := datasets.NewImageLoader(ctx, trainSet, proc, datasets.LoaderConfig{BatchSize: cfg.Batch, Workers: cfg.Workers, Seed: cfg.Seed, Augment: &cfg.Augment, Keep: train.KeepBatch})
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
 	defer loader.Close()
 	res := &MAEResult{Images: trainSet.Len(), ValImages: valSet.Len(), BaselineMSE: meanPredictorMSE(baseline, n, mc.PatchValues())}
-	data := &maeData{loader: loader, eval: eval, seed: cfg.Seed, b: cfg.Batch, n: n, masked: masked, accumulate: cfg.Accumulate}
+	data := &maeData{loader: loader, eval: eval, seed: cfg.Seed, b: cfg.Batch, n: n, masked: masked, accumulate: cfg.Accumulate * train.Ranks()}
 	if k := min(cfg.Pictures, evalImgs[0].B); k > 0 {
 		pix := evalImgs[0].Pixels[:k*proc.Len()]
 		noise := vit.MaskNoise(cfg.Seed, -2, 0, k, n)
@@ -378,7 +378,7 @@ type maeData struct {
 	b, n       int
 	masked     int
 	accumulate int
-	served     int // micro-batches served: the step is served / accumulate
+	served     int // micro-batches served or skipped: the step is served / accumulate (of all ranks)
 	onEval     func(step int) error
 }
 
@@ -394,6 +394,16 @@ func (d *maeData) Next() (train.Batch, error) {
 	}
 	d.served++
 	return vit.MAEBatch{Pixels: b.Pixels, Noise: vit.MaskNoise(d.seed, b.Epoch, b.Index, d.b, d.n), Masked: d.masked}, nil
+}
+
+// Skip passes over a batch another data-parallel rank trains on, without
+// decoding it (train.Skipper).
+func (d *maeData) Skip() error {
+	if err := d.loader.Skip(); err != nil {
+		return err
+	}
+	d.served++
+	return nil
 }
 
 func (d *maeData) Eval() ([]train.Batch, error) {

@@ -380,6 +380,14 @@ func (t *Trainer) skipBatch() error {
 	return err
 }
 
+// KeepBatch reports whether this rank trains on the k-th training
+// micro-batch counted from the start of Run (or of a resumed run: both
+// begin at a step, a multiple of Ranks() micro-batches): every Ranks()-th,
+// as the engine takes them. Data that makes batches ahead of time (an
+// image loader) uses it to make only this rank's; it implements Skipper
+// for the others.
+func KeepBatch(k int) bool { return k%Ranks() == Rank() }
+
 // Skipper is Data that can pass over its next training batch more cheaply
 // than by building it: the batches other ranks train on.
 type Skipper interface {

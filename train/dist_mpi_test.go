@@ -71,6 +71,12 @@ func (h *halfData) Next() (Batch, error) {
 	return b, nil
 }
 
+// Skip is Next without the batch (the engine's Skipper path).
+func (h *halfData) Skip() error {
+	_, err := h.Next()
+	return err
+}
+
 func (h *halfData) Eval() ([]Batch, error) {
 	full, err := h.d.Eval()
 	if err != nil {
