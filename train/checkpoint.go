@@ -30,6 +30,32 @@ type trainerState struct {
 	DropoutCall uint64   `json:"dropout_call"`
 }
 
+// state is the trainer's position: what trainer.json holds.
+func (t *Trainer) state() (trainerState, error) {
+	data, err := t.data.State()
+	if err != nil {
+		return trainerState{}, fmt.Errorf("data state: %w", err)
+	}
+	st := trainerState{Step: t.step, DataState: data, DropoutCall: t.dropoutCall}
+	if !math.IsInf(t.best, 1) {
+		st.BestValLoss = &t.best
+	}
+	return st, nil
+}
+
+// setState moves the trainer and its data to st.
+func (t *Trainer) setState(st trainerState) error {
+	if err := t.data.Restore(st.DataState); err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	t.dropoutCall = st.DropoutCall
+	t.step, t.best = st.Step, math.Inf(1)
+	if st.BestValLoss != nil {
+		t.best = *st.BestValLoss
+	}
+	return nil
+}
+
 // checkpoint writes the run's state to checkpoints/name and returns the
 // directory. The new copy is written and fsynced beside the old one, then
 // swapped in (replace.go) so that a kill at any point leaves a complete
@@ -64,13 +90,9 @@ func (t *Trainer) writeCheckpoint(dir string) error {
 	if err := t.opt.Save(filepath.Join(dir, StateFile)); err != nil {
 		return err
 	}
-	data, err := t.data.State()
+	st, err := t.state()
 	if err != nil {
-		return fmt.Errorf("data state: %w", err)
-	}
-	st := trainerState{Step: t.step, DataState: data, DropoutCall: t.dropoutCall}
-	if !math.IsInf(t.best, 1) {
-		st.BestValLoss = &t.best
+		return err
 	}
 	js, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
@@ -104,13 +126,8 @@ func (t *Trainer) Resume(ckpt string) error {
 	if err := t.opt.Load(filepath.Join(ckpt, StateFile)); err != nil {
 		return fmt.Errorf("train: resume: %w", err)
 	}
-	if err := t.data.Restore(st.DataState); err != nil {
-		return fmt.Errorf("train: resume: data: %w", err)
-	}
-	t.dropoutCall = st.DropoutCall
-	t.step, t.best = st.Step, math.Inf(1)
-	if st.BestValLoss != nil {
-		t.best = *st.BestValLoss
+	if err := t.setState(st); err != nil {
+		return fmt.Errorf("train: resume: %w", err)
 	}
 	recs, err := readMetrics(t.cfg.Dir, t.step)
 	if err != nil {

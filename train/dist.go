@@ -192,21 +192,9 @@ func (t *Trainer) reduceTensors(ts []*tensor.Dense) error {
 		for _, d := range ts {
 			switch d.Dtype() {
 			case tensor.Float32:
-				v := d.Float32s()
-				if in {
-					copy(b32[o32:], v)
-				} else {
-					copy(v, b32[o32:])
-				}
-				o32 += len(v)
+				o32 = packAt(b32, o32, d.Float32s(), in)
 			case tensor.Float64:
-				v := d.Float64s()
-				if in {
-					copy(b64[o64:], v)
-				} else {
-					copy(v, b64[o64:])
-				}
-				o64 += len(v)
+				o64 = packAt(b64, o64, d.Float64s(), in)
 			}
 		}
 	}
@@ -272,13 +260,9 @@ func (t *Trainer) shareState() error {
 			return fmt.Errorf("train: rank %d: rank 0's optimizer state: %w", Rank(), err)
 		}
 	}
-	data, err := t.data.State()
+	st, err := t.state()
 	if err != nil {
-		return fmt.Errorf("train: data state: %w", err)
-	}
-	st := trainerState{Step: t.step, DataState: data, DropoutCall: t.dropoutCall}
-	if !math.IsInf(t.best, 1) {
-		st.BestValLoss = &t.best
+		return err
 	}
 	js, err := json.Marshal(st)
 	if err != nil {
@@ -293,12 +277,8 @@ func (t *Trainer) shareState() error {
 	if err := json.Unmarshal(js, &st); err != nil {
 		return err
 	}
-	if err := t.data.Restore(st.DataState); err != nil {
-		return fmt.Errorf("train: rank %d: rank 0's data position: %w", Rank(), err)
-	}
-	t.step, t.dropoutCall, t.best = st.Step, st.DropoutCall, math.Inf(1)
-	if st.BestValLoss != nil {
-		t.best = *st.BestValLoss
+	if err := t.setState(st); err != nil {
+		return fmt.Errorf("train: rank %d: rank 0's position: %w", Rank(), err)
 	}
 	return nil
 }
@@ -392,6 +372,17 @@ func KeepBatch(k int) bool { return k%Ranks() == Rank() }
 // than by building it: the batches other ranks train on.
 type Skipper interface {
 	Skip() error
+}
+
+// packAt copies v into buf at off (in) or back out of it, and returns
+// the offset after it.
+func packAt[T float32 | float64](buf []T, off int, v []T, in bool) int {
+	if in {
+		copy(buf[off:], v)
+	} else {
+		copy(v, buf[off:])
+	}
+	return off + len(v)
 }
 
 func b2f(b bool) float64 {
