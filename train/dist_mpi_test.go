@@ -235,7 +235,7 @@ func rankMain(name string) int {
 }
 
 // launch runs a case under mpirun -np 2 in dir, within limit.
-func launch(t *testing.T, name, dir, out string, limit time.Duration, env ...string) (string, error, time.Duration) {
+func launch(t *testing.T, name, dir, out string, limit time.Duration, env ...string) (string, time.Duration, error) {
 	t.Helper()
 	path, err := exec.LookPath("mpirun")
 	if err != nil {
@@ -255,7 +255,7 @@ func launch(t *testing.T, name, dir, out string, limit time.Duration, env ...str
 	if ctx.Err() != nil {
 		t.Fatalf("case %s: mpirun did not finish within %v (a hang); output:\n%s", name, limit, b)
 	}
-	return string(b), err, took
+	return string(b), took, err
 }
 
 func readResult(t *testing.T, path string) dpResult {
@@ -275,7 +275,7 @@ func readResult(t *testing.T, path string) dpResult {
 func TestDataParallelTwoRanksEqualOne(t *testing.T) {
 	tmp := t.TempDir()
 	out := filepath.Join(tmp, "two.json")
-	log, err, _ := launch(t, "equal", filepath.Join(tmp, "two"), out, 2*time.Minute)
+	log, _, err := launch(t, "equal", filepath.Join(tmp, "two"), out, 2*time.Minute)
 	require.NoError(t, err, log)
 	two := readResult(t, out)
 	require.Len(t, two.Losses, dpSteps)
@@ -289,7 +289,7 @@ func TestDataParallelTwoRanksEqualOne(t *testing.T) {
 
 	// Against one batch of toyB rows: no dropout on either side.
 	out = filepath.Join(tmp, "two-nodrop.json")
-	log, err, _ = launch(t, "equal", filepath.Join(tmp, "two-nodrop"), out, 2*time.Minute, dpNoDropout+"=1")
+	log, _, err = launch(t, "equal", filepath.Join(tmp, "two-nodrop"), out, 2*time.Minute, dpNoDropout+"=1")
 	require.NoError(t, err, log)
 	two = readResult(t, out)
 	whole, err := trainToy(context.Background(), filepath.Join(tmp, "whole"), toyB, 1, 0, newToyData(3), nil)
@@ -309,17 +309,17 @@ func TestDataParallelTwoRanksEqualOne(t *testing.T) {
 func TestDataParallelResumesExactly(t *testing.T) {
 	tmp := t.TempDir()
 	whole := filepath.Join(tmp, "whole.json")
-	log, err, _ := launch(t, "equal", filepath.Join(tmp, "whole"), whole, 2*time.Minute)
+	log, _, err := launch(t, "equal", filepath.Join(tmp, "whole"), whole, 2*time.Minute)
 	require.NoError(t, err, log)
 
 	split := filepath.Join(tmp, "split")
-	log, err, _ = launch(t, "stop", split, "", 2*time.Minute)
+	log, _, err = launch(t, "stop", split, "", 2*time.Minute)
 	require.NoError(t, err, log)
 	latest, err := Latest(split)
 	require.NoError(t, err)
 	require.Equal(t, "step-000006", filepath.Base(latest), log)
 	resumed := filepath.Join(tmp, "resumed.json")
-	log, err, _ = launch(t, "resume", split, resumed, 2*time.Minute)
+	log, _, err = launch(t, "resume", split, resumed, 2*time.Minute)
 	require.NoError(t, err, log)
 	a, b := readResult(t, whole), readResult(t, resumed)
 	require.Equal(t, a.Weights, b.Weights)
@@ -330,7 +330,7 @@ func TestDataParallelResumesExactly(t *testing.T) {
 // (every 2 steps here), naming the ranks.
 func TestDataParallelChecksums(t *testing.T) {
 	tmp := t.TempDir()
-	log, err, _ := launch(t, "diverge", filepath.Join(tmp, "run"), filepath.Join(tmp, "out.json"), time.Minute)
+	log, _, err := launch(t, "diverge", filepath.Join(tmp, "run"), filepath.Join(tmp, "out.json"), time.Minute)
 	require.Error(t, err, log)
 	require.Contains(t, log, "differ (checksums")
 }
@@ -341,7 +341,7 @@ func TestDataParallelDeadRank(t *testing.T) {
 	for _, name := range []string{"die", "hang"} {
 		t.Run(name, func(t *testing.T) {
 			tmp := t.TempDir()
-			log, err, took := launch(t, name, filepath.Join(tmp, "run"), filepath.Join(tmp, "out.json"), time.Minute)
+			log, took, err := launch(t, name, filepath.Join(tmp, "run"), filepath.Join(tmp, "out.json"), time.Minute)
 			require.Error(t, err, log)
 			require.Less(t, took, 30*time.Second, log)
 			if name == "hang" {
