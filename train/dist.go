@@ -112,44 +112,61 @@ func leaderFirst(f func() error) error {
 // a target-weighted sum over the rank's micro-batches), which parameters
 // were used, the loss sum, the target count, the reports' sums and whether
 // any rank was asked to stop. The report names are sorted, and must be the
-// same on every rank (the same task's graphs).
+// same on every rank (the same task's graphs): the first step checks that
+// every rank reduces as many values, and later steps trust it.
 func (t *Trainer) reduceStep(lossSum *float64, total *int, sums map[string]float64, stop bool) (bool, error) {
 	if Ranks() == 1 {
 		return false, nil // Run checks ctx itself before the next step
 	}
 	began := time.Now()
 	defer func() { t.commTime += time.Since(began) }()
-	if err := t.reduceTensors(t.summed); err != nil {
+	check := !t.lengthsChecked
+	t.lengthsChecked = true
+	if err := t.reduceTensors(t.summed, check); err != nil {
 		return false, err
 	}
-	keys := sortedKeys(sums)
-	sc := make([]float64, 0, 3+len(t.used)+len(keys))
-	sc = append(sc, *lossSum, float64(*total), b2f(stop))
+	head := make([]float64, 0, 3+len(t.used))
+	head = append(head, *lossSum, float64(*total), b2f(stop))
 	for _, u := range t.used {
-		sc = append(sc, b2f(u))
+		head = append(head, b2f(u))
 	}
-	for _, k := range keys {
-		sc = append(sc, sums[k])
-	}
-	if err := t.sameLength(len(sc), "step scalars"); err != nil {
+	if err := reduceScalars(head, sums, check); err != nil {
 		return false, err
 	}
-	if err := world.AllreduceFloat64(sc); err != nil {
-		return false, err
-	}
-	*lossSum, *total, stop = sc[0], int(math.Round(sc[1])), sc[2] > 0
+	*lossSum, *total, stop = head[0], int(math.Round(head[1])), head[2] > 0
 	for i := range t.used {
-		t.used[i] = sc[3+i] > 0
-	}
-	for i, k := range keys {
-		sums[k] = sc[3+len(t.used)+i]
+		t.used[i] = head[3+i] > 0
 	}
 	return stop, nil
 }
 
+// reduceScalars sums head in place and the values of sums, in the order
+// of their sorted names, across the ranks; with check, it first makes sure
+// every rank reduces as many.
+func reduceScalars(head []float64, sums map[string]float64, check bool) error {
+	keys := sortedKeys(sums)
+	sc := slices.Concat(head, make([]float64, len(keys)))
+	for i, k := range keys {
+		sc[len(head)+i] = sums[k]
+	}
+	if check {
+		if err := sameLength(len(sc), "scalars to sum (loss, targets, reports)"); err != nil {
+			return err
+		}
+	}
+	if err := world.AllreduceFloat64(sc); err != nil {
+		return err
+	}
+	copy(head, sc)
+	for i, k := range keys {
+		sums[k] = sc[len(head)+i]
+	}
+	return nil
+}
+
 // sameLength checks that every rank is about to reduce n values: a
 // different count would otherwise be an MPI error or a hang.
-func (t *Trainer) sameLength(n int, what string) error {
+func sameLength(n int, what string) error {
 	all, err := world.AllgatherInt64(int64(n))
 	if err != nil {
 		return err
@@ -164,8 +181,9 @@ func (t *Trainer) sameLength(n int, what string) error {
 
 // reduceTensors sums ts across the ranks in place: the float32 ones packed
 // into one buffer (one Allreduce, however many parameters), the float64
-// ones into another.
-func (t *Trainer) reduceTensors(ts []*tensor.Dense) error {
+// ones into another. With check, it first makes sure every rank sums as
+// many values.
+func (t *Trainer) reduceTensors(ts []*tensor.Dense, check bool) error {
 	var n32, n64 int
 	for _, d := range ts {
 		switch d.Dtype() {
@@ -177,8 +195,10 @@ func (t *Trainer) reduceTensors(ts []*tensor.Dense) error {
 			return fmt.Errorf("train: cannot reduce a %v gradient", d.Dtype())
 		}
 	}
-	if err := t.sameLength(n32+n64, "gradient values"); err != nil {
-		return err
+	if check {
+		if err := sameLength(n32+n64, "gradient values"); err != nil {
+			return err
+		}
 	}
 	if cap(t.buf32) < n32 {
 		t.buf32 = make([]float32, n32)
@@ -206,33 +226,6 @@ func (t *Trainer) reduceTensors(ts []*tensor.Dense) error {
 		return err
 	}
 	pack(false)
-	return nil
-}
-
-// reduceEval sums an evaluation's loss sum, targets and report sums over
-// the ranks, each of which evaluated its share of the batches.
-func reduceEval(sum *float64, targets *int, sums map[string]float64) error {
-	keys := sortedKeys(sums)
-	sc := append([]float64{*sum, float64(*targets)}, make([]float64, len(keys))...)
-	for i, k := range keys {
-		sc[2+i] = sums[k]
-	}
-	all, err := world.AllgatherInt64(int64(len(sc)))
-	if err != nil {
-		return err
-	}
-	for r, v := range all {
-		if v != int64(len(sc)) {
-			return fmt.Errorf("train: evaluation: rank %d reports %d values, rank %d %d: the ranks evaluate different tasks", Rank(), len(sc), r, v)
-		}
-	}
-	if err := world.AllreduceFloat64(sc); err != nil {
-		return err
-	}
-	*sum, *targets = sc[0], int(math.Round(sc[1]))
-	for i, k := range keys {
-		sums[k] = sc[2+i]
-	}
 	return nil
 }
 
@@ -297,20 +290,12 @@ func bcastBlob(b []byte) ([]byte, error) {
 }
 
 // bcastTensor sends rank 0's values of a float tensor to every rank.
-func bcastTensor(v any) error {
-	d, ok := v.(*tensor.Dense)
-	if !ok {
-		return fmt.Errorf("a %T is not a dense tensor", v)
-	}
+func bcastTensor(d *tensor.Dense) error {
 	switch d.Dtype() {
 	case tensor.Float32:
 		return world.BcastFloat32(d.Float32s(), 0)
 	case tensor.Float64:
-		f := d.Float64s()
-		if len(f) == 0 {
-			return nil
-		}
-		return world.BcastBytes(unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 8*len(f)), 0)
+		return world.BcastBytes(bytesOf(d.Float64s()), 0)
 	}
 	return fmt.Errorf("cannot broadcast a %v tensor", d.Dtype())
 }
@@ -322,19 +307,12 @@ func (t *Trainer) checkSame() error {
 		return nil
 	}
 	h := fnv.New64a()
-	var b [8]byte
 	for _, p := range t.task.Store().Params() {
 		switch d := p.Value; d.Dtype() {
 		case tensor.Float32:
-			for _, x := range d.Float32s() {
-				binary.LittleEndian.PutUint32(b[:4], math.Float32bits(x))
-				h.Write(b[:4])
-			}
+			h.Write(bytesOf(d.Float32s()))
 		case tensor.Float64:
-			for _, x := range d.Float64s() {
-				binary.LittleEndian.PutUint64(b[:], math.Float64bits(x))
-				h.Write(b[:])
-			}
+			h.Write(bytesOf(d.Float64s()))
 		}
 	}
 	sum := int64(h.Sum64())
@@ -372,6 +350,14 @@ func KeepBatch(k int) bool { return k%Ranks() == Rank() }
 // than by building it: the batches other ranks train on.
 type Skipper interface {
 	Skip() error
+}
+
+// bytesOf is the memory of v, as bytes (a weight's bits, to hash or send).
+func bytesOf[T float32 | float64](v []T) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*int(unsafe.Sizeof(v[0])))
 }
 
 // packAt copies v into buf at off (in) or back out of it, and returns
@@ -417,18 +403,17 @@ func (t *Trainer) shardedLoss(ctx context.Context, batches []Batch) (float64, ma
 			mine = append(mine, b)
 		}
 	}
-	loss, targets, parts, err := meanLoss(context.Background(), t.eval, mine)
+	sum, targets, sums, err := lossSums(context.Background(), t.eval, mine)
 	if err != nil {
 		return 0, nil, err
 	}
-	// meanLoss divided by the targets: undo it, reduce, divide again.
-	sum := loss * float64(targets)
-	sums := map[string]float64{}
-	for k, v := range parts {
-		sums[k] = v * float64(targets)
-	}
-	if err := reduceEval(&sum, &targets, sums); err != nil {
+	head := []float64{sum, float64(targets)}
+	if err := reduceScalars(head, sums, true); err != nil {
 		return 0, nil, err
 	}
-	return sum / float64(targets), meanReports(sums, targets), nil
+	total := int(math.Round(head[1]))
+	if total == 0 {
+		return 0, nil, fmt.Errorf("the batches hold no targets")
+	}
+	return head[0] / float64(total), meanReports(sums, total), nil
 }

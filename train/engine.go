@@ -113,9 +113,10 @@ type Trainer struct {
 	hist        history
 	// Data parallelism (dist.go): the time the last step spent in
 	// collectives, and the buffers gradients are packed into.
-	commTime time.Duration
-	buf32    []float32
-	buf64    []float64
+	commTime       time.Duration
+	buf32          []float32
+	buf64          []float64
+	lengthsChecked bool // the ranks agreed once on how many values a step sums
 }
 
 // compiled is a graph with its machine, loss and gradient reads.
@@ -534,8 +535,20 @@ func (t *Trainer) evaluate(ctx context.Context, rec *record, res *Result) error 
 // each batch: a cancelled one stops it with an error wrapping both
 // ErrInterrupted and the context's cause.
 func meanLoss(ctx context.Context, gs *graphs, batches []Batch) (loss float64, targets int, parts map[string]float64, err error) {
-	var sum float64
-	sums := map[string]float64{}
+	sum, targets, sums, err := lossSums(ctx, gs, batches)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if targets == 0 {
+		return 0, 0, nil, fmt.Errorf("the batches hold no targets")
+	}
+	return sum / float64(targets), targets, meanReports(sums, targets), nil
+}
+
+// lossSums is meanLoss before the division: the target-weighted sums of
+// the loss and of the reports, and the targets.
+func lossSums(ctx context.Context, gs *graphs, batches []Batch) (sum float64, targets int, sums map[string]float64, err error) {
+	sums = map[string]float64{}
 	for i, b := range batches {
 		if ctx.Err() != nil {
 			return 0, 0, nil, fmt.Errorf("%w: evaluation stopped after %d of %d batches: %w", ErrInterrupted, i, len(batches), context.Cause(ctx))
@@ -554,10 +567,7 @@ func meanLoss(ctx context.Context, gs *graphs, batches []Batch) (loss float64, t
 		}
 		targets += b.Targets()
 	}
-	if targets == 0 {
-		return 0, 0, nil, fmt.Errorf("the batches hold no targets")
-	}
-	return sum / float64(targets), targets, meanReports(sums, targets), nil
+	return sum, targets, sums, nil
 }
 
 // Evaluate is the mean loss of task over the batches' targets, in an
