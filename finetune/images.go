@@ -595,7 +595,9 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 	}
 	r.InferImagesPerSec = float64(len(truth)) / secs
 	r.ConfusionPNG = filepath.Join(cfg.RunDir, "confusion.png")
-	if err := r.Confusion.WritePNG(r.ConfusionPNG, fmt.Sprintf("confusion on %d validation images (rows: true; row-normalised)", len(truth))); err != nil {
+	if err := train.LeaderFirst(func() error {
+		return r.Confusion.WritePNG(r.ConfusionPNG, fmt.Sprintf("confusion on %d validation images (rows: true; row-normalised)", len(truth)))
+	}); err != nil {
 		return nil, err
 	}
 	if clf.Pooling == vit.PoolMean {

@@ -201,7 +201,7 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 		return nil, err
 	}
 	r := &QAResult{Result: res, Scores: SquadEvaluate(squadTruths(valEx), preds), Baselines: QABaselines(valEx), Predictions: preds, Features: len(vaF)}
-	if err := writePredictions(filepath.Join(cfg.RunDir, "predictions.json"), preds); err != nil {
+	if err := train.LeaderFirst(func() error { return writePredictions(filepath.Join(cfg.RunDir, "predictions.json"), preds) }); err != nil {
 		return nil, err
 	}
 	return r, nil

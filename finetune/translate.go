@@ -154,7 +154,7 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 				return nil, err
 			}
 		}
-		if err := exportIDs(filepath.Join(cfg.RunDir, "ids"), sets); err != nil {
+		if err := train.LeaderFirst(func() error { return exportIDs(filepath.Join(cfg.RunDir, "ids"), sets) }); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(out, "ids written to %s\n", filepath.Join(cfg.RunDir, "ids"))
@@ -203,7 +203,9 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteBytes(filepath.Join(cfg.RunDir, "results.json"), append(js, '\n')); err != nil {
+	if err := train.LeaderFirst(func() error {
+		return atomicfile.WriteBytes(filepath.Join(cfg.RunDir, "results.json"), append(js, '\n'))
+	}); err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
 	return res, nil
@@ -327,17 +329,22 @@ func decodeScored(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer,
 		return s, nil, err
 	}
 	began := time.Now()
-	cands, _, err := seq2seq.TranslateContext(ctx, m, tok, srcs, dc, greedy, scoreBatch, nil)
+	// Under data parallelism each rank decodes its share of the sources.
+	lo, hi := train.ShardRange(len(srcs))
+	cands, _, err := seq2seq.TranslateContext(ctx, m, tok, srcs[lo:hi], dc, greedy, scoreBatch, nil)
 	if err != nil {
 		return s, nil, fmt.Errorf("finetune: translate: %w", err)
 	}
-	s.Seconds = time.Since(began).Seconds()
-	hyps = make([]string, len(cands))
+	mine := make([]string, len(cands))
 	for i, c := range cands {
 		if len(c) > 0 {
-			hyps[i] = c[0].Text
+			mine[i] = c[0].Text
 		}
 	}
+	if hyps, err = train.GatherStrings(mine); err != nil {
+		return s, nil, fmt.Errorf("finetune: translate: %w", err)
+	}
+	s.Seconds = time.Since(began).Seconds()
 	return s, hyps, nil
 }
 

@@ -254,9 +254,11 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 		pix := evalImgs[0].Pixels[:k*proc.Len()]
 		noise := vit.MaskNoise(cfg.Seed, -2, 0, k, n)
 		data.onEval = func(step int) error {
-			path, err := writeReconstructions(m, proc, pix, noise, k, cfg.RunDir, step)
-			res.Picture = path
-			return err
+			return train.LeaderFirst(func() error {
+				path, err := writeReconstructions(m, proc, pix, noise, k, cfg.RunDir, step)
+				res.Picture = path
+				return err
+			})
 		}
 	}
 	sched, err := train.WarmupCosine(cfg.PeakLR(), cfg.MinLR, cfg.Warmup, cfg.MaxIters)

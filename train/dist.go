@@ -98,9 +98,11 @@ func Agree(err error) error {
 	return nil
 }
 
-// leaderFirst runs f on rank 0 and makes the other ranks wait for it: what
-// only one process may do to a shared run directory.
-func leaderFirst(f func() error) error {
+// LeaderFirst runs f on rank 0 and makes the other ranks wait for it: what
+// only one process may do to a shared run directory (preparing it, or the
+// files a pipeline writes after training). Every rank gets an error if
+// rank 0 had one (Agree); a single process just runs f.
+func LeaderFirst(f func() error) error {
 	var err error
 	if Leader() {
 		err = f()
@@ -276,17 +278,61 @@ func (t *Trainer) shareState() error {
 	return nil
 }
 
-// bcastBlob sends rank 0's bytes to every rank: the length, then the bytes.
-func bcastBlob(b []byte) ([]byte, error) {
+// bcastBlob sends rank 0's bytes to every rank.
+func bcastBlob(b []byte) ([]byte, error) { return bcastFrom(b, 0) }
+
+// bcastFrom sends root's bytes to every rank: the length, then the bytes;
+// the other ranks' b is ignored.
+func bcastFrom(b []byte, root int) ([]byte, error) {
 	n := make([]byte, 8)
 	binary.LittleEndian.PutUint64(n, uint64(len(b)))
-	if err := world.BcastBytes(n, 0); err != nil {
+	if err := world.BcastBytes(n, root); err != nil {
 		return nil, err
 	}
-	if !Leader() {
+	if Rank() != root {
 		b = make([]byte, binary.LittleEndian.Uint64(n))
 	}
-	return b, world.BcastBytes(b, 0)
+	return b, world.BcastBytes(b, root)
+}
+
+// ShardRange is this rank's part [lo, hi) of n items of work shared by the
+// ranks after training (decoding a test set, say): contiguous, in rank
+// order, sizes differing by at most one. A single process gets [0, n).
+func ShardRange(n int) (lo, hi int) {
+	r, s := Rank(), Ranks()
+	q, extra := n/s, n%s
+	lo = r*q + min(r, extra)
+	hi = lo + q
+	if r < extra {
+		hi++
+	}
+	return lo, hi
+}
+
+// GatherStrings gives every rank all ranks' strings, in rank order: the
+// results of work split by ShardRange, put back together. Every rank must
+// call it; a single process gets mine back.
+func GatherStrings(mine []string) ([]string, error) {
+	if Ranks() == 1 {
+		return mine, nil
+	}
+	blob, err := json.Marshal(mine)
+	if err != nil {
+		return nil, err
+	}
+	var all []string
+	for r := 0; r < Ranks(); r++ {
+		b, err := bcastFrom(blob, r)
+		if err != nil {
+			return nil, fmt.Errorf("train: gathering rank %d's results: %w", r, err)
+		}
+		var part []string
+		if err := json.Unmarshal(b, &part); err != nil {
+			return nil, fmt.Errorf("train: rank %d's results: %w", r, err)
+		}
+		all = append(all, part...)
+	}
+	return all, nil
 }
 
 // bcastTensor sends rank 0's values of a float tensor to every rank.

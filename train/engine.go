@@ -144,7 +144,7 @@ func New(task Task, data Data, cfg Config) (*Trainer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := leaderFirst(func() error { return Recover(cfg.Dir) }); err != nil {
+	if err := LeaderFirst(func() error { return Recover(cfg.Dir) }); err != nil {
 		return nil, err
 	}
 	if cfg.Accumulate == 0 {
@@ -300,7 +300,7 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 		return Result{}, err
 	}
 	var m *metrics
-	err := leaderFirst(func() (err error) { m, err = openMetrics(t.cfg.Dir); return err })
+	err := LeaderFirst(func() (err error) { m, err = openMetrics(t.cfg.Dir); return err })
 	if err != nil {
 		return Result{}, err
 	}

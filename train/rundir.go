@@ -224,7 +224,7 @@ func PrepareRun(dir string, resume, overwrite bool, out io.Writer) error {
 		return err
 	}
 	var moved string
-	err = leaderFirst(func() error {
+	err = LeaderFirst(func() error {
 		if moved, err = PrepareRunDir(dir, mode); err != nil {
 			return err
 		}

@@ -6,9 +6,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,23 +22,11 @@ import (
 // final weights, bit for bit; rank 0 alone prints and writes the run
 // directory.
 func TestPretrainGPTTwoRanks(t *testing.T) {
-	mpirun, err := exec.LookPath("mpirun")
-	if err != nil {
-		t.Skip("mpirun is not on PATH (apt-get install openmpi-bin libopenmpi-dev)")
-	}
 	tmp := t.TempDir()
 	common := []string{"pretrain", "gpt", "--max-steps", "6", "--warmup-steps", "2", "--eval-interval", "3", "--save-interval", "3"}
 	two := filepath.Join(tmp, "two")
-	raw, err := json.Marshal(append(common, "--run", two))
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, mpirun, "-np", "2", "--allow-run-as-root", "--oversubscribe",
-		"-x", "GOMAXPROCS=1", "-x", "ZOO_TEST_CLI_ARGS="+string(raw), os.Args[0], "-test.run=^$")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	require.NoError(t, cmd.Run(), "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
-	require.Equal(t, 1, bytes.Count(out.Bytes(), []byte("done: 6 steps")), "rank 0 alone prints:\n%s", out.String())
+	out := twoRanks(t, append(common, "--run", two))
+	require.Equal(t, 1, strings.Count(out, "done: 6 steps"), "rank 0 alone prints:\n%s", out)
 
 	acc := filepath.Join(tmp, "acc2.json")
 	require.NoError(t, os.WriteFile(acc, []byte(`{"gradient_accumulation_steps": 2}`), 0o644))
@@ -64,4 +54,93 @@ func TestPretrainGPTTwoRanks(t *testing.T) {
 	}
 	require.Equal(t, losses(one), losses(two))
 	require.Len(t, losses(two), 6, "rank 0 alone writes metrics.jsonl")
+}
+
+// twoRanks runs the CLI with args under mpirun -np 2, one thread a rank,
+// and returns what it printed (rank 0's output alone).
+func twoRanks(t *testing.T, args []string) string {
+	t.Helper()
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun is not on PATH (apt-get install openmpi-bin libopenmpi-dev)")
+	}
+	raw, err := json.Marshal(args)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mpirun, "-np", "2", "--allow-run-as-root", "--oversubscribe",
+		"-x", "GOMAXPROCS=1", "-x", "ZOO_TEST_CLI_ARGS="+string(raw), os.Args[0], "-test.run=^$")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Run(), "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	return out.String()
+}
+
+// `mpirun -np 2 zoo finetune seq2seq` trains as one process accumulating
+// two micro-batches and then decodes the test set in two halves, one a
+// rank, put back in order: the same outputs and scores as one process,
+// with rank 0 alone writing results.json and the exported ids.
+func TestFinetuneSeq2seqTwoRanks(t *testing.T) {
+	tmp := t.TempDir()
+	tsv := filepath.Join(tmp, "pairs.tsv")
+	numberPairs(t, tsv)
+	test := filepath.Join(tmp, "test.tsv")
+	var tb strings.Builder
+	for i := 0; i < 7; i++ { // an odd number: the halves differ by one
+		fmt.Fprintf(&tb, "%s %s\t%s %s\n", enNumbers[i], enNumbers[9-i], deNumbers[i], deNumbers[9-i])
+	}
+	require.NoError(t, os.WriteFile(test, []byte(tb.String()), 0o644))
+	cfg := func(accumulate int) string {
+		path := filepath.Join(tmp, fmt.Sprintf("config%d.json", accumulate))
+		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`{
+			"bpe_vocab_size": 300, "batch_size": 8, "gradient_accumulation_steps": %d, "warmup_steps": 20, "lr_factor": 0.3,
+			"eval_interval": 30, "save_interval": 30, "held_out": 20,
+			"model": {"d_model": 32, "num_heads": 2, "d_ff": 64, "num_encoder_layers": 1, "num_decoder_layers": 1,
+				"dropout": 0.1, "max_len": 24, "activation": "relu", "layer_norm_eps": 1e-5,
+				"share_embeddings": true, "tie_output": true, "src_vocab_size": 300, "tgt_vocab_size": 300,
+				"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}}`, accumulate)), 0o644))
+		return path
+	}
+	common := []string{"finetune", "seq2seq", "--data", tsv, "--test-data", test, "--max-steps", "120", "--export-ids"}
+	two := filepath.Join(tmp, "two")
+	out := twoRanks(t, append(common, "--config", cfg(1), "--run", two))
+	require.Equal(t, 1, strings.Count(out, "greedy on 7 test pairs"), "rank 0 alone prints:\n%s", out)
+
+	one := filepath.Join(tmp, "one")
+	var o1, e1 bytes.Buffer
+	require.Equal(t, 0, run(append(common, "--config", cfg(2), "--run", one), &o1, &e1), e1.String())
+
+	type scores struct {
+		Strategy   string
+		BLEUText   string `json:"bleu_signature"`
+		BLEU, ChrF float64
+	}
+	results := func(dir string) ([]scores, [][3]string) {
+		b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+		require.NoError(t, err)
+		var r struct {
+			Scores        []scores
+			ExampleOutput [][3]string `json:"examples"`
+		}
+		require.NoError(t, json.Unmarshal(b, &r))
+		return r.Scores, r.ExampleOutput
+	}
+	s1, x1 := results(one)
+	s2, x2 := results(two)
+	require.Len(t, s2, 2)
+	require.Equal(t, s1, s2, "scores of 2 ranks against 1")
+	require.Len(t, x2, 7)
+	require.Equal(t, x1, x2, "outputs of 2 ranks, in order, against 1")
+	distinct := map[string]bool{}
+	for _, x := range x2 {
+		distinct[x[2]] = true
+	}
+	require.GreaterOrEqual(t, len(distinct), 3, "the outputs must differ for their order to be checked: %q", x2)
+	for _, f := range []string{"ids/test.jsonl", "checkpoints/final/model.safetensors"} {
+		a, err := os.ReadFile(filepath.Join(one, f))
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(two, f))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(a, b), "%s differs between 2 ranks and 1 rank accumulating 2", f)
+	}
 }

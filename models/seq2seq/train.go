@@ -23,13 +23,14 @@ import (
 // (§5.3, §5.4): Adam with β = (0.9, 0.98), ε = 1e-9, the inverse-square-root
 // schedule with 4000 warmup steps, label smoothing 0.1.
 type TrainConfig struct {
-	Tokenizer      string   `json:"tokenizer"`       // a tokenizer.json; empty: train a joint one on the training texts
-	TokenizerModel string   `json:"tokenizer_model"` // the one to train: "bpe" (byte-level BPE, the default) or "wordlevel" (whitespace-separated tokens, as characters and phonemes)
-	BPEVocab       int      `json:"bpe_vocab_size"`  // when training a BPE
-	Model          Config   `json:"model"`           // vocabulary sizes come from the tokenizer
-	InitFrom       string   `json:"init_from"`       // start from this checkpoint (model and tokenizer)
-	Overlong       Overlong `json:"overlong"`        // "truncate" or "skip" pairs longer than max_len
-	Batch          int      `json:"batch_size"`      // pairs per batch
+	Tokenizer      string   `json:"tokenizer"`                   // a tokenizer.json; empty: train a joint one on the training texts
+	TokenizerModel string   `json:"tokenizer_model"`             // the one to train: "bpe" (byte-level BPE, the default) or "wordlevel" (whitespace-separated tokens, as characters and phonemes)
+	BPEVocab       int      `json:"bpe_vocab_size"`              // when training a BPE
+	Model          Config   `json:"model"`                       // vocabulary sizes come from the tokenizer
+	InitFrom       string   `json:"init_from"`                   // start from this checkpoint (model and tokenizer)
+	Overlong       Overlong `json:"overlong"`                    // "truncate" or "skip" pairs longer than max_len
+	Batch          int      `json:"batch_size"`                  // pairs per batch
+	Accumulate     int      `json:"gradient_accumulation_steps"` // batches summed into each step (1: none)
 	Steps          int      `json:"max_steps"`
 	Warmup         int      `json:"warmup_steps"`
 	LRFactor       float64  `json:"lr_factor"` // scales the schedule; 1 is the paper's
@@ -58,7 +59,7 @@ type TrainConfig struct {
 // DefaultTrainConfig is the paper's recipe on the Small model.
 func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{
-		BPEVocab: 8000, Model: Small(), Overlong: Truncate, Batch: 64, Steps: 10000, Warmup: 4000, LRFactor: 1,
+		BPEVocab: 8000, Model: Small(), Overlong: Truncate, Batch: 64, Accumulate: 1, Steps: 10000, Warmup: 4000, LRFactor: 1,
 		Beta1: 0.9, Beta2: 0.98, Eps: 1e-9, LabelSmoothing: 0.1, EvalEvery: 500, SaveEvery: 1000, HeldOut: 1000, Seed: 1,
 	}
 }
@@ -66,8 +67,8 @@ func DefaultTrainConfig() TrainConfig {
 // Validate reports settings that cannot run.
 func (c TrainConfig) Validate() error {
 	switch {
-	case c.Batch <= 0 || c.Steps <= 0 || c.Warmup <= 0:
-		return fmt.Errorf("config: batch_size %d, max_steps %d and warmup_steps %d must be positive", c.Batch, c.Steps, c.Warmup)
+	case c.Batch <= 0 || c.Steps <= 0 || c.Warmup <= 0 || c.Accumulate <= 0:
+		return fmt.Errorf("config: batch_size %d, gradient_accumulation_steps %d, max_steps %d and warmup_steps %d must be positive", c.Batch, c.Accumulate, c.Steps, c.Warmup)
 	case c.Overlong != Truncate && c.Overlong != Skip:
 		return fmt.Errorf("config: overlong %q must be %q or %q", c.Overlong, Truncate, Skip)
 	case !(c.LabelSmoothing >= 0 && c.LabelSmoothing < 1):
@@ -321,7 +322,7 @@ func Run(ctx context.Context, c TrainConfig, m *Model, tok datasets.Tokenizer, d
 	}
 	ac := train.AdamWConfig{Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay}
 	tr, err := train.New(&Task{Model: m, Tok: tok, Smoothing: c.LabelSmoothing}, data, train.Config{
-		Steps: c.Steps, ClipNorm: c.ClipNorm, EvalEvery: c.EvalEvery, SaveEvery: c.SaveEvery,
+		Steps: c.Steps, Accumulate: c.Accumulate, ClipNorm: c.ClipNorm, EvalEvery: c.EvalEvery, SaveEvery: c.SaveEvery,
 		Dir: c.RunDir, Seed: c.Seed, AdamW: ac, Schedule: sched,
 	})
 	if err != nil {

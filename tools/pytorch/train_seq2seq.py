@@ -243,6 +243,9 @@ def resolve(args, tok):
     if model["vocab_size"] != tok.vocab_size or model["decoder_vocab_size"] != tok.vocab_size:
         raise ValueError("the tokenizer has %d tokens, the model's vocabularies %d and %d" % (
             tok.vocab_size, model["vocab_size"], model["decoder_vocab_size"]))
+    if run is not None and run.get("gradient_accumulation_steps", 1) != 1:
+        raise ValueError("gradient_accumulation_steps %r: this reference takes one batch a step; "
+                         "give the zoo run's batch_size times its accumulation instead" % run["gradient_accumulation_steps"])
     recipe = OrderedDict(RECIPE_DEFAULTS)
     for k in recipe:
         if run is not None and k in run:
