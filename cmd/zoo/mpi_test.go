@@ -34,13 +34,7 @@ func TestPretrainGPTTwoRanks(t *testing.T) {
 	var o1, e1 bytes.Buffer
 	require.Equal(t, 0, run(append(common, "--config", acc, "--run", one), &o1, &e1), e1.String())
 
-	for _, f := range []string{"checkpoints/final/model.safetensors", "checkpoints/step-000003/optimizer.safetensors"} {
-		a, err := os.ReadFile(filepath.Join(one, f))
-		require.NoError(t, err)
-		b, err := os.ReadFile(filepath.Join(two, f))
-		require.NoError(t, err)
-		require.True(t, bytes.Equal(a, b), "%s differs between 2 ranks and 1 rank accumulating 2", f)
-	}
+	sameFiles(t, one, two, "checkpoints/final/model.safetensors", "checkpoints/step-000003/optimizer.safetensors")
 	losses := func(dir string) []float64 {
 		b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
 		require.NoError(t, err)
@@ -136,7 +130,14 @@ func TestFinetuneSeq2seqTwoRanks(t *testing.T) {
 		distinct[x[2]] = true
 	}
 	require.GreaterOrEqual(t, len(distinct), 3, "the outputs must differ for their order to be checked: %q", x2)
-	for _, f := range []string{"ids/test.jsonl", "checkpoints/final/model.safetensors"} {
+	sameFiles(t, one, two, "ids/test.jsonl", "checkpoints/final/model.safetensors")
+}
+
+// sameFiles requires the files to be byte for byte the same in the runs of
+// one process accumulating 2 and of 2 ranks.
+func sameFiles(t *testing.T, one, two string, files ...string) {
+	t.Helper()
+	for _, f := range files {
 		a, err := os.ReadFile(filepath.Join(one, f))
 		require.NoError(t, err)
 		b, err := os.ReadFile(filepath.Join(two, f))
