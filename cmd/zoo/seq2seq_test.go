@@ -218,7 +218,7 @@ func TestSeq2SeqG2PCLI(t *testing.T) {
 	}`), 0o644))
 	var out, errb bytes.Buffer
 	run1 := filepath.Join(dir, "g2p")
-	code := run([]string{"finetune", "seq2seq", "--config", cfg, "--data", trainTSV, "--test-data", testTSV, "--run", run1, "--max-steps", "300"}, &out, &errb)
+	code := run([]string{"finetune", "seq2seq", "--config", cfg, "--data", trainTSV, "--test-data", testTSV, "--run", run1, "--max-steps", "500"}, &out, &errb)
 	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
 	require.Contains(t, out.String(), "word-level vocabulary: 17 tokens") // 5 specials, 6 letters, 6 symbols
 	res, err := os.ReadFile(filepath.Join(run1, "results.json"))
