@@ -247,7 +247,7 @@ func (t *Trainer) shareState() error {
 	if err != nil {
 		return err
 	}
-	if opt, err = bcastBlob(opt); err != nil {
+	if opt, err = bcastFrom(opt, 0); err != nil {
 		return err
 	}
 	if !Leader() {
@@ -263,7 +263,7 @@ func (t *Trainer) shareState() error {
 	if err != nil {
 		return err
 	}
-	if js, err = bcastBlob(js); err != nil {
+	if js, err = bcastFrom(js, 0); err != nil {
 		return err
 	}
 	if Leader() {
@@ -277,9 +277,6 @@ func (t *Trainer) shareState() error {
 	}
 	return nil
 }
-
-// bcastBlob sends rank 0's bytes to every rank.
-func bcastBlob(b []byte) ([]byte, error) { return bcastFrom(b, 0) }
 
 // bcastFrom sends root's bytes to every rank: the length, then the bytes;
 // the other ranks' b is ignored.
