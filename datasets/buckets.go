@@ -31,6 +31,7 @@ type BucketPlan struct {
 	srcLens, tgtLens []int
 	bounds           []int
 	batch            int
+	group            int          // batches per group of one shape (SetGroup); 1: no grouping
 	buckets          []planBucket // non-empty buckets, by (SrcT, TgtT)
 	fingerprint      uint64       // of the lengths, bounds and batch, checked by Restore
 
@@ -111,6 +112,7 @@ func NewBucketPlan(srcLens, tgtLens []int, bounds []int, batch int, seed uint64)
 		tgtLens: slices.Clone(tgtLens),
 		bounds:  slices.Clone(bounds),
 		batch:   batch,
+		group:   1,
 		buckets: buckets,
 		src:     rand.NewPCG(seed, pcgStream),
 	}
@@ -132,13 +134,42 @@ func (p *BucketPlan) Batch() int { return p.batch }
 // call, 1 during the first epoch.
 func (p *BucketPlan) Epoch() int { return p.epoch }
 
-// NumBatches returns the number of batches in an epoch (and in All).
+// NumBatches returns the number of batches in an epoch: those of All,
+// rounded up to a multiple of the group size (SetGroup).
 func (p *BucketPlan) NumBatches() int {
 	n := 0
 	for _, b := range p.buckets {
 		n += (len(b.idx) + p.batch - 1) / p.batch
 	}
-	return n
+	return (n + p.group - 1) / p.group * p.group
+}
+
+// SetGroup makes Next serve batches in groups of g consecutive batches of
+// one shape wherever it can, for callers that run g batches together: the
+// micro-batches of one step, spread over data-parallel ranks, which then
+// take about equally long instead of waiting in the step's reduction for
+// the rank with the longest bucket. Each epoch, every bucket's batches are
+// cut into groups of g; the batches left over (fewer than g per bucket)
+// are grouped in bucket order, so a mixed group has neighbouring shapes,
+// and the last group is filled up by repeating batches from the start of
+// the leftovers, as PyTorch's DistributedSampler repeats examples to make
+// its shares even; then the groups are shuffled. So an epoch has a multiple
+// of g batches, every example is in one of them at least, and a run that
+// starts at a group boundary keeps to group boundaries across epochs.
+//
+// g = 1 is the default and changes nothing. SetGroup must come before the
+// first Next and before Restore (a state records the group size); g < 1 or
+// a plan already under way is an error.
+func (p *BucketPlan) SetGroup(g int) error {
+	switch {
+	case g < 1:
+		return fmt.Errorf("datasets: bucket plan: group of %d batches; need at least 1", g)
+	case p.order != nil:
+		return fmt.Errorf("datasets: bucket plan: group size set after the first batch")
+	}
+	p.group = g
+	p.fingerprint = p.computeFingerprint()
+	return nil
 }
 
 // Shapes lists the distinct (SrcT, TgtT) shapes of the plan's batches,
@@ -176,6 +207,9 @@ func (p *BucketPlan) beginEpoch() {
 // shuffledBatches shuffles each bucket's examples, cuts them into batches
 // and shuffles the batches, drawing from p.rng.
 func (p *BucketPlan) shuffledBatches() []Bucketed {
+	if p.group > 1 {
+		return p.shuffledGroups()
+	}
 	var out []Bucketed
 	for _, b := range p.buckets {
 		idx := slices.Clone(b.idx)
@@ -183,6 +217,35 @@ func (p *BucketPlan) shuffledBatches() []Bucketed {
 		out = appendBatches(out, idx, p.batch, b.srcT, b.tgtT)
 	}
 	p.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// shuffledGroups is shuffledBatches for a group size g > 1 (SetGroup).
+func (p *BucketPlan) shuffledGroups() []Bucketed {
+	g := p.group
+	var groups [][]Bucketed
+	var left []Bucketed
+	for _, b := range p.buckets {
+		idx := slices.Clone(b.idx)
+		p.rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+		bs := appendBatches(nil, idx, p.batch, b.srcT, b.tgtT)
+		full := len(bs) / g * g
+		for k := 0; k < full; k += g {
+			groups = append(groups, bs[k:k+g])
+		}
+		left = append(left, bs[full:]...)
+	}
+	for i, n := 0, len(left); len(left)%g != 0; i++ {
+		left = append(left, left[i%n])
+	}
+	for k := 0; k < len(left); k += g {
+		groups = append(groups, left[k:k+g])
+	}
+	p.rng.Shuffle(len(groups), func(i, j int) { groups[i], groups[j] = groups[j], groups[i] })
+	out := make([]Bucketed, 0, len(groups)*g)
+	for _, gr := range groups {
+		out = append(out, gr...)
+	}
 	return out
 }
 
@@ -256,7 +319,7 @@ func (p *BucketPlan) Restore(state []byte) error {
 		return fail("not a bucket plan state (%d bytes)", len(state))
 	}
 	if fp := binary.BigEndian.Uint64(state[1:]); fp != p.fingerprint {
-		return fail("the state is of a plan with other lengths, bounds or batch size")
+		return fail("the state is of a plan with other lengths, bounds, batch size or group size (data-parallel ranks × gradient accumulation steps)")
 	}
 	epoch := binary.BigEndian.Uint64(state[9:])
 	cursor := binary.BigEndian.Uint64(state[17:])
@@ -283,6 +346,9 @@ func (p *BucketPlan) computeFingerprint() uint64 {
 	var buf []byte
 	put := func(v int) { buf = binary.BigEndian.AppendUint64(buf[:0], uint64(v)); h.Write(buf) }
 	put(p.batch)
+	if p.group > 1 { // plans without groups keep the fingerprint they had before groups
+		put(-p.group)
+	}
 	put(len(p.bounds))
 	for _, b := range p.bounds {
 		put(b)

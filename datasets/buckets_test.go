@@ -233,3 +233,100 @@ func TestBucketPlanErrors(t *testing.T) {
 		assert.EqualError(t, err, "datasets: bucket plan: "+tc.want)
 	}
 }
+
+// With SetGroup(g), an epoch is groups of g consecutive batches, aligned
+// at multiples of g: all of one shape except at most one mixed group per
+// bucket (its leftovers), every example in the epoch at least once, only
+// the last leftover group's fill repeated; the order resumes exactly, and
+// g = 1 is the plan without groups.
+func TestBucketPlanGroups(t *testing.T) {
+	src, tgt := skewedLengths(1000, 7)
+	bounds := []int{8, 16, 24, 32}
+	newPlan := func(g int) *BucketPlan {
+		p, err := NewBucketPlan(src, tgt, bounds, 16, 42)
+		require.NoError(t, err)
+		if g > 0 {
+			require.NoError(t, p.SetGroup(g))
+		}
+		return p
+	}
+	plain, one := newPlan(0), newPlan(1)
+	for range 2 * plain.NumBatches() {
+		require.Equal(t, plain.Next(), one.Next())
+	}
+
+	mixed2 := 0 // mixed groups of g = 2 in the first epoch
+	for _, g := range []int{2, 3, 4} {
+		p := newPlan(g)
+		nb := p.NumBatches()
+		require.Zero(t, nb%g)
+		require.Less(t, nb-newPlan(0).NumBatches(), g, "at most g-1 batches added")
+		buckets := len(p.Shapes())
+		for epoch := range 2 {
+			seen := make([]int, len(src))
+			mixed := 0
+			for k := 0; k < nb; k += g {
+				var shapes [][2]int
+				for range g {
+					b := p.Next()
+					for _, i := range b.Idx {
+						seen[i]++
+					}
+					if s := [2]int{b.SrcT, b.TgtT}; !slices.Contains(shapes, s) {
+						shapes = append(shapes, s)
+					}
+				}
+				if len(shapes) > 1 {
+					mixed++
+				}
+			}
+			assert.LessOrEqual(t, mixed, buckets, "g %d epoch %d: mixed groups", g, epoch)
+			if g == 2 && epoch == 0 {
+				mixed2 = mixed
+			}
+			repeated := 0
+			for i, n := range seen {
+				require.GreaterOrEqual(t, n, 1, "g %d epoch %d: example %d not served", g, epoch, i)
+				repeated += n - 1
+			}
+			assert.LessOrEqual(t, repeated, (g-1)*16, "g %d epoch %d", g, epoch)
+		}
+		if g == 2 {
+			// Fewer mixed groups than in the ungrouped order.
+			q := newPlan(0)
+			mixedPlain := 0
+			for k := 0; k < nb; k += 2 {
+				a, b := q.Next(), q.Next()
+				if a.SrcT != b.SrcT || a.TgtT != b.TgtT {
+					mixedPlain++
+				}
+			}
+			t.Logf("g 2: %d of %d pairs mixed, %d without groups", mixed2, nb/2, mixedPlain)
+			assert.Greater(t, mixedPlain, 2*mixed2, "the ungrouped order mixes shapes more often: the test can tell")
+		}
+	}
+
+	// Resume mid-epoch and across the epoch boundary.
+	p := newPlan(2)
+	for range 7 {
+		p.Next()
+	}
+	state, err := p.State()
+	require.NoError(t, err)
+	var want []Bucketed
+	for range p.NumBatches() {
+		want = append(want, p.Next())
+	}
+	q := newPlan(2)
+	require.NoError(t, q.Restore(state))
+	for i, w := range want {
+		require.Equal(t, w, q.Next(), "batch %d after resuming", i)
+	}
+	require.ErrorContains(t, newPlan(3).Restore(state), "batch size or group size")
+	require.ErrorContains(t, newPlan(0).Restore(state), "batch size or group size")
+
+	require.ErrorContains(t, newPlan(0).SetGroup(0), "need at least 1")
+	started := newPlan(0)
+	started.Next()
+	require.ErrorContains(t, started.SetGroup(2), "after the first batch")
+}

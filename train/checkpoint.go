@@ -177,3 +177,62 @@ func Latest(run string) (string, error) {
 	sort.Strings(steps)
 	return filepath.Join(root, steps[len(steps)-1]), nil
 }
+
+// LastCheckpoints returns the n checkpoints of a run directory with the
+// highest steps (by their trainer.json), oldest first: the inputs of
+// checkpoint averaging (models.Average). step-N and final count, best
+// does not (it repeats one of them); of two checkpoints at one step, final
+// is kept. Fewer than n checkpoints is an error that says how many there
+// are and how often the run saved (save_interval).
+func LastCheckpoints(run string, n int) ([]string, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("train: last checkpoints: n is %d; give at least 1", n)
+	}
+	if Leader() {
+		if err := Recover(run); err != nil {
+			return nil, err
+		}
+	}
+	root := filepath.Join(run, CheckpointsDir)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("train: no checkpoints in %s: %w", run, err)
+	}
+	type ckpt struct {
+		dir  string
+		step int
+	}
+	atStep := make(map[int]ckpt)
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || (name != "final" && !strings.HasPrefix(name, "step-")) {
+			continue
+		}
+		dir := filepath.Join(root, name)
+		b, err := os.ReadFile(filepath.Join(dir, TrainerFile))
+		if err != nil {
+			return nil, fmt.Errorf("train: checkpoint %s: %w", dir, err)
+		}
+		var st trainerState
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("train: checkpoint %s: %s: %w", dir, TrainerFile, err)
+		}
+		if old, ok := atStep[st.Step]; ok && filepath.Base(old.dir) == "final" {
+			continue
+		}
+		atStep[st.Step] = ckpt{dir, st.Step}
+	}
+	all := make([]ckpt, 0, len(atStep))
+	for _, c := range atStep {
+		all = append(all, c)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].step < all[j].step })
+	if len(all) < n {
+		return nil, fmt.Errorf("train: %s has %d checkpoints at distinct steps, fewer than the %d asked for; save_interval sets how often a run saves one", run, len(all), n)
+	}
+	var dirs []string
+	for _, c := range all[len(all)-n:] {
+		dirs = append(dirs, c.dir)
+	}
+	return dirs, nil
+}

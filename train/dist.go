@@ -395,6 +395,16 @@ type Skipper interface {
 	Skip() error
 }
 
+// StepGrouper is Data whose batches differ in cost, such as length
+// buckets. New tells it how many micro-batches make a step (ranks ×
+// accumulation) before the first batch, so that it can serve a step's
+// micro-batches alike in shape: data-parallel ranks then take about as
+// long each, rather than all waiting in the step's reduction for the one
+// with the longest batch.
+type StepGrouper interface {
+	GroupSteps(n int) error
+}
+
 // bytesOf is the memory of v, as bytes (a weight's bits, to hash or send).
 func bytesOf[T float32 | float64](v []T) []byte {
 	if len(v) == 0 {

@@ -150,6 +150,11 @@ func New(task Task, data Data, cfg Config) (*Trainer, error) {
 	if cfg.Accumulate == 0 {
 		cfg.Accumulate = 1
 	}
+	if g, ok := data.(StepGrouper); ok {
+		if err := g.GroupSteps(cfg.Accumulate * Ranks()); err != nil {
+			return nil, fmt.Errorf("train: data: %w", err)
+		}
+	}
 	t := &Trainer{cfg: cfg, task: task, data: data, best: math.Inf(1)}
 	var err error
 	if t.train, err = newGraphs(task, true, cfg.Seed); err != nil {

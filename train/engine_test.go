@@ -410,3 +410,32 @@ func TestReports(t *testing.T) {
 	n := g.Input("x", 2)
 	require.ErrorContains(t, g.Report("x", n), "scalar")
 }
+
+// groupedData records what New tells a StepGrouper.
+type groupedData struct {
+	*toyData
+	group []int
+	fail  error
+}
+
+func (d *groupedData) GroupSteps(n int) error {
+	d.group = append(d.group, n)
+	return d.fail
+}
+
+// New tells a StepGrouper the micro-batches of a step (accumulation ×
+// ranks) once, before any batch; its error stops New.
+func TestNewGroupsSteps(t *testing.T) {
+	d := &groupedData{toyData: newToyData(1)}
+	cfg := toyConfig(t.TempDir(), 4)
+	cfg.Accumulate = 3
+	tr, err := New(newToy(t, 1, 0), d, cfg)
+	require.NoError(t, err)
+	tr.Close()
+	require.Equal(t, []int{3 * Ranks()}, d.group)
+	require.Zero(t, d.calls, "no batch drawn before the grouping")
+
+	d = &groupedData{toyData: newToyData(1), fail: errors.New("plan under way")}
+	_, err = New(newToy(t, 1, 0), d, cfg)
+	require.ErrorContains(t, err, "train: data: plan under way")
+}

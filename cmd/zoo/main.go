@@ -38,6 +38,7 @@ var commands = []command{
 	{"fill-mask", "--checkpoint DIR TEXT...", "fill each [MASK] with a BERT checkpoint: top-k tokens with scores", runFillMask},
 	{"classify", "--checkpoint DIR IMAGE", "classify images with a ViT checkpoint: top-k labels; --attention draws the rollout", runClassifyImage},
 	{"attention", "--checkpoint DIR TEXT", "draw a BERT checkpoint's self-attention, layers × heads, to --output PNG", runAttention},
+	{"average", "--out DIR CKPT...", "average the weights of a run's last checkpoints (--run RUN --last N), as fairseq's average_checkpoints", runAverage},
 	{"inspect", "DIR|FILE.safetensors", "describe a checkpoint (family, sizes, files) or list a safetensors file's tensors", runInspect},
 	{"version", "", "print the version", func(_ []string, w io.Writer) error {
 		_, err := fmt.Fprintf(w, "zoo %s (GEMM: %s)\n", version, ops.GEMMBackend)

@@ -109,6 +109,13 @@ func (d *Data) batch(ex []Example, bb datasets.Bucketed, rng *rand.Rand) (Batch,
 	return b, nil
 }
 
+// GroupSteps implements train.StepGrouper: n consecutive training batches
+// share a bucket wherever they can (datasets.BucketPlan.SetGroup), so that
+// the micro-batches of a step, which data-parallel ranks run side by side,
+// are of one length. n = 1, one process without accumulation, changes
+// nothing.
+func (d *Data) GroupSteps(n int) error { return d.plan.SetGroup(n) }
+
 // Next implements train.Data.
 func (d *Data) Next() (train.Batch, error) {
 	rng := rand.New(rand.NewPCG(d.seed, d.next))
