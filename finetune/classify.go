@@ -47,7 +47,11 @@ type ClassifyConfig struct {
 // Training are the settings every fine-tuning task (classify, tokens, qa)
 // shares, with their config JSON names.
 type Training struct {
-	Batch       int     `json:"batch_size"`
+	Batch int `json:"batch_size"`
+	// Accumulate is the micro-batches of batch_size summed into one step (0
+	// or 1: one); under data-parallel ranks the step takes ranks ×
+	// Accumulate of them, so 2 ranks train as 1 process accumulating 2.
+	Accumulate  int     `json:"gradient_accumulation_steps,omitempty"`
 	MaxIters    int     `json:"max_iters"`
 	LR          float64 `json:"learning_rate"`
 	Warmup      int     `json:"warmup_iters"` // then linear decay to 0
@@ -79,6 +83,9 @@ type Training struct {
 // AdamW with weight decay, warmup then linear decay to 0 (or o.schedule),
 // gradient clipping, evaluation every eval_interval steps.
 func (s Training) trainer(task train.Task, data train.Data, o engine) (*train.Trainer, error) {
+	if s.Accumulate < 0 {
+		return nil, fmt.Errorf("finetune: gradient_accumulation_steps %d must not be negative (0 or 1: one micro-batch a step)", s.Accumulate)
+	}
 	sched := o.schedule
 	if sched == nil {
 		var err error
@@ -88,8 +95,8 @@ func (s Training) trainer(task train.Task, data train.Data, o engine) (*train.Tr
 	}
 	ac := train.DefaultAdamWConfig()
 	ac.WeightDecay = s.WeightDecay
-	return train.New(task, data, train.Config{Steps: s.MaxIters, ClipNorm: s.GradClip, EvalEvery: s.EvalEvery, SaveEvery: s.SaveEvery,
-		Dir: s.RunDir, Seed: s.Seed, AdamW: ac, Schedule: sched, Unit: o.unit})
+	return train.New(task, data, train.Config{Steps: s.MaxIters, Accumulate: s.Accumulate, ClipNorm: s.GradClip, EvalEvery: s.EvalEvery,
+		SaveEvery: s.SaveEvery, Dir: s.RunDir, Seed: s.Seed, AdamW: ac, Schedule: sched, Unit: o.unit})
 }
 
 // engine is what a task changes in the engine Training builds: the
@@ -659,7 +666,9 @@ func (k *clsTask) Load(dir string) error {
 }
 
 // evaluate predicts every validation batch and tallies the confusion
-// matrix; a cancelled ctx stops it between batches.
+// matrix; a cancelled ctx stops it between batches. Data-parallel ranks
+// each predict their share of the batches (train.ShardRange) and gather
+// the labels, so every rank returns the whole matrix.
 func evaluate(ctx context.Context, k *clsTask, batches []train.Batch, labels []string) (Confusion, error) {
 	g := k.c.ParamStore().NewGraph()
 	in := k.inputs(g)
@@ -675,7 +684,8 @@ func evaluate(ctx context.Context, k *clsTask, batches []train.Batch, labels []s
 	}
 	defer vm.Close()
 	var truth, pred []int
-	for _, b := range batches {
+	lo, hi := train.ShardRange(len(batches))
+	for _, b := range batches[lo:hi] {
 		if err := ctx.Err(); err != nil {
 			return Confusion{}, fmt.Errorf("finetune: evaluation: %w", err)
 		}
@@ -701,6 +711,12 @@ func evaluate(ctx context.Context, k *clsTask, batches []train.Batch, labels []s
 			}
 			truth, pred = append(truth, l), append(pred, best)
 		}
+	}
+	if truth, err = train.Gather(truth); err != nil {
+		return Confusion{}, fmt.Errorf("finetune: evaluation: %w", err)
+	}
+	if pred, err = train.Gather(pred); err != nil {
+		return Confusion{}, fmt.Errorf("finetune: evaluation: %w", err)
 	}
 	return NewConfusion(labels, truth, pred)
 }

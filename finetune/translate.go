@@ -341,7 +341,7 @@ func decodeScored(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer,
 			mine[i] = c[0].Text
 		}
 	}
-	if hyps, err = train.GatherStrings(mine); err != nil {
+	if hyps, err = train.Gather(mine); err != nil {
 		return s, nil, fmt.Errorf("finetune: translate: %w", err)
 	}
 	s.Seconds = time.Since(began).Seconds()

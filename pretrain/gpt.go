@@ -160,9 +160,10 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 }
 
 // samples generates cfg.Samples texts from a newline, sampling at
-// temperature 0.8.
+// temperature 0.8. Data-parallel ranks other than 0, which print nothing,
+// generate none.
 func samples(m *gpt.Model, tok datasets.Tokenizer, cfg GPTConfig) ([]string, error) {
-	if cfg.Samples == 0 || cfg.SampleLen == 0 {
+	if cfg.Samples == 0 || cfg.SampleLen == 0 || !train.Leader() {
 		return nil, nil
 	}
 	prompt, err := tok.Encode("\n")

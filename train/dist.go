@@ -306,10 +306,12 @@ func ShardRange(n int) (lo, hi int) {
 	return lo, hi
 }
 
-// GatherStrings gives every rank all ranks' strings, in rank order: the
-// results of work split by ShardRange, put back together. Every rank must
-// call it; a single process gets mine back.
-func GatherStrings(mine []string) ([]string, error) {
+// Gather gives every rank all ranks' items, in rank order: the results of
+// work split by ShardRange, put back together. The items travel as JSON
+// (one broadcast per rank), so T is anything encoding/json round-trips:
+// strings, numbers, structs of them. Every rank must call it; a single
+// process gets mine back.
+func Gather[T any](mine []T) ([]T, error) {
 	if Ranks() == 1 {
 		return mine, nil
 	}
@@ -317,13 +319,13 @@ func GatherStrings(mine []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var all []string
+	var all []T
 	for r := 0; r < Ranks(); r++ {
 		b, err := bcastFrom(blob, r)
 		if err != nil {
 			return nil, fmt.Errorf("train: gathering rank %d's results: %w", r, err)
 		}
-		var part []string
+		var part []T
 		if err := json.Unmarshal(b, &part); err != nil {
 			return nil, fmt.Errorf("train: rank %d's results: %w", r, err)
 		}

@@ -15,6 +15,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/bert"
 )
 
 // `mpirun -np 2 zoo pretrain gpt …` is the same run as one process
@@ -131,6 +136,57 @@ func TestFinetuneSeq2seqTwoRanks(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, len(distinct), 3, "the outputs must differ for their order to be checked: %q", x2)
 	sameFiles(t, one, two, "ids/test.jsonl", "checkpoints/final/model.safetensors")
+}
+
+// `mpirun -np 2 zoo finetune bert --task classify` trains as one process
+// accumulating two micro-batches and then predicts the validation batches
+// in two shares, gathered: the same weights and the same confusion matrix.
+func TestFinetuneClassifyTwoRanks(t *testing.T) {
+	tmp := t.TempDir()
+	var rows strings.Builder
+	rows.WriteString("text\tlabel\n")
+	var texts []string
+	words := []string{"good nice", "bad sad", "so so", "fine great", "awful poor", "plain middle"}
+	for i := 0; i < 60; i++ {
+		text := words[i%6] + " " + words[(i/6)%6]
+		fmt.Fprintf(&rows, "%s\t%s\n", text, []string{"pos", "neg", "mid"}[i%3])
+		texts = append(texts, text)
+	}
+	data := filepath.Join(tmp, "data.tsv")
+	require.NoError(t, os.WriteFile(data, []byte(rows.String()), 0o644))
+	tok, err := datasets.TrainWordPieceTexts(context.Background(), texts, datasets.WordPieceOptions{VocabSize: 40, Lowercase: true})
+	require.NoError(t, err)
+	bc := bert.Tiny()
+	bc.NumHiddenLayers, bc.HiddenSize, bc.IntermediateSize, bc.MaxPositionEmbeddings, bc.VocabSize = 1, 16, 32, 16, tok.VocabSize()
+	m, err := bert.New(bc, layers.WithSeed(1))
+	require.NoError(t, err)
+	ckpt := filepath.Join(tmp, "bert")
+	require.NoError(t, models.SaveText(ckpt, m, tok))
+	cfg := func(accumulate int) string {
+		path := filepath.Join(tmp, fmt.Sprintf("config%d.json", accumulate))
+		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`{"gradient_accumulation_steps": %d, "val_fraction": 0.25}`, accumulate)), 0o644))
+		return path
+	}
+	// 15 validation texts in batches of 4: 4 batches, shares of 2 and 2,
+	// the last batch short.
+	common := []string{"finetune", "bert", "--task", "classify", "--init-from", ckpt, "--train-file", data,
+		"--max-length", "8", "--max-steps", "40", "--batch-size", "4", "--learning-rate", "1e-2"}
+	two := filepath.Join(tmp, "two")
+	out := twoRanks(t, append(common, "--config", cfg(1), "--run", two))
+	one := filepath.Join(tmp, "one")
+	var o1, e1 bytes.Buffer
+	require.Equal(t, 0, run(append(common, "--config", cfg(2), "--run", one), &o1, &e1), e1.String())
+
+	report := func(s string) string {
+		_, after, ok := strings.Cut(s, "done: 40 steps")
+		require.True(t, ok, "no report in:\n%s", s)
+		before, _, _ := strings.Cut(after, "checkpoint:")
+		return before
+	}
+	require.Equal(t, 1, strings.Count(out, "done: 40 steps"), "rank 0 alone prints:\n%s", out)
+	require.Equal(t, report(o1.String()), report(out), "validation report of 2 ranks against 1")
+	require.NotContains(t, report(out), "accuracy 0.3333", "the classifier must tell the labels apart for the matrix to check much:\n%s", report(out))
+	sameFiles(t, one, two, "checkpoints/final/model.safetensors")
 }
 
 // sameFiles requires the files to be byte for byte the same in the runs of
