@@ -632,9 +632,16 @@ func (k *qaTask) predict(ctx context.Context, enc *qaEncoder, ex []datasets.Squa
 		return nil, err
 	}
 	defer vm.Close()
-	startScores := make([][]float64, len(feats))
-	endScores := make([][]float64, len(feats))
-	for _, b := range qaBatches(feats, k.b, k.t, enc.pad) {
+	// Data-parallel ranks each score their share of the batches and
+	// gather the windows' scores, so every rank predicts from all of them.
+	type scored struct {
+		F    int       // the window, an index into feats
+		S, E []float64 // its start and end scores
+	}
+	var mine []scored
+	batches := qaBatches(feats, k.b, k.t, enc.pad)
+	lo, hi := train.ShardRange(len(batches))
+	for _, b := range batches[lo:hi] {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("qa: prediction: %w", err)
 		}
@@ -655,10 +662,18 @@ func (k *qaTask) predict(ctx context.Context, enc *qaEncoder, ex []datasets.Squa
 		}
 		for i, fi := range b.(qaBatch).features {
 			if fi >= 0 {
-				startScores[fi] = s[i*k.t : i*k.t+len(feats[fi].ids)]
-				endScores[fi] = e[i*k.t : i*k.t+len(feats[fi].ids)]
+				mine = append(mine, scored{fi, s[i*k.t : i*k.t+len(feats[fi].ids)], e[i*k.t : i*k.t+len(feats[fi].ids)]})
 			}
 		}
+	}
+	all, err := train.Gather(mine) // float64s survive JSON exactly
+	if err != nil {
+		return nil, fmt.Errorf("qa: prediction: %w", err)
+	}
+	startScores := make([][]float64, len(feats))
+	endScores := make([][]float64, len(feats))
+	for _, x := range all {
+		startScores[x.F], endScores[x.F] = x.S, x.E
 	}
 	return bestSpans(ex, feats, startScores, endScores, enc.win), nil
 }

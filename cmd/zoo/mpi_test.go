@@ -189,6 +189,38 @@ func TestFinetuneClassifyTwoRanks(t *testing.T) {
 	sameFiles(t, one, two, "checkpoints/final/model.safetensors")
 }
 
+// `mpirun -np 2 zoo finetune bert --task qa` trains as one process
+// accumulating two micro-batches and scores the validation windows in two
+// shares, gathered: the same weights and the same predictions.
+func TestFinetuneQATwoRanks(t *testing.T) {
+	squad, ckpt := qaFixture(t)
+	tmp := t.TempDir()
+	cfg := func(accumulate int) string {
+		path := filepath.Join(tmp, fmt.Sprintf("config%d.json", accumulate))
+		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`{"gradient_accumulation_steps": %d, "val_fraction": 0.25}`, accumulate)), 0o644))
+		return path
+	}
+	common := []string{"finetune", "bert", "--task", "qa", "--init-from", ckpt, "--train-file", squad,
+		"--max-steps", "30", "--batch-size", "4", "--learning-rate", "3e-3", "--max-seq-length", "128"}
+	two := filepath.Join(tmp, "two")
+	out := twoRanks(t, append(common, "--config", cfg(1), "--run", two))
+	require.Equal(t, 1, strings.Count(out, "done: 30 steps"), "rank 0 alone prints:\n%s", out)
+	one := filepath.Join(tmp, "one")
+	var o1, e1 bytes.Buffer
+	require.Equal(t, 0, run(append(common, "--config", cfg(2), "--run", one), &o1, &e1), e1.String())
+	sameFiles(t, one, two, "checkpoints/final/model.safetensors", "predictions.json")
+	b, err := os.ReadFile(filepath.Join(two, "predictions.json"))
+	require.NoError(t, err)
+	var preds map[string]string
+	require.NoError(t, json.Unmarshal(b, &preds))
+	require.Len(t, preds, 15, "every validation question predicted")
+	distinct := map[string]bool{}
+	for _, p := range preds {
+		distinct[p] = true
+	}
+	require.GreaterOrEqual(t, len(distinct), 2, "the predictions must differ for the gather to be checked: %v", preds)
+}
+
 // sameFiles requires the files to be byte for byte the same in the runs of
 // one process accumulating 2 and of 2 ranks.
 func sameFiles(t *testing.T, one, two string, files ...string) {
