@@ -130,7 +130,8 @@ type ImagesResult struct {
 	ConfusionPNG string
 	// TrainImagesPerSec is the training throughput of this run's steps
 	// (forward, backward, AdamW, and any wait for data);
-	// InferImagesPerSec the forward throughput of the final evaluation.
+	// InferImagesPerSec the forward throughput of the final evaluation (of
+	// one rank's share, under data-parallel ranks).
 	TrainImagesPerSec, InferImagesPerSec float64
 	// DataWait is how long the steps waited for the loader in all, over
 	// DataBatches batches.
@@ -586,14 +587,14 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 	}
 	r := &ImagesResult{Result: res, DataWait: data.total, DataBatches: data.batches}
 	r.TrainImagesPerSec = stepThroughput(cfg.RunDir, start)
-	pred, truth, secs, err := predictBatches(ctx, clf, evalBatches, cfg.Batch)
+	pred, truth, perSec, err := predictBatches(ctx, clf, evalBatches, cfg.Batch)
 	if err != nil {
 		return nil, err
 	}
 	if r.Confusion, err = NewConfusion(labels, truth, pred); err != nil {
 		return nil, err
 	}
-	r.InferImagesPerSec = float64(len(truth)) / secs
+	r.InferImagesPerSec = perSec
 	r.ConfusionPNG = filepath.Join(cfg.RunDir, "confusion.png")
 	if err := train.LeaderFirst(func() error {
 		return r.Confusion.WritePNG(r.ConfusionPNG, fmt.Sprintf("confusion on %d validation images (rows: true; row-normalised)", len(truth)))
@@ -807,8 +808,10 @@ func stepThroughput(dir string, start int) float64 {
 
 // predictBatches runs the classifier on the batches (each padded to b
 // rows in one graph) and returns the predicted and true class ids of the
-// real rows, and the seconds the forward passes took.
-func predictBatches(ctx context.Context, clf *vit.ForImageClassification, batches []*datasets.ImageBatch, b int) (pred, truth []int, secs float64, err error) {
+// real rows, and the images per second of the forward passes. Data-parallel
+// ranks each run their share of the batches and gather the ids, so every
+// rank returns all of them; the rate is that of this rank's share.
+func predictBatches(ctx context.Context, clf *vit.ForImageClassification, batches []*datasets.ImageBatch, b int) (pred, truth []int, perSec float64, err error) {
 	c := clf.Config
 	g := clf.Store.NewGraph()
 	px := g.Input("pixel_values", b, c.NumChannels, c.ImageSize, c.ImageSize)
@@ -825,7 +828,8 @@ func predictBatches(ctx context.Context, clf *vit.ForImageClassification, batche
 	defer vm.Close()
 	k := len(clf.Labels)
 	var took time.Duration
-	for _, ib := range batches {
+	lo, hi := train.ShardRange(len(batches))
+	for _, ib := range batches[lo:hi] {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, 0, fmt.Errorf("finetune: evaluation: %w", err)
 		}
@@ -855,7 +859,14 @@ func predictBatches(ctx context.Context, clf *vit.ForImageClassification, batche
 			pred, truth = append(pred, best), append(truth, l)
 		}
 	}
-	return pred, truth, max(took.Seconds(), 1e-9), nil
+	perSec = float64(len(truth)) / max(took.Seconds(), 1e-9)
+	if pred, err = train.Gather(pred); err != nil {
+		return nil, nil, 0, fmt.Errorf("finetune: evaluation: %w", err)
+	}
+	if truth, err = train.Gather(truth); err != nil {
+		return nil, nil, 0, fmt.Errorf("finetune: evaluation: %w", err)
+	}
+	return pred, truth, perSec, nil
 }
 
 func setPixels(n *gorgonia.Node, v []float32) {
@@ -903,7 +914,7 @@ func EvalImages(ctx context.Context, checkpoint, data, labels string, batch, wor
 	if err != nil {
 		return ImagesEval{}, fmt.Errorf("eval: %w", err)
 	}
-	pred, truth, secs, err := predictBatches(ctx, clf, batches, batch)
+	pred, truth, perSec, err := predictBatches(ctx, clf, batches, batch)
 	if err != nil {
 		return ImagesEval{}, err
 	}
@@ -911,7 +922,7 @@ func EvalImages(ctx context.Context, checkpoint, data, labels string, batch, wor
 	if err != nil {
 		return ImagesEval{}, err
 	}
-	return ImagesEval{Confusion: conf, InferImagesPerSec: float64(len(truth)) / secs}, nil
+	return ImagesEval{Confusion: conf, InferImagesPerSec: perSec}, nil
 }
 
 // LoadImageClassifier reads a ViT image classifier checkpoint and its

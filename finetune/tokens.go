@@ -562,7 +562,8 @@ type scorer struct {
 
 // predictTags runs the classifier over the batches (made from enc) and
 // returns, per sentence of enc in order, the best tag id at each kept
-// word's first piece.
+// word's first piece. Data-parallel ranks each run their share of the
+// batches and gather the tags, so every rank returns all of them.
 func predictTags(ctx context.Context, k *tagTask, batches []train.Batch, enc []tagged) ([][]int, error) {
 	scorers := map[int]*scorer{}
 	defer func() {
@@ -570,9 +571,14 @@ func predictTags(ctx context.Context, k *tagTask, batches []train.Batch, enc []t
 			s.vm.Close()
 		}
 	}()
-	out := make([][]int, len(enc))
+	type tags struct {
+		S    int   // the sentence, an index into enc
+		Tags []int // its best tag ids
+	}
+	var mine []tags
 	nl := len(k.c.Labels)
-	for _, b := range batches {
+	lo, hi := train.ShardRange(len(batches))
+	for _, b := range batches[lo:hi] {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("finetune tokens: evaluation: %w", err)
 		}
@@ -616,8 +622,16 @@ func predictTags(ctx context.Context, k *tagTask, batches []train.Batch, enc []t
 				}
 				sent[w] = best
 			}
-			out[si] = sent
+			mine = append(mine, tags{si, sent})
 		}
+	}
+	all, err := train.Gather(mine)
+	if err != nil {
+		return nil, fmt.Errorf("finetune tokens: evaluation: %w", err)
+	}
+	out := make([][]int, len(enc))
+	for _, x := range all {
+		out[x.S] = x.Tags
 	}
 	return out, nil
 }

@@ -162,11 +162,7 @@ func TestFinetuneClassifyTwoRanks(t *testing.T) {
 	require.NoError(t, err)
 	ckpt := filepath.Join(tmp, "bert")
 	require.NoError(t, models.SaveText(ckpt, m, tok))
-	cfg := func(accumulate int) string {
-		path := filepath.Join(tmp, fmt.Sprintf("config%d.json", accumulate))
-		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`{"gradient_accumulation_steps": %d, "val_fraction": 0.25}`, accumulate)), 0o644))
-		return path
-	}
+	cfg := func(accumulate int) string { return accumulateConfig(t, tmp, accumulate, `, "val_fraction": 0.25`) }
 	// 15 validation texts in batches of 4: 4 batches, shares of 2 and 2,
 	// the last batch short.
 	common := []string{"finetune", "bert", "--task", "classify", "--init-from", ckpt, "--train-file", data,
@@ -195,11 +191,7 @@ func TestFinetuneClassifyTwoRanks(t *testing.T) {
 func TestFinetuneQATwoRanks(t *testing.T) {
 	squad, ckpt := qaFixture(t)
 	tmp := t.TempDir()
-	cfg := func(accumulate int) string {
-		path := filepath.Join(tmp, fmt.Sprintf("config%d.json", accumulate))
-		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`{"gradient_accumulation_steps": %d, "val_fraction": 0.25}`, accumulate)), 0o644))
-		return path
-	}
+	cfg := func(accumulate int) string { return accumulateConfig(t, tmp, accumulate, `, "val_fraction": 0.25`) }
 	common := []string{"finetune", "bert", "--task", "qa", "--init-from", ckpt, "--train-file", squad,
 		"--max-steps", "30", "--batch-size", "4", "--learning-rate", "3e-3", "--max-seq-length", "128"}
 	two := filepath.Join(tmp, "two")
@@ -219,6 +211,70 @@ func TestFinetuneQATwoRanks(t *testing.T) {
 		distinct[p] = true
 	}
 	require.GreaterOrEqual(t, len(distinct), 2, "the predictions must differ for the gather to be checked: %v", preds)
+}
+
+// accumulateConfig writes a config file of gradient_accumulation_steps
+// (and the other keys in extra) into dir.
+func accumulateConfig(t *testing.T, dir string, accumulate int, extra string) string {
+	t.Helper()
+	path := filepath.Join(dir, fmt.Sprintf("config%d.json", accumulate))
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`{"gradient_accumulation_steps": %d%s}`, accumulate, extra)), 0o644))
+	return path
+}
+
+// `mpirun -np 2 zoo finetune bert --task tokens` trains as one process
+// accumulating two micro-batches and tags the validation sentences in two
+// shares, gathered: the same weights and the same scores.
+func TestFinetuneTokensTwoRanks(t *testing.T) {
+	conll, ckpt := tokenFixture(t)
+	tmp := t.TempDir()
+	common := []string{"finetune", "bert", "--task", "tokens", "--init-from", ckpt, "--train-file", conll,
+		"--max-steps", "30", "--batch-size", "4", "--learning-rate", "3e-3"}
+	two := filepath.Join(tmp, "two")
+	out := twoRanks(t, append(common, "--config", accumulateConfig(t, tmp, 1, ""), "--run", two))
+	one := filepath.Join(tmp, "one")
+	var o1, e1 bytes.Buffer
+	require.Equal(t, 0, run(append(common, "--config", accumulateConfig(t, tmp, 2, ""), "--run", one), &o1, &e1), e1.String())
+	report := func(s string) string {
+		i := strings.Index(s, "model: accuracy")
+		require.GreaterOrEqual(t, i, 0, "no scores in:\n%s", s)
+		before, _, _ := strings.Cut(s[i:], "checkpoint:")
+		return before
+	}
+	require.Equal(t, 1, strings.Count(out, "model: accuracy"), "rank 0 alone prints:\n%s", out)
+	require.Equal(t, report(o1.String()), report(out), "scores of 2 ranks against 1")
+	sameFiles(t, one, two, "checkpoints/final/model.safetensors")
+}
+
+// `mpirun -np 2 zoo finetune vit`, with augmentation, trains as one
+// process accumulating two micro-batches (each rank decodes and augments
+// its own) and classifies the validation images in two shares: the same
+// weights and the same confusion matrix.
+func TestFinetuneViTTwoRanks(t *testing.T) {
+	tmp := t.TempDir()
+	trainImgs, trainLabels := stripeSet(t, tmp, "train", 64, 1)
+	valImgs, valLabels := stripeSet(t, tmp, "val", 21, 2)
+	model := filepath.Join(tmp, "tiny.json")
+	require.NoError(t, os.WriteFile(model, []byte(`{"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+		"intermediate_size": 32, "image_size": 8, "patch_size": 4, "num_channels": 1}`), 0o644))
+	common := []string{"finetune", "vit", "--model", model, "--train-data", trainImgs, "--train-labels", trainLabels,
+		"--validation-data", valImgs, "--validation-labels", valLabels, "--label-names", "horizontal,vertical",
+		"--max-steps", "12", "--batch-size", "4", "--learning-rate", "0.003", "--eval-interval", "6",
+		"--crop-padding", "1", "--reprob", "0.25", "--mixup", "0.2", "--workers", "1"}
+	two := filepath.Join(tmp, "two")
+	out := twoRanks(t, append(common, "--config", accumulateConfig(t, tmp, 1, ""), "--run", two))
+	one := filepath.Join(tmp, "one")
+	var o1, e1 bytes.Buffer
+	require.Equal(t, 0, run(append(common, "--config", accumulateConfig(t, tmp, 2, ""), "--run", one), &o1, &e1), e1.String())
+	report := func(s string) string {
+		_, after, ok := strings.Cut(s, "done: 12 steps")
+		require.True(t, ok, "no report in:\n%s", s)
+		before, _, _ := strings.Cut(after, "confusion matrix:")
+		return before
+	}
+	require.Equal(t, 1, strings.Count(out, "done: 12 steps"), "rank 0 alone prints:\n%s", out)
+	require.Equal(t, report(o1.String()), report(out), "validation report of 2 ranks against 1")
+	sameFiles(t, one, two, "checkpoints/final/model.safetensors")
 }
 
 // sameFiles requires the files to be byte for byte the same in the runs of
