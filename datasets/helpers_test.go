@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync/atomic"
 	"testing"
 
+	"github.com/d73a19ff/zoo/internal/goroot"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,7 +17,7 @@ import (
 // or skips the test when this toolchain does not have it.
 func opticksPath(t testing.TB) string {
 	t.Helper()
-	p := filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt")
+	p := goroot.Opticks()
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("Opticks not found in this Go toolchain (%v); it ships at $GOROOT/src/testdata", err)
 	}

@@ -122,7 +122,7 @@ func availText(avail int64) string {
 // A need of math.MaxInt64 (an overflowed estimate) is always refused.
 func CheckMemory(need int64, what, lower string) error {
 	limit, avail := memoryLimit()
-	if need >= math.MaxInt64 || need > limit {
+	if need == math.MaxInt64 || need > limit {
 		return fmt.Errorf("%s needs %s, more than %s; %s", what, gb(need), availText(avail), lower)
 	}
 	return nil
@@ -209,7 +209,7 @@ type StepEstimator interface {
 // Count formats an element count for a message: the number, or "2^63 or
 // more" for an overflowed (saturated) one.
 func Count(n int64) string {
-	if n >= math.MaxInt64 {
+	if n == math.MaxInt64 {
 		return "2^63 or more"
 	}
 	return fmt.Sprint(n)

@@ -9,9 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 
+	"github.com/d73a19ff/zoo/internal/goroot"
 	"github.com/d73a19ff/zoo/models/gpt"
 )
 
@@ -74,7 +74,7 @@ func DefaultGPT() GPTConfig {
 
 // OpticksPath is where the Go toolchain ships Newton's Opticks.
 func OpticksPath() string {
-	return filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt")
+	return goroot.Opticks()
 }
 
 // DecodeGPTConfig reads a JSON config over base. Unknown keys, in the model

@@ -34,6 +34,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/goroot"
 )
 
 //go:embed hf.js
@@ -107,17 +108,17 @@ func (r *runner) run(modules []string, vocab, s2sVocab, wpVocab int, which strin
 		return "", false, err
 	}
 	defer os.RemoveAll(r.dir)
-	opticksPath := filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt")
+	opticksPath := goroot.Opticks()
 	raw, err := os.ReadFile(opticksPath)
 	if err != nil {
-		return "", false, fmt.Errorf("Opticks ships with Go at $GOROOT/src/testdata: %w", err)
+		return "", false, fmt.Errorf("opticks ships with Go at $GOROOT/src/testdata (set GOROOT or put go on PATH): %w", err)
 	}
 	opticks := string(raw)
 	corpus, err := datasets.OpenCorpus(opticksPath, datasets.CorpusOptions{})
 	if err != nil {
 		return "", false, err
 	}
-	goSource, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "fmt", "doc.go"))
+	goSource, err := os.ReadFile(filepath.Join(goroot.Dir(), "src", "fmt", "doc.go"))
 	if err != nil {
 		return "", false, err
 	}
