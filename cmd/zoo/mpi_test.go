@@ -15,11 +15,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/d73a19ff/zoo/datasets"
-	"github.com/d73a19ff/zoo/layers"
-	"github.com/d73a19ff/zoo/models"
-	"github.com/d73a19ff/zoo/models/bert"
 )
 
 // `mpirun -np 2 zoo pretrain gpt …` is the same run as one process
@@ -154,33 +149,16 @@ func TestFinetuneClassifyTwoRanks(t *testing.T) {
 	}
 	data := filepath.Join(tmp, "data.tsv")
 	require.NoError(t, os.WriteFile(data, []byte(rows.String()), 0o644))
-	tok, err := datasets.TrainWordPieceTexts(context.Background(), texts, datasets.WordPieceOptions{VocabSize: 40, Lowercase: true})
-	require.NoError(t, err)
-	bc := bert.Tiny()
-	bc.NumHiddenLayers, bc.HiddenSize, bc.IntermediateSize, bc.MaxPositionEmbeddings, bc.VocabSize = 1, 16, 32, 16, tok.VocabSize()
-	m, err := bert.New(bc, layers.WithSeed(1))
-	require.NoError(t, err)
-	ckpt := filepath.Join(tmp, "bert")
-	require.NoError(t, models.SaveText(ckpt, m, tok))
+	ckpt := tinyBERTFor(t, texts, 40, 16, 1)
 	cfg := func(accumulate int) string { return accumulateConfig(t, tmp, accumulate, `, "val_fraction": 0.25`) }
 	// 15 validation texts in batches of 4: 4 batches, shares of 2 and 2,
 	// the last batch short.
 	common := []string{"finetune", "bert", "--task", "classify", "--init-from", ckpt, "--train-file", data,
 		"--max-length", "8", "--max-steps", "40", "--batch-size", "4", "--learning-rate", "1e-2"}
-	two := filepath.Join(tmp, "two")
-	out := twoRanks(t, append(common, "--config", cfg(1), "--run", two))
-	one := filepath.Join(tmp, "one")
-	var o1, e1 bytes.Buffer
-	require.Equal(t, 0, run(append(common, "--config", cfg(2), "--run", one), &o1, &e1), e1.String())
-
-	report := func(s string) string {
-		_, after, ok := strings.Cut(s, "done: 40 steps")
-		require.True(t, ok, "no report in:\n%s", s)
-		before, _, _ := strings.Cut(after, "checkpoint:")
-		return before
-	}
+	one, two, o1, out := bothWays(t, tmp, common, cfg(1), cfg(2))
+	report := func(s string) string { return between(t, s, "done: 40 steps", "checkpoint:") }
 	require.Equal(t, 1, strings.Count(out, "done: 40 steps"), "rank 0 alone prints:\n%s", out)
-	require.Equal(t, report(o1.String()), report(out), "validation report of 2 ranks against 1")
+	require.Equal(t, report(o1), report(out), "validation report of 2 ranks against 1")
 	require.NotContains(t, report(out), "accuracy 0.3333", "the classifier must tell the labels apart for the matrix to check much:\n%s", report(out))
 	sameFiles(t, one, two, "checkpoints/final/model.safetensors")
 }
@@ -194,12 +172,8 @@ func TestFinetuneQATwoRanks(t *testing.T) {
 	cfg := func(accumulate int) string { return accumulateConfig(t, tmp, accumulate, `, "val_fraction": 0.25`) }
 	common := []string{"finetune", "bert", "--task", "qa", "--init-from", ckpt, "--train-file", squad,
 		"--max-steps", "30", "--batch-size", "4", "--learning-rate", "3e-3", "--max-seq-length", "128"}
-	two := filepath.Join(tmp, "two")
-	out := twoRanks(t, append(common, "--config", cfg(1), "--run", two))
+	one, two, _, out := bothWays(t, tmp, common, cfg(1), cfg(2))
 	require.Equal(t, 1, strings.Count(out, "done: 30 steps"), "rank 0 alone prints:\n%s", out)
-	one := filepath.Join(tmp, "one")
-	var o1, e1 bytes.Buffer
-	require.Equal(t, 0, run(append(common, "--config", cfg(2), "--run", one), &o1, &e1), e1.String())
 	sameFiles(t, one, two, "checkpoints/final/model.safetensors", "predictions.json")
 	b, err := os.ReadFile(filepath.Join(two, "predictions.json"))
 	require.NoError(t, err)
@@ -230,19 +204,10 @@ func TestFinetuneTokensTwoRanks(t *testing.T) {
 	tmp := t.TempDir()
 	common := []string{"finetune", "bert", "--task", "tokens", "--init-from", ckpt, "--train-file", conll,
 		"--max-steps", "30", "--batch-size", "4", "--learning-rate", "3e-3"}
-	two := filepath.Join(tmp, "two")
-	out := twoRanks(t, append(common, "--config", accumulateConfig(t, tmp, 1, ""), "--run", two))
-	one := filepath.Join(tmp, "one")
-	var o1, e1 bytes.Buffer
-	require.Equal(t, 0, run(append(common, "--config", accumulateConfig(t, tmp, 2, ""), "--run", one), &o1, &e1), e1.String())
-	report := func(s string) string {
-		i := strings.Index(s, "model: accuracy")
-		require.GreaterOrEqual(t, i, 0, "no scores in:\n%s", s)
-		before, _, _ := strings.Cut(s[i:], "checkpoint:")
-		return before
-	}
+	one, two, o1, out := bothWays(t, tmp, common, accumulateConfig(t, tmp, 1, ""), accumulateConfig(t, tmp, 2, ""))
+	report := func(s string) string { return between(t, s, "model: accuracy", "checkpoint:") }
 	require.Equal(t, 1, strings.Count(out, "model: accuracy"), "rank 0 alone prints:\n%s", out)
-	require.Equal(t, report(o1.String()), report(out), "scores of 2 ranks against 1")
+	require.Equal(t, report(o1), report(out), "scores of 2 ranks against 1")
 	sameFiles(t, one, two, "checkpoints/final/model.safetensors")
 }
 
@@ -261,20 +226,34 @@ func TestFinetuneViTTwoRanks(t *testing.T) {
 		"--validation-data", valImgs, "--validation-labels", valLabels, "--label-names", "horizontal,vertical",
 		"--max-steps", "12", "--batch-size", "4", "--learning-rate", "0.003", "--eval-interval", "6",
 		"--crop-padding", "1", "--reprob", "0.25", "--mixup", "0.2", "--workers", "1"}
-	two := filepath.Join(tmp, "two")
-	out := twoRanks(t, append(common, "--config", accumulateConfig(t, tmp, 1, ""), "--run", two))
-	one := filepath.Join(tmp, "one")
-	var o1, e1 bytes.Buffer
-	require.Equal(t, 0, run(append(common, "--config", accumulateConfig(t, tmp, 2, ""), "--run", one), &o1, &e1), e1.String())
-	report := func(s string) string {
-		_, after, ok := strings.Cut(s, "done: 12 steps")
-		require.True(t, ok, "no report in:\n%s", s)
-		before, _, _ := strings.Cut(after, "confusion matrix:")
-		return before
-	}
+	one, two, o1, out := bothWays(t, tmp, common, accumulateConfig(t, tmp, 1, ""), accumulateConfig(t, tmp, 2, ""))
+	report := func(s string) string { return between(t, s, "done: 12 steps", "confusion matrix:") }
 	require.Equal(t, 1, strings.Count(out, "done: 12 steps"), "rank 0 alone prints:\n%s", out)
-	require.Equal(t, report(o1.String()), report(out), "validation report of 2 ranks against 1")
+	require.Equal(t, report(o1), report(out), "validation report of 2 ranks against 1")
 	sameFiles(t, one, two, "checkpoints/final/model.safetensors")
+}
+
+// bothWays runs the CLI with common and the two configs: under mpirun -np 2
+// with config1 into tmp/two, and as one process with config2 (accumulating
+// 2) into tmp/one. It returns the runs' directories and what each printed.
+func bothWays(t *testing.T, tmp string, common []string, config1, config2 string) (one, two, out1, out2 string) {
+	t.Helper()
+	two = filepath.Join(tmp, "two")
+	out2 = twoRanks(t, append(common, "--config", config1, "--run", two))
+	one = filepath.Join(tmp, "one")
+	var o1, e1 bytes.Buffer
+	require.Equal(t, 0, run(append(common, "--config", config2, "--run", one), &o1, &e1), e1.String())
+	return one, two, o1.String(), out2
+}
+
+// between returns the part of s after from and before to (or its end),
+// requiring from.
+func between(t *testing.T, s, from, to string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(s, from)
+	require.True(t, ok, "no %q in:\n%s", from, s)
+	before, _, _ := strings.Cut(after, to)
+	return before
 }
 
 // sameFiles requires the files to be byte for byte the same in the runs of
