@@ -205,30 +205,24 @@ func (p *BucketPlan) beginEpoch() {
 }
 
 // shuffledBatches shuffles each bucket's examples, cuts them into batches
-// and shuffles the batches, drawing from p.rng.
+// and shuffles the batches (or, with a group size, the groups of batches:
+// SetGroup), drawing from p.rng.
 func (p *BucketPlan) shuffledBatches() []Bucketed {
-	if p.group > 1 {
-		return p.shuffledGroups()
-	}
-	var out []Bucketed
-	for _, b := range p.buckets {
+	perBucket := make([][]Bucketed, len(p.buckets))
+	for i, b := range p.buckets {
 		idx := slices.Clone(b.idx)
 		p.rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
-		out = appendBatches(out, idx, p.batch, b.srcT, b.tgtT)
+		perBucket[i] = appendBatches(nil, idx, p.batch, b.srcT, b.tgtT)
 	}
-	p.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out
-}
-
-// shuffledGroups is shuffledBatches for a group size g > 1 (SetGroup).
-func (p *BucketPlan) shuffledGroups() []Bucketed {
+	if p.group == 1 {
+		out := slices.Concat(perBucket...)
+		p.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		return out
+	}
 	g := p.group
 	var groups [][]Bucketed
 	var left []Bucketed
-	for _, b := range p.buckets {
-		idx := slices.Clone(b.idx)
-		p.rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
-		bs := appendBatches(nil, idx, p.batch, b.srcT, b.tgtT)
+	for _, bs := range perBucket {
 		full := len(bs) / g * g
 		for k := 0; k < full; k += g {
 			groups = append(groups, bs[k:k+g])
@@ -242,11 +236,7 @@ func (p *BucketPlan) shuffledGroups() []Bucketed {
 		groups = append(groups, left[k:k+g])
 	}
 	p.rng.Shuffle(len(groups), func(i, j int) { groups[i], groups[j] = groups[j], groups[i] })
-	out := make([]Bucketed, 0, len(groups)*g)
-	for _, gr := range groups {
-		out = append(out, gr...)
-	}
-	return out
+	return slices.Concat(groups...)
 }
 
 // appendBatches cuts idx into batches of at most batch indices.

@@ -712,11 +712,26 @@ func evaluate(ctx context.Context, k *clsTask, batches []train.Batch, labels []s
 			truth, pred = append(truth, l), append(pred, best)
 		}
 	}
-	if truth, err = train.Gather(truth); err != nil {
-		return Confusion{}, fmt.Errorf("finetune: evaluation: %w", err)
-	}
-	if pred, err = train.Gather(pred); err != nil {
-		return Confusion{}, fmt.Errorf("finetune: evaluation: %w", err)
+	if truth, pred, err = gatherLabels(truth, pred); err != nil {
+		return Confusion{}, err
 	}
 	return NewConfusion(labels, truth, pred)
+}
+
+// gatherLabels gives every data-parallel rank all ranks' true and
+// predicted class ids (train.Gather), in rank order, in one exchange.
+func gatherLabels(truth, pred []int) ([]int, []int, error) {
+	pairs := make([][2]int, len(truth))
+	for i := range truth {
+		pairs[i] = [2]int{truth[i], pred[i]}
+	}
+	all, err := train.Gather(pairs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("finetune: evaluation: %w", err)
+	}
+	truth, pred = make([]int, len(all)), make([]int, len(all))
+	for i, p := range all {
+		truth[i], pred[i] = p[0], p[1]
+	}
+	return truth, pred, nil
 }

@@ -860,11 +860,8 @@ func predictBatches(ctx context.Context, clf *vit.ForImageClassification, batche
 		}
 	}
 	perSec = float64(len(truth)) / max(took.Seconds(), 1e-9)
-	if pred, err = train.Gather(pred); err != nil {
-		return nil, nil, 0, fmt.Errorf("finetune: evaluation: %w", err)
-	}
-	if truth, err = train.Gather(truth); err != nil {
-		return nil, nil, 0, fmt.Errorf("finetune: evaluation: %w", err)
+	if truth, pred, err = gatherLabels(truth, pred); err != nil {
+		return nil, nil, 0, err
 	}
 	return pred, truth, perSec, nil
 }
