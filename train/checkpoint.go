@@ -62,15 +62,21 @@ func (t *Trainer) setState(st trainerState) error {
 // checkpoint of that name, old or new, once recovered.
 func (t *Trainer) checkpoint(name string) (string, error) {
 	root := filepath.Join(t.cfg.Dir, CheckpointsDir)
-	if !Leader() {
-		return filepath.Join(root, name), nil // rank 0 writes it (dist.go)
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", fmt.Errorf("train: checkpoint: %w", err)
-	}
-	dir, err := replaceDir(root, name, t.writeCheckpoint)
+	dir := filepath.Join(root, name)
+	// Rank 0 writes it while the other ranks wait: a rank that returned
+	// at once and exited (after Ctrl-C, which mpirun sends to every rank)
+	// would have mpirun kill rank 0 in the middle of the write.
+	err := LeaderFirst(func() (err error) {
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return fmt.Errorf("train: checkpoint: %w", err)
+		}
+		if dir, err = replaceDir(root, name, t.writeCheckpoint); err != nil {
+			return fmt.Errorf("train: checkpoint %s: %w", name, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return "", fmt.Errorf("train: checkpoint %s: %w", name, err)
+		return "", err
 	}
 	return dir, nil
 }

@@ -187,6 +187,15 @@ func rankMain(name string) int {
 				cancel()
 			}
 		}
+		// Rank 0 takes its time over the interrupted step's checkpoint,
+		// so that a rank 1 that did not wait for it would have exited
+		// (below) and mpirun would have killed rank 0 in mid-write.
+		crashHook = func(op string) error {
+			if op == "write model" && ctx.Err() != nil {
+				time.Sleep(2 * time.Second)
+			}
+			return nil
+		}
 	case "diverge":
 		data.d.onNext = func(call int) {
 			if call == 5 && c.Rank() == 1 {
@@ -213,6 +222,9 @@ func rankMain(name string) int {
 		if !errors.Is(err, ErrInterrupted) {
 			fmt.Fprintf(os.Stderr, "rank %d: want ErrInterrupted, got %v\n", c.Rank(), err)
 			return 1
+		}
+		if c.Rank() != 0 {
+			return interruptedExit // as zoo does: at once, without Finalize
 		}
 		err = nil
 	}
@@ -303,9 +315,15 @@ func TestDataParallelTwoRanksEqualOne(t *testing.T) {
 	}
 }
 
+// interruptedExit is the exit code of a rank other than 0 after an
+// interruption in the "stop" case: it leaves at once, as zoo does with an
+// error, and mpirun then stops the others.
+const interruptedExit = 3
+
 // interruptedAndResumed: rank 0 alone is interrupted in step 6; both ranks
-// finish that step, rank 0 saves it, and a new 2-rank job resumes from it
-// to the same weights as the uninterrupted run, bit for bit.
+// finish that step, rank 0 saves it while rank 1 waits (then exits at once,
+// as zoo does), and a new 2-rank job resumes from it to the same weights as
+// the uninterrupted run, bit for bit.
 func TestDataParallelResumesExactly(t *testing.T) {
 	tmp := t.TempDir()
 	whole := filepath.Join(tmp, "whole.json")
@@ -314,7 +332,9 @@ func TestDataParallelResumesExactly(t *testing.T) {
 
 	split := filepath.Join(tmp, "split")
 	log, _, err = launch(t, "stop", split, "", 2*time.Minute)
-	require.NoError(t, err, log)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, log)
+	require.Equal(t, interruptedExit, exit.ExitCode(), "rank 1's exit after the interruption; output:\n%s", log)
 	latest, err := Latest(split)
 	require.NoError(t, err)
 	require.Equal(t, "step-000006", filepath.Base(latest), log)
