@@ -62,3 +62,42 @@ func TestTranslateContextCancelled(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, 2, done, "one batch, then the cancellation")
 }
+
+// lr_scheduler picks the schedule: noam by default (lr_factor scales the
+// paper's), cosine with learning_rate and min_lr for a fixed budget; a
+// schedule's settings given to the other, or an unknown name, are errors
+// before anything runs.
+func TestTrainConfigSchedule(t *testing.T) {
+	c := DefaultTrainConfig()
+	c.RunDir, c.Warmup, c.Steps, c.LRFactor = "run", 100, 1000, 0.5
+	require.NoError(t, c.Validate())
+	s, err := c.schedule(256)
+	require.NoError(t, err)
+	// Noam's peak at step warmup−1: factor·(d_model·warmup)^−0.5.
+	require.InDelta(t, 0.5/160, s.LR(99), 1e-12)
+
+	c.LRScheduler, c.LearningRate, c.MinLR = "cosine", 1e-3, 1e-5
+	require.NoError(t, c.Validate())
+	s, err = c.schedule(256)
+	require.NoError(t, err)
+	require.InDelta(t, 1e-3, s.LR(100), 1e-15, "the peak at the end of warmup")
+	require.InDelta(t, (1e-3+1e-5)/2, s.LR(550), 1e-12, "halfway down")
+	require.InDelta(t, 1e-5, s.LR(1000), 1e-15, "min_lr at max_steps")
+
+	for _, bad := range []struct {
+		edit func(*TrainConfig)
+		msg  string
+	}{
+		{func(c *TrainConfig) { c.LRScheduler = "linear" }, `lr_scheduler "linear" must be "noam" or "cosine"`},
+		{func(c *TrainConfig) { c.LRScheduler = "" }, "learning_rate and min_lr set the cosine schedule"},
+		{func(c *TrainConfig) { c.LRScheduler, c.MinLR = "noam", 0 }, "learning_rate and min_lr set the cosine schedule"},
+	} {
+		b := c
+		bad.edit(&b)
+		require.ErrorContains(t, b.Validate(), bad.msg)
+	}
+	c.MinLR = 2e-3 // above the peak: the engine's schedule refuses it
+	require.ErrorContains(t, c.Validate(), "min lr")
+	c.MinLR, c.Warmup = 0, 1000 // no steps left to decay over
+	require.ErrorContains(t, c.Validate(), "need 0 ≤ warmup (1000) < decay steps (1000)")
+}

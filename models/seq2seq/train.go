@@ -33,19 +33,26 @@ type TrainConfig struct {
 	Accumulate     int      `json:"gradient_accumulation_steps"` // batches summed into each step (1: none)
 	Steps          int      `json:"max_steps"`
 	Warmup         int      `json:"warmup_steps"`
-	LRFactor       float64  `json:"lr_factor"` // scales the schedule; 1 is the paper's
-	Beta1          float64  `json:"adam_beta1"`
-	Beta2          float64  `json:"adam_beta2"`
-	Eps            float64  `json:"adam_epsilon"`
-	WeightDecay    float64  `json:"weight_decay"`
-	LabelSmoothing float64  `json:"label_smoothing"`
-	ClipNorm       float64  `json:"clip_norm"` // 0: off
-	EvalEvery      int      `json:"eval_interval"`
-	SaveEvery      int      `json:"save_interval"`
-	HeldOut        int      `json:"held_out"` // pairs kept out of training, for validation
-	Seed           uint64   `json:"seed"`
-	RunDir         string   `json:"run_dir"`
-	Resume         bool     `json:"resume"` // continue from run_dir's latest checkpoint
+	LRFactor       float64  `json:"lr_factor"` // scales the noam schedule; 1 is the paper's
+	// LRScheduler is the learning-rate schedule: "noam" (the default, the
+	// paper's inverse square root scaled by lr_factor) or "cosine"
+	// (nanoGPT's: a linear warmup to learning_rate over warmup_steps, then
+	// a cosine down to min_lr at max_steps), for a fixed budget.
+	LRScheduler    string  `json:"lr_scheduler"`
+	LearningRate   float64 `json:"learning_rate"` // cosine: the peak
+	MinLR          float64 `json:"min_lr"`        // cosine: the last step's
+	Beta1          float64 `json:"adam_beta1"`
+	Beta2          float64 `json:"adam_beta2"`
+	Eps            float64 `json:"adam_epsilon"`
+	WeightDecay    float64 `json:"weight_decay"`
+	LabelSmoothing float64 `json:"label_smoothing"`
+	ClipNorm       float64 `json:"clip_norm"` // 0: off
+	EvalEvery      int     `json:"eval_interval"`
+	SaveEvery      int     `json:"save_interval"`
+	HeldOut        int     `json:"held_out"` // pairs kept out of training, for validation
+	Seed           uint64  `json:"seed"`
+	RunDir         string  `json:"run_dir"`
+	Resume         bool    `json:"resume"` // continue from run_dir's latest checkpoint
 	// Force resumes even when the data, tokenizer settings or model config
 	// given now differ from the run's (run_dir/run.json); the checkpoint's
 	// model and tokenizer are used, and the differences are printed.
@@ -69,6 +76,10 @@ func (c TrainConfig) Validate() error {
 	switch {
 	case c.Batch <= 0 || c.Steps <= 0 || c.Warmup <= 0 || c.Accumulate <= 0:
 		return fmt.Errorf("config: batch_size %d, gradient_accumulation_steps %d, max_steps %d and warmup_steps %d must be positive", c.Batch, c.Accumulate, c.Steps, c.Warmup)
+	case c.LRScheduler != "" && c.LRScheduler != "noam" && c.LRScheduler != "cosine":
+		return fmt.Errorf("config: lr_scheduler %q must be \"noam\" or \"cosine\"", c.LRScheduler)
+	case c.LRScheduler != "cosine" && (c.LearningRate != 0 || c.MinLR != 0):
+		return fmt.Errorf("config: learning_rate and min_lr set the cosine schedule; the noam schedule takes lr_factor: set lr_scheduler \"cosine\" or remove them")
 	case c.Overlong != Truncate && c.Overlong != Skip:
 		return fmt.Errorf("config: overlong %q must be %q or %q", c.Overlong, Truncate, Skip)
 	case !(c.LabelSmoothing >= 0 && c.LabelSmoothing < 1):
@@ -87,6 +98,9 @@ func (c TrainConfig) Validate() error {
 	m.SrcVocabSize, m.TgtVocabSize = v, v
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("config: model: %w", err)
+	}
+	if _, err := c.schedule(m.DModel); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	return nil
 }
@@ -310,13 +324,21 @@ func CheckMemory(cfg Config, rows int, examples ...[]Example) error {
 		"lower batch_size, or model.max_position_embeddings (with overlong \"truncate\") to cut the longest pairs")
 }
 
+// schedule is the learning-rate schedule lr_scheduler names.
+func (c TrainConfig) schedule(dModel int) (train.Schedule, error) {
+	if c.LRScheduler == "cosine" {
+		return train.WarmupCosine(c.LearningRate, c.MinLR, c.Warmup, c.Steps)
+	}
+	return train.Noam(dModel, c.Warmup, c.LRFactor)
+}
+
 // Run trains m on the examples with the engine, writing checkpoints,
 // metrics.jsonl and loss.png under c.RunDir and progress to out.
 func Run(ctx context.Context, c TrainConfig, m *Model, tok datasets.Tokenizer, data *Data, out io.Writer) (train.Result, error) {
 	if err := ctx.Err(); err != nil { // interrupted while preparing: no step-0 checkpoint
 		return train.Result{}, fmt.Errorf("seq2seq: %w", err)
 	}
-	sched, err := train.Noam(m.Config.DModel, c.Warmup, c.LRFactor)
+	sched, err := c.schedule(m.Config.DModel)
 	if err != nil {
 		return train.Result{}, err
 	}

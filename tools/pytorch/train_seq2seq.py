@@ -149,6 +149,7 @@ IGNORE = -100
 # config's JSON names.
 RECIPE_DEFAULTS = OrderedDict([
     ("batch_size", 64), ("max_steps", 10000), ("warmup_steps", 4000), ("lr_factor", 1.0),
+    ("lr_scheduler", "noam"), ("learning_rate", 0.0), ("min_lr", 0.0),
     ("adam_beta1", 0.9), ("adam_beta2", 0.98), ("adam_epsilon", 1e-9), ("weight_decay", 0.0),
     ("label_smoothing", 0.1), ("clip_norm", 0.0), ("eval_interval", 500), ("seed", 1),
     ("num_beams", 4), ("length_penalty", 0.6), ("early_stopping", "true"), ("score_size", 1000),
@@ -265,6 +266,16 @@ def check_recipe(recipe):
     if recipe["early_stopping"] not in stop:
         raise ValueError("early_stopping %r: want true, false or never" % recipe["early_stopping"])
     recipe["early_stopping"] = stop[recipe["early_stopping"]]
+    # seq2seq.TrainConfig.Validate: the two schedules and their settings
+    if recipe["lr_scheduler"] in ("", None):
+        recipe["lr_scheduler"] = "noam"
+    if recipe["lr_scheduler"] not in ("noam", "cosine"):
+        raise ValueError("lr_scheduler %r must be noam or cosine" % recipe["lr_scheduler"])
+    if recipe["lr_scheduler"] != "cosine" and (recipe["learning_rate"] or recipe["min_lr"]):
+        raise ValueError("learning_rate and min_lr set the cosine schedule; the noam schedule takes lr_factor")
+    if recipe["lr_scheduler"] == "cosine" and not (0 <= recipe["min_lr"] <= recipe["learning_rate"]
+                                                   and 0 <= recipe["warmup_steps"] < recipe["max_steps"]):
+        raise ValueError("cosine schedule: need 0 <= min_lr <= learning_rate and warmup_steps < max_steps")
     for k in ("batch_size", "max_steps", "warmup_steps", "num_beams"):
         if recipe[k] <= 0:
             raise ValueError("%s %d must be positive" % (k, recipe[k]))
@@ -692,6 +703,25 @@ def noam(step, d_model, warmup, factor):
     return factor * (d_model ** -0.5 * min(n ** -0.5, n * warmup ** -1.5))
 
 
+def warmup_cosine(step, max_lr, min_lr, warmup, decay_steps):
+    """train.WarmupCosine's LR(step) (nanoGPT's get_lr), step 0-based."""
+    step = max(step, 0)
+    if step < warmup:
+        return max_lr * (step + 1) / (warmup + 1)
+    if step > decay_steps:
+        return min_lr
+    ratio = (step - warmup) / (decay_steps - warmup)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (max_lr - min_lr)
+
+
+def lr_at(step, d_model, recipe):
+    """seq2seq.TrainConfig's schedule: noam (default) or cosine."""
+    if recipe["lr_scheduler"] == "cosine":
+        return warmup_cosine(step, recipe["learning_rate"], recipe["min_lr"], recipe["warmup_steps"],
+                             recipe["max_steps"])
+    return noam(step, d_model, recipe["warmup_steps"], recipe["lr_factor"])
+
+
 def loss_of(model, batch, smoothing, reduction="mean"):
     src, tgt_in, labels, _ = batch
     logits = model(src, tgt_in)
@@ -751,7 +781,7 @@ def train(model, recipe, train_ex, valid_ex, pad_to, metrics_path, log):
         began = time.perf_counter()
         idx, bound = plan.next()
         batch = make_batch(c, train_ex, idx, bound, recipe["batch_size"], pad_to)
-        lr = noam(step, c["d_model"], recipe["warmup_steps"], recipe["lr_factor"])
+        lr = lr_at(step, c["d_model"], recipe)
         for g in opt.param_groups:
             g["lr"] = lr
         opt.zero_grad(set_to_none=True)
