@@ -228,10 +228,28 @@ func newProgress(w io.Writer, total, done, every int, unit string) progress {
 	return &lines{w: w, total: total, every: every, began: time.Now(), from: done, unit: unit}
 }
 
-// isTerminal reports whether w is a terminal.
+// isTerminal reports whether w is a terminal someone watches. Open MPI's
+// mpirun gives the ranks it starts a pseudo-terminal for their output
+// whatever its own output is (a log file, a pipe), so under several ranks
+// the launcher's own output, its parent's standard output, must be a
+// terminal too: otherwise a log file would fill with redrawn bars.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return false
+	}
+	return Ranks() == 1 || parentOnTerminal()
+}
+
+// parentOnTerminal reports whether the parent process's standard output is
+// a terminal (Linux's /proc; false where it cannot be read).
+func parentOnTerminal() bool {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/fd/1", os.Getppid()))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return term.IsTerminal(int(f.Fd()))
 }
 
 type noProgress struct{}

@@ -27,6 +27,10 @@ func TestPretrainGPTTwoRanks(t *testing.T) {
 	two := filepath.Join(tmp, "two")
 	out := twoRanks(t, append(common, "--run", two))
 	require.Equal(t, 1, strings.Count(out, "done: 6 steps"), "rank 0 alone prints:\n%s", out)
+	// mpirun's output is a pipe here, though the ranks write to the
+	// pseudo-terminal Open MPI gives them: plain log lines, not a bar.
+	require.NotContains(t, out, "\r", "a progress bar in a log:\n%s", out)
+	require.Contains(t, out, "step 6/6", "plain log lines:\n%s", out)
 
 	acc := filepath.Join(tmp, "acc2.json")
 	require.NoError(t, os.WriteFile(acc, []byte(`{"gradient_accumulation_steps": 2}`), 0o644))
