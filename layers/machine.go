@@ -38,6 +38,13 @@ func SharedOutputs() MachineOption {
 	return func(c *machineConfig) { c.plan = append(c.plan, ops.SharedOutputs()) }
 }
 
+// Ticking has the machine's program call t between its ops as it runs
+// (ops.Tick): the training engine reduces gradients as the backward pass
+// completes them. Without the pool (ZOO_POOL=off) nothing calls t.
+func Ticking(t *ops.Tick) MachineOption {
+	return func(c *machineConfig) { c.plan = append(c.plan, ops.Ticking(t)) }
+}
+
 // noPool turns the pool off (ZOO_POOL=off), for measuring what it saves:
 // every op then keeps its own buffer, as before pools.
 var noPool = os.Getenv("ZOO_POOL") == "off"

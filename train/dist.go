@@ -124,7 +124,12 @@ func (t *Trainer) reduceStep(lossSum *float64, total *int, sums map[string]float
 	defer func() { t.commTime += time.Since(began) }()
 	check := !t.lengthsChecked
 	t.lengthsChecked = true
-	if err := t.reduceTensors(t.summed, check); err != nil {
+	if t.overlapped {
+		t.commTime += t.ov.spent // starting and testing the buckets' sums
+		if err := t.ov.finish(); err != nil {
+			return false, err
+		}
+	} else if err := t.reduceTensors(t.summed, check); err != nil {
 		return false, err
 	}
 	head := make([]float64, 0, 3+len(t.used))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,10 @@ const (
 	dpOut  = "ZOO_DP_OUT"
 	// dpNoDropout set turns the toy's dropout off.
 	dpNoDropout = "ZOO_DP_NO_DROPOUT"
+	// dpBucket is the reduction's bucket size in bytes (SetBucketBytes).
+	dpBucket = "ZOO_DP_BUCKET"
+	// dpAccumulate is each rank's micro-batches a step (1 if unset).
+	dpAccumulate = "ZOO_DP_ACCUMULATE"
 )
 
 func TestMain(m *testing.M) {
@@ -43,6 +48,10 @@ type dpResult struct {
 	Losses  []float64
 	Val     []float64
 	Weights map[string][]float32
+	// Buckets is how many buckets the gradient was reduced in (0: one
+	// Allreduce after the backward pass), and Early how many of them, over
+	// the run, started before their backward pass ended.
+	Buckets, Early int
 }
 
 // halfData serves each toyData batch of toyB rows as two batches of toyB/2
@@ -133,7 +142,11 @@ func trainToy(ctx context.Context, dir string, rows, accumulate int, dropout flo
 	if _, err := tr.Run(ctx, nil); err != nil {
 		return dpResult{}, err
 	}
-	return collect(dir, task)
+	res, err := collect(dir, task)
+	if tr.ov != nil {
+		res.Buckets, res.Early = len(tr.ov.buckets), tr.ov.early
+	}
+	return res, err
 }
 
 func collect(dir string, task *toyTask) (dpResult, error) {
@@ -167,6 +180,14 @@ func rankMain(name string) int {
 	}
 	c.SetTimeout(20 * time.Second)
 	SetWorld(c)
+	if v := os.Getenv(dpBucket); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		SetBucketBytes(n)
+	}
 	dir := os.Getenv(dpDir)
 	data := &halfData{d: newToyData(3)}
 	dropout := 0.1
@@ -217,7 +238,14 @@ func rankMain(name string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	res, err := trainToy(ctx, dir, toyB/2, 1, dropout, data, task)
+	accumulate := 1
+	if v := os.Getenv(dpAccumulate); v != "" {
+		if accumulate, err = strconv.Atoi(v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	res, err := trainToy(ctx, dir, toyB/2, accumulate, dropout, data, task)
 	if name == "stop" {
 		if !errors.Is(err, ErrInterrupted) {
 			fmt.Fprintf(os.Stderr, "rank %d: want ErrInterrupted, got %v\n", c.Rank(), err)
@@ -291,6 +319,7 @@ func TestDataParallelTwoRanksEqualOne(t *testing.T) {
 	require.NoError(t, err, log)
 	two := readResult(t, out)
 	require.Len(t, two.Losses, dpSteps)
+	require.Equal(t, 1, two.Buckets, "the toy's gradient fits one bucket of the default size")
 
 	one, err := trainToy(context.Background(), filepath.Join(tmp, "one"), toyB/2, 2, 0.1, &halfData{d: newToyData(3)}, nil)
 	require.NoError(t, err)
@@ -298,6 +327,41 @@ func TestDataParallelTwoRanksEqualOne(t *testing.T) {
 	require.Equal(t, one.Val, two.Val)
 	require.Equal(t, one.Weights, two.Weights)
 	require.Len(t, one.Val, dpSteps/4)
+
+	// The same with a bucket per parameter, started while the backward
+	// pass runs (the head's before the embedding's gradient is computed),
+	// and with the overlap off (one Allreduce after the backward pass).
+	for _, c := range []struct {
+		bytes             string
+		buckets, minEarly int
+	}{{"4", 3, dpSteps}, {"0", 0, 0}} {
+		out := filepath.Join(tmp, "two-"+c.bytes+".json")
+		log, _, err := launch(t, "equal", filepath.Join(tmp, "two-"+c.bytes), out, 2*time.Minute, dpBucket+"="+c.bytes)
+		require.NoError(t, err, log)
+		got := readResult(t, out)
+		require.Equal(t, c.buckets, got.Buckets, "buckets of %s bytes", c.bytes)
+		require.GreaterOrEqual(t, got.Early, c.minEarly, "buckets started during a backward pass")
+		require.Equal(t, one.Losses, got.Losses, "buckets of %s bytes", c.bytes)
+		require.Equal(t, one.Weights, got.Weights, "buckets of %s bytes", c.bytes)
+	}
+
+	// Each rank accumulating two micro-batches: the buckets add the last
+	// one's gradient to the first's, as the reduction after the backward
+	// pass does (bit for bit); one process accumulating four sums the
+	// same gradients in another order (within float tolerance).
+	acc := map[string]dpResult{}
+	for _, bytes := range []string{"4", "0"} {
+		out = filepath.Join(tmp, "two-acc2-"+bytes+".json")
+		log, _, err = launch(t, "equal", filepath.Join(tmp, "two-acc2-"+bytes), out, 2*time.Minute, dpBucket+"="+bytes, dpAccumulate+"=2")
+		require.NoError(t, err, log)
+		acc[bytes] = readResult(t, out)
+	}
+	require.GreaterOrEqual(t, acc["4"].Early, dpSteps)
+	require.Equal(t, acc["0"].Losses, acc["4"].Losses, "2 ranks × 2 micro-batches, buckets during the backward pass or one reduction after it")
+	require.Equal(t, acc["0"].Weights, acc["4"].Weights)
+	four, err := trainToy(context.Background(), filepath.Join(tmp, "four"), toyB/2, 4, 0.1, &halfData{d: newToyData(3)}, nil)
+	require.NoError(t, err)
+	require.InDeltaSlice(t, four.Losses, acc["4"].Losses, 1e-6, "2 ranks × 2 micro-batches against 1 rank × 4")
 
 	// Against one batch of toyB rows: no dropout on either side.
 	out = filepath.Join(tmp, "two-nodrop.json")

@@ -12,6 +12,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/d73a19ff/zoo/internal/ops"
 	"github.com/d73a19ff/zoo/layers"
 )
 
@@ -117,6 +118,10 @@ type Trainer struct {
 	buf32          []float32
 	buf64          []float64
 	lengthsChecked bool // the ranks agreed once on how many values a step sums
+	// ov reduces the gradient in buckets during the last backward pass
+	// (overlap.go), nil when it does not; overlapped says this step did.
+	ov         *overlap
+	overlapped bool
 }
 
 // compiled is a graph with its machine, loss and gradient reads.
@@ -136,6 +141,11 @@ type compiled struct {
 	// their values after a run.
 	reports []layers.Report
 	rvals   []gorgonia.Value
+	// tick calls back between the program's ops (a training graph under
+	// data parallelism; overlap.go), and ticks is what the overlap knows
+	// of this graph.
+	tick  *ops.Tick
+	ticks *ticks
 }
 
 // New builds the training and evaluation graphs and the optimizer. It
@@ -184,6 +194,7 @@ func New(task Task, data Data, cfg Config) (*Trainer, error) {
 		t.slot[p] = i
 	}
 	t.used = make([]bool, len(params))
+	t.ov = newOverlap(t.summed)
 	if err := t.compileAhead(); err != nil {
 		t.Close()
 		return nil, err
@@ -229,7 +240,12 @@ func compile(s *layers.Store, training bool, seed uint64, build lossFunc) (*comp
 	}
 	// The engine adds the gradients into its sums right after each run,
 	// before any other graph of the store runs: they may share the pool.
-	if c.vm, err = g.Machine(layers.SharedOutputs()); err != nil {
+	mopts := []layers.MachineOption{layers.SharedOutputs()}
+	if training && Ranks() > 1 && bucketBytes > 0 {
+		c.tick = new(ops.Tick)
+		mopts = append(mopts, layers.Ticking(c.tick))
+	}
+	if c.vm, err = g.Machine(mopts...); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	return c, nil
@@ -441,6 +457,8 @@ func (t *Trainer) accumulate(ctx context.Context) (loss float64, total int, part
 	var lossSum float64
 	sums := map[string]float64{}
 	ranks, rank := Ranks(), Rank()
+	last := (t.cfg.Accumulate-1)*ranks + rank // this rank's last micro-batch
+	t.overlapped = false
 	for i := 0; i < t.cfg.Accumulate*ranks; i++ {
 		if i%ranks != rank {
 			if err := t.skipBatch(); err != nil {
@@ -462,7 +480,14 @@ func (t *Trainer) accumulate(ctx context.Context) (loss float64, total int, part
 		// Micro-batch i of the step draws the dropout masks of run
 		// dropoutCall+i, whichever rank runs it.
 		c.g.SetDropoutCall(t.dropoutCall + uint64(i))
-		l, err := c.run(b)
+		overlap := i == last && t.ov != nil && c.tick != nil
+		var l float64
+		if overlap {
+			l, err = t.ov.run(c, b)
+			t.overlapped = true
+		} else {
+			l, err = c.run(b)
+		}
 		if err != nil {
 			return 0, 0, nil, false, err
 		}
@@ -473,9 +498,12 @@ func (t *Trainer) accumulate(ctx context.Context) (loss float64, total int, part
 		}
 		total += n
 		// Each micro-batch's gradient is of its mean loss: weighting it by its
-		// target count makes the sum the gradient of the summed loss.
-		if err := addScaled(c.dst, c.grads, float64(n)); err != nil {
-			return 0, 0, nil, false, err
+		// target count makes the sum the gradient of the summed loss (the
+		// overlap has added it into its buckets).
+		if !overlap {
+			if err := addScaled(c.dst, c.grads, float64(n)); err != nil {
+				return 0, 0, nil, false, err
+			}
 		}
 		for _, i := range c.slots {
 			t.used[i] = true

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -200,7 +201,9 @@ func main() { os.Exit(runWorld(os.Args[1:], os.Stdout, os.Stderr)) }
 // started this process as one of several (mpirun -np 2 zoo pretrain …, a
 // -tags mpi build): rank 0 prints, the others keep quiet but for errors.
 // ZOO_MPI_TIMEOUT (a duration) bounds each collective's wait for the other
-// ranks (mpi.DefaultTimeout otherwise).
+// ranks (mpi.DefaultTimeout otherwise); ZOO_MPI_BUCKET_MB sets the size of
+// the gradient buckets reduced during the backward pass (train.SetBucketBytes;
+// 0 reduces once after it).
 func runWorld(args []string, stdout, errw io.Writer) int {
 	if !mpi.Launched() {
 		return run(args, stdout, errw)
@@ -217,6 +220,14 @@ func runWorld(args []string, stdout, errw io.Writer) int {
 			return 2
 		}
 		c.SetTimeout(d)
+	}
+	if v := os.Getenv("ZOO_MPI_BUCKET_MB"); v != "" {
+		mb, err := strconv.ParseFloat(v, 64)
+		if err != nil || mb < 0 || mb > 1<<20 {
+			fmt.Fprintf(errw, "zoo: ZOO_MPI_BUCKET_MB=%q: want the size of a gradient bucket in MB, such as 1 (0: one reduction after the backward pass)\n", v)
+			return 2
+		}
+		train.SetBucketBytes(int(mb * (1 << 20)))
 	}
 	train.SetWorld(c)
 	if c.Rank() != 0 {

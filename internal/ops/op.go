@@ -33,6 +33,11 @@ type base struct {
 	// put them there (see pool.go): side is a second buffer some ops keep
 	// for their gradient op.
 	slot, side *slot
+	// seq is the op's place in the program its graph was planned into,
+	// counting from 1, and tick that program's hook (Plan with Ticking).
+	seq  int
+	tick *Tick
+	last *tensor.Dense // the tensor output gave this run
 }
 
 // output returns the op's output tensor for this run: the one from the last
@@ -41,6 +46,15 @@ type base struct {
 // new one. With zero it is cleared first, for kernels that do not write every
 // element. Each node has its own op, so the buffer is never shared.
 func (b *base) output(dt tensor.Dtype, shape tensor.Shape, zero bool) *tensor.Dense {
+	if b.tick != nil {
+		b.tick.at(b.seq)
+	}
+	b.last = b.buffer(dt, shape, zero)
+	return b.last
+}
+
+// buffer is output's tensor.
+func (b *base) buffer(dt tensor.Dtype, shape tensor.Shape, zero bool) *tensor.Dense {
 	if b.slot != nil {
 		if d := b.slot.dense(dt, shape); d != nil {
 			if zero {

@@ -197,12 +197,67 @@ type forwarded interface {
 // PlanOption sets how Plan treats a graph.
 type PlanOption func(*planConfig)
 
-type planConfig struct{ sharedOutputs bool }
+type planConfig struct {
+	sharedOutputs bool
+	tick          *Tick
+}
 
 // SharedOutputs lets the graph's outputs live in the pool too: they stay
 // valid only until the next run of any machine on the pool. For callers
 // that consume them right after the run (the training engine's gradients).
 func SharedOutputs() PlanOption { return func(c *planConfig) { c.sharedOutputs = true } }
+
+// Ticking makes the planned program's ops call t as each is about to
+// compute (see Tick).
+func Ticking(t *Tick) PlanOption { return func(c *planConfig) { c.tick = t } }
+
+// Tick lets a caller act between the ops of a planned program while a
+// machine runs it: the function Set gives it is called with seq as the
+// package's op at place seq (counting from 1, in the order the machine
+// runs the program) is about to compute, when every instruction before it
+// has run. Gorgonia's own ops do not call it. The training engine starts
+// reducing gradients this way while the backward pass still runs. A Tick
+// is used by one machine run at a time.
+type Tick struct{ f func(seq int) }
+
+// Set makes f the function called; nil turns the calls off.
+func (t *Tick) Set(f func(seq int)) { t.f = f }
+
+func (t *Tick) at(seq int) {
+	if t.f != nil {
+		t.f(seq)
+	}
+}
+
+// Result reports, for a node computed by one of the package's ops whose
+// result is always the buffer it computes into (the parameter gradients of
+// Linear, its bias, LayerNorm's gain, embedding gathers), its place in the
+// program Plan laid out with Ticking, and a function giving its value once
+// that place has run (a Tick with a larger seq). ok is false for any other
+// node, or one not planned with Ticking.
+func Result(n *gorgonia.Node) (seq int, value func() *tensor.Dense, ok bool) {
+	op, isOwn := n.Op().(resultOwner)
+	if !isOwn {
+		return 0, nil, false
+	}
+	b := op.poolBase()
+	if b.tick == nil || b.seq == 0 {
+		return 0, nil, false
+	}
+	return b.seq, func() *tensor.Dense { return b.last }, true
+}
+
+// resultOwner is implemented by the ops whose Do always returns the tensor
+// output gave it, computed in full.
+type resultOwner interface {
+	pooled
+	ownsResult()
+}
+
+func (*matGradOp) ownsResult()       {}
+func (*sumLeadingOp) ownsResult()    {}
+func (*layerNormGradOp) ownsResult() {}
+func (*gatherOp) ownsResult()        {}
 
 // PlanStats describes one graph's plan.
 type PlanStats struct {
@@ -252,6 +307,14 @@ func (p *Pool) Plan(g *gorgonia.ExprGraph, opts ...PlanOption) (gorgonia.VMOpt, 
 		}
 	}
 	p.mu.Unlock()
+	if cfg.tick != nil {
+		for i, n := range order {
+			if op, ok := n.Op().(pooled); ok {
+				b := op.poolBase()
+				b.seq, b.tick = i+1, cfg.tick
+			}
+		}
+	}
 	return gorgonia.WithPrecompiled(prog, locMap), stats, nil
 }
 
