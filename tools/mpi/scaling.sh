@@ -5,6 +5,8 @@
 #   1 process × 1 thread, 1 micro-batch (what each rank computes),
 #   2 ranks × 1 thread in two network namespaces over a veth pair (tools/mpi/netns.sh),
 #   the same over the veth pair shaped to RATE (default 1gbit) with tc,
+#   each of those two with the gradient reduced in buckets during the backward
+#   pass (the default) and once after it (ZOO_MPI_BUCKET_MB=0),
 # and prints step time, time in Allreduce and bytes sent per step. Needs root,
 # iproute2, Open MPI and a -tags mpi zoo:
 #
@@ -36,6 +38,9 @@ for link in veth shaped; do
   "$here/netns.sh" run "$ZOO" $ARGS $common --run "$tmp/two-$link" >/dev/null 2>&1
   t2=$(tx)
   echo "$(( (t2 - t1) - (t1 - t0) ))" >"$tmp/bytes-$link"
+  # The same with the gradient reduced once after the backward pass
+  # instead of in buckets during it.
+  MPIFLAGS="-x ZOO_MPI_BUCKET_MB=0" "$here/netns.sh" run "$ZOO" $ARGS $common --run "$tmp/after-$link" >/dev/null 2>&1
 done
 
 python3 - "$tmp" "$STEPS" "$RATE" <<'PY'
@@ -49,13 +54,15 @@ def med(run, key="seconds"):
 rows = [("1 process × 2 threads, 2 micro-batches of 12", "one-2t", None),
         ("1 process × 1 thread, 1 micro-batch of 12 (a rank's compute)", "one-1t", None),
         ("2 ranks × 1 thread, veth", "two-veth", "veth"),
-        ("2 ranks × 1 thread, veth shaped to %s" % rate, "two-shaped", "shaped")]
+        ("2 ranks × 1 thread, veth, one reduction after the backward pass", "after-veth", None),
+        ("2 ranks × 1 thread, veth shaped to %s" % rate, "two-shaped", "shaped"),
+        ("2 ranks × 1 thread, veth shaped to %s, one reduction after the backward pass" % rate, "after-shaped", None)]
 base = med("one-2t")
 print("| run (global batch 24 sequences but the 1-thread row) | step (median) | vs 1×2 | Allreduce | bytes sent a step |")
 print("|---|---:|---:|---:|---:|")
 for name, run, link in rows:
     s = med(run)
-    comm = "%.1f ms" % (1e3 * med(run, "comm_seconds")) if link else ""
+    comm = "%.1f ms" % (1e3 * med(run, "comm_seconds")) if run.startswith(("two-", "after-")) else ""
     b = ""
     if link:
         n = int(open(os.path.join(tmp, "bytes-" + link)).read())
