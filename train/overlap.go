@@ -45,7 +45,8 @@ func SetBucketBytes(n int) { bucketBytes = n }
 // overlap is a Trainer's bucketed reduction.
 type overlap struct {
 	buckets []*bucket
-	checked bool // the ranks agreed on how many values they sum
+	summed  []*tensor.Dense // the Trainer's gradient sums
+	checked bool            // the ranks agreed on how many values they sum
 	// This step's run: the graph, its micro-batch's weight, the buckets
 	// started, the oldest not known to be complete, the first error met
 	// in a callback and the time spent in callbacks.
@@ -55,7 +56,6 @@ type overlap struct {
 	tested int
 	err    error
 	spent  time.Duration
-	summed []*tensor.Dense
 	early  int // buckets started before the end of their run, in all
 }
 
