@@ -480,9 +480,9 @@ func (t *Trainer) accumulate(ctx context.Context) (loss float64, total int, part
 		// Micro-batch i of the step draws the dropout masks of run
 		// dropoutCall+i, whichever rank runs it.
 		c.g.SetDropoutCall(t.dropoutCall + uint64(i))
-		overlap := i == last && t.ov != nil && c.tick != nil
+		bucketed := i == last && t.ov != nil && c.tick != nil
 		var l float64
-		if overlap {
+		if bucketed {
 			l, err = t.ov.run(c, b)
 			t.overlapped = true
 		} else {
@@ -500,7 +500,7 @@ func (t *Trainer) accumulate(ctx context.Context) (loss float64, total int, part
 		// Each micro-batch's gradient is of its mean loss: weighting it by its
 		// target count makes the sum the gradient of the summed loss (the
 		// overlap has added it into its buckets).
-		if !overlap {
+		if !bucketed {
 			if err := addScaled(c.dst, c.grads, float64(n)); err != nil {
 				return 0, 0, nil, false, err
 			}
