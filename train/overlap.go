@@ -232,8 +232,7 @@ func (o *overlap) finish() error {
 		}
 		off := 0
 		for _, s := range bk.slots {
-			sum := o.summed[s].Float32s()
-			off += copy(sum, bk.buf[off:off+len(sum)])
+			off = packAt(bk.buf, off, o.summed[s].Float32s(), false)
 		}
 	}
 	if o.next != len(o.buckets) {
