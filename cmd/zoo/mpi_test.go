@@ -58,6 +58,16 @@ func TestPretrainGPTTwoRanks(t *testing.T) {
 // and returns what it printed (rank 0's output alone).
 func twoRanks(t *testing.T, args []string) string {
 	t.Helper()
+	out, errs, err := launchTwo(t, args)
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errs)
+	return out
+}
+
+// launchTwo runs the CLI with args under mpirun -np 2, one thread a rank,
+// with env (NAME=VALUE) set on every rank, and returns its output and
+// error.
+func launchTwo(t *testing.T, args []string, env ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	mpirun, err := exec.LookPath("mpirun")
 	if err != nil {
 		t.Skip("mpirun is not on PATH (apt-get install openmpi-bin libopenmpi-dev)")
@@ -66,12 +76,31 @@ func twoRanks(t *testing.T, args []string) string {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, mpirun, "-np", "2", "--allow-run-as-root", "--oversubscribe",
-		"-x", "GOMAXPROCS=1", "-x", "ZOO_TEST_CLI_ARGS="+string(raw), os.Args[0], "-test.run=^$")
+	flags := []string{"-np", "2", "--allow-run-as-root", "--oversubscribe", "-x", "GOMAXPROCS=1", "-x", "ZOO_TEST_CLI_ARGS=" + string(raw)}
+	for _, e := range env {
+		flags = append(flags, "-x", e)
+	}
+	cmd := exec.CommandContext(ctx, mpirun, append(flags, os.Args[0], "-test.run=^$")...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	require.NoError(t, cmd.Run(), "stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
-	return out.String()
+	err = cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// The launcher's settings, when malformed, stop every rank with an error
+// that names the variable and says what it takes.
+func TestBadEnvironmentTwoRanks(t *testing.T) {
+	args := []string{"pretrain", "gpt", "--max-steps", "2", "--run", filepath.Join(t.TempDir(), "run")}
+	for env, msg := range map[string]string{
+		"ZOO_MPI_BUCKET_MB=-1":  `ZOO_MPI_BUCKET_MB="-1": want the size of a gradient bucket in MB`,
+		"ZOO_MPI_BUCKET_MB=one": `ZOO_MPI_BUCKET_MB="one"`,
+		"ZOO_MPI_TIMEOUT=soon":  `ZOO_MPI_TIMEOUT="soon": want a duration`,
+	} {
+		out, errs, err := launchTwo(t, args, env)
+		require.Error(t, err, "%s: stdout:\n%s", env, out)
+		require.Contains(t, errs, msg, env)
+		require.NotContains(t, out, "done:", env)
+	}
 }
 
 // `mpirun -np 2 zoo finetune seq2seq` trains as one process accumulating
