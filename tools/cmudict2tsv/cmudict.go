@@ -56,7 +56,8 @@ func phoneme(sym string, keepStress bool) (string, bool) {
 type options struct {
 	keepStress bool    // keep the stress digits on vowels
 	extra      string  // characters a word may have besides a–z
-	test       int     // words in the test set
+	test       int     // words in the test set drawn from the dictionary
+	testDict   string  // or the file whose words are the test set
 	dev        float64 // fraction of the other words in the dev set
 	seed       uint64  // of the split
 }

@@ -339,3 +339,49 @@ func TestRunErrors(t *testing.T) {
 	var errOut bytes.Buffer
 	assert.Equal(t, 0, run([]string{"-h"}, &errOut))
 }
+
+// TestRunTestDict takes the test set from a second file, as the published
+// split's g014b2b.train and g014b2b.test are given: its words and its
+// pronunciations, whatever -dict says of them, and -dict's other words
+// for training.
+func TestRunTestDict(t *testing.T) {
+	dir := t.TempDir()
+	dict := filepath.Join(dir, "dict.txt")
+	require.NoError(t, os.WriteFile(dict, []byte(testDict), 0o644))
+	// g014b2b's format: a tab, no stress, an alternate as a repeated
+	// headword; "cat" is in both files, with another pronunciation here.
+	test := filepath.Join(dir, "g014b2b.test")
+	require.NoError(t, os.WriteFile(test, []byte("CAT\tK AA T\nDOG\tD AO G\nDOG\tD AA G\n"), 0o644))
+	out := filepath.Join(dir, "g2p")
+	var errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-dict", dict, "-test-dict", test, "-dev", "0", "-out", out}, &errOut), errOut.String())
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		require.NoError(t, err)
+		return string(b)
+	}
+	assert.Equal(t, "c a t\tK AA T\nd o g\tD AO G\nd o g\tD AA G\n", read("test.tsv"))
+	assert.Equal(t, "", read("dev.tsv"))
+	assert.Equal(t, strings.Replace(wantTSV, "c a t\tK AE T\n", "", 1), read("train.tsv"))
+	assert.Contains(t, errOut.String(), "cmudict2tsv: "+test+": 3 lines: 3 entries")
+	assert.Contains(t, errOut.String(), "cmudict2tsv: 1 words of "+dict+" are in "+test+" too: left out of training and development\n")
+	assert.Contains(t, errOut.String(), "train 5 words (9 pronunciations), dev 0 words (0 pronunciations), test 2 words (3 pronunciations)")
+
+	for _, c := range []struct {
+		args   []string
+		status int
+		msg    string
+	}{
+		{[]string{"-dict", dict, "-test-dict", test, "-test", "5", "-out", out}, 2, "-test and -test-dict exclude each other"},
+		{[]string{"-dict", dict, "-test-dict", filepath.Join(dir, "missing"), "-out", filepath.Join(dir, "o2")}, 1, filepath.Join(dir, "missing") + ": no such file or directory"},
+		{[]string{"-dict", test, "-test-dict", test, "-out", filepath.Join(dir, "o3")}, 1, "every word is also in " + test + ": nothing left for training"},
+	} {
+		errOut.Reset()
+		assert.Equal(t, c.status, run(c.args, &errOut), "%q: %s", c.args, errOut.String())
+		assert.Contains(t, errOut.String(), c.msg, "%q", c.args)
+	}
+	for _, o := range []string{"o2", "o3"} {
+		_, err := os.Stat(filepath.Join(dir, o))
+		assert.True(t, os.IsNotExist(err), "nothing written on an error")
+	}
+}

