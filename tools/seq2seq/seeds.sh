@@ -51,7 +51,7 @@ for s in $SEEDS; do
     zpid=
   fi
   if [ ! -e "$OUT/torch-s$s.json" ]; then
-    LD_LIBRARY_PATH=$blas OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 \
+    LD_LIBRARY_PATH=$blas OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 -u \
       "$here/../pytorch/train_seq2seq.py" --ids "$zrun/ids" --config "$CONFIG" --tokenizer "$TOKENIZER" \
       --test-tsv "$TEST" --seed "$s" --threads 1 --out "$OUT/torch-s$s.json" \
       --hyps-prefix "$OUT/torch-s$s/hyps" >"$OUT/torch-s$s.log" 2>&1 ||
