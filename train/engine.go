@@ -241,7 +241,7 @@ func compile(s *layers.Store, training bool, seed uint64, build lossFunc) (*comp
 	// The engine adds the gradients into its sums right after each run,
 	// before any other graph of the store runs: they may share the pool.
 	mopts := []layers.MachineOption{layers.SharedOutputs()}
-	if training && Ranks() > 1 && bucketBytes > 0 {
+	if training && overlapping() {
 		c.tick = new(ops.Tick)
 		mopts = append(mopts, layers.Ticking(c.tick))
 	}

@@ -42,6 +42,10 @@ var bucketBytes = DefaultBucketBytes
 // Allreduce after the backward pass). Call it before New.
 func SetBucketBytes(n int) { bucketBytes = n }
 
+// overlapping says whether training graphs reduce in buckets during their
+// backward pass: with several ranks and buckets on.
+func overlapping() bool { return Ranks() > 1 && bucketBytes > 0 }
+
 // overlap is a Trainer's bucketed reduction.
 type overlap struct {
 	buckets []*bucket
@@ -69,7 +73,7 @@ type bucket struct {
 // newOverlap cuts summed into buckets; nil (no overlap) with one process,
 // with buckets turned off, or when a gradient is not float32.
 func newOverlap(summed []*tensor.Dense) *overlap {
-	if Ranks() == 1 || bucketBytes <= 0 {
+	if !overlapping() {
 		return nil
 	}
 	o := &overlap{summed: summed}

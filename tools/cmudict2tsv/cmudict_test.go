@@ -263,10 +263,17 @@ func TestSplitKeepsPronunciationsTogether(t *testing.T) {
 	assert.Equal(t, want, got, "every pronunciation written once")
 }
 
+// writeFile writes text to dir/name and returns its path.
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	return path
+}
+
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
-	dict := filepath.Join(dir, "dict.txt")
-	require.NoError(t, os.WriteFile(dict, []byte(testDict), 0o644))
+	dict := writeFile(t, dir, "dict.txt", testDict)
 	out := filepath.Join(dir, "out", "g2p")
 	var errOut bytes.Buffer
 	require.Equal(t, 0, run([]string{"-dict", dict, "-out", out, "-test", "2", "-dev", "0.25", "-seed", "7"}, &errOut), errOut.String())
@@ -302,14 +309,10 @@ func TestRun(t *testing.T) {
 
 func TestRunErrors(t *testing.T) {
 	dir := t.TempDir()
-	dict := filepath.Join(dir, "dict.txt")
-	require.NoError(t, os.WriteFile(dict, []byte(testDict), 0o644))
-	empty := filepath.Join(dir, "empty.txt")
-	require.NoError(t, os.WriteFile(empty, []byte(";;; nothing\n1  AH0\n"), 0o644))
-	long := filepath.Join(dir, "long.txt")
-	require.NoError(t, os.WriteFile(long, bytes.Repeat([]byte("A"), maxLine+1), 0o644))
-	test := filepath.Join(dir, "test.txt")
-	require.NoError(t, os.WriteFile(test, []byte("CAT\tK AE T\n"), 0o644))
+	dict := writeFile(t, dir, "dict.txt", testDict)
+	empty := writeFile(t, dir, "empty.txt", ";;; nothing\n1  AH0\n")
+	long := writeFile(t, dir, "long.txt", strings.Repeat("A", maxLine+1))
+	test := writeFile(t, dir, "test.txt", "CAT\tK AE T\n")
 	out := filepath.Join(dir, "out")
 	for _, c := range []struct {
 		args   []string
@@ -351,12 +354,10 @@ func TestRunErrors(t *testing.T) {
 // for training.
 func TestRunTestDict(t *testing.T) {
 	dir := t.TempDir()
-	dict := filepath.Join(dir, "dict.txt")
-	require.NoError(t, os.WriteFile(dict, []byte(testDict), 0o644))
+	dict := writeFile(t, dir, "dict.txt", testDict)
 	// g014b2b's format: a tab, no stress, an alternate as a repeated
 	// headword; "cat" is in both files, with another pronunciation here.
-	test := filepath.Join(dir, "g014b2b.test")
-	require.NoError(t, os.WriteFile(test, []byte("CAT\tK AA T\nDOG\tD AO G\nDOG\tD AA G\n"), 0o644))
+	test := writeFile(t, dir, "g014b2b.test", "CAT\tK AA T\nDOG\tD AO G\nDOG\tD AA G\n")
 	out := filepath.Join(dir, "g2p")
 	var errOut bytes.Buffer
 	require.Equal(t, 0, run([]string{"-dict", dict, "-test-dict", test, "-dev", "0", "-out", out}, &errOut), errOut.String())
