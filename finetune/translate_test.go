@@ -57,7 +57,8 @@ func TestIssue15ConfigsRead(t *testing.T) {
 	for f, want := range map[string]struct {
 		tok, metric string
 		maxLen      int
-	}{"bible-en-es.json": {"", "", 128}, "bible-en-es-10pct.json": {"", "", 128}, "cmudict-g2p.json": {"wordlevel", "g2p", 36}, "cmudict-g2p-3x3-noam.json": {"wordlevel", "g2p", 36}} {
+	}{"bible-en-es.json": {"", "", 128}, "bible-en-es-10pct.json": {"", "", 128}, "cmudict-g2p.json": {"wordlevel", "g2p", 36}, "cmudict-g2p-3x3-noam.json": {"wordlevel", "g2p", 36},
+		"cmudict-g2p-3x256.json": {"wordlevel", "g2p", 36}} {
 		cfg, err := ReadTranslationConfig(filepath.Join("..", "tools", "seq2seq", f), DefaultTranslation())
 		require.NoError(t, err, f)
 		require.NoError(t, cfg.Validate(), f)
