@@ -187,7 +187,7 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	for _, greedy := range []bool{false, true} {
-		s, outputs, err := sc.Decode(ctx, m, tok, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, EarlyStopping: stop}, greedy)
+		s, outputs, err := sc.Decode(ctx, seq2seq.Ensemble{m}, tok, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, EarlyStopping: stop}, greedy)
 		if err != nil {
 			return nil, err
 		}
@@ -218,7 +218,7 @@ func ScoreTranslation(m *seq2seq.Model, tok datasets.Tokenizer, pairs []datasets
 	if err != nil {
 		return TranslationScores{}, nil, err
 	}
-	return sc.Decode(context.Background(), m, tok, dc, greedy)
+	return sc.Decode(context.Background(), seq2seq.Ensemble{m}, tok, dc, greedy)
 }
 
 // Scorer scores a model's outputs, or another system's, on pairs by one
@@ -293,10 +293,11 @@ func (sc *Scorer) Score(hyps []string) (TranslationScores, error) {
 	return TranslationScores{BLEU: bleu.Score, BLEUText: bleu.String(), ChrF: chrf.Score}, nil
 }
 
-// Decode decodes the sources with m and scores the outputs; the strategy
-// and the decoding time are in the scores. It stops between batches when
-// ctx is done, returning an error that wraps ctx.Err().
-func (sc *Scorer) Decode(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
+// Decode decodes the sources with m (one model, or several as an
+// ensemble) and scores the outputs; the strategy and the decoding time are
+// in the scores. It stops between batches when ctx is done, returning an
+// error that wraps ctx.Err().
+func (sc *Scorer) Decode(ctx context.Context, m seq2seq.Ensemble, tok datasets.Tokenizer, dc seq2seq.DecodeConfig, greedy bool) (TranslationScores, []string, error) {
 	d, hyps, err := decodeScored(ctx, m, tok, sc.Sources, dc, greedy)
 	if err != nil {
 		return d, nil, err
@@ -320,7 +321,7 @@ func (sc *Scorer) Line(s TranslationScores) string {
 // decodeScored decodes srcs for scoring, scoreBatch at a time, after
 // checking the memory it needs: the best output of each, and the
 // strategy's name and decoding time in s.
-func decodeScored(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer, srcs []string, dc seq2seq.DecodeConfig, greedy bool) (s TranslationScores, hyps []string, err error) {
+func decodeScored(ctx context.Context, m seq2seq.Ensemble, tok datasets.Tokenizer, srcs []string, dc seq2seq.DecodeConfig, greedy bool) (s TranslationScores, hyps []string, err error) {
 	s.Strategy = fmt.Sprintf("beam %d (α %.1f, early stopping %v)", dc.Beam, dc.LengthPenalty, dc.EarlyStopping)
 	if greedy {
 		s.Strategy = "greedy"
@@ -331,7 +332,7 @@ func decodeScored(ctx context.Context, m *seq2seq.Model, tok datasets.Tokenizer,
 	began := time.Now()
 	// Under data parallelism each rank decodes its share of the sources.
 	lo, hi := train.ShardRange(len(srcs))
-	cands, _, err := seq2seq.TranslateContext(ctx, m, tok, srcs[lo:hi], dc, greedy, scoreBatch, nil)
+	cands, _, err := m.Translate(ctx, tok, srcs[lo:hi], dc, greedy, scoreBatch, nil)
 	if err != nil {
 		return s, nil, fmt.Errorf("finetune: translate: %w", err)
 	}
@@ -355,24 +356,35 @@ const scoreBatch = 64
 // machine's memory (seq2seq.Config.DecodeBytes), before anything is
 // decoded: scoreBatch sources as long as the longest, with dc's beams,
 // through a cache as long as the decoding may run.
-func checkDecode(m *seq2seq.Model, tok datasets.Tokenizer, srcs []string, dc seq2seq.DecodeConfig, greedy bool) error {
+func checkDecode(e seq2seq.Ensemble, tok datasets.Tokenizer, srcs []string, dc seq2seq.DecodeConfig, greedy bool) error {
+	if len(e) == 0 {
+		return fmt.Errorf("finetune: decoding: no models")
+	}
 	longest := 1
 	for _, src := range srcs {
 		if ids, err := tok.Encode(src); err == nil {
 			longest = max(longest, len(ids))
 		}
 	}
-	ts := min(seq2seq.SourceLen(longest), m.Config.MaxLen)
+	maxLen := e[0].Config.MaxLen
+	for _, m := range e {
+		maxLen = min(maxLen, m.Config.MaxLen)
+	}
+	ts := min(seq2seq.SourceLen(longest), maxLen)
 	beam := max(dc.Beam, 1)
 	if greedy {
 		beam = 1
 	}
-	tt := m.Config.MaxLen
+	tt := maxLen
 	if dc.MaxLen > 0 {
 		tt = dc.MaxLen
 	}
 	rows := min(scoreBatch, max(len(srcs), 1))
-	return models.CheckMemory(m.Config.DecodeBytes(rows, beam, ts, tt),
+	var bytes int64 // every model of an ensemble decodes at once
+	for _, m := range e {
+		bytes += m.Config.DecodeBytes(rows, beam, ts, tt)
+	}
+	return models.CheckMemory(bytes,
 		fmt.Sprintf("finetune: decoding %d sources of up to %d tokens with beam %d for up to %d steps", rows, ts, beam, tt),
 		"lower num_beams (zoo eval --beam), or decode greedily")
 }

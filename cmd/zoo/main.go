@@ -135,7 +135,8 @@ func runEval(args []string, stdout io.Writer) error {
 		}
 		return fmt.Errorf("%w: give --checkpoint DIR and, for a GPT, one of --corpus or --labelled; for a seq2seq, --data; for a BERT, --corpus, --labelled, --conll or --squad; for a ViT, --data", errUsage)
 	}
-	ckpt, err := models.Open(dir)
+	first, _, _ := strings.Cut(dir, ",") // a seq2seq ensemble's list: its first checkpoint names the family
+	ckpt, err := models.Open(first)
 	if err != nil {
 		return err
 	}

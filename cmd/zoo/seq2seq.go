@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -102,13 +103,44 @@ func loadSeq2Seq(dir string) (*seq2seq.Model, datasets.Tokenizer, error) {
 	return m, tok, nil
 }
 
+// loadEnsemble reads the checkpoints of a --checkpoint list, DIR or
+// DIR1,DIR2,…: one model, or several decoding as an ensemble, which must
+// have the same tokenizer.json byte for byte.
+func loadEnsemble(list string) (seq2seq.Ensemble, datasets.Tokenizer, error) {
+	dirs := strings.Split(list, ",")
+	var ms []*seq2seq.Model
+	var tok datasets.Tokenizer
+	var tokJSON []byte
+	for i, dir := range dirs {
+		if dir = strings.TrimSpace(dir); dir == "" {
+			return nil, nil, fmt.Errorf("%w: --checkpoint %q: checkpoint %d of the list is empty", errUsage, list, i+1)
+		}
+		m, t, err := loadSeq2Seq(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := os.ReadFile(filepath.Join(dir, models.TokenizerFile))
+		if err != nil {
+			return nil, nil, err
+		}
+		if i == 0 {
+			tok, tokJSON = t, b
+		} else if !bytes.Equal(b, tokJSON) {
+			return nil, nil, fmt.Errorf("--checkpoint: %s has another %s than %s: an ensemble's models must share one tokenizer (train them on the same data, or with the same \"tokenizer\")", dir, models.TokenizerFile, strings.TrimSpace(dirs[0]))
+		}
+		ms = append(ms, m)
+	}
+	e, err := seq2seq.NewEnsemble(ms...)
+	return e, tok, err
+}
+
 // translateBatch is how many lines zoo translate decodes at once.
 const translateBatch = 32
 
 // runTranslate is `zoo translate --checkpoint DIR [--input FILE] …`.
 func runTranslate(args []string, stdout io.Writer) error {
-	fs := newFlags("zoo translate", "usage: zoo translate --checkpoint DIR [--input FILE] [--beam N | --greedy] [--attention map.png]")
-	ckpt := fs.String("checkpoint", "", "seq2seq checkpoint directory (with tokenizer.json)")
+	fs := newFlags("zoo translate", "usage: zoo translate --checkpoint DIR[,DIR…] [--input FILE] [--beam N | --greedy] [--attention map.png]")
+	ckpt := fs.String("checkpoint", "", "seq2seq checkpoint directory (with tokenizer.json); several, comma-separated, decode as an ensemble (the mean of their next-token probabilities)")
 	input := fs.String("input", "", "file of sentences, one per line (default: standard input)")
 	beam := fs.Int("beam", 4, "beam size")
 	greedy := fs.Bool("greedy", false, "greedy decoding instead of beam search")
@@ -123,10 +155,14 @@ func runTranslate(args []string, stdout io.Writer) error {
 	if *ckpt == "" {
 		return fmt.Errorf("%w: --checkpoint is required", errUsage)
 	}
-	m, tok, err := loadSeq2Seq(*ckpt)
+	e, tok, err := loadEnsemble(*ckpt)
 	if err != nil {
 		return err
 	}
+	if *attention != "" && len(e) > 1 {
+		return fmt.Errorf("%w: --attention draws one model's attention: give one --checkpoint", errUsage)
+	}
+	m := e[0]
 	var r io.Reader = os.Stdin
 	if *input != "" {
 		f, err := os.Open(*input)
@@ -161,18 +197,24 @@ func runTranslate(args []string, stdout io.Writer) error {
 	if *greedy {
 		dc.Beam, dc.NBest = 1, 1
 	}
-	if err := models.CheckMemory(m.Config.DecodeBytes(translateBatch, dc.Beam, m.Config.MaxLen, m.Config.MaxLen),
+	var need int64
+	maxLen := m.Config.MaxLen
+	for _, x := range e {
+		need += x.Config.DecodeBytes(translateBatch, dc.Beam, x.Config.MaxLen, x.Config.MaxLen)
+		maxLen = min(maxLen, x.Config.MaxLen)
+	}
+	if err := models.CheckMemory(need,
 		fmt.Sprintf("translate: %d lines at a time with --beam %d", translateBatch, dc.Beam), "lower --beam"); err != nil {
 		return err
 	}
 	var cands [][]seq2seq.Candidate
 	if len(texts) > 0 {
 		var rep seq2seq.TranslateReport
-		if cands, rep, err = seq2seq.Translate(m, tok, texts, dc, *greedy, translateBatch, nil); err != nil {
+		if cands, rep, err = e.Translate(context.Background(), tok, texts, dc, *greedy, translateBatch, nil); err != nil {
 			return err
 		}
 		if rep.Truncated > 0 {
-			fmt.Fprintf(os.Stderr, "zoo translate: %d lines longer than max_len %d were truncated\n", rep.Truncated, m.Config.MaxLen)
+			fmt.Fprintf(os.Stderr, "zoo translate: %d lines longer than max_len %d were truncated\n", rep.Truncated, maxLen)
 		}
 	}
 	for i, c := range cands {
@@ -259,8 +301,8 @@ func drawAttention(m *seq2seq.Model, tok datasets.Tokenizer, src, tgt string, la
 // runEvalSeq2Seq is `zoo eval --checkpoint DIR --data PAIRS.tsv` for a
 // seq2seq checkpoint.
 func runEvalSeq2Seq(args []string, stdout io.Writer) error {
-	fs := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --data PAIRS.tsv [--beam N | --greedy] [--metric bleu|g2p]\n       zoo eval seq2seq --data PAIRS.tsv --hypotheses OUTPUTS.txt [--metric bleu|g2p]\n\nScores a seq2seq checkpoint on held-out pairs with corpus BLEU and chrF, or word and phoneme error rates (--metric g2p); or scores a file of outputs, one per line (one per pair; with --metric g2p one per distinct source, in order of first appearance).")
-	ckpt := fs.String("checkpoint", "", "seq2seq checkpoint directory (with tokenizer.json)")
+	fs := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR[,DIR…] --data PAIRS.tsv [--beam N | --greedy] [--metric bleu|g2p]\n       zoo eval seq2seq --data PAIRS.tsv --hypotheses OUTPUTS.txt [--metric bleu|g2p]\n\nScores a seq2seq checkpoint on held-out pairs with corpus BLEU and chrF, or word and phoneme error rates (--metric g2p); or scores a file of outputs, one per line (one per pair; with --metric g2p one per distinct source, in order of first appearance).")
+	ckpt := fs.String("checkpoint", "", "seq2seq checkpoint directory (with tokenizer.json); several, comma-separated, decode as an ensemble")
 	data := fs.String("data", "", "TSV of source<TAB>reference lines")
 	hypotheses := fs.String("hypotheses", "", "score this file of outputs instead of decoding (no checkpoint needed)")
 	metric := fs.String("metric", "bleu", "bleu (BLEU and chrF) or g2p (word and phoneme error rates over every reference of a source)")
@@ -306,11 +348,11 @@ func runEvalSeq2Seq(args []string, stdout io.Writer) error {
 		}
 		s.Strategy = *hypotheses
 	} else {
-		m, tok, err := loadSeq2Seq(*ckpt)
+		e, tok, err := loadEnsemble(*ckpt)
 		if err != nil {
 			return err
 		}
-		if s, _, err = sc.Decode(context.Background(), m, tok, seq2seq.DecodeConfig{Beam: *beam, LengthPenalty: *alpha, EarlyStopping: stop}, *greedy); err != nil {
+		if s, _, err = sc.Decode(context.Background(), e, tok, seq2seq.DecodeConfig{Beam: *beam, LengthPenalty: *alpha, EarlyStopping: stop}, *greedy); err != nil {
 			return err
 		}
 	}

@@ -127,6 +127,33 @@ func TestSeq2SeqCLI(t *testing.T) {
 	require.Equal(t, 0, code, errb.String())
 	require.Contains(t, out.String(), "greedy on 20 pairs: BLEU")
 
+	// The checkpoint twice is an ensemble of a model with itself: the
+	// mean of two equal distributions decodes as the model alone.
+	single := out.String()
+	out.Reset()
+	code = run([]string{"eval", "--checkpoint", ckpt + "," + ckpt, "--data", tsv, "--limit", "20", "--greedy"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Equal(t, single, out.String())
+	// An ensemble needs one tokenizer: a copy of the checkpoint whose
+	// tokenizer.json differs is refused, and so is an empty list entry or
+	// an attention map of several models.
+	other := filepath.Join(dir, "other")
+	require.NoError(t, os.MkdirAll(other, 0o755))
+	files, err := os.ReadDir(ckpt)
+	require.NoError(t, err)
+	for _, f := range files {
+		if f.Type().IsRegular() {
+			b, err := os.ReadFile(filepath.Join(ckpt, f.Name()))
+			require.NoError(t, err)
+			if f.Name() == "tokenizer.json" {
+				b = append(b, ' ')
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(other, f.Name()), b, 0o644))
+		}
+	}
+	out.Reset()
+	require.Equal(t, 0, run([]string{"translate", "--checkpoint", other, "--input", in}, &out, &errb), errb.String())
+
 	// Another system's outputs, one per pair, scored without a model: the
 	// references themselves get chrF 100 and every unigram and bigram
 	// right (two-word phrases have no 3-grams: BLEU 0, as sacreBLEU
@@ -152,6 +179,10 @@ func TestSeq2SeqCLI(t *testing.T) {
 	}{
 		{[]string{"translate", "--checkpoint", ckpt, "--input", in, "--beam", "0"}, "beam size 0"},
 		{[]string{"translate", "--checkpoint", filepath.Join(dir, "nowhere")}, "no such file"},
+		{[]string{"translate", "--checkpoint", ckpt + "," + other, "--input", in}, "an ensemble's models must share one tokenizer"},
+		{[]string{"translate", "--checkpoint", ckpt + ",", "--input", in}, "checkpoint 2 of the list is empty"},
+		{[]string{"translate", "--checkpoint", ckpt + "," + ckpt, "--input", in, "--attention", png}, "draws one model's attention"},
+		{[]string{"eval", "--checkpoint", ckpt + "," + filepath.Join(dir, "nowhere"), "--data", tsv}, "no such file"},
 		{[]string{"finetune", "seq2seq", "--config", cfg, "--run", ft}, "no data"},
 		{[]string{"finetune", "seq2seq", "--config", cfg, "--data", tsv, "--run", filepath.Join(dir, "bad"), "--early-stopping", "soon"}, "true, false or never"},
 		{[]string{"translate", "--checkpoint", ckpt, "--input", in, "--early-stopping", "soon"}, "true, false or never"},

@@ -50,11 +50,17 @@ var lengthPenalty = decode.LengthPenalty
 // likely token at every step, and returns each output without bos and eos.
 // Ties go to the smaller id.
 func (m *Model) Greedy(srcs [][]int, cfg DecodeConfig) ([][]int, error) {
+	return greedy(m, srcs, cfg, func(cfg DecodeConfig) (stepper, error) { return m.start(srcs, 1, cfg) })
+}
+
+// greedy is Greedy on the steps that start gives, with m's token ids and
+// cfg's or m's max length.
+func greedy(m *Model, srcs [][]int, cfg DecodeConfig, start func(DecodeConfig) (stepper, error)) ([][]int, error) {
 	cfg.Beam, cfg.NBest = 1, 1 // greedy has one beam whatever the config says
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	st, err := m.start(srcs, 1, cfg)
+	st, err := start(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -94,10 +100,16 @@ func (m *Model) Greedy(srcs [][]int, cfg DecodeConfig) ([][]int, error) {
 // (see ReleaseGraphs); calls on several goroutines at once are safe, each
 // running graphs of its own.
 func (m *Model) BeamSearch(srcs [][]int, cfg DecodeConfig) ([][]Hypothesis, error) {
+	return beamSearch(m, srcs, cfg, func(cfg DecodeConfig) (stepper, error) { return m.start(srcs, cfg.Beam, cfg) })
+}
+
+// beamSearch is BeamSearch on the steps that start gives, with m's token
+// ids and cfg's or m's max length.
+func beamSearch(m *Model, srcs [][]int, cfg DecodeConfig, start func(DecodeConfig) (stepper, error)) ([][]Hypothesis, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	st, err := m.start(srcs, cfg.Beam, cfg)
+	st, err := start(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -57,12 +57,25 @@ func Translate(m *Model, tok datasets.Tokenizer, texts []string, cfg DecodeConfi
 // TranslateContext is Translate that stops between batches when ctx is
 // done, returning an error that wraps ctx.Err().
 func TranslateContext(ctx context.Context, m *Model, tok datasets.Tokenizer, texts []string, cfg DecodeConfig, greedy bool, batch int, progress func(int)) ([][]Candidate, TranslateReport, error) {
+	return Ensemble{m}.Translate(ctx, tok, texts, cfg, greedy, batch, progress)
+}
+
+// Translate is TranslateContext with the ensemble's mean distribution;
+// sources are truncated to the shortest max_len.
+func (e Ensemble) Translate(ctx context.Context, tok datasets.Tokenizer, texts []string, cfg DecodeConfig, greedy bool, batch int, progress func(int)) ([][]Candidate, TranslateReport, error) {
 	var rep TranslateReport
 	if batch <= 0 {
 		return nil, rep, fmt.Errorf("seq2seq: translation batch %d must be positive", batch)
 	}
-	if err := CheckTokenizer(m, tok); err != nil {
-		return nil, rep, err
+	if len(e) == 0 {
+		return nil, rep, fmt.Errorf("seq2seq: translate: no models")
+	}
+	maxLen := e[0].Config.MaxLen
+	for _, m := range e {
+		if err := CheckTokenizer(m, tok); err != nil {
+			return nil, rep, err
+		}
+		maxLen = min(maxLen, m.Config.MaxLen)
 	}
 	ids := make([][]int, len(texts))
 	for i, t := range texts {
@@ -78,7 +91,7 @@ func TranslateContext(ctx context.Context, m *Model, tok datasets.Tokenizer, tex
 		if len(s) == 0 {
 			return nil, rep, fmt.Errorf("seq2seq: source %d has no tokens", i)
 		}
-		if limit := m.Config.MaxLen - 1; len(s) > limit {
+		if limit := maxLen - 1; len(s) > limit {
 			s = s[:limit]
 			rep.Truncated++
 		}
@@ -89,7 +102,7 @@ func TranslateContext(ctx context.Context, m *Model, tok datasets.Tokenizer, tex
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return len(ids[a]) - len(ids[b]) })
-	special := specialIDs(m, tok)
+	special := specialIDs(e[0], tok)
 	out := make([][]Candidate, len(texts))
 	for lo := 0; lo < len(order); lo += batch {
 		if err := ctx.Err(); err != nil {
@@ -104,13 +117,13 @@ func TranslateContext(ctx context.Context, m *Model, tok datasets.Tokenizer, tex
 		var err error
 		if greedy {
 			var toks [][]int
-			if toks, err = m.Greedy(srcs, cfg); err == nil {
+			if toks, err = e.Greedy(srcs, cfg); err == nil {
 				for _, t := range toks {
 					hyps = append(hyps, []Hypothesis{{Tokens: t}})
 				}
 			}
 		} else {
-			hyps, err = m.BeamSearch(srcs, cfg)
+			hyps, err = e.BeamSearch(srcs, cfg)
 		}
 		if err != nil {
 			return nil, rep, err

@@ -1,0 +1,174 @@
+package seq2seq
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/d73a19ff/zoo/decode"
+)
+
+// Ensemble decodes with several models of one vocabulary at once: at every
+// step each model reads the same prefix, and the next token's distribution
+// is the mean of the models' distributions, log(Σₘ Pₘ / M), as fairseq's
+// ensemble of several --path checkpoints. Greedy and beam search then run
+// on it unchanged, so a hypothesis's log P is the sum of those log-means.
+// An ensemble of one model decodes exactly as the model.
+//
+// The models may differ in width, depth and training; they must share the
+// token ids (vocabulary sizes, pad, eos and decoder start), which
+// NewEnsemble checks. Outputs are at most the shortest max_len.
+type Ensemble []*Model
+
+// NewEnsemble checks that the models can decode together and returns them
+// as an ensemble.
+func NewEnsemble(ms ...*Model) (Ensemble, error) {
+	if len(ms) == 0 {
+		return nil, errors.New("seq2seq ensemble: no models")
+	}
+	a := ms[0].Config
+	for i, m := range ms[1:] {
+		b := m.Config
+		for _, f := range []struct {
+			name string
+			a, b int
+		}{{"vocab_size", a.SrcVocabSize, b.SrcVocabSize}, {"decoder_vocab_size", a.TgtVocabSize, b.TgtVocabSize},
+			{"pad_token_id", a.PadTokenID, b.PadTokenID}, {"eos_token_id", a.EOSTokenID, b.EOSTokenID},
+			{"decoder_start_token_id", a.BOSTokenID, b.BOSTokenID}} {
+			if f.a != f.b {
+				return nil, fmt.Errorf("seq2seq ensemble: model %d's %s is %d, model 1's %d: an ensemble needs one vocabulary (models trained with the same tokenizer)", i+2, f.name, f.b, f.a)
+			}
+		}
+	}
+	return Ensemble(ms), nil
+}
+
+// maxLen is the decoding steps allowed: cfg's, or the shortest max_len.
+func (e Ensemble) maxLen(cfg DecodeConfig) int {
+	n := e[0].maxLen(cfg)
+	for _, m := range e[1:] {
+		n = min(n, m.maxLen(cfg))
+	}
+	return n
+}
+
+// Greedy is Model.Greedy on the ensemble's mean distribution.
+func (e Ensemble) Greedy(srcs [][]int, cfg DecodeConfig) ([][]int, error) {
+	if len(e) == 1 {
+		return e[0].Greedy(srcs, cfg)
+	}
+	cfg.MaxLen = e.maxLen(cfg)
+	return greedy(e[0], srcs, cfg, func(cfg DecodeConfig) (stepper, error) { return e.start(srcs, 1, cfg) })
+}
+
+// BeamSearch is Model.BeamSearch on the ensemble's mean distribution.
+func (e Ensemble) BeamSearch(srcs [][]int, cfg DecodeConfig) ([][]Hypothesis, error) {
+	if len(e) == 1 {
+		return e[0].BeamSearch(srcs, cfg)
+	}
+	cfg.MaxLen = e.maxLen(cfg)
+	return beamSearch(e[0], srcs, cfg, func(cfg DecodeConfig) (stepper, error) { return e.start(srcs, cfg.Beam, cfg) })
+}
+
+// start starts every model's decoder on the sources and joins them.
+func (e Ensemble) start(srcs [][]int, beams int, cfg DecodeConfig) (stepper, error) {
+	s := &ensembleStep{parts: make([]stepper, 0, len(e))}
+	for i, m := range e {
+		p, err := m.start(srcs, beams, cfg)
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("seq2seq ensemble: model %d: %w", i+1, err)
+		}
+		s.parts = append(s.parts, p)
+	}
+	return s, nil
+}
+
+// ensembleStep is the decoder steps of several models over the same rows;
+// its logits are the log of the mean of their softmaxes.
+type ensembleStep struct {
+	parts []stepper
+	out   [][]float64 // (R, V), reused
+	lp    []float64   // one row's log-softmax
+}
+
+func (s *ensembleStep) Step(seqs [][]int) ([][]float64, error) {
+	for i, p := range s.parts {
+		logits, err := p.Step(seqs)
+		if err != nil {
+			return nil, fmt.Errorf("seq2seq ensemble: model %d: %w", i+1, err)
+		}
+		if i == 0 && (len(s.out) != len(logits) || len(logits) > 0 && len(s.out[0]) != len(logits[0])) {
+			s.out = make([][]float64, len(logits))
+			for r := range s.out {
+				s.out[r] = make([]float64, len(logits[r]))
+			}
+		}
+		for r, row := range logits {
+			if len(row) != len(s.out[r]) {
+				return nil, fmt.Errorf("seq2seq ensemble: model %d gives %d logits, model 1 %d", i+1, len(row), len(s.out[r]))
+			}
+			s.lp = logSoftmax(s.lp[:0], row)
+			acc := s.out[r]
+			if i == 0 {
+				copy(acc, s.lp)
+				continue
+			}
+			for v, x := range s.lp {
+				acc[v] = logAddExp(acc[v], x)
+			}
+		}
+	}
+	shift := math.Log(float64(len(s.parts)))
+	for _, row := range s.out {
+		for v := range row {
+			row[v] -= shift
+		}
+	}
+	return s.out, nil
+}
+
+func (s *ensembleStep) Reorder(parents []int) error {
+	for i, p := range s.parts {
+		if err := p.Reorder(parents); err != nil {
+			return fmt.Errorf("seq2seq ensemble: model %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+func (s *ensembleStep) close() {
+	for _, p := range s.parts {
+		p.close()
+	}
+}
+
+// logSoftmax appends x − log Σ exp(x) to dst.
+func logSoftmax(dst, x []float64) []float64 {
+	hi := math.Inf(-1)
+	for _, v := range x {
+		hi = max(hi, v)
+	}
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(v - hi)
+	}
+	lse := hi + math.Log(sum)
+	for _, v := range x {
+		dst = append(dst, v-lse)
+	}
+	return dst
+}
+
+// logAddExp is log(exp(a) + exp(b)), exact when either is −Inf.
+func logAddExp(a, b float64) float64 {
+	if a < b {
+		a, b = b, a
+	}
+	if math.IsInf(b, -1) {
+		return a
+	}
+	return a + math.Log1p(math.Exp(b-a))
+}
+
+var _ decode.Stepper = (*ensembleStep)(nil)
