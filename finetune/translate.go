@@ -366,10 +366,7 @@ func checkDecode(e seq2seq.Ensemble, tok datasets.Tokenizer, srcs []string, dc s
 			longest = max(longest, len(ids))
 		}
 	}
-	maxLen := e[0].Config.MaxLen
-	for _, m := range e {
-		maxLen = min(maxLen, m.Config.MaxLen)
-	}
+	maxLen := e.MaxLen()
 	ts := min(seq2seq.SourceLen(longest), maxLen)
 	beam := max(dc.Beam, 1)
 	if greedy {

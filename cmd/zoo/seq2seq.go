@@ -162,7 +162,6 @@ func runTranslate(args []string, stdout io.Writer) error {
 	if *attention != "" && len(e) > 1 {
 		return fmt.Errorf("%w: --attention draws one model's attention: give one --checkpoint", errUsage)
 	}
-	m := e[0]
 	var r io.Reader = os.Stdin
 	if *input != "" {
 		f, err := os.Open(*input)
@@ -197,11 +196,10 @@ func runTranslate(args []string, stdout io.Writer) error {
 	if *greedy {
 		dc.Beam, dc.NBest = 1, 1
 	}
-	var need int64
-	maxLen := m.Config.MaxLen
+	var need int64 // every model of an ensemble decodes at once
+	maxLen := e.MaxLen()
 	for _, x := range e {
-		need += x.Config.DecodeBytes(translateBatch, dc.Beam, x.Config.MaxLen, x.Config.MaxLen)
-		maxLen = min(maxLen, x.Config.MaxLen)
+		need += x.Config.DecodeBytes(translateBatch, dc.Beam, maxLen, maxLen)
 	}
 	if err := models.CheckMemory(need,
 		fmt.Sprintf("translate: %d lines at a time with --beam %d", translateBatch, dc.Beam), "lower --beam"); err != nil {
@@ -235,7 +233,7 @@ func runTranslate(args []string, stdout io.Writer) error {
 		if len(texts) == 0 {
 			return fmt.Errorf("--attention: no sentence to draw")
 		}
-		return drawAttention(m, tok, texts[0], cands[0][0].Text, *layer, *attention)
+		return drawAttention(e[0], tok, texts[0], cands[0][0].Text, *layer, *attention)
 	}
 	return nil
 }

@@ -43,13 +43,22 @@ func NewEnsemble(ms ...*Model) (Ensemble, error) {
 	return Ensemble(ms), nil
 }
 
-// maxLen is the decoding steps allowed: cfg's, or the shortest max_len.
-func (e Ensemble) maxLen(cfg DecodeConfig) int {
-	n := e[0].maxLen(cfg)
+// MaxLen is the shortest max_len of the models: the longest source, and
+// the most tokens an output may have.
+func (e Ensemble) MaxLen() int {
+	n := e[0].Config.MaxLen
 	for _, m := range e[1:] {
-		n = min(n, m.maxLen(cfg))
+		n = min(n, m.Config.MaxLen)
 	}
 	return n
+}
+
+// maxLen is the decoding steps allowed: cfg's, or the shortest max_len.
+func (e Ensemble) maxLen(cfg DecodeConfig) int {
+	if cfg.MaxLen > 0 {
+		return cfg.MaxLen
+	}
+	return e.MaxLen()
 }
 
 // Greedy is Model.Greedy on the ensemble's mean distribution.

@@ -70,13 +70,12 @@ func (e Ensemble) Translate(ctx context.Context, tok datasets.Tokenizer, texts [
 	if len(e) == 0 {
 		return nil, rep, fmt.Errorf("seq2seq: translate: no models")
 	}
-	maxLen := e[0].Config.MaxLen
 	for _, m := range e {
 		if err := CheckTokenizer(m, tok); err != nil {
 			return nil, rep, err
 		}
-		maxLen = min(maxLen, m.Config.MaxLen)
 	}
+	maxLen := e.MaxLen()
 	ids := make([][]int, len(texts))
 	for i, t := range texts {
 		// Trimmed as datasets' pair readers trim: a sentence gets the ids
