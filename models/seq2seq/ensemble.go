@@ -20,11 +20,13 @@ import (
 // NewEnsemble checks. Outputs are at most the shortest max_len.
 type Ensemble []*Model
 
+var errNoModels = errors.New("seq2seq ensemble: no models")
+
 // NewEnsemble checks that the models can decode together and returns them
 // as an ensemble.
 func NewEnsemble(ms ...*Model) (Ensemble, error) {
 	if len(ms) == 0 {
-		return nil, errors.New("seq2seq ensemble: no models")
+		return nil, errNoModels
 	}
 	a := ms[0].Config
 	for i, m := range ms[1:] {
@@ -46,6 +48,9 @@ func NewEnsemble(ms ...*Model) (Ensemble, error) {
 // MaxLen is the shortest max_len of the models: the longest source, and
 // the most tokens an output may have.
 func (e Ensemble) MaxLen() int {
+	if len(e) == 0 {
+		return 0
+	}
 	n := e[0].Config.MaxLen
 	for _, m := range e[1:] {
 		n = min(n, m.Config.MaxLen)
@@ -63,6 +68,9 @@ func (e Ensemble) maxLen(cfg DecodeConfig) int {
 
 // Greedy is Model.Greedy on the ensemble's mean distribution.
 func (e Ensemble) Greedy(srcs [][]int, cfg DecodeConfig) ([][]int, error) {
+	if len(e) == 0 {
+		return nil, errNoModels
+	}
 	if len(e) == 1 {
 		return e[0].Greedy(srcs, cfg)
 	}
@@ -72,6 +80,9 @@ func (e Ensemble) Greedy(srcs [][]int, cfg DecodeConfig) ([][]int, error) {
 
 // BeamSearch is Model.BeamSearch on the ensemble's mean distribution.
 func (e Ensemble) BeamSearch(srcs [][]int, cfg DecodeConfig) ([][]Hypothesis, error) {
+	if len(e) == 0 {
+		return nil, errNoModels
+	}
 	if len(e) == 1 {
 		return e[0].BeamSearch(srcs, cfg)
 	}

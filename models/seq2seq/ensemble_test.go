@@ -91,7 +91,11 @@ func TestEnsembleScoresAreMeanProbabilities(t *testing.T) {
 // Models of different vocabularies cannot decode together.
 func TestNewEnsembleMismatch(t *testing.T) {
 	_, err := NewEnsemble()
-	require.Error(t, err)
+	require.ErrorIs(t, err, errNoModels)
+	_, err = Ensemble{}.BeamSearch(sources(1, 3), DecodeConfig{Beam: 2})
+	require.ErrorIs(t, err, errNoModels)
+	_, err = Ensemble{}.Greedy(sources(1, 3), DecodeConfig{})
+	require.ErrorIs(t, err, errNoModels)
 	_, err = NewEnsemble(modelFor(t, 20), modelFor(t, 21))
 	require.ErrorContains(t, err, "vocab_size is 21, model 1's 20")
 	a, b := modelFor(t, 20), modelFor(t, 20)

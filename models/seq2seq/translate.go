@@ -68,7 +68,7 @@ func (e Ensemble) Translate(ctx context.Context, tok datasets.Tokenizer, texts [
 		return nil, rep, fmt.Errorf("seq2seq: translation batch %d must be positive", batch)
 	}
 	if len(e) == 0 {
-		return nil, rep, fmt.Errorf("seq2seq: translate: no models")
+		return nil, rep, errNoModels
 	}
 	for _, m := range e {
 		if err := CheckTokenizer(m, tok); err != nil {
