@@ -145,7 +145,7 @@ func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, er
 				}
 				for r := s * k; r < (s+1)*k; r++ {
 					if !math.IsInf(logp[r], -1) {
-						lse[r] = logSumExp(logits[r])
+						lse[r] = LogSumExp(logits[r])
 					}
 				}
 				heaps[s] = heaps[s].best(logits[s*k:(s+1)*k], lse[s*k:(s+1)*k], logp[s*k:(s+1)*k], 2*k)

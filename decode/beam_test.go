@@ -37,7 +37,7 @@ var trap = logProbs(
 func pathLogProb(table [][]float64, last int, tokens []int) float64 {
 	var lp float64
 	for _, tok := range tokens {
-		lp += table[last][tok] - logSumExp(table[last])
+		lp += table[last][tok] - LogSumExp(table[last])
 		last = tok
 	}
 	return lp
@@ -280,7 +280,7 @@ func TestReorderCache(t *testing.T) {
 }
 
 // The terms of sumExp and of sumExpFast (four equal ones at a time) are
-// math.Exp's to a relative 3·2⁻⁵² over [−708, 0], and 0 below; logSumExp
+// math.Exp's to a relative 3·2⁻⁵² over [−708, 0], and 0 below; LogSumExp
 // agrees with a math.Exp sum to a relative 1e-15, with and without the
 // vector path.
 func TestSumExp(t *testing.T) {
@@ -325,12 +325,12 @@ func TestSumExp(t *testing.T) {
 	for _, vector := range []bool{true, false} {
 		saved := useAVX2
 		useAVX2 = useAVX2 && vector
-		require.InEpsilon(t, hi+math.Log(sum), logSumExp(x), 1e-15, "vector path %v", vector)
-		require.Equal(t, 2.0, logSumExp([]float64{2, math.Inf(-1), 1e-300 - 800, 2 - 1000, 2 - 708.5}))
+		require.InEpsilon(t, hi+math.Log(sum), LogSumExp(x), 1e-15, "vector path %v", vector)
+		require.Equal(t, 2.0, LogSumExp([]float64{2, math.Inf(-1), 1e-300 - 800, 2 - 1000, 2 - 708.5}))
 		useAVX2 = saved
 	}
-	require.True(t, math.IsNaN(logSumExp([]float64{math.Inf(-1), math.Inf(-1)})))
-	require.True(t, math.IsNaN(logSumExp([]float64{1, math.NaN()})))
+	require.True(t, math.IsNaN(LogSumExp([]float64{math.Inf(-1), math.Inf(-1)})))
+	require.True(t, math.IsNaN(LogSumExp([]float64{1, math.NaN()})))
 }
 
 // Early stopping: with α = 2, "end" (log P −0.69, length 1) finishes

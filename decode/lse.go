@@ -4,14 +4,14 @@ import (
 	"math"
 )
 
-// logSumExp is log Σ exp(x), computed from the largest x so that it does
-// not overflow; x − logSumExp(x) is the log-softmax. Beam search takes one
+// LogSumExp is log Σ exp(x), computed from the largest x so that it does
+// not overflow; x − LogSumExp(x) is the log-softmax. Beam search takes one
 // per live beam and step, over the whole vocabulary (8,000 to 50,000
 // exponentials), so the sum is sumExp's, twice as fast as math.Exp's, or
 // on AVX2 machines sumExpAVX2's, four terms at a time and six times
 // faster than sumExp; with an x of +Inf or NaN, or all −Inf, it is
 // math.Exp's (NaN).
-func logSumExp(x []float64) float64 {
+func LogSumExp(x []float64) float64 {
 	hi := math.Inf(-1)
 	for _, v := range x {
 		hi = max(hi, v)

@@ -377,11 +377,7 @@ func checkDecode(e seq2seq.Ensemble, tok datasets.Tokenizer, srcs []string, dc s
 		tt = dc.MaxLen
 	}
 	rows := min(scoreBatch, max(len(srcs), 1))
-	var bytes int64 // every model of an ensemble decodes at once
-	for _, m := range e {
-		bytes += m.Config.DecodeBytes(rows, beam, ts, tt)
-	}
-	return models.CheckMemory(bytes,
+	return models.CheckMemory(e.DecodeBytes(rows, beam, ts, tt),
 		fmt.Sprintf("finetune: decoding %d sources of up to %d tokens with beam %d for up to %d steps", rows, ts, beam, tt),
 		"lower num_beams (zoo eval --beam), or decode greedily")
 }

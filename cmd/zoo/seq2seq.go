@@ -196,12 +196,8 @@ func runTranslate(args []string, stdout io.Writer) error {
 	if *greedy {
 		dc.Beam, dc.NBest = 1, 1
 	}
-	var need int64 // every model of an ensemble decodes at once
 	maxLen := e.MaxLen()
-	for _, x := range e {
-		need += x.Config.DecodeBytes(translateBatch, dc.Beam, maxLen, maxLen)
-	}
-	if err := models.CheckMemory(need,
+	if err := models.CheckMemory(e.DecodeBytes(translateBatch, dc.Beam, maxLen, maxLen),
 		fmt.Sprintf("translate: %d lines at a time with --beam %d", translateBatch, dc.Beam), "lower --beam"); err != nil {
 		return err
 	}

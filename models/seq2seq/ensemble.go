@@ -45,6 +45,16 @@ func NewEnsemble(ms ...*Model) (Ensemble, error) {
 	return Ensemble(ms), nil
 }
 
+// DecodeBytes is the memory of decoding with every model at once
+// (Config.DecodeBytes, summed).
+func (e Ensemble) DecodeBytes(batch, beam, ts, tt int) int64 {
+	var n int64
+	for _, m := range e {
+		n += m.Config.DecodeBytes(batch, beam, ts, tt)
+	}
+	return n
+}
+
 // MaxLen is the shortest max_len of the models: the longest source, and
 // the most tokens an output may have.
 func (e Ensemble) MaxLen() int {
@@ -108,8 +118,7 @@ func (e Ensemble) start(srcs [][]int, beams int, cfg DecodeConfig) (stepper, err
 // its logits are the log of the mean of their softmaxes.
 type ensembleStep struct {
 	parts []stepper
-	out   [][]float64 // (R, V), reused
-	lp    []float64   // one row's log-softmax
+	out   [][]float64 // (R, V): the summed probabilities, then their log-mean; reused
 }
 
 func (s *ensembleStep) Step(seqs [][]int) ([][]float64, error) {
@@ -118,31 +127,33 @@ func (s *ensembleStep) Step(seqs [][]int) ([][]float64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("seq2seq ensemble: model %d: %w", i+1, err)
 		}
-		if i == 0 && (len(s.out) != len(logits) || len(logits) > 0 && len(s.out[0]) != len(logits[0])) {
-			s.out = make([][]float64, len(logits))
-			for r := range s.out {
-				s.out[r] = make([]float64, len(logits[r]))
+		if i == 0 {
+			if len(s.out) != len(logits) {
+				s.out = make([][]float64, len(logits))
+			}
+			for r, row := range logits {
+				if len(s.out[r]) != len(row) {
+					s.out[r] = make([]float64, len(row))
+				} else {
+					clear(s.out[r])
+				}
 			}
 		}
 		for r, row := range logits {
-			if len(row) != len(s.out[r]) {
-				return nil, fmt.Errorf("seq2seq ensemble: model %d gives %d logits, model 1 %d", i+1, len(row), len(s.out[r]))
-			}
-			s.lp = logSoftmax(s.lp[:0], row)
 			acc := s.out[r]
-			if i == 0 {
-				copy(acc, s.lp)
-				continue
+			if len(row) != len(acc) {
+				return nil, fmt.Errorf("seq2seq ensemble: model %d gives %d logits, model 1 %d", i+1, len(row), len(acc))
 			}
-			for v, x := range s.lp {
-				acc[v] = logAddExp(acc[v], x)
+			lse := decode.LogSumExp(row)
+			for v, x := range row {
+				acc[v] += math.Exp(x - lse)
 			}
 		}
 	}
-	shift := math.Log(float64(len(s.parts)))
+	n := float64(len(s.parts))
 	for _, row := range s.out {
-		for v := range row {
-			row[v] -= shift
+		for v, p := range row {
+			row[v] = math.Log(p / n)
 		}
 	}
 	return s.out, nil
@@ -162,33 +173,3 @@ func (s *ensembleStep) close() {
 		p.close()
 	}
 }
-
-// logSoftmax appends x − log Σ exp(x) to dst.
-func logSoftmax(dst, x []float64) []float64 {
-	hi := math.Inf(-1)
-	for _, v := range x {
-		hi = max(hi, v)
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(v - hi)
-	}
-	lse := hi + math.Log(sum)
-	for _, v := range x {
-		dst = append(dst, v-lse)
-	}
-	return dst
-}
-
-// logAddExp is log(exp(a) + exp(b)), exact when either is −Inf.
-func logAddExp(a, b float64) float64 {
-	if a < b {
-		a, b = b, a
-	}
-	if math.IsInf(b, -1) {
-		return a
-	}
-	return a + math.Log1p(math.Exp(b-a))
-}
-
-var _ decode.Stepper = (*ensembleStep)(nil)
