@@ -57,9 +57,15 @@ func DefaultTranslation() TranslationConfig {
 }
 
 // ReadTranslationConfig reads a JSON config file over base; unknown keys
-// and wrong types are errors.
+// and wrong types are errors. The model block is also kept as written, for
+// init_from to read over the checkpoint's config (TrainConfig.ModelJSON).
 func ReadTranslationConfig(path string, base TranslationConfig) (TranslationConfig, error) {
-	return jsonconfig.Read(path, base)
+	cfg, err := jsonconfig.Read(path, base)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.ModelJSON, err = jsonconfig.Section(path, "model")
+	return cfg, err
 }
 
 // TranslationScores are corpus scores of one decoding strategy.

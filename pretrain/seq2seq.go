@@ -34,9 +34,15 @@ func DefaultSeq2Seq() Seq2SeqConfig {
 }
 
 // ReadSeq2SeqConfig reads a JSON config file over base; unknown keys and
-// wrong types are errors.
+// wrong types are errors. The model block is also kept as written, for
+// init_from to read over the checkpoint's config (TrainConfig.ModelJSON).
 func ReadSeq2SeqConfig(path string, base Seq2SeqConfig) (Seq2SeqConfig, error) {
-	return jsonconfig.Read(path, base)
+	cfg, err := jsonconfig.Read(path, base)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.ModelJSON, err = jsonconfig.Section(path, "model")
+	return cfg, err
 }
 
 // RunSeq2Seq pretrains a seq2seq model by denoising the corpus's lines.

@@ -68,6 +68,25 @@ func TestSeq2SeqCLI(t *testing.T) {
 	}
 	ckpt := filepath.Join(ft, "checkpoints", "final")
 
+	// From a checkpoint, the config's model block may change the dropout
+	// rates, which the new checkpoints keep, and nothing else.
+	drop := filepath.Join(dir, "dropout.json")
+	require.NoError(t, os.WriteFile(drop, []byte(`{"batch_size": 16, "warmup_steps": 4, "held_out": 20, "model": {"dropout": 0.3}}`), 0o644))
+	out.Reset()
+	code = run([]string{"finetune", "seq2seq", "--config", drop, "--data", tsv, "--run", filepath.Join(dir, "ft-drop"), "--max-steps", "1",
+		"--init-from", filepath.Join(pre, "checkpoints", "final")}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Contains(t, out.String(), "init_from: model.dropout 0.3, the config's, replaces the checkpoint's 0.1\n")
+	saved, err := os.ReadFile(filepath.Join(dir, "ft-drop", "checkpoints", "final", "config.json"))
+	require.NoError(t, err)
+	require.Contains(t, string(saved), `"dropout": 0.3,`)
+	require.NoError(t, os.WriteFile(drop, []byte(`{"held_out": 20, "model": {"d_model": 64, "dropout": 0.3}}`), 0o644))
+	errb.Reset()
+	code = run([]string{"finetune", "seq2seq", "--config", drop, "--data", tsv, "--run", filepath.Join(dir, "ft-wide"),
+		"--init-from", filepath.Join(pre, "checkpoints", "final")}, &out, &errb)
+	require.Equal(t, 1, code, out.String())
+	require.Contains(t, errb.String(), "the config's model block changes model.d_model 64 (the checkpoint's: 32); drop these keys")
+
 	// A separate test set is scored instead of the held-out pairs, with
 	// the early stopping asked for.
 	out.Reset()

@@ -55,3 +55,18 @@ func ReadSection[T any](path string, base T, key string, section func(*T) any) (
 	}
 	return cfg, nil
 }
+
+// Section returns the value of the top-level key of the JSON file at path
+// as written, or nil when the file has no such key. Read reports the
+// file's other errors; this one reports only what stops it finding key.
+func Section(path, key string) (json.RawMessage, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("config: %s: %w", path, err)
+	}
+	return raw[key], nil
+}

@@ -101,3 +101,42 @@ func TestTrainConfigSchedule(t *testing.T) {
 	c.MinLR, c.Warmup = 0, 1000 // no steps left to decay over
 	require.ErrorContains(t, c.Validate(), "need 0 ≤ warmup (1000) < decay steps (1000)")
 }
+
+// With init_from, the config's model block is read over the checkpoint's
+// config: the dropout rates it changes are taken and said; any change of
+// architecture is an error naming the key and both values; the keys the
+// tokenizer sets are not compared; the zoo's older key names read the same.
+func TestModelOverride(t *testing.T) {
+	ckpt := Tiny()
+	ckpt.Dropout, ckpt.SrcVocabSize, ckpt.TgtVocabSize = 0.2, 71, 71
+	var out strings.Builder
+	got, err := modelOverride(ckpt, nil, &out)
+	require.NoError(t, err)
+	require.Equal(t, ckpt, got)
+	require.Empty(t, out.String())
+
+	got, err = modelOverride(ckpt, []byte(`{"model_type": "marian", "dropout": 0.1, "attention_dropout": 0.05, "vocab_size": 300}`), &out)
+	require.NoError(t, err)
+	want := ckpt
+	want.Dropout, want.AttentionDropout = 0.1, 0.05
+	require.Equal(t, want, got, "only the dropout rates change; vocab_size is the tokenizer's")
+	require.Contains(t, out.String(), "init_from: model.dropout 0.1, the config's, replaces the checkpoint's 0.2\n")
+	require.Contains(t, out.String(), "init_from: model.attention_dropout 0.05, the config's, replaces the checkpoint's 0\n")
+	require.NotContains(t, out.String(), "activation_dropout")
+
+	out.Reset()
+	got, err = modelOverride(ckpt, []byte(`{"d_model": 32, "d_ff": 64, "num_heads": 4, "dropout": 0.2}`), &out)
+	require.NoError(t, err, "the older names, equal to the checkpoint's")
+	require.Equal(t, ckpt, got)
+	require.Empty(t, out.String())
+
+	_, err = modelOverride(ckpt, []byte(`{"model_type": "marian", "d_model": 64, "encoder_layers": 3, "dropout": 0.1}`), &out)
+	require.ErrorContains(t, err, "changes model.d_model 64 (the checkpoint's: 32), model.encoder_layers 3 (the checkpoint's: 2); drop these keys")
+	require.ErrorContains(t, err, "only the dropout rates, dropout, attention_dropout, activation_dropout, may differ")
+
+	_, err = modelOverride(ckpt, []byte(`{"model_type": "marian", "normalize_before": true, "add_final_layer_norm": true}`), &out)
+	require.ErrorContains(t, err, "model.normalize_before true (the checkpoint's: (none))")
+
+	_, err = modelOverride(ckpt, []byte(`{"model_type": "gpt2"}`), &out)
+	require.ErrorContains(t, err, "config: model: seq2seq config: model_type \"gpt2\" is another model family")
+}

@@ -3,11 +3,14 @@ package seq2seq
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -23,17 +26,22 @@ import (
 // (§5.3, §5.4): Adam with β = (0.9, 0.98), ε = 1e-9, the inverse-square-root
 // schedule with 4000 warmup steps, label smoothing 0.1.
 type TrainConfig struct {
-	Tokenizer      string   `json:"tokenizer"`                   // a tokenizer.json; empty: train a joint one on the training texts
-	TokenizerModel string   `json:"tokenizer_model"`             // the one to train: "bpe" (byte-level BPE, the default) or "wordlevel" (whitespace-separated tokens, as characters and phonemes)
-	BPEVocab       int      `json:"bpe_vocab_size"`              // when training a BPE
-	Model          Config   `json:"model"`                       // vocabulary sizes come from the tokenizer
-	InitFrom       string   `json:"init_from"`                   // start from this checkpoint (model and tokenizer)
-	Overlong       Overlong `json:"overlong"`                    // "truncate" or "skip" pairs longer than max_len
-	Batch          int      `json:"batch_size"`                  // pairs per batch
-	Accumulate     int      `json:"gradient_accumulation_steps"` // batches summed into each step (1: none)
-	Steps          int      `json:"max_steps"`
-	Warmup         int      `json:"warmup_steps"`
-	LRFactor       float64  `json:"lr_factor"` // scales the noam schedule; 1 is the paper's
+	Tokenizer      string `json:"tokenizer"`       // a tokenizer.json; empty: train a joint one on the training texts
+	TokenizerModel string `json:"tokenizer_model"` // the one to train: "bpe" (byte-level BPE, the default) or "wordlevel" (whitespace-separated tokens, as characters and phonemes)
+	BPEVocab       int    `json:"bpe_vocab_size"`  // when training a BPE
+	Model          Config `json:"model"`           // vocabulary sizes come from the tokenizer
+	// ModelJSON is the config file's model block as given (the readers
+	// keep it). With init_from the architecture is the checkpoint's: the
+	// block is read over the checkpoint's config, and it may change only
+	// the dropout rates (modelOverride).
+	ModelJSON  json.RawMessage `json:"-"`
+	InitFrom   string          `json:"init_from"`                   // start from this checkpoint (model and tokenizer)
+	Overlong   Overlong        `json:"overlong"`                    // "truncate" or "skip" pairs longer than max_len
+	Batch      int             `json:"batch_size"`                  // pairs per batch
+	Accumulate int             `json:"gradient_accumulation_steps"` // batches summed into each step (1: none)
+	Steps      int             `json:"max_steps"`
+	Warmup     int             `json:"warmup_steps"`
+	LRFactor   float64         `json:"lr_factor"` // scales the noam schedule; 1 is the paper's
 	// LRScheduler is the learning-rate schedule: "noam" (the default, the
 	// paper's inverse square root scaled by lr_factor) or "cosine"
 	// (nanoGPT's: a linear warmup to learning_rate over warmup_steps, then
@@ -151,7 +159,12 @@ func SetupContext(ctx context.Context, c TrainConfig, texts func() []string, out
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}
-		m, err := Load(from)
+		var m *Model
+		if c.Resume {
+			m, err = Load(from)
+		} else {
+			m, err = loadInit(from, c.ModelJSON, out)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}
@@ -260,10 +273,89 @@ func runRecord(c TrainConfig, texts []string) (runinfo.Record, error) {
 		return nil, err
 	}
 	// The vocabulary sizes and special ids come from the tokenizer.
-	if err := r.SetFields("model.", c.Model, "vocab_size", "decoder_vocab_size", "pad_token_id", "eos_token_id", "decoder_start_token_id"); err != nil {
+	if err := r.SetFields("model.", c.Model, tokenizerKeys...); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// tokenizerKeys are the model keys the tokenizer sets, not the config.
+var tokenizerKeys = []string{"vocab_size", "decoder_vocab_size", "pad_token_id", "eos_token_id", "decoder_start_token_id"}
+
+// dropoutKeys are the model keys a config may change when it starts from a
+// checkpoint: regularisation, not architecture (nanoGPT's override_args,
+// Hugging Face's from_pretrained(dir, dropout=…)).
+var dropoutKeys = []string{"dropout", "attention_dropout", "activation_dropout"}
+
+// loadInit loads the init_from checkpoint in dir with the config file's
+// model block given read over the checkpoint's config (modelOverride).
+func loadInit(dir string, given json.RawMessage, out io.Writer) (*Model, error) {
+	var cfg Config
+	if err := models.ReadConfig(dir, "seq2seq", &cfg); err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
+	}
+	cfg, err := modelOverride(cfg, given, out)
+	if err != nil {
+		return nil, err
+	}
+	m, err := New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("seq2seq: %s: %w", filepath.Join(dir, models.ConfigFile), err)
+	}
+	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// modelOverride reads a config file's model block over a checkpoint's
+// config ckpt. The dropout rates it changes are taken, each said on out;
+// a change to anything else is an error naming it, since the weights are
+// the checkpoint's architecture. Keys the tokenizer sets (vocabulary
+// sizes, special ids) are not compared.
+func modelOverride(ckpt Config, given json.RawMessage, out io.Writer) (Config, error) {
+	if len(given) == 0 {
+		return ckpt, nil
+	}
+	merged := ckpt
+	if err := json.Unmarshal(given, &merged); err != nil {
+		return ckpt, fmt.Errorf("config: model: %w", err)
+	}
+	was, now := runinfo.Record{}, runinfo.Record{}
+	if err := was.SetFields("", ckpt, tokenizerKeys...); err != nil {
+		return ckpt, err
+	}
+	if err := now.SetFields("", merged, tokenizerKeys...); err != nil {
+		return ckpt, err
+	}
+	union := maps.Clone(now)
+	maps.Copy(union, was)
+	var bad []string
+	for _, k := range slices.Sorted(maps.Keys(union)) {
+		if was[k] == now[k] || slices.Contains(dropoutKeys, k) {
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("model.%s %s (the checkpoint's: %s)", k, orNone(now[k]), orNone(was[k])))
+	}
+	if len(bad) > 0 {
+		return ckpt, fmt.Errorf("config: init_from: the model is the checkpoint's, but the config's model block changes %s; drop these keys (only the dropout rates, %s, may differ from the checkpoint's)",
+			strings.Join(bad, ", "), strings.Join(dropoutKeys, ", "))
+	}
+	for _, k := range dropoutKeys {
+		if was[k] != now[k] {
+			fmt.Fprintf(out, "init_from: model.%s %s, the config's, replaces the checkpoint's %s\n", k, now[k], was[k])
+		}
+	}
+	ckpt.Dropout, ckpt.AttentionDropout, ckpt.ActivationDropout = merged.Dropout, merged.AttentionDropout, merged.ActivationDropout
+	return ckpt, nil
+}
+
+// orNone is v, or "(none)" for a key a config leaves out.
+func orNone(v string) string {
+	if v == "" {
+		return "(none)"
+	}
+	return v
 }
 
 // writeRecord writes run.json for a new run.
