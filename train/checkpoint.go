@@ -26,6 +26,9 @@ const (
 type trainerState struct {
 	Step        int      `json:"step"`
 	BestValLoss *float64 `json:"best_val_loss"` // null before the first evaluation
+	// BestScore is the best value of the score that picks the best
+	// checkpoint (Scoring.BestBy); absent without one.
+	BestScore   *float64 `json:"best_score,omitempty"`
 	DataState   []byte   `json:"data_state"`
 	DropoutCall uint64   `json:"dropout_call"`
 }
@@ -36,7 +39,7 @@ func (t *Trainer) state() (trainerState, error) {
 	if err != nil {
 		return trainerState{}, fmt.Errorf("data state: %w", err)
 	}
-	st := trainerState{Step: t.step, DataState: data, DropoutCall: t.dropoutCall}
+	st := trainerState{Step: t.step, DataState: data, DropoutCall: t.dropoutCall, BestScore: t.bestScore}
 	if !math.IsInf(t.best, 1) {
 		st.BestValLoss = &t.best
 	}
@@ -49,7 +52,7 @@ func (t *Trainer) setState(st trainerState) error {
 		return fmt.Errorf("data: %w", err)
 	}
 	t.dropoutCall = st.DropoutCall
-	t.step, t.best = st.Step, math.Inf(1)
+	t.step, t.best, t.bestScore = st.Step, math.Inf(1), st.BestScore
 	if st.BestValLoss != nil {
 		t.best = *st.BestValLoss
 	}

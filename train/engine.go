@@ -67,6 +67,25 @@ type Config struct {
 	// CheckEvery is how often data-parallel ranks compare checksums of
 	// their weights (dist.go); 0 means DefaultCheckEvery.
 	CheckEvery int
+	Scoring
+}
+
+// Scoring is what a run scores at every evaluation besides the validation
+// loss, and what picks its best checkpoint.
+type Scoring struct {
+	// Scores, if set, is called at every evaluation after the validation
+	// loss, with the weights as they stand: more validation numbers, such
+	// as a word error rate from decoding held-out sources (Hugging Face's
+	// compute_metrics with predict_with_generate). They go to
+	// metrics.jsonl (val_scores) and the log line. Every data-parallel
+	// rank calls it, and must get the same numbers: the weights are the
+	// same. A cancelled ctx should stop it with an error.
+	Scores func(ctx context.Context) (map[string]float64, error)
+	// BestBy names the score that picks the best checkpoint instead of the
+	// lowest validation loss (metric_for_best_model); the highest wins
+	// with HigherIsBetter (greater_is_better), else the lowest.
+	BestBy         string
+	HigherIsBetter bool
 }
 
 // Validate reports a configuration that cannot run.
@@ -82,6 +101,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train: no run directory")
 	case c.Schedule == nil:
 		return fmt.Errorf("train: no learning-rate schedule")
+	case c.BestBy != "" && c.Scores == nil:
+		return fmt.Errorf("train: best_by %q needs scores", c.BestBy)
 	}
 	return c.AdamW.Validate()
 }
@@ -109,8 +130,9 @@ type Trainer struct {
 	// dropoutCall counts training runs: every graph draws the dropout masks
 	// of the run it is, so a resumed run redraws the same masks.
 	dropoutCall uint64
-	step        int     // optimizer steps done
-	best        float64 // best validation loss so far
+	step        int      // optimizer steps done
+	best        float64  // best validation loss so far
+	bestScore   *float64 // best value of the score BestBy so far; nil before one
 	hist        history
 	// Data parallelism (dist.go): the time the last step spent in
 	// collectives, and the buffers gradients are packed into.
@@ -307,6 +329,8 @@ type Result struct {
 	// ValParts are the last evaluation's reported scalars
 	// (layers.Graph.Report), such as BERT's mlm_accuracy; nil without any.
 	ValParts map[string]float64
+	// ValScores are the last evaluation's Scoring.Scores; nil without.
+	ValScores map[string]float64
 }
 
 // Run trains until cfg.Steps, evaluating, logging and checkpointing, and
@@ -555,8 +579,29 @@ func (t *Trainer) evaluate(ctx context.Context, rec *record, res *Result) error 
 	}
 	rec.ValLoss, rec.ValParts = &val, parts
 	res.ValLoss, res.ValParts = val, parts
-	if val < t.best {
-		t.best = val
+	improved := val < t.best
+	t.best = min(t.best, val)
+	if t.cfg.Scores != nil {
+		scores, err := t.cfg.Scores(ctx)
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("%w: scoring stopped: %w", ErrInterrupted, context.Cause(ctx))
+		}
+		if err != nil {
+			return fmt.Errorf("train: scores at step %d: %w", t.step, err)
+		}
+		rec.ValScores, res.ValScores = scores, scores
+		if by := t.cfg.BestBy; by != "" {
+			v, ok := scores[by]
+			if !ok {
+				return fmt.Errorf("train: best_by %q is not one of the scores:%s", by, partsText(scores))
+			}
+			improved = t.bestScore == nil || (t.cfg.HigherIsBetter && v > *t.bestScore) || (!t.cfg.HigherIsBetter && v < *t.bestScore)
+			if improved {
+				t.bestScore = &v
+			}
+		}
+	}
+	if improved {
 		if _, err := t.checkpoint("best"); err != nil {
 			return err
 		}

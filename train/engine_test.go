@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -362,7 +363,7 @@ func (f *fixedData) State() ([]byte, error) { return nil, nil }
 func (f *fixedData) Restore(b []byte) error { return nil }
 
 func TestConfigErrors(t *testing.T) {
-	good := toyConfig(t.TempDir(), 3)
+	good := toyConfig(t.TempDir(), 5) // 3 steps would leave no schedule (warmup 3)
 	for _, c := range []struct {
 		edit func(*Config)
 		want string
@@ -371,6 +372,7 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.Dir = "" }, "no run directory"},
 		{func(c *Config) { c.Schedule = nil }, "no learning-rate schedule"},
 		{func(c *Config) { c.ClipNorm = -1 }, "clip norm"},
+		{func(c *Config) { c.BestBy = "wer" }, `best_by "wer" needs scores`},
 	} {
 		cfg := good
 		c.edit(&cfg)
@@ -438,4 +440,98 @@ func TestNewGroupsSteps(t *testing.T) {
 	d = &groupedData{toyData: newToyData(1), fail: errors.New("plan under way")}
 	_, err = New(newToy(t, 1, 0), d, cfg)
 	require.ErrorContains(t, err, "train: data: plan under way")
+}
+
+// scripted scores the evaluations in turn with the values given, as
+// {"wer": v, "acc": -v}, counting the calls.
+type scripted struct {
+	vals  []float64
+	calls int
+}
+
+func (s *scripted) scores(context.Context) (map[string]float64, error) {
+	v := s.vals[s.calls%len(s.vals)]
+	s.calls++
+	return map[string]float64{"wer": v, "acc": -v}, nil
+}
+
+// bestStep is the step of the run's best checkpoint.
+func bestStep(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, CheckpointsDir, "best", TrainerFile))
+	require.NoError(t, err)
+	var st trainerState
+	require.NoError(t, json.Unmarshal(b, &st))
+	return st.Step
+}
+
+// Scores are computed at every evaluation and reach metrics.jsonl, the
+// result and the log lines; with BestBy the best checkpoint is the one of
+// the best score, lowest or highest, not of the lowest loss (which falls
+// throughout); without, it is the lowest loss's. A resumed run keeps the
+// best score: a later, worse one does not replace the best checkpoint.
+func TestScoresPickBest(t *testing.T) {
+	for _, c := range []struct {
+		by     string
+		higher bool
+		want   int
+	}{{"wer", false, 10}, {"acc", true, 10}, {"wer", true, 15}, {"", false, 20}} {
+		dir := t.TempDir()
+		cfg := toyConfig(dir, 20) // evaluations at 5, 10, 15, 20
+		sc := &scripted{vals: []float64{5, 2, 9, 3}}
+		cfg.Scoring = Scoring{Scores: sc.scores, BestBy: c.by, HigherIsBetter: c.higher}
+		tr, err := New(newToy(t, 1, 0), newToyData(1), cfg)
+		require.NoError(t, err)
+		var progress strings.Builder
+		res, err := tr.Run(context.Background(), &progress)
+		tr.Close()
+		require.NoError(t, err)
+		require.Equal(t, 4, sc.calls)
+		require.Equal(t, map[string]float64{"wer": 3, "acc": -3}, res.ValScores)
+		require.Equal(t, c.want, bestStep(t, dir), "best by %q, higher %v", c.by, c.higher)
+		recs, err := readMetrics(dir, 1<<30)
+		require.NoError(t, err)
+		require.Equal(t, map[string]float64{"wer": 2, "acc": -2}, recs[9].ValScores)
+		require.Nil(t, recs[8].ValScores)
+		require.Contains(t, progress.String(), "[acc -2.0000 wer 2.0000]")
+	}
+
+	// Interrupted at step 12 (best wer 2, at step 10) and resumed, the run
+	// meets wer 3 at step 15: the best checkpoint stays step 10's.
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	data := newToyData(1)
+	data.onNext = func(call int) {
+		if call == 2*12 {
+			cancel()
+		}
+	}
+	sc := &scripted{vals: []float64{5, 2}}
+	cfg := toyConfig(dir, 15)
+	cfg.Scoring = Scoring{Scores: sc.scores, BestBy: "wer"}
+	tr, err := New(newToy(t, 1, 0), data, cfg)
+	require.NoError(t, err)
+	_, err = tr.Run(ctx, nil)
+	tr.Close()
+	require.ErrorIs(t, err, ErrInterrupted)
+	require.Equal(t, 10, bestStep(t, dir))
+	cfg.Scoring.Scores = (&scripted{vals: []float64{3}}).scores
+	tr, err = New(newToy(t, 1, 0), newToyData(1), cfg)
+	require.NoError(t, err)
+	defer tr.Close()
+	ckpt, err := Latest(dir)
+	require.NoError(t, err)
+	require.NoError(t, tr.Resume(ckpt))
+	_, err = tr.Run(context.Background(), nil)
+	require.NoError(t, err)
+	require.Equal(t, 10, bestStep(t, dir), "wer 3 at step 15 is worse than step 10's 2")
+
+	// A BestBy that the scores do not give is an error naming them.
+	cfg = toyConfig(t.TempDir(), 5)
+	cfg.Scoring = Scoring{Scores: sc.scores, BestBy: "bleu"}
+	tr2, err := New(newToy(t, 1, 0), newToyData(1), cfg)
+	require.NoError(t, err)
+	defer tr2.Close()
+	_, err = tr2.Run(context.Background(), nil)
+	require.ErrorContains(t, err, `best_by "bleu" is not one of the scores: acc -5.0000 wer 5.0000`)
 }

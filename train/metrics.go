@@ -32,8 +32,10 @@ type record struct {
 	ValLoss *float64 `json:"val_loss,omitempty"`
 	// Parts and ValParts are the scalars the task's graph reports
 	// (layers.Graph.Report), such as BERT's mlm_loss and nsp_accuracy.
-	Parts         map[string]float64 `json:"parts,omitempty"`
-	ValParts      map[string]float64 `json:"val_parts,omitempty"`
+	Parts    map[string]float64 `json:"parts,omitempty"`
+	ValParts map[string]float64 `json:"val_parts,omitempty"`
+	// ValScores are the Scoring.Scores of an evaluation.
+	ValScores     map[string]float64 `json:"val_scores,omitempty"`
 	LR            float64            `json:"lr"`
 	GradNorm      *float64           `json:"grad_norm,omitempty"`
 	Targets       int                `json:"targets"`
@@ -277,6 +279,9 @@ func (l *lines) update(r record) {
 		if len(r.ValParts) > 0 {
 			line += " (" + strings.TrimSpace(partsText(r.ValParts)) + ")"
 		}
+		if len(r.ValScores) > 0 {
+			line += " [" + strings.TrimSpace(partsText(r.ValScores)) + "]"
+		}
 	}
 	line += fmt.Sprintf("  lr %.2e  %.0f %s/s", r.LR, r.TargetsPerSec, l.unit)
 	if done := r.Step - l.from; done > 0 && r.Step < l.total {
@@ -312,6 +317,9 @@ func (b bar) update(r record) {
 	desc := fmt.Sprintf("loss %.4f lr %.2e %.0f %s/s", r.Loss, r.LR, r.TargetsPerSec, b.unit)
 	if r.ValLoss != nil {
 		desc += fmt.Sprintf(" val %.4f", *r.ValLoss)
+		if len(r.ValScores) > 0 {
+			desc += partsText(r.ValScores)
+		}
 	}
 	b.b.Describe(desc)
 	_ = b.b.Set(r.Step)
