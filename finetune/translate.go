@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,6 +42,16 @@ type TranslationConfig struct {
 	// the default) or "g2p" (word and phoneme error rates against every
 	// reference of a source: grapheme-to-phoneme conversion).
 	Metric string `json:"metric"`
+	// PredictWithGenerate greedy-decodes the held-out sources at every
+	// evaluation and scores them by the metric: bleu and chrf, or wer and
+	// per, as val_scores in metrics.jsonl and on the log line (Hugging
+	// Face's Seq2SeqTrainer with predict_with_generate).
+	PredictWithGenerate bool `json:"predict_with_generate"`
+	// MetricForBestModel is what picks the best checkpoint: "loss" (the
+	// default, the lowest validation loss) or one of those scores, which
+	// needs predict_with_generate; bleu and chrf are best highest, wer and
+	// per lowest (Hugging Face's metric_for_best_model).
+	MetricForBestModel string `json:"metric_for_best_model"`
 	// ExportIDs writes the encoded pairs to run_dir/ids/{train,valid,test}.jsonl,
 	// one {"src": [...], "tgt": [...]} per line (ids without bos and eos),
 	// so that another implementation can train on exactly the same ids
@@ -112,6 +123,9 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	if _, err := NewScorer(cfg.Metric, nil, 0); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	if _, err := cfg.scoring(nil); err != nil {
+		return nil, err
+	}
 	pairs, read, err := readPairs(cfg)
 	var test []datasets.Pair
 	var testRead datasets.ParallelReport
@@ -173,7 +187,24 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
 	began := time.Now()
-	tres, err := seq2seq.Run(ctx, cfg.TrainConfig, m, tok, data, out)
+	heldSc, err := NewScorer(cfg.Metric, held, 0)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	scoring, err := cfg.scoring(func(ctx context.Context) (map[string]float64, error) {
+		s, _, err := heldSc.Decode(ctx, seq2seq.Ensemble{m}, tok, seq2seq.DecodeConfig{Beam: 1}, true)
+		if err != nil {
+			return nil, err
+		}
+		if heldSc.Metric == "g2p" {
+			return map[string]float64{"wer": s.WER, "per": s.PER}, nil
+		}
+		return map[string]float64{"bleu": s.BLEU, "chrf": s.ChrF}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	tres, err := seq2seq.Run(ctx, cfg.TrainConfig, m, tok, data, scoring, out)
 	if err != nil {
 		return nil, err
 	}
@@ -215,6 +246,30 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
 	return res, nil
+}
+
+// scoring is the engine's scoring of predict_with_generate and
+// metric_for_best_model, with scores computing them; a nil scores only
+// checks the settings.
+func (c TranslationConfig) scoring(scores func(context.Context) (map[string]float64, error)) (train.Scoring, error) {
+	metric, names := "bleu", []string{"bleu", "chrf"}
+	if c.Metric == "g2p" {
+		metric, names = "g2p", []string{"wer", "per"}
+	}
+	var sc train.Scoring
+	if c.PredictWithGenerate {
+		sc.Scores = scores
+	}
+	switch by := c.MetricForBestModel; {
+	case by == "" || by == "loss":
+	case !slices.Contains(names, by):
+		return sc, fmt.Errorf("config: metric_for_best_model %q must be \"loss\" or, with metric %q, one of %s", by, metric, strings.Join(names, ", "))
+	case !c.PredictWithGenerate:
+		return sc, fmt.Errorf("config: metric_for_best_model %q needs predict_with_generate true: the held-out sources are decoded at every evaluation to score them", by)
+	default:
+		sc.BestBy, sc.HigherIsBetter = by, by == "bleu" || by == "chrf"
+	}
+	return sc, nil
 }
 
 // ScoreTranslation translates the pairs' sources and scores the outputs

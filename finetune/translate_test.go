@@ -1,6 +1,7 @@
 package finetune
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -65,5 +66,42 @@ func TestIssue15ConfigsRead(t *testing.T) {
 		require.Equal(t, want.tok, cfg.TokenizerModel, f)
 		require.Equal(t, want.metric, cfg.Metric, f)
 		require.Equal(t, want.maxLen, cfg.Model.MaxLen, f)
+	}
+}
+
+// predict_with_generate and metric_for_best_model become the engine's
+// scoring: the best checkpoint by the metric named, highest BLEU or chrF,
+// lowest WER or PER; a name the metric does not give, or one without
+// predict_with_generate, is an error that says what to do.
+func TestTranslationScoring(t *testing.T) {
+	scores := func(context.Context) (map[string]float64, error) { return nil, nil }
+	for _, c := range []struct {
+		metric, by string
+		predict    bool
+		best       string
+		higher     bool
+		err        string
+	}{
+		{"", "", false, "", false, ""},
+		{"", "loss", true, "", false, ""},
+		{"", "bleu", true, "bleu", true, ""},
+		{"bleu", "chrf", true, "chrf", true, ""},
+		{"g2p", "wer", true, "wer", false, ""},
+		{"g2p", "per", true, "per", false, ""},
+		{"", "wer", true, "", false, `metric_for_best_model "wer" must be "loss" or, with metric "bleu", one of bleu, chrf`},
+		{"g2p", "bleu", true, "", false, `with metric "g2p", one of wer, per`},
+		{"g2p", "wer", false, "", false, `metric_for_best_model "wer" needs predict_with_generate true`},
+	} {
+		cfg := DefaultTranslation()
+		cfg.Metric, cfg.MetricForBestModel, cfg.PredictWithGenerate = c.metric, c.by, c.predict
+		sc, err := cfg.scoring(scores)
+		if c.err != "" {
+			require.ErrorContains(t, err, c.err)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, c.best, sc.BestBy, "%+v", c)
+		require.Equal(t, c.higher, sc.HigherIsBetter, "%+v", c)
+		require.Equal(t, c.predict, sc.Scores != nil, "%+v", c)
 	}
 }

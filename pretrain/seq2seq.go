@@ -116,5 +116,5 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 	if err != nil {
 		return train.Result{}, fmt.Errorf("pretrain: %w", err)
 	}
-	return seq2seq.Run(ctx, cfg.TrainConfig, m, tok, data, out)
+	return seq2seq.Run(ctx, cfg.TrainConfig, m, tok, data, train.Scoring{}, out)
 }

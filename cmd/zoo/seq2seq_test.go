@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -260,6 +261,7 @@ func TestSeq2SeqG2PCLI(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfg, []byte(`{
 		"tokenizer_model": "wordlevel", "metric": "g2p", "batch_size": 32, "warmup_steps": 50, "lr_factor": 1,
 		"eval_interval": 100, "save_interval": 300, "held_out": 30, "num_beams": 2,
+		"predict_with_generate": true, "metric_for_best_model": "wer",
 		"model": {"model_type": "marian", "d_model": 32, "encoder_attention_heads": 2, "decoder_attention_heads": 2,
 			"encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "encoder_layers": 1, "decoder_layers": 1,
 			"dropout": 0, "attention_dropout": 0, "max_position_embeddings": 12, "vocab_size": 20,
@@ -286,6 +288,36 @@ func TestSeq2SeqG2PCLI(t *testing.T) {
 		require.Less(t, s.PER, 5.0, "%s", s.Strategy)
 	}
 	require.Regexp(t, `greedy on \d+ test words: WER`, out.String())
+	// predict_with_generate: every evaluation decodes the held-out words
+	// with the weights of that step, and the best checkpoint is the one of
+	// the lowest WER among them.
+	require.Regexp(t, `step 500/500  loss \S+  val \S+ \[per \S+ wer \S+\]`, out.String())
+	recs, err := os.ReadFile(filepath.Join(run1, "metrics.jsonl"))
+	require.NoError(t, err)
+	var wers []float64
+	for _, line := range strings.Split(strings.TrimSpace(string(recs)), "\n") {
+		var rec struct {
+			Step      int
+			ValScores map[string]float64 `json:"val_scores"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		if rec.Step%100 == 0 {
+			require.Contains(t, rec.ValScores, "per", "step %d", rec.Step)
+			wers = append(wers, rec.ValScores["wer"])
+		} else {
+			require.Nil(t, rec.ValScores)
+		}
+	}
+	t.Logf("held-out WER per evaluation: %v", wers)
+	require.Len(t, wers, 5)
+	require.Greater(t, wers[0], wers[4]+20, "the held-out WER falls as the model learns: %v", wers)
+	var best struct {
+		BestScore float64 `json:"best_score"`
+	}
+	st, err := os.ReadFile(filepath.Join(run1, "checkpoints", "best", "trainer.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(st, &best))
+	require.Equal(t, slices.Min(wers), best.BestScore)
 	// zoo eval scores a checkpoint, or a file of outputs (one per word), by
 	// the same error rates.
 	out.Reset()

@@ -425,8 +425,9 @@ func (c TrainConfig) schedule(dModel int) (train.Schedule, error) {
 }
 
 // Run trains m on the examples with the engine, writing checkpoints,
-// metrics.jsonl and loss.png under c.RunDir and progress to out.
-func Run(ctx context.Context, c TrainConfig, m *Model, tok datasets.Tokenizer, data *Data, out io.Writer) (train.Result, error) {
+// metrics.jsonl and loss.png under c.RunDir and progress to out; sc adds
+// scores to every evaluation (the zero value: none).
+func Run(ctx context.Context, c TrainConfig, m *Model, tok datasets.Tokenizer, data *Data, sc train.Scoring, out io.Writer) (train.Result, error) {
 	if err := ctx.Err(); err != nil { // interrupted while preparing: no step-0 checkpoint
 		return train.Result{}, fmt.Errorf("seq2seq: %w", err)
 	}
@@ -437,7 +438,7 @@ func Run(ctx context.Context, c TrainConfig, m *Model, tok datasets.Tokenizer, d
 	ac := train.AdamWConfig{Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay}
 	tr, err := train.New(&Task{Model: m, Tok: tok, Smoothing: c.LabelSmoothing}, data, train.Config{
 		Steps: c.Steps, Accumulate: c.Accumulate, ClipNorm: c.ClipNorm, EvalEvery: c.EvalEvery, SaveEvery: c.SaveEvery,
-		Dir: c.RunDir, Seed: c.Seed, AdamW: ac, Schedule: sched,
+		Dir: c.RunDir, Seed: c.Seed, AdamW: ac, Schedule: sched, Scoring: sc,
 	})
 	if err != nil {
 		return train.Result{}, err
