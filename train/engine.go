@@ -580,7 +580,9 @@ func (t *Trainer) evaluate(ctx context.Context, rec *record, res *Result) error 
 	rec.ValLoss, rec.ValParts = &val, parts
 	res.ValLoss, res.ValParts = val, parts
 	improved := val < t.best
-	t.best = min(t.best, val)
+	if improved {
+		t.best = val
+	}
 	if t.cfg.Scores != nil {
 		scores, err := t.cfg.Scores(ctx)
 		if err != nil && ctx.Err() != nil {
@@ -595,7 +597,7 @@ func (t *Trainer) evaluate(ctx context.Context, rec *record, res *Result) error 
 			if !ok {
 				return fmt.Errorf("train: best_by %q is not one of the scores:%s", by, partsText(scores))
 			}
-			improved = t.bestScore == nil || (t.cfg.HigherIsBetter && v > *t.bestScore) || (!t.cfg.HigherIsBetter && v < *t.bestScore)
+			improved = !math.IsNaN(v) && (t.bestScore == nil || (t.cfg.HigherIsBetter && v > *t.bestScore) || (!t.cfg.HigherIsBetter && v < *t.bestScore))
 			if improved {
 				t.bestScore = &v
 			}
