@@ -30,13 +30,9 @@ func Read[T any](path string, base T) (T, error) {
 // implement): that section is decoded alone into section(&cfg), then the
 // rest of the file strictly over base. Errors name the file.
 func ReadSection[T any](path string, base T, key string, section func(*T) any) (T, error) {
-	b, err := os.ReadFile(path)
+	b, raw, err := readObject(path)
 	if err != nil {
-		return base, fmt.Errorf("config: %w", err)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return base, fmt.Errorf("%s: config: %w", path, err)
+		return base, err
 	}
 	cfg := base
 	if m, ok := raw[key]; ok {
@@ -60,13 +56,23 @@ func ReadSection[T any](path string, base T, key string, section func(*T) any) (
 // as written, or nil when the file has no such key. Read reports the
 // file's other errors; this one reports only what stops it finding key.
 func Section(path, key string) (json.RawMessage, error) {
+	_, raw, err := readObject(path)
+	if err != nil {
+		return nil, err
+	}
+	return raw[key], nil
+}
+
+// readObject reads the file at path and the JSON object in it: its keys
+// and their values as written. Errors name the file.
+func readObject(path string) ([]byte, map[string]json.RawMessage, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, nil, fmt.Errorf("config: %w", err)
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, fmt.Errorf("config: %s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: config: %w", path, err)
 	}
-	return raw[key], nil
+	return b, raw, nil
 }
