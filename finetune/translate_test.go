@@ -67,6 +67,14 @@ func TestIssue15ConfigsRead(t *testing.T) {
 		require.Equal(t, want.metric, cfg.Metric, f)
 		require.Equal(t, want.maxLen, cfg.Model.MaxLen, f)
 	}
+	// The second stage of the best G2P model: its architecture is the
+	// first stage's checkpoint's, and its model block changes the dropout.
+	cfg, err := ReadTranslationConfig(filepath.Join("..", "tools", "seq2seq", "cmudict-g2p-3x256-continue.json"), DefaultTranslation())
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, "runs/g2p-3x256/checkpoints/final", cfg.InitFrom)
+	require.JSONEq(t, `{"dropout": 0.1}`, string(cfg.ModelJSON))
+	require.Equal(t, uint64(2), cfg.Seed)
 }
 
 // predict_with_generate and metric_for_best_model become the engine's
