@@ -187,20 +187,18 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
 	began := time.Now()
-	heldSc, err := NewScorer(cfg.Metric, held, 0)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	scoring, err := cfg.scoring(func(ctx context.Context) (map[string]float64, error) {
-		s, _, err := heldSc.Decode(ctx, seq2seq.Ensemble{m}, tok, seq2seq.DecodeConfig{Beam: 1}, true)
+	var scores func(context.Context) (map[string]float64, error)
+	if cfg.PredictWithGenerate {
+		heldSc, err := NewScorer(cfg.Metric, held, 0)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("config: %w", err)
 		}
-		if heldSc.Metric == "g2p" {
-			return map[string]float64{"wer": s.WER, "per": s.PER}, nil
+		scores = func(ctx context.Context) (map[string]float64, error) {
+			s, _, err := heldSc.Decode(ctx, seq2seq.Ensemble{m}, tok, seq2seq.DecodeConfig{Beam: 1}, true)
+			return s.values(heldSc.Metric), err
 		}
-		return map[string]float64{"bleu": s.BLEU, "chrf": s.ChrF}, nil
-	})
+	}
+	scoring, err := cfg.scoring(scores)
 	if err != nil {
 		return nil, err
 	}
@@ -252,10 +250,8 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 // metric_for_best_model, with scores computing them; a nil scores only
 // checks the settings.
 func (c TranslationConfig) scoring(scores func(context.Context) (map[string]float64, error)) (train.Scoring, error) {
-	metric, names := "bleu", []string{"bleu", "chrf"}
-	if c.Metric == "g2p" {
-		metric, names = "g2p", []string{"wer", "per"}
-	}
+	metric := cmp(c.Metric, "bleu")
+	names := scoreNames(metric)
 	var sc train.Scoring
 	if c.PredictWithGenerate {
 		sc.Scores = scores
@@ -270,6 +266,23 @@ func (c TranslationConfig) scoring(scores func(context.Context) (map[string]floa
 		sc.BestBy, sc.HigherIsBetter = by, by == "bleu" || by == "chrf"
 	}
 	return sc, nil
+}
+
+// scoreNames are the scores metric ("bleu" or "g2p") gives, by the names
+// of values.
+func scoreNames(metric string) []string {
+	if metric == "g2p" {
+		return []string{"wer", "per"}
+	}
+	return []string{"bleu", "chrf"}
+}
+
+// values are the scores of metric by name (scoreNames).
+func (s TranslationScores) values(metric string) map[string]float64 {
+	if metric == "g2p" {
+		return map[string]float64{"wer": s.WER, "per": s.PER}
+	}
+	return map[string]float64{"bleu": s.BLEU, "chrf": s.ChrF}
 }
 
 // ScoreTranslation translates the pairs' sources and scores the outputs

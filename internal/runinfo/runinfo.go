@@ -119,23 +119,26 @@ func Inherited(run, now Record) Record {
 	return out
 }
 
-// Diff lists, sorted by name, each setting whose value differs between the
-// run's record and now's, as "name: the run has X, now Y". A setting only
-// one of them has is listed too, as "(none)" on the other side.
-func Diff(run, now Record) []string {
+// Change is a setting whose value differs between two records: Was and
+// Now, "(none)" on the side that does not have it.
+type Change struct{ Name, Was, Now string }
+
+// Changes lists, sorted by name, each setting whose value differs between
+// was and now, including one that only one of them has.
+func Changes(was, now Record) []Change {
 	var names []string
-	for k := range run {
+	for k := range was {
 		names = append(names, k)
 	}
 	for k := range now {
-		if _, ok := run[k]; !ok {
+		if _, ok := was[k]; !ok {
 			names = append(names, k)
 		}
 	}
 	slices.Sort(names)
-	var out []string
+	var out []Change
 	for _, k := range names {
-		a, okA := run[k]
+		a, okA := was[k]
 		b, okB := now[k]
 		if okA && okB && a == b {
 			continue
@@ -146,7 +149,18 @@ func Diff(run, now Record) []string {
 		if !okB {
 			b = "(none)"
 		}
-		out = append(out, fmt.Sprintf("%s: the run has %s, now %s", k, a, b))
+		out = append(out, Change{k, a, b})
+	}
+	return out
+}
+
+// Diff lists, sorted by name, each setting whose value differs between the
+// run's record and now's, as "name: the run has X, now Y". A setting only
+// one of them has is listed too, as "(none)" on the other side.
+func Diff(run, now Record) []string {
+	var out []string
+	for _, c := range Changes(run, now) {
+		out = append(out, fmt.Sprintf("%s: the run has %s, now %s", c.Name, c.Was, c.Now))
 	}
 	return out
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -328,34 +327,21 @@ func modelOverride(ckpt Config, given json.RawMessage, out io.Writer) (Config, e
 	if err := now.SetFields("", merged, tokenizerKeys...); err != nil {
 		return ckpt, err
 	}
-	union := maps.Clone(now)
-	maps.Copy(union, was)
-	var bad []string
-	for _, k := range slices.Sorted(maps.Keys(union)) {
-		if was[k] == now[k] || slices.Contains(dropoutKeys, k) {
-			continue
+	var bad, took []string
+	for _, c := range runinfo.Changes(was, now) {
+		if slices.Contains(dropoutKeys, c.Name) {
+			took = append(took, fmt.Sprintf("init_from: model.%s %s, the config's, replaces the checkpoint's %s\n", c.Name, c.Now, c.Was))
+		} else {
+			bad = append(bad, fmt.Sprintf("model.%s %s (the checkpoint's: %s)", c.Name, c.Now, c.Was))
 		}
-		bad = append(bad, fmt.Sprintf("model.%s %s (the checkpoint's: %s)", k, orNone(now[k]), orNone(was[k])))
 	}
 	if len(bad) > 0 {
 		return ckpt, fmt.Errorf("config: init_from: the model is the checkpoint's, but the config's model block changes %s; drop these keys (only the dropout rates, %s, may differ from the checkpoint's)",
 			strings.Join(bad, ", "), strings.Join(dropoutKeys, ", "))
 	}
-	for _, k := range dropoutKeys {
-		if was[k] != now[k] {
-			fmt.Fprintf(out, "init_from: model.%s %s, the config's, replaces the checkpoint's %s\n", k, now[k], was[k])
-		}
-	}
+	fmt.Fprint(out, strings.Join(took, ""))
 	ckpt.Dropout, ckpt.AttentionDropout, ckpt.ActivationDropout = merged.Dropout, merged.AttentionDropout, merged.ActivationDropout
 	return ckpt, nil
-}
-
-// orNone is v, or "(none)" for a key a config leaves out.
-func orNone(v string) string {
-	if v == "" {
-		return "(none)"
-	}
-	return v
 }
 
 // writeRecord writes run.json for a new run.
