@@ -58,6 +58,10 @@ type Training struct {
 	WeightDecay float64 `json:"weight_decay"`
 	GradClip    float64 `json:"grad_clip"`
 	EvalEvery   int     `json:"eval_interval"`
+	// LoadBestModelAtEnd loads checkpoints/best (the lowest validation
+	// loss) when training ends, so that the final scores are of it
+	// (Hugging Face's load_best_model_at_end).
+	LoadBestModelAtEnd bool `json:"load_best_model_at_end,omitempty"`
 	// SaveEvery writes a checkpoint every so many steps (0: only the best
 	// and the final one, and one when the run is interrupted), which
 	// Resume continues from.
@@ -96,7 +100,7 @@ func (s Training) trainer(task train.Task, data train.Data, o engine) (*train.Tr
 	ac := train.DefaultAdamWConfig()
 	ac.WeightDecay = s.WeightDecay
 	return train.New(task, data, train.Config{Steps: s.MaxIters, Accumulate: s.Accumulate, ClipNorm: s.GradClip, EvalEvery: s.EvalEvery,
-		SaveEvery: s.SaveEvery, Dir: s.RunDir, Seed: s.Seed, AdamW: ac, Schedule: sched, Unit: o.unit})
+		SaveEvery: s.SaveEvery, Dir: s.RunDir, Seed: s.Seed, AdamW: ac, Schedule: sched, Unit: o.unit, LoadBestAtEnd: s.LoadBestModelAtEnd})
 }
 
 // engine is what a task changes in the engine Training builds: the

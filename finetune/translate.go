@@ -93,18 +93,22 @@ type TranslationScores struct {
 // TranslationResult is what a run produced; it is also written to
 // run_dir/results.json.
 type TranslationResult struct {
-	Steps         int                 `json:"steps"`
-	ValLoss       float64             `json:"val_loss"`
-	TrainSeconds  float64             `json:"train_seconds"`
-	Params        int                 `json:"params"`
-	TrainPairs    int                 `json:"train_pairs"`
-	HeldOutPairs  int                 `json:"held_out_pairs"`
-	TestPairs     int                 `json:"test_pairs,omitempty"` // pairs of test_data
-	Scores        []TranslationScores `json:"scores"`
-	Final         string              `json:"checkpoint"`
-	ReadReport    string              `json:"read_report"`
-	EncodeReport  string              `json:"encode_report"`
-	ExampleOutput [][3]string         `json:"examples"` // source, reference, beam output
+	Steps        int                 `json:"steps"`
+	ValLoss      float64             `json:"val_loss"`
+	TrainSeconds float64             `json:"train_seconds"`
+	Params       int                 `json:"params"`
+	TrainPairs   int                 `json:"train_pairs"`
+	HeldOutPairs int                 `json:"held_out_pairs"`
+	TestPairs    int                 `json:"test_pairs,omitempty"` // pairs of test_data
+	Scores       []TranslationScores `json:"scores"`
+	Final        string              `json:"checkpoint"`
+	// Best is the checkpoint the scores are of with load_best_model_at_end
+	// (checkpoints/best, at BestStep); empty: the final one.
+	Best          string      `json:"best_checkpoint,omitempty"`
+	BestStep      int         `json:"best_step,omitempty"`
+	ReadReport    string      `json:"read_report"`
+	EncodeReport  string      `json:"encode_report"`
+	ExampleOutput [][3]string `json:"examples"` // source, reference, beam output
 }
 
 // RunTranslation trains a translation model on the pairs, then scores the
@@ -207,7 +211,7 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		return nil, err
 	}
 	res := &TranslationResult{Steps: tres.Steps, ValLoss: tres.ValLoss, TrainSeconds: time.Since(began).Seconds(),
-		Params: m.NumParams(), TrainPairs: len(trainEx), HeldOutPairs: len(held), Final: tres.Final,
+		Params: m.NumParams(), TrainPairs: len(trainEx), HeldOutPairs: len(held), Final: tres.Final, Best: tres.Best, BestStep: tres.BestStep,
 		ReadReport: read.String(), EncodeReport: rep.String()}
 	scored, what := held, "held-out"
 	if test != nil {

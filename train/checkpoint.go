@@ -46,6 +46,20 @@ func (t *Trainer) state() (trainerState, error) {
 	return st, nil
 }
 
+// readState reads a checkpoint's trainer.json; a missing one is an
+// error that wraps fs.ErrNotExist.
+func readState(ckpt string) (trainerState, error) {
+	var st trainerState
+	b, err := os.ReadFile(filepath.Join(ckpt, TrainerFile))
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("%s: %w", filepath.Join(ckpt, TrainerFile), err)
+	}
+	return st, nil
+}
+
 // setState moves the trainer and its data to st.
 func (t *Trainer) setState(st trainerState) error {
 	if err := t.data.Restore(st.DataState); err != nil {
@@ -118,13 +132,9 @@ func (t *Trainer) writeCheckpoint(dir string) error {
 // goes on exactly as if it had not stopped. Metrics past the checkpoint's
 // step are dropped from metrics.jsonl.
 func (t *Trainer) Resume(ckpt string) error {
-	b, err := os.ReadFile(filepath.Join(ckpt, TrainerFile))
+	st, err := readState(ckpt)
 	if err != nil {
 		return fmt.Errorf("train: resume: %w", err)
-	}
-	var st trainerState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("train: resume: %s: %w", filepath.Join(ckpt, TrainerFile), err)
 	}
 	if st.Step < 0 || st.Step > t.cfg.Steps {
 		return fmt.Errorf("train: resume: the checkpoint is at step %d, outside this run's %d steps", st.Step, t.cfg.Steps)
@@ -218,13 +228,9 @@ func LastCheckpoints(run string, n int) ([]string, error) {
 			continue
 		}
 		dir := filepath.Join(root, name)
-		b, err := os.ReadFile(filepath.Join(dir, TrainerFile))
+		st, err := readState(dir)
 		if err != nil {
 			return nil, fmt.Errorf("train: checkpoint %s: %w", dir, err)
-		}
-		var st trainerState
-		if err := json.Unmarshal(b, &st); err != nil {
-			return nil, fmt.Errorf("train: checkpoint %s: %s: %w", dir, TrainerFile, err)
 		}
 		if old, ok := atStep[st.Step]; ok && filepath.Base(old.dir) == "final" {
 			continue

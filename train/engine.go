@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"path/filepath"
 	"time"
 
 	"gorgonia.org/gorgonia"
@@ -67,6 +69,12 @@ type Config struct {
 	// CheckEvery is how often data-parallel ranks compare checksums of
 	// their weights (dist.go); 0 means DefaultCheckEvery.
 	CheckEvery int
+	// LoadBestAtEnd loads the best checkpoint's weights (checkpoints/best:
+	// lowest validation loss, or best by Scoring.BestBy) into the model
+	// once the final checkpoint is written, so that what is scored or used
+	// after Run is the best model, not the last (Hugging Face's
+	// load_best_model_at_end). Result.Best says which was loaded.
+	LoadBestAtEnd bool
 	Scoring
 }
 
@@ -331,6 +339,11 @@ type Result struct {
 	ValParts map[string]float64
 	// ValScores are the last evaluation's Scoring.Scores; nil without.
 	ValScores map[string]float64
+	// Best is the checkpoint whose weights the model holds after Run with
+	// LoadBestAtEnd (checkpoints/best), BestStep its step; "" and 0
+	// otherwise: the model holds the last step's weights.
+	Best     string
+	BestStep int
 }
 
 // Run trains until cfg.Steps, evaluating, logging and checkpointing, and
@@ -408,8 +421,45 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 	}
 	bar.finish()
 	res.Steps, res.BestLoss = t.step, t.best
-	res.Final, err = t.checkpoint("final")
-	return res, err
+	if res.Final, err = t.checkpoint("final"); err != nil || !t.cfg.LoadBestAtEnd {
+		return res, err
+	}
+	return res, t.loadBest(&res, progress)
+}
+
+// loadBest loads checkpoints/best into the model (Config.LoadBestAtEnd)
+// and says so on progress. Without one (no evaluation gave a number that
+// could be best) the model keeps the last step's weights, which is said
+// too.
+func (t *Trainer) loadBest(res *Result, progress io.Writer) error {
+	say := func(format string, a ...any) {
+		if progress != nil {
+			fmt.Fprintf(progress, format, a...)
+		}
+	}
+	best := filepath.Join(t.cfg.Dir, CheckpointsDir, "best")
+	st, err := readState(best)
+	if errors.Is(err, fs.ErrNotExist) {
+		say("load_best_model_at_end: no best checkpoint in %s; the model keeps the last step's weights\n", filepath.Dir(best))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("train: load_best_model_at_end: %w", err)
+	}
+	if err := t.task.Load(best); err != nil {
+		return fmt.Errorf("train: load_best_model_at_end: %s: %w", best, err)
+	}
+	res.Best, res.BestStep = best, st.Step
+	by, v := "val loss", st.BestValLoss
+	if t.cfg.BestBy != "" {
+		by, v = t.cfg.BestBy, st.BestScore
+	}
+	at := ""
+	if v != nil {
+		at = fmt.Sprintf(", %s %.4g", by, *v)
+	}
+	say("load_best_model_at_end: the model now holds %s (step %d of %d%s)\n", best, st.Step, t.step, at)
+	return nil
 }
 
 // interrupt saves a checkpoint of the last finished step, if any step has

@@ -491,7 +491,7 @@ func TestScoresPickBest(t *testing.T) {
 		require.Equal(t, c.want, bestStep(t, dir), "best by %q, higher %v", c.by, c.higher)
 		recs, err := readMetrics(dir, 1<<30)
 		require.NoError(t, err)
-		require.Equal(t, map[string]float64{"wer": 2, "acc": -2}, recs[9].ValScores)
+		require.Equal(t, scoreMap{"wer": 2, "acc": -2}, recs[9].ValScores)
 		require.Nil(t, recs[8].ValScores)
 		require.Contains(t, progress.String(), "[acc -2.0000 wer 2.0000]")
 	}
@@ -534,4 +534,63 @@ func TestScoresPickBest(t *testing.T) {
 	defer tr2.Close()
 	_, err = tr2.Run(context.Background(), nil)
 	require.ErrorContains(t, err, `best_by "bleu" is not one of the scores: acc -5.0000 wer 5.0000`)
+}
+
+// With LoadBestAtEnd the model ends the run holding the best checkpoint's
+// weights (step 10's, the lowest wer), not the last step's, and says so;
+// without it, the last step's. A run whose evaluations never gave a best
+// (every score NaN) keeps the last step's weights and says that.
+func TestLoadBestAtEnd(t *testing.T) {
+	load := func(dir, name string) [][]float32 {
+		k := newToy(t, 9, 0)
+		require.NoError(t, k.Load(filepath.Join(dir, CheckpointsDir, name)))
+		return weightsOf(k)
+	}
+	for _, loadBest := range []bool{true, false} {
+		dir := t.TempDir()
+		cfg := toyConfig(dir, 20) // evaluations at 5, 10, 15, 20
+		cfg.Scoring = Scoring{Scores: (&scripted{vals: []float64{5, 2, 9, 3}}).scores, BestBy: "wer"}
+		cfg.LoadBestAtEnd = loadBest
+		k := newToy(t, 1, 0)
+		tr, err := New(k, newToyData(1), cfg)
+		require.NoError(t, err)
+		var progress strings.Builder
+		res, err := tr.Run(context.Background(), &progress)
+		tr.Close()
+		require.NoError(t, err)
+		best, final := load(dir, "best"), load(dir, "final")
+		require.NotEqual(t, best, final)
+		if !loadBest {
+			require.Equal(t, final, weightsOf(k))
+			require.Empty(t, res.Best)
+			require.NotContains(t, progress.String(), "load_best_model_at_end")
+			continue
+		}
+		require.Equal(t, best, weightsOf(k), "the model holds step 10's weights")
+		require.Equal(t, filepath.Join(dir, CheckpointsDir, "best"), res.Best)
+		require.Equal(t, 10, res.BestStep)
+		require.Contains(t, progress.String(), "load_best_model_at_end: the model now holds "+res.Best+" (step 10 of 20, wer 2)")
+	}
+	dir := t.TempDir()
+	cfg := toyConfig(dir, 10)
+	cfg.Scoring = Scoring{Scores: (&scripted{vals: []float64{math.NaN(), math.NaN()}}).scores, BestBy: "wer"}
+	cfg.LoadBestAtEnd = true
+	k := newToy(t, 1, 0)
+	tr, err := New(k, newToyData(1), cfg)
+	require.NoError(t, err)
+	defer tr.Close()
+	var progress strings.Builder
+	res, err := tr.Run(context.Background(), &progress)
+	require.NoError(t, err)
+	require.Empty(t, res.Best)
+	require.Equal(t, load(dir, "final"), weightsOf(k))
+	require.Contains(t, progress.String(), "load_best_model_at_end: no best checkpoint in "+filepath.Join(dir, CheckpointsDir)+"; the model keeps the last step's weights")
+	// The NaN scores are null in metrics.jsonl (JSON has no NaN) and NaN
+	// again when read back.
+	b, err := os.ReadFile(filepath.Join(dir, MetricsFile))
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"val_scores":{"acc":null,"wer":null}`)
+	recs, err := readMetrics(dir, 1<<30)
+	require.NoError(t, err)
+	require.True(t, math.IsNaN(recs[4].ValScores["wer"]))
 }

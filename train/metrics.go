@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,7 +36,7 @@ type record struct {
 	Parts    map[string]float64 `json:"parts,omitempty"`
 	ValParts map[string]float64 `json:"val_parts,omitempty"`
 	// ValScores are the Scoring.Scores of an evaluation.
-	ValScores     map[string]float64 `json:"val_scores,omitempty"`
+	ValScores     scoreMap           `json:"val_scores,omitempty"`
 	LR            float64            `json:"lr"`
 	GradNorm      *float64           `json:"grad_norm,omitempty"`
 	Targets       int                `json:"targets"`
@@ -44,6 +45,41 @@ type record struct {
 	// CommSeconds is the part of Seconds spent summing gradients across
 	// data-parallel ranks; absent with one process.
 	CommSeconds *float64 `json:"comm_seconds,omitempty"`
+}
+
+// scoreMap is a record's scores: a NaN or infinite one, which JSON cannot
+// hold, is written as null and read back as NaN.
+type scoreMap map[string]float64
+
+func (m scoreMap) MarshalJSON() ([]byte, error) {
+	out := make(map[string]*float64, len(m))
+	for k, v := range m {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			out[k] = &v
+		} else {
+			out[k] = nil
+		}
+	}
+	return json.Marshal(out)
+}
+
+func (m *scoreMap) UnmarshalJSON(b []byte) error {
+	var in map[string]*float64
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	if in == nil {
+		*m = nil
+		return nil
+	}
+	*m = make(scoreMap, len(in))
+	for k, v := range in {
+		(*m)[k] = math.NaN()
+		if v != nil {
+			(*m)[k] = *v
+		}
+	}
+	return nil
 }
 
 // metrics appends records to the run's metrics.jsonl.

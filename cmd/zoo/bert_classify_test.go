@@ -43,12 +43,15 @@ func TestFinetuneBERTClassifyPairsScratch(t *testing.T) {
 
 	args := []string{"finetune", "bert", "--task", "classify", "--init-from", ckpt, "--train-file", data,
 		"--text-column", "sentence1", "--text-pair-column", "sentence2", "--scratch", "--max-length", "12",
-		"--max-steps", "2", "--batch-size", "4", "--run", filepath.Join(dir, "run")}
+		"--load-best-model-at-end", "--max-steps", "2", "--batch-size", "4", "--run", filepath.Join(dir, "run")}
 	var out, errb bytes.Buffer
 	code := run(args, &out, &errb)
 	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
 	require.Contains(t, out.String(), "fresh weights (scratch)")
 	require.Contains(t, out.String(), "done: 2 steps")
+	best := filepath.Join(dir, "run", "checkpoints", "best")
+	require.Contains(t, out.String(), "load_best_model_at_end: the model now holds "+best)
+	require.Contains(t, out.String(), "checkpoint: "+best+" (step ")
 
 	out.Reset()
 	errb.Reset()

@@ -40,7 +40,7 @@ func runFinetuneBERTQA(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps; validation (%d questions) exact match %.2f, F1 %.2f\n", res.Steps, res.Scores.N, res.Scores.ExactMatch, res.Scores.F1)
 	printBaselines(stdout, res.Baselines)
-	fmt.Fprintf(stdout, "checkpoint: %s\n", res.Final)
+	fmt.Fprintln(stdout, checkpointLine(res.Final, res.Best, res.BestStep))
 	return nil
 }
 

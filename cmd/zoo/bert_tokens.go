@@ -36,7 +36,7 @@ func runFinetuneBERTTokens(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "\ndone: %d steps\n", res.Steps)
 	printTokenScores(stdout, "model", res.Scores)
 	printTokenScores(stdout, "most-frequent-tag baseline", res.Baseline)
-	fmt.Fprintf(stdout, "checkpoint: %s\n", res.Final)
+	fmt.Fprintln(stdout, checkpointLine(res.Final, res.Best, res.BestStep))
 	return nil
 }
 

@@ -120,6 +120,7 @@ type trainTargets struct {
 	lr                              *float64
 	seed                            *uint64
 	resume, force, overwrite        *bool
+	loadBest                        *bool
 	batchWhat, warmupWhat, initWhat string // what the flag's help names
 }
 
@@ -163,6 +164,9 @@ func (f *cmdFlags) training(t trainTargets) {
 	if t.overwrite != nil {
 		f.BoolVar(t.overwrite, "overwrite", *t.overwrite, "start over in a run directory that holds a run: the old run is moved to DIR.old-<time>, never deleted")
 	}
+	if t.loadBest != nil {
+		f.BoolVar(t.loadBest, "load-best-model-at-end", *t.loadBest, "when training ends, load checkpoints/best (the best evaluation's) in place of the last step's weights: the final scores are of it")
+	}
 	if t.force != nil {
 		f.BoolVar(t.force, "force", *t.force, "with --resume: go on although the data or config given now differ from the run's (the checkpoint's model and tokenizer are kept)")
 	}
@@ -175,7 +179,7 @@ func (f *cmdFlags) training(t trainTargets) {
 func (f *cmdFlags) taskFlags(t *finetune.Training, ckpt, trainFile, valFile *string, batchWhat, initWhat, fileWhat string) {
 	f.training(trainTargets{run: &t.RunDir, initFrom: ckpt, steps: &t.MaxIters, batch: &t.Batch,
 		warmup: &t.Warmup, evalEvery: &t.EvalEvery, saveEvery: &t.SaveEvery, lr: &t.LR, seed: &t.Seed,
-		resume: &t.Resume, force: &t.Force, overwrite: &t.Overwrite,
+		resume: &t.Resume, force: &t.Force, overwrite: &t.Overwrite, loadBest: &t.LoadBestModelAtEnd,
 		batchWhat: batchWhat, warmupWhat: "before the linear decay", initWhat: initWhat})
 	f.StringVar(trainFile, "train-file", *trainFile, fileWhat+" to train on")
 	f.StringVar(valFile, "validation-file", *valFile, fileWhat+" to report the scores on (default: val_fraction of the training file)")

@@ -118,8 +118,8 @@ func runClassify(family string, args []string, stdout io.Writer) error {
 	if err != nil {
 		return interrupted(err, cfg.RunDir, stdout)
 	}
-	fmt.Fprintf(stdout, "\ndone: %d steps; validation accuracy %.4f, macro-F1 %.4f\n%v\ncheckpoint: %s\n",
-		res.Steps, res.Confusion.Accuracy(), res.Confusion.MacroF1(), res.Confusion, res.Final)
+	fmt.Fprintf(stdout, "\ndone: %d steps; validation accuracy %.4f, macro-F1 %.4f\n%v\n%s\n",
+		res.Steps, res.Confusion.Accuracy(), res.Confusion.MacroF1(), res.Confusion, checkpointLine(res.Final, res.Best, res.BestStep))
 	return nil
 }
 

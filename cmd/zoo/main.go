@@ -263,6 +263,15 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
+// checkpointLine names the checkpoint a fine-tuning run's scores are of:
+// the final one, or with load_best_model_at_end the best one it loaded.
+func checkpointLine(final, best string, bestStep int) string {
+	if best == "" {
+		return "checkpoint: " + final
+	}
+	return fmt.Sprintf("checkpoint: %s (step %d, the best, loaded at the end and scored); the last step's: %s", best, bestStep, final)
+}
+
 // interrupted tells how to resume after Ctrl-C; other errors pass through.
 func interrupted(err error, run string, w io.Writer) error {
 	if errors.Is(err, train.ErrInterrupted) || errors.Is(err, context.Canceled) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -23,7 +24,7 @@ import (
 // to c.
 func seq2seqFlags(f *cmdFlags, c *seq2seq.TrainConfig) {
 	f.training(trainTargets{run: &c.RunDir, initFrom: &c.InitFrom, steps: &c.Steps, batch: &c.Batch,
-		warmup: &c.Warmup, evalEvery: &c.EvalEvery, saveEvery: &c.SaveEvery, seed: &c.Seed, resume: &c.Resume, force: &c.Force, overwrite: &c.Overwrite,
+		warmup: &c.Warmup, evalEvery: &c.EvalEvery, saveEvery: &c.SaveEvery, seed: &c.Seed, resume: &c.Resume, force: &c.Force, overwrite: &c.Overwrite, loadBest: &c.LoadBestModelAtEnd,
 		batchWhat: "pairs", warmupWhat: "of the inverse-square-root schedule", initWhat: "a seq2seq (model and tokenizer)"})
 	f.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "a tokenizer.json (default: train a joint byte-level BPE)")
 	f.Float64Var(&c.LRFactor, "lr-factor", c.LRFactor, "scales the inverse-square-root schedule; 1 is the paper's")
@@ -47,7 +48,8 @@ func runPretrainSeq2Seq(args []string, stdout io.Writer) error {
 	if err != nil {
 		return interrupted(err, cfg.RunDir, stdout)
 	}
-	fmt.Fprintf(stdout, "\ndone: %d steps, validation loss %.4f\ncheckpoint: %s\nnext: zoo finetune seq2seq --init-from %s --data PAIRS.tsv\n", res.Steps, res.ValLoss, res.Final, res.Final)
+	fmt.Fprintf(stdout, "\ndone: %d steps, validation loss %.4f\n%s\nnext: zoo finetune seq2seq --init-from %s --data PAIRS.tsv\n",
+		res.Steps, res.ValLoss, checkpointLine(res.Final, res.Best, res.BestStep), cmp.Or(res.Best, res.Final))
 	return nil
 }
 
@@ -82,8 +84,8 @@ func runFinetuneSeq2Seq(args []string, stdout io.Writer) error {
 	if err != nil {
 		return interrupted(err, cfg.RunDir, stdout)
 	}
-	fmt.Fprintf(stdout, "\ndone: %d steps in %.0f s, validation loss %.4f\ncheckpoint: %s\nresults: %s\nnext: zoo translate --checkpoint %s\n",
-		res.Steps, res.TrainSeconds, res.ValLoss, res.Final, filepath.Join(cfg.RunDir, "results.json"), res.Final)
+	fmt.Fprintf(stdout, "\ndone: %d steps in %.0f s, validation loss %.4f\n%s\nresults: %s\nnext: zoo translate --checkpoint %s\n",
+		res.Steps, res.TrainSeconds, res.ValLoss, checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.RunDir, "results.json"), cmp.Or(res.Best, res.Final))
 	return nil
 }
 

@@ -261,7 +261,7 @@ func TestSeq2SeqG2PCLI(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfg, []byte(`{
 		"tokenizer_model": "wordlevel", "metric": "g2p", "batch_size": 32, "warmup_steps": 50, "lr_factor": 1,
 		"eval_interval": 100, "save_interval": 300, "held_out": 30, "num_beams": 2,
-		"predict_with_generate": true, "metric_for_best_model": "wer",
+		"predict_with_generate": true, "metric_for_best_model": "wer", "load_best_model_at_end": true,
 		"model": {"model_type": "marian", "d_model": 32, "encoder_attention_heads": 2, "decoder_attention_heads": 2,
 			"encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "encoder_layers": 1, "decoder_layers": 1,
 			"dropout": 0, "attention_dropout": 0, "max_position_embeddings": 12, "vocab_size": 20,
@@ -280,8 +280,13 @@ func TestSeq2SeqG2PCLI(t *testing.T) {
 			Strategy string
 			WER, PER float64
 		}
+		Best     string `json:"best_checkpoint"`
+		BestStep int    `json:"best_step"`
 	}
 	require.NoError(t, json.Unmarshal(res, &got))
+	bestDir := filepath.Join(run1, "checkpoints", "best")
+	require.Equal(t, bestDir, got.Best, "load_best_model_at_end: the scores are of the best checkpoint")
+	require.Contains(t, out.String(), "load_best_model_at_end: the model now holds "+bestDir)
 	require.Len(t, got.Scores, 2)
 	for _, s := range got.Scores {
 		require.Less(t, s.WER, 20.0, "%s: %s", s.Strategy, out.String())
@@ -318,12 +323,14 @@ func TestSeq2SeqG2PCLI(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(st, &best))
 	require.Equal(t, slices.Min(wers), best.BestScore)
+	require.Equal(t, 100*(1+slices.Index(wers, slices.Min(wers))), got.BestStep)
 	// zoo eval scores a checkpoint, or a file of outputs (one per word), by
-	// the same error rates.
+	// the same error rates: the best checkpoint's are the run's final
+	// scores (load_best_model_at_end).
 	out.Reset()
-	code = run([]string{"eval", "--checkpoint", filepath.Join(run1, "checkpoints", "final"), "--data", testTSV, "--metric", "g2p", "--greedy"}, &out, &errb)
+	code = run([]string{"eval", "--checkpoint", bestDir, "--data", testTSV, "--metric", "g2p", "--greedy"}, &out, &errb)
 	require.Equal(t, 0, code, errb.String())
-	require.Regexp(t, `greedy on \d+ words: WER \d`, out.String())
+	require.Regexp(t, fmt.Sprintf(`greedy on \d+ words: WER %.2f%%, PER %.2f%%`, got.Scores[1].WER, got.Scores[1].PER), out.String())
 	var first strings.Builder
 	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(test.String()), "\n") {

@@ -77,7 +77,7 @@ Augmentation flags follow timm's train.py.`)
 	t := &cfg.Training
 	f.training(trainTargets{run: &t.RunDir, initFrom: &cfg.InitFrom, steps: &t.MaxIters, batch: &t.Batch,
 		warmup: &t.Warmup, evalEvery: &t.EvalEvery, saveEvery: &t.SaveEvery, lr: &t.LR, seed: &t.Seed,
-		resume: &t.Resume, force: &t.Force, overwrite: &t.Overwrite,
+		resume: &t.Resume, force: &t.Force, overwrite: &t.Overwrite, loadBest: &t.LoadBestModelAtEnd,
 		batchWhat: "images", warmupWhat: "before the cosine (or linear) decay", initWhat: "a ViT or ViT-MAE checkpoint whose backbone the classifier starts from (default: a new model, --model)"})
 	f.BoolVar(&t.Scratch, "scratch", t.Scratch, "with --init-from: its architecture (at --image-size) with fresh weights, the baseline for what pretraining gained")
 	f.Float64Var(&t.WeightDecay, "weight-decay", t.WeightDecay, "AdamW weight decay (not on biases, norms, class token, positions)")
@@ -136,8 +136,8 @@ Augmentation flags follow timm's train.py.`)
 		return interrupted(err, cfg.RunDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps; validation accuracy %.4f, macro-F1 %.4f\n%v\n", res.Steps, res.Confusion.Accuracy(), res.Confusion.MacroF1(), res.Confusion)
-	fmt.Fprintf(stdout, "confusion matrix: %s\nthroughput: training %.1f images/s, inference %.1f images/s; the steps waited %s for data over %d batches\ncheckpoint: %s\n",
-		res.ConfusionPNG, res.TrainImagesPerSec, res.InferImagesPerSec, res.DataWait.Round(time.Millisecond), res.DataBatches, res.Final)
+	fmt.Fprintf(stdout, "confusion matrix: %s\nthroughput: training %.1f images/s, inference %.1f images/s; the steps waited %s for data over %d batches\n%s\n",
+		res.ConfusionPNG, res.TrainImagesPerSec, res.InferImagesPerSec, res.DataWait.Round(time.Millisecond), res.DataBatches, checkpointLine(res.Final, res.Best, res.BestStep))
 	return nil
 }
 

@@ -56,10 +56,14 @@ type TrainConfig struct {
 	ClipNorm       float64 `json:"clip_norm"` // 0: off
 	EvalEvery      int     `json:"eval_interval"`
 	SaveEvery      int     `json:"save_interval"`
-	HeldOut        int     `json:"held_out"` // pairs kept out of training, for validation
-	Seed           uint64  `json:"seed"`
-	RunDir         string  `json:"run_dir"`
-	Resume         bool    `json:"resume"` // continue from run_dir's latest checkpoint
+	// LoadBestModelAtEnd loads checkpoints/best (lowest validation loss,
+	// or best by metric_for_best_model) when training ends, so that the
+	// final scores are of it (Hugging Face's load_best_model_at_end).
+	LoadBestModelAtEnd bool   `json:"load_best_model_at_end"`
+	HeldOut            int    `json:"held_out"` // pairs kept out of training, for validation
+	Seed               uint64 `json:"seed"`
+	RunDir             string `json:"run_dir"`
+	Resume             bool   `json:"resume"` // continue from run_dir's latest checkpoint
 	// Force resumes even when the data, tokenizer settings or model config
 	// given now differ from the run's (run_dir/run.json); the checkpoint's
 	// model and tokenizer are used, and the differences are printed.
@@ -424,7 +428,7 @@ func Run(ctx context.Context, c TrainConfig, m *Model, tok datasets.Tokenizer, d
 	ac := train.AdamWConfig{Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay}
 	tr, err := train.New(&Task{Model: m, Tok: tok, Smoothing: c.LabelSmoothing}, data, train.Config{
 		Steps: c.Steps, Accumulate: c.Accumulate, ClipNorm: c.ClipNorm, EvalEvery: c.EvalEvery, SaveEvery: c.SaveEvery,
-		Dir: c.RunDir, Seed: c.Seed, AdamW: ac, Schedule: sched, Scoring: sc,
+		Dir: c.RunDir, Seed: c.Seed, AdamW: ac, Schedule: sched, Scoring: sc, LoadBestAtEnd: c.LoadBestModelAtEnd,
 	})
 	if err != nil {
 		return train.Result{}, err
