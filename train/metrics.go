@@ -36,12 +36,12 @@ type record struct {
 	Parts    map[string]float64 `json:"parts,omitempty"`
 	ValParts map[string]float64 `json:"val_parts,omitempty"`
 	// ValScores are the Scoring.Scores of an evaluation.
-	ValScores     scoreMap           `json:"val_scores,omitempty"`
-	LR            float64            `json:"lr"`
-	GradNorm      *float64           `json:"grad_norm,omitempty"`
-	Targets       int                `json:"targets"`
-	Seconds       float64            `json:"seconds"`
-	TargetsPerSec float64            `json:"targets_per_sec"`
+	ValScores     scoreMap `json:"val_scores,omitempty"`
+	LR            float64  `json:"lr"`
+	GradNorm      *float64 `json:"grad_norm,omitempty"`
+	Targets       int      `json:"targets"`
+	Seconds       float64  `json:"seconds"`
+	TargetsPerSec float64  `json:"targets_per_sec"`
 	// CommSeconds is the part of Seconds spent summing gradients across
 	// data-parallel ranks; absent with one process.
 	CommSeconds *float64 `json:"comm_seconds,omitempty"`
