@@ -33,11 +33,16 @@ type TranslationConfig struct {
 	// TestData is a TSV of pairs scored at the end instead of the
 	// held-out pairs (which then only validate): a test set split apart
 	// beforehand, such as whole books of the Bible.
-	TestData      string  `json:"test_data"`
-	Beam          int     `json:"num_beams"`      // beam width for the final scores
-	LengthPenalty float64 `json:"length_penalty"` // GNMT α
-	EarlyStopping string  `json:"early_stopping"` // beam search: "true", "false" or "never" (decode.ParseStopping)
-	ScoreSize     int     `json:"score_size"`     // pairs (words with metric g2p) scored; 0: all
+	TestData string `json:"test_data"`
+	// ValidationData is a TSV of pairs that validate (the loss, the
+	// predict_with_generate scores, the best checkpoint) instead of
+	// held_out pairs drawn from the training data by seed: one fixed set
+	// for every run and stage, and all of data trains.
+	ValidationData string  `json:"validation_data"`
+	Beam           int     `json:"num_beams"`      // beam width for the final scores
+	LengthPenalty  float64 `json:"length_penalty"` // GNMT α
+	EarlyStopping  string  `json:"early_stopping"` // beam search: "true", "false" or "never" (decode.ParseStopping)
+	ScoreSize      int     `json:"score_size"`     // pairs (words with metric g2p) scored; 0: all
 	// Metric is what the final scores are: "bleu" (corpus BLEU and chrF,
 	// the default) or "g2p" (word and phoneme error rates against every
 	// reference of a source: grapheme-to-phoneme conversion).
@@ -138,6 +143,13 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 			err = fmt.Errorf("config: test_data %s has no pairs", cfg.TestData)
 		}
 	}
+	var val []datasets.Pair
+	var valRead datasets.ParallelReport
+	if err == nil && cfg.ValidationData != "" {
+		if val, valRead, err = datasets.ReadParallelTSV(cfg.ValidationData, datasets.ParallelOptions{}); err == nil && len(val) == 0 {
+			err = fmt.Errorf("config: validation_data %s has no pairs", cfg.ValidationData)
+		}
+	}
 	if err == nil {
 		err = train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out)
 	}
@@ -149,6 +161,13 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		fmt.Fprintf(out, "test data: %s\n", testRead)
 	}
 	trainP, held := splitPairs(pairs, cfg.HeldOut, cfg.Seed)
+	if val != nil {
+		trainP, held = pairs, val
+		fmt.Fprintf(out, "validation data (held_out is not drawn): %s\n", valRead)
+		if n := overlap(trainP, val); n > 0 {
+			fmt.Fprintf(out, "warning: %d of %d validation sources are also training sources\n", n, len(val))
+		}
+	}
 	if len(trainP) == 0 || len(held) == 0 {
 		return nil, fmt.Errorf("finetune: %d pairs leave %d for training and %d held out; need both", len(pairs), len(trainP), len(held))
 	}

@@ -65,6 +65,7 @@ func runFinetuneSeq2Seq(args []string, stdout io.Writer) error {
 	f.StringVar(&cfg.SrcFile, "src-file", cfg.SrcFile, "source sentences, one per line (with --tgt-file)")
 	f.StringVar(&cfg.TgtFile, "tgt-file", cfg.TgtFile, "target sentences, aligned with --src-file")
 	f.StringVar(&cfg.TestData, "test-data", cfg.TestData, "TSV of test pairs scored at the end instead of the held-out pairs")
+	f.StringVar(&cfg.ValidationData, "validation-data", cfg.ValidationData, "TSV of pairs that validate (loss, predict_with_generate, best checkpoint) instead of held_out pairs drawn from --data by seed")
 	f.StringVar(&cfg.Metric, "metric", cfg.Metric, "final scores: bleu (BLEU and chrF) or g2p (word and phoneme error rates over every reference of a source)")
 	f.IntVar(&cfg.Beam, "beam", cfg.Beam, "beam size of the final scores")
 	f.Float64Var(&cfg.LengthPenalty, "length-penalty", cfg.LengthPenalty, "GNMT length penalty α of the final scores")

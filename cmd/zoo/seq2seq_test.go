@@ -89,20 +89,34 @@ func TestSeq2SeqCLI(t *testing.T) {
 	require.Contains(t, errb.String(), "the config's model block changes model.d_model 64 (the checkpoint's: 32); drop these keys")
 
 	// A separate test set is scored instead of the held-out pairs, with
-	// the early stopping asked for.
+	// the early stopping asked for; a validation file validates instead of
+	// pairs drawn from the data, which all train.
 	out.Reset()
-	test := filepath.Join(dir, "test.tsv")
+	test, valid := filepath.Join(dir, "test.tsv"), filepath.Join(dir, "valid.tsv")
 	require.NoError(t, os.WriteFile(test, []byte("seven one\tsieben eins\nnine nine\tneun neun\nsomething new\tetwas neues\n"), 0o644))
+	require.NoError(t, os.WriteFile(valid, []byte("two five\tzwei fünf\nsix six\tsechs sechs\n"), 0o644))
 	code = run([]string{"finetune", "seq2seq", "--config", cfg, "--data", tsv, "--run", filepath.Join(dir, "ft-test"), "--max-steps", "2",
-		"--test-data", test, "--early-stopping", "never", "--export-ids"}, &out, &errb)
+		"--test-data", test, "--validation-data", valid, "--early-stopping", "never", "--export-ids"}, &out, &errb)
 	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
-	for _, want := range []string{"early stopping never) on 3 test pairs: BLEU", "greedy on 3 test pairs", "warning: 2 of 3 test sources are also training sources"} {
+	for _, want := range []string{"early stopping never) on 3 test pairs: BLEU", "greedy on 3 test pairs", "warning: 2 of 3 test sources are also training sources",
+		"validation data (held_out is not drawn): read 2 lines: 2 pairs"} {
 		require.Contains(t, out.String(), want)
 	}
-	ids, err := os.ReadFile(filepath.Join(dir, "ft-test", "ids", "test.jsonl"))
+	for f, n := range map[string]int{"test.jsonl": 3, "valid.jsonl": 2} {
+		ids, err := os.ReadFile(filepath.Join(dir, "ft-test", "ids", f))
+		require.NoError(t, err)
+		require.Len(t, strings.Split(strings.TrimSpace(string(ids)), "\n"), n, f)
+		require.Regexp(t, `^\{"src":\[\d+(,\d+)*\],"tgt":\[\d+(,\d+)*\]\}\n`, string(ids))
+	}
+	var counts struct {
+		Train int `json:"train_pairs"`
+		Held  int `json:"held_out_pairs"`
+	}
+	js, err := os.ReadFile(filepath.Join(dir, "ft-test", "results.json"))
 	require.NoError(t, err)
-	require.Len(t, strings.Split(strings.TrimSpace(string(ids)), "\n"), 3)
-	require.Regexp(t, `^\{"src":\[\d+(,\d+)*\],"tgt":\[\d+(,\d+)*\]\}\n`, string(ids))
+	require.NoError(t, json.Unmarshal(js, &counts))
+	require.Equal(t, 2, counts.Held)
+	require.Regexp(t, fmt.Sprintf(`read \d+ lines: %d pairs`, counts.Train), out.String(), "every pair of --data trains")
 
 	// Resuming past the end continues with the checkpoint's tokenizer and
 	// model: no tokenizer is trained again.
