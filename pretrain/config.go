@@ -51,6 +51,11 @@ type GPTConfig struct {
 	// run is moved aside to <run_dir>.old-<UTC time>, never deleted.
 	// Without it (or resume) such a directory is refused.
 	Overwrite bool `json:"overwrite"`
+	// ModelJSON is the config file's model block as written
+	// (DecodeGPTConfig keeps it). With init_from the architecture is the
+	// checkpoint's, but the dropout rates the block writes are taken, as
+	// nanoGPT's override_args (initFromModel).
+	ModelJSON json.RawMessage `json:"-"`
 }
 
 // DefaultGPT is nanoGPT's CPU configuration, character level, on Isaac
@@ -95,6 +100,7 @@ func DecodeGPTConfig(data []byte, base GPTConfig) (GPTConfig, error) {
 	if err := dec.Decode(&cfg); err != nil {
 		return base, fmt.Errorf("config: %w", err)
 	}
+	cfg.ModelJSON = raw["model"]
 	return cfg, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/gpt"
 	"github.com/d73a19ff/zoo/train"
 )
 
@@ -102,7 +103,8 @@ func TestResumeWithoutRunRecord(t *testing.T) {
 	require.Contains(t, out.String(), "cannot be checked")
 }
 
-// Fine-tuning says which of the config's model fields it does not use.
+// Fine-tuning says which of the config's model fields it does not use,
+// and takes the dropout rates a config file's model block writes.
 func TestInitFromNamesIgnoredModelFields(t *testing.T) {
 	text := strings.Repeat("a short text to learn by heart. ", 40)
 	base := tinyConfig(t, writeCorpus(t, text))
@@ -119,6 +121,23 @@ func TestInitFromNamesIgnoredModelFields(t *testing.T) {
 	require.Contains(t, out.String(), "model.n_positions 32 is not used: the checkpoint's architecture wins, with 16")
 	require.Contains(t, out.String(), "model.n_layer 7 is not used")
 	require.NotContains(t, out.String(), "model.n_embd", "a field the config leaves at the checkpoint's value")
+
+	// The dropout rates a config file's model block writes replace the
+	// checkpoint's (nanoGPT's override_args) and stay in the new
+	// checkpoints; its other keys are still the checkpoint's.
+	ft2, err := DecodeGPTConfig([]byte(`{"model": {"resid_pdrop": 0.2, "attn_pdrop": 0, "n_layer": 7}}`), ft)
+	require.NoError(t, err)
+	ft2.RunDir = filepath.Join(t.TempDir(), "run")
+	out.Reset()
+	res2, err := RunGPT(context.Background(), ft2, &out)
+	require.NoError(t, err)
+	require.Contains(t, out.String(), "init_from: model.resid_pdrop 0.2, the config's, replaces the checkpoint's 0\n")
+	require.NotContains(t, out.String(), "attn_pdrop", "the same as the checkpoint's")
+	require.Contains(t, out.String(), "model.n_layer 7 is not used")
+	m, err := gpt.Load(res2.Final)
+	require.NoError(t, err)
+	require.Equal(t, 0.2, m.Config.ResidPdrop)
+	require.Equal(t, 2, m.Config.NLayer)
 }
 
 // An interrupt while the tokenizer is trained or the corpus tokenized ends
