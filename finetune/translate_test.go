@@ -75,6 +75,16 @@ func TestIssue15ConfigsRead(t *testing.T) {
 	require.Equal(t, "runs/g2p-3x256/checkpoints/final", cfg.InitFrom)
 	require.JSONEq(t, `{"dropout": 0.1}`, string(cfg.ModelJSON))
 	require.Equal(t, uint64(2), cfg.Seed)
+	// The third stage: from the second's checkpoint, chosen by held-out
+	// WER, and scored as chosen.
+	cfg, err = ReadTranslationConfig(filepath.Join("..", "tools", "seq2seq", "cmudict-g2p-3x256-stage3.json"), DefaultTranslation())
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, "runs/g2p-3x256-continue/checkpoints/final", cfg.InitFrom)
+	sc, err := cfg.scoring(func(context.Context) (map[string]float64, error) { return nil, nil })
+	require.NoError(t, err)
+	require.Equal(t, "wer", sc.BestBy)
+	require.True(t, cfg.LoadBestModelAtEnd)
 }
 
 // predict_with_generate and metric_for_best_model become the engine's
