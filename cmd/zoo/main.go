@@ -269,7 +269,7 @@ func checkpointLine(final, best string, bestStep int) string {
 	if best == "" {
 		return "checkpoint: " + final
 	}
-	return fmt.Sprintf("checkpoint: %s (step %d, the best, loaded at the end and scored); the last step's: %s", best, bestStep, final)
+	return fmt.Sprintf("checkpoint: %s (step %d, the best evaluation's, which the run ends holding); the last step's: %s", best, bestStep, final)
 }
 
 // interrupted tells how to resume after Ctrl-C; other errors pass through.
