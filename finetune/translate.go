@@ -136,19 +136,13 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		return nil, err
 	}
 	pairs, read, err := readPairs(cfg)
-	var test []datasets.Pair
-	var testRead datasets.ParallelReport
-	if err == nil && cfg.TestData != "" {
-		if test, testRead, err = datasets.ReadParallelTSV(cfg.TestData, datasets.ParallelOptions{}); err == nil && len(test) == 0 {
-			err = fmt.Errorf("config: test_data %s has no pairs", cfg.TestData)
-		}
+	var test, val []datasets.Pair
+	var testRead, valRead datasets.ParallelReport
+	if err == nil {
+		test, testRead, err = readOptionalTSV("test_data", cfg.TestData)
 	}
-	var val []datasets.Pair
-	var valRead datasets.ParallelReport
-	if err == nil && cfg.ValidationData != "" {
-		if val, valRead, err = datasets.ReadParallelTSV(cfg.ValidationData, datasets.ParallelOptions{}); err == nil && len(val) == 0 {
-			err = fmt.Errorf("config: validation_data %s has no pairs", cfg.ValidationData)
-		}
+	if err == nil {
+		val, valRead, err = readOptionalTSV("validation_data", cfg.ValidationData)
 	}
 	if err == nil {
 		err = train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out)
@@ -531,6 +525,19 @@ func readPairs(cfg TranslationConfig) ([]datasets.Pair, datasets.ParallelReport,
 		return datasets.ReadParallelFiles(cfg.SrcFile, cfg.TgtFile, datasets.ParallelOptions{})
 	}
 	return nil, datasets.ParallelReport{}, fmt.Errorf("config: no data: give data (a source<TAB>target TSV) or src_file and tgt_file")
+}
+
+// readOptionalTSV reads the pairs of the TSV at path, the config's key;
+// none without a path, an error for a file of none.
+func readOptionalTSV(key, path string) ([]datasets.Pair, datasets.ParallelReport, error) {
+	if path == "" {
+		return nil, datasets.ParallelReport{}, nil
+	}
+	pairs, rep, err := datasets.ReadParallelTSV(path, datasets.ParallelOptions{})
+	if err == nil && len(pairs) == 0 {
+		err = fmt.Errorf("config: %s %s has no pairs", key, path)
+	}
+	return pairs, rep, err
 }
 
 // splitPairs holds out about n pairs (in expectation) by their source sentence (a hash of

@@ -77,7 +77,7 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 		if tok, err = models.LoadTokenizer(cfg.InitFrom); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
-		if m, err = initFromModel(cfg.InitFrom, cfg.ModelJSON, out); err != nil {
+		if m, err = initFromModel(cfg.InitFrom, cfg.Model, cfg.ModelJSON, out); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
 		fmt.Fprint(out, modelNotice(cfg.Model, m.Config))

@@ -9,13 +9,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/runinfo"
-	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/gpt"
 	"github.com/d73a19ff/zoo/train"
 )
@@ -143,45 +141,29 @@ func compareRun(runDir string, force bool, run, now runinfo.Record, out io.Write
 
 // initFromModel loads the GPT checkpoint in dir with the dropout rates
 // (resid_pdrop, embd_pdrop, attn_pdrop) that the config file's model block
-// given writes in place of the checkpoint's, each change said on out:
-// regularisation, not architecture, as nanoGPT's override_args. The
-// block's other keys are the checkpoint's (modelNotice names them).
-func initFromModel(dir string, given json.RawMessage, out io.Writer) (*gpt.Model, error) {
-	var c gpt.Config
-	if err := models.ReadConfig(dir, "gpt", &c); err != nil {
-		return nil, fmt.Errorf("gpt: %w", err)
-	}
-	var block map[string]json.RawMessage
-	if len(given) > 0 {
-		if err := json.Unmarshal(given, &block); err != nil {
+// written sets, to given's values, in place of the checkpoint's, each
+// change said on out: regularisation, not architecture, as nanoGPT's
+// override_args. The block's other keys are the checkpoint's (modelNotice
+// names them).
+func initFromModel(dir string, given gpt.Config, written json.RawMessage, out io.Writer) (*gpt.Model, error) {
+	var keys map[string]json.RawMessage
+	if len(written) > 0 {
+		if err := json.Unmarshal(written, &keys); err != nil {
 			return nil, fmt.Errorf("config: model: %w", err)
 		}
 	}
-	for _, f := range []struct {
-		key string
-		p   *float64
-	}{{"resid_pdrop", &c.ResidPdrop}, {"embd_pdrop", &c.EmbdPdrop}, {"attn_pdrop", &c.AttnPdrop}} {
-		raw, ok := block[f.key]
-		if !ok {
-			continue
+	return gpt.LoadEdited(dir, func(c *gpt.Config) error {
+		for _, f := range []struct {
+			key       string
+			ckpt, now *float64
+		}{{"resid_pdrop", &c.ResidPdrop, &given.ResidPdrop}, {"embd_pdrop", &c.EmbdPdrop, &given.EmbdPdrop}, {"attn_pdrop", &c.AttnPdrop, &given.AttnPdrop}} {
+			if _, ok := keys[f.key]; ok && *f.now != *f.ckpt {
+				fmt.Fprintf(out, "init_from: model.%s %g, the config's, replaces the checkpoint's %g\n", f.key, *f.now, *f.ckpt)
+				*f.ckpt = *f.now
+			}
 		}
-		var v float64
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, fmt.Errorf("config: model.%s: %w", f.key, err)
-		}
-		if v != *f.p {
-			fmt.Fprintf(out, "init_from: model.%s %g, the config's, replaces the checkpoint's %g\n", f.key, v, *f.p)
-			*f.p = v
-		}
-	}
-	m, err := gpt.New(c)
-	if err != nil {
-		return nil, fmt.Errorf("gpt: %s: %w", filepath.Join(dir, models.ConfigFile), err)
-	}
-	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
-		return nil, err
-	}
-	return m, nil
+		return nil
+	})
 }
 
 // modelNotice names each model field that the config sets (to other than

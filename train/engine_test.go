@@ -491,7 +491,7 @@ func TestScoresPickBest(t *testing.T) {
 		require.Equal(t, c.want, bestStep(t, dir), "best by %q, higher %v", c.by, c.higher)
 		recs, err := readMetrics(dir, 1<<30)
 		require.NoError(t, err)
-		require.Equal(t, scoreMap{"wer": 2, "acc": -2}, recs[9].ValScores)
+		require.Equal(t, scalars{"wer": 2, "acc": -2}, recs[9].ValScores)
 		require.Nil(t, recs[8].ValScores)
 		require.Contains(t, progress.String(), "[acc -2.0000 wer 2.0000]")
 	}

@@ -33,10 +33,10 @@ type record struct {
 	ValLoss *float64 `json:"val_loss,omitempty"`
 	// Parts and ValParts are the scalars the task's graph reports
 	// (layers.Graph.Report), such as BERT's mlm_loss and nsp_accuracy.
-	Parts    map[string]float64 `json:"parts,omitempty"`
-	ValParts map[string]float64 `json:"val_parts,omitempty"`
+	Parts    scalars `json:"parts,omitempty"`
+	ValParts scalars `json:"val_parts,omitempty"`
 	// ValScores are the Scoring.Scores of an evaluation.
-	ValScores     scoreMap `json:"val_scores,omitempty"`
+	ValScores     scalars  `json:"val_scores,omitempty"`
 	LR            float64  `json:"lr"`
 	GradNorm      *float64 `json:"grad_norm,omitempty"`
 	Targets       int      `json:"targets"`
@@ -47,23 +47,23 @@ type record struct {
 	CommSeconds *float64 `json:"comm_seconds,omitempty"`
 }
 
-// scoreMap is a record's scores: a NaN or infinite one, which JSON cannot
-// hold, is written as null and read back as NaN.
-type scoreMap map[string]float64
+// scalars are a record's named numbers (reports, scores): a NaN or
+// infinite one, which JSON cannot hold, is written as null and read back
+// as NaN, so that it cannot stop the run by failing the write.
+type scalars map[string]float64
 
-func (m scoreMap) MarshalJSON() ([]byte, error) {
+func (m scalars) MarshalJSON() ([]byte, error) {
 	out := make(map[string]*float64, len(m))
 	for k, v := range m {
+		out[k] = nil
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
 			out[k] = &v
-		} else {
-			out[k] = nil
 		}
 	}
 	return json.Marshal(out)
 }
 
-func (m *scoreMap) UnmarshalJSON(b []byte) error {
+func (m *scalars) UnmarshalJSON(b []byte) error {
 	var in map[string]*float64
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
@@ -72,7 +72,7 @@ func (m *scoreMap) UnmarshalJSON(b []byte) error {
 		*m = nil
 		return nil
 	}
-	*m = make(scoreMap, len(in))
+	*m = make(scalars, len(in))
 	for k, v := range in {
 		(*m)[k] = math.NaN()
 		if v != nil {

@@ -93,9 +93,21 @@ func (s savedConfig) MarshalJSON() ([]byte, error) { return s.c.marshal(s.arch) 
 // the dtype. Keys or shapes that do not fit the config are all reported by
 // name in a *layers.LoadError.
 func Load(dir string, opts ...layers.Option) (*Model, error) {
+	return LoadEdited(dir, nil, opts...)
+}
+
+// LoadEdited is Load with edit applied to the checkpoint's config before
+// the model is built (nil: none): settings that do not change the weights'
+// shapes, such as dropout rates when fine-tuning.
+func LoadEdited(dir string, edit func(*Config) error, opts ...layers.Option) (*Model, error) {
 	var cfg Config
 	if err := models.ReadConfig(dir, "gpt", &cfg); err != nil {
 		return nil, fmt.Errorf("gpt: %w", err)
+	}
+	if edit != nil {
+		if err := edit(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	m, err := New(cfg, opts...)
 	if err != nil {

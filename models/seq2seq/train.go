@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -166,7 +165,7 @@ func SetupContext(ctx context.Context, c TrainConfig, texts func() []string, out
 		if c.Resume {
 			m, err = Load(from)
 		} else {
-			m, err = loadInit(from, c.ModelJSON, out)
+			m, err = loadEdited(from, func(ck Config) (Config, error) { return modelOverride(ck, c.ModelJSON, out) })
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
@@ -289,27 +288,6 @@ var tokenizerKeys = []string{"vocab_size", "decoder_vocab_size", "pad_token_id",
 // checkpoint: regularisation, not architecture (nanoGPT's override_args,
 // Hugging Face's from_pretrained(dir, dropout=…)).
 var dropoutKeys = []string{"dropout", "attention_dropout", "activation_dropout"}
-
-// loadInit loads the init_from checkpoint in dir with the config file's
-// model block given read over the checkpoint's config (modelOverride).
-func loadInit(dir string, given json.RawMessage, out io.Writer) (*Model, error) {
-	var cfg Config
-	if err := models.ReadConfig(dir, "seq2seq", &cfg); err != nil {
-		return nil, fmt.Errorf("seq2seq: %w", err)
-	}
-	cfg, err := modelOverride(cfg, given, out)
-	if err != nil {
-		return nil, err
-	}
-	m, err := New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("seq2seq: %s: %w", filepath.Join(dir, models.ConfigFile), err)
-	}
-	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
 
 // modelOverride reads a config file's model block over a checkpoint's
 // config ckpt. The dropout rates it changes are taken, each said on out;
