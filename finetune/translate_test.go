@@ -85,6 +85,19 @@ func TestIssue15ConfigsRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "wer", sc.BestBy)
 	require.True(t, cfg.LoadBestModelAtEnd)
+	// The one-stage run: dropout 0.1 from the start, 30,000 steps, chosen
+	// by the WER on a validation file (no held_out draw).
+	cfg, err = ReadTranslationConfig(filepath.Join("..", "tools", "seq2seq", "cmudict-g2p-3x256-long.json"), DefaultTranslation())
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	require.Empty(t, cfg.InitFrom)
+	require.Equal(t, 30000, cfg.Steps)
+	require.Equal(t, 0.1, cfg.Model.Dropout)
+	require.Equal(t, 256, cfg.Model.DModel)
+	sc, err = cfg.scoring(func(context.Context) (map[string]float64, error) { return nil, nil })
+	require.NoError(t, err)
+	require.Equal(t, "wer", sc.BestBy)
+	require.True(t, cfg.LoadBestModelAtEnd)
 }
 
 // predict_with_generate and metric_for_best_model become the engine's

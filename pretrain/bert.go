@@ -52,6 +52,11 @@ type BERTConfig struct {
 	InitFrom    string  `json:"init_from"` // continue pretraining a BERT checkpoint (model, config, tokenizer)
 	Force       bool    `json:"force"`     // resume although the corpus or settings differ from run.json's
 	Overwrite   bool    `json:"overwrite"` // move an existing run aside to <run_dir>.old-<time>
+	// LoadBestModelAtEnd loads checkpoints/best (the lowest validation
+	// loss) into the model when training ends, as Hugging Face's
+	// load_best_model_at_end: the result's validation numbers (MLM and NSP loss and accuracy) are the
+	// best's. checkpoints/final keeps the last step's weights.
+	LoadBestModelAtEnd bool `json:"load_best_model_at_end"`
 }
 
 // DefaultBERT pretrains BERT-Mini (4 layers, 256 wide, 4 heads) at
@@ -237,7 +242,7 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 	task := &bert.PreTrainingTask{Model: m, Tok: tok, B: cfg.Batch, T: cfg.MaxSeqLength, P: cfg.Batch * cfg.MaxPredictions}
 	tr, err := train.New(task, data, train.Config{
 		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
-		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched,
+		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched, LoadBestAtEnd: cfg.LoadBestModelAtEnd,
 	})
 	if err != nil {
 		return nil, err

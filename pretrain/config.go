@@ -55,7 +55,12 @@ type GPTConfig struct {
 	// (DecodeGPTConfig keeps it). With init_from the architecture is the
 	// checkpoint's, but the dropout rates the block writes are taken, as
 	// nanoGPT's override_args (initFromModel).
-	ModelJSON json.RawMessage `json:"-"`
+	// LoadBestModelAtEnd loads checkpoints/best (the lowest validation
+	// loss) into the model when training ends, as Hugging Face's
+	// load_best_model_at_end: the result's validation numbers and the samples are the
+	// best's. checkpoints/final keeps the last step's weights.
+	LoadBestModelAtEnd bool            `json:"load_best_model_at_end"`
+	ModelJSON          json.RawMessage `json:"-"`
 }
 
 // DefaultGPT is nanoGPT's CPU configuration, character level, on Isaac

@@ -70,6 +70,11 @@ type MAEConfig struct {
 	Resume    bool   `json:"resume"`
 	Force     bool   `json:"force"`     // resume although the data or settings differ from run.json's
 	Overwrite bool   `json:"overwrite"` // move an existing run aside to <run_dir>.old-<time>
+	// LoadBestModelAtEnd loads checkpoints/best (the lowest validation
+	// loss) into the model when training ends, as Hugging Face's
+	// load_best_model_at_end: the result's validation numbers are the
+	// best's. checkpoints/final keeps the last step's weights.
+	LoadBestModelAtEnd bool `json:"load_best_model_at_end"`
 }
 
 // DefaultMAE pretrains MAEFashion (the Fashion encoder, a 64-wide 2-layer
@@ -271,7 +276,7 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 	tr, err := train.New(task, data, train.Config{
 		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
 		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched,
-		Unit: "patch", // MAE's targets are the masked patches
+		LoadBestAtEnd: cfg.LoadBestModelAtEnd, Unit: "patch", // MAE's targets are the masked patches
 	})
 	if err != nil {
 		return nil, err

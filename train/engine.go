@@ -331,11 +331,13 @@ func (t *Trainer) Step() int { return t.step }
 type Result struct {
 	Steps    int
 	Loss     float64 // the last step's training loss
-	ValLoss  float64 // the last evaluation's loss
+	ValLoss  float64 // the last evaluation's loss (with LoadBestAtEnd: the loaded model's)
 	BestLoss float64 // the best evaluation's loss
 	Final    string  // the final checkpoint's directory
 	// ValParts are the last evaluation's reported scalars
 	// (layers.Graph.Report), such as BERT's mlm_accuracy; nil without any.
+	// With LoadBestAtEnd they, ValLoss and ValScores are the loaded
+	// model's, evaluated again.
 	ValParts map[string]float64
 	// ValScores are the last evaluation's Scoring.Scores; nil without.
 	ValScores map[string]float64
@@ -424,14 +426,16 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 	if res.Final, err = t.checkpoint("final"); err != nil || !t.cfg.LoadBestAtEnd {
 		return res, err
 	}
-	return res, t.loadBest(&res, progress)
+	return res, t.loadBest(ctx, &res, progress)
 }
 
 // loadBest loads checkpoints/best into the model (Config.LoadBestAtEnd)
-// and says so on progress. Without one (no evaluation gave a number that
-// could be best) the model keeps the last step's weights, which is said
-// too.
-func (t *Trainer) loadBest(res *Result, progress io.Writer) error {
+// and says so on progress. The result's validation loss, parts and scores
+// become the loaded model's: it is evaluated again on the same batches
+// (nothing is recorded or saved). Without a best checkpoint (no evaluation
+// gave a number that could be best) the model keeps the last step's
+// weights, which is said too.
+func (t *Trainer) loadBest(ctx context.Context, res *Result, progress io.Writer) error {
 	say := func(format string, a ...any) {
 		if progress != nil {
 			fmt.Fprintf(progress, format, a...)
@@ -450,6 +454,18 @@ func (t *Trainer) loadBest(res *Result, progress io.Writer) error {
 		return fmt.Errorf("train: load_best_model_at_end: %s: %w", best, err)
 	}
 	res.Best, res.BestStep = best, st.Step
+	batches, err := t.data.Eval()
+	if err != nil {
+		return fmt.Errorf("train: load_best_model_at_end: evaluation: %w", err)
+	}
+	if res.ValLoss, res.ValParts, err = t.shardedLoss(ctx, batches); err != nil {
+		return fmt.Errorf("train: load_best_model_at_end: evaluation of %s: %w", best, err)
+	}
+	if t.cfg.Scores != nil {
+		if res.ValScores, err = t.cfg.Scores(ctx); err != nil {
+			return fmt.Errorf("train: load_best_model_at_end: scores of %s: %w", best, err)
+		}
+	}
 	by, v := "val loss", st.BestValLoss
 	if t.cfg.BestBy != "" {
 		by, v = t.cfg.BestBy, st.BestScore
@@ -458,7 +474,7 @@ func (t *Trainer) loadBest(res *Result, progress io.Writer) error {
 	if v != nil {
 		at = fmt.Sprintf(", %s %.4g", by, *v)
 	}
-	say("load_best_model_at_end: the model now holds %s (step %d of %d%s)\n", best, st.Step, t.step, at)
+	say("load_best_model_at_end: the model now holds %s (step %d of %d%s; val loss %.4f)\n", best, st.Step, t.step, at, res.ValLoss)
 	return nil
 }
 

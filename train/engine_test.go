@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -549,9 +550,20 @@ func TestLoadBestAtEnd(t *testing.T) {
 	for _, loadBest := range []bool{true, false} {
 		dir := t.TempDir()
 		cfg := toyConfig(dir, 20) // evaluations at 5, 10, 15, 20
-		cfg.Scoring = Scoring{Scores: (&scripted{vals: []float64{5, 2, 9, 3}}).scores, BestBy: "wer"}
-		cfg.LoadBestAtEnd = loadBest
+		// Scores are scripted per weights: the same weights scored again
+		// (after load_best_model_at_end) score as they did.
 		k := newToy(t, 1, 0)
+		sc, seen := &scripted{vals: []float64{5, 2, 9, 3}}, map[string]map[string]float64{}
+		cfg.Scoring = Scoring{BestBy: "wer", Scores: func(ctx context.Context) (map[string]float64, error) {
+			key := fmt.Sprint(weightsOf(k))
+			if m, ok := seen[key]; ok {
+				return m, nil
+			}
+			m, err := sc.scores(ctx)
+			seen[key] = m
+			return m, err
+		}}
+		cfg.LoadBestAtEnd = loadBest
 		tr, err := New(k, newToyData(1), cfg)
 		require.NoError(t, err)
 		var progress strings.Builder
@@ -569,7 +581,16 @@ func TestLoadBestAtEnd(t *testing.T) {
 		require.Equal(t, best, weightsOf(k), "the model holds step 10's weights")
 		require.Equal(t, filepath.Join(dir, CheckpointsDir, "best"), res.Best)
 		require.Equal(t, 10, res.BestStep)
-		require.Contains(t, progress.String(), "load_best_model_at_end: the model now holds "+res.Best+" (step 10 of 20, wer 2)")
+		// The result's validation numbers are the loaded model's: step
+		// 10's loss as metrics.jsonl recorded it, and its scores.
+		recs, err := readMetrics(dir, 1<<30)
+		require.NoError(t, err)
+		require.Equal(t, 10, recs[9].Step)
+		require.Equal(t, *recs[9].ValLoss, res.ValLoss)
+		require.NotEqual(t, *recs[19].ValLoss, res.ValLoss)
+		require.Equal(t, map[string]float64{"wer": 2, "acc": -2}, res.ValScores)
+		require.Equal(t, 4, sc.calls, "the best weights are scored again, not as new")
+		require.Contains(t, progress.String(), fmt.Sprintf("load_best_model_at_end: the model now holds %s (step 10 of 20, wer 2; val loss %.4f)", res.Best, res.ValLoss))
 	}
 	dir := t.TempDir()
 	cfg := toyConfig(dir, 10)

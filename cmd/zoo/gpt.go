@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -16,7 +17,7 @@ import (
 // gptFlags binds the flags of GPT causal-LM training to cfg.
 func gptFlags(f *cmdFlags, cfg *pretrain.GPTConfig) {
 	f.training(trainTargets{run: &cfg.RunDir, initFrom: &cfg.InitFrom, steps: &cfg.MaxIters, batch: &cfg.Batch,
-		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &cfg.LR, seed: &cfg.Seed, resume: &cfg.Resume, force: &cfg.Force, overwrite: &cfg.Overwrite,
+		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &cfg.LR, seed: &cfg.Seed, resume: &cfg.Resume, force: &cfg.Force, overwrite: &cfg.Overwrite, loadBest: &cfg.LoadBestModelAtEnd,
 		batchWhat: "sequences", warmupWhat: "before the cosine decay", initWhat: "a GPT (model, config and tokenizer): LM fine-tuning"})
 	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "corpus file, directory or glob (default: Newton's Opticks from the Go toolchain)")
 	f.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, "char, bpe, or the path of a tokenizer.json")
@@ -40,11 +41,11 @@ func runPretrainGPT(args []string, stdout io.Writer) error {
 		return interrupted(err, cfg.RunDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f)\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss)
-	fmt.Fprintf(stdout, "checkpoint: %s\nloss curve: %s\n", res.Final, filepath.Join(cfg.RunDir, train.PlotFile))
+	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.RunDir, train.PlotFile))
 	for i, s := range res.Samples {
 		fmt.Fprintf(stdout, "\n--- sample %d ---\n%s\n", i+1, s)
 	}
-	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo generate --checkpoint %s --prompt \"Light\"\n", res.Final)
+	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo generate --checkpoint %s --prompt \"Light\"\n", cmp.Or(res.Best, res.Final))
 	return nil
 }
 
@@ -87,7 +88,7 @@ func runFinetuneLM(args []string, stdout io.Writer) error {
 	if err != nil {
 		return interrupted(err, cfg.RunDir, stdout)
 	}
-	fmt.Fprintf(stdout, "\ndone: %d steps, validation loss %.4f\ncheckpoint: %s\n", res.Steps, res.ValLoss, res.Final)
+	fmt.Fprintf(stdout, "\ndone: %d steps, validation loss %.4f\n%s\n", res.Steps, res.ValLoss, checkpointLine(res.Final, res.Best, res.BestStep))
 	return nil
 }
 

@@ -263,7 +263,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// checkpointLine names the checkpoint a fine-tuning run's scores are of:
+// checkpointLine names the checkpoint a run's reported numbers are of:
 // the final one, or with load_best_model_at_end the best one it loaded.
 func checkpointLine(final, best string, bestStep int) string {
 	if best == "" {

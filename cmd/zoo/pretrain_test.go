@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,4 +95,51 @@ func TestPretrainThenGenerate(t *testing.T) {
 	errb.Reset()
 	require.Equal(t, 2, run([]string{"generate"}, &out, &errb))
 	require.Contains(t, errb.String(), "--checkpoint is required")
+}
+
+// --load-best-model-at-end in pretraining: the held-out end of the corpus
+// is the training text's characters shuffled, so the validation loss rises
+// as the model learns the training text and the best evaluation is an
+// early one. The run ends holding it: its numbers are the best's, and the
+// checkpoint and the next command name it.
+func TestPretrainLoadBestAtEnd(t *testing.T) {
+	dir := t.TempDir()
+	line := []rune("the quick brown fox jumps over the lazy dog. ")
+	var text strings.Builder
+	for i := 0; i < 360; i++ {
+		text.WriteString(string(line))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 40; i++ {
+		rng.Shuffle(len(line), func(a, b int) { line[a], line[b] = line[b], line[a] })
+		text.WriteString(string(line))
+	}
+	corpus := filepath.Join(dir, "corpus.txt")
+	require.NoError(t, os.WriteFile(corpus, []byte(text.String()), 0o644))
+	cfg := filepath.Join(dir, "config.json")
+	require.NoError(t, os.WriteFile(cfg, []byte(`{
+		"model": {"n_layer": 1, "n_head": 2, "n_embd": 16, "n_positions": 16},
+		"batch_size": 8, "max_iters": 30, "warmup_iters": 2, "learning_rate": 1e-2, "eval_interval": 5,
+		"save_interval": 0, "samples": 1, "sample_tokens": 10, "val_fraction": 0.1
+	}`), 0o644))
+	runDir := filepath.Join(dir, "run")
+	var out, errb bytes.Buffer
+	code := run([]string{"pretrain", "gpt", "--config", cfg, "--corpus", corpus, "--run", runDir, "--load-best-model-at-end"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	best := filepath.Join(runDir, "checkpoints", "best")
+	b, err := os.ReadFile(filepath.Join(best, "trainer.json"))
+	require.NoError(t, err)
+	var st struct{ Step int }
+	require.NoError(t, json.Unmarshal(b, &st))
+	require.Less(t, st.Step, 30, "the validation loss rose: an early evaluation is the best\n%s", out.String())
+	require.Contains(t, out.String(), "load_best_model_at_end: the model now holds "+best)
+	require.Contains(t, out.String(), fmt.Sprintf("checkpoint: %s (step %d, ", best, st.Step))
+	require.Contains(t, out.String(), "zoo generate --checkpoint "+best)
+	var steps int
+	var loss, val, bestLoss float64
+	i := strings.Index(out.String(), "done: ")
+	require.GreaterOrEqual(t, i, 0, out.String())
+	_, err = fmt.Sscanf(out.String()[i:], "done: %d steps, training loss %f, validation loss %f (best %f)", &steps, &loss, &val, &bestLoss)
+	require.NoError(t, err)
+	require.Equal(t, bestLoss, val, "the reported validation loss is the loaded model's")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -26,7 +27,7 @@ func runPretrainViT(args []string, stdout io.Writer) error {
 	}
 	f := newFlags("zoo pretrain vit", "usage: zoo pretrain vit --data IMAGES [--labels LABELS] [flags]\n\nPretrains a ViT as a masked autoencoder (He et al. 2022, Hugging Face's ViTMAEForPreTraining): 75% of each image's patches hidden, the encoder reads the rest, a light decoder predicts the hidden pixels. --data is an IDX images file (MNIST, Fashion-MNIST; --labels is optional and unused), a folder of class folders, or a CSV of path,label. Each evaluation writes reconstructions.png (originals, masked inputs, reconstructions, reconstructions with the visible patches) in the run directory. The checkpoint's encoder fine-tunes as a ViT classifier. Default: the fashion preset (28×28 grey, the Fashion encoder, a 64-wide 2-layer decoder), batch 256, learning rate blr × batch/256 with blr 1.5e-3 (ten times MAE's, for a schedule of thousands of steps).")
 	f.training(trainTargets{run: &cfg.RunDir, steps: &cfg.MaxIters, batch: &cfg.Batch,
-		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &cfg.LR, seed: &cfg.Seed, resume: &cfg.Resume, force: &cfg.Force, overwrite: &cfg.Overwrite,
+		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &cfg.LR, seed: &cfg.Seed, resume: &cfg.Resume, force: &cfg.Force, overwrite: &cfg.Overwrite, loadBest: &cfg.LoadBestModelAtEnd,
 		batchWhat: "images", warmupWhat: "before the cosine decay"})
 	f.StringVar(&cfg.Data, "data", cfg.Data, "images: an IDX images file (gzipped or not), a folder of class folders, or a CSV of path,label")
 	f.StringVar(&cfg.Labels, "labels", cfg.Labels, "the IDX labels file of --data (optional; labels are not used)")
@@ -71,10 +72,10 @@ func runPretrainViT(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, held-out masked-patch MSE %.4f (best %.4f; the mean predictor's %.4f)\n",
 		res.Steps, res.Loss, res.ValLoss, res.BestLoss, res.BaselineMSE)
-	fmt.Fprintf(stdout, "checkpoint: %s\nloss curve: %s\n", res.Final, filepath.Join(cfg.RunDir, train.PlotFile))
+	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.RunDir, train.PlotFile))
 	if res.Picture != "" {
 		fmt.Fprintf(stdout, "reconstructions: %s\n", res.Picture)
 	}
-	fmt.Fprintf(stdout, "\nthe encoder fine-tunes as a ViT classifier (the decoder is dropped): start a ViT fine-tuning from %s\n", res.Final)
+	fmt.Fprintf(stdout, "\nthe encoder fine-tunes as a ViT classifier (the decoder is dropped): start a ViT fine-tuning from %s\n", cmp.Or(res.Best, res.Final))
 	return nil
 }
