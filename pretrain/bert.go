@@ -54,8 +54,9 @@ type BERTConfig struct {
 	Overwrite   bool    `json:"overwrite"` // move an existing run aside to <run_dir>.old-<time>
 	// LoadBestModelAtEnd loads checkpoints/best (the lowest validation
 	// loss) into the model when training ends, as Hugging Face's
-	// load_best_model_at_end: the result's validation numbers (MLM and NSP loss and accuracy) are the
-	// best's. checkpoints/final keeps the last step's weights.
+	// load_best_model_at_end: the result's validation numbers (MLM and
+	// NSP loss and accuracy) are the best's. checkpoints/final keeps the
+	// last step's weights.
 	LoadBestModelAtEnd bool `json:"load_best_model_at_end"`
 }
 

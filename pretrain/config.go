@@ -51,16 +51,17 @@ type GPTConfig struct {
 	// run is moved aside to <run_dir>.old-<UTC time>, never deleted.
 	// Without it (or resume) such a directory is refused.
 	Overwrite bool `json:"overwrite"`
+	// LoadBestModelAtEnd loads checkpoints/best (the lowest validation
+	// loss) into the model when training ends, as Hugging Face's
+	// load_best_model_at_end: the result's validation numbers and the
+	// samples are the best's. checkpoints/final keeps the last step's
+	// weights.
+	LoadBestModelAtEnd bool `json:"load_best_model_at_end"`
 	// ModelJSON is the config file's model block as written
 	// (DecodeGPTConfig keeps it). With init_from the architecture is the
 	// checkpoint's, but the dropout rates the block writes are taken, as
 	// nanoGPT's override_args (initFromModel).
-	// LoadBestModelAtEnd loads checkpoints/best (the lowest validation
-	// loss) into the model when training ends, as Hugging Face's
-	// load_best_model_at_end: the result's validation numbers and the samples are the
-	// best's. checkpoints/final keeps the last step's weights.
-	LoadBestModelAtEnd bool            `json:"load_best_model_at_end"`
-	ModelJSON          json.RawMessage `json:"-"`
+	ModelJSON json.RawMessage `json:"-"`
 }
 
 // DefaultGPT is nanoGPT's CPU configuration, character level, on Isaac
