@@ -162,11 +162,11 @@ func SetupContext(ctx context.Context, c TrainConfig, texts func() []string, out
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}
 		var m *Model
-		if c.Resume {
-			m, err = Load(from)
-		} else {
-			m, err = loadEdited(from, func(ck Config) (Config, error) { return modelOverride(ck, c.ModelJSON, out) })
+		var edit func(Config) (Config, error) // a resume keeps the checkpoint's config
+		if !c.Resume {
+			edit = func(ck Config) (Config, error) { return modelOverride(ck, c.ModelJSON, out) }
 		}
+		m, err = loadEdited(from, edit)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}
