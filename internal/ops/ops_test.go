@@ -50,6 +50,8 @@ func TestGradients(t *testing.T) {
 		{"softmax_causal_square", softmaxCase(true, maskDense(2, 5, [2]int{1, 2}), 5)},
 		{"cross_entropy", xentCase(0.1, []int{6}, []int{0, 4, -100, 3, 1, -100})},
 		{"cross_entropy_nosmooth_3d", xentCase(0, []int{2, 3}, []int{1, -100, 4, 0, 2, 2})},
+		{"distill_cross_entropy", distillCase(0.1, 0.4, []int{6}, []int{0, 4, -100, 3, 1, -100})},
+		{"distill_cross_entropy_all_teacher_3d", distillCase(0, 1, []int{2, 3}, []int{1, -100, 4, 0, 2, 2})},
 		{"gather", func(g *gorgonia.ExprGraph) (*gorgonia.Node, gorgonia.Nodes, error) {
 			tab := input(g, "table", randDense(1, 5, 3))
 			y, err := Gather(tab, intInput(g, "ids", []int{2, 3}, []int{0, 4, 4, 1, 0, 2}))
@@ -125,6 +127,95 @@ func xentCase(smoothing float64, lead []int, targets []int) gradcheck.Build {
 		y, err := CrossEntropy(l, intInput(g, "targets", lead, targets), -100, smoothing)
 		return y, gorgonia.Nodes{l}, err
 	}
+}
+
+// distillCase is DistillCrossEntropy on random logits and a random
+// teacher (rows of a softmax), differentiated with respect to the logits.
+func distillCase(smoothing, alpha float64, lead []int, targets []int) gradcheck.Build {
+	return func(g *gorgonia.ExprGraph) (*gorgonia.Node, gorgonia.Nodes, error) {
+		shape := append(append([]int{}, lead...), 5)
+		l := input(g, "logits", randDense(6, shape...))
+		q := randDense(8, shape...)
+		normalisedRows(q.Data().([]float64), 5)
+		y, err := DistillCrossEntropy(l, intInput(g, "targets", lead, targets), input(g, "teacher", q), -100, smoothing, alpha)
+		return y, gorgonia.Nodes{l}, err
+	}
+}
+
+func normalisedRows(x []float64, v int) {
+	for r := 0; r < len(x); r += v {
+		var sum float64
+		for j := r; j < r+v; j++ {
+			x[j] = math.Exp(x[j])
+			sum += x[j]
+		}
+		for j := r; j < r+v; j++ {
+			x[j] /= sum
+		}
+	}
+}
+
+// DistillCrossEntropy against PyTorch: (1−α)·F.cross_entropy(logits, t,
+// label_smoothing=ε, ignore_index=-100) + α·F.cross_entropy(logits[keep],
+// q[keep]) with ε 0.1, α 0.4, and its gradient (torch 2.x, float64; the
+// fourth teacher row has zeros, the third row is ignored).
+func TestDistillCrossEntropyValues(t *testing.T) {
+	logits := []float64{0.3, -1.2, 2.0, 0.5, -0.7, 1.1, 0.2, -0.4, 0.0, 0.9, 0.5, 0.5, 0.5, -2.0, 1.5, -0.3, 0.8, 0.1, 1.7, -1.1}
+	q := []float64{0.1, 0.05, 0.7, 0.1, 0.05, 0.6, 0.1, 0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 0.2, 0.2, 0.0, 0.3, 0.0, 0.7, 0.0}
+	targets := []int{2, 4, -100, 3}
+	wantGrad := []float64{0.022893418019668207, -0.0016908651950203715, -0.057134212686911996, 0.031799731721046075, 0.004131928141218094, 0.03584796130780559, 0.03139321151618567, 0.00940836146674014, 0.022560587426201425, -0.09921012171693286, 0, 0, 0, 0, 0, 0.0209980455566142, 0.03109827912624548, 0.033292701754118685, -0.09262137235188697, 0.007232345914908573}
+	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+		g := gorgonia.NewGraph()
+		l := input(g, "l", tensor.New(tensor.WithShape(4, 5), tensor.WithBacking(castTo(dt, logits))))
+		y, err := DistillCrossEntropy(l, intInput(g, "t", []int{4}, targets), input(g, "q", tensor.New(tensor.WithShape(4, 5), tensor.WithBacking(castTo(dt, q)))), -100, 0.1, 0.4)
+		require.NoError(t, err)
+		grads, err := gorgonia.Grad(y, l)
+		require.NoError(t, err)
+		v := graphtest.Run(t, g, y, grads[0])
+		tol := 1e-12
+		if dt == tensor.Float32 {
+			tol = 1e-6
+		}
+		require.InDelta(t, 0.9596917152149786, floatsOf(t, v[0])[0], tol, dt.String())
+		require.InDeltaSlice(t, wantGrad, floatsOf(t, v[1]), tol, dt.String())
+	}
+}
+
+// With alpha 0 the teacher does not count: DistillCrossEntropy is
+// CrossEntropy, loss and gradient, to the last bit in float64.
+func TestDistillCrossEntropyAlphaZero(t *testing.T) {
+	run := func(distill bool) []gorgonia.Value {
+		g := gorgonia.NewGraph()
+		l := input(g, "l", randDense(3, 6, 7))
+		tg := intInput(g, "t", []int{6}, []int{0, 6, -100, 3, 3, 1})
+		var y *gorgonia.Node
+		var err error
+		if distill {
+			y, err = DistillCrossEntropy(l, tg, input(g, "q", randDense(4, 6, 7)), -100, 0.1, 0)
+		} else {
+			y, err = CrossEntropy(l, tg, -100, 0.1)
+		}
+		require.NoError(t, err)
+		grads, err := gorgonia.Grad(y, l)
+		require.NoError(t, err)
+		return graphtest.Run(t, g, y, grads[0])
+	}
+	a, b := run(true), run(false)
+	require.InDelta(t, floatsOf(t, b[0])[0], floatsOf(t, a[0])[0], 1e-15)
+	require.InDeltaSlice(t, floatsOf(t, b[1]), floatsOf(t, a[1]), 1e-15)
+}
+
+func TestDistillCrossEntropyErrors(t *testing.T) {
+	g := gorgonia.NewGraph()
+	l := input(g, "l", randDense(1, 2, 3))
+	tg := intInput(g, "t", []int{2}, []int{0, 1})
+	_, err := DistillCrossEntropy(l, tg, input(g, "q", randDense(2, 2, 4)), -100, 0, 0.5)
+	require.ErrorContains(t, err, "teacher (2, 4) does not fit logits (2, 3)")
+	_, err = DistillCrossEntropy(l, tg, input(g, "q2", randDense(2, 2, 3)), -100, 0, 1.5)
+	require.ErrorContains(t, err, "alpha 1.5 must be in [0, 1]")
+	q32 := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(make([]float32, 6)))
+	_, err = DistillCrossEntropy(l, tg, input(g, "q3", q32), -100, 0, 0.5)
+	require.ErrorContains(t, err, "teacher is float32, logits float64")
 }
 
 func TestGELUValues(t *testing.T) {
@@ -326,4 +417,16 @@ func TestExp32(t *testing.T) {
 	require.Zero(t, exp32(-100))
 	require.True(t, math.IsInf(float64(exp32(100)), 1))
 	require.Equal(t, float32(1), exp32(0))
+}
+
+// castTo is x as a backing slice of dt (float64 or float32).
+func castTo(dt tensor.Dtype, x []float64) any {
+	if dt == tensor.Float32 {
+		y := make([]float32, len(x))
+		for i, v := range x {
+			y[i] = float32(v)
+		}
+		return y
+	}
+	return append([]float64(nil), x...)
 }

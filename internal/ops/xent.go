@@ -18,6 +18,15 @@ import (
 // one-hot. If every target is ignored the loss is 0 (PyTorch gives NaN).
 // A target outside [0, V) that is not ignoreIndex is an error at run time.
 func CrossEntropy(logits, targets *gorgonia.Node, ignoreIndex int, smoothing float64) (*gorgonia.Node, error) {
+	op, err := newXent(logits, targets, ignoreIndex, smoothing)
+	if err != nil {
+		return nil, err
+	}
+	return gorgonia.ApplyOp(op, logits, targets)
+}
+
+// newXent checks CrossEntropy's arguments and returns its op.
+func newXent(logits, targets *gorgonia.Node, ignoreIndex int, smoothing float64) (*xentOp, error) {
 	const name = "cross entropy"
 	if err := checkFloatNode(name, "logits", logits); err != nil {
 		return nil, err
@@ -32,14 +41,51 @@ func CrossEntropy(logits, targets *gorgonia.Node, ignoreIndex int, smoothing flo
 	if logits.Dims() < 2 || !ls[:len(ls)-1].Eq(ts) {
 		return nil, fmt.Errorf("cross entropy: targets %v do not fit logits %v, want the logits' shape without its last dim", ts, ls)
 	}
-	op := &xentOp{base: base{name: fmt.Sprintf("CrossEntropy(%d,%g)", ignoreIndex, smoothing), arity: 2}, ignore: ignoreIndex, smoothing: smoothing, dims: logits.Dims(), logits: ls.Clone()}
-	return gorgonia.ApplyOp(op, logits, targets)
+	return &xentOp{base: base{name: fmt.Sprintf("CrossEntropy(%d,%g)", ignoreIndex, smoothing), arity: 2}, ignore: ignoreIndex, smoothing: smoothing, dims: logits.Dims(), logits: ls.Clone()}, nil
+}
+
+// DistillCrossEntropy is CrossEntropy with a share alpha of each row's
+// target taken from a teacher's distribution over the classes (token-level
+// knowledge distillation: Hinton et al. 2015; Kim & Rush 2016's word-level
+// distillation; Sun et al. 2019 for grapheme-to-phoneme): a row's loss is
+//
+//	(1−α)·[(1−ε)·(−log p_target) + ε·mean_j(−log p_j)] + α·Σ_j q_j·(−log p_j)
+//
+// with q the teacher's row of teacher (the logits' shape), averaged over
+// the rows whose target is not ignoreIndex, as PyTorch's
+// (1−α)·F.cross_entropy(logits, targets, label_smoothing=ε) +
+// α·F.cross_entropy(logits, q) over those rows. Alpha 0 is CrossEntropy.
+// Ignored rows' q is not read. The gradient with respect to the logits is
+// (1−α)·(p − (1−ε)·onehot − ε/V) + α·(Σq·p − q) per row, divided by the
+// rows counted; the teacher gets none.
+func DistillCrossEntropy(logits, targets, teacher *gorgonia.Node, ignoreIndex int, smoothing, alpha float64) (*gorgonia.Node, error) {
+	const name = "distillation cross entropy"
+	if err := checkFloatNode(name, "teacher", teacher); err != nil {
+		return nil, err
+	}
+	if !(alpha >= 0 && alpha <= 1) {
+		return nil, fmt.Errorf("%s: alpha %g must be in [0, 1]", name, alpha)
+	}
+	if !teacher.Shape().Eq(logits.Shape()) {
+		return nil, fmt.Errorf("%s: teacher %v does not fit logits %v, want the same shape", name, teacher.Shape(), logits.Shape())
+	}
+	if teacher.Dtype() != logits.Dtype() {
+		return nil, fmt.Errorf("%s: teacher is %v, logits %v", name, teacher.Dtype(), logits.Dtype())
+	}
+	op, err := newXent(logits, targets, ignoreIndex, smoothing)
+	if err != nil {
+		return nil, err
+	}
+	op.name, op.arity, op.alpha, op.distill = fmt.Sprintf("DistillCrossEntropy(%d,%g,%g)", ignoreIndex, smoothing, alpha), 3, alpha, true
+	return gorgonia.ApplyOp(op, logits, targets, teacher)
 }
 
 type xentOp struct {
 	base
 	ignore    int
 	smoothing float64
+	distill   bool    // DistillCrossEntropy: a third input, the teacher
+	alpha     float64 // the teacher's share of the target
 	dims      int
 	logits    tensor.Shape
 	wantGrad  bool          // set by SymDiff: forward runs also keep the gradient
@@ -50,6 +96,9 @@ type xentOp struct {
 func (op *xentOp) Type() hm.Type {
 	if op.fwd != nil { // (loss, dloss) → dlogits; loss orders it after the forward
 		return hm.NewFnType(typeA, typeA, tt(op.dims, typeA))
+	}
+	if op.distill {
+		return hm.NewFnType(tt(op.dims, typeA), tt(op.dims-1, tensor.Int), tt(op.dims, typeA), typeA)
 	}
 	return hm.NewFnType(tt(op.dims, typeA), tt(op.dims-1, tensor.Int), typeA)
 }
@@ -83,6 +132,19 @@ func (op *xentOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	op.cache = nil
 	if op.wantGrad {
 		op.cache = op.output(dt, logits.Shape(), false) // xentKernel writes every row
+	}
+	if op.distill {
+		q, qt, err := floats(op.name, vs[2])
+		if err != nil {
+			return nil, err
+		}
+		if qt != dt || !q[0].Shape().Eq(logits.Shape()) {
+			return nil, fmt.Errorf("%s: teacher %v %v does not fit logits %v %v", op.name, qt, q[0].Shape(), dt, logits.Shape())
+		}
+		if isFloat32(dt) {
+			return gorgonia.NewF32(float32(distillKernel(data[float32](logits), tg, data[float32](q[0]), cacheOf[float32](op.cache), v, op.ignore, op.smoothing, op.alpha))), nil
+		}
+		return gorgonia.NewF64(distillKernel(data[float64](logits), tg, data[float64](q[0]), cacheOf[float64](op.cache), v, op.ignore, op.smoothing, op.alpha)), nil
 	}
 	if isFloat32(dt) {
 		return gorgonia.NewF32(float32(xentKernel(data[float32](logits), tg, cacheOf[float32](op.cache), v, op.ignore, op.smoothing, xentRow32))), nil
@@ -198,16 +260,89 @@ func xentRow[T Float](row []T, t int, g []T, eps, inv float64) float64 {
 	return (1-eps)*nll + eps*smooth
 }
 
-func (op *xentOp) DiffWRT(int) []bool { return []bool{true, false} }
+func (op *xentOp) DiffWRT(n int) []bool {
+	d := make([]bool, n)
+	d[0] = true
+	return d
+}
 
-func (op *xentOp) SymDiff(_ gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+func (op *xentOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
 	op.wantGrad = true
 	g := &xentOp{base: base{name: op.name + "Grad", arity: 2}, dims: op.dims, logits: op.logits, fwd: op}
 	dl, err := gorgonia.ApplyOp(g, out, grad)
 	if err != nil {
 		return nil, fmt.Errorf("cross entropy grad: %w", err)
 	}
-	return gorgonia.Nodes{dl, nil}, nil
+	grads := make(gorgonia.Nodes, len(in))
+	grads[0] = dl
+	return grads, nil
+}
+
+// distillKernel is xentKernel for DistillCrossEntropy: q holds the
+// teacher's rows.
+func distillKernel[T Float](logits []T, targets []int, q, grad []T, v, ignore int, eps, alpha float64) float64 {
+	count := 0
+	for _, t := range targets {
+		if t != ignore {
+			count++
+		}
+	}
+	if count == 0 {
+		clear(grad)
+		return 0
+	}
+	rowLoss := make([]float64, len(targets))
+	inv := 1 / float64(count)
+	parallel.For(len(targets), 3*v, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			if t := targets[r]; t != ignore {
+				var g []T
+				if grad != nil {
+					g = grad[r*v : (r+1)*v]
+				}
+				rowLoss[r] = distillRow(logits[r*v:(r+1)*v], t, q[r*v:(r+1)*v], g, eps, alpha, inv)
+			} else if grad != nil {
+				clear(grad[r*v : (r+1)*v])
+			}
+		}
+	})
+	var total float64
+	for _, l := range rowLoss {
+		total += l
+	}
+	return total * inv
+}
+
+// distillRow returns one row's loss and, if g is not nil, writes its
+// gradient scaled by inv.
+func distillRow[T Float](row []T, t int, q, g []T, eps, alpha, inv float64) float64 {
+	v := float64(len(row))
+	mx := math.Inf(-1)
+	for _, x := range row {
+		mx = max(mx, float64(x))
+	}
+	var sum, sumLogits, sumQ, qx float64
+	for j, x := range row {
+		e := expOf[T](float64(x) - mx)
+		sum += e
+		sumLogits += float64(x)
+		sumQ += float64(q[j])
+		qx += float64(q[j]) * float64(x)
+		if g != nil {
+			g[j] = T(e)
+		}
+	}
+	lse := mx + math.Log(sum)
+	hard := (1-eps)*(lse-float64(row[t])) + eps*(lse-sumLogits/v)
+	soft := sumQ*lse - qx // Σ_j q_j·(lse − x_j)
+	if g != nil {
+		for j := range g {
+			p := float64(g[j]) / sum
+			g[j] = T(inv * ((1-alpha)*(p-eps/v) + alpha*(sumQ*p-float64(q[j]))))
+		}
+		g[t] -= T(inv * (1 - alpha) * (1 - eps))
+	}
+	return (1-alpha)*hard + alpha*soft
 }
 
 // xentRow32 is xentRow on the row primitives of vec.go: the max, then the
