@@ -203,6 +203,11 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
+	if cfg.DistillFrom != "" {
+		if err := distill(ctx, cfg.TrainConfig, m, tok, trainEx, data, out); err != nil {
+			return nil, err
+		}
+	}
 	began := time.Now()
 	var scores func(context.Context) (map[string]float64, error)
 	if cfg.PredictWithGenerate {
@@ -555,4 +560,39 @@ func splitPairs(pairs []datasets.Pair, n int, seed uint64) (trainP, held []datas
 		}
 	}
 	return trainP, held
+}
+
+// distill loads distill_from's teachers, checks that they share the
+// student's ids, and gives data the mean of their distributions at every
+// training label position (seq2seq.TeacherTargets).
+func distill(ctx context.Context, c seq2seq.TrainConfig, m *seq2seq.Model, tok datasets.Tokenizer, trainEx []seq2seq.Example, data *seq2seq.Data, out io.Writer) error {
+	began := time.Now()
+	var teachers []*seq2seq.Model
+	for _, dir := range strings.Split(c.DistillFrom, ",") {
+		t, err := seq2seq.Load(dir)
+		if err != nil {
+			return fmt.Errorf("finetune: distill_from: %w", err)
+		}
+		tt, err := models.LoadTokenizer(dir)
+		if err != nil {
+			return fmt.Errorf("finetune: distill_from: %w", err)
+		}
+		if err := seq2seq.CheckTeacher(m, t, tok, tt, dir); err != nil {
+			return fmt.Errorf("finetune: %w", err)
+		}
+		teachers = append(teachers, t)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("finetune: %w", err)
+	}
+	soft, err := seq2seq.TeacherTargets(teachers, trainEx, c.DistillTopK, c.Batch)
+	if err != nil {
+		return fmt.Errorf("finetune: distill_from: %w", err)
+	}
+	if err := data.SetTeacher(soft); err != nil {
+		return fmt.Errorf("finetune: %w", err)
+	}
+	fmt.Fprintf(out, "distillation: %d teacher(s) (%s), alpha %g, top %d tokens a position; %d training pairs' distributions in %.1f s\n",
+		len(teachers), c.DistillFrom, c.DistillAlpha, c.DistillTopK, len(trainEx), time.Since(began).Seconds())
+	return nil
 }

@@ -17,3 +17,12 @@ const IgnoreIndex = -100
 func CrossEntropy(logits, targets *gorgonia.Node, ignoreIndex int, labelSmoothing float64) (*gorgonia.Node, error) {
 	return ops.CrossEntropy(logits, targets, ignoreIndex, labelSmoothing)
 }
+
+// DistillCrossEntropy is CrossEntropy with a share alpha of each
+// position's target taken from teacher (the logits' shape), a teacher's
+// distribution over the classes: token-level knowledge distillation, as
+// (1−α)·F.cross_entropy(logits, targets, label_smoothing=ε) +
+// α·F.cross_entropy(logits, teacher) over the positions not ignored.
+func DistillCrossEntropy(logits, targets, teacher *gorgonia.Node, ignoreIndex int, labelSmoothing, alpha float64) (*gorgonia.Node, error) {
+	return ops.DistillCrossEntropy(logits, targets, teacher, ignoreIndex, labelSmoothing, alpha)
+}

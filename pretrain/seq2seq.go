@@ -53,6 +53,9 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 	if err := cfg.Validate(); err != nil {
 		return train.Result{}, err
 	}
+	if cfg.DistillFrom != "" {
+		return train.Result{}, fmt.Errorf("config: distill_from is for translation fine-tuning (zoo finetune seq2seq), not denoising pretraining; remove it")
+	}
 	c, err := datasets.OpenCorpus(cfg.Corpus, datasets.CorpusOptions{})
 	if err == nil {
 		err = train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out)

@@ -77,3 +77,12 @@ func TestBibleDenoiseConfigReads(t *testing.T) {
 	require.Equal(t, 128, cfg.Model.MaxLen)
 	require.Equal(t, 0.3, cfg.Noise.MaskRatio)
 }
+
+// Distillation is fine-tuning's: a denoising config that asks for it is
+// refused, not run without it.
+func TestSeq2SeqRefusesDistillation(t *testing.T) {
+	cfg := tinySeq2Seq(t, writeCorpus(t, strings.Repeat("one two three.\n", 40)))
+	cfg.DistillFrom = "teacher"
+	_, err := RunSeq2Seq(context.Background(), cfg, io.Discard)
+	require.ErrorContains(t, err, "distill_from is for translation fine-tuning (zoo finetune seq2seq), not denoising pretraining")
+}

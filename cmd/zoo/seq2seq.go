@@ -71,6 +71,9 @@ func runFinetuneSeq2Seq(args []string, stdout io.Writer) error {
 	f.Float64Var(&cfg.LengthPenalty, "length-penalty", cfg.LengthPenalty, "GNMT length penalty α of the final scores")
 	f.BoolVar(&cfg.ExportIDs, "export-ids", cfg.ExportIDs, "write the encoded pairs to RUN/ids/{train,valid,test}.jsonl (for tools/pytorch/train_seq2seq.py)")
 	f.StringVar(&cfg.EarlyStopping, "early-stopping", cfg.EarlyStopping, "beam search of the final scores: true, false or never (Hugging Face's early_stopping)")
+	f.StringVar(&cfg.DistillFrom, "distill-from", cfg.DistillFrom, "token-level distillation: teacher checkpoint(s), comma-separated (an ensemble), with the student's tokenizer; each target becomes (1-alpha)·the reference + alpha·the teacher's next-token distribution")
+	f.Float64Var(&cfg.DistillAlpha, "distill-alpha", cfg.DistillAlpha, "with --distill-from: the teacher's share of each target, in (0, 1]")
+	f.IntVar(&cfg.DistillTopK, "distill-top-k", cfg.DistillTopK, "with --distill-from: the teacher's most probable tokens kept at each position")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}

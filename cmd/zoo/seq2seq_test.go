@@ -118,6 +118,33 @@ func TestSeq2SeqCLI(t *testing.T) {
 	require.Equal(t, 2, counts.Held)
 	require.Regexp(t, fmt.Sprintf(`read \d+ lines: %d pairs`, counts.Train), out.String(), "every pair of --data trains")
 
+	// Token-level distillation from an ensemble of teachers that share the
+	// student's tokenizer (both from the pretrained checkpoint); a teacher
+	// with another tokenizer is refused, and so is distillation in
+	// pretraining.
+	out.Reset()
+	distilled := filepath.Join(dir, "ft-distill")
+	code = run([]string{"finetune", "seq2seq", "--config", cfg, "--data", tsv, "--run", distilled, "--max-steps", "2",
+		"--init-from", filepath.Join(pre, "checkpoints", "final"), "--distill-from", ckpt + "," + ckpt, "--distill-alpha", "0.7", "--distill-top-k", "4"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Regexp(t, `distillation: 2 teacher\(s\) \(.*ft/checkpoints/final,.*\), alpha 0.7, top 4 tokens a position; \d+ training pairs' distributions in`, out.String())
+	rec, err := os.ReadFile(filepath.Join(distilled, "run.json"))
+	require.NoError(t, err)
+	require.Contains(t, string(rec), `alpha 0.7, top 4`)
+	errb.Reset()
+	code = run([]string{"finetune", "seq2seq", "--config", cfg, "--data", tsv, "--run", filepath.Join(dir, "ft-distill2"), "--max-steps", "2",
+		"--init-from", filepath.Join(pre, "checkpoints", "final"), "--distill-from", filepath.Join(dir, "ft-test", "checkpoints", "final")}, &out, &errb)
+	require.Equal(t, 1, code, out.String())
+	require.Contains(t, errb.String(), "tokenizer differs from the student's: distillation needs the same ids")
+	errb.Reset()
+	code = run([]string{"finetune", "seq2seq", "--config", cfg, "--data", tsv, "--run", filepath.Join(dir, "ft-distill3"), "--distill-from", ckpt, "--distill-alpha", "0"}, &out, &errb)
+	require.Equal(t, 1, code, out.String())
+	require.Contains(t, errb.String(), "distill_alpha 0 must be in (0, 1]")
+	errb.Reset()
+	code = run([]string{"pretrain", "seq2seq", "--config", cfg, "--corpus", mono, "--run", filepath.Join(dir, "pre-distill"), "--max-steps", "1", "--distill-from", ckpt}, &out, &errb)
+	require.Equal(t, 2, code, out.String())
+	require.Contains(t, errb.String(), "flag provided but not defined: -distill-from")
+
 	// Resuming past the end continues with the checkpoint's tokenizer and
 	// model: no tokenizer is trained again.
 	out.Reset()

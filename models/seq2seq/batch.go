@@ -17,6 +17,10 @@ type Batch struct {
 	Src, TgtIn, Labels []int
 	B, Ts, Tt          int
 	N                  int // labels that are not ignored
+	// Teacher, when distilling, is the teacher's distribution at every
+	// label position (B·Tt·V, zero where Labels are ignored); nil for
+	// batches without one (validation), whose loss is then the plain one.
+	Teacher []float32
 }
 
 // Targets is the number of labels the loss counts.

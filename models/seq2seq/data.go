@@ -22,7 +22,27 @@ type Data struct {
 	val        []train.Batch
 	noise      Noiser
 	seed, next uint64 // batches served, seeding the noise
+	soft       []Soft // the training examples' teacher distributions (SetTeacher)
 }
+
+// SetTeacher gives every training example its teacher distributions
+// (TeacherTargets, in the order of the training examples): training
+// batches then carry them (Batch.Teacher), validation batches do not.
+func (d *Data) SetTeacher(soft []Soft) error {
+	if len(soft) != len(d.train) {
+		return fmt.Errorf("seq2seq: teacher distributions for %d examples, %d train", len(soft), len(d.train))
+	}
+	for i, s := range soft {
+		if n := len(d.train[i].Tgt) + 1; s.K < 1 || len(s.IDs) != n*s.K || len(s.P) != n*s.K {
+			return fmt.Errorf("seq2seq: training example %d has %d label positions but teacher distributions of %d ids and %d probabilities (top %d)", i, n, len(s.IDs), len(s.P), s.K)
+		}
+	}
+	d.soft = soft
+	return nil
+}
+
+// Distilling says whether training batches carry teacher distributions.
+func (d *Data) Distilling() bool { return d.soft != nil }
 
 // DefaultBounds are the bucket lengths, up to max_len.
 func DefaultBounds(maxLen int) []int {
@@ -51,7 +71,7 @@ func NewData(cfg Config, trainEx, valEx []Example, rows int, seed uint64, noise 
 	}
 	rng := rand.New(rand.NewPCG(seed, 1<<62))
 	for _, bb := range vp.All() {
-		b, err := d.batch(valEx, bb, rng)
+		b, err := d.batch(valEx, nil, bb, rng)
 		if err != nil {
 			return nil, err
 		}
@@ -89,7 +109,9 @@ func (d *Data) Shapes() [][]int {
 // Plan is the training bucket plan, for reports.
 func (d *Data) Plan() *datasets.BucketPlan { return d.plan }
 
-func (d *Data) batch(ex []Example, bb datasets.Bucketed, rng *rand.Rand) (Batch, error) {
+// batch makes the batch bb of ex; soft, if not nil, are ex's teacher
+// distributions.
+func (d *Data) batch(ex []Example, soft []Soft, bb datasets.Bucketed, rng *rand.Rand) (Batch, error) {
 	srcs, tgts := make([][]int, len(bb.Idx)), make([][]int, len(bb.Idx))
 	for i, j := range bb.Idx {
 		e := ex[j]
@@ -106,6 +128,19 @@ func (d *Data) batch(ex []Example, bb datasets.Bucketed, rng *rand.Rand) (Batch,
 	if err != nil {
 		return Batch{}, fmt.Errorf("seq2seq: %w", err)
 	}
+	if soft != nil {
+		v := d.cfg.TgtVocabSize
+		b.Teacher = make([]float32, b.B*b.Tt*v)
+		for i, j := range bb.Idx {
+			s := soft[j]
+			for pos := 0; pos < len(s.IDs)/s.K; pos++ {
+				row := b.Teacher[(i*b.Tt+pos)*v:][:v]
+				for q := pos * s.K; q < (pos+1)*s.K; q++ {
+					row[s.IDs[q]] = s.P[q]
+				}
+			}
+		}
+	}
 	return b, nil
 }
 
@@ -120,7 +155,7 @@ func (d *Data) GroupSteps(n int) error { return d.plan.SetGroup(n) }
 func (d *Data) Next() (train.Batch, error) {
 	rng := rand.New(rand.NewPCG(d.seed, d.next))
 	d.next++
-	return d.batch(d.train, d.plan.Next(), rng)
+	return d.batch(d.train, d.soft, d.plan.Next(), rng)
 }
 
 // Eval implements train.Data.

@@ -71,6 +71,18 @@ type TrainConfig struct {
 	// run is moved aside to <run_dir>.old-<UTC time>, never deleted.
 	// Without it (or resume) such a directory is refused.
 	Overwrite bool `json:"overwrite"`
+	// DistillFrom is token-level knowledge distillation's teacher: one
+	// checkpoint directory or several, comma-separated (an ensemble: the
+	// mean of their distributions), with the student's tokenizer. Each
+	// training target is then (1−distill_alpha)·the label-smoothed
+	// reference + distill_alpha·the teacher's next-token distribution
+	// under teacher forcing, kept to its distill_top_k most probable
+	// tokens (TeacherTargets, computed once before training). Validation
+	// stays the plain loss. Empty: no distillation. Translation
+	// fine-tuning only.
+	DistillFrom  string  `json:"distill_from"`
+	DistillAlpha float64 `json:"distill_alpha"`
+	DistillTopK  int     `json:"distill_top_k"`
 }
 
 // DefaultTrainConfig is the paper's recipe on the Small model.
@@ -78,6 +90,7 @@ func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{
 		BPEVocab: 8000, Model: Small(), Overlong: Truncate, Batch: 64, Accumulate: 1, Steps: 10000, Warmup: 4000, LRFactor: 1,
 		Beta1: 0.9, Beta2: 0.98, Eps: 1e-9, LabelSmoothing: 0.1, EvalEvery: 500, SaveEvery: 1000, HeldOut: 1000, Seed: 1,
+		DistillAlpha: 0.5, DistillTopK: 8,
 	}
 }
 
@@ -98,6 +111,10 @@ func (c TrainConfig) Validate() error {
 		return fmt.Errorf("config: held_out %d must be positive: the held-out pairs validate the run", c.HeldOut)
 	case c.RunDir == "":
 		return fmt.Errorf("config: run_dir is empty")
+	case c.DistillFrom != "" && !(c.DistillAlpha > 0 && c.DistillAlpha <= 1):
+		return fmt.Errorf("config: distill_alpha %g must be in (0, 1]: the teacher's share of each target", c.DistillAlpha)
+	case c.DistillFrom != "" && c.DistillTopK < 1:
+		return fmt.Errorf("config: distill_top_k %d must be at least 1", c.DistillTopK)
 	case c.TokenizerModel != "" && c.TokenizerModel != "bpe" && c.TokenizerModel != "wordlevel":
 		return fmt.Errorf("config: tokenizer_model %q must be \"bpe\" or \"wordlevel\"", c.TokenizerModel)
 	case c.Tokenizer == "" && c.InitFrom == "" && c.TokenizerModel != "wordlevel" && c.BPEVocab < 260+len(Specials):
@@ -278,6 +295,11 @@ func runRecord(c TrainConfig, texts []string) (runinfo.Record, error) {
 	if err := r.SetFields("model.", c.Model, tokenizerKeys...); err != nil {
 		return nil, err
 	}
+	if c.DistillFrom != "" {
+		if err := r.Set("distillation", fmt.Sprintf("from %s, alpha %g, top %d", c.DistillFrom, c.DistillAlpha, c.DistillTopK)); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -404,7 +426,14 @@ func Run(ctx context.Context, c TrainConfig, m *Model, tok datasets.Tokenizer, d
 		return train.Result{}, err
 	}
 	ac := train.AdamWConfig{Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay}
-	tr, err := train.New(&Task{Model: m, Tok: tok, Smoothing: c.LabelSmoothing}, data, train.Config{
+	task := &Task{Model: m, Tok: tok, Smoothing: c.LabelSmoothing}
+	if c.DistillFrom != "" {
+		if !data.Distilling() {
+			return train.Result{}, fmt.Errorf("seq2seq: distill_from %s, but the data has no teacher distributions (Data.SetTeacher)", c.DistillFrom)
+		}
+		task.Distill = c.DistillAlpha
+	}
+	tr, err := train.New(task, data, train.Config{
 		Steps: c.Steps, Accumulate: c.Accumulate, ClipNorm: c.ClipNorm, EvalEvery: c.EvalEvery, SaveEvery: c.SaveEvery,
 		Dir: c.RunDir, Seed: c.Seed, AdamW: ac, Schedule: sched, Scoring: sc, LoadBestAtEnd: c.LoadBestModelAtEnd,
 	})
