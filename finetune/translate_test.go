@@ -59,7 +59,7 @@ func TestIssue15ConfigsRead(t *testing.T) {
 		tok, metric string
 		maxLen      int
 	}{"bible-en-es.json": {"", "", 128}, "bible-en-es-10pct.json": {"", "", 128}, "cmudict-g2p.json": {"wordlevel", "g2p", 36}, "cmudict-g2p-3x3-noam.json": {"wordlevel", "g2p", 36},
-		"cmudict-g2p-3x256.json": {"wordlevel", "g2p", 36}} {
+		"cmudict-g2p-3x256.json": {"wordlevel", "g2p", 36}, "cmudict-g2p-4x128-nodropout.json": {"wordlevel", "g2p", 36}} {
 		cfg, err := ReadTranslationConfig(filepath.Join("..", "tools", "seq2seq", f), DefaultTranslation())
 		require.NoError(t, err, f)
 		require.NoError(t, cfg.Validate(), f)
@@ -85,6 +85,22 @@ func TestIssue15ConfigsRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "wer", sc.BestBy)
 	require.True(t, cfg.LoadBestModelAtEnd)
+	// The distilled third stage: the third stage's recipe, the teachers
+	// the third-stage model and the 128-wide one without dropout.
+	cfg, err = ReadTranslationConfig(filepath.Join("..", "tools", "seq2seq", "cmudict-g2p-3x256-distill.json"), DefaultTranslation())
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, "runs/g2p-3x256-continue/checkpoints/final", cfg.InitFrom)
+	require.Equal(t, "runs/g2p-3x256-stage3/checkpoints/final,runs/g2p-4x128-nodropout/checkpoints/final", cfg.DistillFrom)
+	require.Equal(t, 0.5, cfg.DistillAlpha)
+	require.Equal(t, 8, cfg.DistillTopK)
+	require.Equal(t, uint64(2), cfg.Seed)
+	require.Equal(t, 3000, cfg.Steps)
+	// The 128-wide teacher trains without dropout, 8,000 steps.
+	cfg, err = ReadTranslationConfig(filepath.Join("..", "tools", "seq2seq", "cmudict-g2p-4x128-nodropout.json"), DefaultTranslation())
+	require.NoError(t, err)
+	require.Equal(t, 0.0, cfg.Model.Dropout)
+	require.Equal(t, 8000, cfg.Steps)
 	// The one-stage run: dropout 0.1 from the start, 30,000 steps, chosen
 	// by the WER on a validation file (no held_out draw).
 	cfg, err = ReadTranslationConfig(filepath.Join("..", "tools", "seq2seq", "cmudict-g2p-3x256-long.json"), DefaultTranslation())
