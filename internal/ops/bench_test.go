@@ -126,6 +126,10 @@ func BenchmarkCrossEntropy(b *testing.B) {
 		{"composed", func(_ *gorgonia.ExprGraph, logits *gorgonia.Node) (*gorgonia.Node, error) {
 			return composedCrossEntropy(logits, targets, ignore, smoothing)
 		}},
+		{"distill", func(g *gorgonia.ExprGraph, logits *gorgonia.Node) (*gorgonia.Node, error) {
+			q := input32(g, "teacher", 7, 1, n, vocab)
+			return DistillCrossEntropy(logits, intInput(g, "targets", []int{n}, append([]int(nil), targets...)), q, ignore, smoothing, 0.5)
+		}},
 	} {
 		b.Run("N2048_V512/"+v.name, func(b *testing.B) {
 			benchForwardBackward(b, n, func(g *gorgonia.ExprGraph) (*gorgonia.Node, gorgonia.Nodes, error) {

@@ -142,9 +142,9 @@ func (op *xentOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 			return nil, fmt.Errorf("%s: teacher %v %v does not fit logits %v %v", op.name, qt, q[0].Shape(), dt, logits.Shape())
 		}
 		if isFloat32(dt) {
-			return gorgonia.NewF32(float32(distillKernel(data[float32](logits), tg, data[float32](q[0]), cacheOf[float32](op.cache), v, op.ignore, op.smoothing, op.alpha))), nil
+			return gorgonia.NewF32(float32(distillKernel(data[float32](logits), tg, data[float32](q[0]), cacheOf[float32](op.cache), v, op.ignore, op.smoothing, op.alpha, distillRow32))), nil
 		}
-		return gorgonia.NewF64(distillKernel(data[float64](logits), tg, data[float64](q[0]), cacheOf[float64](op.cache), v, op.ignore, op.smoothing, op.alpha)), nil
+		return gorgonia.NewF64(distillKernel(data[float64](logits), tg, data[float64](q[0]), cacheOf[float64](op.cache), v, op.ignore, op.smoothing, op.alpha, distillRow[float64])), nil
 	}
 	if isFloat32(dt) {
 		return gorgonia.NewF32(float32(xentKernel(data[float32](logits), tg, cacheOf[float32](op.cache), v, op.ignore, op.smoothing, xentRow32))), nil
@@ -279,8 +279,9 @@ func (op *xentOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia
 }
 
 // distillKernel is xentKernel for DistillCrossEntropy: q holds the
-// teacher's rows.
-func distillKernel[T Float](logits []T, targets []int, q, grad []T, v, ignore int, eps, alpha float64) float64 {
+// teacher's rows; each row goes through distillRow (distillRow32 in
+// float32).
+func distillKernel[T Float](logits []T, targets []int, q, grad []T, v, ignore int, eps, alpha float64, distillRow func(row []T, t int, q, g []T, eps, alpha, inv float64) float64) float64 {
 	count := 0
 	for _, t := range targets {
 		if t != ignore {
@@ -341,6 +342,25 @@ func distillRow[T Float](row []T, t int, q, g []T, eps, alpha, inv float64) floa
 			g[j] = T(inv * ((1-alpha)*(p-eps/v) + alpha*(sumQ*p-float64(q[j]))))
 		}
 		g[t] -= T(inv * (1 - alpha) * (1 - eps))
+	}
+	return (1-alpha)*hard + alpha*soft
+}
+
+// distillRow32 is distillRow on the row primitives of vec.go: the exps
+// with their sum, the sums Σx, Σq and Σq·x, then the gradient
+// inv·(p·((1−α) + α·Σq) − (1−α)·ε/V − α·q) as an affine map and an axpy.
+func distillRow32(row []float32, t int, q, g []float32, eps, alpha, inv float64) float64 {
+	v := float64(len(row))
+	mx := vecMax(row)
+	sum := float64(vecExpShift(row, nil, g, 1, mx))
+	lse := float64(mx) + math.Log(sum)
+	hard := (1-eps)*(lse-float64(row[t])) + eps*(lse-float64(vecSum(row))/v)
+	sumQ := float64(vecSum(q))
+	soft := sumQ*lse - float64(vecDot(q, row))
+	if g != nil {
+		vecAffine(g, g, float32(inv*((1-alpha)+alpha*sumQ)/sum), float32(-inv*(1-alpha)*eps/v))
+		vecAxpy(q, g, float32(-inv*alpha))
+		g[t] -= float32(inv * (1 - alpha) * (1 - eps))
 	}
 	return (1-alpha)*hard + alpha*soft
 }
