@@ -195,8 +195,19 @@ func scaleInto[T Float](x, out []T, s T) {
 // xentKernel returns the mean loss; when grad is non-nil it also writes
 // d(mean loss)/d(logits) = (p − (1−ε)·onehot − ε/V) / count, in the same
 // pass, so each exp is computed once, and zeros for ignored rows. Rows run
-// in parallel, each through xentRow (xentRow32 in float32).
+// in parallel (rowsKernel), each through xentRow (xentRow32 in float32).
 func xentKernel[T Float](logits []T, targets []int, grad []T, v, ignore int, eps float64, xentRow func(row []T, t int, g []T, eps, inv float64) float64) float64 {
+	return rowsKernel(targets, grad, v, 2*v, ignore, func(r, t int, g []T, inv float64) float64 {
+		return xentRow(logits[r*v:(r+1)*v], t, g, eps, inv)
+	})
+}
+
+// rowsKernel runs loss(r, t, g, inv) for every row r whose target t is not
+// ignore, in parallel (cost a row's work for parallel.For), with g the
+// row's slice of grad (nil without one) and inv 1/the rows counted, zeroes
+// the ignored rows' gradient, and returns the mean of the rows' losses (0
+// when every row is ignored).
+func rowsKernel[T Float](targets []int, grad []T, v, cost, ignore int, loss func(r, t int, g []T, inv float64) float64) float64 {
 	count := 0
 	for _, t := range targets {
 		if t != ignore {
@@ -209,14 +220,14 @@ func xentKernel[T Float](logits []T, targets []int, grad []T, v, ignore int, eps
 	}
 	rowLoss := make([]float64, len(targets))
 	inv := 1 / float64(count)
-	parallel.For(len(targets), 2*v, func(lo, hi int) {
+	parallel.For(len(targets), cost, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			if t := targets[r]; t != ignore {
 				var g []T
 				if grad != nil {
 					g = grad[r*v : (r+1)*v]
 				}
-				rowLoss[r] = xentRow(logits[r*v:(r+1)*v], t, g, eps, inv)
+				rowLoss[r] = loss(r, t, g, inv)
 			} else if grad != nil {
 				clear(grad[r*v : (r+1)*v])
 			}
@@ -282,36 +293,9 @@ func (op *xentOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia
 // teacher's rows; each row goes through distillRow (distillRow32 in
 // float32).
 func distillKernel[T Float](logits []T, targets []int, q, grad []T, v, ignore int, eps, alpha float64, distillRow func(row []T, t int, q, g []T, eps, alpha, inv float64) float64) float64 {
-	count := 0
-	for _, t := range targets {
-		if t != ignore {
-			count++
-		}
-	}
-	if count == 0 {
-		clear(grad)
-		return 0
-	}
-	rowLoss := make([]float64, len(targets))
-	inv := 1 / float64(count)
-	parallel.For(len(targets), 3*v, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			if t := targets[r]; t != ignore {
-				var g []T
-				if grad != nil {
-					g = grad[r*v : (r+1)*v]
-				}
-				rowLoss[r] = distillRow(logits[r*v:(r+1)*v], t, q[r*v:(r+1)*v], g, eps, alpha, inv)
-			} else if grad != nil {
-				clear(grad[r*v : (r+1)*v])
-			}
-		}
+	return rowsKernel(targets, grad, v, 3*v, ignore, func(r, t int, g []T, inv float64) float64 {
+		return distillRow(logits[r*v:(r+1)*v], t, q[r*v:(r+1)*v], g, eps, alpha, inv)
 	})
-	var total float64
-	for _, l := range rowLoss {
-		total += l
-	}
-	return total * inv
 }
 
 // distillRow returns one row's loss and, if g is not nil, writes its
