@@ -65,6 +65,9 @@ func TeacherTargets(teachers []*Model, ex []Example, k, rows int) ([]Soft, error
 		return nil, fmt.Errorf("seq2seq: distillation needs a teacher")
 	}
 	cfg := teachers[0].Config
+	for _, t := range teachers[1:] { // pad no further than every teacher reads
+		cfg.MaxLen = min(cfg.MaxLen, t.Config.MaxLen)
+	}
 	v := cfg.TgtVocabSize
 	if k < 1 || k > v {
 		return nil, fmt.Errorf("seq2seq: distill_top_k %d must be in [1, %d], the vocabulary", k, v)
