@@ -567,20 +567,12 @@ func splitPairs(pairs []datasets.Pair, n int, seed uint64) (trainP, held []datas
 // training label position (seq2seq.TeacherTargets).
 func distill(ctx context.Context, c seq2seq.TrainConfig, m *seq2seq.Model, tok datasets.Tokenizer, trainEx []seq2seq.Example, data *seq2seq.Data, out io.Writer) error {
 	began := time.Now()
-	var teachers []*seq2seq.Model
-	for _, dir := range strings.Split(c.DistillFrom, ",") {
-		t, err := seq2seq.Load(dir)
-		if err != nil {
-			return fmt.Errorf("finetune: distill_from: %w", err)
-		}
-		tt, err := models.LoadTokenizer(dir)
-		if err != nil {
-			return fmt.Errorf("finetune: distill_from: %w", err)
-		}
-		if err := seq2seq.CheckTeacher(m, t, tok, tt, dir); err != nil {
-			return fmt.Errorf("finetune: %w", err)
-		}
-		teachers = append(teachers, t)
+	teachers, teacherTok, err := seq2seq.LoadEnsemble(c.DistillFrom)
+	if err != nil {
+		return fmt.Errorf("finetune: distill_from: %w", err)
+	}
+	if err := seq2seq.CheckTeacher(m, teachers, tok, teacherTok); err != nil {
+		return fmt.Errorf("finetune: distill_from %s: %w", c.DistillFrom, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("finetune: %w", err)

@@ -454,12 +454,8 @@ func (t *Trainer) loadBest(ctx context.Context, res *Result, progress io.Writer)
 		return fmt.Errorf("train: load_best_model_at_end: %s: %w", best, err)
 	}
 	res.Best, res.BestStep = best, st.Step
-	batches, err := t.data.Eval()
-	if err != nil {
-		return fmt.Errorf("train: load_best_model_at_end: evaluation: %w", err)
-	}
-	if res.ValLoss, res.ValParts, err = t.shardedLoss(ctx, batches); err != nil {
-		return fmt.Errorf("train: load_best_model_at_end: evaluation of %s: %w", best, err)
+	if res.ValLoss, res.ValParts, err = t.validate(ctx); err != nil {
+		return fmt.Errorf("train: load_best_model_at_end: %s: %w", best, err)
 	}
 	if t.cfg.Scores != nil {
 		if res.ValScores, err = t.cfg.Scores(ctx); err != nil {
@@ -631,15 +627,21 @@ func (t *Trainer) bind(c *compiled) error {
 	return nil
 }
 
+// validate is the mean loss and reported parts of the validation
+// batches, shared among data-parallel ranks.
+func (t *Trainer) validate(ctx context.Context) (float64, map[string]float64, error) {
+	batches, err := t.data.Eval()
+	if err != nil {
+		return 0, nil, fmt.Errorf("validation batches: %w", err)
+	}
+	return t.shardedLoss(ctx, batches)
+}
+
 // evaluate runs the validation batches, records their mean loss (weighted by
 // targets) and saves the best checkpoint. A cancelled ctx stops it between
 // batches with an error wrapping ErrInterrupted, recording nothing.
 func (t *Trainer) evaluate(ctx context.Context, rec *record, res *Result) error {
-	batches, err := t.data.Eval()
-	if err != nil {
-		return fmt.Errorf("train: evaluation: %w", err)
-	}
-	val, parts, err := t.shardedLoss(ctx, batches)
+	val, parts, err := t.validate(ctx)
 	if err != nil {
 		return fmt.Errorf("train: evaluation at step %d: %w", t.step, err)
 	}

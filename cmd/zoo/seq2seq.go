@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -111,33 +110,21 @@ func loadSeq2Seq(dir string) (*seq2seq.Model, datasets.Tokenizer, error) {
 
 // loadEnsemble reads the checkpoints of a --checkpoint list, DIR or
 // DIR1,DIR2,…: one model, or several decoding as an ensemble, which must
-// have the same tokenizer.json byte for byte.
+// have the same tokenizer.json byte for byte (seq2seq.LoadEnsemble).
 func loadEnsemble(list string) (seq2seq.Ensemble, datasets.Tokenizer, error) {
-	dirs := strings.Split(list, ",")
-	var ms []*seq2seq.Model
-	var tok datasets.Tokenizer
-	var tokJSON []byte
-	for i, dir := range dirs {
+	for i, dir := range strings.Split(list, ",") {
 		if dir = strings.TrimSpace(dir); dir == "" {
 			return nil, nil, fmt.Errorf("%w: --checkpoint %q: checkpoint %d of the list is empty", errUsage, list, i+1)
 		}
-		m, t, err := loadSeq2Seq(dir)
-		if err != nil {
+		if err := expectFamily(dir, "seq2seq"); err != nil {
 			return nil, nil, err
 		}
-		b, err := os.ReadFile(filepath.Join(dir, models.TokenizerFile))
-		if err != nil {
-			return nil, nil, err
-		}
-		if i == 0 {
-			tok, tokJSON = t, b
-		} else if !bytes.Equal(b, tokJSON) {
-			return nil, nil, fmt.Errorf("--checkpoint: %s has another %s than %s: an ensemble's models must share one tokenizer (train them on the same data, or with the same \"tokenizer\")", dir, models.TokenizerFile, strings.TrimSpace(dirs[0]))
-		}
-		ms = append(ms, m)
 	}
-	e, err := seq2seq.NewEnsemble(ms...)
-	return e, tok, err
+	e, tok, err := seq2seq.LoadEnsemble(list)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--checkpoint: %w", err)
+	}
+	return e, tok, nil
 }
 
 // translateBatch is how many lines zoo translate decodes at once.

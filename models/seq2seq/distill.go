@@ -9,7 +9,6 @@ package seq2seq
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"slices"
 
 	"gorgonia.org/gorgonia"
@@ -29,17 +28,14 @@ type Soft struct {
 	P   []float32
 }
 
-// CheckTeacher refuses a teacher that does not read and write the
+// CheckTeacher refuses teachers that do not read and write the
 // student's ids: distillation compares distributions id by id, so the
-// vocabularies and special ids must be one, and the tokenizers (tok, the
-// student's; teacherTok, the teacher's) the same serialised tokenizer.
-func CheckTeacher(student, teacher *Model, tok, teacherTok datasets.Tokenizer, name string) error {
-	s, t := student.Config, teacher.Config
-	if s.SrcVocabSize != t.SrcVocabSize || s.TgtVocabSize != t.TgtVocabSize {
-		return fmt.Errorf("seq2seq: teacher %s has vocabularies of %d and %d tokens, the student %d and %d: distillation needs the same ids", name, t.SrcVocabSize, t.TgtVocabSize, s.SrcVocabSize, s.TgtVocabSize)
-	}
-	if s.PadTokenID != t.PadTokenID || s.BOSTokenID != t.BOSTokenID || s.EOSTokenID != t.EOSTokenID {
-		return fmt.Errorf("seq2seq: teacher %s has special ids pad %d bos %d eos %d, the student pad %d bos %d eos %d", name, t.PadTokenID, t.BOSTokenID, t.EOSTokenID, s.PadTokenID, s.BOSTokenID, s.EOSTokenID)
+// vocabularies and special ids must be one (NewEnsemble's check) and the
+// tokenizers (tok, the student's; teacherTok, the teachers') the same
+// serialised tokenizer.
+func CheckTeacher(student *Model, teachers Ensemble, tok, teacherTok datasets.Tokenizer) error {
+	if _, err := NewEnsemble(append(Ensemble{student}, teachers...)...); err != nil {
+		return fmt.Errorf("seq2seq: distillation: the student is model 1: %w", err)
 	}
 	a, err := tok.MarshalJSON()
 	if err != nil {
@@ -50,24 +46,23 @@ func CheckTeacher(student, teacher *Model, tok, teacherTok datasets.Tokenizer, n
 		return err
 	}
 	if !bytes.Equal(a, b) {
-		return fmt.Errorf("seq2seq: teacher %s's tokenizer differs from the student's: distillation needs the same ids (start the student from a checkpoint with the teacher's tokenizer, or give it with --tokenizer)", name)
+		return fmt.Errorf("seq2seq: the teachers' tokenizer differs from the student's: distillation needs the same ids (start the student from a checkpoint with the teachers' tokenizer, or give it with --tokenizer)")
 	}
 	return nil
 }
 
-// TeacherTargets sets ex[i]'s teacher distributions (Soft): the mean of
-// the teachers' next-token probabilities at each label position, under
-// teacher forcing on the example's target, its k most probable ids kept.
+// TeacherTargets gives each of ex its teacher distributions (Soft): the
+// mean of the teachers' next-token probabilities at each label position,
+// under teacher forcing on the example's target, its k most probable ids
+// kept (summed, as an ensemble's, then renormalised over those k).
 // It runs the teachers without dropout in batches of rows pairs, padded to
 // lengths rounded up to multiples of 8 (a compiled graph per length).
-func TeacherTargets(teachers []*Model, ex []Example, k, rows int) ([]Soft, error) {
+func TeacherTargets(teachers Ensemble, ex []Example, k, rows int) ([]Soft, error) {
 	if len(teachers) == 0 {
 		return nil, fmt.Errorf("seq2seq: distillation needs a teacher")
 	}
 	cfg := teachers[0].Config
-	for _, t := range teachers[1:] { // pad no further than every teacher reads
-		cfg.MaxLen = min(cfg.MaxLen, t.Config.MaxLen)
-	}
+	cfg.MaxLen = teachers.MaxLen() // pad no further than every teacher reads
 	v := cfg.TgtVocabSize
 	if k < 1 || k > v {
 		return nil, fmt.Errorf("seq2seq: distill_top_k %d must be in [1, %d], the vocabulary", k, v)
@@ -95,7 +90,7 @@ func TeacherTargets(teachers []*Model, ex []Example, k, rows int) ([]Soft, error
 			}
 		}
 	}()
-	mean := []float64{}
+	sum := []float64{} // the teachers' probabilities, summed
 	for lo := 0; lo < len(order); lo += rows {
 		idx := order[lo:min(lo+rows, len(order))]
 		srcs, tgts := make([][]int, len(idx)), make([][]int, len(idx))
@@ -109,8 +104,8 @@ func TeacherTargets(teachers []*Model, ex []Example, k, rows int) ([]Soft, error
 		if err != nil {
 			return nil, fmt.Errorf("seq2seq: teacher: %w", err)
 		}
-		mean = slices.Grow(mean[:0], rows*tt*v)[:rows*tt*v]
-		clear(mean)
+		sum = slices.Grow(sum[:0], rows*tt*v)[:rows*tt*v]
+		clear(sum)
 		for t, m := range teachers {
 			g, ok := runs[t][[2]int{ts, tt}]
 			if !ok {
@@ -119,7 +114,7 @@ func TeacherTargets(teachers []*Model, ex []Example, k, rows int) ([]Soft, error
 				}
 				runs[t][[2]int{ts, tt}] = g
 			}
-			if err := g.probs(b, mean, 1/float64(len(teachers))); err != nil {
+			if err := g.probs(b, sum); err != nil {
 				return nil, err
 			}
 		}
@@ -127,7 +122,7 @@ func TeacherTargets(teachers []*Model, ex []Example, k, rows int) ([]Soft, error
 			n := len(ex[j].Tgt) + 1
 			s := Soft{K: k, IDs: make([]int32, n*k), P: make([]float32, n*k)}
 			for pos := 0; pos < n; pos++ {
-				top(mean[(i*tt+pos)*v:][:v], s.IDs[pos*k:(pos+1)*k], s.P[pos*k:(pos+1)*k])
+				top(sum[(i*tt+pos)*v:][:v], s.IDs[pos*k:(pos+1)*k], s.P[pos*k:(pos+1)*k])
 			}
 			soft[j] = s
 		}
@@ -184,9 +179,8 @@ func newTeacherGraph(m *Model, rows, ts, tt int) (*teacherGraph, error) {
 	return &teacherGraph{feed: f, logits: logits, vm: vm, v: m.Config.TgtVocabSize}, nil
 }
 
-// probs runs the teacher on b and adds w times its softmax (B·Tt·V) to
-// acc.
-func (g *teacherGraph) probs(b Batch, acc []float64, w float64) error {
+// probs runs the teacher on b and adds its softmax (B·Tt·V) to acc.
+func (g *teacherGraph) probs(b Batch, acc []float64) error {
 	if err := g.feed.Load(b); err != nil {
 		return err
 	}
@@ -210,15 +204,7 @@ func (g *teacherGraph) probs(b Batch, acc []float64, w float64) error {
 		default:
 			return fmt.Errorf("seq2seq: teacher logits of %T", x)
 		}
-		mx := slices.Max(row)
-		var sum float64
-		for j, x := range row {
-			row[j] = math.Exp(x - mx)
-			sum += row[j]
-		}
-		for j, e := range row {
-			acc[r*v+j] += w * e / sum
-		}
+		addSoftmax(acc[r*v:(r+1)*v], row)
 	}
 	return nil
 }

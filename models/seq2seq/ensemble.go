@@ -1,11 +1,17 @@
 package seq2seq
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 
+	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/decode"
+	"github.com/d73a19ff/zoo/models"
 )
 
 // Ensemble decodes with several models of one vocabulary at once: at every
@@ -43,6 +49,50 @@ func NewEnsemble(ms ...*Model) (Ensemble, error) {
 		}
 	}
 	return Ensemble(ms), nil
+}
+
+// LoadEnsemble reads the checkpoints of a comma-separated list, DIR or
+// DIR1,DIR2,…: one model, or several that decode as an ensemble, which
+// must share one tokenizer.json byte for byte. It returns their
+// tokenizer.
+func LoadEnsemble(list string) (Ensemble, datasets.Tokenizer, error) {
+	dirs := strings.Split(list, ",")
+	var ms []*Model
+	var tok datasets.Tokenizer
+	var tokJSON []byte
+	for i, dir := range dirs {
+		if dir = strings.TrimSpace(dir); dir == "" {
+			return nil, nil, fmt.Errorf("%q: checkpoint %d of the list is empty", list, i+1)
+		}
+		m, err := Load(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := os.ReadFile(filepath.Join(dir, models.TokenizerFile))
+		if err != nil {
+			return nil, nil, err
+		}
+		if i == 0 {
+			if tok, err = models.LoadTokenizer(dir); err != nil {
+				return nil, nil, err
+			}
+			tokJSON = b
+		} else if !bytes.Equal(b, tokJSON) {
+			return nil, nil, fmt.Errorf("%s has another %s than %s: an ensemble's models must share one tokenizer (train them on the same data, or with the same \"tokenizer\")", dir, models.TokenizerFile, strings.TrimSpace(dirs[0]))
+		}
+		ms = append(ms, m)
+	}
+	e, err := NewEnsemble(ms...)
+	return e, tok, err
+}
+
+// addSoftmax adds the softmax of logits to acc: an ensemble's members'
+// probabilities summed.
+func addSoftmax(acc, logits []float64) {
+	lse := decode.LogSumExp(logits)
+	for v, x := range logits {
+		acc[v] += math.Exp(x - lse)
+	}
 }
 
 // DecodeBytes is the memory of decoding with every model at once
@@ -144,10 +194,7 @@ func (s *ensembleStep) Step(seqs [][]int) ([][]float64, error) {
 			if len(row) != len(acc) {
 				return nil, fmt.Errorf("seq2seq ensemble: model %d gives %d logits, model 1 %d", i+1, len(row), len(acc))
 			}
-			lse := decode.LogSumExp(row)
-			for v, x := range row {
-				acc[v] += math.Exp(x - lse)
-			}
+			addSoftmax(acc, row)
 		}
 	}
 	n := float64(len(s.parts))
