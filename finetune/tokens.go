@@ -231,7 +231,7 @@ func EvalTokens(checkpoint, file string, batch int) (TokenScores, error) {
 	if err != nil {
 		return TokenScores{}, err
 	}
-	clf, err := bert.LoadTokenClassifier(checkpoint)
+	clf, _, err := bert.LoadTokenClassifier(checkpoint)
 	if err != nil {
 		return TokenScores{}, fmt.Errorf("eval: %w", err)
 	}

@@ -24,10 +24,15 @@ type ForTokenClassification struct {
 
 // NewForTokenClassification puts a token-classification head for labels
 // on m, initialised N(0, initializer_range²) with a zero bias, and records
-// the labels in m.Config.ID2Label.
+// the labels in m.Config.ID2Label. It removes m's pooler: transformers'
+// BertForTokenClassification has none (add_pooling_layer=False), so
+// neither the model nor its checkpoints hold bert.pooler.*.
 func NewForTokenClassification(m *Model, labels []string) (*ForTokenClassification, error) {
 	if len(labels) < 2 || len(labels) > models.MaxLabels {
 		return nil, fmt.Errorf("bert token classifier: %d labels; need 2 to %d", len(labels), models.MaxLabels)
+	}
+	if err := m.dropPooler(); err != nil {
+		return nil, err
 	}
 	cl, err := layers.NewLinear(m.Store.Root().Sub("classifier"), m.Config.HiddenSize, len(labels), true)
 	if err != nil {
@@ -75,8 +80,14 @@ type ForQuestionAnswering struct {
 }
 
 // NewForQuestionAnswering puts a span head on m, initialised
-// N(0, initializer_range²) with a zero bias.
+// N(0, initializer_range²) with a zero bias. It removes m's pooler:
+// transformers' BertForQuestionAnswering has none
+// (add_pooling_layer=False), so neither the model nor its checkpoints hold
+// bert.pooler.*.
 func NewForQuestionAnswering(m *Model) (*ForQuestionAnswering, error) {
+	if err := m.dropPooler(); err != nil {
+		return nil, err
+	}
 	qa, err := layers.NewLinear(m.Store.Root().Sub("qa_outputs"), m.Config.HiddenSize, 2, true)
 	if err != nil {
 		return nil, fmt.Errorf("bert qa: %w", err)
