@@ -11,6 +11,8 @@ import (
 	"maps"
 	"math"
 	"reflect"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -304,6 +306,36 @@ func (c Config) marshal(arch string) ([]byte, error) {
 		return nil, err
 	}
 	return models.AppendExtra(b, c.Extra, "bert config")
+}
+
+// Strict returns c as the decoder of a pipeline config file's "model"
+// section (zoo pretrain bert --config): UnmarshalJSON, but a key that is
+// not one of Config's fields (or model_type) is an error, so that a typo
+// such as hidden_sise is refused rather than kept in Extra and written
+// into config.json. A checkpoint's config.json, which carries
+// transformers' other keys, is read by Config.UnmarshalJSON instead.
+func Strict(c *Config) json.Unmarshaler { return &strictConfig{c} }
+
+type strictConfig struct{ c *Config }
+
+func (s *strictConfig) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	var fields []string
+	for k := range modeled {
+		if k != "architectures" && k != "label2id" && k != "num_labels" && k != "_num_labels" {
+			fields = append(fields, k)
+		}
+	}
+	sort.Strings(fields)
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if !slices.Contains(fields, k) {
+			return fmt.Errorf("unknown key %q: a BERT model section has %s", k, strings.Join(fields, ", "))
+		}
+	}
+	return s.c.UnmarshalJSON(b)
 }
 
 // UnmarshalJSON reads a config.json as the Config doc describes. Fields it

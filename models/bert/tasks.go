@@ -129,17 +129,19 @@ func (q *ForQuestionAnswering) Logits(g *layers.Graph, in Inputs) (start, end *g
 
 // Loss is transformers' span loss: the mean of the start and end
 // cross-entropies over the T positions, against start and end positions
-// (B) int; rows equal to layers.IgnoreIndex are skipped (transformers
-// clamps out-of-range positions to T and ignores those instead).
+// (B) int, clamped as transformers clamps them: a position past T (an
+// answer outside the window) is ignored and a negative one is the first
+// token. Rows equal to layers.IgnoreIndex (padding) are ignored too. A
+// loss with every row ignored is 0.
 func (q *ForQuestionAnswering) Loss(g *layers.Graph, in Inputs, startPos, endPos *gorgonia.Node) (loss, start, end *gorgonia.Node, err error) {
 	if start, end, err = q.Logits(g, in); err != nil {
 		return nil, nil, nil, err
 	}
-	ls, err := layers.CrossEntropy(start, startPos, layers.IgnoreIndex, 0)
+	ls, err := spanLoss(start, startPos)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("bert qa: start: %w", err)
 	}
-	le, err := layers.CrossEntropy(end, endPos, layers.IgnoreIndex, 0)
+	le, err := spanLoss(end, endPos)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("bert qa: end: %w", err)
 	}
