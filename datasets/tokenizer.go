@@ -151,13 +151,12 @@ func UnknownNote(n int, what string) string {
 	return fmt.Sprintf("note: %d characters of %s are not in the tokenizer's vocabulary and were mapped to [UNK]\n", n, what)
 }
 
-// UnknownNoteFor is the line a pipeline prints after encoding what with
-// tok, when tok mapped some of it to its unknown token since its count
-// was before (Unknowns(tok) then), or "" when it mapped nothing: the
-// number of words (WordPiece, WordLevel) or characters (the character
-// tokenizer) and the unknown token they became.
-func UnknownNoteFor(tok Tokenizer, before int, what string) string {
-	n := Unknowns(tok) - before
+// UnknownNoteFor is the line a pipeline prints when encoding what with
+// tok mapped n characters or words to tok's unknown token (n is the growth
+// of Unknowns(tok) over the encoding), or "" when n is 0: it names the
+// unit (words for WordPiece and WordLevel, characters for the character
+// tokenizer) and the unknown token.
+func UnknownNoteFor(tok Tokenizer, n int, what string) string {
 	if n <= 0 {
 		return ""
 	}

@@ -44,7 +44,7 @@ func TestWordPieceCountsUnknownWords(t *testing.T) {
 			if !strings.Contains(c.text, "[UNK]") {
 				require.Equal(t, n, c.unknown, "one [UNK] per unknown word")
 			}
-			note := UnknownNoteFor(wp, before, "the texts")
+			note := UnknownNoteFor(wp, wp.Unknown()-before, "the texts")
 			if c.unknown == 0 {
 				require.Empty(t, note)
 			} else {

@@ -212,7 +212,6 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
-	unk := datasets.Unknowns(tok)
 	tr, err := enc.encode(trainEx, labels, pairs)
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %s: %w", cfg.TrainFile, err)
@@ -227,7 +226,7 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 		return nil, fmt.Errorf("finetune: validation: %s: %w", valName, err)
 	}
 	enc.notes(out, valName, len(valEx))
-	fmt.Fprint(out, datasets.UnknownNoteFor(tok, unk, "the texts"))
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, enc.unknown, "the texts"))
 	if n := endsWith(tr, clf.PadID()) + endsWith(va, clf.PadID()); n > 0 {
 		fmt.Fprintf(out, "note: %d texts end with the pad token (id %d); zoo pools them as they are, but Hugging Face's classifiers find a text's end from the first pad token and would pool an earlier one\n", n, clf.PadID())
 	}
@@ -289,6 +288,7 @@ type encoder struct {
 	singleTy, doubleTy []int
 
 	truncated, skipped int
+	unknown            int // characters or words mapped to the unknown token (datasets.UnknownNoteFor)
 }
 
 // classifyMaxLen resolves max_length against the most tokens the model
@@ -381,6 +381,7 @@ func (e *encoder) encode(ex []datasets.Example, labels []string, pairs bool) ([]
 
 // one encodes one example; ok is false when it has no tokens.
 func (e *encoder) one(x datasets.Example, pairs bool) (enc example, ok bool, err error) {
+	unk := datasets.Unknowns(e.tok)
 	a, err := e.tok.Encode(x.Text)
 	if err != nil {
 		return example{}, false, err
@@ -391,6 +392,9 @@ func (e *encoder) one(x datasets.Example, pairs bool) (enc example, ok bool, err
 			return example{}, false, err
 		}
 	}
+	// The texts are encoded again below with their special tokens: the
+	// unknown ones count once, here.
+	e.unknown += datasets.Unknowns(e.tok) - unk
 	if len(a)+len(b) == 0 {
 		return example{}, false, nil
 	}

@@ -60,12 +60,11 @@ func EvalClassifyWith(checkpoint, file string, batch int, opts datasets.Labelled
 	if err != nil {
 		return Confusion{}, fmt.Errorf("eval: %w", err)
 	}
-	unk := datasets.Unknowns(tok)
 	enc, err := e.encode(ex, c.ClassNames(), pairs)
 	if err != nil {
 		return Confusion{}, fmt.Errorf("eval: %s: %w", file, err)
 	}
-	fmt.Fprint(out, datasets.UnknownNoteFor(tok, unk, "the texts"))
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, e.unknown, "the texts"))
 	e.notes(out, file, len(ex))
 	d := newClsData(nil, enc, batch, t, c.PadID(), 0)
 	return evaluate(context.Background(), &clsTask{c: c, tok: tok, b: batch, t: t, types: typeVocab > 0}, d.val, c.ClassNames())

@@ -179,7 +179,7 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 	if err != nil {
 		return nil, fmt.Errorf("qa: validation: %w", err)
 	}
-	fmt.Fprint(out, datasets.UnknownNoteFor(tok, unk, "the questions and contexts"))
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-unk, "the questions and contexts"))
 	t := max(longest(trF), longest(vaF))
 	if err := models.CheckMemory(q.Config.ActivationBytes(cfg.Batch, t, true), fmt.Sprintf("qa: batch_size %d × %d tokens for activations", cfg.Batch, t), "lower batch_size or max_seq_length"); err != nil {
 		return nil, err
@@ -275,7 +275,7 @@ func EvalQAWith(ctx context.Context, checkpoint, file string, cfg QAConfig, out 
 	if err != nil {
 		return nil, fmt.Errorf("eval: %s: %w", file, err)
 	}
-	fmt.Fprint(out, datasets.UnknownNoteFor(tok, unk, "the questions and contexts"))
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-unk, "the questions and contexts"))
 	t := longest(feats)
 	if err := models.CheckMemory(q.Config.ActivationBytes(cfg.Batch, t, false), fmt.Sprintf("eval: batch size %d × %d tokens for activations", cfg.Batch, t), "lower the batch size"); err != nil {
 		return nil, err

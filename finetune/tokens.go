@@ -171,7 +171,7 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 	unk := datasets.Unknowns(wp)
 	tr, trTrunc := enc.encodeAll(trainS, maxLen)
 	va, vaTrunc := enc.encodeAll(valS, maxLen)
-	fmt.Fprint(out, datasets.UnknownNoteFor(wp, unk, "the words"))
+	fmt.Fprint(out, datasets.UnknownNoteFor(wp, datasets.Unknowns(wp)-unk, "the words"))
 	if trTrunc+vaTrunc > 0 {
 		fmt.Fprintf(out, "note: %d training and %d validation sentences are longer than max_length %d word pieces; their words past it are dropped (and count as errors in the validation scores)\n", trTrunc, vaTrunc, maxLen)
 	}
@@ -258,7 +258,7 @@ func EvalTokensWith(checkpoint, file string, batch int, out io.Writer) (TokenSco
 	maxLen := clf.Config.MaxPositionEmbeddings
 	unk := datasets.Unknowns(wp)
 	va, _ := enc.encodeAll(sents, maxLen)
-	fmt.Fprint(out, datasets.UnknownNoteFor(wp, unk, "the words"))
+	fmt.Fprint(out, datasets.UnknownNoteFor(wp, datasets.Unknowns(wp)-unk, "the words"))
 	t := min(maxLen, longest(va))
 	if err := models.CheckMemory(clf.StepBytes(batch, t, false), fmt.Sprintf("eval: batch %d × %d word pieces for activations", batch, t), "lower the batch size (zoo eval --batch-size)"); err != nil {
 		return TokenScores{}, err

@@ -190,7 +190,7 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprint(out, datasets.UnknownNoteFor(tok, unk, "the corpus"))
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-unk, "the corpus"))
 	fmt.Fprintf(out, "corpus: %d documents, %d sentences, %d tokens (%d empty documents skipped), encoded in %s\n",
 		docs.NumDocuments(), docs.NumSentences(), docs.NumTokens(), docs.Empty, time.Since(began).Round(time.Millisecond))
 	trainDocs, valDocs, err := docs.Split(cfg.ValFraction, cfg.Seed)

@@ -24,8 +24,9 @@ import (
 // word the WordPiece does not know (☃), and a GPT with a character
 // tokenizer.
 type bertFixture struct {
-	ckpt, oneType, tagger, qa, qaOneType, gpt string
-	corpus, tsv, conll, squad                 string
+	ckpt, oneType, tagger, qa, qaOneType, cls, gpt string
+	tokenizer                                      string // the WordPiece's tokenizer.json
+	corpus, tsv, conll, squad                      string
 }
 
 func newBERTFixture(t *testing.T) bertFixture {
@@ -59,7 +60,11 @@ func newBERTFixture(t *testing.T) bertFixture {
 		}),
 		qa:        save("qa", 2, qa),
 		qaOneType: save("qa-1type", 1, qa),
+		cls: save("cls", 2, func(m *bert.Model) (models.Weights, error) {
+			return bert.NewForSequenceClassification(m, []string{"fox", "cat"})
+		}),
 	}
+	f.tokenizer = filepath.Join(f.ckpt, models.TokenizerFile)
 	var corpus strings.Builder
 	for d := range 6 {
 		if d > 0 {
@@ -152,7 +157,7 @@ func TestBERTIssue34CLI(t *testing.T) {
 		// Unknown words are counted and reported everywhere.
 		{"classify notes the words mapped to [UNK]", func(dir string) []string {
 			return []string{"finetune", "bert", "--task", "classify", "--init-from", f.ckpt, "--train-file", f.tsv, "--max-steps", "1", "--batch-size", "4", "--run", filepath.Join(dir, "r")}
-		}, 0, nil, []string{"words of the texts are not in the tokenizer's vocabulary and were mapped to [UNK]"}},
+		}, 0, nil, []string{"note: 6 words of the texts are not in the tokenizer's vocabulary and were mapped to [UNK]"}},
 		{"tokens notes them", func(dir string) []string {
 			return []string{"finetune", "bert", "--task", "tokens", "--init-from", f.ckpt, "--train-file", f.conll, "--max-steps", "1", "--batch-size", "2", "--run", filepath.Join(dir, "r")}
 		}, 0, nil, []string{"words of the words are not in the tokenizer's vocabulary"}},
@@ -165,6 +170,15 @@ func TestBERTIssue34CLI(t *testing.T) {
 		{"eval --squad notes them", func(string) []string {
 			return []string{"eval", "--checkpoint", f.qa, "--squad", f.squad}
 		}, 0, nil, []string{"4 words of the questions and contexts are not in the tokenizer's vocabulary"}},
+		{"eval --labelled notes them", func(string) []string {
+			return []string{"eval", "--checkpoint", f.cls, "--labelled", f.tsv}
+		}, 0, nil, []string{"6 words of the texts are not in the tokenizer's vocabulary"}},
+		{"pretrain bert with a given tokenizer notes them", func(dir string) []string {
+			cfg := write(t, filepath.Join(dir, "c.json"), `{"model": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+				"intermediate_size": 32, "max_position_embeddings": 64}, "max_seq_length": 32, "max_predictions_per_seq": 4,
+				"batch_size": 2, "max_iters": 1, "warmup_iters": 0, "eval_interval": 1, "eval_batches": 1, "val_fraction": 0.3}`)
+			return []string{"pretrain", "bert", "--config", cfg, "--corpus", f.corpus, "--tokenizer", f.tokenizer, "--run", filepath.Join(dir, "r")}
+		}, 0, nil, []string{"24 words of the corpus are not in the tokenizer's vocabulary and were mapped to [UNK]"}},
 		{"fill-mask notes them", func(string) []string {
 			return []string{"fill-mask", "--checkpoint", f.ckpt, "the ☃ [MASK] sleeps."}
 		}, 0, []string{"1 words of the texts are not in the tokenizer's vocabulary and were mapped to [UNK]"}, nil},

@@ -15,7 +15,7 @@ func unknowns(tok datasets.Tokenizer) int { return datasets.Unknowns(tok) }
 // noteUnknowns writes the note on what tok has mapped to its unknown token
 // since its count was before, if anything, naming what was encoded.
 func noteUnknowns(w io.Writer, tok datasets.Tokenizer, before int, what string) {
-	fmt.Fprint(w, datasets.UnknownNoteFor(tok, before, what))
+	fmt.Fprint(w, datasets.UnknownNoteFor(tok, unknowns(tok)-before, what))
 }
 
 // noteCorpusUnknowns encodes the corpus with the checkpoint's tokenizer,
