@@ -24,9 +24,9 @@ import (
 // word the WordPiece does not know (☃), and a GPT with a character
 // tokenizer.
 type bertFixture struct {
-	ckpt, oneType, tagger, qa, qaOneType, cls, gpt string
-	tokenizer                                      string // the WordPiece's tokenizer.json
-	corpus, tsv, conll, squad                      string
+	ckpt, oneType, tagger, qa, qaOneType, cls, gpt, gptCls string
+	tokenizer                                              string // the WordPiece's tokenizer.json
+	corpus, tsv, conll, squad                              string
 }
 
 func newBERTFixture(t *testing.T) bertFixture {
@@ -101,6 +101,12 @@ func newBERTFixture(t *testing.T) bertFixture {
 	require.NoError(t, err)
 	f.gpt = filepath.Join(dir, "gpt")
 	require.NoError(t, models.SaveText(f.gpt, g, ct))
+	g2, err := gpt.New(gc, layers.WithSeed(1))
+	require.NoError(t, err)
+	gcl, err := gpt.NewClassifier(g2, []string{"x", "y"})
+	require.NoError(t, err)
+	f.gptCls = filepath.Join(dir, "gpt-cls")
+	require.NoError(t, models.SaveText(f.gptCls, gcl, ct))
 	return f
 }
 
@@ -185,6 +191,9 @@ func TestBERTIssue34CLI(t *testing.T) {
 		{"generate notes the prompt's unknown characters", func(string) []string {
 			return []string{"generate", "--checkpoint", f.gpt, "--prompt", "ab☃☃", "--max-new-tokens", "2"}
 		}, 0, []string{"2 characters of the prompt are not in the tokenizer's vocabulary and were mapped to [UNK]"}, nil},
+		{"GPT eval --labelled notes them", func(dir string) []string {
+			return []string{"eval", "--checkpoint", f.gptCls, "--labelled", write(t, filepath.Join(dir, "l.csv"), "text,label\nab☃,x\nba,y\n☃☃c,x\n")}
+		}, 0, nil, []string{"3 characters of the texts are not in the tokenizer's vocabulary"}},
 		{"GPT eval --corpus notes them", func(dir string) []string {
 			return []string{"eval", "--checkpoint", f.gpt, "--corpus", write(t, filepath.Join(dir, "c.txt"), strings.Repeat("abc ☃ ", 200))}
 		}, 0, nil, []string{"200 characters of "}},

@@ -157,7 +157,7 @@ func runEvalGPT(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "loss %.4f, perplexity %.3f over %d tokens\n", loss, math.Exp(loss), n)
 	default:
-		conf, err := finetune.EvalClassify(*ckpt, *labelled, *batch)
+		conf, err := evalClassify(stdout, *ckpt, *labelled, *batch)
 		if err != nil {
 			return err
 		}

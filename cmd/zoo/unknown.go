@@ -5,8 +5,15 @@ import (
 	"io"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/finetune"
 	"github.com/d73a19ff/zoo/models"
 )
+
+// evalClassify is finetune.EvalClassify with its notes (truncated and
+// skipped examples, text mapped to the unknown token) written to w.
+func evalClassify(w io.Writer, checkpoint, labelled string, batch int) (finetune.Confusion, error) {
+	return finetune.EvalClassifyWith(checkpoint, labelled, batch, datasets.LabelledOptions{}, w)
+}
 
 // unknowns is tok's count of characters or words mapped to its unknown
 // token so far (datasets.Unknowns).

@@ -16,7 +16,8 @@ const ModelType = "bert"
 // Model is BERT's backbone, transformers' BertModel: word, learned
 // position and token-type embeddings summed, LayerNorm and dropout; a stack
 // of post-norm encoder blocks; and the pooler, dense + tanh on the first
-// ([CLS]) token. Parameter names are Hugging Face's keys under "bert."
+// ([CLS]) token, which the token-classification and QA heads remove, as
+// transformers builds them (add_pooling_layer=False). Parameter names are Hugging Face's keys under "bert."
 // (bert.embeddings.word_embeddings.weight,
 // bert.encoder.layer.0.attention.self.query.weight, …), so a checkpoint
 // loads key by key (hf.go).
