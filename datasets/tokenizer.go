@@ -28,14 +28,15 @@ type Tokenizer interface {
 }
 
 // UnknownCounter is implemented by tokenizers whose Encode maps a
-// character outside the vocabulary to an unknown token instead of
+// character or word outside the vocabulary to an unknown token instead of
 // failing: the character tokenizer (NewCharTokenizer), whose unknown
-// token is CharUnknown at id CharUnknownID. A tokenizer loaded from a
+// token is CharUnknown at id CharUnknownID, counts characters; WordPiece
+// ([UNK]) and WordLevel (<unk>) count words. A tokenizer loaded from a
 // zoo-char file, which has no unknown token, implements it too and
 // returns 0.
 //
-// Unknown returns how many characters all Encode calls so far have mapped
-// to the unknown token. It is safe for concurrent use. A pipeline reads it
+// Unknown returns how many characters or words all Encode calls so far
+// have mapped to the unknown token. It is safe for concurrent use. A pipeline reads it
 // before and after encoding a corpus and reports the difference (see the
 // example).
 type UnknownCounter interface {
@@ -131,8 +132,8 @@ func parseTokenizer(raw []byte) (Tokenizer, error) {
 	return nil, errors.New(`neither a tokenizer.json (no "model") nor a character tokenizer (no "type": "` + charType + `")`)
 }
 
-// Unknowns is tok's count of characters mapped to its unknown token so far
-// (UnknownCounter), or 0 for a tokenizer that has none.
+// Unknowns is tok's count of characters or words mapped to its unknown
+// token so far (UnknownCounter), or 0 for a tokenizer that has none.
 func Unknowns(tok Tokenizer) int {
 	if u, ok := tok.(UnknownCounter); ok {
 		return u.Unknown()
@@ -141,10 +142,29 @@ func Unknowns(tok Tokenizer) int {
 }
 
 // UnknownNote is the line a pipeline prints when encoding mapped n
-// characters to the unknown token, or "" when n is 0.
+// characters to the unknown token (a character tokenizer's), or "" when
+// n is 0. UnknownNoteFor names the unit and the token of any tokenizer.
 func UnknownNote(n int, what string) string {
 	if n == 0 {
 		return ""
 	}
 	return fmt.Sprintf("note: %d characters of %s are not in the tokenizer's vocabulary and were mapped to [UNK]\n", n, what)
+}
+
+// UnknownNoteFor is the line a pipeline prints when encoding what with
+// tok mapped n characters or words to tok's unknown token (n is the growth
+// of Unknowns(tok) over the encoding), or "" when n is 0: it names the
+// unit (words for WordPiece and WordLevel, characters for the character
+// tokenizer) and the unknown token.
+func UnknownNoteFor(tok Tokenizer, n int, what string) string {
+	if n <= 0 {
+		return ""
+	}
+	switch t := tok.(type) {
+	case *WordPiece:
+		return fmt.Sprintf("note: %d words of %s are not in the tokenizer's vocabulary and were mapped to %s\n", n, what, t.unk)
+	case *WordLevel:
+		return fmt.Sprintf("note: %d words of %s are not in the tokenizer's vocabulary and were mapped to %s\n", n, what, t.unk)
+	}
+	return UnknownNote(n, what)
 }

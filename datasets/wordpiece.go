@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -62,9 +63,14 @@ type WordPiece struct {
 	decWordPiece bool
 	decPrefix    string
 	decCleanup   bool
+
+	unknown atomic.Int64 // words mapped to the unknown token so far
 }
 
-var _ Tokenizer = (*WordPiece)(nil)
+var (
+	_ Tokenizer      = (*WordPiece)(nil)
+	_ UnknownCounter = (*WordPiece)(nil)
+)
 
 // bertNormalizer is tokenizers' BertNormalizer, with strip_accents
 // resolved.
@@ -651,6 +657,7 @@ func bertWords(s string, emit func(w string)) {
 // more than maxLen characters.
 func (t *WordPiece) word(ids []int, w string) []int {
 	if utf8.RuneCountInString(w) > t.maxLen {
+		t.unknown.Add(1)
 		return append(ids, t.unkID)
 	}
 	n := len(ids)
@@ -674,6 +681,7 @@ func (t *WordPiece) word(ids []int, w string) []int {
 			end -= size
 		}
 		if found < 0 {
+			t.unknown.Add(1)
 			return append(ids[:n], t.unkID)
 		}
 		ids = append(ids, found)
@@ -681,6 +689,14 @@ func (t *WordPiece) word(ids []int, w string) []int {
 	}
 	return ids
 }
+
+// Unknown returns how many words Encode (and EncodeWithSpecials,
+// EncodePair, EncodeWords) have mapped to the unknown token since the
+// tokenizer was made (UnknownCounter): a word with a piece outside the
+// vocabulary, or longer than max_input_chars_per_word. The unknown token
+// written in the text ("[UNK]", an added token) is not counted. It is safe
+// for concurrent use.
+func (t *WordPiece) Unknown() int { return int(t.unknown.Load()) }
 
 // Decode returns the text of ids through the WordPiece decoder: a token
 // starting with the prefix is glued to the one before without it, others

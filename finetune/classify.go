@@ -196,9 +196,9 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
-	maxLen := cfg.MaxLength
-	if maxLen <= 0 || maxLen > clf.MaxLength() {
-		maxLen = clf.MaxLength()
+	maxLen, err := classifyMaxLen(cfg.MaxLength, clf.MaxLength())
+	if err != nil {
+		return nil, err
 	}
 	if err := checkStep(clf, cfg.Batch, maxLen, true, "finetune", "lower batch_size or max_length"); err != nil {
 		return nil, err
@@ -212,7 +212,6 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
-	unk := datasets.Unknowns(tok)
 	tr, err := enc.encode(trainEx, labels, pairs)
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %s: %w", cfg.TrainFile, err)
@@ -227,7 +226,7 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 		return nil, fmt.Errorf("finetune: validation: %s: %w", valName, err)
 	}
 	enc.notes(out, valName, len(valEx))
-	fmt.Fprint(out, datasets.UnknownNote(datasets.Unknowns(tok)-unk, "the texts"))
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, enc.unknown, "the texts"))
 	if n := endsWith(tr, clf.PadID()) + endsWith(va, clf.PadID()); n > 0 {
 		fmt.Fprintf(out, "note: %d texts end with the pad token (id %d); zoo pools them as they are, but Hugging Face's classifiers find a text's end from the first pad token and would pool an earlier one\n", n, clf.PadID())
 	}
@@ -289,6 +288,23 @@ type encoder struct {
 	singleTy, doubleTy []int
 
 	truncated, skipped int
+	unknown            int // characters or words mapped to the unknown token (datasets.UnknownNoteFor)
+}
+
+// classifyMaxLen resolves max_length against the most tokens the model
+// reads (max_position_embeddings, n_positions): 0 is that most; more than
+// it is refused, as the tokens task refuses it, rather than silently
+// lowered.
+func classifyMaxLen(want, most int) (int, error) {
+	switch {
+	case want == 0:
+		return most, nil
+	case want < 0:
+		return 0, fmt.Errorf("finetune: max_length %d must not be negative (0: the %d tokens the model reads)", want, most)
+	case want > most:
+		return 0, fmt.Errorf("finetune: max_length %d is more than the %d tokens the model reads (max_position_embeddings or n_positions); lower it (longer texts are truncated and counted), or give 0 for %d", want, most, most)
+	}
+	return want, nil
 }
 
 // newEncoder makes the encoder of a tokenizer; pairs says the examples are
@@ -365,6 +381,7 @@ func (e *encoder) encode(ex []datasets.Example, labels []string, pairs bool) ([]
 
 // one encodes one example; ok is false when it has no tokens.
 func (e *encoder) one(x datasets.Example, pairs bool) (enc example, ok bool, err error) {
+	unk := datasets.Unknowns(e.tok)
 	a, err := e.tok.Encode(x.Text)
 	if err != nil {
 		return example{}, false, err
@@ -375,6 +392,9 @@ func (e *encoder) one(x datasets.Example, pairs bool) (enc example, ok bool, err
 			return example{}, false, err
 		}
 	}
+	// The texts are encoded again below with their special tokens: the
+	// unknown ones count once, here.
+	e.unknown += datasets.Unknowns(e.tok) - unk
 	if len(a)+len(b) == 0 {
 		return example{}, false, nil
 	}

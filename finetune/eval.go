@@ -19,7 +19,8 @@ func EvalClassify(checkpoint, file string, batch int) (Confusion, error) {
 // EvalClassifyWith is EvalClassify with the file's columns named by opts
 // (a TextPairColumn for sentence pairs). Texts are encoded as RunClassify
 // encodes them (special tokens, token types, truncation to the model's
-// max length); notes on truncated and skipped examples go to out.
+// max length); notes on truncated and skipped examples, and on text mapped
+// to the unknown token, go to out.
 func EvalClassifyWith(checkpoint, file string, batch int, opts datasets.LabelledOptions, out io.Writer) (Confusion, error) {
 	if batch <= 0 {
 		return Confusion{}, fmt.Errorf("eval: batch %d must be positive", batch)
@@ -63,6 +64,7 @@ func EvalClassifyWith(checkpoint, file string, batch int, opts datasets.Labelled
 	if err != nil {
 		return Confusion{}, fmt.Errorf("eval: %s: %w", file, err)
 	}
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, e.unknown, "the texts"))
 	e.notes(out, file, len(ex))
 	d := newClsData(nil, enc, batch, t, c.PadID(), 0)
 	return evaluate(context.Background(), &clsTask{c: c, tok: tok, b: batch, t: t, types: typeVocab > 0}, d.val, c.ClassNames())

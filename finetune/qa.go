@@ -146,11 +146,14 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 		var lr bert.LoadReport
 		q, lr, err = bert.LoadForQuestionAnswering(cfg.Checkpoint, layers.WithSeed(cfg.Seed))
 		if err == nil && len(lr.Dropped)+len(lr.Created) > 0 {
-			fmt.Fprintf(out, "from %s: dropped %d head tensors, created %v\n", cfg.Checkpoint, len(lr.Dropped), lr.Created)
+			fmt.Fprintf(out, "from %s: dropped %d head tensors %v, created %v\n", cfg.Checkpoint, len(lr.Dropped), lr.Dropped, lr.Created)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("qa: %w", err)
+	}
+	if err := checkQATypes(q, cfg.Checkpoint); err != nil {
+		return nil, err
 	}
 	win := cfg.windows()
 	win.maxSeq = min(win.maxSeq, q.Config.MaxPositionEmbeddings)
@@ -161,6 +164,7 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	unk := datasets.Unknowns(tok)
 	trF, skipped, err := enc.features(trainEx, true)
 	if err != nil {
 		return nil, fmt.Errorf("qa: %s: %w", cfg.TrainFile, err)
@@ -175,6 +179,7 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 	if err != nil {
 		return nil, fmt.Errorf("qa: validation: %w", err)
 	}
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-unk, "the questions and contexts"))
 	t := max(longest(trF), longest(vaF))
 	if err := models.CheckMemory(q.Config.ActivationBytes(cfg.Batch, t, true), fmt.Sprintf("qa: batch_size %d × %d tokens for activations", cfg.Batch, t), "lower batch_size or max_seq_length"); err != nil {
 		return nil, err
@@ -212,6 +217,12 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 // baselines and the predictions. Only the window and decoding settings and
 // batch_size of cfg are used; zero ones take DefaultQA's.
 func EvalQA(ctx context.Context, checkpoint, file string, cfg QAConfig) (*QAResult, error) {
+	return EvalQAWith(ctx, checkpoint, file, cfg, io.Discard)
+}
+
+// EvalQAWith is EvalQA with notes to out: the pooler tensors of an older
+// checkpoint that were dropped, and the words mapped to [UNK].
+func EvalQAWith(ctx context.Context, checkpoint, file string, cfg QAConfig, out io.Writer) (*QAResult, error) {
 	def := DefaultQA()
 	for _, p := range []struct{ v, d *int }{{&cfg.MaxSeqLength, &def.MaxSeqLength}, {&cfg.DocStride, &def.DocStride},
 		{&cfg.MaxQueryLength, &def.MaxQueryLength}, {&cfg.MaxAnswerLength, &def.MaxAnswerLength}, {&cfg.NBest, &def.NBest}, {&cfg.Batch, &def.Batch}} {
@@ -240,6 +251,12 @@ func EvalQA(ctx context.Context, checkpoint, file string, cfg QAConfig) (*QAResu
 	if len(lr.Created) > 0 {
 		return nil, fmt.Errorf("eval: checkpoint %s has no question-answering head (it lacks %s); fine-tune it first: zoo finetune bert --task qa", checkpoint, strings.Join(lr.Created, ", "))
 	}
+	if err := checkQATypes(q, checkpoint); err != nil {
+		return nil, err
+	}
+	if len(lr.Dropped) > 0 {
+		fmt.Fprintf(out, "note: %s: dropped %v (a question-answering model has no pooler)\n", checkpoint, lr.Dropped)
+	}
 	win := cfg.windows()
 	win.maxSeq = min(win.maxSeq, q.Config.MaxPositionEmbeddings)
 	if err := win.validate(); err != nil {
@@ -253,10 +270,12 @@ func EvalQA(ctx context.Context, checkpoint, file string, cfg QAConfig) (*QAResu
 	if err != nil {
 		return nil, err
 	}
+	unk := datasets.Unknowns(tok)
 	feats, _, err := enc.features(ex, false)
 	if err != nil {
 		return nil, fmt.Errorf("eval: %s: %w", file, err)
 	}
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-unk, "the questions and contexts"))
 	t := longest(feats)
 	if err := models.CheckMemory(q.Config.ActivationBytes(cfg.Batch, t, false), fmt.Sprintf("eval: batch size %d × %d tokens for activations", cfg.Batch, t), "lower the batch size"); err != nil {
 		return nil, err
@@ -274,6 +293,16 @@ func EvalQA(ctx context.Context, checkpoint, file string, cfg QAConfig) (*QAResu
 		res.Scores.F1 *= k
 	}
 	return res, nil
+}
+
+// checkQATypes refuses, before any work, a model whose token types cannot
+// tell the question (type 0) from the context (type 1), as the
+// classification pipeline refuses a pair for one.
+func checkQATypes(q *bert.ForQuestionAnswering, checkpoint string) error {
+	if n := q.Config.TypeVocabSize; n < 2 {
+		return fmt.Errorf("qa: checkpoint %s has type_vocab_size %d: question answering types the question 0 and the context 1, which needs 2 token types; use a checkpoint with type_vocab_size 2 (BERT's)", checkpoint, n)
+	}
+	return nil
 }
 
 // qaTokenizer returns the checkpoint's tokenizer if it is BERT's

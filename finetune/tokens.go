@@ -171,7 +171,7 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 	unk := datasets.Unknowns(wp)
 	tr, trTrunc := enc.encodeAll(trainS, maxLen)
 	va, vaTrunc := enc.encodeAll(valS, maxLen)
-	fmt.Fprint(out, datasets.UnknownNote(datasets.Unknowns(wp)-unk, "the words"))
+	fmt.Fprint(out, datasets.UnknownNoteFor(wp, datasets.Unknowns(wp)-unk, "the words"))
 	if trTrunc+vaTrunc > 0 {
 		fmt.Fprintf(out, "note: %d training and %d validation sentences are longer than max_length %d word pieces; their words past it are dropped (and count as errors in the validation scores)\n", trTrunc, vaTrunc, maxLen)
 	}
@@ -217,6 +217,12 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 // the tags are BIO. Sentences longer than max_position_embeddings word
 // pieces are truncated, counted, and their dropped words scored as errors.
 func EvalTokens(checkpoint, file string, batch int) (TokenScores, error) {
+	return EvalTokensWith(checkpoint, file, batch, io.Discard)
+}
+
+// EvalTokensWith is EvalTokens with notes to out: the pooler tensors of
+// an older checkpoint that were dropped, and the words mapped to [UNK].
+func EvalTokensWith(checkpoint, file string, batch int, out io.Writer) (TokenScores, error) {
 	if batch <= 0 {
 		return TokenScores{}, fmt.Errorf("eval: batch %d must be positive", batch)
 	}
@@ -231,9 +237,12 @@ func EvalTokens(checkpoint, file string, batch int) (TokenScores, error) {
 	if err != nil {
 		return TokenScores{}, err
 	}
-	clf, err := bert.LoadTokenClassifier(checkpoint)
+	clf, rep, err := bert.LoadTokenClassifier(checkpoint)
 	if err != nil {
 		return TokenScores{}, fmt.Errorf("eval: %w", err)
+	}
+	if len(rep.Dropped) > 0 {
+		fmt.Fprintf(out, "note: %s: dropped %v (a token classifier has no pooler)\n", checkpoint, rep.Dropped)
 	}
 	if err := checkTokenVocab(wp, clf); err != nil {
 		return TokenScores{}, err
@@ -247,7 +256,9 @@ func EvalTokens(checkpoint, file string, batch int) (TokenScores, error) {
 		return TokenScores{}, err
 	}
 	maxLen := clf.Config.MaxPositionEmbeddings
+	unk := datasets.Unknowns(wp)
 	va, _ := enc.encodeAll(sents, maxLen)
+	fmt.Fprint(out, datasets.UnknownNoteFor(wp, datasets.Unknowns(wp)-unk, "the words"))
 	t := min(maxLen, longest(va))
 	if err := models.CheckMemory(clf.StepBytes(batch, t, false), fmt.Sprintf("eval: batch %d × %d word pieces for activations", batch, t), "lower the batch size (zoo eval --batch-size)"); err != nil {
 		return TokenScores{}, err
@@ -289,6 +300,9 @@ func tokenMaxLen(want int, c *bert.ForTokenClassification) (int, error) {
 	p := c.Config.MaxPositionEmbeddings
 	if want == 0 {
 		return p, nil
+	}
+	if want < 0 {
+		return 0, fmt.Errorf("finetune tokens: max_length %d must not be negative (0: the model's %d positions)", want, p)
 	}
 	if want > p {
 		return 0, fmt.Errorf("finetune tokens: max_length %d is more than the model's %d positions (max_position_embeddings); lower it (longer sentences are truncated and counted)", want, p)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,6 +97,27 @@ func (s *Store) Buffers() []*Param { return append([]*Param(nil), s.buffers...) 
 func (s *Store) Param(name string) (*Param, bool) {
 	p, ok := s.byName[name]
 	return p, ok
+}
+
+// Remove takes the named parameters or buffers out of the store, for a
+// head built on a backbone that lacks one of the backbone's parts (BERT's
+// token classifier and QA model have no pooler). Call it before any graph
+// is built from the store. A name the store does not hold is an error.
+func (s *Store) Remove(names ...string) error {
+	drop := map[string]bool{}
+	for _, n := range names {
+		if _, ok := s.byName[n]; !ok {
+			return fmt.Errorf("layers: remove %q: the store has no such parameter", n)
+		}
+		drop[n] = true
+	}
+	gone := func(p *Param) bool { return drop[p.Name] }
+	s.params = slices.DeleteFunc(s.params, gone)
+	s.buffers = slices.DeleteFunc(s.buffers, gone)
+	for n := range drop {
+		delete(s.byName, n)
+	}
+	return nil
 }
 
 // NumParams is the total number of learnable scalars.

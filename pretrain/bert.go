@@ -80,7 +80,7 @@ func DefaultBERT() BERTConfig {
 // ReadBERTConfig reads a JSON config file over base; unknown keys (in the
 // model section too) and wrong types are errors.
 func ReadBERTConfig(path string, base BERTConfig) (BERTConfig, error) {
-	return jsonconfig.ReadSection(path, base, "model", func(c *BERTConfig) any { return &c.Model })
+	return jsonconfig.ReadSection(path, base, "model", func(c *BERTConfig) any { return bert.Strict(&c.Model) })
 }
 
 // Validate reports settings that cannot run.
@@ -185,11 +185,12 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
-	began := time.Now()
+	began, unk := time.Now(), tok.Unknown()
 	docs, err := bert.ReadDocuments(ctx, corpus, tok)
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-unk, "the corpus"))
 	fmt.Fprintf(out, "corpus: %d documents, %d sentences, %d tokens (%d empty documents skipped), encoded in %s\n",
 		docs.NumDocuments(), docs.NumSentences(), docs.NumTokens(), docs.Empty, time.Since(began).Round(time.Millisecond))
 	trainDocs, valDocs, err := docs.Split(cfg.ValFraction, cfg.Seed)

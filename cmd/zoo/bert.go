@@ -6,6 +6,7 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/finetune"
+	"github.com/d73a19ff/zoo/layers"
 	_ "github.com/d73a19ff/zoo/models/bert" // registers model_type bert
 )
 
@@ -21,14 +22,16 @@ func runFinetuneBERT(args []string, stdout io.Writer) error {
 	case "qa":
 		return runFinetuneBERTQA(args, stdout)
 	default:
-		return fmt.Errorf("%w: --task %q: BERT fine-tunes --task classify, tokens or qa", errUsage, task)
+		return fmt.Errorf("%w: --task %q: BERT fine-tunes --task %s", errUsage, task, bertTasks)
 	}
 }
 
 // runEvalBERT is `zoo eval` for a BERT checkpoint, by the data given:
 // --corpus (pretraining: MLM and NSP), --squad (QA: EM and F1), --conll
 // (token classification: accuracy, entity F1) or --labelled
-// (classification).
+// (classification). Given none, the checkpoint's head (its config.json's
+// architectures) picks the evaluation, whose usage then says what data it
+// needs.
 func runEvalBERT(args []string, stdout io.Writer) error {
 	switch {
 	case preScan(args, "corpus") != "":
@@ -37,9 +40,42 @@ func runEvalBERT(args []string, stdout io.Writer) error {
 		return runEvalBERTQA(args, stdout)
 	case preScan(args, "conll") != "":
 		return runEvalBERTTokens(args, stdout)
+	case preScan(args, "labelled") != "":
+		return runEvalClassifier(args, stdout)
+	}
+	switch bertHead(preScan(args, "checkpoint")) {
+	case "BertForPreTraining", "BertForMaskedLM", "BertModel":
+		return runEvalBERTPretraining(args, stdout)
+	case "BertForQuestionAnswering":
+		return runEvalBERTQA(args, stdout)
+	case "BertForTokenClassification":
+		return runEvalBERTTokens(args, stdout)
 	}
 	return runEvalClassifier(args, stdout)
 }
+
+// bertHead is the first class of dir's config.json architectures, or ""
+// when it cannot be read (the evaluation then reports the problem).
+func bertHead(dir string) string {
+	var a struct {
+		Architectures []string `json:"architectures"`
+	}
+	if dir == "" || layers.ReadConfig(dir, &a) != nil || len(a.Architectures) == 0 {
+		return ""
+	}
+	return a.Architectures[0]
+}
+
+// finetuneTasks is what --task takes in zoo finetune family -h.
+func finetuneTasks(family string) string {
+	if family == "bert" {
+		return bertTasks
+	}
+	return "lm or classify"
+}
+
+// bertTasks are the tasks of zoo finetune bert, as -h lists them.
+const bertTasks = "classify (sequence classification), tokens (token classification, CoNLL) or qa (extractive question answering, SQuAD v1.1)"
 
 // runEvalClassifier is `zoo eval --checkpoint DIR --labelled FILE` for a
 // family whose checkpoints are classifiers: accuracy, macro-F1 and the

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
 	"github.com/d73a19ff/zoo/pretrain"
 	"github.com/d73a19ff/zoo/train"
@@ -74,7 +75,7 @@ func runEvalBERTPretraining(args []string, stdout io.Writer) error {
 	ckpt := f.String("checkpoint", "", "BERT checkpoint directory (with tokenizer.json)")
 	corpus := f.String("corpus", "", "corpus file, directory or glob")
 	cfg := bert.DefaultPairs()
-	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", cfg.MaxSeqLength, "tokens per example")
+	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", 0, "tokens per example (default: the checkpoint's max_position_embeddings)")
 	f.IntVar(&cfg.MaxPredictions, "max-predictions", cfg.MaxPredictions, "most predicted tokens per example")
 	f.BoolVar(&cfg.WholeWordMask, "whole-word-mask", false, "mask every piece of a word together")
 	batch := f.Int("batch-size", 32, "sequences per batch")
@@ -84,7 +85,17 @@ func runEvalBERTPretraining(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *ckpt == "" || *corpus == "" {
-		return fmt.Errorf("%w: give --checkpoint and --corpus", errUsage)
+		return fmt.Errorf("%w: give --checkpoint and --corpus (a BERT pretraining checkpoint is scored on a corpus)", errUsage)
+	}
+	if !f.isSet("max-seq-length") {
+		var mc bert.Config
+		if err := models.ReadConfig(*ckpt, "bert", &mc); err != nil {
+			return err
+		}
+		cfg.MaxSeqLength = mc.MaxPositionEmbeddings
+	}
+	if err := noteCorpusUnknowns(stdout, *ckpt, *corpus); err != nil {
+		return err
 	}
 	ctx, stop := signalContext()
 	defer stop()

@@ -18,7 +18,7 @@ func runFinetuneBERTTokens(args []string, stdout io.Writer) error {
 	f := newFlags("zoo finetune bert", "usage: zoo finetune bert --task tokens --init-from DIR --train-file FILE [--validation-file FILE] [--scratch] [flags]\n\n"+
 		"Puts a token-classification head on a BERT checkpoint and fine-tunes it on CoNLL files (word … tag per line, a blank line between\n"+
 		"sentences); reports word accuracy (and chunk precision, recall and F1 for BIO tags) beside the most-frequent-tag baseline.")
-	f.String("task", "tokens", "classify or tokens")
+	f.String("task", "tokens", bertTasks)
 	f.taskFlags(&cfg.Training, &cfg.Checkpoint, &cfg.TrainFile, &cfg.ValFile, "sentences", "the BERT checkpoint (with its WordPiece tokenizer.json) to put the tagger on", "CoNLL file")
 	f.IntVar(&cfg.MaxLength, "max-length", cfg.MaxLength, "word pieces per sentence with [CLS] and [SEP] (0: max_position_embeddings); longer sentences are truncated and counted")
 	if help, err := f.parse(args, stdout); help || err != nil {
@@ -68,7 +68,7 @@ func runEvalBERTTokens(args []string, stdout io.Writer) error {
 	if *ckpt == "" || *conll == "" {
 		return fmt.Errorf("%w: give --checkpoint and --conll", errUsage)
 	}
-	s, err := finetune.EvalTokens(*ckpt, *conll, *batch)
+	s, err := finetune.EvalTokensWith(*ckpt, *conll, *batch, stdout)
 	if err != nil {
 		return err
 	}

@@ -101,7 +101,7 @@ func runClassify(family string, args []string, stdout io.Writer) error {
 		return err
 	}
 	f := newFlags("zoo finetune "+family, "usage: zoo finetune "+family+" --task classify --init-from DIR --train-file FILE [flags]\n\nPuts a classification head on the checkpoint and fine-tunes it on labelled texts; reports accuracy, macro-F1 and the confusion matrix.")
-	f.String("task", "classify", "lm or classify")
+	f.String("task", "classify", finetuneTasks(family))
 	f.taskFlags(&cfg.Training, &cfg.Checkpoint, &cfg.TrainFile, &cfg.ValFile, "texts", "the checkpoint to put the classifier on", "CSV, TSV or JSONL with text and label columns")
 	f.StringVar(&cfg.TextColumn, "text-column", cfg.TextColumn, "column (JSONL key) of the text (default text)")
 	f.StringVar(&cfg.LabelColumn, "label-column", cfg.LabelColumn, "column (JSONL key) of the label (default label)")
@@ -148,13 +148,16 @@ func runEvalGPT(args []string, stdout io.Writer) error {
 	case *ckpt == "" || (*corpus == "") == (*labelled == ""):
 		return fmt.Errorf("%w: give --checkpoint and one of --corpus or --labelled", errUsage)
 	case *corpus != "":
+		if err := noteCorpusUnknowns(stdout, *ckpt, *corpus); err != nil {
+			return err
+		}
 		loss, n, err := pretrain.EvalGPT(*ckpt, *corpus, *batch)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "loss %.4f, perplexity %.3f over %d tokens\n", loss, math.Exp(loss), n)
 	default:
-		conf, err := finetune.EvalClassify(*ckpt, *labelled, *batch)
+		conf, err := evalClassify(stdout, *ckpt, *labelled, *batch)
 		if err != nil {
 			return err
 		}
@@ -201,10 +204,12 @@ func runGenerate(args []string, stdout io.Writer) error {
 	if err := gpt.CheckTokenizer(m, tok); err != nil {
 		return fmt.Errorf("%s: %w", *ckpt, err)
 	}
+	unk := unknowns(tok)
 	ids, err := tok.Encode(*prompt)
 	if err != nil {
 		return fmt.Errorf("prompt: %w", err)
 	}
+	noteUnknowns(stderr, tok, unk, "the prompt")
 	if *beam > 1 {
 		hyps, err := m.BeamSearch([][]int{ids}, gpt.BeamConfig{Beam: *beam, NBest: *nbest, LengthPenalty: *alpha,
 			MaxNewTokens: *n, NoCache: *noCache})

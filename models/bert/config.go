@@ -11,6 +11,9 @@ import (
 	"maps"
 	"math"
 	"reflect"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
@@ -250,6 +253,24 @@ const (
 	archQA              = "BertForQuestionAnswering"
 )
 
+// Labels are the class names of id2label by id: its keys must be "0" to
+// "n-1", each once. A config without id2label has none (nil).
+func (c Config) Labels() ([]string, error) {
+	labels := make([]string, len(c.ID2Label))
+	seen := make([]bool, len(labels))
+	for k, l := range c.ID2Label {
+		n, err := strconv.Atoi(k)
+		if err != nil || n < 0 || n >= len(labels) || seen[n] || k != strconv.Itoa(n) {
+			return nil, fmt.Errorf("bert config: id2label ids must be 0…%d, each once; found %q", len(labels)-1, k)
+		}
+		labels[n], seen[n] = l, true
+	}
+	if len(labels) == 0 {
+		return nil, nil
+	}
+	return labels, nil
+}
+
 // classifierDropout is the dropout before a classifier head:
 // classifier_dropout, or hidden_dropout_prob when it is null.
 func (c Config) classifierDropout() float64 {
@@ -285,6 +306,36 @@ func (c Config) marshal(arch string) ([]byte, error) {
 		return nil, err
 	}
 	return models.AppendExtra(b, c.Extra, "bert config")
+}
+
+// Strict returns c as the decoder of a pipeline config file's "model"
+// section (zoo pretrain bert --config): UnmarshalJSON, but a key that is
+// not one of Config's fields (or model_type) is an error, so that a typo
+// such as hidden_sise is refused rather than kept in Extra and written
+// into config.json. A checkpoint's config.json, which carries
+// transformers' other keys, is read by Config.UnmarshalJSON instead.
+func Strict(c *Config) json.Unmarshaler { return &strictConfig{c} }
+
+type strictConfig struct{ c *Config }
+
+func (s *strictConfig) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	var fields []string
+	for k := range modeled {
+		if k != "architectures" && k != "label2id" && k != "num_labels" && k != "_num_labels" {
+			fields = append(fields, k)
+		}
+	}
+	sort.Strings(fields)
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if !slices.Contains(fields, k) {
+			return fmt.Errorf("unknown key %q: a BERT model section has %s", k, strings.Join(fields, ", "))
+		}
+	}
+	return s.c.UnmarshalJSON(b)
 }
 
 // UnmarshalJSON reads a config.json as the Config doc describes. Fields it

@@ -11,14 +11,17 @@ package bert
 //     cls.predictions.decoder.bias is cls.predictions.bias;
 //   - a checkpoint of one head loads into another: the file's head tensors
 //     the model lacks are dropped and the model's head tensors the file
-//     lacks keep their initial values, and both are reported (LoadReport).
+//     lacks keep their initial values, and both are reported (LoadReport);
+//   - BertForTokenClassification and BertForQuestionAnswering have no
+//     pooler (add_pooling_layer=False): a file's bert.pooler.* (zoo wrote
+//     them before it followed this) load into these heads dropped and
+//     reported, even when loading strictly.
 
 import (
 	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
@@ -72,6 +75,10 @@ func (k *hfKeys) FromFile(key string) (name string, transpose, skip bool) {
 		return name, false, false
 	case "cls.predictions.decoder.bias":
 		name = "cls.predictions.bias"
+	}
+	if _, ok := k.store.Param(name); !ok && strings.HasPrefix(name, "bert.pooler.") {
+		k.dropped = append(k.dropped, key) // the model is a head without a pooler
+		return "", false, true
 	}
 	if _, ok := k.store.Param(name); !ok && k.heads && !isBackbone(name) {
 		k.dropped = append(k.dropped, key)
@@ -155,10 +162,18 @@ func (m *Model) Save(dir string) error {
 
 // LoadWeights reads a model.safetensors written by Save (or by
 // transformers for the same head) into the model, strictly: every
-// parameter must be in the file and every tensor must fit.
+// parameter must be in the file and every tensor must fit. The one
+// exception: a model without a pooler (a token classifier or QA model)
+// ignores a file's bert.pooler.* (see LoadReport, which the Load
+// functions return).
 func (m *Model) LoadWeights(path string) error {
-	_, err := (&hfKeys{store: m.Store}).load(path)
+	_, err := m.loadStrict(path)
 	return err
+}
+
+// loadStrict is LoadWeights, reporting the pooler tensors it dropped.
+func (m *Model) loadStrict(path string) (LoadReport, error) {
+	return (&hfKeys{store: m.Store}).load(path)
 }
 
 // loadHeads reads dir's weights into m, fitting another head's checkpoint.
@@ -266,13 +281,9 @@ func LoadClassifier(dir string, opts ...layers.Option) (*ForSequenceClassificati
 	if len(cfg.ID2Label) == 0 {
 		return nil, fmt.Errorf("bert: %s has no id2label or num_labels: it is not a sequence classifier", filepath.Join(dir, models.ConfigFile))
 	}
-	labels := make([]string, len(cfg.ID2Label))
-	for k, l := range cfg.ID2Label {
-		n, err := strconv.Atoi(k)
-		if err != nil || n < 0 || n >= len(labels) {
-			return nil, fmt.Errorf("bert: id2label ids must be 0…%d, found %q", len(labels)-1, k)
-		}
-		labels[n] = l
+	labels, err := cfg.Labels()
+	if err != nil {
+		return nil, fmt.Errorf("bert: %s: %w", filepath.Join(dir, models.ConfigFile), err)
 	}
 	m, err := New(cfg, opts...)
 	if err != nil {
@@ -289,7 +300,10 @@ func LoadClassifier(dir string, opts ...layers.Option) (*ForSequenceClassificati
 }
 
 // LoadForTokenClassification reads a checkpoint of any head but a sequence
-// classifier into a token classifier for labels (see LoadReport).
+// classifier into a token classifier for labels (see LoadReport): a new
+// head for a new tag set. The model has no pooler, so a checkpoint's
+// bert.pooler.* are dropped and reported. A token classifier checkpoint
+// with its own tags loads with LoadTokenClassifier.
 func LoadForTokenClassification(dir string, labels []string, opts ...layers.Option) (*ForTokenClassification, LoadReport, error) {
 	cfg, err := readConfig(dir)
 	if err != nil {
@@ -311,7 +325,10 @@ func LoadForTokenClassification(dir string, labels []string, opts ...layers.Opti
 }
 
 // LoadForQuestionAnswering reads a checkpoint of any head into an
-// extractive question-answering model (see LoadReport).
+// extractive question-answering model (see LoadReport). The model has no
+// pooler, so a checkpoint's bert.pooler.* are dropped and reported; a
+// checkpoint written by transformers' BertForQuestionAnswering has none
+// and loads with nothing dropped or created.
 func LoadForQuestionAnswering(dir string, opts ...layers.Option) (*ForQuestionAnswering, LoadReport, error) {
 	cfg, err := readConfig(dir)
 	if err != nil {

@@ -16,7 +16,8 @@ const ModelType = "bert"
 // Model is BERT's backbone, transformers' BertModel: word, learned
 // position and token-type embeddings summed, LayerNorm and dropout; a stack
 // of post-norm encoder blocks; and the pooler, dense + tanh on the first
-// ([CLS]) token. Parameter names are Hugging Face's keys under "bert."
+// ([CLS]) token, which the token-classification and QA heads remove, as
+// transformers builds them (add_pooling_layer=False). Parameter names are Hugging Face's keys under "bert."
 // (bert.embeddings.word_embeddings.weight,
 // bert.encoder.layer.0.attention.self.query.weight, …), so a checkpoint
 // loads key by key (hf.go).
@@ -28,7 +29,7 @@ type Model struct {
 	TokenTypeEmbeddings *layers.Embedding         // bert.embeddings.token_type_embeddings
 	EmbeddingsNorm      *layers.LayerNorm         // bert.embeddings.LayerNorm
 	Encoder             *layers.Encoder           // bert.encoder.layer.*
-	Pooler              *layers.Linear            // bert.pooler.dense
+	Pooler              *layers.Linear            // bert.pooler.dense; nil for the heads without one (see dropPooler)
 	drop                layers.Dropout
 	arch                string // the head class a NewFor* put on it, for Save; "" to infer it
 }
@@ -169,7 +170,8 @@ func (m *Model) embed(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 }
 
 // Pool maps hidden states h (B, T, D) to the pooled output (B, D):
-// tanh(dense(h[:, 0])), the [CLS] token through the pooler.
+// tanh(dense(h[:, 0])), the [CLS] token through the pooler. A model
+// without a pooler (a token classifier's or QA model's) returns an error.
 func (m *Model) Pool(g *layers.Graph, h *gorgonia.Node) (*gorgonia.Node, error) {
 	b := h.Shape()[0]
 	first, err := g.IntConstant("cls_index", make([]int, b), b)
@@ -185,6 +187,9 @@ func (m *Model) Pool(g *layers.Graph, h *gorgonia.Node) (*gorgonia.Node, error) 
 
 // pool is the pooler on the [CLS] states (B, D).
 func (m *Model) pool(g *layers.Graph, cls *gorgonia.Node) (*gorgonia.Node, error) {
+	if m.Pooler == nil {
+		return nil, fmt.Errorf("bert: pooler: this model has none (token classification and question answering are built without one, as transformers' add_pooling_layer=False); pool a model made by New")
+	}
 	y, err := m.Pooler.Forward(g, cls)
 	if err != nil {
 		return nil, fmt.Errorf("bert: pooler: %w", err)
@@ -213,6 +218,23 @@ func (m *Model) Pooled(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 		return nil, fmt.Errorf("bert: pooler: %w", err)
 	}
 	return m.pool(g, cls)
+}
+
+// dropPooler removes the pooler from m, as transformers builds
+// BertForTokenClassification and BertForQuestionAnswering
+// (add_pooling_layer=False): their checkpoints have no bert.pooler.*
+// tensors, and neither does the model in memory. The pooler's random
+// values were drawn before it goes, so the heads created after it start
+// from the same values as before.
+func (m *Model) dropPooler() error {
+	if m.Pooler == nil {
+		return nil
+	}
+	if err := m.Store.Remove(m.Pooler.Weight.Name, m.Pooler.Bias.Name); err != nil {
+		return fmt.Errorf("bert: %w", err)
+	}
+	m.Pooler = nil
+	return nil
 }
 
 // NumParams is the number of learnable scalars, heads included.

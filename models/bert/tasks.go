@@ -24,10 +24,15 @@ type ForTokenClassification struct {
 
 // NewForTokenClassification puts a token-classification head for labels
 // on m, initialised N(0, initializer_range²) with a zero bias, and records
-// the labels in m.Config.ID2Label.
+// the labels in m.Config.ID2Label. It removes m's pooler: transformers'
+// BertForTokenClassification has none (add_pooling_layer=False), so
+// neither the model nor its checkpoints hold bert.pooler.*.
 func NewForTokenClassification(m *Model, labels []string) (*ForTokenClassification, error) {
 	if len(labels) < 2 || len(labels) > models.MaxLabels {
 		return nil, fmt.Errorf("bert token classifier: %d labels; need 2 to %d", len(labels), models.MaxLabels)
+	}
+	if err := m.dropPooler(); err != nil {
+		return nil, err
 	}
 	cl, err := layers.NewLinear(m.Store.Root().Sub("classifier"), m.Config.HiddenSize, len(labels), true)
 	if err != nil {
@@ -75,8 +80,14 @@ type ForQuestionAnswering struct {
 }
 
 // NewForQuestionAnswering puts a span head on m, initialised
-// N(0, initializer_range²) with a zero bias.
+// N(0, initializer_range²) with a zero bias. It removes m's pooler:
+// transformers' BertForQuestionAnswering has none
+// (add_pooling_layer=False), so neither the model nor its checkpoints hold
+// bert.pooler.*.
 func NewForQuestionAnswering(m *Model) (*ForQuestionAnswering, error) {
+	if err := m.dropPooler(); err != nil {
+		return nil, err
+	}
 	qa, err := layers.NewLinear(m.Store.Root().Sub("qa_outputs"), m.Config.HiddenSize, 2, true)
 	if err != nil {
 		return nil, fmt.Errorf("bert qa: %w", err)
@@ -118,17 +129,19 @@ func (q *ForQuestionAnswering) Logits(g *layers.Graph, in Inputs) (start, end *g
 
 // Loss is transformers' span loss: the mean of the start and end
 // cross-entropies over the T positions, against start and end positions
-// (B) int; rows equal to layers.IgnoreIndex are skipped (transformers
-// clamps out-of-range positions to T and ignores those instead).
+// (B) int, clamped as transformers clamps them: a position past T (an
+// answer outside the window) is ignored and a negative one is the first
+// token. Rows equal to layers.IgnoreIndex (padding) are ignored too. A
+// loss with every row ignored is 0.
 func (q *ForQuestionAnswering) Loss(g *layers.Graph, in Inputs, startPos, endPos *gorgonia.Node) (loss, start, end *gorgonia.Node, err error) {
 	if start, end, err = q.Logits(g, in); err != nil {
 		return nil, nil, nil, err
 	}
-	ls, err := layers.CrossEntropy(start, startPos, layers.IgnoreIndex, 0)
+	ls, err := spanLoss(start, startPos)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("bert qa: start: %w", err)
 	}
-	le, err := layers.CrossEntropy(end, endPos, layers.IgnoreIndex, 0)
+	le, err := spanLoss(end, endPos)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("bert qa: end: %w", err)
 	}

@@ -68,7 +68,8 @@ func TestQuestionAnswering(t *testing.T) {
 	q, r, err := LoadForQuestionAnswering(dir)
 	require.NoError(t, err)
 	require.Equal(t, []string{"qa_outputs.weight", "qa_outputs.bias"}, r.Created)
-	require.Len(t, r.Dropped, 7)
+	require.Len(t, r.Dropped, 9) // the MLM and NSP heads and the pooler
+	require.Equal(t, poolerKeys, r.Dropped[:2])
 	g := q.Store.NewGraph()
 	ids, start, end := g.IntInput("input_ids", 2, 6), g.IntInput("start_positions", 2), g.IntInput("end_positions", 2)
 	setInts(t, ids, []int{1, 4, 2, 5, 6, 2, 1, 7, 2, 8, 9, 2})

@@ -3,7 +3,6 @@ package bert
 import (
 	"fmt"
 	"path/filepath"
-	"strconv"
 
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
@@ -28,40 +27,39 @@ func NewTokenClassifierFromConfig(dir string, labels []string, opts ...layers.Op
 }
 
 // LoadTokenClassifier reads a token classifier checkpoint (Save's, or
-// transformers' BertForTokenClassification) with the tags of its
-// config.json's id2label, strictly.
-func LoadTokenClassifier(dir string, opts ...layers.Option) (*ForTokenClassification, error) {
+// transformers' BertForTokenClassification, which has no pooler) with the
+// tags of its config.json's id2label, strictly. The report lists the
+// bert.pooler.* tensors of a checkpoint that has them (zoo wrote them
+// before it followed transformers), which were dropped; nothing is ever
+// created.
+func LoadTokenClassifier(dir string, opts ...layers.Option) (*ForTokenClassification, LoadReport, error) {
 	cfg, err := readConfig(dir)
 	if err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
 	if err := checkClassifierKind(dir, archTokenClassifier); err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
 	if len(cfg.ID2Label) == 0 {
-		return nil, fmt.Errorf("bert: %s has no id2label: it is not a token classifier; fine-tune one with zoo finetune bert --task tokens", filepath.Join(dir, models.ConfigFile))
+		return nil, LoadReport{}, fmt.Errorf("bert: %s has no id2label: it is not a token classifier; fine-tune one with zoo finetune bert --task tokens", filepath.Join(dir, models.ConfigFile))
 	}
-	labels := make([]string, len(cfg.ID2Label))
-	seen := make([]bool, len(labels))
-	for k, l := range cfg.ID2Label {
-		n, err := strconv.Atoi(k)
-		if err != nil || n < 0 || n >= len(labels) || seen[n] {
-			return nil, fmt.Errorf("bert: %s: id2label ids must be 0…%d, each once; found %q", filepath.Join(dir, models.ConfigFile), len(labels)-1, k)
-		}
-		labels[n], seen[n] = l, true
+	labels, err := cfg.Labels()
+	if err != nil {
+		return nil, LoadReport{}, fmt.Errorf("bert: %s: %w", filepath.Join(dir, models.ConfigFile), err)
 	}
 	m, err := New(cfg, opts...)
 	if err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
 	c, err := NewForTokenClassification(m, labels)
 	if err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
-	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
-		return nil, err
+	r, err := m.loadStrict(filepath.Join(dir, models.WeightsFile))
+	if err != nil {
+		return nil, LoadReport{}, err
 	}
-	return c, nil
+	return c, r, nil
 }
 
 // StepBytes estimates one step on B sentences of T word pieces, in bytes:

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 
 	"gorgonia.org/gorgonia"
@@ -84,21 +83,9 @@ func LoadClassifier(dir string, opts ...layers.Option) (*Classifier, error) {
 		}
 		cfg.ID2Label = map[string]string{"0": "LABEL_0", "1": "LABEL_1"}
 	}
-	ids := make([]int, 0, len(cfg.ID2Label))
-	for k := range cfg.ID2Label {
-		n, err := strconv.Atoi(k)
-		if err != nil {
-			return nil, fmt.Errorf("gpt: id2label key %q is not an integer", k)
-		}
-		ids = append(ids, n)
-	}
-	sort.Ints(ids)
-	labels := make([]string, len(ids))
-	for i, n := range ids {
-		if n != i {
-			return nil, fmt.Errorf("gpt: id2label ids must be 0…%d, found %d", len(ids)-1, n)
-		}
-		labels[i] = cfg.ID2Label[strconv.Itoa(n)]
+	labels, err := cfg.Labels()
+	if err != nil {
+		return nil, fmt.Errorf("gpt: %s: %w", filepath.Join(dir, models.ConfigFile), err)
 	}
 	m, err := New(cfg, opts...)
 	if err != nil {
@@ -112,6 +99,24 @@ func LoadClassifier(dir string, opts ...layers.Option) (*Classifier, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// Labels are the class names of id2label by id: its keys must be "0" to
+// "n-1", each once. A config without id2label has none (nil).
+func (c Config) Labels() ([]string, error) {
+	labels := make([]string, len(c.ID2Label))
+	seen := make([]bool, len(labels))
+	for k, l := range c.ID2Label {
+		n, err := strconv.Atoi(k)
+		if err != nil || n < 0 || n >= len(labels) || seen[n] || k != strconv.Itoa(n) {
+			return nil, fmt.Errorf("gpt config: id2label ids must be 0…%d, each once; found %q", len(labels)-1, k)
+		}
+		labels[n], seen[n] = l, true
+	}
+	if len(labels) == 0 {
+		return nil, nil
+	}
+	return labels, nil
 }
 
 // Logits maps token ids (B, T) to class scores (B, num_labels), reading
