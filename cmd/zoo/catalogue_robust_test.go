@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Cases of issue 34's "bad input and faults" (items 9, 12, 14 and 15)
+// that need more than a catalogue line.
+
+// tinyBERTConfig writes a pretraining config of a tiny BERT with extra
+// top-level keys (a JSON fragment, "" for none) and returns its path.
+func tinyBERTConfig(t *testing.T, dir, extra string) string {
+	t.Helper()
+	if extra != "" {
+		extra = ", " + extra
+	}
+	return write(t, filepath.Join(dir, "config.json"), `{
+		"model": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
+		          "max_position_embeddings": 32, "hidden_dropout_prob": 0, "attention_probs_dropout_prob": 0},
+		"vocab_size": 120, "max_seq_length": 32, "max_predictions_per_seq": 5,
+		"batch_size": 4, "learning_rate": 1e-3, "eval_interval": 100, "save_interval": 100, "eval_batches": 1, "val_fraction": 0.25`+extra+`}`)
+}
+
+// stepLRs reads the learning rate of each step from a run's metrics.jsonl.
+func stepLRs(t *testing.T, runDir string) map[int]float64 {
+	t.Helper()
+	f, err := os.Open(filepath.Join(runDir, "metrics.jsonl"))
+	require.NoError(t, err)
+	defer f.Close()
+	out := map[int]float64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r struct {
+			Step int     `json:"step"`
+			LR   float64 `json:"lr"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+		out[r.Step] = r.LR
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// TestMaxStepsKeepsTheConfigsWarmup: --max-steps alone lowered the config
+// file's warmup_iters (5 became 2, a tenth of 20), against the flag rule
+// that an unset flag keeps the file's value. Only the preset's warmup
+// adapts to the steps. The schedule is Hugging Face's linear one: the lr of
+// step s (1-based, taken after s−1 updates) is lr·(s−1)/warmup in the
+// warmup.
+func TestMaxStepsKeepsTheConfigsWarmup(t *testing.T) {
+	dir := t.TempDir()
+	corpus := bertTemplates(t, dir, 8)
+	cases := []struct {
+		name   string
+		extra  string   // config keys
+		flags  []string // besides --config, --corpus, --run
+		warmup int      // the warmup the run must use
+	}{
+		{"the file's warmup, --max-steps", `"warmup_iters": 5`, []string{"--max-steps", "20"}, 5},
+		{"the preset's warmup, --max-steps", ``, []string{"--max-steps", "20"}, 2},
+		{"the preset's warmup, the file's max_iters", `"max_iters": 20`, nil, 2},
+		{"--warmup-iters (deprecated spelling), --max-steps", ``, []string{"--warmup-iters", "5", "--max-steps", "20"}, 5},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := filepath.Join(dir, string(rune('a'+i)))
+			require.NoError(t, os.MkdirAll(d, 0o755))
+			runDir := filepath.Join(d, "run")
+			args := append([]string{"pretrain", "bert", "--config", tinyBERTConfig(t, d, c.extra), "--corpus", corpus, "--run", runDir}, c.flags...)
+			var out, errb bytes.Buffer
+			require.Equal(t, 0, run(args, &out, &errb), "%s\n%s", errb.String(), out.String())
+			lrs := stepLRs(t, runDir)
+			require.InDelta(t, 1e-3*1/float64(c.warmup), lrs[2], 1e-9, "step 2's lr: a warmup of %d steps (%v)", c.warmup, lrs)
+		})
+	}
+}
+
+// TestWarmupLongerThanTheSteps: a warmup the user set (flag or file) that
+// does not fit the steps is refused, naming the key and the flag, in every
+// command; none is lowered silently.
+func TestWarmupLongerThanTheSteps(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	corpus := bertTemplates(t, dir, 8)
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"pretrain bert, the file's warmup", []string{"pretrain", "bert", "--config", tinyBERTConfig(t, dir, `"warmup_iters": 50`), "--corpus", corpus, "--max-steps", "20"}},
+		{"pretrain gpt, --warmup-steps", []string{"pretrain", "gpt", "--corpus", f.corpus, "--max-steps", "20", "--warmup-steps", "30"}},
+		{"finetune gpt classify, --warmup-steps", []string{"finetune", "gpt", "--task", "classify", "--init-from", f.gptCkpt, "--train-file", f.csv, "--max-steps", "20", "--warmup-steps", "30"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append(slices.Clone(c.args), "--run", filepath.Join(t.TempDir(), "run"))
+			var out, errb bytes.Buffer
+			require.Equal(t, 1, run(args, &out, &errb), "zoo %s\n%s\n%s", strings.Join(args, " "), errb.String(), out.String())
+			require.Contains(t, errb.String(), "warmup_iters")
+			require.Contains(t, errb.String(), "--warmup-steps")
+		})
+	}
+}
