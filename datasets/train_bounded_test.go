@@ -2,7 +2,12 @@ package datasets
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -51,4 +56,59 @@ func TestTrainVocabSizeIsAnUpperBound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCorpusCheckText: a corpus of blank lines is empty, and the error
+// names its file (issue 34: it was reported as a vocabulary problem).
+func TestCorpusCheckText(t *testing.T) {
+	cases := []struct {
+		name  string
+		files []string // contents
+		empty bool
+	}{
+		{"blank lines", []string{"\n\n\n"}, true},
+		{"spaces, tabs and CRLF", []string{" \t\r\n  \r\n\u00a0\n"}, true},
+		{"two blank files", []string{"\n", "\n\n"}, true},
+		{"text", []string{"the fox\n"}, false},
+		{"text in the second file", []string{"\n\n", "\n fox\n"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for i, body := range c.files {
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.txt", i)), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			corpus, err := OpenCorpus(dir, CorpusOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = corpus.CheckText(context.Background())
+			if !c.empty {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "is empty") || !strings.Contains(err.Error(), filepath.Join(dir, "0.txt")) {
+				t.Fatalf("got %v, want an error saying the corpus is empty, naming %s", err, filepath.Join(dir, "0.txt"))
+			}
+		})
+	}
+	t.Run("cancelled", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("fox"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		corpus, err := OpenCorpus(dir, CorpusOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := corpus.CheckText(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v, want context.Canceled", err)
+		}
+	})
 }

@@ -136,6 +136,9 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 	if err != nil {
 		return nil, err
 	}
+	if err := corpus.CheckText(ctx); err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
 	if cfg.InitFrom != "" {
 		if ckpt, err := models.Open(cfg.InitFrom); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
@@ -391,6 +394,9 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg bert.PairConfi
 	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
 	if err != nil {
 		return e, err
+	}
+	if err := c.CheckText(ctx); err != nil {
+		return e, fmt.Errorf("eval: %w", err)
 	}
 	docs, err := bert.ReadDocuments(ctx, c, tok)
 	if err != nil {

@@ -41,6 +41,9 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := corpus.CheckText(ctx); err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
 	if cfg.InitFrom != "" { // a bad init_from is the first thing to say
 		if ckpt, err := models.Open(cfg.InitFrom); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)

@@ -109,3 +109,20 @@ func TestWarmupLongerThanTheSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptyCorpus: a corpus of blank lines is reported as empty, naming the
+// file, before anything is written (issue 34: BERT called it a vocabulary
+// problem, GPT a corpus too short for a block).
+func TestEmptyCorpus(t *testing.T) {
+	for _, family := range []string{"bert", "gpt", "seq2seq"} {
+		t.Run(family, func(t *testing.T) {
+			dir := t.TempDir()
+			corpus := write(t, filepath.Join(dir, "blank.txt"), "\n\n   \n\t\n")
+			runDir := filepath.Join(dir, "run")
+			var out, errb bytes.Buffer
+			require.Equal(t, 1, run([]string{"pretrain", family, "--corpus", corpus, "--run", runDir}, &out, &errb), "%s\n%s", errb.String(), out.String())
+			require.Contains(t, errb.String(), "corpus "+corpus+" is empty")
+			require.NoDirExists(t, runDir, "nothing is written")
+		})
+	}
+}
