@@ -126,3 +126,18 @@ func TestEmptyCorpus(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerateAfterAKilledSwap: a training run killed between the renames
+// of a checkpoint swap left no checkpoints/best but its complete copy
+// beside it; `zoo generate --checkpoint …/best` said "no such file or
+// directory". Now the reader puts the copy in place and generates.
+func TestGenerateAfterAKilledSwap(t *testing.T) {
+	f := newFixture(t)
+	root := filepath.Join(t.TempDir(), "run", "checkpoints")
+	copyDir(t, f.gptCkpt, filepath.Join(root, ".best.new"))
+	copyDir(t, f.gptCkpt, filepath.Join(root, ".best.old"))
+	var out, errb bytes.Buffer
+	code := run([]string{"generate", "--checkpoint", filepath.Join(root, "best"), "--prompt", "the", "--max-new-tokens", "3"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.DirExists(t, filepath.Join(root, "best"))
+}
