@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/d73a19ff/zoo/internal/atomicfile"
 	"github.com/d73a19ff/zoo/internal/ckptswap"
 )
 
@@ -87,7 +88,7 @@ func replaceDir(root, name string, write func(dir string) error) (string, error)
 	if err := crashPoint("create temp"); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(root, "."+name+tmpInfix)
+	tmp, err := atomicfile.MkdirTemp(root, "."+name+tmpInfix) // 0777 less the umask, as the files in it
 	if err != nil {
 		return "", err
 	}
