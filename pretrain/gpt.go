@@ -83,7 +83,7 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 		if m, err = initFromModel(cfg.InitFrom, cfg.Model, cfg.ModelJSON, out); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
-		fmt.Fprint(out, modelNotice(cfg.Model, m.Config))
+		fmt.Fprint(out, modelNotice(cfg.Model, m.Config, cfg.ModelJSON))
 		cfg.Model = m.Config
 	case cfg.Tokenizer == "bpe": // the slow choice, which an interrupt must stop
 		if tok, err = datasets.TrainBPEContext(ctx, corpus, cfg.BPEVocab, nil); err != nil {

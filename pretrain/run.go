@@ -166,10 +166,15 @@ func initFromModel(dir string, given gpt.Config, written json.RawMessage, out io
 	})
 }
 
-// modelNotice names each model field that the config sets (to other than
-// DefaultGPT's value) and that differs from the checkpoint's, which
-// fine-tuning uses instead; it is empty when there is none.
-func modelNotice(given, ckpt gpt.Config) string {
+// modelNotice names each model field that the config gives and that
+// differs from the checkpoint's, which fine-tuning uses instead; it is
+// empty when there is none. A field is given when the config file's model
+// block (written, as DecodeGPTConfig keeps it) has its key, whatever its
+// value: one equal to DefaultGPT's is as much the user's as any other.
+// Without a block (a config built in Go), a field is given when it differs
+// from DefaultGPT's. The dropout rates the block writes are taken
+// (initFromModel), so they are not named here.
+func modelNotice(given, ckpt gpt.Config, written json.RawMessage) string {
 	fields := func(c gpt.Config) map[string]json.RawMessage {
 		r := runinfo.Record{}
 		if err := r.SetFields("", c); err != nil {
@@ -181,10 +186,16 @@ func modelNotice(given, ckpt gpt.Config) string {
 		}
 		return out
 	}
+	var keys map[string]json.RawMessage
+	if len(written) > 0 && json.Unmarshal(written, &keys) != nil {
+		keys = nil
+	}
 	g, c, d := fields(given), fields(ckpt), fields(DefaultGPT().Model)
 	var names []string
 	for k, v := range g {
-		if k != "vocab_size" && string(v) != string(c[k]) && string(v) != string(d[k]) {
+		_, inBlock := keys[k]
+		isGiven := inBlock || string(v) != string(d[k])
+		if k != "vocab_size" && isGiven && string(v) != string(c[k]) {
 			names = append(names, k)
 		}
 	}
