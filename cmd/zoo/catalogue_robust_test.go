@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/d73a19ff/zoo/train"
 )
 
 // Cases of issue 34's "bad input and faults" (items 9, 12, 14 and 15)
@@ -140,4 +145,79 @@ func TestGenerateAfterAKilledSwap(t *testing.T) {
 	code := run([]string{"generate", "--checkpoint", filepath.Join(root, "best"), "--prompt", "the", "--max-new-tokens", "3"}, &out, &errb)
 	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
 	require.DirExists(t, filepath.Join(root, "best"))
+}
+
+// interruptNow makes the commands' signal context one that Ctrl-C has
+// already cancelled, for the rest of the test.
+func interruptNow(t *testing.T) (restore func()) {
+	saved := signalContext
+	restore = func() { signalContext = saved }
+	t.Cleanup(restore)
+	signalContext = func() (context.Context, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx, cancel
+	}
+	return restore
+}
+
+// TestCtrlCDuringPreprocessing: Ctrl-C while the data are read or
+// tokenized printed "context canceled"; it says it was interrupted, before
+// any step, and what was written (issue 34).
+func TestCtrlCDuringPreprocessing(t *testing.T) {
+	f := newFixture(t)
+	restore := interruptNow(t)
+	dir := t.TempDir()
+	corpus := bertTemplates(t, dir, 8)
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"pretrain gpt, bpe", []string{"pretrain", "gpt", "--corpus", f.corpus, "--tokenizer", "bpe"}},
+		{"pretrain bert", []string{"pretrain", "bert", "--corpus", corpus}},
+		{"pretrain seq2seq", []string{"pretrain", "seq2seq", "--corpus", f.corpus}},
+		{"finetune gpt lm", []string{"finetune", "gpt", "--init-from", f.gptCkpt, "--corpus", f.corpus}},
+		{"finetune gpt classify", []string{"finetune", "gpt", "--task", "classify", "--init-from", f.gptCkpt, "--train-file", f.csv, "--max-steps", "2", "--eval-interval", "0"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			runDir := filepath.Join(t.TempDir(), "run")
+			args := append(slices.Clone(c.args), "--run", runDir)
+			var out, errb bytes.Buffer
+			code := run(args, &out, &errb)
+			require.Equal(t, 1, code, "zoo %s\n%s\n%s", strings.Join(args, " "), errb.String(), out.String())
+			require.Contains(t, errb.String(), "interrupted (Ctrl-C or SIGTERM)")
+			require.NotContains(t, errb.String(), "context canceled")
+			require.Contains(t, errb.String(), "before the first training step")
+			require.Regexp(t, `nothing was written|no checkpoint was written`, errb.String())
+			require.NoDirExists(t, filepath.Join(runDir, "checkpoints", "final"))
+		})
+	}
+	// "Run the same command again" works: what the interrupt left is no run.
+	restore()
+	c := cases[len(cases)-1]
+	runDir := filepath.Join(t.TempDir(), "run")
+	args := append(slices.Clone(c.args), "--run", runDir)
+	var out, errb bytes.Buffer
+	interruptNow(t)
+	require.Equal(t, 1, run(args, &out, &errb))
+	restore()
+	require.Equal(t, 0, run(args, &out, &errb), "%s\n%s", errb.String(), out.String())
+}
+
+// describeErr says "interrupted" for a cancelled context that no command
+// explained (an evaluation, say), and leaves every other error as it is.
+func TestDescribeErr(t *testing.T) {
+	wrapped := fmt.Errorf("eval: datasets: x.txt: %w", context.Canceled)
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{wrapped, "interrupted (Ctrl-C or SIGTERM) before it finished"},
+		{interruptedError{err: wrapped, msg: "interrupted before the first training step"}, "interrupted before the first training step"},
+		{fmt.Errorf("x: %w", train.ErrInterrupted), "x: train: interrupted"},
+		{errors.New("no such file"), "no such file"},
+	} {
+		require.Equal(t, c.want, describeErr(c.err))
+	}
 }
