@@ -221,3 +221,16 @@ func TestDescribeErr(t *testing.T) {
 		require.Equal(t, c.want, describeErr(c.err))
 	}
 }
+
+// TestHugeVocabSize: `zoo pretrain bert --vocab-size 1000000000` ran out of
+// memory (the WordPiece trainer sized a map by it). The size is an upper
+// bound: the corpus's vocabulary is learnt, within a 2 GB address space.
+func TestHugeVocabSize(t *testing.T) {
+	dir := t.TempDir()
+	corpus := bertTemplates(t, dir, 8)
+	args := []string{"pretrain", "bert", "--config", tinyBERTConfig(t, dir, ""), "--corpus", corpus, "--run", filepath.Join(dir, "run"),
+		"--vocab-size", "1000000000", "--max-steps", "2"}
+	code, stderr := runLimited(t, 2048, args...)
+	require.Equal(t, 0, code, "zoo %s\n%s", strings.Join(args, " "), stderr)
+	require.FileExists(t, filepath.Join(dir, "run", "checkpoints", "final", "config.json"))
+}
