@@ -173,9 +173,17 @@ func initFromModel(dir string, given gpt.Config, written json.RawMessage, out io
 // value: one equal to DefaultGPT's is as much the user's as any other.
 // Without a block (a config built in Go), a field is given when it differs
 // from DefaultGPT's. The dropout rates the block writes are taken
-// (initFromModel), so they are not named here.
+// (initFromModel), so they equal the checkpoint's and are not named.
 func modelNotice(given, ckpt gpt.Config, written json.RawMessage) string {
-	fields := func(c gpt.Config) map[string]json.RawMessage {
+	return notUsed(given, ckpt, DefaultGPT().Model, written, "vocab_size")
+}
+
+// notUsed is modelNotice for any family's model config: given, the
+// checkpoint's ckpt and the pipeline's default def, all of one type whose
+// JSON is a Hugging Face config.json; the fields named in skip are never
+// noted (those the tokenizer sets).
+func notUsed(given, ckpt, def any, written json.RawMessage, skip ...string) string {
+	fields := func(c any) map[string]json.RawMessage {
 		r := runinfo.Record{}
 		if err := r.SetFields("", c); err != nil {
 			return nil
@@ -190,12 +198,12 @@ func modelNotice(given, ckpt gpt.Config, written json.RawMessage) string {
 	if len(written) > 0 && json.Unmarshal(written, &keys) != nil {
 		keys = nil
 	}
-	g, c, d := fields(given), fields(ckpt), fields(DefaultGPT().Model)
+	g, c, d := fields(given), fields(ckpt), fields(def)
 	var names []string
 	for k, v := range g {
 		_, inBlock := keys[k]
 		isGiven := inBlock || string(v) != string(d[k])
-		if k != "vocab_size" && isGiven && string(v) != string(c[k]) {
+		if !slices.Contains(skip, k) && isGiven && string(v) != string(c[k]) {
 			names = append(names, k)
 		}
 	}

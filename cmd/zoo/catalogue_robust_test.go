@@ -234,3 +234,25 @@ func TestHugeVocabSize(t *testing.T) {
 	require.Equal(t, 0, code, "zoo %s\n%s", strings.Join(args, " "), stderr)
 	require.FileExists(t, filepath.Join(dir, "run", "checkpoints", "final", "config.json"))
 }
+
+// TestBERTInitFromNotesUnusedModelKeys: with --init-from the architecture
+// is the checkpoint's; each model key the config file gives that differs
+// from it is named as not used, also one equal to the default (BERT-Mini's
+// 4 layers), and a key equal to the checkpoint's is not (issue 34: BERT
+// said nothing at all, GPT compared against the default).
+func TestBERTInitFromNotesUnusedModelKeys(t *testing.T) {
+	dir := t.TempDir()
+	corpus := bertTemplates(t, dir, 8)
+	first := filepath.Join(dir, "first")
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"pretrain", "bert", "--config", tinyBERTConfig(t, dir, ""), "--corpus", corpus, "--run", first, "--max-steps", "2"}, &out, &errb), "%s\n%s", errb.String(), out.String())
+
+	cfg := write(t, filepath.Join(dir, "again.json"), `{"model": {"num_hidden_layers": 4, "hidden_size": 16}, "max_seq_length": 32, "max_predictions_per_seq": 5,
+		"batch_size": 4, "eval_interval": 100, "save_interval": 100, "eval_batches": 1, "val_fraction": 0.25}`)
+	out.Reset()
+	args := []string{"pretrain", "bert", "--config", cfg, "--corpus", corpus, "--run", filepath.Join(dir, "again"), "--max-steps", "2",
+		"--init-from", filepath.Join(first, "checkpoints", "final")}
+	require.Equal(t, 0, run(args, &out, &errb), "%s\n%s", errb.String(), out.String())
+	require.Contains(t, out.String(), "init_from: the config's model.num_hidden_layers 4 is not used: the checkpoint's architecture wins, with 1")
+	require.NotContains(t, out.String(), "model.hidden_size", "the checkpoint's value")
+}
