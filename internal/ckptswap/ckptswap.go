@@ -29,11 +29,13 @@ const (
 
 // Ready is the path of dir's complete new copy: .<name>.new beside it.
 func Ready(dir string) string {
+	dir = filepath.Clean(dir) // "best/" is best
 	return filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+ReadySuffix)
 }
 
 // Aside is the path of dir's previous copy: .<name>.old beside it.
 func Aside(dir string) string {
+	dir = filepath.Clean(dir)
 	return filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+AsideSuffix)
 }
 
@@ -43,6 +45,7 @@ func Aside(dir string) string {
 // .<name>.tmp-*.old. It is false when dir exists or no copy is there. It
 // only reads the directory.
 func CompleteCopy(dir string) (string, bool) {
+	dir = filepath.Clean(dir)
 	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
 		return "", false
 	}
@@ -83,6 +86,7 @@ func isDir(p string) bool {
 // an error that names the complete copy when the rename fails (a read-only
 // run directory, say); fs.ErrNotExist when dir is missing with no copy.
 func Finish(dir string) error {
+	dir = filepath.Clean(dir)
 	if _, err := os.Lstat(dir); err == nil {
 		return nil
 	}

@@ -69,6 +69,19 @@ func TestFinish(t *testing.T) {
 		})
 	}
 
+	t.Run("a trailing slash", func(t *testing.T) {
+		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, ".best.new"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := Finish(filepath.Join(root, "best") + "/"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(root, "best")); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("read-only storage", func(t *testing.T) {
 		root := t.TempDir()
 		if err := os.MkdirAll(filepath.Join(root, ".best.new"), 0o755); err != nil {
