@@ -213,7 +213,10 @@ func (q *pairQueue) Pop() any {
 // before each merge).
 func trainMerges(ctx context.Context, counts map[string]int, specials []string, vocabSize int) ([]string, [][2]string, error) {
 	vocab := append(slices.Clone(specials), byteSymbols()...)
-	ids := make(map[string]int, vocabSize)
+	// The map grows with the merges: vocabSize is only an upper bound (a
+	// user's flag), so sizing the map by it would reserve memory for a
+	// vocabulary the corpus may never reach (issue 34: 1e9 ran out of memory).
+	ids := make(map[string]int, len(vocab))
 	for i, s := range vocab {
 		ids[s] = i
 	}

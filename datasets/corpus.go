@@ -176,6 +176,44 @@ func (c *Corpus) EachContext(ctx context.Context, fn func(text string) error) er
 	return nil
 }
 
+// errHasText stops HasText's walk at the first text.
+var errHasText = errors.New("has text")
+
+// HasText reports whether the corpus holds anything but white space,
+// reading only up to its first other character. A corpus of blank lines is
+// not empty to OpenCorpus (its files have bytes) but has nothing to train
+// on; CheckText says so.
+func (c *Corpus) HasText(ctx context.Context) (bool, error) {
+	err := c.EachContext(ctx, func(text string) error {
+		if strings.TrimSpace(text) != "" {
+			return errHasText
+		}
+		return nil
+	})
+	if errors.Is(err, errHasText) {
+		return true, nil
+	}
+	return false, err
+}
+
+// CheckText returns an error naming the corpus's files when it holds only
+// white space (blank lines): an empty corpus, whatever the tokenizer.
+func (c *Corpus) CheckText(ctx context.Context) error {
+	ok, err := c.HasText(ctx)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return nil
+	}
+	files := c.Files()
+	name := files[0]
+	if len(files) > 1 {
+		name = fmt.Sprintf("%s and %d more file(s)", files[0], len(files)-1)
+	}
+	return fmt.Errorf("datasets: corpus %s is empty: it holds only blank lines (white space), no text to train on or score", name)
+}
+
 // eachChunk streams one file through fn, using buf as its read buffer.
 func (c *Corpus) eachChunk(ctx context.Context, path string, buf []byte, fn func(string) error) error {
 	fh, err := os.Open(path)

@@ -106,7 +106,10 @@ func trainWordPiece(ctx context.Context, c textSource, opts WordPieceOptions) (*
 	slices.Sort(chars)
 
 	vocab := slices.Clone(WordPieceSpecials)
-	ids := make(map[string]int, opts.VocabSize)
+	// Grown with the merges, not sized by VocabSize: that is only an upper
+	// bound (a user's flag), and the corpus may never reach it (issue 34:
+	// 1e9 ran out of memory).
+	ids := make(map[string]int, len(vocab))
 	for i, s := range vocab {
 		ids[s] = i
 	}

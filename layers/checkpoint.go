@@ -2,7 +2,9 @@ package layers
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/internal/atomicfile"
+	"github.com/d73a19ff/zoo/internal/ckptswap"
 	"github.com/d73a19ff/zoo/internal/safetensors"
 )
 
@@ -334,6 +337,9 @@ func WriteConfig(dir string, config any) error {
 // have are ignored, as Hugging Face configs carry many.
 func ReadConfig(dir string, config any) error {
 	b, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if errors.Is(err, fs.ErrNotExist) && ckptswap.Finish(dir) == nil { // a save that a kill interrupted
+		b, err = os.ReadFile(filepath.Join(dir, ConfigFile))
+	}
 	if err != nil {
 		return fmt.Errorf("read config: %w", err)
 	}

@@ -53,7 +53,7 @@ func Average(dst string, srcs []string) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("average: %w", err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dst)+".tmp-")
+	tmp, err := atomicfile.MkdirTemp(parent, "."+filepath.Base(dst)+".tmp-") // 0777 less the umask
 	if err != nil {
 		return fmt.Errorf("average: %w", err)
 	}
@@ -63,9 +63,6 @@ func Average(dst string, srcs []string) error {
 	}
 	if err := copyModelFiles(srcs[len(srcs)-1], tmp); err != nil {
 		return err
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("average: %w", err)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
 		return fmt.Errorf("average: %w", err)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/ckptswap"
 	"github.com/d73a19ff/zoo/layers"
 )
 
@@ -120,6 +121,9 @@ func ReadConfig(dir, family string, cfg any) error {
 }
 
 func readConfig(dir string) ([]byte, error) {
+	if err := present(dir); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, ConfigFile)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -140,6 +144,21 @@ func readConfig(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("checkpoint %s: larger than %d MB: not a model config", path, maxConfigBytes>>20)
 	}
 	return raw, nil
+}
+
+// present makes sure the checkpoint directory dir is there before it is
+// read: a training run killed while it replaced dir (train's checkpoint
+// swap) can leave it missing with a complete copy beside it, which is put
+// back in dir's place with one rename (ckptswap.Finish), as the run's own
+// recovery would. Every loader of every family reads config.json first,
+// through here. When the rename cannot be made (read-only storage), the
+// error names the complete copy to read instead.
+func present(dir string) error {
+	err := ckptswap.Finish(dir)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil // there, or missing with no copy: the caller says which
+	}
+	return err
 }
 
 // SaveModel writes the model's part of a checkpoint into dir (created if
@@ -176,8 +195,14 @@ func SaveTokenizer(dir string, tok datasets.Tokenizer) error {
 
 // LoadTokenizer reads dir/tokenizer.json.
 func LoadTokenizer(dir string) (datasets.Tokenizer, error) {
+	if err := present(dir); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, TokenizerFile)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if _, derr := os.Stat(dir); derr != nil {
+			return nil, fmt.Errorf("checkpoint %s: no such file or directory", dir)
+		}
 		return nil, fmt.Errorf("checkpoint %s has no %s: give a checkpoint written by zoo or a Hugging Face model directory with its tokenizer", dir, TokenizerFile)
 	}
 	tok, err := datasets.LoadTokenizer(path)

@@ -2,6 +2,7 @@ package pretrain
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +59,11 @@ type BERTConfig struct {
 	// NSP loss and accuracy) are the best's. checkpoints/final keeps the
 	// last step's weights.
 	LoadBestModelAtEnd bool `json:"load_best_model_at_end"`
+	// ModelJSON is the config file's model block as written
+	// (ReadBERTConfig keeps it): with init_from the architecture is the
+	// checkpoint's, and each key the block gives that differs from it is
+	// named as not used.
+	ModelJSON json.RawMessage `json:"-"`
 }
 
 // DefaultBERT pretrains BERT-Mini (4 layers, 256 wide, 4 heads) at
@@ -80,7 +86,14 @@ func DefaultBERT() BERTConfig {
 // ReadBERTConfig reads a JSON config file over base; unknown keys (in the
 // model section too) and wrong types are errors.
 func ReadBERTConfig(path string, base BERTConfig) (BERTConfig, error) {
-	return jsonconfig.ReadSection(path, base, "model", func(c *BERTConfig) any { return bert.Strict(&c.Model) })
+	cfg, err := jsonconfig.ReadSection(path, base, "model", func(c *BERTConfig) any { return bert.Strict(&c.Model) })
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.ModelJSON, err = jsonconfig.Section(path, "model"); err != nil {
+		return base, err
+	}
+	return cfg, nil
 }
 
 // Validate reports settings that cannot run.
@@ -136,6 +149,9 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 	if err != nil {
 		return nil, err
 	}
+	if err := corpus.CheckText(ctx); err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
 	if cfg.InitFrom != "" {
 		if ckpt, err := models.Open(cfg.InitFrom); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
@@ -169,6 +185,7 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 		if tok, m, err = loadBERT(cfg.InitFrom); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
+		fmt.Fprint(out, notUsed(cfg.Model, m.Config, DefaultBERT().Model, cfg.ModelJSON, "vocab_size", "pad_token_id"))
 		cfg.Model = m.Config
 	case cfg.Tokenizer == "wordpiece":
 		began := time.Now()
@@ -392,6 +409,9 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg bert.PairConfi
 	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
 	if err != nil {
 		return e, err
+	}
+	if err := c.CheckText(ctx); err != nil {
+		return e, fmt.Errorf("eval: %w", err)
 	}
 	docs, err := bert.ReadDocuments(ctx, c, tok)
 	if err != nil {

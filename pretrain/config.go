@@ -152,6 +152,8 @@ func (c GPTConfig) Validate() error {
 		return fmt.Errorf("config: run_dir is empty")
 	case c.Tokenizer == "bpe" && c.BPEVocab < 260:
 		return fmt.Errorf("config: bpe_vocab_size %d must be at least 260 (256 bytes and a few merges)", c.BPEVocab)
+	case c.Warmup < 0 || c.Warmup >= c.MaxIters:
+		return fmt.Errorf("config: warmup_iters %d must be in [0, max_iters %d): lower --warmup-steps", c.Warmup, c.MaxIters)
 	case c.Samples < 0 || c.SampleLen < 0:
 		return fmt.Errorf("config: samples and sample_tokens must not be negative")
 	}

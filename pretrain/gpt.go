@@ -41,6 +41,9 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := corpus.CheckText(ctx); err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
 	if cfg.InitFrom != "" { // a bad init_from is the first thing to say
 		if ckpt, err := models.Open(cfg.InitFrom); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
@@ -80,7 +83,7 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 		if m, err = initFromModel(cfg.InitFrom, cfg.Model, cfg.ModelJSON, out); err != nil {
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
-		fmt.Fprint(out, modelNotice(cfg.Model, m.Config))
+		fmt.Fprint(out, modelNotice(cfg.Model, m.Config, cfg.ModelJSON))
 		cfg.Model = m.Config
 	case cfg.Tokenizer == "bpe": // the slow choice, which an interrupt must stop
 		if tok, err = datasets.TrainBPEContext(ctx, corpus, cfg.BPEVocab, nil); err != nil {

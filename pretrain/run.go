@@ -166,11 +166,24 @@ func initFromModel(dir string, given gpt.Config, written json.RawMessage, out io
 	})
 }
 
-// modelNotice names each model field that the config sets (to other than
-// DefaultGPT's value) and that differs from the checkpoint's, which
-// fine-tuning uses instead; it is empty when there is none.
-func modelNotice(given, ckpt gpt.Config) string {
-	fields := func(c gpt.Config) map[string]json.RawMessage {
+// modelNotice names each model field that the config gives and that
+// differs from the checkpoint's, which fine-tuning uses instead; it is
+// empty when there is none. A field is given when the config file's model
+// block (written, as DecodeGPTConfig keeps it) has its key, whatever its
+// value: one equal to DefaultGPT's is as much the user's as any other.
+// Without a block (a config built in Go), a field is given when it differs
+// from DefaultGPT's. The dropout rates the block writes are taken
+// (initFromModel), so they equal the checkpoint's and are not named.
+func modelNotice(given, ckpt gpt.Config, written json.RawMessage) string {
+	return notUsed(given, ckpt, DefaultGPT().Model, written, "vocab_size")
+}
+
+// notUsed is modelNotice for any family's model config: given, the
+// checkpoint's ckpt and the pipeline's default def, all of one type whose
+// JSON is a Hugging Face config.json; the fields named in skip are never
+// noted (those the tokenizer sets).
+func notUsed(given, ckpt, def any, written json.RawMessage, skip ...string) string {
+	fields := func(c any) map[string]json.RawMessage {
 		r := runinfo.Record{}
 		if err := r.SetFields("", c); err != nil {
 			return nil
@@ -181,10 +194,16 @@ func modelNotice(given, ckpt gpt.Config) string {
 		}
 		return out
 	}
-	g, c, d := fields(given), fields(ckpt), fields(DefaultGPT().Model)
+	var keys map[string]json.RawMessage
+	if len(written) > 0 && json.Unmarshal(written, &keys) != nil {
+		keys = nil
+	}
+	g, c, d := fields(given), fields(ckpt), fields(def)
 	var names []string
 	for k, v := range g {
-		if k != "vocab_size" && string(v) != string(c[k]) && string(v) != string(d[k]) {
+		_, inBlock := keys[k]
+		isGiven := inBlock || string(v) != string(d[k])
+		if !slices.Contains(skip, k) && isGiven && string(v) != string(c[k]) {
 			names = append(names, k)
 		}
 	}

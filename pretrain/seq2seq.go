@@ -58,6 +58,11 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 	}
 	c, err := datasets.OpenCorpus(cfg.Corpus, datasets.CorpusOptions{})
 	if err == nil {
+		if err = c.CheckText(ctx); err != nil {
+			err = fmt.Errorf("pretrain: %w", err)
+		}
+	}
+	if err == nil {
 		err = train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out)
 	}
 	if err != nil {

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/d73a19ff/zoo/internal/atomicfile"
+	"github.com/d73a19ff/zoo/internal/ckptswap"
 )
 
 // A checkpoint <name> (best, final, step-000100) is replaced in steps that
@@ -34,11 +37,25 @@ import (
 //
 // Older versions of zoo moved <name> aside to .<name>.tmp-<random>.old; such
 // a directory is complete and recovered like .<name>.old.
+//
+// A reader of a checkpoint (models' bundle loading, every family's loader)
+// finding <name> missing puts its complete copy back with one rename and
+// removes nothing (ckptswap.Finish); a writer whose own rename finds that
+// done goes on.
 const (
-	tmpInfix    = ".tmp-"
-	readySuffix = ".new"
-	asideSuffix = ".old"
+	tmpInfix    = ckptswap.TmpInfix
+	readySuffix = ckptswap.ReadySuffix
+	asideSuffix = ckptswap.AsideSuffix
 )
+
+// renameDone reports whether the rename of from to to that just failed
+// was made by another process: from is gone and to is there (a reader
+// finished the swap, see ckptswap.Finish).
+func renameDone(from, to string) bool {
+	_, errFrom := os.Lstat(from)
+	_, errTo := os.Lstat(to)
+	return errors.Is(errFrom, fs.ErrNotExist) && errTo == nil
+}
 
 // crashHook, when a test sets it, is called before each file operation of a
 // checkpoint replacement with the operation's name. An error stops the
@@ -71,7 +88,7 @@ func replaceDir(root, name string, write func(dir string) error) (string, error)
 	if err := crashPoint("create temp"); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(root, "."+name+tmpInfix)
+	tmp, err := atomicfile.MkdirTemp(root, "."+name+tmpInfix) // 0777 less the umask, as the files in it
 	if err != nil {
 		return "", err
 	}
@@ -111,7 +128,7 @@ func replaceDir(root, name string, write func(dir string) error) (string, error)
 	if err := crashPoint("move new in"); err != nil {
 		return "", err
 	}
-	if err := os.Rename(ready, final); err != nil {
+	if err := os.Rename(ready, final); err != nil && !renameDone(ready, final) {
 		return "", err
 	}
 	syncDir(root)
@@ -215,7 +232,7 @@ func recoverCheckpoint(root, name string) error {
 		return nil // nothing to do: a read-only run directory stays untouched
 	}
 	rename := func(from, to string) error {
-		if err := os.Rename(from, to); err != nil {
+		if err := os.Rename(from, to); err != nil && !renameDone(from, to) {
 			return fmt.Errorf("checkpoint %s: %w", name, err)
 		}
 		syncDir(root)

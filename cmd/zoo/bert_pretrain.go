@@ -50,9 +50,7 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 		cfg.Model = p()
 		cfg.Model.MaxPositionEmbeddings = max(cfg.MaxSeqLength, 128)
 	}
-	if f.isSet("max-steps") && !f.isSet("warmup-steps") {
-		cfg.Warmup = min(cfg.Warmup, cfg.MaxIters/10)
-	}
+	cfg.Warmup = f.warmup(cfg.Warmup, cfg.MaxIters)
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := pretrain.RunBERT(ctx, cfg, stdout)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/d73a19ff/zoo/finetune"
@@ -33,6 +35,7 @@ import (
 type cmdFlags struct {
 	*flag.FlagSet
 	usage string
+	args  []string // what parse was given, for the --config file's keys
 }
 
 func newFlags(name, usage string) *cmdFlags {
@@ -73,6 +76,7 @@ func (f *cmdFlags) alias(old, name string) {
 // that it did and the command should stop. A bad flag is an errUsage error
 // naming it (the caller prints it to stderr with the usage line).
 func (f *cmdFlags) parse(args []string, w io.Writer) (help bool, err error) {
+	f.args = args
 	var msg strings.Builder
 	f.SetOutput(&msg)
 	f.Usage = func() {}
@@ -100,6 +104,47 @@ func (f *cmdFlags) isSet(name string) bool {
 		}
 	})
 	return set
+}
+
+// configSets reports whether the --config file gives any of keys at its top
+// level. A file that cannot be read gives none (readConfig has read it
+// already, so this does not happen).
+func (f *cmdFlags) configSets(keys ...string) bool {
+	p := preScan(f.args, "config")
+	if p == "" {
+		return false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return false
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(b, &top) != nil {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := top[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// warmup returns the warmup steps to train with, given the config's warmup
+// and steps once the flags are parsed. A warmup that --warmup-steps (or
+// --warmup-iters) or the --config file set is kept as it is, by the flag
+// rule (one that does not fit the steps is refused by the config's
+// validation, naming it). Only the preset's warmup adapts: when --max-steps
+// or the file set the steps, it is lowered to a tenth of them, so that a
+// short run is not all warmup.
+func (f *cmdFlags) warmup(warmup, steps int) int {
+	if f.isSet("warmup-steps") || f.isSet("warmup-iters") || f.configSets("warmup_iters", "warmup_steps") {
+		return warmup
+	}
+	if f.isSet("max-steps") || f.isSet("max-iters") || f.configSets("max_iters", "max_steps") {
+		return min(warmup, steps/10)
+	}
+	return warmup
 }
 
 // readConfig reads the --config file of args over base with read, or
@@ -188,8 +233,9 @@ func (f *cmdFlags) taskFlags(t *finetune.Training, ckpt, trainFile, valFile *str
 }
 
 // taskReady checks, once the flags are parsed, what every fine-tuning task
-// needs: a checkpoint of family and a training file. A --max-steps given
-// without --warmup-steps keeps the warmup within a tenth of the steps.
+// needs: a checkpoint of family and a training file. The preset's warmup
+// adapts to the steps (see warmup); one the user set must fit them (the
+// linear decay needs warmup ≤ steps).
 func (f *cmdFlags) taskReady(t *finetune.Training, ckpt, trainFile, family, fileWhat string) error {
 	if ckpt == "" {
 		return fmt.Errorf("%w: --init-from is required: the %s checkpoint to fine-tune (or, with --scratch, whose architecture and tokenizer to use)", errUsage, family)
@@ -197,8 +243,9 @@ func (f *cmdFlags) taskReady(t *finetune.Training, ckpt, trainFile, family, file
 	if trainFile == "" {
 		return fmt.Errorf("%w: --train-file is required (%s)", errUsage, fileWhat)
 	}
-	if f.isSet("max-steps") && !f.isSet("warmup-steps") {
-		t.Warmup = min(t.Warmup, t.MaxIters/10)
+	t.Warmup = f.warmup(t.Warmup, t.MaxIters)
+	if t.Warmup > t.MaxIters {
+		return fmt.Errorf("config: warmup_iters %d must be in [0, max_iters %d]: lower --warmup-steps", t.Warmup, t.MaxIters)
 	}
 	return expectFamily(ckpt, family)
 }

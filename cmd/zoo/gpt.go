@@ -34,6 +34,7 @@ func runPretrainGPT(args []string, stdout io.Writer) error {
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
+	cfg.Warmup = f.warmup(cfg.Warmup, cfg.MaxIters)
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := pretrain.RunGPT(ctx, cfg, stdout)
@@ -79,9 +80,7 @@ func runFinetuneLM(args []string, stdout io.Writer) error {
 	if cfg.InitFrom == "" {
 		return fmt.Errorf("%w: --init-from is required: the GPT checkpoint to fine-tune", errUsage)
 	}
-	if f.isSet("max-steps") && !f.isSet("warmup-steps") {
-		cfg.Warmup = min(cfg.Warmup, cfg.MaxIters/10)
-	}
+	cfg.Warmup = f.warmup(cfg.Warmup, cfg.MaxIters)
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := pretrain.RunGPT(ctx, cfg, stdout)

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -186,7 +187,7 @@ func run(args []string, stdout, errw io.Writer) int {
 				fmt.Fprintf(errw, "zoo %s: %v\nusage: zoo %s %s (zoo %s -h for help)\n", c.name, strings.TrimPrefix(err.Error(), "usage: "), c.name, c.args, c.name)
 				return 2
 			}
-			fmt.Fprintf(errw, "zoo %s: %v\n", c.name, err)
+			fmt.Fprintf(errw, "zoo %s: %s\n", c.name, describeErr(err))
 			return 1
 		}
 		return 0
@@ -259,7 +260,9 @@ func (r rankWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func signalContext() (context.Context, context.CancelFunc) {
+// signalContext is the context of a command, cancelled by Ctrl-C (SIGINT)
+// or SIGTERM; a variable so that a test can interrupt a command.
+var signalContext = func() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
@@ -273,13 +276,64 @@ func checkpointLine(final, best string, bestStep int) string {
 }
 
 // interrupted tells how to resume after Ctrl-C; other errors pass through.
+// An interrupt before the first training step (while the data were read,
+// tokenized or split, or the model built) is returned as an
+// interruptedError that says so and what is on disk, in place of the
+// context's "context canceled".
 func interrupted(err error, run string, w io.Writer) error {
-	if errors.Is(err, train.ErrInterrupted) || errors.Is(err, context.Canceled) {
-		if latest, lerr := train.Latest(run); lerr == nil {
-			fmt.Fprintf(w, "\ninterrupted: the latest checkpoint is %s; continue with --run %s --resume\n", latest, run)
-		} else {
-			fmt.Fprintf(w, "\ninterrupted before the first step: nothing was saved; run the same command again\n")
-		}
+	if !errors.Is(err, train.ErrInterrupted) && !errors.Is(err, context.Canceled) {
+		return err
 	}
-	return err
+	if latest, lerr := train.Latest(run); lerr == nil {
+		fmt.Fprintf(w, "\ninterrupted: the latest checkpoint is %s; continue with --run %s --resume\n", latest, run)
+		return err
+	}
+	when := "before the first training step, while the data were prepared"
+	if errors.Is(err, train.ErrInterrupted) {
+		when = "before the first training step"
+	}
+	return interruptedError{err: err, msg: fmt.Sprintf("interrupted (Ctrl-C or SIGTERM) %s: %s; run the same command again", when, leftIn(run))}
+}
+
+// leftIn says what an interrupted run left in its run directory, which
+// holds no checkpoint: nothing, or the files made before training (the
+// token cache is written whole or not at all).
+func leftIn(run string) string {
+	entries, err := os.ReadDir(run)
+	if err != nil {
+		return "nothing was written"
+	}
+	var names []string
+	for _, e := range entries {
+		if e.Name() == train.CheckpointsDir {
+			if sub, err := os.ReadDir(filepath.Join(run, e.Name())); err == nil && len(sub) == 0 {
+				continue
+			}
+		}
+		names = append(names, e.Name())
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("no checkpoint was written (the run directory %s is empty)", run)
+	}
+	return fmt.Sprintf("no checkpoint was written (the run directory %s holds %s)", run, strings.Join(names, ", "))
+}
+
+// interruptedError is an interrupt told as one: its message replaces the
+// wrapped error's, which ends in "context canceled".
+type interruptedError struct {
+	err error
+	msg string
+}
+
+func (e interruptedError) Error() string { return e.msg }
+func (e interruptedError) Unwrap() error { return e.err }
+
+// describeErr is the text run prints for a command's error: an interrupt
+// that no command explained (interrupted) says it was one.
+func describeErr(err error) string {
+	var ie interruptedError
+	if !errors.As(err, &ie) && errors.Is(err, context.Canceled) && !errors.Is(err, train.ErrInterrupted) {
+		return "interrupted (Ctrl-C or SIGTERM) before it finished"
+	}
+	return err.Error()
 }

@@ -126,9 +126,7 @@ Augmentation flags follow timm's train.py.`)
 		}
 		cfg.Model = ""
 	}
-	if f.isSet("max-steps") && !f.isSet("warmup-steps") {
-		cfg.Warmup = min(cfg.Warmup, cfg.MaxIters/10)
-	}
+	cfg.Warmup = f.warmup(cfg.Warmup, cfg.MaxIters)
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := finetune.RunClassifyImages(ctx, cfg, stdout)

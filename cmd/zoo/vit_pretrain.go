@@ -61,9 +61,7 @@ func runPretrainViT(args []string, stdout io.Writer) error {
 	if f.isSet("norm-pix-loss") {
 		cfg.Model.NormPixLoss = *normPix
 	}
-	if f.isSet("max-steps") && !f.isSet("warmup-steps") {
-		cfg.Warmup = min(cfg.Warmup, cfg.MaxIters/10)
-	}
+	cfg.Warmup = f.warmup(cfg.Warmup, cfg.MaxIters)
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := pretrain.RunViTMAE(ctx, cfg, stdout)

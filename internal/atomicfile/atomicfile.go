@@ -6,16 +6,60 @@ package atomicfile
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
-// defaultPerm is the permission given to a newly created file. When the
-// destination already exists its permission bits are kept instead.
-const defaultPerm fs.FileMode = 0o644
+// A new file is created with mode 0666 and a new directory with 0777, less
+// the process's umask, as os.Create and os.Mkdir make them, so that a run
+// directory is as readable to other users and service accounts as the
+// user's umask says (os.CreateTemp and os.MkdirTemp would make them
+// private: 0600 and 0700). When the destination file already exists its
+// permission bits are kept instead.
+const (
+	filePerm fs.FileMode = 0o666
+	dirPerm  fs.FileMode = 0o777
+)
+
+// MkdirTemp creates a new directory in dir whose name is prefix followed by
+// a random string, with mode 0777 less the umask (os.MkdirTemp's is 0700),
+// and returns its path.
+func MkdirTemp(dir, prefix string) (string, error) {
+	for range 10000 {
+		p := filepath.Join(dir, prefix+randomSuffix())
+		err := os.Mkdir(p, dirPerm)
+		if err == nil {
+			return p, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("atomicfile: no free name for %s in %s", prefix+"*", dir)
+}
+
+// createTemp creates a new file in dir named prefix and a random string,
+// with mode perm less the umask.
+func createTemp(dir, prefix string, perm fs.FileMode) (*os.File, error) {
+	for range 10000 {
+		f, err := os.OpenFile(filepath.Join(dir, prefix+randomSuffix()), os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("atomicfile: no free name for %s in %s", prefix+"*", dir)
+}
+
+func randomSuffix() string { return strconv.FormatUint(uint64(rand.Uint32()), 10) }
 
 // WriteFile atomically replaces the file at path with whatever write
 // produces. write receives a buffered writer on a temporary file created in
@@ -42,11 +86,11 @@ func WriteBytes(path string, b []byte) error {
 
 func writeFile(path string, write func(w io.Writer) error) error {
 	dir, base := filepath.Dir(path), filepath.Base(path)
-	perm := defaultPerm
+	keep := fs.FileMode(0) // an existing file's permission, kept; 0: none
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
-		perm = fi.Mode().Perm()
+		keep = fi.Mode().Perm()
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := createTemp(dir, "."+base+".tmp-", filePerm)
 	if err != nil {
 		return err
 	}
@@ -70,8 +114,10 @@ func writeFile(path string, write func(w io.Writer) error) error {
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	if err := f.Chmod(perm); err != nil {
-		return err
+	if keep != 0 {
+		if err := f.Chmod(keep); err != nil {
+			return err
+		}
 	}
 	if err := f.Sync(); err != nil {
 		return err
