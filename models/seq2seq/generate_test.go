@@ -128,3 +128,41 @@ func equalLists(a, b [][]int) bool {
 	}
 	return true
 }
+
+// TestMaxLenBounded: a max length past the decoder's positions is an error
+// that names max_position_embeddings, before anything is allocated (a
+// length of 2^40 once sized the KV cache by it); 0 takes the checkpoint's
+// max_length less the decoder start token, capped at the positions.
+func TestMaxLenBounded(t *testing.T) {
+	m := randomModel(t, 3, false)
+	srcs := sources(1, 3)
+	for _, n := range []int{m.Config.MaxLen + 1, 1 << 40} {
+		_, err := m.Greedy(srcs, DecodeConfig{MaxLen: n})
+		require.ErrorContains(t, err, "max_position_embeddings")
+		_, err = m.BeamSearch(srcs, DecodeConfig{Beam: 2, MaxLen: n})
+		require.ErrorContains(t, err, "max_position_embeddings")
+		_, err = Ensemble{m, m}.BeamSearch(srcs, DecodeConfig{Beam: 2, MaxLen: n})
+		require.ErrorContains(t, err, "max_position_embeddings")
+	}
+	limit := func(gen string) (int, error) {
+		var raw map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(gen), &raw))
+		g, err := decode.ParseGeneration(raw, []int{m.Config.EOSTokenID})
+		require.NoError(t, err)
+		n, _, err := m.plan(DecodeConfig{Generation: &g}, m.Config.MaxLen)
+		return n, err
+	}
+	for _, c := range []struct {
+		gen  string
+		want int
+	}{
+		{`{}`, m.Config.MaxLen}, {`{"max_length": 5}`, 4}, {`{"max_length": 512}`, m.Config.MaxLen},
+		{`{"max_length": 9, "max_new_tokens": 3}`, 3},
+	} {
+		n, err := limit(c.gen)
+		require.NoError(t, err)
+		require.Equal(t, c.want, n, c.gen)
+	}
+	_, err := limit(`{"max_length": 1}`)
+	require.ErrorContains(t, err, "max_length 1")
+}
