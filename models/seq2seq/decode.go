@@ -111,12 +111,14 @@ func (m *Model) plan(cfg DecodeConfig, limit int) (maxLen int, rules decode.Cons
 // (tokens, eos | source) with eos counted only if Finished, and its score.
 type Hypothesis = decode.Hypothesis
 
-// lengthPenalty is GNMT's lp(Y) = ((5 + |Y|) / 6)^α.
+// lengthPenalty is GNMT's lp(Y) = ((5 + |Y|) / 6)^α, the default style.
 var lengthPenalty = decode.LengthPenalty
 
 // Greedy decodes each source (token ids without eos) by taking the most
-// likely token at every step, and returns each output without bos and eos.
-// Ties go to the smaller id.
+// likely token at every step, under the checkpoint's generation rules (see
+// DecodeConfig), and returns each output without bos and eos. Ties go to
+// the smaller id. Calls on several goroutines at once are safe, as
+// BeamSearch's are.
 func (m *Model) Greedy(srcs [][]int, cfg DecodeConfig) ([][]int, error) {
 	return greedy(m, srcs, cfg, m.Config.MaxLen, func(cfg DecodeConfig) (stepper, error) { return m.start(srcs, 1, cfg) })
 }
@@ -163,7 +165,8 @@ func greedy(m *Model, srcs [][]int, cfg DecodeConfig, limit int, start func(Deco
 // among the first Beam, the others become the next live beams. A source is
 // done once it has Beam finished hypotheses (early stopping); decoding stops
 // when every source is done or at cfg.MaxLen, where the live beams join the
-// finished ones. Scores carry GNMT's length penalty. Ties go to the smaller
+// finished ones. Scores carry the length penalty of cfg.LengthPenaltyStyle,
+// and the checkpoint's generation rules apply (see DecodeConfig). Ties go to the smaller
 // (beam, token), so a beam of one is greedy decoding. The search is package
 // decode's BeamSearch over B·Beam decoder rows.
 //

@@ -118,7 +118,9 @@ func (e Ensemble) MaxLen() int {
 	return n
 }
 
-// Greedy is Model.Greedy on the ensemble's mean distribution.
+// Greedy is Model.Greedy on the ensemble's mean distribution, with the
+// first model's generation rules (or cfg.Generation) and at most the
+// shortest max_len tokens. Calls on several goroutines at once are safe.
 func (e Ensemble) Greedy(srcs [][]int, cfg DecodeConfig) ([][]int, error) {
 	if len(e) == 0 {
 		return nil, errNoModels
@@ -129,7 +131,9 @@ func (e Ensemble) Greedy(srcs [][]int, cfg DecodeConfig) ([][]int, error) {
 	return greedy(e[0], srcs, cfg, e.MaxLen(), func(cfg DecodeConfig) (stepper, error) { return e.start(srcs, 1, cfg) })
 }
 
-// BeamSearch is Model.BeamSearch on the ensemble's mean distribution.
+// BeamSearch is Model.BeamSearch on the ensemble's mean distribution, with
+// the first model's generation rules (or cfg.Generation) and at most the
+// shortest max_len tokens. Calls on several goroutines at once are safe.
 func (e Ensemble) BeamSearch(srcs [][]int, cfg DecodeConfig) ([][]Hypothesis, error) {
 	if len(e) == 0 {
 		return nil, errNoModels
