@@ -50,8 +50,8 @@ type TranslateReport struct{ Truncated int }
 // the number of texts done.
 //
 // It first checks that tok matches m (CheckTokenizer). Calls on several
-// goroutines at once are safe if tok's Encode and Decode are (the zoo's
-// tokenizers' are), as Model.BeamSearch's are.
+// goroutines at once are safe when tok's Encode and Decode are safe for
+// concurrent use, as Model.BeamSearch's are.
 func Translate(m *Model, tok datasets.Tokenizer, texts []string, cfg DecodeConfig, greedy bool, batch int, progress func(int)) ([][]Candidate, TranslateReport, error) {
 	return TranslateContext(context.Background(), m, tok, texts, cfg, greedy, batch, progress)
 }
