@@ -409,7 +409,7 @@ func (d decodeFlags) config(fs *cmdFlags, list string, e seq2seq.Ensemble) (seq2
 		dc.Beam, dc.NBest = 1, 1
 	}
 	if err := dc.Validate(); err != nil {
-		return dc, fmt.Errorf("%w: %v", errUsage, err)
+		return dc, err
 	}
 	return dc, nil
 }
