@@ -180,6 +180,9 @@ func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, er
 		return nil, err
 	}
 	b, k := len(prompts), cfg.Beam
+	if k > math.MaxInt/b {
+		return nil, fmt.Errorf("decode: %d prompts × beam %d rows overflow int; lower the beam", b, k)
+	}
 	rows := b * k
 	stop := stopper{eos: cfg.EOS, strings: cfg.StopStrings, decode: cfg.Decode}
 	seqs := make([][]int, rows)

@@ -2,6 +2,7 @@ package gpt
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/models"
@@ -169,6 +170,9 @@ func (m *Model) BeamSearch(prompts [][]int, cfg BeamConfig) ([][]Hypothesis, err
 	}
 	if err := m.checkPrompts(prompts, cfg.NoSlidingWindow, "gpt beam search"); err != nil {
 		return nil, err
+	}
+	if cfg.Beam > math.MaxInt/len(prompts) {
+		return nil, fmt.Errorf("gpt beam search: %d prompts × beam %d rows overflow int; lower the beam", len(prompts), cfg.Beam)
 	}
 	if err := m.checkDecodeMemory(prompts, len(prompts)*cfg.Beam, cfg.MaxNewTokens, "gpt beam search"); err != nil {
 		return nil, err

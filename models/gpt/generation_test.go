@@ -73,3 +73,15 @@ func TestGenerationRulesFromConfig(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestBeamOverflow: a beam whose rows (prompts × beam) overflow int is an
+// error, not a makeslice panic.
+func TestBeamOverflow(t *testing.T) {
+	m := microModel(t, tensor.Float32)
+	for _, k := range []int{1 << 62, 4e18} {
+		_, err := m.BeamSearch([][]int{{1, 2}, {3}}, BeamConfig{Beam: k, MaxNewTokens: 3})
+		require.ErrorContains(t, err, "beam", "overflow, or too many rows for memory")
+		_, err = decode.BeamSearch(decode.StepFunc(func([][]int) ([][]float64, error) { return nil, nil }), [][]int{{1}, {2}, {3}}, decode.BeamConfig{Beam: k, MaxNewTokens: 3}) // 3 × 4e18 overflows too
+		require.ErrorContains(t, err, "overflow")
+	}
+}
