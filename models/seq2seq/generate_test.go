@@ -166,3 +166,33 @@ func TestMaxLenBounded(t *testing.T) {
 	_, err := limit(`{"max_length": 1}`)
 	require.ErrorContains(t, err, "max_length 1")
 }
+
+// TestConfigGeneration: an OPUS-MT config.json's generation fields are
+// read (bad_words_ids, forced_eos_token_id, max_length, num_beams), a
+// zoo-made config forces its eos, generation_config.json wins over
+// config.json, and do_sample true is refused by name.
+func TestConfigGeneration(t *testing.T) {
+	m, err := Load(filepath.Join("testdata", "marian", "opus_shared"))
+	require.NoError(t, err)
+	g, err := m.Config.Generation()
+	require.NoError(t, err)
+	require.Equal(t, [][]int{{28}}, g.BadWords)
+	require.Equal(t, []int{0}, g.ForcedEOS)
+	require.Equal(t, 512, *g.MaxLength)
+	require.Equal(t, 4, *g.NumBeams)
+	require.Contains(t, g.Notes[0], "task_specific_params")
+
+	g, err = Tiny().Generation()
+	require.NoError(t, err)
+	require.Equal(t, []int{Tiny().EOSTokenID}, g.ForcedEOS, "the zoo writes forced_eos_token_id = eos_token_id")
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, decode.GenerationFile), []byte(`{"num_beams": 2, "max_length": 6}`), 0o644))
+	g, err = ReadGeneration(dir, m.Config)
+	require.NoError(t, err)
+	require.Equal(t, 2, *g.NumBeams)
+	require.Nil(t, g.ForcedEOS, "generation_config.json alone: no forced eos unless it says so")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, decode.GenerationFile), []byte(`{"do_sample": true}`), 0o644))
+	_, err = ReadGeneration(dir, m.Config)
+	require.ErrorContains(t, err, "do_sample true is not supported")
+}
