@@ -10,14 +10,72 @@ import (
 
 // BeamConfig sets beam search.
 type BeamConfig struct {
-	Beam          int      // beams per prompt, ≥ 1
-	NBest         int      // hypotheses returned per prompt, at most Beam; 0 means 1
-	LengthPenalty float64  // GNMT's α: score = log P / ((5+|y|)/6)^α, |y| counting the EOS token; 0 ranks by log P
-	MaxNewTokens  int      // most tokens per hypothesis, the EOS token included, > 0
-	EarlyStopping Stopping // when a prompt is done; the zero value stops at Beam finished hypotheses
-	EOS           []int    // tokens that finish a hypothesis
-	StopStrings   []string
-	Decode        func(tokens []int) string // turns a hypothesis's tokens into text, for StopStrings
+	Beam  int // beams per prompt, ≥ 1
+	NBest int // hypotheses returned per prompt, at most Beam; 0 means 1
+	// LengthPenalty is α: a hypothesis's score is log P / lp(|y|, α),
+	// |y| counting the EOS token, with lp as LengthPenaltyStyle says; 0
+	// ranks by log P.
+	LengthPenalty float64
+	// LengthPenaltyStyle is the penalty's formula; the zero value is
+	// GNMT's.
+	LengthPenaltyStyle LengthPenaltyStyle
+	MaxNewTokens       int      // most tokens per hypothesis, the EOS token included, > 0
+	EarlyStopping      Stopping // when a prompt is done; the zero value stops at Beam finished hypotheses
+	EOS                []int    // tokens that finish a hypothesis
+	StopStrings        []string
+	Decode             func(tokens []int) string // turns a hypothesis's tokens into text, for StopStrings
+	// Constraints ban tokens as Hugging Face's logits processors do; beam
+	// search applies Suppress before the log-softmax and the others after
+	// it.
+	Constraints
+}
+
+// LengthPenaltyStyle is how beam search divides a hypothesis's log P by a
+// function of its length |y| (its new tokens, an EOS token included).
+type LengthPenaltyStyle int
+
+const (
+	// GNMTPenalty is GNMT's lp = ((5 + |y|) / 6)^α (Wu et al. 2016, §7):
+	// the zoo's default, for α ≥ 0.
+	GNMTPenalty LengthPenaltyStyle = iota
+	// HFPenalty is Hugging Face's length_penalty: lp = |y|^α, with |y| the
+	// generated length as transformers' BeamHypotheses.add counts it since
+	// 4.36 (generated_len: the new tokens and the EOS token, without the
+	// prompt or decoder start token). α may be negative (favouring shorter
+	// outputs); transformers' default is 1. With HFPenalty, early stopping
+	// false and never follow BeamHypotheses.is_done too (see Stopping).
+	HFPenalty
+)
+
+// ParseLengthPenaltyStyle reads "gnmt" or "hf".
+func ParseLengthPenaltyStyle(s string) (LengthPenaltyStyle, error) {
+	switch s {
+	case "gnmt":
+		return GNMTPenalty, nil
+	case "hf":
+		return HFPenalty, nil
+	}
+	return 0, fmt.Errorf("decode: length penalty style %q: want gnmt (((5+|y|)/6)^α) or hf (|y|^α, Hugging Face's)", s)
+}
+
+// String is the name ParseLengthPenaltyStyle reads.
+func (s LengthPenaltyStyle) String() string {
+	switch s {
+	case GNMTPenalty:
+		return "gnmt"
+	case HFPenalty:
+		return "hf"
+	}
+	return fmt.Sprintf("LengthPenaltyStyle(%d)", int(s))
+}
+
+// Penalty is lp(n, α) in style s: what a hypothesis of n tokens divides its
+// log P by.
+func (s LengthPenaltyStyle) Penalty(n int, alpha float64) float64 {
+	if s == HFPenalty {
+		return math.Pow(float64(n), alpha)
+	}
+	return LengthPenalty(n, alpha)
 }
 
 // Stopping says when beam search is done with a prompt, as Hugging Face's
@@ -32,12 +90,17 @@ const (
 	StopAtBeam Stopping = iota
 	// StopHeuristic: done when the best open beam, scored as if it ended
 	// at its current length, no longer beats the worst of the Beam best
-	// finished ones (early_stopping=False, generate's default).
+	// finished ones (early_stopping=False, generate's default). With
+	// HFPenalty the "best open beam" is, as in transformers'
+	// BeamSearchScorer, the best of the step's 2·Beam candidates, those
+	// that ended included.
 	StopHeuristic
 	// StopNever: done only when no open beam can beat the worst of the
 	// Beam best finished ones at any length up to MaxNewTokens
 	// (early_stopping="never"): log P only falls as a beam grows, so its
-	// best possible score is its log P now over the largest length penalty.
+	// best possible score is its log P now over the largest length penalty
+	// (with HFPenalty and α ≤ 0, the current length's, as transformers has
+	// it).
 	StopNever
 )
 
@@ -77,10 +140,17 @@ func (c BeamConfig) Validate() error {
 		return fmt.Errorf("decode: n-best %d must be between 1 and the beam size %d", c.NBest, c.Beam)
 	case c.MaxNewTokens <= 0:
 		return fmt.Errorf("decode: max_new_tokens %d must be positive", c.MaxNewTokens)
-	case !(c.LengthPenalty >= 0) || math.IsInf(c.LengthPenalty, 0):
-		return fmt.Errorf("decode: length penalty %g must be a finite α ≥ 0", c.LengthPenalty)
+	case c.LengthPenaltyStyle != GNMTPenalty && c.LengthPenaltyStyle != HFPenalty:
+		return fmt.Errorf("decode: unknown length penalty style %v", c.LengthPenaltyStyle)
+	case c.LengthPenaltyStyle == GNMTPenalty && (!(c.LengthPenalty >= 0) || math.IsInf(c.LengthPenalty, 0)):
+		return fmt.Errorf("decode: length penalty %g must be a finite α ≥ 0 for GNMT's penalty", c.LengthPenalty)
+	case math.IsNaN(c.LengthPenalty) || math.IsInf(c.LengthPenalty, 0):
+		return fmt.Errorf("decode: length penalty %g must be finite", c.LengthPenalty)
 	case c.EarlyStopping < StopAtBeam || c.EarlyStopping > StopNever:
 		return fmt.Errorf("decode: unknown early stopping %v", c.EarlyStopping)
+	}
+	if err := c.Constraints.Validate(); err != nil {
+		return err
 	}
 	return checkStops(c.StopStrings, c.Decode)
 }
@@ -110,6 +180,9 @@ func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, er
 		return nil, err
 	}
 	b, k := len(prompts), cfg.Beam
+	if k > math.MaxInt/b {
+		return nil, fmt.Errorf("decode: %d prompts × beam %d rows overflow int; lower the beam", b, k)
+	}
 	rows := b * k
 	stop := stopper{eos: cfg.EOS, strings: cfg.StopStrings, decode: cfg.Decode}
 	seqs := make([][]int, rows)
@@ -122,7 +195,7 @@ func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, er
 	}
 	hyp := func(s int, tokens []int, logProb float64, finished, eos bool) Hypothesis {
 		h := Hypothesis{Tokens: slices.Clone(tokens[len(prompts[s]):]), LogProb: logProb, Finished: finished, EOS: eos}
-		h.Score = h.LogProb / LengthPenalty(h.Len(), cfg.LengthPenalty)
+		h.Score = h.LogProb / cfg.LengthPenaltyStyle.Penalty(h.Len(), cfg.LengthPenalty)
 		return h
 	}
 	finished := make([][]Hypothesis, b)
@@ -130,12 +203,22 @@ func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, er
 	parents := make([]int, rows)
 	lse := make([]float64, rows)
 	heaps := make([]candidates, b) // each prompt's best extensions
+	constrained := cfg.Constraints.active()
+	var scores [][]float64 // with constraints: each row's log-softmax, constrained; reused
+	errs := make([]error, b)
 	v := 0
 	for t := 0; t < cfg.MaxNewTokens && slices.Contains(done, false); t++ {
 		logits, err := step(st, seqs, t, &v)
 		if err != nil {
 			return nil, err
 		}
+		if constrained && t == 0 {
+			if err := cfg.Constraints.checkVocab(v); err != nil {
+				return nil, err
+			}
+			scores = make([][]float64, rows)
+		}
+		last := t == cfg.MaxNewTokens-1
 		// Log-softmax normalisers and the best extensions, prompt by
 		// prompt: each prompt's work is its own, so the cores share it.
 		parallel.For(b, k*v, func(lo, hi int) {
@@ -143,14 +226,31 @@ func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, er
 				if done[s] {
 					continue
 				}
+				rowsOf := logits[s*k : (s+1)*k]
 				for r := s * k; r < (s+1)*k; r++ {
-					if !math.IsInf(logp[r], -1) {
-						lse[r] = LogSumExp(logits[r])
+					if math.IsInf(logp[r], -1) {
+						continue
 					}
+					if !constrained {
+						lse[r] = LogSumExp(logits[r])
+						continue
+					}
+					if scores[r], errs[s] = cfg.Constraints.logSoftmax(seqs[r], logits[r], scores[r], last); errs[s] != nil {
+						return
+					}
+					lse[r] = 0
 				}
-				heaps[s] = heaps[s].best(logits[s*k:(s+1)*k], lse[s*k:(s+1)*k], logp[s*k:(s+1)*k], 2*k)
+				if constrained {
+					rowsOf = scores[s*k : (s+1)*k]
+				}
+				heaps[s] = heaps[s].best(rowsOf, lse[s*k:(s+1)*k], logp[s*k:(s+1)*k], 2*k)
 			}
 		})
+		for s, err := range errs {
+			if err != nil {
+				return nil, fmt.Errorf("decode: step %d, prompt %d: %w", t, s, err)
+			}
+		}
 		next := make([][]int, rows)
 		nextLogp := make([]float64, rows)
 		for s := 0; s < b; s++ {
@@ -189,6 +289,9 @@ func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, er
 			best := math.Inf(-1) // the best open beam's log P (candidates come best first)
 			if live > 0 && !math.IsInf(nextLogp[lo], -1) {
 				best = nextLogp[lo]
+			}
+			if cfg.LengthPenaltyStyle == HFPenalty && len(heaps[s]) > 0 {
+				best = heaps[s][0].score // BeamSearchScorer: next_scores.max(), ended candidates included
 			}
 			done[s] = cfg.done(finished[s], best, t+1)
 		}
@@ -235,10 +338,10 @@ func (c BeamConfig) done(finished []Hypothesis, best float64, n int) bool {
 	}
 	slices.Sort(scores)
 	worst := scores[len(scores)-k] // the worst of the k best
-	if c.EarlyStopping == StopNever {
+	if c.EarlyStopping == StopNever && (c.LengthPenaltyStyle != HFPenalty || c.LengthPenalty > 0) {
 		n = c.MaxNewTokens
 	}
-	return worst >= best/LengthPenalty(n, c.LengthPenalty)
+	return worst >= best/c.LengthPenaltyStyle.Penalty(n, c.LengthPenalty)
 }
 
 // candidate is one extension of a beam: a token after beam j, and its

@@ -1,7 +1,13 @@
 // Package decode turns a model's next-token logits into sequences: greedy
 // and sampled decoding (temperature, top-k, top-p) in Sample, and beam
-// search with n-best lists and GNMT's length penalty in BeamSearch. Both
-// stop rows at EOS tokens and stop strings.
+// search with n-best lists and GNMT's or Hugging Face's length penalty in
+// BeamSearch. Both stop rows at EOS tokens and stop strings, and both
+// follow Hugging Face's token bans (Constraints: bad words, no repeated
+// n-grams, eos forced at the length limit), which a checkpoint's
+// generation_config.json or config.json sets (ReadGeneration).
+//
+// Sample and BeamSearch keep no state between calls: calls on several
+// goroutines at once are safe, each with its own Stepper.
 //
 // It knows nothing of the model: it is handed a Stepper, which maps every
 // row's tokens so far to the logits of the token after them, and which

@@ -18,6 +18,9 @@ type SampleConfig struct {
 	StopStrings  []string
 	Decode       func(tokens []int) string // turns a row's new tokens into text, for StopStrings
 	OnToken      func(row, token int)      // called with each new token as it is chosen
+	// Constraints ban tokens as Hugging Face's logits processors do, on
+	// the raw logits before temperature, top-k and top-p.
+	Constraints
 }
 
 // Greedy decodes n tokens by argmax.
@@ -40,6 +43,9 @@ func (c SampleConfig) Validate() error {
 	case c.TopK < 0:
 		return fmt.Errorf("decode: top_k %d is negative; 0 turns it off", c.TopK)
 	}
+	if err := c.Constraints.Validate(); err != nil {
+		return err
+	}
 	return checkStops(c.StopStrings, c.Decode)
 }
 
@@ -51,7 +57,9 @@ func (c SampleConfig) Validate() error {
 // st sees rows that grow in step; those tokens are not returned.
 //
 // st is called once per new token with the R rows; OnToken, if set, sees
-// every returned token as soon as it is chosen, row by row.
+// every returned token as soon as it is chosen, row by row. Rows grow as
+// tokens come: nothing is reserved for MaxNewTokens up front, so a large
+// limit costs only the tokens decoded.
 func Sample(st Stepper, prompts [][]int, cfg SampleConfig) ([][]int, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -62,24 +70,39 @@ func Sample(st Stepper, prompts [][]int, cfg SampleConfig) ([][]int, error) {
 	rows := len(prompts)
 	seqs := make([][]int, rows)
 	for r, p := range prompts {
-		seqs[r] = append(make([]int, 0, len(p)+cfg.MaxNewTokens), p...)
+		// Room for some new tokens; append grows the rest.
+		seqs[r] = append(make([]int, 0, len(p)+min(cfg.MaxNewTokens, initialRoom)), p...)
 	}
 	smp := newSampler(cfg, rows)
 	stop := stopper{eos: cfg.EOS, strings: cfg.StopStrings, decode: cfg.Decode}
 	out := make([][]int, rows)
 	done := make([]bool, rows)
 	left, v := rows, 0
+	constrained := cfg.Constraints.active()
+	var scratch []float64
 	for t := 0; t < cfg.MaxNewTokens && left > 0; t++ {
 		logits, err := step(st, seqs, t, &v)
 		if err != nil {
 			return nil, err
+		}
+		if constrained && t == 0 {
+			if err := cfg.Constraints.checkVocab(v); err != nil {
+				return nil, err
+			}
 		}
 		for r := range seqs {
 			if done[r] {
 				seqs[r] = append(seqs[r], seqs[r][len(seqs[r])-1])
 				continue
 			}
-			tok := smp.next(r, logits[r])
+			row := logits[r]
+			if constrained {
+				scratch = cfg.Constraints.process(seqs[r], row, scratch, t == cfg.MaxNewTokens-1)
+				if row = scratch; math.IsInf(row[argmax(row)], -1) {
+					return nil, fmt.Errorf("decode: step %d, row %d: the constraints ban every token", t, r)
+				}
+			}
+			tok := smp.next(r, row)
 			seqs[r] = append(seqs[r], tok)
 			out[r] = append(out[r], tok)
 			if cfg.OnToken != nil {
@@ -93,6 +116,9 @@ func Sample(st Stepper, prompts [][]int, cfg SampleConfig) ([][]int, error) {
 	}
 	return out, nil
 }
+
+// initialRoom is how many new tokens Sample reserves room for at once.
+const initialRoom = 256
 
 // sampler picks the next token of each row from its logits.
 type sampler struct {

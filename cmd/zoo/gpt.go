@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 
+	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/finetune"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/gpt"
@@ -171,15 +173,17 @@ func runGenerate(args []string, stdout io.Writer) error {
 	f := newFlags("zoo generate", "usage: zoo generate --checkpoint DIR [--prompt TEXT] [flags]")
 	ckpt := f.String("checkpoint", "", "checkpoint directory (config.json, model.safetensors, tokenizer.json)")
 	prompt := f.String("prompt", "\n", "text to continue")
-	n := f.Int("max-new-tokens", 200, "tokens to generate")
-	temp := f.Float64("temperature", 0.8, "sampling temperature; 0 is greedy")
-	topK := f.Int("top-k", 0, "sample among the k most likely tokens; 0 keeps all")
-	topP := f.Float64("top-p", 1, "nucleus sampling mass in (0, 1]")
+	n := f.Int("max-new-tokens", 200, "tokens to generate, at most gpt.MaxNewTokensLimit (default: the checkpoint's max_new_tokens, or max_length less the prompt, else 200)")
+	temp := f.Float64("temperature", 0.8, "sampling temperature; 0 is greedy (default: 0 when the checkpoint says do_sample false; its temperature, else 1, when true; else 0.8)")
+	topK := f.Int("top-k", 0, "sample among the k most likely tokens; 0 keeps all (default: the checkpoint's top_k, else 50, when it says do_sample true; else 0)")
+	topP := f.Float64("top-p", 1, "nucleus sampling mass in (0, 1] (default: the checkpoint's top_p when it says do_sample true; else 1)")
 	seed := f.Uint64("seed", 1, "sampling seed")
 	noCache := f.Bool("no-cache", false, "recompute the context every step instead of using the KV cache")
-	beam := f.Int("beam", 1, "beam search with this many beams instead of sampling (deterministic)")
-	nbest := f.Int("nbest", 1, "with --beam: print the n best continuations, with their scores")
-	alpha := f.Float64("length-penalty", 0, "with --beam: GNMT length penalty α (0 ranks by log-probability)")
+	beam := f.Int("beam", 1, "beam search with this many beams instead of sampling (deterministic) (default: the checkpoint's num_beams, else 1)")
+	nbest := f.Int("nbest", 1, "with --beam: print the n best continuations, with their scores (default: the checkpoint's num_return_sequences, else 1)")
+	alpha := f.Float64("length-penalty", 0, "with --beam: length penalty α; 0 ranks by log-probability (default: the checkpoint's length_penalty, in Hugging Face's style, else 0)")
+	style := f.String("length-penalty-style", "gnmt", "with --beam: gnmt (log P / ((5+|y|)/6)^α) or hf (log P / |y|^α, Hugging Face's length_penalty; the default when α is the checkpoint's)")
+	stopping := f.String("early-stopping", "true", "with --beam: true, false or never, as Hugging Face's early_stopping (default: the checkpoint's, else true)")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
@@ -209,9 +213,21 @@ func runGenerate(args []string, stdout io.Writer) error {
 		return fmt.Errorf("prompt: %w", err)
 	}
 	noteUnknowns(stderr, tok, unk, "the prompt")
+	gen, err := generationDefaults(f, *ckpt, m.Config, len(ids), generateFlags{n: n, temp: temp, topK: topK, topP: topP, beam: beam, nbest: nbest, alpha: alpha, style: style, stopping: stopping})
+	if err != nil {
+		return err
+	}
 	if *beam > 1 {
-		hyps, err := m.BeamSearch([][]int{ids}, gpt.BeamConfig{Beam: *beam, NBest: *nbest, LengthPenalty: *alpha,
-			MaxNewTokens: *n, NoCache: *noCache})
+		ps, err := decode.ParseLengthPenaltyStyle(*style)
+		if err != nil {
+			return fmt.Errorf("%w: --length-penalty-style: %v", errUsage, err)
+		}
+		stop, err := decode.ParseStopping(*stopping)
+		if err != nil {
+			return fmt.Errorf("%w: --early-stopping: %v", errUsage, err)
+		}
+		hyps, err := m.BeamSearch([][]int{ids}, gpt.BeamConfig{Beam: *beam, NBest: *nbest, LengthPenalty: *alpha, LengthPenaltyStyle: ps,
+			EarlyStopping: stop, MaxNewTokens: *n, NoCache: *noCache, Generation: &gen})
 		if err != nil {
 			return err
 		}
@@ -227,7 +243,7 @@ func runGenerate(args []string, stdout io.Writer) error {
 		}
 		return nil
 	}
-	cfg := gpt.GenerateConfig{MaxNewTokens: *n, Temperature: *temp, TopK: *topK, TopP: *topP, Seed: *seed, NoCache: *noCache}
+	cfg := gpt.GenerateConfig{MaxNewTokens: *n, Temperature: *temp, TopK: *topK, TopP: *topP, Seed: *seed, NoCache: *noCache, Generation: &gen}
 	var out []int
 	printed := ""
 	var decodeErr error // the first; OnToken cannot stop generation, so it is returned after
@@ -256,4 +272,80 @@ func runGenerate(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout)
 	return nil
+}
+
+// generateFlags are zoo generate's decoding flags.
+type generateFlags struct {
+	n, topK, beam, nbest *int
+	temp, topP, alpha    *float64
+	style, stopping      *string
+}
+
+// generationDefaults reads the generation settings of the checkpoint in
+// dir (generation_config.json, or config.json's fields: gpt.ReadGeneration)
+// and gives every flag that is not set the checkpoint's value, with Hugging
+// Face's meaning: max_new_tokens, or max_length less the prompt's
+// promptLen tokens; do_sample false is greedy, true samples with its
+// temperature, top_k and top_p (transformers' defaults 1, 50 and 1);
+// num_beams, num_return_sequences, length_penalty (Hugging Face's style),
+// early_stopping. Notes on settings that are not applied go to stderr.
+// The settings returned carry the rules every decoding follows.
+func generationDefaults(f *cmdFlags, dir string, c gpt.Config, promptLen int, g generateFlags) (decode.Generation, error) {
+	gen, err := gpt.ReadGeneration(dir, c)
+	if err != nil {
+		return gen, err
+	}
+	for _, n := range gen.Notes {
+		fmt.Fprintf(os.Stderr, "zoo: note: %s: %s\n", filepath.Join(dir, gen.From), n)
+	}
+	unset := func(name string) bool { return !f.isSet(name) }
+	switch {
+	case !unset("max-new-tokens"):
+	case gen.MaxNewTokens != nil:
+		*g.n = *gen.MaxNewTokens
+	case gen.MaxLength != nil:
+		if *g.n = *gen.MaxLength - promptLen; *g.n < 1 {
+			return gen, fmt.Errorf("%s: max_length %d leaves no room after the prompt's %d tokens; give --max-new-tokens", filepath.Join(dir, gen.From), *gen.MaxLength, promptLen)
+		}
+	}
+	if gen.DoSample != nil {
+		sample := *gen.DoSample
+		if unset("temperature") {
+			*g.temp = 0
+			if sample {
+				*g.temp = 1
+				if gen.Temperature != nil {
+					*g.temp = *gen.Temperature
+				}
+			}
+		}
+		if sample && unset("top-k") {
+			*g.topK = 50
+			if gen.TopK != nil {
+				*g.topK = *gen.TopK
+			}
+		}
+		if sample && unset("top-p") && gen.TopP != nil {
+			*g.topP = *gen.TopP
+		}
+	}
+	if unset("beam") && gen.NumBeams != nil {
+		*g.beam = *gen.NumBeams
+	}
+	if unset("nbest") && gen.NumReturnSequences != nil {
+		*g.nbest = *gen.NumReturnSequences
+	}
+	if unset("length-penalty") && gen.LengthPenalty != nil {
+		*g.alpha = *gen.LengthPenalty
+		if unset("length-penalty-style") {
+			*g.style = "hf"
+		}
+	}
+	if unset("early-stopping") && gen.EarlyStopping != nil {
+		*g.stopping = gen.EarlyStopping.String()
+	}
+	if *g.beam < 1 || *g.nbest < 1 || *g.nbest > *g.beam {
+		return gen, fmt.Errorf("%w: --beam %d and --nbest %d: need 1 ≤ nbest ≤ beam", errUsage, *g.beam, *g.nbest)
+	}
+	return gen, nil
 }

@@ -135,11 +135,7 @@ func runTranslate(args []string, stdout io.Writer) error {
 	fs := newFlags("zoo translate", "usage: zoo translate --checkpoint DIR[,DIR…] [--input FILE] [--beam N | --greedy] [--attention map.png]")
 	ckpt := fs.String("checkpoint", "", "seq2seq checkpoint directory (with tokenizer.json); several, comma-separated, decode as an ensemble (the mean of their next-token probabilities)")
 	input := fs.String("input", "", "file of sentences, one per line (default: standard input)")
-	beam := fs.Int("beam", 4, "beam size")
-	greedy := fs.Bool("greedy", false, "greedy decoding instead of beam search")
-	nbest := fs.Int("nbest", 1, "print the n best translations of each line, with scores")
-	alpha := fs.Float64("length-penalty", 0.6, "GNMT length penalty α")
-	stopping := fs.String("early-stopping", "true", "when beam search is done with a line, as Hugging Face's early_stopping: true (once beam hypotheses have finished), false (once the best open beam falls below them) or never (once no open beam can beat them)")
+	df := addDecodeFlags(fs, true)
 	attention := fs.String("attention", "", "write the cross-attention map of the first sentence to this PNG")
 	layer := fs.Int("layer", 0, "with --attention: decoder layer to draw, 1-based (default: the last)")
 	if help, err := fs.parse(args, stdout); help || err != nil {
@@ -181,13 +177,9 @@ func runTranslate(args []string, stdout io.Writer) error {
 		}
 	}
 	out := make([]string, len(lines))
-	stop, err := decode.ParseStopping(*stopping)
+	dc, err := df.config(fs, *ckpt, e)
 	if err != nil {
-		return fmt.Errorf("%w: --early-stopping: %v", errUsage, err)
-	}
-	dc := seq2seq.DecodeConfig{Beam: *beam, NBest: *nbest, LengthPenalty: *alpha, EarlyStopping: stop}
-	if *greedy {
-		dc.Beam, dc.NBest = 1, 1
+		return err
 	}
 	maxLen := e.MaxLen()
 	if err := models.CheckMemory(e.DecodeBytes(translateBatch, dc.Beam, maxLen, maxLen),
@@ -197,7 +189,7 @@ func runTranslate(args []string, stdout io.Writer) error {
 	var cands [][]seq2seq.Candidate
 	if len(texts) > 0 {
 		var rep seq2seq.TranslateReport
-		if cands, rep, err = e.Translate(context.Background(), tok, texts, dc, *greedy, translateBatch, nil); err != nil {
+		if cands, rep, err = e.Translate(context.Background(), tok, texts, dc, *df.greedy, translateBatch, nil); err != nil {
 			return err
 		}
 		if rep.Truncated > 0 {
@@ -207,7 +199,7 @@ func runTranslate(args []string, stdout io.Writer) error {
 	for i, c := range cands {
 		var parts []string
 		for _, x := range c {
-			if *nbest > 1 {
+			if dc.NBest > 1 {
 				parts = append(parts, fmt.Sprintf("%.4f\t%s", x.Score, x.Text))
 			} else {
 				parts = append(parts, x.Text)
@@ -293,10 +285,7 @@ func runEvalSeq2Seq(args []string, stdout io.Writer) error {
 	data := fs.String("data", "", "TSV of source<TAB>reference lines")
 	hypotheses := fs.String("hypotheses", "", "score this file of outputs instead of decoding (no checkpoint needed)")
 	metric := fs.String("metric", "bleu", "bleu (BLEU and chrF) or g2p (word and phoneme error rates over every reference of a source)")
-	beam := fs.Int("beam", 4, "beam size")
-	greedy := fs.Bool("greedy", false, "greedy decoding instead of beam search")
-	alpha := fs.Float64("length-penalty", 0.6, "GNMT length penalty α")
-	stopping := fs.String("early-stopping", "true", "when beam search is done with a source: true, false or never (Hugging Face's early_stopping)")
+	df := addDecodeFlags(fs, false)
 	limit := fs.Int("limit", 0, "score only the first N pairs (words with --metric g2p)")
 	if help, err := fs.parse(args, stdout); help || err != nil {
 		return err
@@ -304,8 +293,7 @@ func runEvalSeq2Seq(args []string, stdout io.Writer) error {
 	if (*ckpt == "") == (*hypotheses == "") || *data == "" {
 		return fmt.Errorf("%w: give --data and either --checkpoint or --hypotheses", errUsage)
 	}
-	stop, err := decode.ParseStopping(*stopping)
-	if err != nil {
+	if _, err := decode.ParseStopping(*df.stopping); err != nil {
 		return fmt.Errorf("%w: --early-stopping: %v", errUsage, err)
 	}
 	pairs, rep, err := datasets.ReadParallelTSV(*data, datasets.ParallelOptions{})
@@ -339,7 +327,11 @@ func runEvalSeq2Seq(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if s, _, err = sc.Decode(context.Background(), e, tok, seq2seq.DecodeConfig{Beam: *beam, LengthPenalty: *alpha, EarlyStopping: stop}, *greedy); err != nil {
+		dc, err := df.config(fs, *ckpt, e)
+		if err != nil {
+			return err
+		}
+		if s, _, err = sc.Decode(context.Background(), e, tok, dc, *df.greedy); err != nil {
 			return err
 		}
 	}
@@ -348,4 +340,76 @@ func runEvalSeq2Seq(args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, s.BLEUText)
 	}
 	return nil
+}
+
+// decodeFlags are the decoding flags of zoo translate and zoo eval.
+type decodeFlags struct {
+	beam, nbest     *int
+	alpha           *float64
+	style, stopping *string
+	greedy          *bool
+}
+
+func addDecodeFlags(fs *cmdFlags, nbest bool) decodeFlags {
+	d := decodeFlags{
+		beam:     fs.Int("beam", 4, "beam size (default: the checkpoint's num_beams, else 4)"),
+		greedy:   fs.Bool("greedy", false, "greedy decoding instead of beam search"),
+		alpha:    fs.Float64("length-penalty", 0.6, "length penalty α (default: the checkpoint's length_penalty, in Hugging Face's style, else 0.6, GNMT's)"),
+		style:    fs.String("length-penalty-style", "gnmt", "gnmt: score = log P / ((5+|y|)/6)^α (Wu et al. 2016); hf: log P / |y|^α (Hugging Face's length_penalty; the default when α is the checkpoint's)"),
+		stopping: fs.String("early-stopping", "true", "when beam search is done with a line, as Hugging Face's early_stopping: true (once beam hypotheses have finished), false (once the best open beam falls below them) or never (once no open beam can beat them) (default: the checkpoint's early_stopping, else true)"),
+	}
+	one := 1
+	d.nbest = &one
+	if nbest {
+		d.nbest = fs.Int("nbest", 1, "print the n best translations of each line, with scores (default: the checkpoint's num_return_sequences, else 1)")
+	}
+	return d
+}
+
+// config is the decoding the flags ask for, over the generation settings of
+// the first checkpoint of list (generation_config.json or config.json),
+// which give the defaults of the flags not set and the rules every
+// decoding follows (seq2seq.DecodeConfig). Notes on settings that are not
+// applied go to stderr.
+func (d decodeFlags) config(fs *cmdFlags, list string, e seq2seq.Ensemble) (seq2seq.DecodeConfig, error) {
+	first := strings.TrimSpace(strings.Split(list, ",")[0])
+	gen, err := seq2seq.ReadGeneration(first, e[0].Config)
+	if err != nil {
+		return seq2seq.DecodeConfig{}, err
+	}
+	for _, n := range gen.Notes {
+		fmt.Fprintf(os.Stderr, "zoo: note: %s: %s\n", filepath.Join(first, gen.From), n)
+	}
+	style := *d.style
+	if !fs.isSet("beam") && gen.NumBeams != nil {
+		*d.beam = *gen.NumBeams
+	}
+	if !fs.isSet("nbest") && gen.NumReturnSequences != nil && fs.Lookup("nbest") != nil {
+		*d.nbest = *gen.NumReturnSequences
+	}
+	if !fs.isSet("length-penalty") && gen.LengthPenalty != nil {
+		*d.alpha = *gen.LengthPenalty
+		if !fs.isSet("length-penalty-style") {
+			style = "hf"
+		}
+	}
+	if !fs.isSet("early-stopping") && gen.EarlyStopping != nil {
+		*d.stopping = gen.EarlyStopping.String()
+	}
+	ps, err := decode.ParseLengthPenaltyStyle(style)
+	if err != nil {
+		return seq2seq.DecodeConfig{}, fmt.Errorf("%w: --length-penalty-style: %v", errUsage, err)
+	}
+	stop, err := decode.ParseStopping(*d.stopping)
+	if err != nil {
+		return seq2seq.DecodeConfig{}, fmt.Errorf("%w: --early-stopping: %v", errUsage, err)
+	}
+	dc := seq2seq.DecodeConfig{Beam: *d.beam, NBest: *d.nbest, LengthPenalty: *d.alpha, LengthPenaltyStyle: ps, EarlyStopping: stop, Generation: &gen}
+	if *d.greedy {
+		dc.Beam, dc.NBest = 1, 1
+	}
+	if err := dc.Validate(); err != nil {
+		return dc, err
+	}
+	return dc, nil
 }

@@ -38,12 +38,20 @@ import (
 //   - kept: every other key goes to Extra, and Save writes it back as
 //     read. The known ones change nothing the model computes: the summary_*
 //     of GPT2DoubleHeadsModel's multiple-choice head, which the zoo does not
-//     have; generation defaults for transformers' generate (max_length,
-//     do_sample, task_specific_params, …), which the zoo's Generate does
-//     not read; use_cache, torch_dtype, n_ctx (unused by transformers'
-//     GPT-2), output_*, return_dict, is_decoder, _name_or_path,
-//     transformers_version and the like. An unknown key is taken to be
-//     metadata too: a GPT-2 config.json has no other fields that compute.
+//     have; use_cache, torch_dtype, n_ctx (unused by transformers' GPT-2),
+//     output_*, return_dict, is_decoder, _name_or_path,
+//     transformers_version and the like; and the generation settings of
+//     transformers' generate, which Config.Generation reads (when the
+//     checkpoint has no generation_config.json): Generate and BeamSearch
+//     apply its rules (bad_words_ids, no_repeat_ngram_size,
+//     forced_eos_token_id, renormalize_logits) and refuse, by name, a
+//     setting they do not implement (repetition_penalty, min_length, …);
+//     zoo generate takes its defaults (max_length, max_new_tokens,
+//     do_sample, temperature, top_k, top_p, num_beams, length_penalty,
+//     early_stopping, num_return_sequences) for the flags it is not
+//     given, and notes task_specific_params, which only transformers'
+//     pipelines read. An unknown key is taken to be metadata too: a GPT-2
+//     config.json has no other fields that compute.
 //
 // model_type must be "gpt2"; architectures and label2id are written from
 // what Save saves (see Model.Save), not kept.

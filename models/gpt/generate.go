@@ -2,6 +2,7 @@ package gpt
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/models"
@@ -20,7 +21,21 @@ type GenerateConfig struct {
 	NoCache         bool                      // recompute the whole context every step instead of using the KV cache
 	NoSlidingWindow bool                      // a context longer than n_positions is an error instead of being cropped to its last n_positions tokens
 	OnToken         func(row, token int)      // called with each new token as it is produced
+	// Generation is the checkpoint's generation settings (ReadGeneration);
+	// nil reads the model's config.json (Config.Generation). Its rules
+	// (bad_words_ids, no_repeat_ngram_size, forced_eos_token_id, the
+	// token forced at the last step) always apply, as transformers'
+	// generate applies them; its defaults (max_length, do_sample,
+	// num_beams, …) are the caller's to take, as zoo generate does for
+	// flags it is not given.
+	Generation *decode.Generation
 }
+
+// MaxNewTokensLimit bounds MaxNewTokens: a million tokens, hours of CPU
+// even for a tiny model; more is taken for a mistake (generate in parts
+// instead). Tokens are kept as they come, so a limit costs nothing until
+// it is reached.
+const MaxNewTokensLimit = 1 << 20
 
 // Greedy decodes n tokens by argmax.
 func Greedy(n int) GenerateConfig { return GenerateConfig{MaxNewTokens: n, TopP: 1} }
@@ -35,7 +50,23 @@ func (c GenerateConfig) Validate() error {
 	if err := c.sampling().Validate(); err != nil {
 		return fmt.Errorf("gpt: %w", err)
 	}
+	return checkMaxNew(c.MaxNewTokens)
+}
+
+func checkMaxNew(n int) error {
+	if n > MaxNewTokensLimit {
+		return fmt.Errorf("gpt: max_new_tokens %d is more than %d (gpt.MaxNewTokensLimit); generate in parts", n, MaxNewTokensLimit)
+	}
 	return nil
+}
+
+// rules are the generation constraints of g, or of m's config.json.
+func (m *Model) rules(g *decode.Generation) (decode.Constraints, error) {
+	if g != nil {
+		return g.Constraints, nil
+	}
+	gen, err := m.Config.Generation()
+	return gen.Constraints, err
 }
 
 func (c GenerateConfig) sampling() decode.SampleConfig {
@@ -55,9 +86,12 @@ func (c GenerateConfig) sampling() decode.SampleConfig {
 // cache. Cached and uncached decoding give the same tokens. Sampling is
 // package decode's Sample.
 //
+// The checkpoint's generation rules apply (see GenerateConfig.Generation).
+//
 // The model keeps the graphs it compiles, by batch and rounded lengths,
 // for later calls (see ReleaseGraphs); calls on several goroutines at once
-// are safe, each running graphs of its own.
+// are safe, each running graphs of its own (cfg.OnToken is called on the
+// calling goroutine).
 func (m *Model) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -68,17 +102,28 @@ func (m *Model) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, error) {
 	if err := m.checkDecodeMemory(prompts, len(prompts), cfg.MaxNewTokens, "gpt generate"); err != nil {
 		return nil, err
 	}
+	sc := cfg.sampling()
+	var err error
+	if sc.Constraints, err = m.rules(cfg.Generation); err != nil {
+		return nil, err
+	}
 	st := m.newStepper(cfg.MaxNewTokens, cfg.NoCache, cfg.NoSlidingWindow)
 	defer st.close()
-	return decode.Sample(st, prompts, cfg.sampling()) // its errors name the step, the stepper's the model
+	return decode.Sample(st, prompts, sc) // its errors name the step, the stepper's the model
 }
 
 // BeamConfig sets BeamSearch.
 type BeamConfig struct {
-	Beam          int     // beams per prompt, ≥ 1
-	NBest         int     // hypotheses returned per prompt, at most Beam; 0 means 1
-	LengthPenalty float64 // GNMT's α: score = log P / ((5+|y|)/6)^α; 0 ranks by log P
-	MaxNewTokens  int     // most tokens per hypothesis, an EOS token included, > 0
+	Beam  int // beams per prompt, ≥ 1
+	NBest int // hypotheses returned per prompt, at most Beam; 0 means 1
+	// LengthPenalty is α: score = log P / lp(|y|), |y| the new tokens
+	// (an EOS token included), lp GNMT's ((5+|y|)/6)^α or, with
+	// LengthPenaltyStyle decode.HFPenalty, Hugging Face's |y|^α (the
+	// generated length, as transformers since 4.36 counts it: without the
+	// prompt); 0 ranks by log P.
+	LengthPenalty      float64
+	LengthPenaltyStyle decode.LengthPenaltyStyle
+	MaxNewTokens       int // most tokens per hypothesis, an EOS token included, > 0
 	// EarlyStopping says when a prompt is done (Hugging Face's
 	// early_stopping); the zero value stops at Beam finished hypotheses.
 	EarlyStopping   decode.Stopping
@@ -87,6 +132,8 @@ type BeamConfig struct {
 	Decode          func(tokens []int) string // turns a hypothesis's tokens into text, for StopStrings
 	NoCache         bool                      // recompute the whole context every step instead of using the KV cache
 	NoSlidingWindow bool                      // a context longer than n_positions is an error instead of being cropped
+	// Generation is as in GenerateConfig: nil reads config.json's rules.
+	Generation *decode.Generation
 }
 
 // Validate reports settings that cannot be used.
@@ -94,12 +141,12 @@ func (c BeamConfig) Validate() error {
 	if err := c.beam().Validate(); err != nil {
 		return fmt.Errorf("gpt: %w", err)
 	}
-	return nil
+	return checkMaxNew(c.MaxNewTokens)
 }
 
 func (c BeamConfig) beam() decode.BeamConfig {
 	return decode.BeamConfig{
-		Beam: c.Beam, NBest: c.NBest, LengthPenalty: c.LengthPenalty, MaxNewTokens: c.MaxNewTokens,
+		Beam: c.Beam, NBest: c.NBest, LengthPenalty: c.LengthPenalty, LengthPenaltyStyle: c.LengthPenaltyStyle, MaxNewTokens: c.MaxNewTokens,
 		EarlyStopping: c.EarlyStopping, EOS: c.EOS, StopStrings: c.StopStrings, Decode: c.Decode,
 	}
 }
@@ -113,8 +160,10 @@ type Hypothesis = decode.Hypothesis
 // ordered by score, best first. The model decodes B·Beam rows at once,
 // through the KV cache (reordered as beams move) and the sliding window as
 // Generate does. Package decode's BeamSearch has the rules: 2·Beam
-// candidates per step, early stopping once Beam hypotheses have finished,
-// GNMT's length penalty; a beam of one is greedy decoding.
+// candidates per step, early stopping as cfg.EarlyStopping says, the
+// length penalty of cfg.LengthPenaltyStyle, the checkpoint's generation
+// rules; a beam of one is greedy decoding. Calls on several goroutines at
+// once are safe, as Generate's are.
 func (m *Model) BeamSearch(prompts [][]int, cfg BeamConfig) ([][]Hypothesis, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -122,12 +171,20 @@ func (m *Model) BeamSearch(prompts [][]int, cfg BeamConfig) ([][]Hypothesis, err
 	if err := m.checkPrompts(prompts, cfg.NoSlidingWindow, "gpt beam search"); err != nil {
 		return nil, err
 	}
+	if cfg.Beam > math.MaxInt/len(prompts) {
+		return nil, fmt.Errorf("gpt beam search: %d prompts × beam %d rows overflow int; lower the beam", len(prompts), cfg.Beam)
+	}
 	if err := m.checkDecodeMemory(prompts, len(prompts)*cfg.Beam, cfg.MaxNewTokens, "gpt beam search"); err != nil {
+		return nil, err
+	}
+	bc := cfg.beam()
+	var err error
+	if bc.Constraints, err = m.rules(cfg.Generation); err != nil {
 		return nil, err
 	}
 	st := m.newStepper(cfg.MaxNewTokens, cfg.NoCache, cfg.NoSlidingWindow)
 	defer st.close()
-	return decode.BeamSearch(st, prompts, cfg.beam())
+	return decode.BeamSearch(st, prompts, bc)
 }
 
 // checkDecodeMemory refuses decoding rows sequences (prompts times beams)
@@ -139,11 +196,17 @@ func (m *Model) checkDecodeMemory(prompts [][]int, rows, maxNew int, where strin
 	for _, p := range prompts {
 		longest = max(longest, len(p))
 	}
-	t := min(m.Config.NPositions, longest+maxNew)
+	t := m.Config.NPositions
+	if maxNew < t-longest { // longest+maxNew < n_positions, without overflow
+		t = longest + maxNew
+	}
 	return models.CheckMemory(m.Config.ActivationBytes(rows, t, true, false),
 		fmt.Sprintf("%s: %d rows of up to %d tokens", where, rows, t), "lower the number of prompts, the beam or max_new_tokens")
 }
 
+// checkPrompts reports an empty batch, an empty prompt, a token outside
+// the vocabulary, and without the sliding window a prompt longer than
+// n_positions.
 func (m *Model) checkPrompts(prompts [][]int, noSlidingWindow bool, where string) error {
 	if len(prompts) == 0 {
 		return fmt.Errorf("%s: no prompts", where)
@@ -155,6 +218,7 @@ func (m *Model) checkPrompts(prompts [][]int, noSlidingWindow bool, where string
 		if len(p) > m.Config.NPositions && noSlidingWindow {
 			return fmt.Errorf("%s: prompt %d has %d tokens, more than the context of %d (n_positions); shorten it or allow the sliding window", where, r, len(p), m.Config.NPositions)
 		}
+
 		for i, id := range p {
 			if id < 0 || id >= m.Config.VocabSize {
 				return fmt.Errorf("%s: prompt %d token %d is id %d, outside the vocabulary [0, %d)", where, r, i, id, m.Config.VocabSize)

@@ -118,15 +118,9 @@ func (e Ensemble) MaxLen() int {
 	return n
 }
 
-// maxLen is the decoding steps allowed: cfg's, or the shortest max_len.
-func (e Ensemble) maxLen(cfg DecodeConfig) int {
-	if cfg.MaxLen > 0 {
-		return cfg.MaxLen
-	}
-	return e.MaxLen()
-}
-
-// Greedy is Model.Greedy on the ensemble's mean distribution.
+// Greedy is Model.Greedy on the ensemble's mean distribution, with the
+// first model's generation rules (or cfg.Generation) and at most the
+// shortest max_len tokens. Calls on several goroutines at once are safe.
 func (e Ensemble) Greedy(srcs [][]int, cfg DecodeConfig) ([][]int, error) {
 	if len(e) == 0 {
 		return nil, errNoModels
@@ -134,11 +128,12 @@ func (e Ensemble) Greedy(srcs [][]int, cfg DecodeConfig) ([][]int, error) {
 	if len(e) == 1 {
 		return e[0].Greedy(srcs, cfg)
 	}
-	cfg.MaxLen = e.maxLen(cfg)
-	return greedy(e[0], srcs, cfg, func(cfg DecodeConfig) (stepper, error) { return e.start(srcs, 1, cfg) })
+	return greedy(e[0], srcs, cfg, e.MaxLen(), func(cfg DecodeConfig) (stepper, error) { return e.start(srcs, 1, cfg) })
 }
 
-// BeamSearch is Model.BeamSearch on the ensemble's mean distribution.
+// BeamSearch is Model.BeamSearch on the ensemble's mean distribution, with
+// the first model's generation rules (or cfg.Generation) and at most the
+// shortest max_len tokens. Calls on several goroutines at once are safe.
 func (e Ensemble) BeamSearch(srcs [][]int, cfg DecodeConfig) ([][]Hypothesis, error) {
 	if len(e) == 0 {
 		return nil, errNoModels
@@ -146,8 +141,7 @@ func (e Ensemble) BeamSearch(srcs [][]int, cfg DecodeConfig) ([][]Hypothesis, er
 	if len(e) == 1 {
 		return e[0].BeamSearch(srcs, cfg)
 	}
-	cfg.MaxLen = e.maxLen(cfg)
-	return beamSearch(e[0], srcs, cfg, func(cfg DecodeConfig) (stepper, error) { return e.start(srcs, cfg.Beam, cfg) })
+	return beamSearch(e[0], srcs, cfg, e.MaxLen(), func(cfg DecodeConfig) (stepper, error) { return e.start(srcs, cfg.Beam, cfg) })
 }
 
 // start starts every model's decoder on the sources and joins them.

@@ -67,7 +67,7 @@ func TestEnsembleScoresAreMeanProbabilities(t *testing.T) {
 			}
 			want := 0.0
 			for n := 1; n < len(seq); n++ {
-				var probs [2]float64
+				var probs, pads [2]float64
 				for k, m := range []*Model{a, b} {
 					st, err := m.start([][]int{src}, 1, DecodeConfig{MaxLen: 10, NoCache: true})
 					require.NoError(t, err)
@@ -82,8 +82,13 @@ func TestEnsembleScoresAreMeanProbabilities(t *testing.T) {
 						sum += math.Exp(x)
 					}
 					probs[k] = math.Exp(logits[0][seq[n]]) / sum
+					pads[k] = math.Exp(logits[0][a.Config.PadTokenID]) / sum
 				}
-				want += math.Log((probs[0] + probs[1]) / 2)
+				if n == dc.MaxLen { // eos forced at the limit: log-probability 0
+					break
+				}
+				// The mean distribution, renormalised without pad.
+				want += math.Log((probs[0] + probs[1]) / (2 - pads[0] - pads[1]))
 			}
 			assert.InDelta(t, want, h.LogProb, 1e-9, "source %d hypothesis %d %v", i, j, h.Tokens)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/layers"
 )
 
@@ -119,8 +120,12 @@ func TestGraphCacheBounded(t *testing.T) {
 func TestDecodeConcurrent(t *testing.T) {
 	m := randomModel(t, 3, false)
 	srcs := sources(1, 5, 9)
-	cfg := DecodeConfig{Beam: 2, MaxLen: 8}
+	// One Generation shared by every call: its rules are only read.
+	gen := decode.Generation{Constraints: decode.Constraints{BadWords: [][]int{{5, 6}}, NoRepeatNGramSize: 3, ForcedEOS: []int{m.Config.EOSTokenID}}}
+	cfg := DecodeConfig{Beam: 2, MaxLen: 8, LengthPenalty: 1, LengthPenaltyStyle: decode.HFPenalty, Generation: &gen}
 	want, err := m.BeamSearch(srcs, cfg)
+	require.NoError(t, err)
+	wantG, err := m.Greedy(srcs, cfg)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for range 4 {
@@ -134,6 +139,12 @@ func TestDecodeConcurrent(t *testing.T) {
 					return
 				}
 				require.Equal(t, want, got)
+				gotG, err := m.Greedy(srcs, cfg)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				require.Equal(t, wantG, gotG)
 			}
 		}()
 	}

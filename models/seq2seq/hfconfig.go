@@ -5,9 +5,12 @@ package seq2seq
 // still carry), and the zoo's older "seq2seq" form, which Load still reads.
 //
 // A field that changes the computation in a way the zoo does not implement
-// is an error naming it (see refused). Fields that change nothing —
-// architectures, task_specific_params, generation settings, versions — are
-// kept in Config.Extra and written back unchanged.
+// is an error naming it (see refused). Fields that change nothing the model
+// computes — architectures, task_specific_params, generation settings,
+// versions — are kept in Config.Extra and written back unchanged; the
+// generation settings among them (max_length, num_beams, bad_words_ids,
+// forced_eos_token_id, …) are read by Config.Generation, and decoding
+// applies or refuses them.
 
 import (
 	"bytes"

@@ -49,7 +49,9 @@ type TranslateReport struct{ Truncated int }
 // are truncated and counted; an empty one is an error naming it. progress, if not nil, is called with
 // the number of texts done.
 //
-// It first checks that tok matches m (CheckTokenizer).
+// It first checks that tok matches m (CheckTokenizer). Calls on several
+// goroutines at once are safe when tok's Encode and Decode are safe for
+// concurrent use, as Model.BeamSearch's are.
 func Translate(m *Model, tok datasets.Tokenizer, texts []string, cfg DecodeConfig, greedy bool, batch int, progress func(int)) ([][]Candidate, TranslateReport, error) {
 	return TranslateContext(context.Background(), m, tok, texts, cfg, greedy, batch, progress)
 }
