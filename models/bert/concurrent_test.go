@@ -9,6 +9,7 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/racetest"
+	"github.com/d73a19ff/zoo/internal/racetest/graphrun"
 	"github.com/d73a19ff/zoo/layers"
 )
 
@@ -67,7 +68,7 @@ func TestConcurrentInference(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return racetest.Run(g, out...)
+		return graphrun.Run(g, out...)
 	}
 	racetest.Check(t, 2,
 		racetest.Call{Name: "FillMask", Run: func() (any, error) { return FillMask(mlm, tok, "the [MASK] sat on the mat", 3) }},
@@ -75,7 +76,7 @@ func TestConcurrentInference(t *testing.T) {
 			return FillMaskBatch(mlm, tok, []string{"a [MASK] ran in the [MASK]", "my bird [MASK] at dawn"}, 0)
 		}},
 		racetest.Call{Name: "Attentions", Run: func() (any, error) { return mlm.Attentions(ids[2], types[2]) }},
-		racetest.Call{Name: "sequence classifier", Run: func() (any, error) { return racetest.ClassLogits(seq, ids, types) }},
+		racetest.Call{Name: "sequence classifier", Run: func() (any, error) { return graphrun.ClassLogits(seq, ids, types) }},
 		racetest.Call{Name: "token classifier", Run: func() (any, error) {
 			return heads(tags.Store, func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error) {
 				l, err := tags.Logits(g, in)

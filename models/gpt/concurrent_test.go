@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/internal/racetest"
+	"github.com/d73a19ff/zoo/internal/racetest/graphrun"
 	"github.com/d73a19ff/zoo/layers"
 )
 
@@ -39,6 +40,6 @@ func TestConcurrentInference(t *testing.T) {
 		racetest.Call{Name: "BeamSearch", Run: func() (any, error) {
 			return m.BeamSearch(prompts, BeamConfig{Beam: 3, NBest: 2, MaxNewTokens: 5, LengthPenalty: 0.6})
 		}},
-		racetest.Call{Name: "Classifier", Run: func() (any, error) { return racetest.ClassLogits(clf, prompts, nil) }},
+		racetest.Call{Name: "Classifier", Run: func() (any, error) { return graphrun.ClassLogits(clf, prompts, nil) }},
 	)
 }

@@ -1,0 +1,113 @@
+package datasets
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/d73a19ff/zoo/internal/racetest"
+)
+
+// TestConcurrentTokenizers runs Encode and Decode (and WordPiece's
+// EncodeWithSpecials and EncodePair) of every kind of tokenizer from 8
+// goroutines at once, one tokenizer shared by all of them, and checks
+// that every answer equals the same call made alone, and that an
+// UnknownCounter counted every call's unknown tokens. The kinds: a
+// byte-level BPE as TrainBPE writes it (its word cache), GPT-2's layout,
+// layouts that sugarme/tokenizer runs (a BPE behind a normalizer, a
+// Unigram), WordPiece (trained, and a Hugging Face file), the character
+// tokenizer and WordLevel (their unknown counts). Run it with -race (the
+// CI does).
+func TestConcurrentTokenizers(t *testing.T) {
+	texts := []string{"hello world, hello there", "the prism refracts the light\n", "héllo wörld ☃ <s>"}
+	corpus := texts[0] + "\n" + texts[1]
+	bpe, err := TrainBPETexts(texts, 300, []string{"<pad>", "<s>", "</s>"})
+	require.NoError(t, err)
+	gpt2, err := parseTokenizer([]byte(gpt2Style))
+	require.NoError(t, err)
+	// A trained BPE behind a Lowercase normalizer and a Whitespace
+	// pre-tokenizer is no longer the layout zoo runs itself.
+	var f map[string]any
+	raw, err := bpe.MarshalJSON()
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &f))
+	f["normalizer"] = map[string]any{"type": "Lowercase"}
+	f["pre_tokenizer"] = map[string]any{"type": "Whitespace"}
+	f["decoder"] = nil
+	raw, err = json.Marshal(f)
+	require.NoError(t, err)
+	sugarBPE, err := parseHF(raw)
+	require.NoError(t, err)
+	require.False(t, sugarBPE.native)
+	unigram, err := parseTokenizer([]byte(`{"model":{"type":"Unigram","unk_id":0,"vocab":[["<unk>",0],["h",-2],["e",-2],["l",-2],["o",-2],["hello",-1],["the",-1],["t",-3],["r",-3],["w",-3],["d",-3],["lo",-2]]},"pre_tokenizer":{"type":"Whitespace"}}`))
+	require.NoError(t, err)
+	wp, err := TrainWordPieceTexts(context.Background(), texts, WordPieceOptions{VocabSize: 80, Lowercase: true})
+	require.NoError(t, err)
+	hfwp, err := LoadTokenizer(filepath.Join("testdata", "wordpiece_tiny.json"))
+	require.NoError(t, err)
+	char, err := NewCharTokenizer(openText(t, corpus))
+	require.NoError(t, err)
+	wl, err := TrainWordLevelTexts(context.Background(), texts[:2], WordLevelOptions{})
+	require.NoError(t, err)
+
+	const rounds = 2
+	for _, c := range []struct {
+		name string
+		tok  Tokenizer
+		text string // Encode's text; texts[2] holds characters the char and word-level vocabularies lack
+	}{
+		{"byte-level BPE", bpe, texts[2]},
+		{"GPT-2 layout", gpt2, "hello world"},
+		{"BPE run by sugarme", sugarBPE, "Hello world, HELLO there"},
+		{"Unigram run by sugarme", unigram, "hello the world"},
+		{"WordPiece", wp, texts[2]},
+		{"WordPiece file", hfwp, "[CLS] Café PRISM rays 中x"},
+		{"character", char, texts[2]},
+		{"WordLevel", wl, texts[2]},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ids, err := c.tok.Encode(c.text)
+			require.NoError(t, err)
+			calls := []racetest.Call{
+				{Name: "Encode", Run: func() (any, error) { return c.tok.Encode(c.text) }},
+				{Name: "Decode", Run: func() (any, error) { return c.tok.Decode(ids) }},
+			}
+			if w, ok := c.tok.(*WordPiece); ok {
+				calls = append(calls,
+					racetest.Call{Name: "EncodeWithSpecials", Run: func() (any, error) {
+						ids, types, err := w.EncodeWithSpecials(c.text)
+						return [][]int{ids, types}, err
+					}},
+					racetest.Call{Name: "EncodePair", Run: func() (any, error) {
+						ids, types, err := w.EncodePair(c.text, texts[0])
+						return [][]int{ids, types}, err
+					}})
+			}
+			uc, counts := c.tok.(UnknownCounter)
+			var before, per int
+			if counts {
+				// What one round of the calls counts, each made once.
+				before = uc.Unknown()
+				for _, call := range calls {
+					_, err := call.Run()
+					require.NoError(t, err, call.Name)
+				}
+				per = uc.Unknown() - before
+				before = uc.Unknown()
+				if c.tok == char || c.tok == wl {
+					require.Positive(t, per, "the text has unknown tokens")
+				}
+			}
+			racetest.Check(t, rounds, calls...)
+			if counts {
+				// Check makes each call once alone, then rounds times on
+				// each goroutine.
+				n := 1 + racetest.Goroutines*rounds
+				require.Equal(t, before+per*n, uc.Unknown(), "unknown tokens counted")
+			}
+		})
+	}
+}
