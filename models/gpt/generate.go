@@ -56,8 +56,9 @@ func (c GenerateConfig) sampling() decode.SampleConfig {
 // package decode's Sample.
 //
 // The model keeps the graphs it compiles, by batch and rounded lengths,
-// for later calls (see ReleaseGraphs); calls on several goroutines at once
-// are safe, each running graphs of its own.
+// for later calls (see ReleaseGraphs). Safe for concurrent use by multiple
+// goroutines: each call takes graphs and KV caches of its own, and calls
+// cfg's OnToken and Decode on its own goroutine.
 func (m *Model) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -114,7 +115,8 @@ type Hypothesis = decode.Hypothesis
 // through the KV cache (reordered as beams move) and the sliding window as
 // Generate does. Package decode's BeamSearch has the rules: 2·Beam
 // candidates per step, early stopping once Beam hypotheses have finished,
-// GNMT's length penalty; a beam of one is greedy decoding.
+// GNMT's length penalty; a beam of one is greedy decoding. Safe for
+// concurrent use by multiple goroutines, as Generate is.
 func (m *Model) BeamSearch(prompts [][]int, cfg BeamConfig) ([][]Hypothesis, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

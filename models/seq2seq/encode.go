@@ -38,7 +38,8 @@ type graphs struct {
 // most layers.DefaultMaxBytes each). The model stays usable: the next call
 // compiles what it needs. Changing the weights needs no release: the
 // graphs read the parameter tensors, which loading and training update in
-// place.
+// place. It is safe to call while other goroutines decode: graphs in use
+// are theirs until the call that took them is done.
 func (m *Model) ReleaseGraphs() {
 	m.graphs.encoder.Reset()
 	m.graphs.step.Reset()
