@@ -3,6 +3,8 @@ package datasets
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"image"
 	"path/filepath"
 	"testing"
 
@@ -110,4 +112,24 @@ func TestConcurrentTokenizers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConcurrentImageProcessor runs an ImageProcessor (ViT's counterpart of
+// a tokenizer) from 8 goroutines at once on images of several sizes, and
+// checks that every image's pixels equal those it gives alone. Run it with
+// -race (the CI does).
+func TestConcurrentImageProcessor(t *testing.T) {
+	cfg := DefaultProcessorConfig()
+	cfg.Size = ImageSize{Height: 16, Width: 16}
+	proc, err := NewImageProcessor(cfg, 3)
+	require.NoError(t, err)
+	var calls []racetest.Call
+	for i, side := range []int{16, 23, 40} {
+		img := image.NewNRGBA(image.Rect(0, 0, side, side+i))
+		for j := range img.Pix {
+			img.Pix[j] = uint8(j*7 + i)
+		}
+		calls = append(calls, racetest.Call{Name: fmt.Sprintf("Process %d×%d", side, side+i), Run: func() (any, error) { return proc.Process(img) }})
+	}
+	racetest.Check(t, 2, calls...)
 }
