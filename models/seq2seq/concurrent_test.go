@@ -38,8 +38,8 @@ func TestConcurrentInference(t *testing.T) {
 		srcs = append(srcs, ids)
 	}
 	beam := DecodeConfig{Beam: 3, NBest: 2, MaxLen: 8, LengthPenalty: 0.6}
-	nocache := beam
-	nocache.NoCache = true
+	nocache := beam // compiles a graph per step: shorter
+	nocache.NoCache, nocache.MaxLen = true, 5
 	ex := []Example{{Src: srcs[0], Tgt: srcs[1]}, {Src: srcs[2], Tgt: srcs[0]}}
 	racetest.Check(t, 2,
 		racetest.Call{Name: "Greedy", Run: func() (any, error) { return a.Greedy(srcs, DecodeConfig{MaxLen: 8}) }},
