@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"image"
 	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -77,6 +80,32 @@ func TestConcurrentTokenizers(t *testing.T) {
 				{Name: "Encode", Run: func() (any, error) { return c.tok.Encode(c.text) }},
 				{Name: "Decode", Run: func() (any, error) { return c.tok.Decode(ids) }},
 			}
+			if h, ok := c.tok.(*hfTokenizer); ok && h.native {
+				// Words no call has encoded yet, so that concurrent calls
+				// write the word cache, checked against a copy of the
+				// tokenizer that only this test's lock lets encode.
+				raw, err := h.MarshalJSON()
+				require.NoError(t, err)
+				ref, err := parseHF(raw)
+				require.NoError(t, err)
+				var mu sync.Mutex
+				var n atomic.Int64
+				calls = append(calls, racetest.Call{Name: "Encode new words", Run: func() (any, error) {
+					i := n.Add(1)
+					text := newWord(i) + " hello " + newWord(i*7+3)
+					got, err := h.Encode(text)
+					if err != nil {
+						return nil, err
+					}
+					mu.Lock()
+					want, err := ref.Encode(text)
+					mu.Unlock()
+					if !slices.Equal(got, want) {
+						return fmt.Sprintf("%q: %v, want %v", text, got, want), err
+					}
+					return "as encoded alone", err
+				}})
+			}
 			if w, ok := c.tok.(*WordPiece); ok {
 				calls = append(calls,
 					racetest.Call{Name: "EncodeWithSpecials", Run: func() (any, error) {
@@ -132,4 +161,15 @@ func TestConcurrentImageProcessor(t *testing.T) {
 		calls = append(calls, racetest.Call{Name: fmt.Sprintf("Process %d×%d", side, side+i), Run: func() (any, error) { return proc.Process(img) }})
 	}
 	racetest.Check(t, 2, calls...)
+}
+
+// newWord is a word made of the letters of "hello world", a different one
+// for every i ≥ 0, which the tokenizers of these tests all have.
+func newWord(i int64) string {
+	const letters = "dehlorw"
+	w := []byte{'h'}
+	for ; i > 0; i /= int64(len(letters)) {
+		w = append(w, letters[i%int64(len(letters))])
+	}
+	return string(w)
 }
