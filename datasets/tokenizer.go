@@ -12,10 +12,10 @@ import (
 //
 // Every Tokenizer this package returns is safe for concurrent use by
 // multiple goroutines, and callers rely on it (bert.ReadDocuments encodes
-// in parallel): its methods only read it, except the byte-level BPE's word
-// cache, which one Encode at a time uses while the others do without it,
-// and the unknown counts, which are atomic. Other implementations must be
-// safe for concurrent use too.
+// in parallel): its methods only read it, but for caches, which lock (a
+// byte-level BPE's word cache serves one Encode at a time, the others
+// doing without), and unknown counts, which are atomic. Other
+// implementations must be safe for concurrent use too.
 type Tokenizer interface {
 	// Encode returns the ids of text, with no special tokens added around
 	// it. A character the tokenizer cannot represent is an error, unless
