@@ -33,6 +33,8 @@ const minMergeCount = 2
 // and merges whose ids decode to nothing (on Opticks with 6000 tokens, 286
 // of 175k tokens vanish on decoding). The algorithm here is Hugging Face
 // tokenizers' BpeTrainer (tokenizers/src/models/bpe/trainer.rs).
+//
+// The tokenizer is safe for concurrent use (see Tokenizer).
 func TrainBPE(c *Corpus, vocabSize int, specialTokens []string) (Tokenizer, error) {
 	return trainBPE(context.Background(), c, vocabSize, specialTokens)
 }

@@ -64,7 +64,8 @@ var _ UnknownCounter = (*charTokenizer)(nil)
 // It saves as a Hugging Face tokenizer.json (a BPE model with no merges
 // and no pre-tokenizer, so each character is a token, and a Fuse decoder,
 // which concatenates), which Hugging Face's tokenizers loads and encodes
-// to the same ids.
+// to the same ids. The tokenizer is safe for concurrent use by multiple
+// goroutines; its count of unknown characters is atomic.
 func NewCharTokenizer(c *Corpus) (Tokenizer, error) {
 	seen := make(map[rune]bool)
 	err := c.Each(func(text string) error {

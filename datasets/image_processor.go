@@ -262,6 +262,8 @@ func (c ProcessorConfig) Save(dir string) error {
 // ImageProcessor turns images into a model's input pixels, as Hugging
 // Face's ViTImageProcessor.preprocess does: convert to the model's
 // channels, resize, (centre crop), rescale, normalise, channels first.
+// It is safe for concurrent use by multiple goroutines (ImageLoader's
+// workers share one): processing only reads it.
 type ImageProcessor struct {
 	Config   ProcessorConfig
 	Channels int

@@ -9,6 +9,13 @@ import (
 )
 
 // Tokenizer maps text to token ids in [0, VocabSize()) and back.
+//
+// Every Tokenizer this package returns is safe for concurrent use by
+// multiple goroutines, and callers rely on it (bert.ReadDocuments encodes
+// in parallel): its methods only read it, but for caches, which lock (a
+// byte-level BPE's word cache serves one Encode at a time, the others
+// doing without), and unknown counts, which are atomic. Other
+// implementations must be safe for concurrent use too.
 type Tokenizer interface {
 	// Encode returns the ids of text, with no special tokens added around
 	// it. A character the tokenizer cannot represent is an error, unless
@@ -45,7 +52,8 @@ type UnknownCounter interface {
 
 // LoadTokenizer reads a tokenizer saved by Save: a Hugging Face
 // tokenizer.json (ours, or one made by Hugging Face's tools), or a
-// character tokenizer in zoo's older zoo-char format.
+// character tokenizer in zoo's older zoo-char format. The tokenizer is
+// safe for concurrent use (see Tokenizer).
 //
 // The file must be a regular file of at most 1 GB: a link to
 // /dev/zero or a pipe is refused rather than read until memory runs out.

@@ -38,6 +38,10 @@ import (
 // one id per character and per phoneme, with no subword merges. A
 // tokenizer.json without a pre-tokenizer (the whole text between added
 // tokens is one word) is run here too.
+//
+// A WordLevel is safe for concurrent use by multiple goroutines: its
+// methods only read it, except the count of unknown words, which is
+// atomic.
 type WordLevel struct {
 	raw        []byte         // the tokenizer.json, written back by Save
 	vocab      map[string]int // the model's vocabulary

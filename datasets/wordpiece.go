@@ -42,6 +42,9 @@ import (
 // as tokenizers does. A tokenizer.json whose normalizer, pre-tokenizer or
 // post-processor is of another kind is run by sugarme/tokenizer instead
 // (LoadTokenizer returns another type then).
+//
+// A WordPiece is safe for concurrent use by multiple goroutines: its
+// methods only read it.
 type WordPiece struct {
 	raw    []byte // the tokenizer.json, written back by Save
 	vocab  map[string]int

@@ -172,6 +172,10 @@ func (c BeamConfig) Validate() error {
 // hold no beam (at the start, K−1 of each prompt's rows; later, a done
 // prompt's rows or a shortage of extensions) still grow by their last
 // token and are never scored.
+//
+// Safe for concurrent use by multiple goroutines, each call with a
+// Stepper of its own: a call keeps its state to itself, and calls st and
+// Decode on the calling goroutine.
 func BeamSearch(st Stepper, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -26,7 +26,9 @@ import (
 	"strings"
 )
 
-// Stepper runs a model one token forward for a batch of R rows.
+// Stepper runs a model one token forward for a batch of R rows. Sample
+// and BeamSearch call it from their caller's goroutine only, so a Stepper
+// need not be safe for concurrent use; one serves one decoding at a time.
 type Stepper interface {
 	// Step returns the logits (R, V) of the token that follows each row of
 	// seqs, where seqs[r] holds row r's prompt and every token chosen so

@@ -60,6 +60,10 @@ func (c SampleConfig) Validate() error {
 // every returned token as soon as it is chosen, row by row. Rows grow as
 // tokens come: nothing is reserved for MaxNewTokens up front, so a large
 // limit costs only the tokens decoded.
+//
+// Safe for concurrent use by multiple goroutines, each call with a
+// Stepper of its own: a call keeps its state (its random generator too)
+// to itself, and calls st, OnToken and Decode on the calling goroutine.
 func Sample(st Stepper, prompts [][]int, cfg SampleConfig) ([][]int, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -12,6 +12,10 @@ import (
 // Graph is one Gorgonia expression graph of fixed shapes built from a Store.
 // Parameters are bound into it by reference: every graph made from the same
 // store reads and (through an optimizer) updates the same tensors.
+//
+// A Graph is not safe for concurrent use: one goroutine at a time builds
+// it, sets its inputs and runs it. Several goroutines may each build and
+// run graphs of their own from one store at once.
 type Graph struct {
 	*gorgonia.ExprGraph
 	store    *Store

@@ -12,7 +12,7 @@ import (
 // sequences of T positions, (rows, T, V) or (rows·T, V): Run executes it
 // and gives each row's last position, (rows, V) in float64, which is what
 // a decoding step hands package decode. GPT's and seq2seq's steps share
-// it.
+// it. Like its Machine, it is for one goroutine at a time.
 type LastLogits struct {
 	vm     *Machine
 	logits *gorgonia.Node

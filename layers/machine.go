@@ -19,7 +19,13 @@ import (
 //
 // The graph's outputs — its roots and the values read with gorgonia.Read —
 // keep their own memory and stay valid after the run, unless the machine
-// was made with SharedOutputs.
+// was made with SharedOutputs. Any other node's value may be in the pool,
+// valid only until the next run of any machine of the store, which may be
+// another goroutine's: read what a caller needs with gorgonia.Read.
+//
+// Machines of one store may run on several goroutines at once: their runs
+// take turns. A single Machine (with the inputs of its graph) is for one
+// goroutine at a time.
 type Machine struct {
 	vm    gorgonia.VM
 	pool  *ops.Pool

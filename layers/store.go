@@ -32,6 +32,11 @@ type Param struct {
 // Store holds a model's parameters, in creation order, apart from any graph,
 // and its buffers: tensors saved and loaded with the parameters that are not
 // learnable (PyTorch's register_buffer).
+//
+// Reading a store (its parameters, NewGraph, Pool) is safe for concurrent
+// use by multiple goroutines, and so is running its graphs (see Machine).
+// Creating parameters, Reinit, Load and an optimizer step write it: they
+// must not overlap with each other or with anything that reads it.
 type Store struct {
 	dtype   tensor.Dtype
 	rng     *rand.Rand

@@ -33,6 +33,11 @@ type ClassifierInputs struct {
 // BERT: the [CLS] pooler; ViT: the class token or the mean of the
 // patches) and the head maps it to class scores. The pipeline owns the
 // data, the batches, the engine and the reports.
+//
+// The families' classifiers are safe for concurrent use by multiple
+// goroutines, each building and running graphs of its own with
+// ClassLogits, except LoadWeights (and training), which write the
+// parameters and must not overlap with anything else.
 type Classifier interface {
 	// ParamStore holds every parameter, backbone and head.
 	ParamStore() *layers.Store

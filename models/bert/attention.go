@@ -14,6 +14,8 @@ import (
 // [layer][head][query position][key position]: (L, h, T, T), transformers'
 // output_attentions. Row i is how token i spread its attention over the
 // sequence; every row sums to 1. These are the maps bertviz draws.
+// Safe for concurrent use by multiple goroutines: each call builds and
+// runs a graph of its own.
 func (m *Model) Attentions(ids, typeIDs []int) ([][][][]float64, error) {
 	var types [][]int
 	if typeIDs != nil {

@@ -42,6 +42,9 @@ type Fill struct {
 // A text without [MASK], longer than max_position_embeddings with [CLS]
 // and [SEP], or a tokenizer with ids the model's vocabulary lacks is an
 // error.
+//
+// Safe for concurrent use by multiple goroutines sharing m and tok: each
+// call builds and runs a graph of its own.
 func FillMask(m *ForMaskedLM, tok *datasets.WordPiece, text string, topK int) ([][]Fill, error) {
 	out, err := FillMaskBatch(m, tok, []string{text}, topK)
 	if err != nil {
@@ -51,7 +54,8 @@ func FillMask(m *ForMaskedLM, tok *datasets.WordPiece, text string, topK int) ([
 }
 
 // FillMaskBatch is FillMask for several texts, run as one padded batch
-// (B, T) with the padding masked: out[i] is FillMask(texts[i]).
+// (B, T) with the padding masked: out[i] is FillMask(texts[i]). Safe for
+// concurrent use, as FillMask is.
 func FillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK int) ([][][]Fill, error) {
 	if m == nil || tok == nil {
 		return nil, fmt.Errorf("bert fill-mask: no model or no tokenizer")

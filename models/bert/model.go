@@ -21,6 +21,13 @@ const ModelType = "bert"
 // (bert.embeddings.word_embeddings.weight,
 // bert.encoder.layer.0.attention.self.query.weight, …), so a checkpoint
 // loads key by key (hf.go).
+//
+// A Model, and every head on it, is safe for concurrent use by multiple
+// goroutines for inference: Attentions, FillMask and graphs of a caller's
+// own (Hidden, Pooled, the heads' Logits) only read the parameters, and
+// runs of the model's graphs take turns (they share the store's memory;
+// see layers.Machine). What writes the parameters (LoadWeights, training,
+// putting a head on it) must not overlap with them.
 type Model struct {
 	Config              Config
 	Store               *layers.Store

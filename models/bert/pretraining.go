@@ -42,7 +42,8 @@ func (d *Documents) sentence(i int) []int32 { return d.toks[d.sents[i]:d.sents[i
 func (d *Documents) docSentences(j int) (lo, hi int) { return d.docs[j], d.docs[j+1] }
 
 // Encoder maps a text to token ids, with no special tokens added: what
-// ReadDocuments needs of a tokenizer.
+// ReadDocuments needs of a tokenizer. Its Encode must be safe for
+// concurrent use: ReadDocuments calls it from several goroutines.
 type Encoder interface {
 	Encode(text string) ([]int, error)
 }

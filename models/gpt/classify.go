@@ -30,6 +30,9 @@ import (
 // (tokenizer.pad_token = tokenizer.eos_token): GPT-2's <|endoftext|>,
 // which encoded text holds only if it was put there; and batches for
 // transformers must be padded with Config.PadTokenID.
+//
+// A Classifier is safe for concurrent use as its Model is: several
+// goroutines may each build and run a graph of Logits at once.
 type Classifier struct {
 	*Model
 	Score  *layers.Linear // score: (num_labels, n_embd)

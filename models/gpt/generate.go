@@ -89,9 +89,9 @@ func (c GenerateConfig) sampling() decode.SampleConfig {
 // The checkpoint's generation rules apply (see GenerateConfig.Generation).
 //
 // The model keeps the graphs it compiles, by batch and rounded lengths,
-// for later calls (see ReleaseGraphs); calls on several goroutines at once
-// are safe, each running graphs of its own (cfg.OnToken is called on the
-// calling goroutine).
+// for later calls (see ReleaseGraphs). Safe for concurrent use by multiple
+// goroutines: each call takes graphs and KV caches of its own, and calls
+// cfg's OnToken and Decode on its own goroutine.
 func (m *Model) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -162,8 +162,8 @@ type Hypothesis = decode.Hypothesis
 // Generate does. Package decode's BeamSearch has the rules: 2·Beam
 // candidates per step, early stopping as cfg.EarlyStopping says, the
 // length penalty of cfg.LengthPenaltyStyle, the checkpoint's generation
-// rules; a beam of one is greedy decoding. Calls on several goroutines at
-// once are safe, as Generate's are.
+// rules; a beam of one is greedy decoding. Safe for concurrent use by
+// multiple goroutines, as Generate is.
 func (m *Model) BeamSearch(prompts [][]int, cfg BeamConfig) ([][]Hypothesis, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

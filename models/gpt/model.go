@@ -15,6 +15,13 @@ import (
 // token embedding (or its own, untied). Parameter names are Hugging Face
 // GPT-2's keys (transformer.wte.weight, transformer.h.0.attn.c_attn.weight,
 // …); only the Conv1D layout differs, and hf.go handles that.
+//
+// A Model is safe for concurrent use by multiple goroutines for inference:
+// Generate, BeamSearch and graphs of a caller's own (Forward, Hidden,
+// Loss, a Classifier's Logits) only read the parameters, and runs of the
+// model's graphs take turns (they share the store's memory; see
+// layers.Machine). What writes the parameters (LoadWeights, training,
+// NewClassifier) must not overlap with them.
 type Model struct {
 	Config Config
 	Store  *layers.Store

@@ -96,7 +96,9 @@ type graphs struct {
 // layers.DefaultMaxGraphs of each kind, of at most layers.DefaultMaxBytes
 // each). The model stays usable: the next call compiles what it needs.
 // Changing the weights needs no release: the graphs read the parameter
-// tensors, which loading and training update in place.
+// tensors, which loading and training update in place. It is safe to call
+// while other goroutines decode: graphs in use are theirs until the call
+// that took them is done.
 func (m *Model) ReleaseGraphs() {
 	m.graphs.kv.Reset()
 	m.graphs.full.Reset()

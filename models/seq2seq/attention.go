@@ -13,7 +13,8 @@ import (
 // [layer][head][target position][source position]: (L, h, 1+|tgt|, |src|+1).
 // Target positions are bos, tgt…; source positions are src…, eos. Row i is
 // what the decoder looked at to predict target token i (or eos, in the last
-// row).
+// row). Safe for concurrent use by multiple goroutines: each call builds and
+// runs a graph of its own.
 func (m *Model) CrossAttention(src, tgt []int) ([][][][]float64, error) {
 	c := m.Config
 	if len(src) == 0 {

@@ -117,8 +117,8 @@ var lengthPenalty = decode.LengthPenalty
 // Greedy decodes each source (token ids without eos) by taking the most
 // likely token at every step, under the checkpoint's generation rules (see
 // DecodeConfig), and returns each output without bos and eos. Ties go to
-// the smaller id. Calls on several goroutines at once are safe, as
-// BeamSearch's are.
+// the smaller id. It keeps graphs between calls as BeamSearch does, and is
+// safe for concurrent use by multiple goroutines as it is.
 func (m *Model) Greedy(srcs [][]int, cfg DecodeConfig) ([][]int, error) {
 	return greedy(m, srcs, cfg, m.Config.MaxLen, func(cfg DecodeConfig) (stepper, error) { return m.start(srcs, 1, cfg) })
 }
@@ -173,8 +173,8 @@ func greedy(m *Model, srcs [][]int, cfg DecodeConfig, limit int, start func(Deco
 // The model keeps the graphs it compiles (the encoder's, by batch and
 // source length rounded up to a multiple of 8; the decoder step's, by rows,
 // source length and MaxLen rounded up to a multiple of 16) for later calls
-// (see ReleaseGraphs); calls on several goroutines at once are safe, each
-// running graphs of its own.
+// (see ReleaseGraphs). Safe for concurrent use by multiple goroutines: each
+// call takes graphs and KV caches of its own.
 func (m *Model) BeamSearch(srcs [][]int, cfg DecodeConfig) ([][]Hypothesis, error) {
 	return beamSearch(m, srcs, cfg, m.Config.MaxLen, func(cfg DecodeConfig) (stepper, error) { return m.start(srcs, cfg.Beam, cfg) })
 }

@@ -57,6 +57,8 @@ func CheckTeacher(student *Model, teachers Ensemble, tok, teacherTok datasets.To
 // kept (summed, as an ensemble's, then renormalised over those k).
 // It runs the teachers without dropout in batches of rows pairs, padded to
 // lengths rounded up to multiples of 8 (a compiled graph per length).
+// Safe for concurrent use by multiple goroutines: each call compiles and
+// runs graphs of its own.
 func TeacherTargets(teachers Ensemble, ex []Example, k, rows int) ([]Soft, error) {
 	if len(teachers) == 0 {
 		return nil, fmt.Errorf("seq2seq: distillation needs a teacher")

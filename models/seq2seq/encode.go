@@ -38,7 +38,8 @@ type graphs struct {
 // most layers.DefaultMaxBytes each). The model stays usable: the next call
 // compiles what it needs. Changing the weights needs no release: the
 // graphs read the parameter tensors, which loading and training update in
-// place.
+// place. It is safe to call while other goroutines decode: graphs in use
+// are theirs until the call that took them is done.
 func (m *Model) ReleaseGraphs() {
 	m.graphs.encoder.Reset()
 	m.graphs.step.Reset()
@@ -70,6 +71,12 @@ func (m *Model) newEncoderGraph(k encKey) (*encoderGraph, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seq2seq: %w", err)
 	}
+	// The memory feeds the projections, so it would live in the store's
+	// pool, which the machine of another call may overwrite before this
+	// call copies it out (BeamSearch without the cache): read, it keeps
+	// memory of its own (layers.Machine).
+	var read gorgonia.Value
+	gorgonia.Read(memory, &read)
 	e := &encoderGraph{src: layers.Ints(src), mask: mask.Value().(*tensor.Dense), outs: []*gorgonia.Node{memory},
 		batch: k.batch, ts: k.ts, bytes: m.Config.DecodeBytes(k.batch, 0, k.ts, 0)}
 	for _, kv := range cross {

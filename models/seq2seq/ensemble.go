@@ -24,6 +24,10 @@ import (
 // The models may differ in width, depth and training; they must share the
 // token ids (vocabulary sizes, pad, eos and decoder start), which
 // NewEnsemble checks. Outputs are at most the shortest max_len.
+//
+// An Ensemble is safe for concurrent use by multiple goroutines as its
+// models are, and its models may decode alone or in other ensembles at
+// the same time: every call takes graphs of its own from each model.
 type Ensemble []*Model
 
 var errNoModels = errors.New("seq2seq ensemble: no models")

@@ -17,6 +17,13 @@ import (
 // model.encoder.layers.N.self_attn.q_proj.weight, …,
 // model.decoder.layers.N.encoder_attn.*, lm_head.weight); sinusoidal
 // positions are not parameters, and final_logits_bias is a buffer.
+//
+// A Model is safe for concurrent use by multiple goroutines for inference:
+// Greedy, BeamSearch, Translate, CrossAttention and graphs of a caller's
+// own (Forward, Encode, Loss) only read the parameters, and runs of the
+// model's graphs take turns (they share the store's memory; see
+// layers.Machine). What writes the parameters (LoadWeights, training)
+// must not overlap with them.
 type Model struct {
 	Config   Config
 	Store    *layers.Store

@@ -49,9 +49,9 @@ type TranslateReport struct{ Truncated int }
 // are truncated and counted; an empty one is an error naming it. progress, if not nil, is called with
 // the number of texts done.
 //
-// It first checks that tok matches m (CheckTokenizer). Calls on several
-// goroutines at once are safe when tok's Encode and Decode are safe for
-// concurrent use, as Model.BeamSearch's are.
+// It first checks that tok matches m (CheckTokenizer). Safe for concurrent
+// use by multiple goroutines sharing m and tok, as BeamSearch is; progress
+// is called on the calling goroutine.
 func Translate(m *Model, tok datasets.Tokenizer, texts []string, cfg DecodeConfig, greedy bool, batch int, progress func(int)) ([][]Candidate, TranslateReport, error) {
 	return TranslateContext(context.Background(), m, tok, texts, cfg, greedy, batch, progress)
 }
@@ -63,7 +63,8 @@ func TranslateContext(ctx context.Context, m *Model, tok datasets.Tokenizer, tex
 }
 
 // Translate is TranslateContext with the ensemble's mean distribution;
-// sources are truncated to the shortest max_len.
+// sources are truncated to the shortest max_len. Safe for concurrent use,
+// as the package-level Translate is.
 func (e Ensemble) Translate(ctx context.Context, tok datasets.Tokenizer, texts []string, cfg DecodeConfig, greedy bool, batch int, progress func(int)) ([][]Candidate, TranslateReport, error) {
 	var rep TranslateReport
 	if batch <= 0 {

@@ -141,7 +141,8 @@ func SoftCrossEntropy(logits, targets *gorgonia.Node) (*gorgonia.Node, error) {
 // Probabilities runs the classifier on b images, pixels (B, C, S, S)
 // row-major and normalised as in training, without dropout, and returns
 // each image's class probabilities (softmax of the logits), B rows of
-// len(Labels): what a top-k prediction reads.
+// len(Labels): what a top-k prediction reads. Safe for concurrent use by
+// multiple goroutines: each call builds and runs a graph of its own.
 func (c *ForImageClassification) Probabilities(pixels []float32, b int) ([][]float64, error) {
 	cfg := c.Config
 	if b <= 0 || len(pixels) != b*cfg.NumChannels*cfg.ImageSize*cfg.ImageSize {

@@ -32,6 +32,10 @@ import (
 //
 // The buffers are saved and loaded with the weights but are not among the
 // learnable parameters, so the optimizer never sees them.
+//
+// Like Model, it is safe for concurrent use by multiple goroutines for
+// inference (Reconstruct, MAEGraphs of their own); what writes the
+// parameters (LoadWeights, training) must not overlap with it.
 type ViTMAEForPreTraining struct {
 	Config             ViTMAEConfig
 	Store              *layers.Store
@@ -288,7 +292,8 @@ func NormPixTargets(targets []float64, p int) (mean, std []float64) {
 
 // MAEGraph is ViTMAEForPreTraining's forward pass on a graph for batches
 // of B images: set a batch's pixels and noise with Set, run the graph, then
-// read Logits and Loss.
+// read Logits and Loss. Like its layers.Graph, it is not safe for
+// concurrent use: Set writes the graph's inputs and the batch's fields.
 type MAEGraph struct {
 	// Pixels is the input (B, C, S, S).
 	Pixels *gorgonia.Node

@@ -118,7 +118,8 @@ type Reconstruction struct {
 
 // Reconstruct runs the model (no dropout) on b images with the given
 // noise and returns its reconstruction. It builds a graph each call: for
-// a few pictures per evaluation, not for training.
+// a few pictures per evaluation, not for training. Safe for concurrent use
+// by multiple goroutines: each call builds and runs a graph of its own.
 func (m *ViTMAEForPreTraining) Reconstruct(pixels []float32, noise []float64, b int) (*Reconstruction, error) {
 	g := m.Store.NewGraph()
 	mg, err := m.Graph(g, b)

@@ -41,6 +41,14 @@ const (
 // vit.encoder.layer.0.attention.attention.query.weight, vit.layernorm.weight,
 // …), so a checkpoint loads key by key (hf.go).
 //
+// A Model, and a ForImageClassification on it, is safe for concurrent use
+// by multiple goroutines for inference: Probabilities, AttentionRollout and
+// graphs of a caller's own (Features, Pooled, Logits) only read the
+// parameters, and runs of the model's graphs take turns (they share the
+// store's memory; see layers.Machine). What writes the parameters or
+// Pooling (LoadWeights, training, putting a head on it) must not overlap
+// with them.
+//
 // Pooling is a runtime choice, not an architecture field: Hugging Face's
 // ViTConfig has no key for it and transformers always pools by the class
 // token, so a config.json key for mean pooling would be silently ignored

@@ -90,7 +90,8 @@ func matmul(a, b []float64, t int) []float64 {
 // AttentionRollout runs the backbone on b images, pixels (B, C, S, S)
 // row-major, without dropout, and returns each image's attention rollout
 // over its (S/P)×(S/P) patch grid (see Rollout), for drawing over the
-// image.
+// image. Safe for concurrent use by multiple goroutines: each call builds
+// and runs a graph of its own.
 func (m *Model) AttentionRollout(pixels []float32, b int) ([][]float64, error) {
 	c := m.Config
 	if b <= 0 || len(pixels) != b*c.NumChannels*c.ImageSize*c.ImageSize {
