@@ -9,8 +9,8 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/racetest"
-	"github.com/d73a19ff/zoo/internal/racetest/graphrun"
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models/internal/graphrun"
 )
 
 // TestConcurrentInference runs BERT's inference entry points — FillMask,

@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/internal/racetest"
-	"github.com/d73a19ff/zoo/internal/racetest/graphrun"
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models/internal/graphrun"
 )
 
 // TestConcurrentInference runs GPT's inference entry points — Generate

@@ -1,4 +1,5 @@
-// Package graphrun runs graphs of a model as the pipelines do, each in a
+// Package graphrun (under models/ because it imports layers and models;
+// internal/ holds leaves only) runs graphs of a model as the pipelines do, each in a
 // graph and machine of its own, for racetest's concurrency checks.
 package graphrun
 
