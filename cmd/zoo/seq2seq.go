@@ -92,22 +92,6 @@ func runFinetuneSeq2Seq(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// loadSeq2Seq reads a checkpoint and its tokenizer.
-func loadSeq2Seq(dir string) (*seq2seq.Model, datasets.Tokenizer, error) {
-	if err := expectFamily(dir, "seq2seq"); err != nil {
-		return nil, nil, err
-	}
-	m, err := seq2seq.Load(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	tok, err := models.LoadTokenizer(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	return m, tok, nil
-}
-
 // loadEnsemble reads the checkpoints of a --checkpoint list, DIR or
 // DIR1,DIR2,…: one model, or several decoding as an ensemble, which must
 // have the same tokenizer.json byte for byte (seq2seq.LoadEnsemble).
