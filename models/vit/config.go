@@ -30,11 +30,13 @@ const ModelType = "vit"
 // Every key of such a config.json is, when read (UnmarshalJSON), one of:
 //
 //   - computed: a field below;
+//
 //   - refused: a value that makes transformers compute something this model
 //     does not is an error naming the key: qkv_bias false (Validate), an
 //     image_size or patch_size that is a pair rather than one number, a
 //     problem_type other than single_label_classification, a non-empty
 //     pruned_heads;
+//
 //   - kept: every other key (pooler_output_size, pooler_act, torch_dtype,
 //     transformers_version, …) goes to Extra, and Save writes it back. The
 //     pooler keys, like encoder_stride, only shape heads this package does
