@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"image"
@@ -241,3 +242,17 @@ func (s *IDXSet) Item(i int) (image.Image, int, error) {
 // FashionMNISTLabels are Fashion-MNIST's class names, label id order
 // (zalandoresearch/fashion-mnist README, "Labels").
 var FashionMNISTLabels = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+
+// Fingerprint implements Fingerprinter: the images' shape and pixels and
+// the label ids (the decompressed contents: a file gzipped or not has the
+// same fingerprint).
+func (s *IDXSet) Fingerprint(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("fingerprint: %w", err)
+	}
+	h := newSetHash(s)
+	fmt.Fprintf(h, "idx %d×%d×%d\n", s.Images.N, s.Images.Rows, s.Images.Cols)
+	h.Write(s.Images.Pix)
+	h.Write(s.Ids)
+	return sumSet(h, s), nil
+}
