@@ -371,15 +371,8 @@ func idxStats(set datasets.ImageSet) (mean, std float64, ok bool) {
 	if !isIDX || len(s.Images.Pix) == 0 {
 		return 0, 0, false
 	}
-	var sum, sq float64
-	for _, v := range s.Images.Pix {
-		x := float64(v) / 255
-		sum += x
-		sq += x * x
-	}
-	n := float64(len(s.Images.Pix))
-	mean = sum / n
-	return mean, math.Sqrt(max(sq/n-mean*mean, 1e-12)), true
+	mean, std = s.PixelStats()
+	return mean, std, true
 }
 
 // imageData serves the engine: training batches from the loader (resumable
