@@ -142,8 +142,9 @@ func TestViTPoolSavedAndImageSize(t *testing.T) {
 
 	code, out, errb = zoo(t, "classify", "--checkpoint", final, "--json", f.png)
 	require.Equal(t, 0, code, errb)
-	withPool, _, errb2 := zoo(t, "classify", "--checkpoint", final, "--json", "--pool", "mean", f.png)
+	withPool, out2, errb2 := zoo(t, "classify", "--checkpoint", final, "--json", "--pool", "mean", f.png)
 	require.Equal(t, 0, withPool, errb2)
+	require.Equal(t, out2, out, "the saved pooling is used without --pool")
 	code, _, errb = zoo(t, "classify", "--checkpoint", final, "--pool", "cls", f.png)
 	require.Equal(t, 1, code)
 	require.Contains(t, errb, "was trained with mean pooling")
