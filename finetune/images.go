@@ -1045,8 +1045,10 @@ func EvalImages(ctx context.Context, checkpoint, data, labels string, batch, wor
 // ImageClassifierOptions set how LoadImageClassifier reads a checkpoint.
 type ImageClassifierOptions struct {
 	// Pool is the pooling to use, "cls" or "mean"; "" is the checkpoint's
-	// (config.json's zoo_pooling; absent: cls). Another than the saved
-	// one is an error: the head was trained on the saved one.
+	// (config.json's zoo_pooling; absent: cls). Another than the one the
+	// checkpoint records is an error (the head was trained on it); a
+	// checkpoint that records none (transformers', or zoo's from before
+	// the key) takes Pool as given.
 	Pool string
 	// Size, when set, is the height × width the images are processed to,
 	// in place of the preprocessor_config.json's size.
@@ -1086,18 +1088,23 @@ func LoadImageClassifier(dir string, o ImageClassifierOptions) (*vit.ForImageCla
 	if len(head.ID2Label) == 0 && head.NumLabels == nil {
 		return nil, nil, fmt.Errorf("checkpoint %s (model_type %s) has no classifier head (no id2label in %s): fine-tune it first, zoo finetune vit --init-from %s", dir, head.ModelType, models.ConfigFile, dir)
 	}
-	saved, err := vit.SavedPooling(dir)
+	saved, recorded, err := vit.SavedPooling(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	if o.Pool != "" && vit.Pooling(o.Pool) != saved {
-		if o.Pool != string(vit.PoolClass) && o.Pool != string(vit.PoolMean) {
-			return nil, nil, fmt.Errorf("pool %q: want cls or mean, or leave it out to use the checkpoint's (%s)", o.Pool, saved)
-		}
+	if o.Pool != "" && o.Pool != string(vit.PoolClass) && o.Pool != string(vit.PoolMean) {
+		return nil, nil, fmt.Errorf("pool %q: want cls or mean, or leave it out to use the checkpoint's (%s)", o.Pool, saved)
+	}
+	if o.Pool != "" && vit.Pooling(o.Pool) != saved && recorded {
 		return nil, nil, fmt.Errorf("%s was trained with %s pooling (zoo_pooling in its %s), not %s: leave the pooling out, the checkpoint's is used", dir, saved, models.ConfigFile, o.Pool)
 	}
-	method := cmp(string(o.Interpolate), string(layers.ResampleSize))
-	clf, err := vit.LoadClassifier(dir, vit.WithInterpolation(layers.ResampleMethod(method)))
+	// A checkpoint that records no pooling (transformers', or zoo's from
+	// before zoo_pooling) pools by the class token unless told otherwise.
+	opts := []vit.Option{vit.WithInterpolation(layers.ResampleMethod(cmp(string(o.Interpolate), string(layers.ResampleSize))))}
+	if o.Pool != "" {
+		opts = append(opts, vit.WithPooling(vit.Pooling(o.Pool)))
+	}
+	clf, err := vit.LoadClassifier(dir, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -159,6 +159,21 @@ func TestClassifyImagesPoolSaved(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &c))
 	require.Equal(t, "mean", c["zoo_pooling"])
 
+	// A checkpoint from before zoo_pooling (no key) takes the pooling it
+	// is told.
+	old := filepath.Join(dir, "old")
+	require.NoError(t, os.CopyFS(old, os.DirFS(res.Final)))
+	delete(c, "zoo_pooling")
+	b, err = json.Marshal(c)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(old, models.ConfigFile), b, 0o644))
+	clf, _, err = LoadImageClassifier(old, ImageClassifierOptions{Pool: "mean"})
+	require.NoError(t, err)
+	require.Equal(t, vit.PoolMean, clf.Pooling)
+	clf, _, err = LoadImageClassifier(old, ImageClassifierOptions{})
+	require.NoError(t, err)
+	require.Equal(t, vit.PoolClass, clf.Pooling)
+
 	// 8×12 images on an 8×8 model: a 2×3 grid of interpolated positions.
 	clf, proc, err := LoadImageClassifier(res.Final, ImageClassifierOptions{Size: datasets.ImageSize{Height: 8, Width: 12}})
 	require.NoError(t, err)

@@ -163,6 +163,7 @@ func TestViTPoolSavedAndImageSize(t *testing.T) {
 	code, out, errb = zoo(t, "classify", "--checkpoint", f.ckpt, "--image-size", "8x12", "--attention", att, f.png)
 	require.Equal(t, 0, code, errb)
 	require.Contains(t, out, "over 2×3 patches")
+	require.Contains(t, out, "interpolated to a 2×3 patch grid (size")
 	require.FileExists(t, att)
 	for _, m := range []string{"hf", "timm"} {
 		code, _, errb = zoo(t, "classify", "--checkpoint", f.ckpt, "--image-size", "12x8", "--position-resample", m, f.png)

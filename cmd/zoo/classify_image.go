@@ -72,6 +72,10 @@ several.`)
 	}
 	n := proc.Len()
 	h, w := proc.OutputSize()
+	if s := clf.Config.ImageSize; (h != s || w != s) && !*asJSON {
+		fmt.Fprintf(stdout, "note: images are processed to %d×%d and the model's image_size is %d: its position embeddings are interpolated to a %d×%d patch grid (%s, as transformers' interpolate_pos_encoding=True)\n",
+			h, w, s, h/clf.Config.PatchSize, w/clf.Config.PatchSize, o.Interpolate)
+	}
 	var imgs []image.Image
 	var rollouts [][]float64
 	for start := 0; start < len(paths); start += classifyBatch {

@@ -77,9 +77,11 @@ type Config struct {
 	// ID2Label names the classes of an image classifier, by id ("0", "1", …).
 	ID2Label map[string]string `json:"id2label,omitempty"`
 	// Pooling is how the model pools its hidden states for a head (see
-	// Pooling in model.go); "" and PoolClass are the class token, which is
-	// what transformers computes. It is zoo's key ("zoo_pooling"), written
-	// only when it is not the class token.
+	// Pooling in model.go); "" (no key: a transformers file, or a zoo
+	// checkpoint from before the key) and PoolClass are the class token,
+	// which is what transformers computes. It is zoo's key
+	// ("zoo_pooling"), which Model.Save always writes (cls too), so that a
+	// checkpoint saved by zoo records its pooling.
 	Pooling Pooling `json:"zoo_pooling,omitempty"`
 	// Extra holds the config.json keys this Config does not model, as read
 	// (see above); Save writes them back.
@@ -322,9 +324,6 @@ func (c Config) MarshalJSON() ([]byte, error) {
 func (c Config) marshal(arch string) ([]byte, error) {
 	if err := c.checkExtra(); err != nil {
 		return nil, err
-	}
-	if c.Pooling == PoolClass {
-		c.Pooling = "" // the default: written as transformers writes it
 	}
 	h := hfConfig{plainConfig: plainConfig(c), ModelType: ModelType, Architectures: []string{arch}}
 	var err error

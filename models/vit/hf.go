@@ -351,14 +351,16 @@ func LoadClassifier(dir string, opts ...Option) (*ForImageClassification, error)
 	return c, nil
 }
 
-// SavedPooling is the pooling a checkpoint directory's config.json records
-// (zoo_pooling; PoolClass when absent, as for every transformers file).
-func SavedPooling(dir string) (Pooling, error) {
+// SavedPooling is the pooling a checkpoint directory's config.json
+// records (zoo_pooling), and whether it records one: without the key (a
+// transformers file, or a zoo checkpoint from before the key) the pooling
+// is PoolClass, transformers' own, and recorded is false.
+func SavedPooling(dir string) (p Pooling, recorded bool, err error) {
 	cfg, err := readConfig(dir)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	return cmp.Or(cfg.Pooling, PoolClass), nil
+	return cmp.Or(cfg.Pooling, PoolClass), cfg.Pooling != "", nil
 }
 
 // setValues copies v into p, converting to its dtype; len(v) is p's size.

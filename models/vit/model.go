@@ -163,9 +163,12 @@ func New(cfg Config, opts ...Option) (*Model, error) {
 			return nil, fmt.Errorf("vit: interpolation: %w", err)
 		}
 	}
+	// Config.Pooling is "" for the class token, as a config.json without
+	// the key reads, so that a model's Config equals its preset's; Save
+	// records m.Pooling, cls too.
 	cfg.Pooling = o.pooling
 	if o.pooling == PoolClass {
-		cfg.Pooling = "" // the default, as a config.json without the key reads
+		cfg.Pooling = ""
 	}
 	s, err := layers.NewStore(append([]layers.Option{layers.WithInitStd(cfg.InitializerRange)}, o.store...)...)
 	if err != nil {

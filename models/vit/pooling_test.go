@@ -18,11 +18,11 @@ import (
 func TestPoolingSaved(t *testing.T) {
 	for _, c := range []struct {
 		pool     Pooling
-		key      any // zoo_pooling in config.json (nil: absent)
+		key      any // zoo_pooling in config.json
 		arch     string
 		describe string
 	}{
-		{PoolClass, nil, "ViTForImageClassification", ""},
+		{PoolClass, "cls", "ViTForImageClassification", ""},
 		{PoolMean, "mean", "ZooViTForImageClassificationMeanPooling", "cannot represent it"},
 	} {
 		t.Run(string(c.pool), func(t *testing.T) {
@@ -44,9 +44,10 @@ func TestPoolingSaved(t *testing.T) {
 			back, err := LoadClassifier(dir)
 			require.NoError(t, err)
 			require.Equal(t, c.pool, back.Pooling, "restored without being told")
-			p, err := SavedPooling(dir)
+			p, recorded, err := SavedPooling(dir)
 			require.NoError(t, err)
 			require.Equal(t, c.pool, p)
+			require.True(t, recorded)
 			l, _, err := LoadForImageClassification(dir, nil, LoadOptions{})
 			require.NoError(t, err)
 			require.Equal(t, c.pool, l.Pooling)
@@ -73,6 +74,12 @@ func TestPoolingSaved(t *testing.T) {
 			}
 		})
 	}
+	// A transformers checkpoint records none: the class token, overridable.
+	p, recorded, err := SavedPooling(parityDir)
+	require.NoError(t, err)
+	require.Equal(t, PoolClass, p)
+	require.False(t, recorded)
+
 	c := Fashion()
 	c.Pooling = "max"
 	require.ErrorContains(t, c.Validate(), "zoo_pooling")
