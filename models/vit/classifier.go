@@ -158,6 +158,9 @@ func (c *ForImageClassification) ProbabilitiesAt(pixels []float32, b, h, w int) 
 	if err := c.CheckSize(cfg.NumChannels, h, w); err != nil {
 		return nil, err
 	}
+	if err := c.CheckStepAt(b, h, w, false); err != nil {
+		return nil, err
+	}
 	g := c.Store.NewGraph()
 	px := g.Input("pixel_values", b, cfg.NumChannels, h, w)
 	copyFloats(px, pixels)

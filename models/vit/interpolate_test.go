@@ -96,3 +96,17 @@ func TestInterpolateRefusals(t *testing.T) {
 	_, err = LoadClassifier(interpolateDir, WithInterpolation("bilinear"))
 	require.ErrorContains(t, err, "resample method")
 }
+
+// An image size whose tokens cannot fit in memory is refused before a
+// graph is built (zoo classify --image-size 8000x8000 on a small model).
+func TestInterpolateHugeImageRefused(t *testing.T) {
+	c, err := LoadClassifier(interpolateDir, WithInterpolation(layers.ResampleSize))
+	require.NoError(t, err)
+	require.ErrorContains(t, c.CheckStepAt(1, 8000, 8000, false), "1000001 tokens")
+	require.NoError(t, c.CheckStepAt(1, 40, 56, false))
+	// 2400×2400: 90,001 tokens, far more attention than any memory.
+	_, err = c.ProbabilitiesAt(make([]float32, 3*2400*2400), 1, 2400, 2400)
+	require.ErrorContains(t, err, "90001 tokens")
+	_, err = c.AttentionRolloutAt(make([]float32, 3*2400*2400), 1, 2400, 2400)
+	require.ErrorContains(t, err, "90001 tokens")
+}

@@ -106,6 +106,11 @@ func (m *Model) AttentionRolloutAt(pixels []float32, b, h, w int) ([][]float64, 
 	if err := m.CheckSize(c.NumChannels, h, w); err != nil {
 		return nil, err
 	}
+	// The rollout multiplies (T, T) matrices per image and layer: its
+	// probabilities are as large as a forward pass's attention.
+	if err := (&ForImageClassification{Model: m}).CheckStepAt(b, h, w, false); err != nil {
+		return nil, fmt.Errorf("vit: rollout: %w", err)
+	}
 	g := m.Store.NewGraph()
 	px := g.Input("pixel_values", b, c.NumChannels, h, w)
 	copyFloats(px, pixels)
