@@ -182,6 +182,17 @@ func TestClassifyImagesPoolSaved(t *testing.T) {
 	p, err := clf.ProbabilitiesAt(make([]float32, proc.Len()), 1, h, w)
 	require.NoError(t, err)
 	require.Len(t, p[0], 2)
+	// The same from a preprocessor_config.json of 12×8.
+	pc, err := datasets.ReadProcessorConfig(old)
+	require.NoError(t, err)
+	pc.Size = datasets.ImageSize{Height: 12, Width: 8}
+	require.NoError(t, pc.Save(old))
+	clf, proc, err = LoadImageClassifier(old, ImageClassifierOptions{})
+	require.NoError(t, err)
+	h, w = proc.OutputSize()
+	require.Equal(t, [2]int{12, 8}, [2]int{h, w})
+	_, err = clf.ProbabilitiesAt(make([]float32, proc.Len()), 1, h, w)
+	require.NoError(t, err)
 	_, _, err = LoadImageClassifier(res.Final, ImageClassifierOptions{Size: datasets.ImageSize{Height: 8, Width: 10}})
 	require.ErrorContains(t, err, "multiples of patch_size 4")
 }
