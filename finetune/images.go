@@ -666,8 +666,8 @@ const fewImages = 5
 
 // LabelSurprises lists what is surprising in a labelled set's class
 // counts, for a warning before training: classes without images (the
-// labels are not 0…K−1 dense: one stray IDX label 255 makes 256 classes,
-// 246 of them empty), and classes with very few images (fewer than 5, or
+// labels are not 0…K−1 dense: one stray IDX label 255 among ten digits
+// makes 256 classes, 245 of them empty), and classes with very few images (fewer than 5, or
 // under a twentieth of the median class). Each entry is one sentence.
 func LabelSurprises(set datasets.ImageSet) []string {
 	names := set.Labels()
