@@ -80,12 +80,21 @@ func DefaultAugment() Augment {
 	}
 }
 
+// MaxPadding is the most pixels Augment.Padding adds on each side: the
+// padded image is held in memory, and a crop of a mostly black canvas
+// teaches nothing.
+const MaxPadding = 1024
+
 // Validate checks the ranges and probabilities of the augmentations that
-// are on.
+// are on, and that every probability is in [0, 1].
 func (a Augment) Validate() error {
 	rng := func(name string, r [2]float64, lo, hi float64) error {
-		if !(r[0] > lo && r[0] <= r[1] && r[1] <= hi) {
-			return fmt.Errorf("augment: %s (%g, %g): want %g < low ≤ high ≤ %g", name, r[0], r[1], lo, hi)
+		if !(r[0] > lo && r[0] <= r[1] && r[1] <= hi) || math.IsInf(r[1], 0) {
+			bound := fmt.Sprintf("≤ %g", hi)
+			if math.IsInf(hi, 1) {
+				bound = "finite"
+			}
+			return fmt.Errorf("augment: %s (%g, %g): want %g < low ≤ high, high %s", name, r[0], r[1], lo, bound)
 		}
 		return nil
 	}
@@ -97,8 +106,8 @@ func (a Augment) Validate() error {
 			return err
 		}
 	}
-	if a.Padding < 0 {
-		return fmt.Errorf("augment: padding %d: want 0 or more", a.Padding)
+	if a.Padding < 0 || a.Padding > MaxPadding {
+		return fmt.Errorf("augment: padding %d: want 0 (off) to %d pixels", a.Padding, MaxPadding)
 	}
 	for i, p := range []float64{a.FlipProb, a.EraseProb} {
 		if !(p >= 0 && p <= 1) {
@@ -284,16 +293,43 @@ func DefaultMixup(numClasses int) Mixup {
 	return Mixup{MixupAlpha: 0.8, CutmixAlpha: 1, Prob: 1, SwitchProb: 0.5, LabelSmoothing: 0.1, NumClasses: numClasses}
 }
 
-// Validate checks the settings.
+// Validate checks the settings for mixing: each in its range
+// (CheckRanges), a number of classes, and mixup or CutMix on.
 func (m Mixup) Validate() error {
+	if err := m.CheckRanges(); err != nil {
+		return err
+	}
 	switch {
 	case m.NumClasses < 1:
 		return fmt.Errorf("mixup: %d classes", m.NumClasses)
-	case m.MixupAlpha < 0 || m.CutmixAlpha < 0 || m.MixupAlpha == 0 && m.CutmixAlpha == 0:
+	case m.MixupAlpha == 0 && m.CutmixAlpha == 0:
 		return fmt.Errorf("mixup: alphas %g (mixup) and %g (cutmix): want one or both positive", m.MixupAlpha, m.CutmixAlpha)
-	case !(m.Prob >= 0 && m.Prob <= 1) || !(m.SwitchProb >= 0 && m.SwitchProb <= 1):
-		return fmt.Errorf("mixup: probabilities %g, %g: want 0 to 1", m.Prob, m.SwitchProb)
-	case !(m.LabelSmoothing >= 0 && m.LabelSmoothing < 1):
+	}
+	return nil
+}
+
+// CheckRanges checks each setting's range whether mixing is on or off:
+// the alphas 0 (off) or positive and finite, the probabilities and the
+// label smoothing in [0, 1] and [0, 1). A negative alpha is an error, not
+// "off".
+func (m Mixup) CheckRanges() error {
+	for _, a := range []struct {
+		name string
+		v    float64
+	}{{"mixup", m.MixupAlpha}, {"cutmix", m.CutmixAlpha}} {
+		if !(a.v >= 0) || math.IsInf(a.v, 0) {
+			return fmt.Errorf("mixup: %s α %g: want 0 (off) or a positive finite number", a.name, a.v)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"mixup_prob", m.Prob}, {"mixup_switch_prob", m.SwitchProb}} {
+		if !(p.v >= 0 && p.v <= 1) {
+			return fmt.Errorf("mixup: %s %g: want a probability, 0 to 1", p.name, p.v)
+		}
+	}
+	if !(m.LabelSmoothing >= 0 && m.LabelSmoothing < 1) {
 		return fmt.Errorf("mixup: label smoothing %g: want 0 ≤ s < 1", m.LabelSmoothing)
 	}
 	return nil

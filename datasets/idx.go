@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"image"
 	"io"
+	"math"
 	"os"
 
 	"github.com/d73a19ff/zoo/internal/atomicfile"
@@ -241,3 +243,36 @@ func (s *IDXSet) Item(i int) (image.Image, int, error) {
 // FashionMNISTLabels are Fashion-MNIST's class names, label id order
 // (zalandoresearch/fashion-mnist README, "Labels").
 var FashionMNISTLabels = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+
+// Fingerprint implements Fingerprinter: the images' shape and pixels and
+// the label ids (the decompressed contents: a file gzipped or not has the
+// same fingerprint).
+func (s *IDXSet) Fingerprint(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("fingerprint: %w", err)
+	}
+	h := newSetHash(s)
+	fmt.Fprintf(h, "idx %d×%d×%d\n", s.Images.N, s.Images.Rows, s.Images.Cols)
+	h.Write(s.Images.Pix)
+	h.Write(s.Ids)
+	return sumSet(h, s), nil
+}
+
+// PixelStats are the mean and standard deviation of the set's pixels
+// scaled to [0, 1] (all images, one channel): the normalisation of the
+// data, as torchvision recipes compute Fashion-MNIST's 0.2860 and 0.3530.
+// An empty set gives 0 and 1.
+func (s *IDXSet) PixelStats() (mean, std float64) {
+	if len(s.Images.Pix) == 0 {
+		return 0, 1
+	}
+	var sum, sq float64
+	for _, v := range s.Images.Pix {
+		x := float64(v) / 255
+		sum += x
+		sq += x * x
+	}
+	n := float64(len(s.Images.Pix))
+	mean = sum / n
+	return mean, math.Sqrt(max(sq/n-mean*mean, 1e-12))
+}

@@ -216,12 +216,20 @@ func (c ProcessorConfig) Validate() error {
 		return fmt.Errorf("image processor: rescale_factor %g: want a positive factor such as 1/255", c.RescaleFactor)
 	}
 	if c.DoNormalize {
-		if len(c.ImageMean) == 0 || len(c.ImageStd) == 0 {
-			return fmt.Errorf("image processor: do_normalize needs image_mean and image_std")
-		}
-		for i, s := range c.ImageStd {
-			if s == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
-				return fmt.Errorf("image processor: image_std[%d] is %g: want a finite non-zero value", i, s)
+		for _, v := range []struct {
+			key  string
+			vals []float64
+		}{{"image_mean", c.ImageMean}, {"image_std", c.ImageStd}} {
+			if len(v.vals) == 0 {
+				return fmt.Errorf("image processor: do_normalize is on but %s is empty: give one value per channel (or one for all), or turn do_normalize off", v.key)
+			}
+			for i, x := range v.vals {
+				switch {
+				case math.IsNaN(x) || math.IsInf(x, 0):
+					return fmt.Errorf("image processor: %s[%d] is %g: want a finite number", v.key, i, x)
+				case v.key == "image_std" && x <= 0:
+					return fmt.Errorf("image processor: image_std[%d] is %g: a standard deviation must be positive", i, x)
+				}
 			}
 		}
 	}
@@ -277,7 +285,10 @@ type ImageProcessor struct {
 }
 
 // NewImageProcessor validates cfg for a model of channels (1 or 3) input
-// channels: image_mean and image_std must have 1 or channels values.
+// channels: image_mean and image_std must have 1 or channels values. A
+// single value serves every channel and is written out once per channel
+// in the processor's Config, as Hugging Face's ViTImageProcessor needs
+// (its normalize refuses a list whose length is not the channel count).
 func NewImageProcessor(cfg ProcessorConfig, channels int) (*ImageProcessor, error) {
 	if channels != 1 && channels != 3 {
 		return nil, fmt.Errorf("image processor: %d channels: zoo converts images to 1 (grey) or 3 (RGB)", channels)
@@ -291,6 +302,7 @@ func NewImageProcessor(cfg ProcessorConfig, channels int) (*ImageProcessor, erro
 				return nil, fmt.Errorf("image processor: %s has %d values for %d channels: give one per channel, or one for all", []string{"image_mean", "image_std"}[i], len(v), channels)
 			}
 		}
+		cfg.ImageMean, cfg.ImageStd = PerChannel(cfg.ImageMean, channels), PerChannel(cfg.ImageStd, channels)
 	}
 	p := &ImageProcessor{Config: cfg, Channels: channels, lut: make([]float32, 256*channels)}
 	for c := range channels {
@@ -306,6 +318,19 @@ func NewImageProcessor(cfg ProcessorConfig, channels int) (*ImageProcessor, erro
 		}
 	}
 	return p, nil
+}
+
+// PerChannel is v with one value per channel: a single value repeated
+// channels times; other lists are returned as they are (a copy).
+func PerChannel(v []float64, channels int) []float64 {
+	if len(v) == 1 && channels > 1 {
+		out := make([]float64, channels)
+		for i := range out {
+			out[i] = v[0]
+		}
+		return out
+	}
+	return slices.Clone(v)
 }
 
 func pick(v []float64, c int) float64 {

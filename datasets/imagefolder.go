@@ -1,9 +1,12 @@
 package datasets
 
 import (
+	"context"
+	"crypto/sha256"
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"hash"
 	"image"
 	"io"
 	"io/fs"
@@ -270,3 +273,91 @@ const (
 	MNISTMean        = 0.1307
 	MNISTStd         = 0.3081
 )
+
+// Fingerprinter is an ImageSet that hashes its own contents cheaply (the
+// raw bytes of its files, not decoded pixels).
+type Fingerprinter interface {
+	// Fingerprint is a description of the set with a content hash:
+	// "N images of K classes, sha256 HEX".
+	Fingerprint(ctx context.Context) (string, error)
+}
+
+// Fingerprint describes set by its size and a SHA-256 of its contents,
+// in item order: the class names, each item's label id and its image (a
+// file's bytes, or an IDX set's pixels), never a path, so that the same
+// data moved or named by another path has the same fingerprint and data
+// replaced under the same path does not. A run records it to refuse a
+// resume on other data. Sets that are not Fingerprinters are hashed by
+// their decoded pixels. Hashing reads every file once; ctx stops it.
+func Fingerprint(ctx context.Context, set ImageSet) (string, error) {
+	if f, ok := set.(Fingerprinter); ok {
+		return f.Fingerprint(ctx)
+	}
+	h := newSetHash(set)
+	for i := range set.Len() {
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("fingerprint: %w", err)
+		}
+		img, id, err := set.Item(i)
+		if err != nil {
+			return "", fmt.Errorf("fingerprint: %w", err)
+		}
+		b := img.Bounds()
+		fmt.Fprintf(h, "item %d %d %d×%d\n", i, id, b.Dx(), b.Dy())
+		pix, err := ImageChannels(img, 3)
+		if err != nil {
+			return "", fmt.Errorf("fingerprint: %w", err)
+		}
+		h.Write(pix)
+	}
+	return sumSet(h, set), nil
+}
+
+// newSetHash starts a set's hash with its class names.
+func newSetHash(set ImageSet) hash.Hash {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d classes\n", len(set.Labels()))
+	for _, n := range set.Labels() {
+		fmt.Fprintf(h, "%q\n", n)
+	}
+	return h
+}
+
+func sumSet(h hash.Hash, set ImageSet) string {
+	return fmt.Sprintf("%d images of %d classes, sha256 %x", set.Len(), len(set.Labels()), h.Sum(nil))
+}
+
+// Fingerprint implements Fingerprinter: the files' bytes and label ids in
+// item order (see the package function Fingerprint).
+func (s *FileSet) Fingerprint(ctx context.Context) (string, error) {
+	h := newSetHash(s)
+	for i, p := range s.Paths {
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("fingerprint: %w", err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return "", fmt.Errorf("fingerprint: %w", err)
+		}
+		fmt.Fprintf(h, "item %d label %d\n", i, s.Ids[i])
+		n, err := io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return "", fmt.Errorf("fingerprint: %s: %w", p, err)
+		}
+		fmt.Fprintf(h, "\n%d bytes\n", n)
+	}
+	return sumSet(h, s), nil
+}
+
+// Fingerprint implements Fingerprinter: the underlying set's fingerprint
+// and the indices.
+func (s *Subset) Fingerprint(ctx context.Context) (string, error) {
+	base, err := Fingerprint(ctx, s.Set)
+	if err != nil {
+		return "", err
+	}
+	h := newSetHash(s)
+	fmt.Fprintf(h, "subset of %s: %v\n", base, s.Indices)
+	return sumSet(h, s), nil
+}

@@ -5,8 +5,19 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"time"
+)
+
+// MaxLoaderWorkers is the most worker goroutines an ImageLoader runs, and
+// MaxPrefetch the most batches it makes ahead: each worker holds a batch
+// in the making and each prefetched batch its pixels, so far larger
+// numbers only exhaust memory (a billion workers once asked for a 16 GB
+// channel). Decoding is CPU-bound: more workers than cores gain nothing.
+const (
+	MaxLoaderWorkers = 256
+	MaxPrefetch      = 1024
 )
 
 // LoaderConfig sets an ImageLoader.
@@ -36,6 +47,18 @@ type LoaderConfig struct {
 	// passes over them. For data-parallel ranks, which each train on every
 	// n-th batch (train.KeepBatch).
 	Keep func(k int) bool
+}
+
+// CheckWorkers reports a number of loader workers outside [0,
+// MaxLoaderWorkers], saying what to do.
+func CheckWorkers(n int) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("workers %d: want 0 or more", n)
+	case n > MaxLoaderWorkers:
+		return fmt.Errorf("workers %d is more than %d: image decoding is CPU-bound, so use about one worker per core (this machine has %d)", n, MaxLoaderWorkers, runtime.NumCPU())
+	}
+	return nil
 }
 
 // ImageBatch is one batch of processed images.
@@ -121,6 +144,12 @@ func NewImageLoader(ctx context.Context, set ImageSet, proc *ImageProcessor, cfg
 	}
 	if cfg.Workers < 0 || cfg.Prefetch < 0 {
 		return nil, fmt.Errorf("image loader: %d workers, prefetch %d: want 0 or more", cfg.Workers, cfg.Prefetch)
+	}
+	if err := CheckWorkers(cfg.Workers); err != nil {
+		return nil, fmt.Errorf("image loader: %w", err)
+	}
+	if cfg.Prefetch > MaxPrefetch {
+		return nil, fmt.Errorf("image loader: prefetch %d is more than %d batches: lower it", cfg.Prefetch, MaxPrefetch)
 	}
 	cfg.Workers = max(cfg.Workers, 1)
 	if cfg.Prefetch == 0 {

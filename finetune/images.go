@@ -25,6 +25,7 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/heatmap"
 	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
@@ -53,9 +54,10 @@ type ImagesConfig struct {
 	// models only).
 	PatchSize   int `json:"patch_size"`
 	NumChannels int `json:"num_channels"`
-	// Pool is how the backbone pools: "cls" (the class token, the
-	// default) or "mean" (the patches). It is not saved in config.json;
-	// give it again to zoo eval and zoo classify.
+	// Pool is how the backbone pools: "cls" (the class token) or "mean"
+	// (the patches); empty: init_from's saved pooling, else cls. It is
+	// saved with the checkpoint (config.json's zoo_pooling) and restored
+	// by zoo eval and zoo classify.
 	Pool string `json:"pool"`
 	// PositionResample is how a checkpoint's position embeddings are
 	// resampled to a new image size: hf (the default), size or timm
@@ -80,12 +82,15 @@ type ImagesConfig struct {
 	// split (datasets.StratifiedSubset): the 1%/10%/100% label
 	// experiments. 1 keeps all.
 	LabelFraction float64 `json:"label_fraction"`
-	// ImageMean and ImageStd normalise pixels scaled to [0, 1]; empty: the
-	// checkpoint's preprocessor_config.json, else an IDX training set's
-	// own statistics, else 0.5 (ViTImageProcessor's default).
+	// ImageMean and ImageStd normalise pixels scaled to [0, 1], one value
+	// for every channel or one per channel; each left empty is the
+	// checkpoint's preprocessor_config.json's, else an IDX training set's
+	// own statistic, else 0.5 (ViTImageProcessor's default). The saved
+	// preprocessor_config.json has one value per channel.
 	ImageMean []float64 `json:"image_mean"`
 	ImageStd  []float64 `json:"image_std"`
-	// Workers decode and augment batches ahead of the step.
+	// Workers decode and augment batches ahead of the step (at most
+	// datasets.MaxLoaderWorkers).
 	Workers int `json:"workers"`
 	// Schedule is the learning rate after the warmup: "cosine" (DeiT's)
 	// down to MinLR at max_iters, or "linear" to 0.
@@ -109,7 +114,7 @@ func DefaultImages() ImagesConfig {
 	mix := datasets.DefaultMixup(0)
 	mix.MixupAlpha, mix.CutmixAlpha = 0, 0
 	return ImagesConfig{
-		Model: "fashion", Pool: string(vit.PoolClass), ValFraction: 0.1, LabelFraction: 1, Workers: 2,
+		Model: "fashion", ValFraction: 0.1, LabelFraction: 1, Workers: 2,
 		Schedule: "cosine", MinLR: 1e-5, Augment: aug, Mixup: mix,
 		Training: Training{Batch: 128, MaxIters: 3000, LR: 1e-3, Warmup: 200, WeightDecay: 0.05, GradClip: 1, EvalEvery: 500, Seed: 1},
 	}
@@ -162,6 +167,8 @@ func (c ImagesConfig) check() error {
 		return fmt.Errorf("finetune: lr_schedule %q: want cosine or linear", c.Schedule)
 	case c.Workers < 0 || c.SaveEvery < 0 || c.Warmup < 0 || c.EvalEvery < 0:
 		return fmt.Errorf("finetune: workers %d, save_interval %d, warmup_iters %d and eval_interval %d must not be negative", c.Workers, c.SaveEvery, c.Warmup, c.EvalEvery)
+	case c.Workers > datasets.MaxLoaderWorkers:
+		return fmt.Errorf("finetune: %w", datasets.CheckWorkers(c.Workers))
 	case c.ImageSize < 0 || c.PatchSize < 0 || c.NumChannels < 0:
 		return fmt.Errorf("finetune: image_size %d, patch_size %d and num_channels %d must not be negative", c.ImageSize, c.PatchSize, c.NumChannels)
 	case c.InitFrom != "" && (c.PatchSize != 0 || c.NumChannels != 0):
@@ -182,11 +189,25 @@ func (c ImagesConfig) check() error {
 	if err := c.Augment.Validate(); err != nil {
 		return fmt.Errorf("finetune: %w", err)
 	}
-	if c.mixing() {
-		m := c.Mixup
-		m.NumClasses = 2
-		if err := m.Validate(); err != nil {
-			return fmt.Errorf("finetune: %w", err)
+	// Mixup's ranges even when it is off: a negative α is a mistake, not
+	// "off".
+	if err := c.Mixup.CheckRanges(); err != nil {
+		return fmt.Errorf("finetune: %w", err)
+	}
+	for _, v := range []struct {
+		key  string
+		vals []float64
+	}{{"image_mean", c.ImageMean}, {"image_std", c.ImageStd}} {
+		for i, x := range v.vals {
+			switch {
+			case math.IsNaN(x) || math.IsInf(x, 0):
+				return fmt.Errorf("finetune: %s[%d] is %g: want a finite number", v.key, i, x)
+			case v.key == "image_std" && x <= 0:
+				return fmt.Errorf("finetune: image_std[%d] is %g: a standard deviation must be positive", i, x)
+			}
+		}
+		if len(v.vals) > 3 {
+			return fmt.Errorf("finetune: %s has %d values: give one for every channel or one per channel (1 grey, 3 RGB)", v.key, len(v.vals))
 		}
 	}
 	return nil
@@ -350,15 +371,8 @@ func idxStats(set datasets.ImageSet) (mean, std float64, ok bool) {
 	if !isIDX || len(s.Images.Pix) == 0 {
 		return 0, 0, false
 	}
-	var sum, sq float64
-	for _, v := range s.Images.Pix {
-		x := float64(v) / 255
-		sum += x
-		sq += x * x
-	}
-	n := float64(len(s.Images.Pix))
-	mean = sum / n
-	return mean, math.Sqrt(max(sq/n-mean*mean, 1e-12)), true
+	mean, std = s.PixelStats()
+	return mean, std, true
 }
 
 // imageData serves the engine: training batches from the loader (resumable
@@ -484,11 +498,26 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
 	labels := trainSet.Labels()
+	for _, w := range LabelSurprises(trainSet) {
+		fmt.Fprintf(out, "warning: train_data %s: %s\n", cfg.TrainData, w)
+	}
+	// run.json records the data by content (datasets.Fingerprint), so that
+	// a resume on replaced files is refused and the same files given by
+	// another path are not.
+	rec := cfg
+	if rec.TrainData, err = datasets.Fingerprint(ctx, trainSet); err != nil {
+		return nil, fmt.Errorf("finetune: train_data: %w", err)
+	}
+	rec.TrainLabels = ""
 	var valSet datasets.ImageSet
 	if cfg.ValData != "" {
 		if valSet, err = OpenImageData(cfg.ValData, cfg.ValLabels, labels, patch, "validation_data"); err != nil {
 			return nil, fmt.Errorf("finetune: %w", err)
 		}
+		if rec.ValData, err = datasets.Fingerprint(ctx, valSet); err != nil {
+			return nil, fmt.Errorf("finetune: validation_data: %w", err)
+		}
+		rec.ValLabels = ""
 	} else {
 		var tr *datasets.Subset
 		if tr, valSet, err = splitSet(trainSet, cfg.ValFraction, cfg.Seed); err != nil {
@@ -512,13 +541,19 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 	if err != nil {
 		return nil, err
 	}
+	// Each of image_mean and image_std: given, else the checkpoint's, else
+	// an IDX set's own, else the default (0.5).
 	pc := proc.Config
-	switch {
-	case len(cfg.ImageMean) > 0 || len(cfg.ImageStd) > 0:
-		pc.ImageMean, pc.ImageStd = cfg.ImageMean, cfg.ImageStd
-	case cfg.InitFrom != "" && hasProcessor(cfg.InitFrom):
-	case measured:
-		pc.ImageMean, pc.ImageStd = []float64{round4(mean)}, []float64{round4(std)}
+	inherited := cfg.InitFrom != "" && hasProcessor(cfg.InitFrom)
+	if len(cfg.ImageMean) > 0 {
+		pc.ImageMean = cfg.ImageMean
+	} else if measured && !inherited {
+		pc.ImageMean = []float64{round4(mean)}
+	}
+	if len(cfg.ImageStd) > 0 {
+		pc.ImageStd = cfg.ImageStd
+	} else if measured && !inherited {
+		pc.ImageStd = []float64{round4(std)}
 	}
 	if proc, err = datasets.NewImageProcessor(pc, clf.Config.NumChannels); err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
@@ -527,7 +562,11 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 	if err := clf.CheckStep(cfg.Batch, true); err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
-	if err := cfg.Training.prepare(cfg, out); err != nil { // run.json, compared on a resume
+	rec.InitFrom, rec.Model = resolvedPath(cfg.InitFrom), cfg.Model
+	if strings.HasSuffix(strings.ToLower(cfg.Model), ".json") {
+		rec.Model = resolvedPath(cfg.Model)
+	}
+	if err := cfg.Training.prepare(rec, out); err != nil { // run.json, compared on a resume
 		return nil, err
 	}
 
@@ -560,7 +599,7 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		trainSet.Len(), valSet.Len(), len(labels), clf.Config.NumChannels, clf.Config.ImageSize, clf.Config.ImageSize,
 		pc.ImageMean, pc.ImageStd, time.Since(began).Round(time.Millisecond))
 
-	task := &vit.ImageTask{Model: clf, B: cfg.Batch, Soft: cfg.mixing(), SaveExtra: pc.Save}
+	task := &vit.ImageTask{Model: clf, B: cfg.Batch, Soft: cfg.mixing(), SaveExtra: proc.Config.Save}
 	if !cfg.mixing() {
 		task.LabelSmoothing = cfg.LabelSmoothing
 	}
@@ -595,16 +634,90 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		return nil, err
 	}
 	r.InferImagesPerSec = perSec
-	r.ConfusionPNG = filepath.Join(cfg.RunDir, "confusion.png")
-	if err := train.LeaderFirst(func() error {
-		return r.Confusion.WritePNG(r.ConfusionPNG, fmt.Sprintf("confusion on %d validation images (rows: true; row-normalised)", len(truth)))
-	}); err != nil {
-		return nil, err
+	if note := ConfusionPNGNote(len(labels)); note != "" {
+		fmt.Fprintf(out, "note: %s\n", note)
+	} else {
+		r.ConfusionPNG = filepath.Join(cfg.RunDir, "confusion.png")
+		if err := train.LeaderFirst(func() error {
+			return r.Confusion.WritePNG(r.ConfusionPNG, fmt.Sprintf("confusion on %d validation images (rows: true; row-normalised)", len(truth)))
+		}); err != nil {
+			return nil, err
+		}
 	}
 	if clf.Pooling == vit.PoolMean {
-		fmt.Fprintf(out, "note: the model pools by the mean of the patches, which config.json does not record: give --pool mean to zoo eval and zoo classify\n")
+		fmt.Fprintf(out, "note: the model %s\n", vit.MeanPoolingNote)
 	}
 	return r, nil
+}
+
+// ConfusionPNGNote says why a confusion matrix of k classes is not drawn
+// ("" when it is): the picture names every class on its axes and is
+// readable up to heatmap.MaxTokens classes.
+func ConfusionPNGNote(k int) string {
+	if k <= heatmap.MaxTokens {
+		return ""
+	}
+	return fmt.Sprintf("the confusion matrix is not drawn: %d classes, and its picture names each class on its axes, which stays readable up to %d; its numbers are printed", k, heatmap.MaxTokens)
+}
+
+// fewImages is the fewest training images of a class that is not worth a
+// warning.
+const fewImages = 5
+
+// LabelSurprises lists what is surprising in a labelled set's class
+// counts, for a warning before training: classes without images (the
+// labels are not 0…K−1 dense: one stray IDX label 255 among ten digits
+// makes 256 classes, 245 of them empty), and classes with very few images (fewer than 5, or
+// under a twentieth of the median class). Each entry is one sentence.
+func LabelSurprises(set datasets.ImageSet) []string {
+	names := set.Labels()
+	k := len(names)
+	if k == 0 || set.Len() == 0 {
+		return nil
+	}
+	counts := make([]int, k)
+	for i := range set.Len() {
+		if l := set.Label(i); l >= 0 && l < k {
+			counts[l]++
+		}
+	}
+	sorted := slices.Sorted(slices.Values(counts))
+	median := sorted[k/2]
+	var empty, few []string
+	for id, n := range counts {
+		switch {
+		case n == 0:
+			empty = append(empty, fmt.Sprintf("%q", names[id]))
+		case n < fewImages || n*20 < median:
+			few = append(few, fmt.Sprintf("%q (%d)", names[id], n))
+		}
+	}
+	var out []string
+	if len(empty) > 0 {
+		out = append(out, fmt.Sprintf("%d of its %d classes have no images: %s; the labels are not 0…%d dense. "+
+			"A stray label (an IDX label 255 makes 256 classes) or too many --label-names is the usual cause; the model gets a head of %d classes all the same",
+			len(empty), k, shortNames(empty), k-1, k))
+	}
+	if len(few) > 0 {
+		out = append(out, fmt.Sprintf("%d classes have very few images (the median class has %d): %s", len(few), median, shortNames(few)))
+	}
+	return out
+}
+
+// resolvedPath is p made absolute with its symbolic links resolved, so
+// that a resume compares paths, not spellings ("" stays "").
+func resolvedPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	return abs
 }
 
 // baseSet is the set under subsets (a held-out split), for statistics.
@@ -813,8 +926,12 @@ func stepThroughput(dir string, start int) float64 {
 // rank returns all of them; the rate is that of this rank's share.
 func predictBatches(ctx context.Context, clf *vit.ForImageClassification, batches []*datasets.ImageBatch, b int) (pred, truth []int, perSec float64, err error) {
 	c := clf.Config
+	h, w := c.ImageSize, c.ImageSize // the processor's size (the batches')
+	if len(batches) > 0 {
+		h, w = batches[0].H, batches[0].W
+	}
 	g := clf.Store.NewGraph()
-	px := g.Input("pixel_values", b, c.NumChannels, c.ImageSize, c.ImageSize)
+	px := g.Input("pixel_values", b, c.NumChannels, h, w)
 	logits, err := clf.Logits(g, px)
 	if err != nil {
 		return nil, nil, 0, err
@@ -834,8 +951,8 @@ func predictBatches(ctx context.Context, clf *vit.ForImageClassification, batche
 			return nil, nil, 0, fmt.Errorf("finetune: evaluation: %w", err)
 		}
 		vb := toVit(ib, b)
-		if len(vb.Pixels) != b*c.NumChannels*c.ImageSize*c.ImageSize {
-			return nil, nil, 0, fmt.Errorf("finetune: evaluation: a batch of %d×%d×%d images for a model of %d×%d×%d", ib.C, ib.H, ib.W, c.NumChannels, c.ImageSize, c.ImageSize)
+		if len(vb.Pixels) != b*c.NumChannels*h*w {
+			return nil, nil, 0, fmt.Errorf("finetune: evaluation: a batch of %d×%d×%d images for a model of %d×%d×%d", ib.C, ib.H, ib.W, c.NumChannels, h, w)
 		}
 		setPixels(px, vb.Pixels)
 		t0 := time.Now()
@@ -887,13 +1004,16 @@ type ImagesEval struct {
 // id2label, model.safetensors, preprocessor_config.json) on a labelled
 // set (see OpenImageData; an IDX set's ids and a CSV's or ImageFolder's
 // names are the checkpoint's labels): accuracy, macro-F1, the confusion
-// matrix and the forward throughput. pool is the pooling it was trained
-// with ("" is cls).
+// matrix and the forward throughput. pool, when not "", must be the
+// pooling the checkpoint was saved with (see ImageClassifierOptions).
 func EvalImages(ctx context.Context, checkpoint, data, labels string, batch, workers int, pool string) (ImagesEval, error) {
 	if batch <= 0 || workers < 0 {
 		return ImagesEval{}, fmt.Errorf("eval: batch size %d must be positive and workers %d not negative", batch, workers)
 	}
-	clf, proc, err := LoadImageClassifier(checkpoint, pool)
+	if err := datasets.CheckWorkers(workers); err != nil {
+		return ImagesEval{}, fmt.Errorf("eval: %w", err)
+	}
+	clf, proc, err := LoadImageClassifier(checkpoint, ImageClassifierOptions{Pool: pool})
 	if err != nil {
 		return ImagesEval{}, err
 	}
@@ -922,13 +1042,34 @@ func EvalImages(ctx context.Context, checkpoint, data, labels string, batch, wor
 	return ImagesEval{Confusion: conf, InferImagesPerSec: perSec}, nil
 }
 
+// ImageClassifierOptions set how LoadImageClassifier reads a checkpoint.
+type ImageClassifierOptions struct {
+	// Pool is the pooling to use, "cls" or "mean"; "" is the checkpoint's
+	// (config.json's zoo_pooling; absent: cls). Another than the one the
+	// checkpoint records is an error (the head was trained on it); a
+	// checkpoint that records none (transformers', or zoo's from before
+	// the key) takes Pool as given.
+	Pool string
+	// Size, when set, is the height × width the images are processed to,
+	// in place of the preprocessor_config.json's size.
+	Size datasets.ImageSize
+	// Interpolate is how the position embeddings are resampled when the
+	// processed images are not image_size square (transformers'
+	// interpolate_pos_encoding=True): layers.ResampleSize (the default,
+	// transformers 5.x), layers.ResampleHF (4.18) or layers.ResampleTimm.
+	Interpolate layers.ResampleMethod
+}
+
 // LoadImageClassifier reads a ViT image classifier checkpoint and its
 // image processor (preprocessor_config.json; without one,
 // ViTImageProcessor's defaults at the model's image size), with the
-// processor's MinSize set to the patch. pool is the pooling the model was
-// trained with ("" is cls). A checkpoint of another family, or one without
-// labels, is an error saying so.
-func LoadImageClassifier(dir, pool string) (*vit.ForImageClassification, *datasets.ImageProcessor, error) {
+// processor's MinSize set to the patch. The pooling is the checkpoint's;
+// images processed to another size than image_size × image_size (by the
+// processor's size or o.Size; each side a multiple of patch_size) are read
+// with the position embeddings interpolated to their grid (o.Interpolate).
+// A checkpoint of another family, or one without labels, is an error
+// saying so.
+func LoadImageClassifier(dir string, o ImageClassifierOptions) (*vit.ForImageClassification, *datasets.ImageProcessor, error) {
 	ckpt, err := models.Open(dir)
 	if err != nil {
 		return nil, nil, err
@@ -947,10 +1088,23 @@ func LoadImageClassifier(dir, pool string) (*vit.ForImageClassification, *datase
 	if len(head.ID2Label) == 0 && head.NumLabels == nil {
 		return nil, nil, fmt.Errorf("checkpoint %s (model_type %s) has no classifier head (no id2label in %s): fine-tune it first, zoo finetune vit --init-from %s", dir, head.ModelType, models.ConfigFile, dir)
 	}
-	if pool == "" {
-		pool = string(vit.PoolClass)
+	saved, recorded, err := vit.SavedPooling(dir)
+	if err != nil {
+		return nil, nil, err
 	}
-	clf, err := vit.LoadClassifier(dir, vit.WithPooling(vit.Pooling(pool)))
+	if o.Pool != "" && o.Pool != string(vit.PoolClass) && o.Pool != string(vit.PoolMean) {
+		return nil, nil, fmt.Errorf("pool %q: want cls or mean, or leave it out to use the checkpoint's (%s)", o.Pool, saved)
+	}
+	if o.Pool != "" && vit.Pooling(o.Pool) != saved && recorded {
+		return nil, nil, fmt.Errorf("%s was trained with %s pooling (zoo_pooling in its %s), not %s: leave the pooling out, the checkpoint's is used", dir, saved, models.ConfigFile, o.Pool)
+	}
+	// A checkpoint that records no pooling (transformers', or zoo's from
+	// before zoo_pooling) pools by the class token unless told otherwise.
+	opts := []vit.Option{vit.WithInterpolation(layers.ResampleMethod(cmp(string(o.Interpolate), string(layers.ResampleSize))))}
+	if o.Pool != "" {
+		opts = append(opts, vit.WithPooling(vit.Pooling(o.Pool)))
+	}
+	clf, err := vit.LoadClassifier(dir, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -961,12 +1115,16 @@ func LoadImageClassifier(dir, pool string) (*vit.ForImageClassification, *datase
 			return nil, nil, err
 		}
 	}
+	if o.Size != (datasets.ImageSize{}) {
+		pc.DoResize, pc.Size, pc.DoCenterCrop, pc.CropSize = true, o.Size, false, nil
+	}
 	proc, err := datasets.NewImageProcessor(pc, clf.Config.NumChannels)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, datasets.ProcessorConfigFile), err)
 	}
-	if h, w := proc.OutputSize(); h != clf.Config.ImageSize || w != clf.Config.ImageSize {
-		return nil, nil, fmt.Errorf("%s makes %d×%d images, but the model reads %d×%d (image_size): make them agree", filepath.Join(dir, datasets.ProcessorConfigFile), h, w, clf.Config.ImageSize, clf.Config.ImageSize)
+	if h, w := proc.OutputSize(); clf.CheckSize(clf.Config.NumChannels, h, w) != nil {
+		return nil, nil, fmt.Errorf("%s makes %d×%d images, which the model (image_size %d, patch_size %d) cannot read: %w",
+			cmp(filepath.Join(dir, datasets.ProcessorConfigFile), "the size asked for"), h, w, clf.Config.ImageSize, clf.Config.PatchSize, clf.CheckSize(clf.Config.NumChannels, h, w))
 	}
 	proc.MinSize = clf.Config.PatchSize
 	return clf, proc, nil

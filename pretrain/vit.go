@@ -37,8 +37,12 @@ type MAEConfig struct {
 	Data string `json:"data"`
 	// Labels is the IDX labels file paired with Data; optional (it is only
 	// checked to hold one label per image).
-	Labels    string                   `json:"labels"`
-	Model     vit.ViTMAEConfig         `json:"model"`
+	Labels string           `json:"labels"`
+	Model  vit.ViTMAEConfig `json:"model"`
+	// Processor is the image processor (a ViTImageProcessor's settings).
+	// Its size left 0×0 is the model's image_size; its image_mean and
+	// image_std left empty are the data's own (an IDX set's pixel mean and
+	// std), else ViTImageProcessor's 0.5 (see ResolveProcessor).
 	Processor datasets.ProcessorConfig `json:"processor"`
 	// Augment is the per-image augmentation: MAE's random resized crop
 	// (scale 0.2 to 1, bicubic in the paper; the processor's resample
@@ -78,8 +82,9 @@ type MAEConfig struct {
 }
 
 // DefaultMAE pretrains MAEFashion (the Fashion encoder, a 64-wide 2-layer
-// decoder, 75% masking) on 28×28 grey images normalised with
-// Fashion-MNIST's mean and std, with MAE's recipe (main_pretrain.py)
+// decoder, 75% masking) on 28×28 grey images normalised with the data's
+// own mean and std (Fashion-MNIST's 0.2860 and 0.3530 on Fashion-MNIST),
+// at the model's image size, with MAE's recipe (main_pretrain.py)
 // scaled down: random resized crops of scale (0.2, 1) and flips, AdamW with
 // betas (0.9, 0.95) and weight decay 0.05, the linear scaling rule
 // lr = blr × batch/256, linear warmup then a cosine to 0. blr is 1.5e-3,
@@ -89,8 +94,8 @@ type MAEConfig struct {
 // 0.68, and at 1.5e-3 brought it to 0.63.
 func DefaultMAE() MAEConfig {
 	p := datasets.DefaultProcessorConfig()
-	p.Size = datasets.ImageSize{Height: 28, Width: 28}
-	p.ImageMean, p.ImageStd = []float64{datasets.FashionMNISTMean}, []float64{datasets.FashionMNISTStd}
+	p.Size = datasets.ImageSize{}      // the model's image_size
+	p.ImageMean, p.ImageStd = nil, nil // the data's
 	aug := datasets.DefaultAugment()
 	aug.Scale = [2]float64{0.2, 1}
 	return MAEConfig{
@@ -131,6 +136,8 @@ func (c MAEConfig) Validate() error {
 	case c.EvalBatches < 0 || c.Pictures < 0 || c.Workers < 0 || c.EvalEvery < 0 || c.SaveEvery < 0:
 		return fmt.Errorf("config: eval_batches %d, pictures %d, workers %d, eval_interval %d and save_interval %d must not be negative",
 			c.EvalBatches, c.Pictures, c.Workers, c.EvalEvery, c.SaveEvery)
+	case c.Workers > datasets.MaxLoaderWorkers:
+		return fmt.Errorf("config: %w", datasets.CheckWorkers(c.Workers))
 	case !(c.PeakLR() > 0) || math.IsInf(c.PeakLR(), 0):
 		return fmt.Errorf("config: the learning rate %g (learning_rate, or blr %g × batch / 256) must be positive", c.PeakLR(), c.BaseLR)
 	case !(c.MinLR >= 0 && c.MinLR <= c.PeakLR()):
@@ -141,14 +148,15 @@ func (c MAEConfig) Validate() error {
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("config: model: %w", err)
 	}
-	if err := c.Processor.Validate(); err != nil {
+	pc := c.ResolveProcessor(nil)
+	if err := pc.Validate(); err != nil {
 		return fmt.Errorf("config: processor: %w", err)
 	}
 	if err := c.Augment.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if h, w := c.Processor.Size.Height, c.Processor.Size.Width; c.Processor.CropSize != nil && c.Processor.DoCenterCrop {
-		h, w = c.Processor.CropSize.Height, c.Processor.CropSize.Width
+	if h, w := pc.Size.Height, pc.Size.Width; pc.CropSize != nil && pc.DoCenterCrop {
+		h, w = pc.CropSize.Height, pc.CropSize.Width
 		if h != c.Model.ImageSize || w != c.Model.ImageSize {
 			return fmt.Errorf("config: the processor's crop_size %d×%d is not the model's image_size %d: set them equal", h, w, c.Model.ImageSize)
 		}
@@ -156,6 +164,31 @@ func (c MAEConfig) Validate() error {
 		return fmt.Errorf("config: the processor's size %d×%d is not the model's image_size %d: set processor.size to %d×%d", h, w, c.Model.ImageSize, c.Model.ImageSize, c.Model.ImageSize)
 	}
 	return nil
+}
+
+// ResolveProcessor is the processor the run uses: c.Processor with a 0×0
+// size set to the model's image_size, and each of image_mean and
+// image_std left empty set to the data's own (an IDX set's pixel mean
+// and std, rounded to 4 places; ViTImageProcessor's 0.5 for other sets or
+// a nil set), so that a model pretrained on MNIST, or on colour photos,
+// is not normalised with Fashion-MNIST's numbers.
+func (c MAEConfig) ResolveProcessor(set datasets.ImageSet) datasets.ProcessorConfig {
+	p := c.Processor
+	if p.Size == (datasets.ImageSize{}) {
+		p.Size = datasets.ImageSize{Height: c.Model.ImageSize, Width: c.Model.ImageSize}
+	}
+	mean, std := 0.5, 0.5
+	if s, ok := set.(*datasets.IDXSet); ok && len(s.Images.Pix) > 0 {
+		m, sd := s.PixelStats()
+		mean, std = math.Round(m*1e4)/1e4, math.Round(sd*1e4)/1e4
+	}
+	if len(p.ImageMean) == 0 {
+		p.ImageMean = []float64{mean}
+	}
+	if len(p.ImageStd) == 0 {
+		p.ImageStd = []float64{std}
+	}
+	return p
 }
 
 // MAEResult is what an MAE pretraining run produced: the engine's result
@@ -187,7 +220,7 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 	if err != nil {
 		return nil, err
 	}
-	proc, err := datasets.NewImageProcessor(cfg.Processor, cfg.Model.NumChannels)
+	proc, err := datasets.NewImageProcessor(cfg.ResolveProcessor(set), cfg.Model.NumChannels)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
@@ -198,14 +231,20 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 	if err := train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out); err != nil {
 		return nil, err
 	}
+	// The data by content (datasets.Fingerprint): replaced files are
+	// refused at a resume, the same files by another path are not.
+	fp, err := datasets.Fingerprint(ctx, set)
+	if err != nil {
+		return nil, fmt.Errorf("pretrain: data: %w", err)
+	}
 	now := runinfo.Record{}
-	if err := now.Set("data", cfg.Data); err != nil {
+	if err := now.Set("data", fp); err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {
 		prefix string
 		v      any
-	}{{"model.", cfg.Model}, {"processor.", cfg.Processor}, {"augment.", cfg.Augment}} {
+	}{{"model.", cfg.Model}, {"processor.", proc.Config}, {"augment.", cfg.Augment}} {
 		if err := now.SetFields(f.prefix, f.v); err != nil {
 			return nil, err
 		}
@@ -272,7 +311,7 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 	}
 	ac := train.DefaultAdamWConfig()
 	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.Beta1, cfg.Beta2, cfg.WeightDecay
-	task := &vit.MAETask{Model: m, B: cfg.Batch, SaveExtra: func(dir string) error { return cfg.Processor.Save(dir) }}
+	task := &vit.MAETask{Model: m, B: cfg.Batch, SaveExtra: proc.Config.Save}
 	tr, err := train.New(task, data, train.Config{
 		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
 		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched,

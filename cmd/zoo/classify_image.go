@@ -11,10 +11,13 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/finetune"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
+	"github.com/d73a19ff/zoo/layers"
 )
 
 // classifyBatch is how many images zoo classify runs at once.
@@ -37,7 +40,9 @@ several.`)
 	topK := fs.Int("top-k", 5, "labels per image")
 	asJSON := fs.Bool("json", false, "print each image's result as one JSON line: {\"image\", \"predictions\": [{\"label\", \"score\"}]}")
 	attention := fs.String("attention", "", "draw the attention rollout over the images to this PNG")
-	pool := fs.String("pool", "cls", "the pooling the model was trained with: cls or mean")
+	pool := fs.String("pool", "", "the pooling: cls or mean (default: the checkpoint's, saved with it; another is refused)")
+	size := fs.String("image-size", "", "process the images to HxW pixels (e.g. 40x56; each a multiple of the patch size) instead of the preprocessor_config.json's size; another size than the model's image_size interpolates its position embeddings, as transformers' interpolate_pos_encoding=True")
+	resample := fs.String("position-resample", "size", "how the position embeddings are interpolated for another image size: size (transformers 5.x), hf (transformers 4.18) or timm")
 	help, paths, err := fs.parseTexts(args, stdout)
 	if help || err != nil {
 		return err
@@ -52,11 +57,25 @@ several.`)
 	case *attention != "" && len(paths) > maxOverlays:
 		return fmt.Errorf("%w: --attention draws at most %d images; %d given", errUsage, maxOverlays, len(paths))
 	}
-	clf, proc, err := finetune.LoadImageClassifier(*ckpt, *pool)
+	o := finetune.ImageClassifierOptions{Pool: *pool, Interpolate: layers.ResampleMethod(*resample)}
+	if err := o.Interpolate.Validate(); err != nil {
+		return fmt.Errorf("%w: --position-resample: %v", errUsage, err)
+	}
+	if *size != "" {
+		if o.Size, err = parseImageSize(*size); err != nil {
+			return fmt.Errorf("%w: --image-size: %v", errUsage, err)
+		}
+	}
+	clf, proc, err := finetune.LoadImageClassifier(*ckpt, o)
 	if err != nil {
 		return err
 	}
 	n := proc.Len()
+	h, w := proc.OutputSize()
+	if s := clf.Config.ImageSize; (h != s || w != s) && !*asJSON {
+		fmt.Fprintf(stdout, "note: images are processed to %d×%d and the model's image_size is %d: its position embeddings are interpolated to a %d×%d patch grid (%s, as transformers' interpolate_pos_encoding=True)\n",
+			h, w, s, h/clf.Config.PatchSize, w/clf.Config.PatchSize, o.Interpolate)
+	}
 	var imgs []image.Image
 	var rollouts [][]float64
 	for start := 0; start < len(paths); start += classifyBatch {
@@ -74,7 +93,7 @@ several.`)
 				imgs = append(imgs, img)
 			}
 		}
-		probs, err := clf.Probabilities(pixels, len(chunk))
+		probs, err := clf.ProbabilitiesAt(pixels, len(chunk), h, w)
 		if err != nil {
 			return err
 		}
@@ -84,7 +103,7 @@ several.`)
 			}
 		}
 		if *attention != "" {
-			r, err := clf.AttentionRollout(pixels, len(chunk))
+			r, err := clf.AttentionRolloutAt(pixels, len(chunk), h, w)
 			if err != nil {
 				return err
 			}
@@ -92,12 +111,12 @@ several.`)
 		}
 	}
 	if *attention != "" {
-		g := clf.Config.ImageSize / clf.Config.PatchSize
-		if err := writeOverlays(*attention, imgs, rollouts, g); err != nil {
+		gh, gw := h/clf.Config.PatchSize, w/clf.Config.PatchSize
+		if err := writeOverlays(*attention, imgs, rollouts, gh, gw); err != nil {
 			return err
 		}
 		if !*asJSON {
-			fmt.Fprintf(stdout, "attention: %s (the class token's attention rollout over %d×%d patches; images left to right, top to bottom, in the order given)\n", *attention, g, g)
+			fmt.Fprintf(stdout, "attention: %s (the class token's attention rollout over %d×%d patches; images left to right, top to bottom, in the order given)\n", *attention, gh, gw)
 		}
 	}
 	return nil
@@ -148,10 +167,33 @@ const (
 	maxOverlays    = 64
 )
 
+// parseImageSize reads "HxW" (or "H×W", or one number N for N×N).
+func parseImageSize(s string) (datasets.ImageSize, error) {
+	parts := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return r == 'x' || r == '×' })
+	if len(parts) == 1 {
+		parts = append(parts, parts[0])
+	}
+	if len(parts) != 2 {
+		return datasets.ImageSize{}, fmt.Errorf("%q: want HxW, e.g. 40x56", s)
+	}
+	var v [2]int
+	for i, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n <= 0 || n > maxImageSide {
+			return datasets.ImageSize{}, fmt.Errorf("%q: want HxW with each side 1 to %d pixels, e.g. 40x56", s, maxImageSide)
+		}
+		v[i] = n
+	}
+	return datasets.ImageSize{Height: v[0], Width: v[1]}, nil
+}
+
+// maxImageSide is the largest side --image-size takes.
+const maxImageSide = 8192
+
 // writeOverlays draws each image, resized to overlaySide square, with its
-// rollout (a g×g grid) stretched to [0, 1], upsampled bilinearly and
+// rollout (a gh×gw grid) stretched to [0, 1], upsampled bilinearly and
 // coloured by the inferno map blended over it, in a grid, to path as a PNG (atomically).
-func writeOverlays(path string, imgs []image.Image, rollouts [][]float64, g int) error {
+func writeOverlays(path string, imgs []image.Image, rollouts [][]float64, gh, gw int) error {
 	if len(imgs) != len(rollouts) || len(imgs) == 0 {
 		return fmt.Errorf("attention: %d images but %d rollouts", len(imgs), len(rollouts))
 	}
@@ -160,8 +202,8 @@ func writeOverlays(path string, imgs []image.Image, rollouts [][]float64, g int)
 	out := image.NewRGBA(image.Rect(0, 0, cols*overlaySide+(cols+1)*overlayGap, rows*overlaySide+(rows+1)*overlayGap))
 	draw.Draw(out, out.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
 	for i, img := range imgs {
-		if len(rollouts[i]) != g*g {
-			return fmt.Errorf("attention: image %d has %d rollout values for a %d×%d grid", i+1, len(rollouts[i]), g, g)
+		if len(rollouts[i]) != gh*gw {
+			return fmt.Errorf("attention: image %d has %d rollout values for a %d×%d grid", i+1, len(rollouts[i]), gh, gw)
 		}
 		heat := stretch(rollouts[i])
 		base, err := datasets.ResizeImage(img, overlaySide, overlaySide, datasets.ResampleBilinear)
@@ -172,7 +214,7 @@ func writeOverlays(path string, imgs []image.Image, rollouts [][]float64, g int)
 		y0 := overlayGap + (i/cols)*(overlaySide+overlayGap)
 		for y := range overlaySide {
 			for x := range overlaySide {
-				h := bilinear(heat, g, (float64(x)+0.5)*float64(g)/overlaySide-0.5, (float64(y)+0.5)*float64(g)/overlaySide-0.5)
+				h := bilinear(heat, gh, gw, (float64(x)+0.5)*float64(gw)/overlaySide-0.5, (float64(y)+0.5)*float64(gh)/overlaySide-0.5)
 				hc := inferno(h)
 				r, gg, b, _ := base.At(base.Bounds().Min.X+x, base.Bounds().Min.Y+y).RGBA()
 				mix := func(img uint32, heat uint8) uint8 {
@@ -207,15 +249,16 @@ func stretch(v []float64) []float64 {
 	return out
 }
 
-// bilinear samples the g×g grid v at (x, y) in cell units (cell centres at
-// integers), clamped at the edges: align_corners=False upsampling.
-func bilinear(v []float64, g int, x, y float64) float64 {
-	x, y = min(max(x, 0), float64(g-1)), min(max(y, 0), float64(g-1))
+// bilinear samples the gh×gw grid v (row-major) at (x, y) in cell units
+// (cell centres at integers), clamped at the edges: align_corners=False
+// upsampling.
+func bilinear(v []float64, gh, gw int, x, y float64) float64 {
+	x, y = min(max(x, 0), float64(gw-1)), min(max(y, 0), float64(gh-1))
 	x0, y0 := int(x), int(y)
-	x1, y1 := min(x0+1, g-1), min(y0+1, g-1)
+	x1, y1 := min(x0+1, gw-1), min(y0+1, gh-1)
 	fx, fy := x-float64(x0), y-float64(y0)
-	top := v[y0*g+x0]*(1-fx) + v[y0*g+x1]*fx
-	bot := v[y1*g+x0]*(1-fx) + v[y1*g+x1]*fx
+	top := v[y0*gw+x0]*(1-fx) + v[y0*gw+x1]*fx
+	bot := v[y1*gw+x0]*(1-fx) + v[y1*gw+x1]*fx
 	return top*(1-fy) + bot*fy
 }
 

@@ -24,7 +24,7 @@ func TestWriteOverlays(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "att.png")
 	imgs := []image.Image{grey, grey, grey, grey, grey}
 	rolls := [][]float64{hot, hot, hot, hot, hot}
-	require.NoError(t, writeOverlays(path, imgs, rolls, 2))
+	require.NoError(t, writeOverlays(path, imgs, rolls, 2, 2))
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
@@ -37,8 +37,8 @@ func TestWriteOverlays(t *testing.T) {
 	require.Greater(t, int(tl.R)+int(tl.G), int(br.R)+int(br.G)+100, "hot %v, cold %v", tl, br)
 	require.Equal(t, color.RGBA{255, 255, 255, 255}, at(out.Bounds().Dx()-overlayGap-10, out.Bounds().Dy()-overlayGap-10)) // no sixth... eighth panel
 
-	require.Error(t, writeOverlays(path, imgs, rolls[:2], 2))
-	require.Error(t, writeOverlays(path, imgs[:1], [][]float64{{1, 2, 3}}, 2))
+	require.Error(t, writeOverlays(path, imgs, rolls[:2], 2, 2))
+	require.Error(t, writeOverlays(path, imgs[:1], [][]float64{{1, 2, 3}}, 2, 2))
 }
 
 func TestStretchAndInferno(t *testing.T) {
@@ -47,5 +47,5 @@ func TestStretchAndInferno(t *testing.T) {
 	require.Equal(t, infernoTable[0], inferno(-1))
 	require.Equal(t, infernoTable[8], inferno(2))
 	require.Equal(t, infernoTable[4], inferno(0.5))
-	require.InDelta(t, 0.5, bilinear([]float64{0, 1, 0, 1}, 2, 0.5, 0.3), 1e-12)
+	require.InDelta(t, 0.5, bilinear([]float64{0, 1, 0, 1}, 2, 2, 0.5, 0.3), 1e-12)
 }

@@ -86,7 +86,7 @@ Augmentation flags follow timm's train.py.`)
 	f.IntVar(&cfg.ImageSize, "image-size", cfg.ImageSize, "image side in pixels (0: the preset's or checkpoint's; another than the checkpoint's resamples its position embeddings)")
 	f.IntVar(&cfg.PatchSize, "patch-size", cfg.PatchSize, "patch side of a new model (0: the preset's)")
 	f.IntVar(&cfg.NumChannels, "num-channels", cfg.NumChannels, "channels of a new model: 1 (grey) or 3 (RGB) (0: the preset's)")
-	f.StringVar(&cfg.Pool, "pool", cfg.Pool, "pooling: cls (class token) or mean (of the patches; give it again to eval and classify)")
+	f.StringVar(&cfg.Pool, "pool", cfg.Pool, "pooling: cls (class token) or mean (of the patches) (default: --init-from's, else cls); saved with the checkpoint, so eval and classify need not be told")
 	f.StringVar(&cfg.PositionResample, "position-resample", cfg.PositionResample, "how a checkpoint's position embeddings are resampled to a new size: hf (default), size or timm")
 	f.StringVar(&cfg.TrainData, "train-data", cfg.TrainData, "training images: IDX images file, ImageFolder directory or CSV of path,label")
 	f.StringVar(&cfg.TrainLabels, "train-labels", cfg.TrainLabels, "IDX labels file of IDX --train-data")
@@ -95,9 +95,9 @@ Augmentation flags follow timm's train.py.`)
 	f.Float64Var(&cfg.ValFraction, "val-fraction", cfg.ValFraction, "fraction of the training data held out when no --validation-data is given")
 	f.StringVar(&cfg.LabelNames, "label-names", cfg.LabelNames, "class names by label id: fashion-mnist, or a comma-separated list (default: the data's: IDX ids, folder names, CSV labels)")
 	f.Float64Var(&cfg.LabelFraction, "label-fraction", cfg.LabelFraction, "fraction of each class's training images kept (stratified): 0.01, 0.1 or 1 for label-efficiency runs")
-	f.Var(floatList{&cfg.ImageMean}, "image-mean", "normalisation mean of pixels in [0, 1], one value or one per channel (default: the checkpoint's, an IDX set's own, else 0.5)")
-	f.Var(floatList{&cfg.ImageStd}, "image-std", "normalisation std, as --image-mean")
-	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines that decode and augment batches ahead of the step")
+	f.Var(floatList{&cfg.ImageMean}, "image-mean", "normalisation mean of pixels in [0, 1], one value or one per channel (default: the checkpoint's, an IDX set's own, else 0.5); saved once per channel")
+	f.Var(floatList{&cfg.ImageStd}, "image-std", "normalisation std, positive, as --image-mean; each of the two may be given alone")
+	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines that decode and augment batches ahead of the step (at most 256; about one per core)")
 	f.StringVar(&cfg.Schedule, "lr-schedule", cfg.Schedule, "after the warmup: cosine (to --min-lr) or linear (to 0)")
 	f.Float64Var(&cfg.MinLR, "min-lr", cfg.MinLR, "the cosine schedule's final learning rate")
 	f.BoolVar(&cfg.ResizedCrop, "random-resized-crop", cfg.ResizedCrop, "random resized crop (torchvision's RandomResizedCrop) of --scale and --ratio")
@@ -134,8 +134,11 @@ Augmentation flags follow timm's train.py.`)
 		return interrupted(err, cfg.RunDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps; validation accuracy %.4f, macro-F1 %.4f\n%v\n", res.Steps, res.Confusion.Accuracy(), res.Confusion.MacroF1(), res.Confusion)
-	fmt.Fprintf(stdout, "confusion matrix: %s\nthroughput: training %.1f images/s, inference %.1f images/s; the steps waited %s for data over %d batches\n%s\n",
-		res.ConfusionPNG, res.TrainImagesPerSec, res.InferImagesPerSec, res.DataWait.Round(time.Millisecond), res.DataBatches, checkpointLine(res.Final, res.Best, res.BestStep))
+	if res.ConfusionPNG != "" {
+		fmt.Fprintf(stdout, "confusion matrix: %s\n", res.ConfusionPNG)
+	}
+	fmt.Fprintf(stdout, "throughput: training %.1f images/s, inference %.1f images/s; the steps waited %s for data over %d batches\n%s\n",
+		res.TrainImagesPerSec, res.InferImagesPerSec, res.DataWait.Round(time.Millisecond), res.DataBatches, checkpointLine(res.Final, res.Best, res.BestStep))
 	return nil
 }
 
@@ -149,7 +152,7 @@ func runEvalViT(args []string, stdout io.Writer) error {
 	labels := f.String("labels", "", "IDX labels file of IDX --data")
 	batch := f.Int("batch-size", 64, "images per batch")
 	workers := f.Int("workers", 2, "goroutines that decode the images")
-	pool := f.String("pool", "cls", "the pooling the model was trained with: cls or mean")
+	pool := f.String("pool", "", "the pooling: cls or mean (default: the checkpoint's, saved with it; another is refused)")
 	png := f.String("confusion", "", "also draw the confusion matrix to this PNG")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
@@ -171,6 +174,10 @@ func runEvalViT(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "accuracy %.4f, macro-F1 %.4f on %d images; %.1f images/s\n%v\n", ev.Confusion.Accuracy(), ev.Confusion.MacroF1(), n, ev.InferImagesPerSec, ev.Confusion)
 	if *png != "" {
+		if note := finetune.ConfusionPNGNote(len(ev.Confusion.Labels)); note != "" {
+			fmt.Fprintf(stdout, "note: %s; %s not written\n", note, *png)
+			return nil
+		}
 		if err := ev.Confusion.WritePNG(*png, fmt.Sprintf("confusion on %d images (rows: true; row-normalised)", n)); err != nil {
 			return err
 		}

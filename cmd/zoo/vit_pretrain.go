@@ -49,11 +49,9 @@ func runPretrainViT(args []string, stdout io.Writer) error {
 			return fmt.Errorf("%w: --model %q: use fashion, tiny, small or base", errUsage, *preset)
 		}
 		cfg.Model = p()
-		if strings.ToLower(*preset) != "fashion" {
-			def := datasets.DefaultProcessorConfig()
-			cfg.Processor.ImageMean, cfg.Processor.ImageStd = def.ImageMean, def.ImageStd
-		}
-		cfg.Processor.Size = datasets.ImageSize{Height: cfg.Model.ImageSize, Width: cfg.Model.ImageSize}
+		// The processor follows the preset's image_size; its mean and std,
+		// unless the config file gives them, are the data's.
+		cfg.Processor.Size = datasets.ImageSize{}
 	}
 	if f.isSet("mask-ratio") {
 		cfg.Model.MaskRatio = *maskRatio

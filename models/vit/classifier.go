@@ -45,7 +45,8 @@ func NewForImageClassification(m *Model, labels []string) (*ForImageClassificati
 	return &ForImageClassification{Model: m, Classifier: cl, Labels: append([]string(nil), labels...)}, nil
 }
 
-// Logits maps images (B, C, S, S) to class scores (B, num_labels).
+// Logits maps images (B, C, H, W) (see Model.Features) to class scores
+// (B, num_labels).
 func (c *ForImageClassification) Logits(g *layers.Graph, pixels *gorgonia.Node) (*gorgonia.Node, error) {
 	pooled, err := c.Pooled(g, pixels)
 	if err != nil {
@@ -58,7 +59,7 @@ func (c *ForImageClassification) Logits(g *layers.Graph, pixels *gorgonia.Node) 
 	return y, nil
 }
 
-// ClassLogits maps a batch of images pixels (B, C, S, S), float, to class
+// ClassLogits maps a batch of images pixels (B, C, H, W), float, to class
 // scores (B, len(Labels)): the image counterpart of models.Classifier's
 // ClassLogits, for a pipeline to call.
 func (c *ForImageClassification) ClassLogits(g *layers.Graph, pixels *gorgonia.Node) (*gorgonia.Node, error) {
@@ -139,17 +140,31 @@ func SoftCrossEntropy(logits, targets *gorgonia.Node) (*gorgonia.Node, error) {
 }
 
 // Probabilities runs the classifier on b images, pixels (B, C, S, S)
-// row-major and normalised as in training, without dropout, and returns
-// each image's class probabilities (softmax of the logits), B rows of
-// len(Labels): what a top-k prediction reads. Safe for concurrent use by
-// multiple goroutines: each call builds and runs a graph of its own.
+// row-major with S = image_size, normalised as in training, without
+// dropout, and returns each image's class probabilities (softmax of the
+// logits), B rows of len(Labels): what a top-k prediction reads. Safe for
+// concurrent use by multiple goroutines: each call builds and runs a graph
+// of its own.
 func (c *ForImageClassification) Probabilities(pixels []float32, b int) ([][]float64, error) {
+	return c.ProbabilitiesAt(pixels, b, c.Config.ImageSize, c.Config.ImageSize)
+}
+
+// ProbabilitiesAt is Probabilities for images of h × w pixels, pixels
+// (B, C, H, W): another size than image_size needs Interpolate (see
+// WithInterpolation).
+func (c *ForImageClassification) ProbabilitiesAt(pixels []float32, b, h, w int) ([][]float64, error) {
 	cfg := c.Config
-	if b <= 0 || len(pixels) != b*cfg.NumChannels*cfg.ImageSize*cfg.ImageSize {
-		return nil, fmt.Errorf("vit classifier: %d pixel values are not %d images of %d×%d×%d", len(pixels), b, cfg.NumChannels, cfg.ImageSize, cfg.ImageSize)
+	if b <= 0 || h <= 0 || w <= 0 || len(pixels) != b*cfg.NumChannels*h*w {
+		return nil, fmt.Errorf("vit classifier: %d pixel values are not %d images of %d×%d×%d", len(pixels), b, cfg.NumChannels, h, w)
+	}
+	if err := c.CheckSize(cfg.NumChannels, h, w); err != nil {
+		return nil, err
+	}
+	if err := c.CheckStepAt(b, h, w, false); err != nil {
+		return nil, err
 	}
 	g := c.Store.NewGraph()
-	px := g.Input("pixel_values", b, cfg.NumChannels, cfg.ImageSize, cfg.ImageSize)
+	px := g.Input("pixel_values", b, cfg.NumChannels, h, w)
 	copyFloats(px, pixels)
 	logits, err := c.Logits(g, px)
 	if err != nil {

@@ -30,15 +30,22 @@ const ModelType = "vit"
 // Every key of such a config.json is, when read (UnmarshalJSON), one of:
 //
 //   - computed: a field below;
+//
 //   - refused: a value that makes transformers compute something this model
 //     does not is an error naming the key: qkv_bias false (Validate), an
 //     image_size or patch_size that is a pair rather than one number, a
 //     problem_type other than single_label_classification, a non-empty
 //     pruned_heads;
+//
 //   - kept: every other key (pooler_output_size, pooler_act, torch_dtype,
 //     transformers_version, …) goes to Extra, and Save writes it back. The
 //     pooler keys, like encoder_stride, only shape heads this package does
 //     not build (ViTModel's pooler, ViTForMaskedImageModeling's decoder).
+//
+//   - zoo's own: zoo_pooling, the pooling a classifier was trained with
+//     (Pooling; absent: the class token). transformers ignores the key, so
+//     a checkpoint that pools by the mean is not saved under a
+//     transformers class name (see MarshalJSON).
 //
 // model_type must be "vit"; architectures and label2id are written from
 // what Save saves, not kept.
@@ -69,6 +76,13 @@ type Config struct {
 	EncoderStride int `json:"encoder_stride"`
 	// ID2Label names the classes of an image classifier, by id ("0", "1", …).
 	ID2Label map[string]string `json:"id2label,omitempty"`
+	// Pooling is how the model pools its hidden states for a head (see
+	// Pooling in model.go); "" (no key: a transformers file, or a zoo
+	// checkpoint from before the key) and PoolClass are the class token,
+	// which is what transformers computes. It is zoo's key
+	// ("zoo_pooling"), which Model.Save always writes (cls too), so that a
+	// checkpoint saved by zoo records its pooling.
+	Pooling Pooling `json:"zoo_pooling,omitempty"`
 	// Extra holds the config.json keys this Config does not model, as read
 	// (see above); Save writes them back.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -163,6 +177,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("vit config: initializer_range %g must be finite and not negative", c.InitializerRange)
 	case c.EncoderStride < 0:
 		return fmt.Errorf("vit config: encoder_stride %d must not be negative", c.EncoderStride)
+	case c.Pooling != "" && c.Pooling != PoolClass && c.Pooling != PoolMean:
+		return fmt.Errorf("vit config: zoo_pooling %q must be %q or %q", c.Pooling, PoolClass, PoolMean)
 	case !c.QKVBias:
 		return fmt.Errorf("vit config: qkv_bias false is not supported: zoo's ViT has biases on the query, key and value projections; use a checkpoint with qkv_bias true")
 	}
@@ -268,19 +284,39 @@ type hfConfig struct {
 
 type plainConfig Config
 
-// The architectures Save writes: transformers' class for the layout.
+// The architectures Save writes: transformers' class for the layout, or,
+// for a classifier that pools by the mean of the patches, which no
+// transformers class computes (ViTForImageClassification always reads the
+// class token), zoo's own name, so that the file claims no class that
+// computes something else.
 const (
-	archModel      = "ViTModel"
-	archClassifier = "ViTForImageClassification"
+	archModel          = "ViTModel"
+	archClassifier     = "ViTForImageClassification"
+	archMeanClassifier = "ZooViTForImageClassificationMeanPooling"
 )
 
+// MeanPoolingNote says what a mean-pooling classifier checkpoint means to
+// Hugging Face transformers, for zoo inspect and messages.
+const MeanPoolingNote = "pools by the mean of the patches (zoo_pooling mean): Hugging Face's ViTForImageClassification cannot represent it " +
+	"(it always classifies by the class token and ignores zoo_pooling), so architectures names zoo's " + archMeanClassifier +
+	"; transformers would load the weights but compute another model"
+
+// classifierArch is the architectures entry of a classifier pooled by p.
+func classifierArch(p Pooling) string {
+	if p == PoolMean {
+		return archMeanClassifier
+	}
+	return archClassifier
+}
+
 // MarshalJSON writes a Hugging Face ViT config.json: the fields,
-// model_type, architectures (ViTForImageClassification with id2label, else
-// ViTModel) and label2id, then the Extra keys in name order.
+// model_type, architectures (ViTForImageClassification with id2label,
+// zoo's ZooViTForImageClassificationMeanPooling if it also pools by the
+// mean, else ViTModel) and label2id, then the Extra keys in name order.
 func (c Config) MarshalJSON() ([]byte, error) {
 	arch := archModel
 	if len(c.ID2Label) > 0 {
-		arch = archClassifier
+		arch = classifierArch(c.Pooling)
 	}
 	return c.marshal(arch)
 }

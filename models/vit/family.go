@@ -45,6 +45,9 @@ func init() {
 			if len(c.ID2Label) > 0 {
 				head += fmt.Sprintf(", %d labels", len(c.ID2Label))
 			}
+			if c.Pooling == PoolMean {
+				head += "; it " + MeanPoolingNote
+			}
 			return fmt.Sprintf("ViT: %d layers, %d heads, %d wide, %d inner, %d×%d×%d images in %d×%d patches (%d tokens); %s",
 				c.NumHiddenLayers, c.NumAttentionHeads, c.HiddenSize, c.IntermediateSize, c.ImageSize, c.ImageSize, c.NumChannels,
 				c.PatchSize, c.PatchSize, c.NumPatches()+1, head), nil

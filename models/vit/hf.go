@@ -21,6 +21,7 @@ package vit
 //     embeddings resampled (LoadOptions), also reported.
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -124,12 +125,21 @@ func (k *hfKeys) load(path string) (LoadReport, error) {
 	return r, nil
 }
 
-// architecture is transformers' class for the model's heads.
+// architecture is transformers' class for the model's heads, or zoo's
+// name for a classifier that pools by the mean (see MeanPoolingNote).
 func (m *Model) architecture() string {
 	if _, ok := m.Store.Param("classifier.weight"); ok {
-		return archClassifier
+		return classifierArch(m.Pooling)
 	}
 	return archModel
+}
+
+// savedConfigOf is the config Save writes: m.Config with the pooling the
+// model uses.
+func (m *Model) savedConfigOf() Config {
+	c := m.Config
+	c.Pooling = m.Pooling
+	return c
 }
 
 // savedConfig writes a Config with the architecture Save wrote.
@@ -142,13 +152,13 @@ func (s savedConfig) MarshalJSON() ([]byte, error) { return s.c.marshal(s.arch) 
 
 // Save writes the model, with its head if it has one, as a Hugging Face
 // ViT checkpoint: dir/config.json (architectures naming the head class)
-// and dir/model.safetensors, each written atomically. The pooling is not
-// saved (see Model).
+// and dir/model.safetensors, each written atomically. The pooling is
+// saved in zoo's key zoo_pooling when it is the mean (see Model).
 func (m *Model) Save(dir string) error {
 	if err := m.Config.checkExtra(); err != nil {
 		return fmt.Errorf("vit: save: %w", err)
 	}
-	if err := models.SaveModel(dir, savedConfig{m.Config, m.architecture()}, m.Store, &hfKeys{store: m.Store}); err != nil {
+	if err := models.SaveModel(dir, savedConfig{m.savedConfigOf(), m.architecture()}, m.Store, &hfKeys{store: m.Store}); err != nil {
 		return fmt.Errorf("vit: %w", err)
 	}
 	return nil
@@ -275,16 +285,24 @@ func Load(dir string, o LoadOptions) (*Model, LoadReport, error) {
 }
 
 // LoadForImageClassification reads a checkpoint of any head into an image
-// classifier for labels. A checkpoint whose id2label names exactly these
+// classifier for labels; nil labels are the checkpoint's own (its
+// config.json's id2label). A checkpoint whose id2label names exactly these
 // labels, in order, keeps its classifier; otherwise its classifier (and
 // any other head, a ViTModel's pooler) is dropped and a new one created,
-// as timm's reset_classifier: the report names both.
+// as timm's reset_classifier: the report names both. The pooling is the
+// checkpoint's unless o.Model sets one (WithPooling).
 func LoadForImageClassification(dir string, labels []string, o LoadOptions) (*ForImageClassification, LoadReport, error) {
 	var c *ForImageClassification
 	r, err := o.load(dir, func(cfg Config) (*Model, *hfKeys, error) {
 		old, err := cfg.Labels()
 		if err != nil {
 			return nil, nil, fmt.Errorf("vit: %s: %w", dir, err)
+		}
+		if labels == nil {
+			if len(old) == 0 {
+				return nil, nil, fmt.Errorf("vit: %s has no id2label: it is not an image classifier; give the labels of a new head", filepath.Join(dir, models.ConfigFile))
+			}
+			labels = old
 		}
 		m, err := New(cfg, o.Model...)
 		if err != nil {
@@ -303,7 +321,10 @@ func LoadForImageClassification(dir string, labels []string, o LoadOptions) (*Fo
 
 // LoadClassifier reads an image classifier checkpoint (Save's, or
 // transformers' ViTForImageClassification) with the labels of its
-// config.json's id2label, strictly.
+// config.json's id2label and the pooling it was saved with (zoo_pooling;
+// absent: the class token), strictly. A WithPooling option replaces the
+// saved pooling (to compute another model on the same weights, as the
+// parity tests do); SavedPooling tells what it was.
 func LoadClassifier(dir string, opts ...Option) (*ForImageClassification, error) {
 	cfg, err := readConfig(dir)
 	if err != nil {
@@ -328,6 +349,18 @@ func LoadClassifier(dir string, opts ...Option) (*ForImageClassification, error)
 		return nil, err
 	}
 	return c, nil
+}
+
+// SavedPooling is the pooling a checkpoint directory's config.json
+// records (zoo_pooling), and whether it records one: without the key (a
+// transformers file, or a zoo checkpoint from before the key) the pooling
+// is PoolClass, transformers' own, and recorded is false.
+func SavedPooling(dir string) (p Pooling, recorded bool, err error) {
+	cfg, err := readConfig(dir)
+	if err != nil {
+		return "", false, err
+	}
+	return cmp.Or(cfg.Pooling, PoolClass), cfg.Pooling != "", nil
 }
 
 // setValues copies v into p, converting to its dtype; len(v) is p's size.

@@ -14,8 +14,18 @@ import (
 // training for the gradients; plus the embeddings: the images and their
 // patches 2 (B·C·S²), the projection, class token and positions 4 (B·T·D).
 func (c Config) ActivationBytes(batch int, training bool) int64 {
-	b, tt, d, h, in := int64(batch), int64(c.NumPatches()+1), int64(c.HiddenSize), int64(c.NumAttentionHeads), int64(c.IntermediateSize)
-	px := models.Mul(int64(c.NumChannels), int64(c.ImageSize), int64(c.ImageSize))
+	return c.activationBytesAt(batch, c.ImageSize, c.ImageSize, training)
+}
+
+// activationBytesAt is ActivationBytes for images of ih × iw pixels (with
+// interpolated positions), T = (ih/P)·(iw/P) + 1.
+func (c Config) activationBytesAt(batch, ih, iw int, training bool) int64 {
+	var tt int64 = 1
+	if c.PatchSize > 0 {
+		tt = models.Sum(models.Mul(int64(ih/c.PatchSize), int64(iw/c.PatchSize)), 1)
+	}
+	b, d, h, in := int64(batch), int64(c.HiddenSize), int64(c.NumAttentionHeads), int64(c.IntermediateSize)
+	px := models.Mul(int64(c.NumChannels), int64(ih), int64(iw))
 	perLayer := models.Sum(models.Mul(16, b, tt, d), models.Mul(4, b, h, tt, tt), models.Mul(2, b, tt, in))
 	n := models.Sum(models.Mul(int64(c.NumHiddenLayers), perLayer), models.Mul(4, b, tt, d), models.Mul(2, b, px))
 	if training {
@@ -43,4 +53,18 @@ func (c *ForImageClassification) CheckStep(batch int, training bool) error {
 	return models.CheckMemory(c.StepBytes(batch, 0, training),
 		fmt.Sprintf("vit: a step of %d images of %d×%d (%d tokens)", batch, c.Config.ImageSize, c.Config.ImageSize, c.Config.NumPatches()+1),
 		"lower the batch size")
+}
+
+// CheckStepAt is CheckStep for images of h × w pixels (read with
+// interpolated positions, see WithInterpolation): their patches set the
+// tokens, and so the memory.
+func (c *ForImageClassification) CheckStepAt(batch, h, w int, training bool) error {
+	if batch <= 0 {
+		return fmt.Errorf("vit: batch size %d must be positive", batch)
+	}
+	head := models.Mul(4*3, int64(batch), int64(len(c.Labels)))
+	t := (h/max(c.Config.PatchSize, 1))*(w/max(c.Config.PatchSize, 1)) + 1
+	return models.CheckMemory(models.Sum(c.Config.activationBytesAt(batch, h, w, training), head),
+		fmt.Sprintf("vit: a step of %d images of %d×%d (%d tokens)", batch, h, w, t),
+		"lower the batch size or the image size")
 }

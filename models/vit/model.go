@@ -1,6 +1,7 @@
 package vit
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -49,12 +50,16 @@ const (
 // Pooling (LoadWeights, training, putting a head on it) must not overlap
 // with them.
 //
-// Pooling is a runtime choice, not an architecture field: Hugging Face's
+// Pooling is saved with the checkpoint in zoo's own config.json key
+// (Config.Pooling, "zoo_pooling") and restored at load. Hugging Face's
 // ViTConfig has no key for it and transformers always pools by the class
-// token, so a config.json key for mean pooling would be silently ignored
-// by transformers, which would then compute another model. It is not
-// saved: a model trained with PoolMean must be given PoolMean again when
-// loaded (see WithPooling).
+// token, ignoring zoo_pooling; so a classifier that pools by the mean is
+// saved under zoo's architectures name, not ViTForImageClassification
+// (see MeanPoolingNote).
+//
+// Images of another height and width than image_size are read with the
+// position embeddings interpolated to their grid, as transformers'
+// interpolate_pos_encoding=True, when Interpolate is set (WithInterpolation).
 type Model struct {
 	Config             Config
 	Store              *layers.Store
@@ -65,8 +70,17 @@ type Model struct {
 	// final LayerNorm.
 	Encoder *layers.Encoder
 	// Pooling is how Pool reduces the hidden states; "" is PoolClass.
+	// Save records it (Config.Pooling).
 	Pooling Pooling
-	drop    layers.Dropout
+	// Interpolate, when set, lets the model read images of any height and
+	// width that are multiples of patch_size: the position embeddings are
+	// resampled to the image's patch grid by this method in the graph
+	// (differentiably), as transformers' ViTEmbeddings.
+	// interpolate_pos_encoding does on every forward pass; "" refuses
+	// other sizes than image_size × image_size, as transformers does by
+	// default. See WithInterpolation.
+	Interpolate layers.ResampleMethod
+	drop        layers.Dropout
 }
 
 // blockNames are Hugging Face ViT's names for the parts of a layer, and
@@ -93,8 +107,9 @@ func (c Config) block() layers.BlockConfig {
 type Option func(*options)
 
 type options struct {
-	store   []layers.Option
-	pooling Pooling
+	store       []layers.Option
+	pooling     Pooling
+	interpolate layers.ResampleMethod
 }
 
 // StoreOption passes a layers.Option (dtype, seed) to the model's store.
@@ -102,8 +117,28 @@ func StoreOption(o ...layers.Option) Option {
 	return func(p *options) { p.store = append(p.store, o...) }
 }
 
-// WithPooling sets how the backbone pools (default PoolClass).
+// WithPooling sets how the backbone pools. Without it the pooling is the
+// config's (Config.Pooling, restored from a checkpoint), else PoolClass.
 func WithPooling(p Pooling) Option { return func(o *options) { o.pooling = p } }
+
+// WithInterpolation lets the model read images of any height × width (each
+// a multiple of patch_size) by resampling its position embeddings to their
+// patch grid with method (Model.Interpolate):
+//
+//   - layers.ResampleSize is transformers' current
+//     ViTEmbeddings.interpolate_pos_encoding (every release since mid-2024,
+//     5.x included): F.interpolate(size=(H/P, W/P), mode="bicubic",
+//     align_corners=False);
+//   - layers.ResampleHF is transformers 4.18's (DINO's):
+//     F.interpolate(scale_factor=((H/P + 0.1)/√N, (W/P + 0.1)/√N)), which
+//     samples a very slightly stretched grid;
+//   - layers.ResampleTimm is timm's resample_abs_pos_embed (antialiased).
+//
+// Like both transformers forms, a square image of image_size uses the
+// position embeddings as they are.
+func WithInterpolation(method layers.ResampleMethod) Option {
+	return func(o *options) { o.interpolate = method }
+}
 
 func collect(opts []Option) options {
 	var o options
@@ -126,10 +161,22 @@ func New(cfg Config, opts ...Option) (*Model, error) {
 	}
 	o := collect(opts)
 	if o.pooling == "" {
-		o.pooling = PoolClass
+		o.pooling = cmp.Or(cfg.Pooling, PoolClass)
 	}
 	if o.pooling != PoolClass && o.pooling != PoolMean {
 		return nil, fmt.Errorf("vit: pooling %q must be %q or %q", o.pooling, PoolClass, PoolMean)
+	}
+	if o.interpolate != "" {
+		if err := o.interpolate.Validate(); err != nil {
+			return nil, fmt.Errorf("vit: interpolation: %w", err)
+		}
+	}
+	// Config.Pooling is "" for the class token, as a config.json without
+	// the key reads, so that a model's Config equals its preset's; Save
+	// records m.Pooling, cls too.
+	cfg.Pooling = o.pooling
+	if o.pooling == PoolClass {
+		cfg.Pooling = ""
 	}
 	s, err := layers.NewStore(append([]layers.Option{layers.WithInitStd(cfg.InitializerRange)}, o.store...)...)
 	if err != nil {
@@ -138,7 +185,7 @@ func New(cfg Config, opts ...Option) (*Model, error) {
 	if err := models.CheckParams("vit", cfg.paramTerms(), int64(s.Dtype().Size())); err != nil {
 		return nil, err
 	}
-	m := &Model{Config: cfg, Store: s, Pooling: o.pooling, drop: layers.Dropout{P: cfg.HiddenDropoutProb}}
+	m := &Model{Config: cfg, Store: s, Pooling: o.pooling, Interpolate: o.interpolate, drop: layers.Dropout{P: cfg.HiddenDropoutProb}}
 	root := s.Root().Sub("vit")
 	emb := root.Sub("embeddings")
 	d := cfg.HiddenSize
@@ -195,11 +242,12 @@ func truncNormal(std, a, b float64) layers.Init {
 	}
 }
 
-// Features maps images (B, C, H, W), H = W = image_size, to the final
-// hidden states (B, N+1, D) (the class token first, then the patches in
-// row-major order), transformers' last_hidden_state and timm's
-// forward_features. An image of another size or channel count is an
-// error: resize it, or load the checkpoint at the new size (LoadOptions).
+// Features maps images (B, C, H, W) to the final hidden states (B, N+1, D)
+// (the class token first, then the patches in row-major order),
+// transformers' last_hidden_state and timm's forward_features. H = W =
+// image_size, N = (image_size/P)²; with Interpolate set, H and W are any
+// multiples of the patch size P and N = (H/P)·(W/P). An image of another
+// size or channel count is an error saying what to do.
 func (m *Model) Features(g *layers.Graph, pixels *gorgonia.Node) (*gorgonia.Node, error) {
 	h, err := m.embed(g, pixels)
 	if err != nil {
@@ -232,7 +280,8 @@ func (m *Model) FeaturesWithProbs(g *layers.Graph, pixels *gorgonia.Node) (*gorg
 }
 
 // CheckPixels reports images that are not (B, num_channels, image_size,
-// image_size), saying what to do.
+// image_size), or, with Interpolate set, not (B, num_channels, H, W) with
+// H and W positive multiples of patch_size, saying what to do.
 func (m *Model) CheckPixels(pixels *gorgonia.Node) error {
 	c := m.Config
 	if pixels == nil || pixels.Dims() != 4 {
@@ -243,18 +292,61 @@ func (m *Model) CheckPixels(pixels *gorgonia.Node) error {
 		return fmt.Errorf("vit: images %v must be (B, C, H, W) = (B, %d, %d, %d)", s, c.NumChannels, c.ImageSize, c.ImageSize)
 	}
 	sh := pixels.Shape()
+	return m.CheckSize(sh[1], sh[2], sh[3])
+}
+
+// CheckSize reports images of ch channels and h × w pixels that the model
+// cannot read (see CheckPixels).
+func (m *Model) CheckSize(ch, h, w int) error {
+	c := m.Config
 	switch {
-	case sh[1] != c.NumChannels:
-		return fmt.Errorf("vit: images have %d channels but the model reads %d (num_channels): convert them (grayscale to RGB or back) first", sh[1], c.NumChannels)
-	case sh[2] != c.ImageSize || sh[3] != c.ImageSize:
-		return fmt.Errorf("vit: images are %d×%d but the model's image_size is %d: resize them to %d×%d, or load the checkpoint at the new size with its position embeddings resampled (LoadOptions.ImageSize)",
-			sh[2], sh[3], c.ImageSize, c.ImageSize, c.ImageSize)
+	case ch != c.NumChannels:
+		return fmt.Errorf("vit: images have %d channels but the model reads %d (num_channels): convert them (grayscale to RGB or back) first", ch, c.NumChannels)
+	case h == c.ImageSize && w == c.ImageSize:
+		return nil
+	case m.Interpolate == "":
+		return fmt.Errorf("vit: images are %d×%d but the model's image_size is %d: resize them to %d×%d, interpolate the position embeddings to their grid (WithInterpolation, as transformers' interpolate_pos_encoding=True), or load the checkpoint at the new size with its position embeddings resampled (LoadOptions.ImageSize)",
+			h, w, c.ImageSize, c.ImageSize, c.ImageSize)
+	case h < c.PatchSize || w < c.PatchSize || h%c.PatchSize != 0 || w%c.PatchSize != 0:
+		return fmt.Errorf("vit: images of %d×%d are not a grid of whole %d×%d patches: resize or crop them to multiples of patch_size %d", h, w, c.PatchSize, c.PatchSize, c.PatchSize)
+	case int64(h/c.PatchSize)*int64(w/c.PatchSize) >= models.MaxDim:
+		return fmt.Errorf("vit: images of %d×%d make more than %d patches of %d×%d: use smaller images", h, w, models.MaxDim, c.PatchSize, c.PatchSize)
 	}
 	return nil
 }
 
-// embed maps images (B, C, S, S) to the encoder's input (B, N+1, D):
-// [cls; patches] + positions, with dropout (ViTEmbeddings.forward).
+// PositionWeights is the matrix (1 + gh·gw, 1 + g0²) that maps the
+// position embeddings (1 + g0², D), g0 = image_size/patch_size, to those
+// of a gh × gw patch grid by method: the class token's row is kept and
+// each grid position is a bicubic mix of the learned ones. Resampling is
+// linear in the embeddings, so row j of the matrix is the resampling of
+// the unit vectors (layers.ResamplePositions of an identity). For the
+// model's own grid it is the identity, as in transformers.
+func (c Config) PositionWeights(gh, gw int, method layers.ResampleMethod) ([]float64, error) {
+	g0 := c.ImageSize / c.PatchSize
+	n0 := g0 * g0
+	eye := make([]float64, n0*n0)
+	for i := range n0 {
+		eye[i*n0+i] = 1
+	}
+	// (g0², n0) "embeddings", one channel per learned position: the output
+	// (gh·gw, n0) holds, at (j, i), the weight of position i in new
+	// position j.
+	r, err := layers.ResamplePositions(eye, g0, g0, n0, 0, gh, gw, method)
+	if err != nil {
+		return nil, fmt.Errorf("vit: position interpolation: %w", err)
+	}
+	w := make([]float64, (1+gh*gw)*(1+n0))
+	w[0] = 1
+	for j := range gh * gw {
+		copy(w[(1+j)*(1+n0)+1:(2+j)*(1+n0)], r[j*n0:(j+1)*n0])
+	}
+	return w, nil
+}
+
+// embed maps images (B, C, H, W) to the encoder's input (B, N+1, D):
+// [cls; patches] + positions (interpolated to the patch grid when the
+// images are not image_size square), with dropout (ViTEmbeddings.forward).
 func (m *Model) embed(g *layers.Graph, pixels *gorgonia.Node) (*gorgonia.Node, error) {
 	if err := m.CheckPixels(pixels); err != nil {
 		return nil, err
@@ -270,6 +362,22 @@ func (m *Model) embed(g *layers.Graph, pixels *gorgonia.Node) (*gorgonia.Node, e
 	pos, err := gorgonia.Reshape(g.Node(m.PositionEmbeddings), m.PositionEmbeddings.Value.Shape()[1:].Clone())
 	if err != nil {
 		return nil, fmt.Errorf("vit: %s: %w", m.PositionEmbeddings.Name, err)
+	}
+	c := m.Config
+	if ph, pw := pixels.Shape()[2], pixels.Shape()[3]; ph != c.ImageSize || pw != c.ImageSize {
+		// interpolate_pos_encoding: (1 + gh·gw, 1 + N) × (1 + N, D).
+		gh, gw := ph/c.PatchSize, pw/c.PatchSize
+		wv, err := c.PositionWeights(gh, gw, m.Interpolate)
+		if err != nil {
+			return nil, err
+		}
+		wn, err := g.Constant("vit.position_interpolation", wv, 1+gh*gw, 1+c.NumPatches())
+		if err != nil {
+			return nil, fmt.Errorf("vit: %w", err)
+		}
+		if pos, err = gorgonia.Mul(wn, pos); err != nil {
+			return nil, fmt.Errorf("vit: %s: interpolation: %w", m.PositionEmbeddings.Name, err)
+		}
 	}
 	if h, err = ops.AddBroadcast(h, pos); err != nil {
 		return nil, fmt.Errorf("vit: %s: %w", m.PositionEmbeddings.Name, err)
@@ -321,7 +429,7 @@ func (m *Model) Pool(g *layers.Graph, h *gorgonia.Node) (*gorgonia.Node, error) 
 	return y, nil
 }
 
-// Pooled maps images (B, C, S, S) to pooled vectors (B, D) (see Pool).
+// Pooled maps images (B, C, H, W) to pooled vectors (B, D) (see Pool).
 // With class-token pooling the last block runs for the class token alone
 // (layers.Encoder.ForwardFirst): the same vectors and gradients, without
 // the last block's query, output projection and feed-forward for the

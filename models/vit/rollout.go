@@ -93,12 +93,27 @@ func matmul(a, b []float64, t int) []float64 {
 // image. Safe for concurrent use by multiple goroutines: each call builds
 // and runs a graph of its own.
 func (m *Model) AttentionRollout(pixels []float32, b int) ([][]float64, error) {
+	return m.AttentionRolloutAt(pixels, b, m.Config.ImageSize, m.Config.ImageSize)
+}
+
+// AttentionRolloutAt is AttentionRollout for images of h × w pixels,
+// pixels (B, C, H, W): each rollout is over the (H/P)×(W/P) patch grid,
+// row-major. Another size than image_size needs Interpolate.
+func (m *Model) AttentionRolloutAt(pixels []float32, b, h, w int) ([][]float64, error) {
 	c := m.Config
-	if b <= 0 || len(pixels) != b*c.NumChannels*c.ImageSize*c.ImageSize {
-		return nil, fmt.Errorf("vit: rollout: %d pixel values are not %d images of %d×%d×%d", len(pixels), b, c.NumChannels, c.ImageSize, c.ImageSize)
+	if b <= 0 || h <= 0 || w <= 0 || len(pixels) != b*c.NumChannels*h*w {
+		return nil, fmt.Errorf("vit: rollout: %d pixel values are not %d images of %d×%d×%d", len(pixels), b, c.NumChannels, h, w)
+	}
+	if err := m.CheckSize(c.NumChannels, h, w); err != nil {
+		return nil, err
+	}
+	// The rollout multiplies (T, T) matrices per image and layer: its
+	// probabilities are as large as a forward pass's attention.
+	if err := (&ForImageClassification{Model: m}).CheckStepAt(b, h, w, false); err != nil {
+		return nil, fmt.Errorf("vit: rollout: %w", err)
 	}
 	g := m.Store.NewGraph()
-	px := g.Input("pixel_values", b, c.NumChannels, c.ImageSize, c.ImageSize)
+	px := g.Input("pixel_values", b, c.NumChannels, h, w)
 	copyFloats(px, pixels)
 	_, probs, err := m.FeaturesWithProbs(g, px)
 	if err != nil {
@@ -122,5 +137,5 @@ func (m *Model) AttentionRollout(pixels []float32, b int) ([][]float64, error) {
 			return nil, fmt.Errorf("vit: rollout: %w", err)
 		}
 	}
-	return Rollout(ps, b, c.NumAttentionHeads, c.NumPatches()+1)
+	return Rollout(ps, b, c.NumAttentionHeads, (h/c.PatchSize)*(w/c.PatchSize)+1)
 }
