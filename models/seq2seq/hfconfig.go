@@ -418,6 +418,7 @@ func (c *Config) readLegacy(b []byte, raw map[string]json.RawMessage, mt string)
 		NormFirst: l.NormFirst, Activation: l.Activation, LayerNormEps: l.LayerNormEps,
 		PadTokenID: l.PadTokenID, BOSTokenID: l.BOSTokenID, EOSTokenID: l.EOSTokenID,
 		ScaleEmbedding: l.ScaleEmbedding, PositionLayout: l.PositionLayout, Extra: start.Extra,
+		GenerationConfig: start.GenerationConfig,
 	}
 	return nil
 }
