@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -119,6 +120,13 @@ func TestGenerationConfigKept(t *testing.T) {
 	require.Equal(t, decode.GenerationFile, g.From)
 	require.Equal(t, 2, *g.NumBeams)
 	require.Nil(t, g.ForcedEOS, "the file has no forced_eos_token_id; config.json's is not read")
+	// config.json's generation fields that the file overrides are named.
+	notes := strings.Join(g.Notes, "\n")
+	require.Contains(t, notes, "config.json's num_beams 4 is not read: generation_config.json is (2 there)")
+	require.Contains(t, notes, "config.json's max_length 512 is not read")
+	gd, err := ReadGeneration(src, m.Config)
+	require.NoError(t, err)
+	require.Equal(t, g.Notes, gd.Notes)
 
 	// Decoding follows it: max_length 5 is at most 4 tokens, eos included.
 	srcs := [][]int{{3, 4, 5, 6, 7, 8}, {9, 10}}
@@ -219,4 +227,29 @@ func TestGenerationRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	back.Config.GenerationConfig = append(back.Config.GenerationConfig, ' ')
 	require.Equal(t, before, decodeAll(back, nil))
+}
+
+// TestTaskSaveWritesGenerationConfig: a training run's checkpoints (Task.Save,
+// which pretrain seq2seq, finetune translate and resume write through) have
+// the generation_config.json, and a resumed run's keep a kept one.
+func TestTaskSaveWritesGenerationConfig(t *testing.T) {
+	tok, err := TrainTokenizer([]string{"the fox", "der Fuchs"}, 300)
+	require.NoError(t, err)
+	cfg := Tiny()
+	cfg.SrcVocabSize, cfg.TgtVocabSize = tok.VocabSize(), tok.VocabSize()
+	m, err := New(cfg)
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "step-000001")
+	require.NoError(t, (&Task{Model: m, Tok: tok}).Save(dir))
+	want, err := m.Config.GenerationConfigJSON()
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(dir, decode.GenerationFile))
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+
+	m.Config.GenerationConfig = json.RawMessage(`{"num_beams": 6}`)
+	require.NoError(t, (&Task{Model: m, Tok: tok}).Save(dir))
+	got, err = os.ReadFile(filepath.Join(dir, decode.GenerationFile))
+	require.NoError(t, err)
+	require.Equal(t, `{"num_beams": 6}`, string(got))
 }

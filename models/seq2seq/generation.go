@@ -36,6 +36,8 @@ func (c Config) Generation() (decode.Generation, error) {
 			return g, fmt.Errorf("seq2seq: %s: %w", decode.GenerationFile, err)
 		}
 		g.From = decode.GenerationFile
+		g.Notes = append(g.Notes, c.unread(raw)...)
+		slices.Sort(g.Notes)
 		return g, checkSeq2Seq(g)
 	}
 	raw := make(map[string]json.RawMessage, len(c.Extra)+1)
@@ -67,9 +69,56 @@ func ReadGeneration(dir string, c Config) (decode.Generation, error) {
 		return gf, fmt.Errorf("seq2seq: %w", err)
 	}
 	if gf.From == decode.GenerationFile {
+		if raw, err := readJSONObject(filepath.Join(dir, decode.GenerationFile)); err == nil {
+			gf.Notes = append(gf.Notes, c.unread(raw)...)
+			slices.Sort(gf.Notes)
+		}
 		return gf, checkSeq2Seq(gf)
 	}
 	return g, nil
+}
+
+// unread are notes on the generation fields of c's config.json that a
+// generation_config.json (its keys in gen) overrides: transformers'
+// generate reads generation_config.json alone when there is one, and so
+// does the zoo, but a field of config.json that would change generation is
+// not ignored without a word.
+func (c Config) unread(gen map[string]json.RawMessage) []string {
+	var notes []string
+	for k, v := range c.Extra {
+		def, ok := generationDefaults[k]
+		if !ok || k == "bos_token_id" || sameJSON(v, def) {
+			continue
+		}
+		there := "absent"
+		if now, ok := gen[k]; ok {
+			if sameJSON(v, now) {
+				continue
+			}
+			there = compactJSON(now)
+		}
+		notes = append(notes, fmt.Sprintf("config.json's %s %s is not read: %s is (%s there), as transformers' generate reads it; set it there to apply it",
+			k, compactJSON(v), decode.GenerationFile, there))
+	}
+	return notes
+}
+
+// compactJSON is the JSON text v on one line.
+func compactJSON(v json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return string(v)
+	}
+	return b.String()
+}
+
+// readJSONObject reads the JSON object in the file at path.
+func readJSONObject(path string) (map[string]json.RawMessage, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return jsonObject(b)
 }
 
 // checkSeq2Seq refuses generation settings that a seq2seq cannot follow.
