@@ -253,3 +253,67 @@ func TestTaskSaveWritesGenerationConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"num_beams": 6}`, string(got))
 }
+
+// TestGenerationConfigForHF writes a model that favours pad, saved with
+// Save, and the zoo's greedy and beam-search outputs for it (under the
+// rules of its generation_config.json) into zoo_decode.json beside it:
+// tools/pytorch/marian_generate.py --check DIR decodes the checkpoint with
+// Hugging Face's rules as the current transformers applies them (pad banned
+// only through generation_config.json's bad_words_ids) and compares. With
+// ZOO_MARIAN_SAVE_DIR set it is written to $ZOO_MARIAN_SAVE_DIR/zoo_generate.
+func TestGenerationConfigForHF(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "zoo_generate")
+	if root := os.Getenv("ZOO_MARIAN_SAVE_DIR"); root != "" {
+		dir = filepath.Join(root, "zoo_generate")
+	}
+	m := padLover(t)
+	require.NoError(t, m.Save(dir))
+	back, err := Load(dir, layers.WithDtype(tensor.Float64))
+	require.NoError(t, err)
+	g, err := ReadGeneration(dir, back.Config)
+	require.NoError(t, err)
+	srcs := sources(11, 3, 6, 2, 8, 5)
+	type hyp struct {
+		Tokens        []int   `json:"tokens"`
+		SequenceScore float64 `json:"sequence_score"`
+		SumLogprobs   float64 `json:"sum_logprobs"`
+		EOS           bool    `json:"eos"`
+	}
+	type decodeCase struct {
+		Name    string         `json:"name"`
+		Mode    string         `json:"mode"`
+		Kwargs  map[string]any `json:"kwargs"`
+		Results any            `json:"results"`
+	}
+	greedy, err := back.Greedy(srcs, DecodeConfig{Generation: &g})
+	require.NoError(t, err)
+	cases := []decodeCase{{Name: "greedy", Mode: "greedy", Kwargs: map[string]any{}, Results: greedy}}
+	for _, beam := range []struct {
+		name string
+		k    int
+		lp   float64
+		stop decode.Stopping
+	}{{"beam4_lp1_true", 4, 1, decode.StopAtBeam}, {"beam3_lp06_never", 3, 0.6, decode.StopNever}} {
+		hs, err := back.BeamSearch(srcs, DecodeConfig{Beam: beam.k, NBest: beam.k, LengthPenalty: beam.lp,
+			LengthPenaltyStyle: decode.HFPenalty, EarlyStopping: beam.stop, Generation: &g})
+		require.NoError(t, err)
+		var res [][]hyp
+		for _, list := range hs {
+			var r []hyp
+			for _, h := range list {
+				require.NotContains(t, h.Tokens, m.Config.PadTokenID)
+				r = append(r, hyp{Tokens: nilIfEmpty(h.Tokens), SequenceScore: h.Score, SumLogprobs: h.LogProb, EOS: h.EOS})
+			}
+			res = append(res, r)
+		}
+		var stop any = beam.stop == decode.StopAtBeam
+		if beam.stop == decode.StopNever {
+			stop = "never"
+		}
+		cases = append(cases, decodeCase{Name: beam.name, Mode: "beam", Results: res,
+			Kwargs: map[string]any{"num_beams": beam.k, "num_return_sequences": beam.k, "length_penalty": beam.lp, "early_stopping": stop}})
+	}
+	b, err := json.MarshalIndent(map[string]any{"generator": "models/seq2seq TestGenerationConfigForHF", "sources": srcs, "cases": cases}, "", " ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "zoo_decode.json"), append(b, '\n'), 0o644))
+}
