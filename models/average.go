@@ -29,8 +29,9 @@ import (
 // of the first source's model.safetensors is kept.
 //
 // dst gets the model's files only: model.safetensors and every other
-// regular file of the last source (config.json, tokenizer.json, ...)
-// except the training state (optimizer.safetensors, trainer.json), which
+// regular file of the last source (config.json, tokenizer.json,
+// generation_config.json, ...) except the training state
+// (optimizer.safetensors, trainer.json), which
 // belongs to one point of a run, not to an average; so dst is for
 // evaluation, decoding and fine-tuning (--init-from), not --resume. It is
 // written into a temporary directory beside dst and renamed into place, so

@@ -55,6 +55,7 @@ func generationCases() []badInput {
 		}, 1, "min_length 4 is not supported"},
 		{"translate with do_sample", func(t *testing.T, f fixture, d string) []string {
 			c := withJSON(t, f.s2sCkpt, d, "config.json", map[string]any{"do_sample": true})
+			require.NoError(t, os.Remove(filepath.Join(c, "generation_config.json"))) // else config.json's is not read
 			return []string{"translate", "--checkpoint", c, "--input", write(t, filepath.Join(d, "in.txt"), "the fox\n")}
 		}, 1, "do_sample true is not supported"},
 		{"translate with an unknown length penalty style", func(t *testing.T, f fixture, d string) []string {

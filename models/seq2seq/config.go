@@ -76,6 +76,14 @@ type Config struct {
 	// transformers_version, …), as read, so that Save writes them back
 	// unchanged (as their JSON text). It is nil when there are none.
 	Extra map[string]json.RawMessage
+	// GenerationConfig is the checkpoint's generation_config.json, as
+	// read (a JSON object), when it is not the one Save derives from the
+	// config (see GenerationConfigJSON): an OPUS-MT checkpoint's, or one
+	// edited by hand. Save writes it back byte for byte, and decoding
+	// follows it instead of config.json's generation fields, as
+	// transformers' generate does (see Generation). It is nil otherwise,
+	// and then Save writes the derived one.
+	GenerationConfig json.RawMessage
 }
 
 // Base is the paper's base model (Table 3): 6+6 layers, 512 wide, 8 heads,

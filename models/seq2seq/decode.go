@@ -42,7 +42,8 @@ type DecodeConfig struct {
 	NoCache bool
 	// Generation is the checkpoint's generation settings (ReadGeneration:
 	// generation_config.json or config.json); nil reads the model's
-	// config.json (Config.Generation). Its rules (bad_words_ids,
+	// (Config.Generation: the generation_config.json it was loaded with,
+	// else its config.json's). Its rules (bad_words_ids,
 	// no_repeat_ngram_size, forced_eos_token_id, renormalize_logits) and
 	// its max length always apply; its defaults for num_beams,
 	// length_penalty and early_stopping are the caller's to take (as
@@ -102,8 +103,7 @@ func (m *Model) plan(cfg DecodeConfig, limit int) (maxLen int, rules decode.Cons
 	if cfg.raw {
 		return maxLen, rules, nil
 	}
-	rules = g.Constraints
-	rules.Suppress = append([]int{m.Config.PadTokenID}, rules.Suppress...)
+	rules = m.Config.rules(g)
 	return maxLen, rules, nil
 }
 

@@ -1,21 +1,45 @@
 package seq2seq
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/d73a19ff/zoo/decode"
+	"github.com/d73a19ff/zoo/internal/atomicfile"
 )
 
-// Generation reads the generation settings of the config.json that c was
-// read from (the generation fields c keeps in Extra), as transformers'
-// GenerationConfig.from_model_config does: see decode.ParseGeneration.
-// forced_eos_token_id, when Extra does not have it, is c.EOSTokenID: the
-// value the zoo writes into every config.json (and leaves out of Extra).
-// transformers' MarianConfig would take 0 for a config.json without the
-// field; its own save_pretrained always writes it.
+// Generation reads the generation settings of the checkpoint c was read
+// from, as transformers' generate does: c.GenerationConfig when it is set
+// (its generation_config.json), else the generation fields of its
+// config.json (c.Extra), as GenerationConfig.from_model_config reads them
+// (see decode.ParseGeneration). From config.json, forced_eos_token_id,
+// when Extra does not have it, is c.EOSTokenID: the value the zoo writes
+// into every config.json (and leaves out of Extra). transformers'
+// MarianConfig would take 0 for a config.json without the field; its own
+// save_pretrained always writes it.
 func (c Config) Generation() (decode.Generation, error) {
+	if c.GenerationConfig != nil {
+		raw, err := jsonObject(c.GenerationConfig)
+		if err != nil {
+			return decode.Generation{}, fmt.Errorf("seq2seq: %s: %w", decode.GenerationFile, err)
+		}
+		g, err := decode.ParseGeneration(raw, []int{c.EOSTokenID})
+		if err != nil {
+			return g, fmt.Errorf("seq2seq: %s: %w", decode.GenerationFile, err)
+		}
+		g.From = decode.GenerationFile
+		g.Notes = append(g.Notes, c.unread(raw)...)
+		slices.Sort(g.Notes)
+		return g, checkSeq2Seq(g)
+	}
 	raw := make(map[string]json.RawMessage, len(c.Extra)+1)
 	for k, v := range c.Extra {
 		raw[k] = v
@@ -45,9 +69,56 @@ func ReadGeneration(dir string, c Config) (decode.Generation, error) {
 		return gf, fmt.Errorf("seq2seq: %w", err)
 	}
 	if gf.From == decode.GenerationFile {
+		if raw, err := readJSONObject(filepath.Join(dir, decode.GenerationFile)); err == nil {
+			gf.Notes = append(gf.Notes, c.unread(raw)...)
+			slices.Sort(gf.Notes)
+		}
 		return gf, checkSeq2Seq(gf)
 	}
 	return g, nil
+}
+
+// unread are notes on the generation fields of c's config.json that a
+// generation_config.json (its keys in gen) overrides: transformers'
+// generate reads generation_config.json alone when there is one, and so
+// does the zoo, but a field of config.json that would change generation is
+// not ignored without a word.
+func (c Config) unread(gen map[string]json.RawMessage) []string {
+	var notes []string
+	for k, v := range c.Extra {
+		def, ok := generationDefaults[k]
+		if !ok || k == "bos_token_id" || sameJSON(v, def) {
+			continue
+		}
+		there := "absent"
+		if now, ok := gen[k]; ok {
+			if sameJSON(v, now) {
+				continue
+			}
+			there = compactJSON(now)
+		}
+		notes = append(notes, fmt.Sprintf("config.json's %s %s is not read: %s is (%s there), as transformers' generate reads it; set it there to apply it",
+			k, compactJSON(v), decode.GenerationFile, there))
+	}
+	return notes
+}
+
+// compactJSON is the JSON text v on one line.
+func compactJSON(v json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return string(v)
+	}
+	return b.String()
+}
+
+// readJSONObject reads the JSON object in the file at path.
+func readJSONObject(path string) (map[string]json.RawMessage, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return jsonObject(b)
 }
 
 // checkSeq2Seq refuses generation settings that a seq2seq cannot follow.
@@ -56,4 +127,190 @@ func checkSeq2Seq(g decode.Generation) error {
 		return fmt.Errorf("seq2seq: %s: do_sample true is not supported: the zoo decodes translations greedily or by beam search; set it to false", g.From)
 	}
 	return nil
+}
+
+// rules are the constraints a decoding of a model of config c follows
+// under the generation settings g: the pad token suppressed before the
+// log-softmax (see DecodeConfig), then g's. A bad word that is the pad
+// token alone bans nothing more and is dropped; and renormalize_logits is
+// dropped when no ban is left to act after the log-softmax but
+// forced_eos_token_id, whose row is normalised already: the log-softmax
+// of log-probabilities would change only their rounding. So a
+// generation_config.json that bans pad as Hugging Face's do
+// (bad_words_ids [[pad]] and renormalize_logits true, as Save writes)
+// decodes bit for bit as the zoo's own pad ban without it.
+func (c Config) rules(g decode.Generation) decode.Constraints {
+	r := g.Constraints
+	r.Suppress = append([]int{c.PadTokenID}, r.Suppress...)
+	r.BadWords = slices.DeleteFunc(slices.Clone(r.BadWords), func(w []int) bool { return len(w) == 1 && w[0] == c.PadTokenID })
+	if len(r.BadWords) == 0 {
+		r.BadWords = nil
+	}
+	if r.Renormalize && len(r.BadWords) == 0 && r.NoRepeatNGramSize == 0 {
+		r.Renormalize = false
+	}
+	return r
+}
+
+// generationDefaults are the attributes of transformers' GenerationConfig
+// (generation/configuration_utils.py, 4.4x to 5.x) with their default
+// values (nil: None). GenerationConfig.from_model_config takes these keys,
+// and only these, from a config.json, and save_pretrained writes those
+// whose value is not the default.
+var generationDefaults = map[string]any{
+	"max_length": hfMaxLength, "max_new_tokens": nil, "min_length": 0, "min_new_tokens": nil, "early_stopping": false,
+	"max_time": nil, "stop_strings": nil, "do_sample": false, "num_beams": 1, "num_beam_groups": 1,
+	"penalty_alpha": nil, "dola_layers": nil, "use_cache": true, "cache_implementation": nil, "cache_config": nil,
+	"return_legacy_cache": nil, "prefill_chunk_size": nil, "temperature": 1.0, "top_k": 50, "top_p": 1.0,
+	"min_p": nil, "top_h": nil, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "diversity_penalty": 0.0,
+	"repetition_penalty": 1.0, "encoder_repetition_penalty": 1.0, "length_penalty": 1.0, "no_repeat_ngram_size": 0,
+	"bad_words_ids": nil, "force_words_ids": nil, "renormalize_logits": false, "constraints": nil,
+	"forced_bos_token_id": nil, "forced_eos_token_id": nil, "remove_invalid_values": false,
+	"exponential_decay_length_penalty": nil, "suppress_tokens": nil, "begin_suppress_tokens": nil,
+	"forced_decoder_ids": nil, "sequence_bias": nil, "token_healing": false, "guidance_scale": nil,
+	"low_memory": nil, "watermarking_config": nil, "num_return_sequences": 1, "output_attentions": false,
+	"output_hidden_states": false, "output_scores": false, "output_logits": nil, "return_dict_in_generate": false,
+	"pad_token_id": nil, "bos_token_id": nil, "eos_token_id": nil, "encoder_no_repeat_ngram_size": 0,
+	"decoder_start_token_id": nil, "is_assistant": false, "num_assistant_tokens": 20,
+	"num_assistant_tokens_schedule": "constant", "assistant_confidence_threshold": 0.4,
+	"prompt_lookup_num_tokens": nil, "max_matching_ngram_size": nil, "assistant_early_exit": nil,
+	"assistant_lookbehind": 10, "target_lookbehind": 10, "compile_config": nil, "disable_compile": false,
+	"generation_kwargs": map[string]any{},
+}
+
+// GenerationConfigJSON returns the generation_config.json that Save
+// writes for c (indented, keys sorted, as transformers writes it).
+//
+// When c.GenerationConfig is set it is that, byte for byte. Otherwise it
+// is what transformers' save_pretrained writes for a MarianMTModel whose
+// config.json is c's (c.MarshalJSON): the GenerationConfig attributes of
+// that file whose values are not GenerationConfig's defaults (the token
+// ids pad_token_id, bos_token_id, eos_token_id, decoder_start_token_id
+// and forced_eos_token_id, and whatever Extra carries: num_beams,
+// max_length, …) and its transformers_version, if any; plus the pad ban
+// of the zoo's decoding as OPUS-MT's generation_config.json states it:
+// [pad_token_id] added to bad_words_ids, and renormalize_logits true
+// unless config.json sets it; and max_length, when config.json has neither
+// max_length nor max_new_tokens, max_position_embeddings + 1 (the decoder
+// start token and the zoo's longest output), for GenerationConfig's 20
+// would cut outputs the zoo does not cut. transformers' generate, which
+// reads generation_config.json instead of config.json's generation fields
+// when there is one, then never chooses pad, as the zoo does; and the zoo
+// decodes such a file exactly as the config it derives from (see rules).
+func (c Config) GenerationConfigJSON() ([]byte, error) {
+	if c.GenerationConfig != nil {
+		if _, err := jsonObject(c.GenerationConfig); err != nil {
+			return nil, fmt.Errorf("seq2seq config: GenerationConfig (%s): %w", decode.GenerationFile, err)
+		}
+		return c.GenerationConfig, nil
+	}
+	b, err := c.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var file map[string]json.RawMessage
+	if err := json.Unmarshal(b, &file); err != nil {
+		return nil, fmt.Errorf("seq2seq config: %w", err)
+	}
+	out := map[string]json.RawMessage{}
+	for k, v := range file {
+		if def, ok := generationDefaults[k]; ok && !sameJSON(v, def) {
+			out[k] = v
+		}
+	}
+	if v, ok := file["transformers_version"]; ok {
+		out["transformers_version"] = v
+	}
+	var bad [][]int
+	if v, ok := out["bad_words_ids"]; ok {
+		if err := json.Unmarshal(v, &bad); err != nil {
+			return nil, fmt.Errorf("seq2seq config: bad_words_ids %s: want a list of lists of token ids", bytes.TrimSpace(v))
+		}
+	}
+	if !slices.ContainsFunc(bad, func(w []int) bool { return len(w) == 1 && w[0] == c.PadTokenID }) {
+		bad = append(bad, []int{c.PadTokenID})
+	}
+	if out["bad_words_ids"], err = json.Marshal(bad); err != nil {
+		return nil, err
+	}
+	if _, ok := file["renormalize_logits"]; !ok {
+		out["renormalize_logits"] = json.RawMessage("true")
+	}
+	if !set(file, "max_length") && !set(file, "max_new_tokens") && c.MaxLen+1 != hfMaxLength {
+		out["max_length"] = json.RawMessage(strconv.Itoa(c.MaxLen + 1))
+	}
+	js, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("seq2seq config: %w", err)
+	}
+	return append(js, '\n'), nil
+}
+
+// hfMaxLength is GenerationConfig's default max_length.
+const hfMaxLength = 20
+
+// jsonObject decodes b, which must be a JSON object.
+func jsonObject(b []byte) (map[string]json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if obj == nil {
+		return nil, errors.New("null, not a JSON object")
+	}
+	return obj, nil
+}
+
+// set reports whether the JSON object raw has key, not null.
+func set(raw map[string]json.RawMessage, key string) bool {
+	v, ok := raw[key]
+	return ok && !sameJSON(v, nil)
+}
+
+// writeGenerationConfig writes dir/generation_config.json
+// (GenerationConfigJSON) atomically.
+func (c Config) writeGenerationConfig(dir string) error {
+	b, err := c.GenerationConfigJSON()
+	if err != nil {
+		return fmt.Errorf("save checkpoint %s: %w", dir, err)
+	}
+	if err := atomicfile.WriteBytes(filepath.Join(dir, decode.GenerationFile), b); err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	return nil
+}
+
+// maxGenerationBytes bounds a generation_config.json read: real ones are
+// a few hundred bytes.
+const maxGenerationBytes = 1 << 20
+
+// readGenerationConfig reads dir/generation_config.json for c, the
+// config read from dir: nil when there is none or when it is the one
+// GenerationConfigJSON derives from c (a checkpoint the zoo wrote), else
+// its bytes, which must be a JSON object.
+func readGenerationConfig(dir string, c Config) (json.RawMessage, error) {
+	path := filepath.Join(dir, decode.GenerationFile)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("seq2seq: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxGenerationBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("seq2seq: %s: %w", path, err)
+	}
+	if len(b) > maxGenerationBytes {
+		return nil, fmt.Errorf("seq2seq: %s is larger than %d KB: not a generation config", path, maxGenerationBytes>>10)
+	}
+	if _, err := jsonObject(b); err != nil {
+		return nil, fmt.Errorf("seq2seq: %s: %w; fix or remove it (transformers then reads config.json's generation fields)", path, err)
+	}
+	c.GenerationConfig = nil
+	if derived, err := c.GenerationConfigJSON(); err == nil && bytes.Equal(derived, b) {
+		return nil, nil
+	}
+	return b, nil
 }

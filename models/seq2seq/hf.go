@@ -117,21 +117,32 @@ func within(a, b []float64, tol float64) bool {
 }
 
 // Save writes the model as a Hugging Face Marian checkpoint:
-// dir/config.json (see Config.MarshalJSON) and dir/model.safetensors with
-// the keys MarianMTModel's save_pretrained writes, each written atomically.
-// A model without the zoo's extensions (pre-norm, the interleaved position
-// table, another ε) loads into transformers' MarianMTModel and computes the
-// same logits.
+// dir/config.json (see Config.MarshalJSON), dir/model.safetensors with
+// the keys MarianMTModel's save_pretrained writes, and
+// dir/generation_config.json (see Config.GenerationConfigJSON: the one the
+// model was loaded with, else one that bans pad as the zoo's decoding
+// does), each written atomically. A model without the zoo's extensions
+// (pre-norm, the interleaved position table, another ε) loads into
+// transformers' MarianMTModel and computes the same logits, and its
+// generate follows the zoo's generation rules.
 func (m *Model) Save(dir string) error {
+	if _, err := m.Config.GenerationConfigJSON(); err != nil {
+		return fmt.Errorf("seq2seq: %w", err) // before anything is written
+	}
 	if err := models.SaveModel(dir, m.Config, m.Store, hfKeys{cfg: m.Config}); err != nil {
+		return fmt.Errorf("seq2seq: %w", err)
+	}
+	if err := m.Config.writeGenerationConfig(dir); err != nil {
 		return fmt.Errorf("seq2seq: %w", err)
 	}
 	return nil
 }
 
-// Load reads a checkpoint directory (config.json and model.safetensors),
-// the zoo's or Hugging Face's Marian, into a new model; the zoo's older
-// "seq2seq" checkpoints load too. A checkpoint of another family, a field
+// Load reads a checkpoint directory (config.json, model.safetensors and,
+// if there is one, generation_config.json, which Config.GenerationConfig
+// keeps unless it is the one Save derives from config.json), the zoo's or
+// Hugging Face's Marian, into a new model; the zoo's older "seq2seq"
+// checkpoints load too. A checkpoint of another family, a field
 // the zoo does not implement, or weights that do not fit the config, is an
 // error that names what is wrong (missing, unexpected and mismatched keys
 // in a *layers.LoadError). Options set the dtype.
@@ -146,8 +157,12 @@ func loadEdited(dir string, edit func(Config) (Config, error), opts ...layers.Op
 	if err := models.ReadConfig(dir, "seq2seq", &cfg); err != nil {
 		return nil, fmt.Errorf("seq2seq: %w", err)
 	}
+	gen, err := readGenerationConfig(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.GenerationConfig = gen
 	if edit != nil {
-		var err error
 		if cfg, err = edit(cfg); err != nil {
 			return nil, err
 		}

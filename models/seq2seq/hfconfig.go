@@ -10,7 +10,8 @@ package seq2seq
 // versions — are kept in Config.Extra and written back unchanged; the
 // generation settings among them (max_length, num_beams, bad_words_ids,
 // forced_eos_token_id, …) are read by Config.Generation, and decoding
-// applies or refuses them.
+// applies or refuses them. generation_config.json, which Save writes beside
+// config.json, is generation.go's (Config.GenerationConfigJSON).
 
 import (
 	"bytes"
@@ -418,6 +419,7 @@ func (c *Config) readLegacy(b []byte, raw map[string]json.RawMessage, mt string)
 		NormFirst: l.NormFirst, Activation: l.Activation, LayerNormEps: l.LayerNormEps,
 		PadTokenID: l.PadTokenID, BOSTokenID: l.BOSTokenID, EOSTokenID: l.EOSTokenID,
 		ScaleEmbedding: l.ScaleEmbedding, PositionLayout: l.PositionLayout, Extra: start.Extra,
+		GenerationConfig: start.GenerationConfig,
 	}
 	return nil
 }

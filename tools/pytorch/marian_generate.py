@@ -130,7 +130,10 @@ def early(v):
     return {"true": True, "false": False}.get(str(v).lower(), v) if not isinstance(v, bool) else v
 
 
-def beam_search(model, src, gen):
+def beam_search(model, src, gen, pad_hook=True):
+    """pad_hook: MarianMTModel.adjust_logits_during_generation sets pad to
+    -inf before the log-softmax (transformers 4.x); the current transformers
+    has no such hook, and bans pad only through bad_words_ids."""
     cfg = model.config
     K, eos, pad, start = gen["num_beams"], cfg.eos_token_id, cfg.pad_token_id, cfg.decoder_start_token_id
     max_length = gen["max_length"]
@@ -147,7 +150,8 @@ def beam_search(model, src, gen):
     while True:
         logits, _ = model.decode(input_ids, None, memory, mask)
         logits = logits[:, -1, :].clone()
-        logits[:, pad] = -math.inf  # MarianMTModel.adjust_logits_during_generation
+        if pad_hook:
+            logits[:, pad] = -math.inf  # MarianMTModel.adjust_logits_during_generation
         scores = torch.log_softmax(logits, -1)
         scores = process(gen, input_ids, scores, cur_len, eos)
         scores = scores + beam_scores[:, None]
@@ -226,6 +230,83 @@ CASES = [
 ]
 
 
+# GenerationConfig.from_model_config: the generation fields a config.json
+# gives when the checkpoint has no generation_config.json (those this file
+# implements), and GenerationConfig's default max_length.
+FROM_MODEL_CONFIG = ("max_length", "num_beams", "bad_words_ids", "forced_eos_token_id", "renormalize_logits",
+                     "no_repeat_ngram_size", "length_penalty", "early_stopping", "num_return_sequences")
+DEFAULT_MAX_LENGTH = 20
+
+
+def generation_settings(model_dir, use_file=True):
+    """What transformers' generate reads for a checkpoint directory:
+    generation_config.json when there is one (config.json's generation fields
+    are then not read), else config.json's generation fields."""
+    path = os.path.join(model_dir, "generation_config.json")
+    if use_file and os.path.exists(path):
+        with open(path) as f:
+            gen, source = json.load(f), "generation_config.json"
+    else:
+        with open(os.path.join(model_dir, "config.json")) as f:
+            cfg = json.load(f)
+        gen, source = {k: cfg[k] for k in FROM_MODEL_CONFIG if cfg.get(k) is not None}, "config.json"
+    gen = {k: v for k, v in gen.items() if v is not None}
+    gen.setdefault("max_length", DEFAULT_MAX_LENGTH)
+    return gen, source
+
+
+@torch.no_grad()
+def check_zoo(model_dir):
+    """--check DIR: DIR is a checkpoint the zoo's seq2seq.Model.Save wrote,
+    with zoo_decode.json (TestGenerationConfigForHF): the zoo's greedy and
+    beam-search outputs under its generation rules. Decodes it as the current
+    transformers does (no adjust_logits_during_generation: pad is banned only
+    by generation_config.json's bad_words_ids) with the settings that file
+    gives, the beam settings of each case passed as generate's arguments, and
+    compares: ids equal, scores within 1e-9. Also shows that without
+    generation_config.json (config.json's fields alone) the same model emits
+    pad. Returns the number of mismatches."""
+    model, _ = mr.from_pretrained(model_dir)
+    model.eval()
+    pad = model.config.pad_token_id
+    with open(os.path.join(model_dir, "zoo_decode.json")) as f:
+        zoo = json.load(f)
+    gen, source = generation_settings(model_dir)
+    print("generate reads %s: %s" % (source, json.dumps(gen, sort_keys=True)))
+    bad = 0
+    for case in zoo["cases"]:
+        g = dict(gen, **case["kwargs"])
+        n = 0
+        for i, (src, want) in enumerate(zip(zoo["sources"], case["results"])):
+            if case["mode"] == "greedy":
+                got = greedy(model, src, g)
+                outs = [got["tokens"]]
+                ok = got["tokens"] == (want or [])
+            else:
+                got = beam_search(model, src, g, pad_hook=False)
+                outs = [h["tokens"] for h in got]
+                ok = len(got) == len(want) and all(
+                    a["tokens"] == (b["tokens"] or []) and a["eos"] == b["eos"]
+                    and abs(a["sequence_score"] - b["sequence_score"]) <= 1e-9
+                    and abs(a["sum_logprobs"] - b["sum_logprobs"]) <= 1e-9 for a, b in zip(got, want))
+            if any(pad in o for o in outs):
+                print("  %s source %d: transformers emits pad: %s" % (case["name"], i, outs))
+                ok = False
+            if not ok:
+                print("  %s source %d: transformers %s, zoo %s" % (case["name"], i, got, want))
+                bad += 1
+            n += 1
+        print("%s: %d sources, %s" % (case["name"], n, "the zoo's ids and scores" if bad == 0 else "MISMATCH"))
+    plain, _ = generation_settings(model_dir, use_file=False)
+    # GenerationConfig's default max_length (20) can run past the decoder's
+    # positions (IndexError in transformers too); the file's avoids that.
+    plain["max_length"] = min(plain["max_length"], model.config.max_position_embeddings + 1)
+    pads = sum(pad in greedy(model, src, plain)["tokens"] for src in zoo["sources"])
+    print("without generation_config.json (config.json's %s): greedy emits pad in %d of %d outputs" %
+          (json.dumps(plain, sort_keys=True), pads, len(zoo["sources"])))
+    return bad
+
+
 @torch.no_grad()
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
@@ -233,8 +314,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=os.path.join(root, "models", "seq2seq", "testdata", "marian", "opus_shared"))
     ap.add_argument("--out", default=os.path.join(root, "models", "seq2seq", "testdata", "generate", "hf_generate.json"))
+    ap.add_argument("--check", metavar="DIR", help="compare the zoo's decoding of the checkpoint DIR (see check_zoo)")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.check:
+        bad = check_zoo(args.check)
+        print("FAILED: %d mismatches" % bad if bad else "ok")
+        return 1 if bad else 0
     model, _ = mr.from_pretrained(args.model)
     model.eval()
     cfg = model.config
