@@ -156,7 +156,16 @@ func UnknownNote(n int, what string) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("note: %d characters of %s are not in the tokenizer's vocabulary and were mapped to [UNK]\n", n, what)
+	return unknownLine(n, "character", what, "[UNK]")
+}
+
+// unknownLine is the note that n units (characters or words) of what
+// were mapped to unk, singular for one.
+func unknownLine(n int, unit, what, unk string) string {
+	if n == 1 {
+		return fmt.Sprintf("note: 1 %s of %s is not in the tokenizer's vocabulary and was mapped to %s\n", unit, what, unk)
+	}
+	return fmt.Sprintf("note: %d %ss of %s are not in the tokenizer's vocabulary and were mapped to %s\n", n, unit, what, unk)
 }
 
 // UnknownNoteFor is the line a pipeline prints when encoding what with
@@ -170,9 +179,9 @@ func UnknownNoteFor(tok Tokenizer, n int, what string) string {
 	}
 	switch t := tok.(type) {
 	case *WordPiece:
-		return fmt.Sprintf("note: %d words of %s are not in the tokenizer's vocabulary and were mapped to %s\n", n, what, t.unk)
+		return unknownLine(n, "word", what, t.unk)
 	case *WordLevel:
-		return fmt.Sprintf("note: %d words of %s are not in the tokenizer's vocabulary and were mapped to %s\n", n, what, t.unk)
+		return unknownLine(n, "word", what, t.unk)
 	}
 	return UnknownNote(n, what)
 }

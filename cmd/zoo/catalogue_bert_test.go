@@ -166,13 +166,13 @@ func TestBERTIssue34CLI(t *testing.T) {
 		}, 0, nil, []string{"note: 6 words of the texts are not in the tokenizer's vocabulary and were mapped to [UNK]"}},
 		{"tokens notes them", func(dir string) []string {
 			return []string{"finetune", "bert", "--task", "tokens", "--init-from", f.ckpt, "--train-file", f.conll, "--max-steps", "1", "--batch-size", "2", "--run", filepath.Join(dir, "r")}
-		}, 0, nil, []string{"words of the words are not in the tokenizer's vocabulary"}},
+		}, 0, nil, []string{"1 word of the words is not in the tokenizer's vocabulary and was mapped to [UNK]"}},
 		{"qa notes them", func(dir string) []string {
 			return []string{"finetune", "bert", "--task", "qa", "--init-from", f.ckpt, "--train-file", f.squad, "--max-steps", "1", "--batch-size", "2", "--run", filepath.Join(dir, "r")}
 		}, 0, nil, []string{"words of the questions and contexts are not in the tokenizer's vocabulary"}},
 		{"eval --conll notes them", func(string) []string {
 			return []string{"eval", "--checkpoint", f.tagger, "--conll", f.conll}
-		}, 0, nil, []string{"1 words of the words are not in the tokenizer's vocabulary"}},
+		}, 0, nil, []string{"1 word of the words is not in the tokenizer's vocabulary and was mapped to [UNK]"}},
 		{"eval --squad notes them", func(string) []string {
 			return []string{"eval", "--checkpoint", f.qa, "--squad", f.squad}
 		}, 0, nil, []string{"4 words of the questions and contexts are not in the tokenizer's vocabulary"}},
@@ -187,7 +187,7 @@ func TestBERTIssue34CLI(t *testing.T) {
 		}, 0, nil, []string{"24 words of the corpus are not in the tokenizer's vocabulary and were mapped to [UNK]"}},
 		{"fill-mask notes them", func(string) []string {
 			return []string{"fill-mask", "--checkpoint", f.ckpt, "the ☃ [MASK] sleeps."}
-		}, 0, []string{"1 words of the texts are not in the tokenizer's vocabulary and were mapped to [UNK]"}, nil},
+		}, 0, []string{"1 word of the texts is not in the tokenizer's vocabulary and was mapped to [UNK]"}, nil},
 		{"generate notes the prompt's unknown characters", func(string) []string {
 			return []string{"generate", "--checkpoint", f.gpt, "--prompt", "ab☃☃", "--max-new-tokens", "2"}
 		}, 0, []string{"2 characters of the prompt are not in the tokenizer's vocabulary and were mapped to [UNK]"}, nil},
