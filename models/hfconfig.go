@@ -108,6 +108,27 @@ func CompactJSON(b []byte) string {
 	return buf.String()
 }
 
+// Labels are the class names of id2label by id: its keys must be "0" to
+// "n-1", each once ("00" beside "0" is refused, not read as a duplicate);
+// an empty id2label has none (nil). family prefixes the errors ("gpt
+// config"). Every family's Config.Labels is this, so each loader takes its
+// labels from the checkpoint itself.
+func Labels(id2label map[string]string, family string) ([]string, error) {
+	labels := make([]string, len(id2label))
+	seen := make([]bool, len(labels))
+	for k, l := range id2label {
+		n, err := strconv.Atoi(k)
+		if err != nil || n < 0 || n >= len(labels) || seen[n] || k != strconv.Itoa(n) {
+			return nil, fmt.Errorf("%s: id2label ids must be 0…%d, each once; found %q", family, len(labels)-1, k)
+		}
+		labels[n], seen[n] = l, true
+	}
+	if len(labels) == 0 {
+		return nil, nil
+	}
+	return labels, nil
+}
+
 // Label2ID inverts a config's id2label ({"0": "neg", …}) into
 // transformers' label2id ({"neg": 0, …}); an id that is not an integer
 // is an error naming the family's config.

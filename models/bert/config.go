@@ -13,7 +13,6 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
@@ -255,21 +254,7 @@ const (
 
 // Labels are the class names of id2label by id: its keys must be "0" to
 // "n-1", each once. A config without id2label has none (nil).
-func (c Config) Labels() ([]string, error) {
-	labels := make([]string, len(c.ID2Label))
-	seen := make([]bool, len(labels))
-	for k, l := range c.ID2Label {
-		n, err := strconv.Atoi(k)
-		if err != nil || n < 0 || n >= len(labels) || seen[n] || k != strconv.Itoa(n) {
-			return nil, fmt.Errorf("bert config: id2label ids must be 0…%d, each once; found %q", len(labels)-1, k)
-		}
-		labels[n], seen[n] = l, true
-	}
-	if len(labels) == 0 {
-		return nil, nil
-	}
-	return labels, nil
-}
+func (c Config) Labels() ([]string, error) { return models.Labels(c.ID2Label, "bert config") }
 
 // classifierDropout is the dropout before a classifier head:
 // classifier_dropout, or hidden_dropout_prob when it is null.

@@ -12,7 +12,6 @@ import (
 	"maps"
 	"math"
 	"reflect"
-	"strconv"
 	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
@@ -366,15 +365,5 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Labels are the class names of ID2Label in id order; ids must be 0…K−1.
-func (c Config) Labels() ([]string, error) {
-	labels := make([]string, len(c.ID2Label))
-	for k, l := range c.ID2Label {
-		n, err := strconv.Atoi(k)
-		if err != nil || n < 0 || n >= len(labels) {
-			return nil, fmt.Errorf("vit config: id2label ids must be 0…%d, found %q", len(labels)-1, k)
-		}
-		labels[n] = l
-	}
-	return labels, nil
-}
+// Labels are the class names of id2label by id (models.Labels).
+func (c Config) Labels() ([]string, error) { return models.Labels(c.ID2Label, "vit config") }
