@@ -77,16 +77,7 @@ func TestGenerationCatalogue(t *testing.T) {
 	}
 	f := newFixture(t)
 	before := digest(t, f.dir)
-	for _, c := range generationCases() {
-		t.Run(c.name, func(t *testing.T) {
-			args := c.args(t, f, t.TempDir())
-			code, stderr := runLimited(t, 2048, args...)
-			require.Equal(t, c.code, code, "zoo %s\n%s", strings.Join(args, " "), stderr)
-			require.Contains(t, stderr, c.msg)
-			require.NotContains(t, stderr, "panic:")
-			require.NotContains(t, stderr, "fatal error:")
-		})
-	}
+	runLimitedCases(t, f, generationCases())
 	require.Equal(t, before, digest(t, f.dir))
 }
 

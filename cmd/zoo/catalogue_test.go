@@ -541,7 +541,15 @@ func TestBadInputUnderMemoryLimit(t *testing.T) {
 		t.Skip("no /bin/sh for ulimit")
 	}
 	f := newFixture(t)
-	for _, c := range memoryCases(t, f) {
+	runLimitedCases(t, f, memoryCases(t, f))
+}
+
+// runLimitedCases runs each case in a child process limited to 2 GB of
+// address space and checks its exit code and message, with no panic and
+// no fatal error (an allocation the limit refused).
+func runLimitedCases(t *testing.T, f fixture, cases []badInput) {
+	t.Helper()
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			args := c.args(t, f, t.TempDir())
 			code, stderr := runLimited(t, 2048, args...)
