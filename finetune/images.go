@@ -167,6 +167,8 @@ func (c ImagesConfig) check() error {
 		return fmt.Errorf("finetune: lr_schedule %q: want cosine or linear", c.Schedule)
 	case c.Workers < 0 || c.SaveEvery < 0 || c.Warmup < 0 || c.EvalEvery < 0:
 		return fmt.Errorf("finetune: workers %d, save_interval %d, warmup_iters %d and eval_interval %d must not be negative", c.Workers, c.SaveEvery, c.Warmup, c.EvalEvery)
+	case c.Warmup > c.MaxIters:
+		return fmt.Errorf("finetune: warmup_iters %d must be in [0, max_iters %d]: lower --warmup-steps", c.Warmup, c.MaxIters)
 	case c.Workers > datasets.MaxLoaderWorkers:
 		return fmt.Errorf("finetune: %w", datasets.CheckWorkers(c.Workers))
 	case c.ImageSize < 0 || c.PatchSize < 0 || c.NumChannels < 0:

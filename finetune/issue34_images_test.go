@@ -60,6 +60,8 @@ func TestImagesConfigRefusals(t *testing.T) {
 		{func(c *ImagesConfig) { c.ImageStd = []float64{-1} }, "image_std[0] is -1: a standard deviation must be positive"},
 		{func(c *ImagesConfig) { c.ImageMean = []float64{math.NaN()} }, "image_mean[0] is NaN"},
 		{func(c *ImagesConfig) { c.ImageMean = []float64{1, 2, 3, 4} }, "image_mean has 4 values"},
+		// The cosine schedule clamped it to the steps, silently.
+		{func(c *ImagesConfig) { c.Warmup, c.MaxIters = 50, 20 }, "warmup_iters 50 must be in [0, max_iters 20]"},
 	} {
 		cfg := tinyImages(t, dir)
 		c.set(&cfg)
