@@ -175,14 +175,18 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
+	before := datasets.Unknowns(tok)
 	trainEx, rep, err := seq2seq.Encode(tok, trainP, m.Config.MaxLen, cfg.Overlong)
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-before, "the training pairs"))
+	before = datasets.Unknowns(tok)
 	heldEx, _, err := seq2seq.Encode(tok, held, m.Config.MaxLen, seq2seq.Truncate)
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-before, "the held-out pairs"))
 	fmt.Fprintf(out, "training: %s\n", rep)
 	if cfg.ExportIDs {
 		sets := map[string][]seq2seq.Example{"train": trainEx, "valid": heldEx}

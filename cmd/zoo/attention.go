@@ -56,6 +56,7 @@ spread its attention over the tokens (columns).`)
 		return err
 	}
 	var ids, types []int
+	before := unknowns(tok)
 	if len(texts) == 1 {
 		ids, types, err = tok.EncodeWithSpecials(texts[0])
 	} else {
@@ -64,6 +65,7 @@ spread its attention over the tokens (columns).`)
 	if err != nil {
 		return err
 	}
+	noteUnknowns(stdout, tok, before, "the text")
 	if len(ids) > cfg.MaxPositionEmbeddings {
 		return fmt.Errorf("the text is %d tokens with [CLS] and [SEP]; the model takes at most %d (max_position_embeddings): shorten it", len(ids), cfg.MaxPositionEmbeddings)
 	}

@@ -188,6 +188,9 @@ func TestBERTIssue34CLI(t *testing.T) {
 		{"fill-mask notes them", func(string) []string {
 			return []string{"fill-mask", "--checkpoint", f.ckpt, "the ☃ [MASK] sleeps."}
 		}, 0, []string{"1 word of the texts is not in the tokenizer's vocabulary and was mapped to [UNK]"}, nil},
+		{"attention notes them", func(dir string) []string {
+			return []string{"attention", "--checkpoint", f.ckpt, "--output", filepath.Join(dir, "a.png"), "the ☃ cat sleeps."}
+		}, 0, nil, []string{"1 word of the text is not in the tokenizer's vocabulary and was mapped to [UNK]"}},
 		{"generate notes the prompt's unknown characters", func(string) []string {
 			return []string{"generate", "--checkpoint", f.gpt, "--prompt", "ab☃☃", "--max-new-tokens", "2"}
 		}, 0, []string{"2 characters of the prompt are not in the tokenizer's vocabulary and were mapped to [UNK]"}, nil},

@@ -173,9 +173,11 @@ func runTranslate(args []string, stdout io.Writer) error {
 	var cands [][]seq2seq.Candidate
 	if len(texts) > 0 {
 		var rep seq2seq.TranslateReport
+		before := unknowns(tok)
 		if cands, rep, err = e.Translate(context.Background(), tok, texts, dc, *df.greedy, translateBatch, nil); err != nil {
 			return err
 		}
+		noteUnknowns(os.Stderr, tok, before, "the input")
 		if rep.Truncated > 0 {
 			fmt.Fprintf(os.Stderr, "zoo translate: %d lines longer than max_len %d were truncated\n", rep.Truncated, maxLen)
 		}
@@ -315,6 +317,9 @@ func runEvalSeq2Seq(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if err := noteSourceUnknowns(stdout, tok, sc.Sources); err != nil {
+			return err
+		}
 		if s, _, err = sc.Decode(context.Background(), e, tok, dc, *df.greedy); err != nil {
 			return err
 		}
@@ -396,4 +401,17 @@ func (d decodeFlags) config(fs *cmdFlags, list string, e seq2seq.Ensemble) (seq2
 		return dc, err
 	}
 	return dc, nil
+}
+
+// noteSourceUnknowns encodes the sources once, as decoding them does, and
+// notes the words or characters that become the unknown token.
+func noteSourceUnknowns(w io.Writer, tok datasets.Tokenizer, srcs []string) error {
+	before := unknowns(tok)
+	for _, src := range srcs {
+		if _, err := tok.Encode(src); err != nil {
+			return err
+		}
+	}
+	noteUnknowns(w, tok, before, "the sources")
+	return nil
 }

@@ -388,6 +388,24 @@ func TestSeq2SeqG2PCLI(t *testing.T) {
 	require.Equal(t, 0, code, errb.String())
 	require.Contains(t, out.String(), fmt.Sprintf("on %d words: WER 0.00%%, PER 0.00%%", len(seen)))
 
+	// Letters the word-level vocabulary lacks are noted, never silent:
+	// zoo translate on stderr, zoo eval beside its scores.
+	odd := write(t, filepath.Join(dir, "odd.txt"), "a z b\nq q\n")
+	code, stderr := runLimited(t, 2048, "translate", "--checkpoint", bestDir, "--input", odd)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stderr, "3 words of the input are not in the tokenizer's vocabulary and were mapped to")
+	out.Reset()
+	code = run([]string{"eval", "--checkpoint", bestDir, "--data", write(t, filepath.Join(dir, "odd.tsv"), "a z b\tAA B\n"), "--metric", "g2p", "--greedy"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), "1 word of the sources is not in the tokenizer's vocabulary and was mapped to")
+	// and so is the fine-tuning pipeline, on the checkpoint's tokenizer.
+	out.Reset()
+	oddTrain := write(t, filepath.Join(dir, "odd-train.tsv"), train.String()+strings.Repeat("a z\tAA B\n", 5))
+	ftCfg := write(t, filepath.Join(dir, "ft.json"), `{"held_out": 30, "batch_size": 8, "metric": "g2p"}`)
+	code = run([]string{"finetune", "seq2seq", "--config", ftCfg, "--init-from", bestDir, "--data", oddTrain, "--run", filepath.Join(dir, "ft"), "--max-steps", "1"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Regexp(t, `note: \d+ words of the training pairs are not in the tokenizer's vocabulary`, out.String())
+
 	tok, err := os.ReadFile(filepath.Join(run1, "checkpoints", "final", "tokenizer.json"))
 	require.NoError(t, err)
 	require.Contains(t, string(tok), `"type": "WordLevel"`)
