@@ -40,7 +40,11 @@ type TranslationConfig struct {
 	// for every run and stage, and all of data trains.
 	ValidationData string  `json:"validation_data"`
 	Beam           int     `json:"num_beams"`      // beam width for the final scores
-	LengthPenalty  float64 `json:"length_penalty"` // GNMT α
+	LengthPenalty  float64 `json:"length_penalty"` // α of LengthPenaltyStyle
+	// LengthPenaltyStyle is how LengthPenalty ranks the final beams:
+	// "gnmt" (((5+|y|)/6)^α, the default) or "hf" (|y|^α, Hugging Face's
+	// length_penalty); see decode.LengthPenaltyStyle.
+	LengthPenaltyStyle string `json:"length_penalty_style"`
 	EarlyStopping  string  `json:"early_stopping"` // beam search: "true", "false" or "never" (decode.ParseStopping)
 	ScoreSize      int     `json:"score_size"`     // pairs (words with metric g2p) scored; 0: all
 	// Metric is what the final scores are: "bleu" (corpus BLEU and chrF,
@@ -67,7 +71,7 @@ type TranslationConfig struct {
 // DefaultTranslation is the paper's recipe on the Small model, beam 4 with
 // α = 0.6 (§6.1).
 func DefaultTranslation() TranslationConfig {
-	c := TranslationConfig{TrainConfig: seq2seq.DefaultTrainConfig(), Beam: 4, LengthPenalty: 0.6, EarlyStopping: "true", ScoreSize: 1000}
+	c := TranslationConfig{TrainConfig: seq2seq.DefaultTrainConfig(), Beam: 4, LengthPenalty: 0.6, LengthPenaltyStyle: "gnmt", EarlyStopping: "true", ScoreSize: 1000}
 	c.RunDir = filepath.Join("runs", "seq2seq-translate")
 	return c
 }
@@ -128,6 +132,14 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	stop, err := decode.ParseStopping(cfg.EarlyStopping)
 	if err != nil {
 		return nil, fmt.Errorf("config: early_stopping: %w", err)
+	}
+	styleName := cfg.LengthPenaltyStyle
+	if styleName == "" {
+		styleName = "gnmt"
+	}
+	style, err := decode.ParseLengthPenaltyStyle(styleName)
+	if err != nil {
+		return nil, fmt.Errorf("config: length_penalty_style: %w", err)
 	}
 	if _, err := NewScorer(cfg.Metric, nil, 0); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -248,7 +260,7 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	for _, greedy := range []bool{false, true} {
-		s, outputs, err := sc.Decode(ctx, seq2seq.Ensemble{m}, tok, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, EarlyStopping: stop}, greedy)
+		s, outputs, err := sc.Decode(ctx, seq2seq.Ensemble{m}, tok, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, LengthPenaltyStyle: style, EarlyStopping: stop}, greedy)
 		if err != nil {
 			return nil, err
 		}
@@ -423,6 +435,9 @@ func (sc *Scorer) Line(s TranslationScores) string {
 // strategy's name and decoding time in s.
 func decodeScored(ctx context.Context, m seq2seq.Ensemble, tok datasets.Tokenizer, srcs []string, dc seq2seq.DecodeConfig, greedy bool) (s TranslationScores, hyps []string, err error) {
 	s.Strategy = fmt.Sprintf("beam %d (α %.1f, early stopping %v)", dc.Beam, dc.LengthPenalty, dc.EarlyStopping)
+	if dc.LengthPenaltyStyle == decode.HFPenalty {
+		s.Strategy = fmt.Sprintf("beam %d (Hugging Face's length penalty α %.1f, early stopping %v)", dc.Beam, dc.LengthPenalty, dc.EarlyStopping)
+	}
 	if greedy {
 		s.Strategy = "greedy"
 	}

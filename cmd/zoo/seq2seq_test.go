@@ -402,9 +402,17 @@ func TestSeq2SeqG2PCLI(t *testing.T) {
 	out.Reset()
 	oddTrain := write(t, filepath.Join(dir, "odd-train.tsv"), train.String()+strings.Repeat("a z\tAA B\n", 5))
 	ftCfg := write(t, filepath.Join(dir, "ft.json"), `{"held_out": 30, "batch_size": 8, "metric": "g2p"}`)
-	code = run([]string{"finetune", "seq2seq", "--config", ftCfg, "--init-from", bestDir, "--data", oddTrain, "--run", filepath.Join(dir, "ft"), "--max-steps", "1"}, &out, &errb)
+	code = run([]string{"finetune", "seq2seq", "--config", ftCfg, "--init-from", bestDir, "--data", oddTrain, "--run", filepath.Join(dir, "ft"), "--max-steps", "1",
+		"--length-penalty-style", "hf"}, &out, &errb)
 	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
 	require.Regexp(t, `note: \d+ words of the training pairs are not in the tokenizer's vocabulary`, out.String())
+	// The final scores rank beams by the length penalty named.
+	require.Contains(t, out.String(), "beam 4 (Hugging Face's length penalty α 0.6")
+	errb.Reset()
+	code = run([]string{"finetune", "seq2seq", "--config", ftCfg, "--init-from", bestDir, "--data", oddTrain, "--run", filepath.Join(dir, "ft2"), "--max-steps", "1",
+		"--length-penalty-style", "fairseq"}, &out, &errb)
+	require.Equal(t, 1, code)
+	require.Contains(t, errb.String(), `length_penalty_style: decode: length penalty style "fairseq"`)
 
 	tok, err := os.ReadFile(filepath.Join(run1, "checkpoints", "final", "tokenizer.json"))
 	require.NoError(t, err)
