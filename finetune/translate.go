@@ -45,8 +45,8 @@ type TranslationConfig struct {
 	// "gnmt" (((5+|y|)/6)^α, the default) or "hf" (|y|^α, Hugging Face's
 	// length_penalty); see decode.LengthPenaltyStyle.
 	LengthPenaltyStyle string `json:"length_penalty_style"`
-	EarlyStopping  string  `json:"early_stopping"` // beam search: "true", "false" or "never" (decode.ParseStopping)
-	ScoreSize      int     `json:"score_size"`     // pairs (words with metric g2p) scored; 0: all
+	EarlyStopping      string `json:"early_stopping"` // beam search: "true", "false" or "never" (decode.ParseStopping)
+	ScoreSize          int    `json:"score_size"`     // pairs (words with metric g2p) scored; 0: all
 	// Metric is what the final scores are: "bleu" (corpus BLEU and chrF,
 	// the default) or "g2p" (word and phoneme error rates against every
 	// reference of a source: grapheme-to-phoneme conversion).
