@@ -60,3 +60,102 @@ func Example() {
 	// x row 0: "r not to"
 	// y row 0: " not to "
 }
+
+// Say how much of a text a tokenizer could not represent: the growth of
+// Unknowns over an encoding is the count, and UnknownNoteFor names the
+// unit (a WordPiece maps whole words to [UNK], a character tokenizer
+// characters) and the token. No unknowns, no note.
+func ExampleUnknownNoteFor() {
+	dir, err := os.MkdirTemp("", "datasets-unknown")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	vocab := filepath.Join(dir, "vocab.txt")
+	words := "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\n##s\n.\n"
+	if err := os.WriteFile(vocab, []byte(words), 0o644); err != nil {
+		fmt.Println(err)
+		return
+	}
+	wp, err := datasets.LoadWordPieceVocab(vocab, true)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, "corpus.txt"), []byte("the cat sat\n"), 0o644); err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := datasets.OpenCorpus(filepath.Join(dir, "corpus.txt"), datasets.CorpusOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	char, err := datasets.NewCharTokenizer(c)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	for _, c := range []struct {
+		tok   datasets.Tokenizer
+		texts []string
+	}{
+		{wp, []string{"The cats sat.", "the dog sat", "the dogs ate"}},
+		{char, []string{"a cat sat", "the dog"}},
+	} {
+		for _, text := range c.texts {
+			before := datasets.Unknowns(c.tok)
+			ids, err := c.tok.Encode(text)
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			fmt.Printf("%q: %v\n", text, ids)
+			fmt.Print(datasets.UnknownNoteFor(c.tok, datasets.Unknowns(c.tok)-before, "the input"))
+		}
+	}
+	// Output:
+	// "The cats sat.": [5 6 8 7 9]
+	// "the dog sat": [5 1 7]
+	// note: 1 word of the input is not in the tokenizer's vocabulary and was mapped to [UNK]
+	// "the dogs ate": [5 1 1]
+	// note: 2 words of the input are not in the tokenizer's vocabulary and were mapped to [UNK]
+	// "a cat sat": [3 2 4 3 8 2 7 3 8]
+	// "the dog": [8 6 5 2 0 0 0]
+	// note: 3 characters of the input are not in the tokenizer's vocabulary and were mapped to [UNK]
+}
+
+// Check a number of image-loader workers before starting them: 0 (one
+// worker) up to MaxLoaderWorkers.
+func ExampleCheckWorkers() {
+	for _, n := range []int{0, 4, datasets.MaxLoaderWorkers, -1, 1_000_000} {
+		err := datasets.CheckWorkers(n)
+		if err == nil {
+			fmt.Println(n, "ok")
+			continue
+		}
+		msg, _, _ := strings.Cut(err.Error(), " (this machine") // the rest counts this machine's cores
+		fmt.Println(msg)
+	}
+	// Output:
+	// 0 ok
+	// 4 ok
+	// 256 ok
+	// workers -1: want 0 or more
+	// workers 1000000 is more than 256: image decoding is CPU-bound, so use about one worker per core
+}
+
+// An image processor's image_mean and image_std, one value per channel: a
+// single value (a grey model's, or a preprocessor_config.json's scalar)
+// repeated for each channel; a list per channel as it is.
+func ExamplePerChannel() {
+	fmt.Println(datasets.PerChannel([]float64{0.5}, 3))
+	fmt.Println(datasets.PerChannel([]float64{0.485, 0.456, 0.406}, 3))
+	fmt.Println(datasets.PerChannel([]float64{0.5}, 1))
+	// Output:
+	// [0.5 0.5 0.5]
+	// [0.485 0.456 0.406]
+	// [0.5]
+}

@@ -696,12 +696,20 @@ func LabelSurprises(set datasets.ImageSet) []string {
 	}
 	var out []string
 	if len(empty) > 0 {
-		out = append(out, fmt.Sprintf("%d of its %d classes have no images: %s; the labels are not 0…%d dense. "+
+		have := "have"
+		if len(empty) == 1 {
+			have = "has"
+		}
+		out = append(out, fmt.Sprintf("%d of its %d classes %s no images: %s; the labels are not 0…%d dense. "+
 			"A stray label (an IDX label 255 makes 256 classes) or too many --label-names is the usual cause; the model gets a head of %d classes all the same",
-			len(empty), k, shortNames(empty), k-1, k))
+			len(empty), k, have, shortNames(empty), k-1, k))
 	}
 	if len(few) > 0 {
-		out = append(out, fmt.Sprintf("%d classes have very few images (the median class has %d): %s", len(few), median, shortNames(few)))
+		classes := "classes have"
+		if len(few) == 1 {
+			classes = "class has"
+		}
+		out = append(out, fmt.Sprintf("%d %s very few images (the median class has %d): %s", len(few), classes, median, shortNames(few)))
 	}
 	return out
 }

@@ -1,8 +1,13 @@
 package gpt_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
+	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models/gpt"
 )
@@ -45,4 +50,89 @@ func ExampleLoad() {
 	fmt.Println(m.Config.NLayer, "layers,", len(out[0]), "tokens")
 	// Output:
 	// 2 layers, 5 tokens
+}
+
+// A GPT-2 config.json's generation settings, as transformers'
+// GenerationConfig.from_model_config reads them: Generate and BeamSearch
+// apply its rules, zoo generate takes its settings as defaults, and
+// task_specific_params, which only transformers' pipelines read, is a
+// note. A setting the zoo does not implement is an error naming it.
+func ExampleConfig_Generation() {
+	file := `{
+		"model_type": "gpt2", "vocab_size": 96, "n_positions": 24, "n_embd": 32, "n_layer": 2, "n_head": 4,
+		"bos_token_id": 95, "eos_token_id": 95,
+		"do_sample": true, "top_k": 20, "max_length": 16,
+		"bad_words_ids": [[7], [95]], "no_repeat_ngram_size": 3,
+		"task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}}
+	}`
+	var c gpt.Config
+	if err := json.Unmarshal([]byte(file), &c); err != nil {
+		fmt.Println(err)
+		return
+	}
+	g, err := c.Generation()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("from:", g.From)
+	fmt.Println("do_sample:", *g.DoSample, "top_k:", *g.TopK, "max_length:", *g.MaxLength)
+	fmt.Println("bad words:", g.BadWords, "no repeat:", g.NoRepeatNGramSize) // [95] alone is eos
+	for _, n := range g.Notes {
+		fmt.Println("note:", n)
+	}
+
+	c.Extra["min_length"] = json.RawMessage("10")
+	_, err = c.Generation()
+	fmt.Println(err)
+	// Output:
+	// from: config.json
+	// do_sample: true top_k: 20 max_length: 16
+	// bad words: [[7]] no repeat: 3
+	// note: task_specific_params {"text-generation":{"do_sample":true,"max_length":50}} is not applied: transformers' pipelines read it for their task, generate does not
+	// gpt config: min_length 10 is not supported: the zoo's decoders do not implement it; remove it (or set it to 0)
+}
+
+// A checkpoint's generation_config.json, when it has one, is what
+// ReadGeneration reads, as transformers' generate does; else the
+// config.json's fields (Config.Generation). A refused field names the
+// file it is in.
+func ExampleReadGeneration() {
+	dir, err := os.MkdirTemp("", "gpt-generation")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	c := gpt.Micro()
+	c.Extra = map[string]json.RawMessage{"num_beams": json.RawMessage("4")}
+
+	g, err := gpt.ReadGeneration(dir, c)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(g.From, "num_beams", *g.NumBeams)
+
+	path := filepath.Join(dir, decode.GenerationFile)
+	if err := os.WriteFile(path, []byte(`{"num_beams": 2, "length_penalty": 0.6}`), 0o644); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if g, err = gpt.ReadGeneration(dir, c); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(g.From, "num_beams", *g.NumBeams, "length_penalty", *g.LengthPenalty)
+
+	if err := os.WriteFile(path, []byte(`{"num_beams": 2, "typical_p": 0.9}`), 0o644); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = gpt.ReadGeneration(dir, c)
+	fmt.Println(strings.ReplaceAll(fmt.Sprint(err), dir, "DIR"))
+	// Output:
+	// config.json num_beams 4
+	// generation_config.json num_beams 2 length_penalty 0.6
+	// gpt: DIR/generation_config.json: typical_p 0.9 is not supported: the zoo's decoders do not implement it; remove it (or set it to 1)
 }

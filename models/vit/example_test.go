@@ -2,6 +2,8 @@ package vit_test
 
 import (
 	"fmt"
+	"math"
+	"os"
 
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models/vit"
@@ -67,4 +69,104 @@ func ExampleLoadForImageClassification() {
 	// dropped: [classifier.bias classifier.weight]
 	// created: [classifier.weight classifier.bias]
 	// vit.embeddings.position_embeddings resampled from a 2×2 grid (image_size 8) to 4×4 (image_size 16) by hf
+}
+
+// tiny is a ViT small enough for examples: 8×8 RGB images in 4×4 patches
+// (a 2×2 grid), one layer, 8 wide.
+func tiny() vit.Config {
+	c := vit.Fashion()
+	c.HiddenSize, c.NumHiddenLayers, c.NumAttentionHeads, c.IntermediateSize = 8, 1, 2, 16
+	c.ImageSize, c.PatchSize, c.NumChannels, c.EncoderStride = 8, 4, 3, 4
+	return c
+}
+
+// Classify images of another size than image_size, here 8×12 (a 2×3
+// patch grid) for a model of 8×8, by interpolating the position embeddings
+// to the grid as transformers' interpolate_pos_encoding does. Without
+// WithInterpolation such images are refused.
+func ExampleWithInterpolation() {
+	labels := []string{"cat", "dog", "bird"}
+	const b, h, w = 2, 8, 12
+	pixels := make([]float32, b*3*h*w)
+	for i := range pixels {
+		pixels[i] = float32(i%7) / 7
+	}
+
+	m, err := vit.New(tiny(), vit.StoreOption(layers.WithSeed(1)))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := vit.NewForImageClassification(m, labels)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = c.ProbabilitiesAt(pixels, b, h, w)
+	fmt.Println(err)
+
+	m, err = vit.New(tiny(), vit.StoreOption(layers.WithSeed(1)), vit.WithInterpolation(layers.ResampleSize))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if c, err = vit.NewForImageClassification(m, labels); err != nil {
+		fmt.Println(err)
+		return
+	}
+	probs, err := c.ProbabilitiesAt(pixels, b, h, w)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(probs), "rows of", len(probs[0]), "probabilities")
+	for _, row := range probs {
+		var sum float64
+		for _, p := range row {
+			sum += p
+		}
+		fmt.Println("sum 1:", math.Abs(sum-1) < 1e-6)
+	}
+	// Output:
+	// vit: images are 8×12 but the model's image_size is 8: resize them to 8×8, interpolate the position embeddings to their grid (WithInterpolation, as transformers' interpolate_pos_encoding=True), or load the checkpoint at the new size with its position embeddings resampled (LoadOptions.ImageSize)
+	// 2 rows of 3 probabilities
+	// sum 1: true
+	// sum 1: true
+}
+
+// A mean-pooling classifier records its pooling in config.json
+// (zoo_pooling), so that it is restored on load; a transformers
+// checkpoint, which has no such key, pools by the class token.
+func ExampleSavedPooling() {
+	dir, err := os.MkdirTemp("", "vit-pooling")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	m, err := vit.New(tiny(), vit.StoreOption(layers.WithSeed(1)), vit.WithPooling(vit.PoolMean))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := vit.NewForImageClassification(m, []string{"yes", "no"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := c.Save(dir); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, d := range []string{dir, "testdata/parity"} {
+		p, recorded, err := vit.SavedPooling(d)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(p, "recorded:", recorded)
+	}
+	// Output:
+	// mean recorded: true
+	// cls recorded: false
 }
