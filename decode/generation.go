@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 )
@@ -70,6 +71,8 @@ var generationRefused = []struct {
 // configJSON (the config.json's keys, as a family keeps them). eos is the
 // model's eos ids, for bad_words_ids. A field that changes generation and
 // that the zoo does not implement is an error that names it and the file.
+// When generation_config.json is read, the generation fields of
+// configJSON that it overrides are named in Notes (UnreadNotes).
 func ReadGeneration(dir string, configJSON map[string]json.RawMessage, eos []int) (Generation, error) {
 	raw, from := configJSON, "config.json"
 	if dir != "" {
@@ -92,6 +95,10 @@ func ReadGeneration(dir string, configJSON map[string]json.RawMessage, eos []int
 		return Generation{}, fmt.Errorf("%s: %w", from, err)
 	}
 	g.From = from
+	if from == GenerationFile {
+		g.Notes = append(g.Notes, UnreadNotes(configJSON, raw)...)
+		slices.Sort(g.Notes)
+	}
 	return g, nil
 }
 
@@ -236,4 +243,75 @@ func compact(v json.RawMessage) string {
 		return string(v)
 	}
 	return b.String()
+}
+
+// HFMaxLength is transformers' GenerationConfig default max_length.
+const HFMaxLength = 20
+
+// GenerationDefaults are the attributes of transformers' GenerationConfig
+// (generation/configuration_utils.py, 4.4x to 5.x) with their default
+// values (nil: None). GenerationConfig.from_model_config takes these keys,
+// and only these, from a config.json, and save_pretrained writes those
+// whose value is not the default.
+var GenerationDefaults = map[string]any{
+	"max_length": HFMaxLength, "max_new_tokens": nil, "min_length": 0, "min_new_tokens": nil, "early_stopping": false,
+	"max_time": nil, "stop_strings": nil, "do_sample": false, "num_beams": 1, "num_beam_groups": 1,
+	"penalty_alpha": nil, "dola_layers": nil, "use_cache": true, "cache_implementation": nil, "cache_config": nil,
+	"return_legacy_cache": nil, "prefill_chunk_size": nil, "temperature": 1.0, "top_k": 50, "top_p": 1.0,
+	"min_p": nil, "top_h": nil, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "diversity_penalty": 0.0,
+	"repetition_penalty": 1.0, "encoder_repetition_penalty": 1.0, "length_penalty": 1.0, "no_repeat_ngram_size": 0,
+	"bad_words_ids": nil, "force_words_ids": nil, "renormalize_logits": false, "constraints": nil,
+	"forced_bos_token_id": nil, "forced_eos_token_id": nil, "remove_invalid_values": false,
+	"exponential_decay_length_penalty": nil, "suppress_tokens": nil, "begin_suppress_tokens": nil,
+	"forced_decoder_ids": nil, "sequence_bias": nil, "token_healing": false, "guidance_scale": nil,
+	"low_memory": nil, "watermarking_config": nil, "num_return_sequences": 1, "output_attentions": false,
+	"output_hidden_states": false, "output_scores": false, "output_logits": nil, "return_dict_in_generate": false,
+	"pad_token_id": nil, "bos_token_id": nil, "eos_token_id": nil, "encoder_no_repeat_ngram_size": 0,
+	"decoder_start_token_id": nil, "is_assistant": false, "num_assistant_tokens": 20,
+	"num_assistant_tokens_schedule": "constant", "assistant_confidence_threshold": 0.4,
+	"prompt_lookup_num_tokens": nil, "max_matching_ngram_size": nil, "assistant_early_exit": nil,
+	"assistant_lookbehind": 10, "target_lookbehind": 10, "compile_config": nil, "disable_compile": false,
+	"generation_kwargs": map[string]any{},
+}
+
+// UnreadNotes are notes on the generation fields of a config.json (its
+// keys in configJSON) that a generation_config.json (its keys in gen)
+// overrides: transformers' generate reads generation_config.json alone
+// when there is one, and so does the zoo, but a config.json field that
+// would change generation is not ignored without a word. Fields equal to
+// GenerationConfig's defaults, or to the file's, and bos_token_id are
+// left out; the notes are sorted.
+func UnreadNotes(configJSON, gen map[string]json.RawMessage) []string {
+	var notes []string
+	for k, v := range configJSON {
+		def, ok := GenerationDefaults[k]
+		if !ok || k == "bos_token_id" || sameJSON(v, def) {
+			continue
+		}
+		there := "absent"
+		if now, ok := gen[k]; ok {
+			if sameJSON(v, now) {
+				continue
+			}
+			there = compact(now)
+		}
+		notes = append(notes, fmt.Sprintf("config.json's %s %s is not read: %s is (%s there), as transformers' generate reads it; set it there to apply it",
+			k, compact(v), GenerationFile, there))
+	}
+	slices.Sort(notes)
+	return notes
+}
+
+// sameJSON reports whether the JSON text v holds the value of x (itself
+// JSON text when it is a json.RawMessage).
+func sameJSON(v json.RawMessage, x any) bool {
+	want, err := json.Marshal(x)
+	if err != nil {
+		return false
+	}
+	var a, b any
+	if json.Unmarshal(v, &a) != nil || json.Unmarshal(want, &b) != nil {
+		return false
+	}
+	return reflect.DeepEqual(a, b)
 }

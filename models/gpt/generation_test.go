@@ -68,6 +68,9 @@ func TestGenerationRulesFromConfig(t *testing.T) {
 	g, err := ReadGeneration(dir, m.Config)
 	require.NoError(t, err, "generation_config.json is read instead of config.json")
 	require.Equal(t, 2, g.NoRepeatNGramSize)
+	// config.json's repetition_penalty is not read then, as in
+	// transformers, but it is named, not ignored without a word.
+	require.Equal(t, []string{"config.json's repetition_penalty 1.3 is not read: generation_config.json is (absent there), as transformers' generate reads it; set it there to apply it"}, g.Notes)
 	_, err = m.Generate(prompt, GenerateConfig{MaxNewTokens: 6, TopP: 1, Generation: &g})
 	require.NoError(t, err)
 }

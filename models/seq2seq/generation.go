@@ -36,7 +36,7 @@ func (c Config) Generation() (decode.Generation, error) {
 			return g, fmt.Errorf("seq2seq: %s: %w", decode.GenerationFile, err)
 		}
 		g.From = decode.GenerationFile
-		g.Notes = append(g.Notes, c.unread(raw)...)
+		g.Notes = append(g.Notes, decode.UnreadNotes(c.Extra, raw)...)
 		slices.Sort(g.Notes)
 		return g, checkSeq2Seq(g)
 	}
@@ -70,46 +70,12 @@ func ReadGeneration(dir string, c Config) (decode.Generation, error) {
 	}
 	if gf.From == decode.GenerationFile {
 		if raw, err := readJSONObject(filepath.Join(dir, decode.GenerationFile)); err == nil {
-			gf.Notes = append(gf.Notes, c.unread(raw)...)
+			gf.Notes = append(gf.Notes, decode.UnreadNotes(c.Extra, raw)...)
 			slices.Sort(gf.Notes)
 		}
 		return gf, checkSeq2Seq(gf)
 	}
 	return g, nil
-}
-
-// unread are notes on the generation fields of c's config.json that a
-// generation_config.json (its keys in gen) overrides: transformers'
-// generate reads generation_config.json alone when there is one, and so
-// does the zoo, but a field of config.json that would change generation is
-// not ignored without a word.
-func (c Config) unread(gen map[string]json.RawMessage) []string {
-	var notes []string
-	for k, v := range c.Extra {
-		def, ok := generationDefaults[k]
-		if !ok || k == "bos_token_id" || sameJSON(v, def) {
-			continue
-		}
-		there := "absent"
-		if now, ok := gen[k]; ok {
-			if sameJSON(v, now) {
-				continue
-			}
-			there = compactJSON(now)
-		}
-		notes = append(notes, fmt.Sprintf("config.json's %s %s is not read: %s is (%s there), as transformers' generate reads it; set it there to apply it",
-			k, compactJSON(v), decode.GenerationFile, there))
-	}
-	return notes
-}
-
-// compactJSON is the JSON text v on one line.
-func compactJSON(v json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, v) != nil {
-		return string(v)
-	}
-	return b.String()
 }
 
 // readJSONObject reads the JSON object in the file at path.
@@ -152,32 +118,6 @@ func (c Config) rules(g decode.Generation) decode.Constraints {
 	return r
 }
 
-// generationDefaults are the attributes of transformers' GenerationConfig
-// (generation/configuration_utils.py, 4.4x to 5.x) with their default
-// values (nil: None). GenerationConfig.from_model_config takes these keys,
-// and only these, from a config.json, and save_pretrained writes those
-// whose value is not the default.
-var generationDefaults = map[string]any{
-	"max_length": hfMaxLength, "max_new_tokens": nil, "min_length": 0, "min_new_tokens": nil, "early_stopping": false,
-	"max_time": nil, "stop_strings": nil, "do_sample": false, "num_beams": 1, "num_beam_groups": 1,
-	"penalty_alpha": nil, "dola_layers": nil, "use_cache": true, "cache_implementation": nil, "cache_config": nil,
-	"return_legacy_cache": nil, "prefill_chunk_size": nil, "temperature": 1.0, "top_k": 50, "top_p": 1.0,
-	"min_p": nil, "top_h": nil, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "diversity_penalty": 0.0,
-	"repetition_penalty": 1.0, "encoder_repetition_penalty": 1.0, "length_penalty": 1.0, "no_repeat_ngram_size": 0,
-	"bad_words_ids": nil, "force_words_ids": nil, "renormalize_logits": false, "constraints": nil,
-	"forced_bos_token_id": nil, "forced_eos_token_id": nil, "remove_invalid_values": false,
-	"exponential_decay_length_penalty": nil, "suppress_tokens": nil, "begin_suppress_tokens": nil,
-	"forced_decoder_ids": nil, "sequence_bias": nil, "token_healing": false, "guidance_scale": nil,
-	"low_memory": nil, "watermarking_config": nil, "num_return_sequences": 1, "output_attentions": false,
-	"output_hidden_states": false, "output_scores": false, "output_logits": nil, "return_dict_in_generate": false,
-	"pad_token_id": nil, "bos_token_id": nil, "eos_token_id": nil, "encoder_no_repeat_ngram_size": 0,
-	"decoder_start_token_id": nil, "is_assistant": false, "num_assistant_tokens": 20,
-	"num_assistant_tokens_schedule": "constant", "assistant_confidence_threshold": 0.4,
-	"prompt_lookup_num_tokens": nil, "max_matching_ngram_size": nil, "assistant_early_exit": nil,
-	"assistant_lookbehind": 10, "target_lookbehind": 10, "compile_config": nil, "disable_compile": false,
-	"generation_kwargs": map[string]any{},
-}
-
 // GenerationConfigJSON returns the generation_config.json that Save
 // writes for c (indented, keys sorted, as transformers writes it).
 //
@@ -214,7 +154,7 @@ func (c Config) GenerationConfigJSON() ([]byte, error) {
 	}
 	out := map[string]json.RawMessage{}
 	for k, v := range file {
-		if def, ok := generationDefaults[k]; ok && !sameJSON(v, def) {
+		if def, ok := decode.GenerationDefaults[k]; ok && !sameJSON(v, def) {
 			out[k] = v
 		}
 	}
@@ -236,7 +176,7 @@ func (c Config) GenerationConfigJSON() ([]byte, error) {
 	if _, ok := file["renormalize_logits"]; !ok {
 		out["renormalize_logits"] = json.RawMessage("true")
 	}
-	if !set(file, "max_length") && !set(file, "max_new_tokens") && c.MaxLen+1 != hfMaxLength {
+	if !set(file, "max_length") && !set(file, "max_new_tokens") && c.MaxLen+1 != decode.HFMaxLength {
 		out["max_length"] = json.RawMessage(strconv.Itoa(c.MaxLen + 1))
 	}
 	js, err := json.MarshalIndent(out, "", "  ")
@@ -245,9 +185,6 @@ func (c Config) GenerationConfigJSON() ([]byte, error) {
 	}
 	return append(js, '\n'), nil
 }
-
-// hfMaxLength is GenerationConfig's default max_length.
-const hfMaxLength = 20
 
 // jsonObject decodes b, which must be a JSON object.
 func jsonObject(b []byte) (map[string]json.RawMessage, error) {
