@@ -400,9 +400,9 @@ const waitedOver = time.Millisecond
 
 // toVit turns a loader batch into the task's batch of b rows: a short
 // batch is padded with zero images labelled layers.IgnoreIndex.
-func toVit(ib *datasets.ImageBatch, b int) vit.ImageBatch {
+func toVit(ib *datasets.ImageBatch, b int) ImageBatch {
 	if ib.B == b {
-		return vit.ImageBatch{Pixels: ib.Pixels, Labels: ib.Labels, Soft: ib.Soft}
+		return ImageBatch{Pixels: ib.Pixels, Labels: ib.Labels, Soft: ib.Soft}
 	}
 	n := ib.C * ib.H * ib.W
 	px := make([]float32, b*n)
@@ -412,7 +412,7 @@ func toVit(ib *datasets.ImageBatch, b int) vit.ImageBatch {
 		labels[i] = layers.IgnoreIndex
 	}
 	copy(labels, ib.Labels)
-	return vit.ImageBatch{Pixels: px, Labels: labels}
+	return ImageBatch{Pixels: px, Labels: labels}
 }
 
 func (d *imageData) Next() (train.Batch, error) {
@@ -601,7 +601,7 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		trainSet.Len(), valSet.Len(), len(labels), clf.Config.NumChannels, clf.Config.ImageSize, clf.Config.ImageSize,
 		pc.ImageMean, pc.ImageStd, time.Since(began).Round(time.Millisecond))
 
-	task := &vit.ImageTask{Model: clf, B: cfg.Batch, Soft: cfg.mixing(), SaveExtra: proc.Config.Save}
+	task := &ImageTask{Model: clf, B: cfg.Batch, Soft: cfg.mixing(), SaveExtra: proc.Config.Save}
 	if !cfg.mixing() {
 		task.LabelSmoothing = cfg.LabelSmoothing
 	}
