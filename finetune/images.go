@@ -42,7 +42,7 @@ type ImagesConfig struct {
 	// ViT-MAE pretraining checkpoint) whose backbone the classifier starts
 	// from; empty: a new model of the Model preset.
 	InitFrom string `json:"init_from"`
-	// Model is the configuration of a new model (see Preset): fashion
+	// Model is the configuration of a new model (see vit.Preset): fashion
 	// (28×28 grey, patch 4), tiny, small or base (224×224 RGB, patch 16),
 	// or a config .json file.
 	Model string `json:"model"`
@@ -215,20 +215,10 @@ func (c ImagesConfig) check() error {
 	return nil
 }
 
-// Preset is the model configuration for a new ViT: a preset name, fashion
-// (vit.Fashion), tiny, small or base, or a JSON file of ViTConfig keys
-// (ending in .json), whose keys left out are the Fashion preset's.
-func Preset(name string) (vit.Config, error) {
-	switch name {
-	case "fashion", "":
-		return vit.Fashion(), nil
-	case "tiny":
-		return vit.Tiny(), nil
-	case "small":
-		return vit.Small(), nil
-	case "base":
-		return vit.Base(), nil
-	}
+// modelConfig is the model configuration for a new ViT: a preset name
+// (vit.Preset: fashion, tiny, small or base), or a JSON file of ViTConfig
+// keys (ending in .json), whose keys left out are the Fashion preset's.
+func modelConfig(name string) (vit.Config, error) {
 	if strings.HasSuffix(strings.ToLower(name), ".json") {
 		b, err := os.ReadFile(name)
 		if err != nil {
@@ -241,7 +231,11 @@ func Preset(name string) (vit.Config, error) {
 		c.ID2Label = nil
 		return c, nil
 	}
-	return vit.Config{}, fmt.Errorf("finetune: model %q: want fashion, tiny, small, base or a ViT config .json file", name)
+	c, err := vit.Preset(name)
+	if err != nil {
+		return vit.Config{}, fmt.Errorf("finetune: model %q: want fashion, tiny, small, base or a ViT config .json file", name)
+	}
+	return c, nil
 }
 
 // ParseLabelNames reads a label_names value: "fashion-mnist", a
@@ -400,9 +394,9 @@ const waitedOver = time.Millisecond
 
 // toVit turns a loader batch into the task's batch of b rows: a short
 // batch is padded with zero images labelled layers.IgnoreIndex.
-func toVit(ib *datasets.ImageBatch, b int) vit.ImageBatch {
+func toVit(ib *datasets.ImageBatch, b int) ImageBatch {
 	if ib.B == b {
-		return vit.ImageBatch{Pixels: ib.Pixels, Labels: ib.Labels, Soft: ib.Soft}
+		return ImageBatch{Pixels: ib.Pixels, Labels: ib.Labels, Soft: ib.Soft}
 	}
 	n := ib.C * ib.H * ib.W
 	px := make([]float32, b*n)
@@ -412,7 +406,7 @@ func toVit(ib *datasets.ImageBatch, b int) vit.ImageBatch {
 		labels[i] = layers.IgnoreIndex
 	}
 	copy(labels, ib.Labels)
-	return vit.ImageBatch{Pixels: px, Labels: labels}
+	return ImageBatch{Pixels: px, Labels: labels}
 }
 
 func (d *imageData) Next() (train.Batch, error) {
@@ -601,7 +595,7 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		trainSet.Len(), valSet.Len(), len(labels), clf.Config.NumChannels, clf.Config.ImageSize, clf.Config.ImageSize,
 		pc.ImageMean, pc.ImageStd, time.Since(began).Round(time.Millisecond))
 
-	task := &vit.ImageTask{Model: clf, B: cfg.Batch, Soft: cfg.mixing(), SaveExtra: proc.Config.Save}
+	task := &ImageTask{Model: clf, B: cfg.Batch, Soft: cfg.mixing(), SaveExtra: proc.Config.Save}
 	if !cfg.mixing() {
 		task.LabelSmoothing = cfg.LabelSmoothing
 	}
@@ -847,7 +841,7 @@ func buildImageClassifier(cfg ImagesConfig, labels []string, out io.Writer) (*vi
 // newModelConfig is the configuration of a new model: the preset with
 // image_size, patch_size and num_channels set when given.
 func (cfg ImagesConfig) newModelConfig() (vit.Config, error) {
-	c, err := Preset(cfg.Model)
+	c, err := modelConfig(cfg.Model)
 	if err != nil {
 		return c, err
 	}
@@ -1015,7 +1009,7 @@ type ImagesEval struct {
 // set (see OpenImageData; an IDX set's ids and a CSV's or ImageFolder's
 // names are the checkpoint's labels): accuracy, macro-F1, the confusion
 // matrix and the forward throughput. pool, when not "", must be the
-// pooling the checkpoint was saved with (see ImageClassifierOptions).
+// pooling the checkpoint was saved with (see vit.PipelineOptions).
 func EvalImages(ctx context.Context, checkpoint, data, labels string, batch, workers int, pool string) (ImagesEval, error) {
 	if batch <= 0 || workers < 0 {
 		return ImagesEval{}, fmt.Errorf("eval: batch size %d must be positive and workers %d not negative", batch, workers)
@@ -1023,7 +1017,7 @@ func EvalImages(ctx context.Context, checkpoint, data, labels string, batch, wor
 	if err := datasets.CheckWorkers(workers); err != nil {
 		return ImagesEval{}, fmt.Errorf("eval: %w", err)
 	}
-	clf, proc, err := LoadImageClassifier(checkpoint, ImageClassifierOptions{Pool: pool})
+	clf, proc, err := vit.LoadPipeline(checkpoint, vit.PipelineOptions{Pool: pool})
 	if err != nil {
 		return ImagesEval{}, err
 	}
@@ -1050,92 +1044,4 @@ func EvalImages(ctx context.Context, checkpoint, data, labels string, batch, wor
 		return ImagesEval{}, err
 	}
 	return ImagesEval{Confusion: conf, InferImagesPerSec: perSec}, nil
-}
-
-// ImageClassifierOptions set how LoadImageClassifier reads a checkpoint.
-type ImageClassifierOptions struct {
-	// Pool is the pooling to use, "cls" or "mean"; "" is the checkpoint's
-	// (config.json's zoo_pooling; absent: cls). Another than the one the
-	// checkpoint records is an error (the head was trained on it); a
-	// checkpoint that records none (transformers', or zoo's from before
-	// the key) takes Pool as given.
-	Pool string
-	// Size, when set, is the height × width the images are processed to,
-	// in place of the preprocessor_config.json's size.
-	Size datasets.ImageSize
-	// Interpolate is how the position embeddings are resampled when the
-	// processed images are not image_size square (transformers'
-	// interpolate_pos_encoding=True): layers.ResampleSize (the default,
-	// transformers 5.x), layers.ResampleHF (4.18) or layers.ResampleTimm.
-	Interpolate layers.ResampleMethod
-}
-
-// LoadImageClassifier reads a ViT image classifier checkpoint and its
-// image processor (preprocessor_config.json; without one,
-// ViTImageProcessor's defaults at the model's image size), with the
-// processor's MinSize set to the patch. The pooling is the checkpoint's;
-// images processed to another size than image_size × image_size (by the
-// processor's size or o.Size; each side a multiple of patch_size) are read
-// with the position embeddings interpolated to their grid (o.Interpolate).
-// A checkpoint of another family, or one without labels, is an error
-// saying so.
-func LoadImageClassifier(dir string, o ImageClassifierOptions) (*vit.ForImageClassification, *datasets.ImageProcessor, error) {
-	ckpt, err := models.Open(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := ckpt.Expect("vit"); err != nil {
-		return nil, nil, err
-	}
-	var head struct {
-		ModelType string            `json:"model_type"`
-		ID2Label  map[string]string `json:"id2label"`
-		NumLabels *int              `json:"num_labels"`
-	}
-	if err := layers.ReadConfig(dir, &head); err != nil {
-		return nil, nil, err
-	}
-	if len(head.ID2Label) == 0 && head.NumLabels == nil {
-		return nil, nil, fmt.Errorf("checkpoint %s (model_type %s) has no classifier head (no id2label in %s): fine-tune it first, zoo finetune vit --init-from %s", dir, head.ModelType, models.ConfigFile, dir)
-	}
-	saved, recorded, err := vit.SavedPooling(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	if o.Pool != "" && o.Pool != string(vit.PoolClass) && o.Pool != string(vit.PoolMean) {
-		return nil, nil, fmt.Errorf("pool %q: want cls or mean, or leave it out to use the checkpoint's (%s)", o.Pool, saved)
-	}
-	if o.Pool != "" && vit.Pooling(o.Pool) != saved && recorded {
-		return nil, nil, fmt.Errorf("%s was trained with %s pooling (zoo_pooling in its %s), not %s: leave the pooling out, the checkpoint's is used", dir, saved, models.ConfigFile, o.Pool)
-	}
-	// A checkpoint that records no pooling (transformers', or zoo's from
-	// before zoo_pooling) pools by the class token unless told otherwise.
-	opts := []vit.Option{vit.WithInterpolation(layers.ResampleMethod(cmp(string(o.Interpolate), string(layers.ResampleSize))))}
-	if o.Pool != "" {
-		opts = append(opts, vit.WithPooling(vit.Pooling(o.Pool)))
-	}
-	clf, err := vit.LoadClassifier(dir, opts...)
-	if err != nil {
-		return nil, nil, err
-	}
-	pc := datasets.DefaultProcessorConfig()
-	pc.Size = datasets.ImageSize{Height: clf.Config.ImageSize, Width: clf.Config.ImageSize}
-	if hasProcessor(dir) {
-		if pc, err = datasets.ReadProcessorConfig(dir); err != nil {
-			return nil, nil, err
-		}
-	}
-	if o.Size != (datasets.ImageSize{}) {
-		pc.DoResize, pc.Size, pc.DoCenterCrop, pc.CropSize = true, o.Size, false, nil
-	}
-	proc, err := datasets.NewImageProcessor(pc, clf.Config.NumChannels)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, datasets.ProcessorConfigFile), err)
-	}
-	if h, w := proc.OutputSize(); clf.CheckSize(clf.Config.NumChannels, h, w) != nil {
-		return nil, nil, fmt.Errorf("%s makes %d×%d images, which the model (image_size %d, patch_size %d) cannot read: %w",
-			cmp(filepath.Join(dir, datasets.ProcessorConfigFile), "the size asked for"), h, w, clf.Config.ImageSize, clf.Config.PatchSize, clf.CheckSize(clf.Config.NumChannels, h, w))
-	}
-	proc.MinSize = clf.Config.PatchSize
-	return clf, proc, nil
 }

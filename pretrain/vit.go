@@ -277,7 +277,7 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 		if b.B < cfg.Batch || cfg.EvalBatches > 0 && i >= cfg.EvalBatches {
 			break // whole batches only
 		}
-		eval = append(eval, vit.MAEBatch{Pixels: b.Pixels, Noise: vit.MaskNoise(cfg.Seed, -1, i, cfg.Batch, n), Masked: masked})
+		eval = append(eval, MAEBatch{Pixels: b.Pixels, Noise: MaskNoise(cfg.Seed, -1, i, cfg.Batch, n), Masked: masked})
 		t, err := mc.Patchify(b.Pixels, b.B)
 		if err != nil {
 			return nil, err
@@ -296,7 +296,7 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 	data := &maeData{loader: loader, eval: eval, seed: cfg.Seed, b: cfg.Batch, n: n, masked: masked, accumulate: cfg.Accumulate * train.Ranks()}
 	if k := min(cfg.Pictures, evalImgs[0].B); k > 0 {
 		pix := evalImgs[0].Pixels[:k*proc.Len()]
-		noise := vit.MaskNoise(cfg.Seed, -2, 0, k, n)
+		noise := MaskNoise(cfg.Seed, -2, 0, k, n)
 		data.onEval = func(step int) error {
 			return train.LeaderFirst(func() error {
 				path, err := writeReconstructions(m, proc, pix, noise, k, cfg.RunDir, step)
@@ -311,7 +311,7 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 	}
 	ac := train.DefaultAdamWConfig()
 	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.Beta1, cfg.Beta2, cfg.WeightDecay
-	task := &vit.MAETask{Model: m, B: cfg.Batch, SaveExtra: proc.Config.Save}
+	task := &MAETask{Model: m, B: cfg.Batch, SaveExtra: proc.Config.Save}
 	tr, err := train.New(task, data, train.Config{
 		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
 		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched,
@@ -414,7 +414,7 @@ func splitImages(set datasets.ImageSet, fraction float64, seed uint64) (trainSet
 }
 
 // maeData serves the engine MAE batches: the loader's images with their
-// masking noise (vit.MaskNoise of the batch's epoch and index), and the
+// masking noise (MaskNoise of the batch's epoch and index), and the
 // fixed validation batches. At each evaluation it first calls onEval with
 // the step, to draw the reconstructions.
 type maeData struct {
@@ -439,7 +439,7 @@ func (d *maeData) Next() (train.Batch, error) {
 		return nil, err
 	}
 	d.served++
-	return vit.MAEBatch{Pixels: b.Pixels, Noise: vit.MaskNoise(d.seed, b.Epoch, b.Index, d.b, d.n), Masked: d.masked}, nil
+	return MAEBatch{Pixels: b.Pixels, Noise: MaskNoise(d.seed, b.Epoch, b.Index, d.b, d.n), Masked: d.masked}, nil
 }
 
 // Skip passes over a batch another data-parallel rank trains on, without

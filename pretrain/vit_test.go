@@ -17,7 +17,6 @@ import (
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/vit"
-	"github.com/d73a19ff/zoo/train"
 )
 
 // stripes writes n 8×8 grey images of stripes as an IDX images file:
@@ -111,66 +110,10 @@ func TestRunViTMAELearns(t *testing.T) {
 	m, err := vit.LoadViTMAEForPreTraining(res.Final)
 	require.NoError(t, err)
 	require.Equal(t, cfg.Model.DecoderHiddenSize, m.Config.DecoderHiddenSize)
-
-	fineTuneMAE(t, res.Final, cfg)
+	// The fine-tuning of this checkpoint (finetune.ImageTask) is checked
+	// by cmd/zoo's TestMAEPretrainThenImageTask: pretrain never imports
+	// finetune.
 }
-
-// fineTuneMAE loads an MAE checkpoint's encoder into a classifier of the
-// stripes' orientation, trains it a few steps with the engine
-// (vit.ImageTask) and checks that it classifies held-out stripes: MAE →
-// fine-tune → classify, in Go.
-func fineTuneMAE(t *testing.T, ckpt string, cfg MAEConfig) {
-	t.Helper()
-	c, r, err := vit.LoadForImageClassification(ckpt, []string{"horizontal", "vertical"}, vit.LoadOptions{})
-	require.NoError(t, err)
-	require.Contains(t, r.Dropped, "decoder.decoder_embed.weight")
-	path, labels := stripesLabelled(t, 160)
-	set, err := OpenImages(path, "")
-	require.NoError(t, err)
-	proc, err := datasets.NewImageProcessor(cfg.Processor, 1)
-	require.NoError(t, err)
-	all, err := datasets.LoadAll(context.Background(), set, proc, 32, 1)
-	require.NoError(t, err)
-	var batches []train.Batch
-	for i, b := range all {
-		batches = append(batches, vit.ImageBatch{Pixels: b.Pixels, Labels: labels[i*32 : i*32+b.B]})
-	}
-	data := &fixedData{train: batches[:4], eval: batches[4:]}
-	sched, err := train.Constant(1e-3)
-	require.NoError(t, err)
-	tr, err := train.New(&vit.ImageTask{Model: c, B: 32}, data, train.Config{Steps: 40, Dir: filepath.Join(t.TempDir(), "ft"), AdamW: train.DefaultAdamWConfig(), Schedule: sched})
-	require.NoError(t, err)
-	defer tr.Close()
-	_, err = tr.Run(context.Background(), io.Discard)
-	require.NoError(t, err)
-	right := 0
-	for _, b := range batches[4:] {
-		ib := b.(vit.ImageBatch)
-		probs, err := c.Probabilities(ib.Pixels, len(ib.Labels))
-		require.NoError(t, err)
-		for i, p := range probs {
-			if (p[1] > p[0]) == (ib.Labels[i] == 1) {
-				right++
-			}
-		}
-	}
-	require.Equal(t, 32, right, "the held-out stripes' orientations")
-}
-
-// fixedData cycles over fixed training batches.
-type fixedData struct {
-	train, eval []train.Batch
-	i           int
-}
-
-func (d *fixedData) Next() (train.Batch, error) {
-	b := d.train[d.i%len(d.train)]
-	d.i++
-	return b, nil
-}
-func (d *fixedData) Eval() ([]train.Batch, error) { return d.eval, nil }
-func (d *fixedData) State() ([]byte, error)       { return json.Marshal(d.i) }
-func (d *fixedData) Restore(b []byte) error       { return json.Unmarshal(b, &d.i) }
 
 // A run stopped at step 10 and resumed to 20 ends with the weights of a
 // run of 20 steps straight: the images, augmentations and masks are those

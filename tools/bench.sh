@@ -52,8 +52,8 @@ torchenv() {
   fi
 }
 vitbench() { # $1: extra go test flags. The real step of the Fashion-MNIST recipe.
-  go test $1 ./models/vit/ -run '^$' -bench 'TrainStep/vit-fashion/B128$' -benchtime 5x | grep -E '^Benchmark'
-  go test $1 ./models/vit/ -run '^$' -bench 'Forward/vit-fashion/B256$' -benchtime 5x | grep -E '^Benchmark'
+  go test $1 ./finetune/ -run '^$' -bench 'TrainStep/vit-fashion/B128$' -benchtime 5x | grep -E '^Benchmark'
+  go test $1 ./finetune/ -run '^$' -bench 'Forward/vit-fashion/B256$' -benchtime 5x | grep -E '^Benchmark'
 }
 if [ "$what" = vit ]; then
   # The machine is shared: interleave the two sides and take medians.
@@ -161,7 +161,7 @@ stepsround() { # each family's real training step, every row in its own process 
   torchrow bench_seq2seq.py Seq2seqTrainStep/
   gorow models/bert 'BERTMiniPretrainStep_T128_B32$' 3
   torchrow bench_bert.py BERTMiniPretrainStep_T128_B32
-  gorow models/vit 'TrainStep/vit-fashion/B128$' 5
+  gorow finetune 'TrainStep/vit-fashion/B128$' 5
   torchrow bench_vit.py TrainStep/vit-fashion/B128
 }
 allround() { # everything issue 14's table asks for, both builds, row by row

@@ -30,7 +30,7 @@ PAIRS = [
     ("BERTMiniPretrainStepMaskedOnly_T128_B32", "BERTMiniPretrainStepMaskedOnly_T128_B32", "ms/step"),
     ("BERTMiniFinetuneStep_T128_B32", "BERTMiniFinetuneStep_T128_B32", "ms/step"),
     ("BERTMiniClassifyForward_T128_B32", "BERTMiniClassifyForward_T128_B32", "ms/step"),
-    # The ViT Fashion-MNIST recipe (models/vit, tools/pytorch/bench_vit.py):
+    # The ViT Fashion-MNIST recipe (finetune/images_bench_test.go, tools/pytorch/bench_vit.py):
     # the real training step with AdamW, augmentation excluded, and inference.
     # They replace the ViT-like encoder step (layers' EncoderStep/vit_like_*,
     # ff256, B64, no optimiser), whose benchmark stays in layers/.

@@ -15,9 +15,9 @@ import (
 	"strings"
 
 	"github.com/d73a19ff/zoo/datasets"
-	"github.com/d73a19ff/zoo/finetune"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models/vit"
 )
 
 // classifyBatch is how many images zoo classify runs at once.
@@ -57,7 +57,7 @@ several.`)
 	case *attention != "" && len(paths) > maxOverlays:
 		return fmt.Errorf("%w: --attention draws at most %d images; %d given", errUsage, maxOverlays, len(paths))
 	}
-	o := finetune.ImageClassifierOptions{Pool: *pool, Interpolate: layers.ResampleMethod(*resample)}
+	o := vit.PipelineOptions{Pool: *pool, Interpolate: layers.ResampleMethod(*resample)}
 	if err := o.Interpolate.Validate(); err != nil {
 		return fmt.Errorf("%w: --position-resample: %v", errUsage, err)
 	}
@@ -66,7 +66,7 @@ several.`)
 			return fmt.Errorf("%w: --image-size: %v", errUsage, err)
 		}
 	}
-	clf, proc, err := finetune.LoadImageClassifier(*ckpt, o)
+	clf, proc, err := vit.LoadPipeline(*ckpt, o)
 	if err != nil {
 		return err
 	}

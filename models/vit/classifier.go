@@ -203,3 +203,15 @@ func (c *ForImageClassification) ProbabilitiesAt(pixels []float32, b, h, w int) 
 	}
 	return out, nil
 }
+
+// copyFloats writes v into n's value, float32 or float64.
+func copyFloats(n *gorgonia.Node, v []float32) {
+	switch d := n.Value().Data().(type) {
+	case []float32:
+		copy(d, v)
+	case []float64:
+		for i, x := range v {
+			d[i] = float64(x)
+		}
+	}
+}

@@ -43,7 +43,8 @@ func TestConcurrentInference(t *testing.T) {
 	}
 	one, three := images(1, cfg.NumChannels), images(3, cfg.NumChannels)
 	gray := images(2, 1)
-	noise := MaskNoise(5, 0, 0, 2, mc.NumPatches())
+	// pretrain.MaskNoise(5, 0, 0, 2, N): the noise of a run's first batch.
+	noise := Noise(rand.New(rand.NewPCG(5^0x6d61_7365_0000_0000, 0)), 2, mc.NumPatches())
 	racetest.Check(t, 2,
 		racetest.Call{Name: "Probabilities", Run: func() (any, error) { return clfs[0].Probabilities(three, 3) }},
 		racetest.Call{Name: "Probabilities one image", Run: func() (any, error) { return clfs[0].Probabilities(one, 1) }},

@@ -127,8 +127,9 @@ func Tiny() Config { return sized(12, 192, 3, 768) }
 // training on two cores: about 63M multiply-adds per image forward, so a
 // training step (forward, backward, AdamW) runs at about 85 images/s at
 // batch 64 on the zoo's 2-core machine while it is shared with other runs
-// (BenchmarkTrainStep), some 12 minutes per Fashion-MNIST epoch. Dropouts
-// are 0, as ViTConfig's; regularise with augmentation or set them.
+// (finetune's BenchmarkTrainStep), some 12 minutes per Fashion-MNIST
+// epoch. Dropouts are 0, as ViTConfig's; regularise with augmentation or
+// set them.
 func Fashion() Config {
 	c := sized(6, 128, 4, 512)
 	c.ImageSize, c.PatchSize, c.NumChannels, c.EncoderStride = 28, 4, 1, 4

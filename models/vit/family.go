@@ -2,18 +2,18 @@ package vit
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
-	"github.com/d73a19ff/zoo/train"
 )
 
 // The family as the checkpoint bundle sees it. The shared classification
 // pipeline (models.Classifier) reads text; an image classifier offers the
 // image counterpart (ForImageClassification.ClassLogits on pixels, Loss,
-// and ImageTask for the engine), so NewClassifier and LoadClassifier are
-// left nil here until a pipeline takes images.
+// and finetune.ImageTask for the engine), so NewClassifier and
+// LoadClassifier are left nil here until a pipeline takes images.
 func init() {
 	models.Register(models.Family{
 		Name: "vit",
@@ -58,7 +58,15 @@ func init() {
 // Decay reports whether a parameter gets weight decay, as timm's
 // VisionTransformer.no_weight_decay and its optimizer factory
 // (param_groups_weight_decay) decide: matrices do, except the class token
-// and the position embeddings; biases and LayerNorms (one dim) never do.
+// and the position embeddings (NoDecay); biases and LayerNorms (one dim)
+// never do. It has the engine's decay-rule signature (train.DecayRule):
+// a task hands it on as its train.Decayer.
 func (m *Model) Decay(name string, shape []int) bool {
-	return train.NoDecayOf(m.ClassToken.Token.Name, m.PositionEmbeddings.Name)(name, shape)
+	return len(shape) >= 2 && !slices.Contains(m.NoDecay(), name)
+}
+
+// NoDecay names the matrices kept out of weight decay (timm's
+// no_weight_decay()): the class token and the position embeddings.
+func (m *Model) NoDecay() []string {
+	return []string{m.ClassToken.Token.Name, m.PositionEmbeddings.Name}
 }

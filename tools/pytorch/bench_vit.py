@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch CPU reference timings for the Go ViT benchmarks
-(models/vit/bench_test.go).
+(finetune/images_bench_test.go).
 
 Run on the same 2-core machine as the Go benchmarks, with OpenBLAS:
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Golden training trajectory of a tiny ViT classifier: ten optimizer steps
 of torch.optim.AdamW with gradient-norm clipping, from fixed weights on fixed
-batches, for models/vit's TestTrainingMatchesPyTorch (the engine, the task
+batches, for finetune's TestViTTrainingMatchesPyTorch (the engine, the task
 and the model together, step by step).
 
-    /usr/bin/python3 tools/pytorch/vit_train_reference.py [--out models/vit/testdata/train]
+    /usr/bin/python3 tools/pytorch/vit_train_reference.py [--out finetune/testdata/vit_train]
 
 The model is vit_reference.py's ViTForImageClassification (Hugging Face's
 names), float64. The recipe is zoo's `finetune vit`: AdamW (0.9, 0.999,
@@ -42,7 +42,7 @@ STEPS, BATCH, LR, DECAY, CLIP = 10, 4, 3e-2, 0.05, 0.5
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default="models/vit/testdata/train")
+    ap.add_argument("--out", default="finetune/testdata/vit_train")
     out = ap.parse_args().out
     torch.set_default_dtype(torch.float64)
     gen = torch.Generator().manual_seed(77)

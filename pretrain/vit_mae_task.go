@@ -1,4 +1,4 @@
-package vit
+package pretrain
 
 import (
 	"fmt"
@@ -9,11 +9,13 @@ import (
 
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/vit"
 	"github.com/d73a19ff/zoo/train"
 )
 
-// This file is MAE pretraining for the training engine (train.Task):
-// batches of pixels with their masking noise.
+// This file is ViT MAE pretraining (models/vit's ViTMAEForPreTraining) for
+// the training engine (train.Task): batches of pixels with their masking
+// noise.
 
 // MAEBatch is B images for MAETask, with the noise that masks them.
 type MAEBatch struct {
@@ -42,13 +44,13 @@ const maskSalt = 0x6d61_7365_0000_0000
 // evaluation.
 func MaskNoise(seed uint64, epoch, index, b, n int) []float64 {
 	r := rand.New(rand.NewPCG(seed^maskSalt^uint64(epoch)<<32, uint64(index)))
-	return Noise(r, b, n)
+	return vit.Noise(r, b, n)
 }
 
 // MAETask trains a ViTMAEForPreTraining on batches of B images (MAEBatch).
 // Its loss is the masked patches' MSE (forward_loss).
 type MAETask struct {
-	Model *ViTMAEForPreTraining
+	Model *vit.ViTMAEForPreTraining
 	B     int
 	// SaveExtra, when not nil, writes the checkpoint's other files
 	// (preprocessor_config.json) after the model's.
@@ -58,7 +60,7 @@ type MAETask struct {
 // Store implements train.Task.
 func (k *MAETask) Store() *layers.Store { return k.Model.Store }
 
-// Decay implements train.Decayer (see ViTMAEForPreTraining.Decay).
+// Decay implements train.Decayer (see vit.ViTMAEForPreTraining.Decay).
 func (k *MAETask) Decay(name string, shape []int) bool { return k.Model.Decay(name, shape) }
 
 // Loss implements train.Task.
@@ -97,71 +99,4 @@ func (k *MAETask) Save(dir string) error {
 // Load implements train.Task.
 func (k *MAETask) Load(dir string) error {
 	return k.Model.LoadWeights(filepath.Join(dir, models.WeightsFile))
-}
-
-// Reconstruction is the model's reconstruction of a batch: the inputs to
-// draw a picture of originals, masked inputs and reconstructions.
-type Reconstruction struct {
-	// Pixels (B, C, S, S) are the originals (normalised, as given).
-	Pixels []float32
-	// Mask (B, N) is 1 for the masked patches.
-	Mask []float64
-	// Reconstructed (B, C, S, S) are the predictions unpatchified, in the
-	// originals' units: with norm_pix_loss each predicted patch is mapped
-	// back with the original patch's own mean and standard deviation, as
-	// MAE's visualisation does (so the picture shows the predicted
-	// structure; the patch brightness comes from the original).
-	Reconstructed []float64
-	// Loss is the batch's masked-patch loss.
-	Loss float64
-}
-
-// Reconstruct runs the model (no dropout) on b images with the given
-// noise and returns its reconstruction. It builds a graph each call: for
-// a few pictures per evaluation, not for training. Safe for concurrent use
-// by multiple goroutines: each call builds and runs a graph of its own.
-func (m *ViTMAEForPreTraining) Reconstruct(pixels []float32, noise []float64, b int) (*Reconstruction, error) {
-	g := m.Store.NewGraph()
-	mg, err := m.Graph(g, b)
-	if err != nil {
-		return nil, err
-	}
-	if err := mg.Set(pixels, noise); err != nil {
-		return nil, err
-	}
-	var logits, loss gorgonia.Value
-	gorgonia.Read(mg.Logits, &logits)
-	gorgonia.Read(mg.Loss, &loss)
-	vm, err := g.Machine()
-	if err != nil {
-		return nil, err
-	}
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		return nil, fmt.Errorf("vit_mae: reconstruct: %w", err)
-	}
-	pred, err := layers.Float64s(logits)
-	if err != nil {
-		return nil, err
-	}
-	pv := m.Config.PatchValues()
-	if mg.TargetStd != nil {
-		for r := range mg.TargetStd {
-			for j := 0; j < pv; j++ {
-				pred[r*pv+j] = pred[r*pv+j]*mg.TargetStd[r] + mg.TargetMean[r]
-			}
-		}
-	}
-	img, err := m.Config.Unpatchify(pred, b)
-	if err != nil {
-		return nil, err
-	}
-	var l float64
-	switch v := loss.Data().(type) {
-	case float32:
-		l = float64(v)
-	case float64:
-		l = v
-	}
-	return &Reconstruction{Pixels: pixels, Mask: mg.Masking.Mask, Reconstructed: img, Loss: l}, nil
 }

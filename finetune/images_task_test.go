@@ -1,4 +1,4 @@
-package vit
+package finetune
 
 import (
 	"context"
@@ -7,8 +7,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models/vit"
 	"github.com/d73a19ff/zoo/train"
 )
+
+// vitTestConfig is models/vit's testConfig: a ViT small enough for unit
+// tests, 8×8×3 images in 4×4 patches (4 patches, 5 tokens), 2 layers,
+// 2 heads, 16 wide, 24 inner, no dropout.
+func vitTestConfig() vit.Config {
+	c := vit.Base()
+	c.NumHiddenLayers, c.HiddenSize, c.NumAttentionHeads, c.IntermediateSize = 2, 16, 2, 24
+	c.ImageSize, c.PatchSize = 8, 4
+	return c
+}
 
 // twoClasses is a fixed batch of 8×8×3 images: class 0 bright on the left
 // half, class 1 on the right; the last row is padding when pad is set.
@@ -35,12 +46,12 @@ func twoClasses(b int, pad bool) ImageBatch {
 	return ImageBatch{Pixels: px, Labels: labels}
 }
 
-type fixedData struct{ b ImageBatch }
+type fixedImageData struct{ b ImageBatch }
 
-func (d fixedData) Next() (train.Batch, error)   { return d.b, nil }
-func (d fixedData) Eval() ([]train.Batch, error) { return []train.Batch{d.b}, nil }
-func (d fixedData) State() ([]byte, error)       { return []byte("{}"), nil }
-func (d fixedData) Restore([]byte) error         { return nil }
+func (d fixedImageData) Next() (train.Batch, error)   { return d.b, nil }
+func (d fixedImageData) Eval() ([]train.Batch, error) { return []train.Batch{d.b}, nil }
+func (d fixedImageData) State() ([]byte, error)       { return []byte("{}"), nil }
+func (d fixedImageData) Restore([]byte) error         { return nil }
 
 // TestImageTaskLearns trains the tiny classifier for 60 steps through the
 // engine, with hard and with soft targets: the loss falls halfway to its floor and the reported
@@ -53,9 +64,9 @@ func TestImageTaskLearns(t *testing.T) {
 			name = "soft"
 		}
 		t.Run(name, func(t *testing.T) {
-			m, err := New(testConfig(), StoreOption(layers.WithSeed(2)))
+			m, err := vit.New(vitTestConfig(), vit.StoreOption(layers.WithSeed(2)))
 			require.NoError(t, err)
-			c, err := NewForImageClassification(m, []string{"left", "right"})
+			c, err := vit.NewForImageClassification(m, []string{"left", "right"})
 			require.NoError(t, err)
 			task := &ImageTask{Model: c, B: 6, Soft: soft}
 			batch := twoClasses(6, false)
@@ -70,7 +81,7 @@ func TestImageTaskLearns(t *testing.T) {
 			sched, err := train.Constant(1e-3)
 			require.NoError(t, err)
 			cfg := train.Config{Steps: 60, Dir: t.TempDir(), AdamW: train.DefaultAdamWConfig(), Schedule: sched}
-			tr, err := train.New(task, fixedData{batch}, cfg)
+			tr, err := train.New(task, fixedImageData{batch}, cfg)
 			require.NoError(t, err)
 			defer tr.Close()
 			res, err := tr.Run(context.Background(), nil)
@@ -82,7 +93,7 @@ func TestImageTaskLearns(t *testing.T) {
 			}
 			require.Less(t, res.ValLoss, floor+(before-floor)/2, "the loss falls")
 			require.Equal(t, 1.0, res.ValParts["accuracy"])
-			back, err := LoadClassifier(res.Final)
+			back, err := vit.LoadClassifier(res.Final)
 			require.NoError(t, err)
 			require.Equal(t, []string{"left", "right"}, back.Labels)
 			require.NoError(t, task.Load(res.Final))
@@ -93,9 +104,9 @@ func TestImageTaskLearns(t *testing.T) {
 // Padding rows count for nothing: the loss of a batch whose last row is
 // padding is the loss of the real rows, with hard and with soft targets.
 func TestImageTaskPadding(t *testing.T) {
-	m, err := New(testConfig(), StoreOption(layers.WithSeed(2)))
+	m, err := vit.New(vitTestConfig(), vit.StoreOption(layers.WithSeed(2)))
 	require.NoError(t, err)
-	c, err := NewForImageClassification(m, []string{"left", "right"})
+	c, err := vit.NewForImageClassification(m, []string{"left", "right"})
 	require.NoError(t, err)
 	full, padded := twoClasses(4, false), twoClasses(4, true)
 	full.Pixels, full.Labels = full.Pixels[:3*3*8*8], full.Labels[:3]
@@ -111,9 +122,9 @@ func TestImageTaskPadding(t *testing.T) {
 }
 
 func TestImageTaskBadBatches(t *testing.T) {
-	m, err := New(testConfig())
+	m, err := vit.New(vitTestConfig())
 	require.NoError(t, err)
-	c, err := NewForImageClassification(m, []string{"a", "b"})
+	c, err := vit.NewForImageClassification(m, []string{"a", "b"})
 	require.NoError(t, err)
 	good := twoClasses(2, false)
 	for _, tc := range []struct {

@@ -1,4 +1,4 @@
-package vit
+package finetune
 
 import (
 	"fmt"
@@ -9,21 +9,24 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models/vit"
 	"github.com/d73a19ff/zoo/train"
 )
 
-// The benchmarks run the Fashion preset (28×28×1, 4×4 patches, 6 layers,
-// 128 wide, 10 classes), float32, dropout off, on synthetic N(0, 1) pixels
-// and uniform labels: the training step of the Fashion-MNIST recipe
-// without augmentation (forward, backward and AdamW), and inference.
+// The benchmarks run the ViT Fashion preset (28×28×1, 4×4 patches, 6
+// layers, 128 wide, 10 classes), float32, dropout off, on synthetic
+// N(0, 1) pixels and uniform labels: the training step of the
+// Fashion-MNIST recipe (`zoo finetune vit`) without augmentation (forward,
+// backward and AdamW), and inference. tools/bench.sh runs them against
+// tools/pytorch/bench_vit.py.
 
 // benchClassifier is the Fashion preset with a 10-class head, seeded.
-func benchClassifier(b *testing.B) *ForImageClassification {
-	m, err := New(Fashion(), StoreOption(layers.WithSeed(1)))
+func benchClassifier(b *testing.B) *vit.ForImageClassification {
+	m, err := vit.New(vit.Fashion(), vit.StoreOption(layers.WithSeed(1)))
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := NewForImageClassification(m, []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"})
+	c, err := vit.NewForImageClassification(m, []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package vit
+package pretrain
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models/vit"
 	"github.com/d73a19ff/zoo/train"
 )
 
@@ -15,11 +16,11 @@ import (
 // preset (forward, backward, AdamW) at batches 64 and 128, Set (masking,
 // gather indexes, targets) included, as in training; data loading is not.
 //
-//	go test -run '^$' -bench MAETrainStep -benchtime 10x ./models/vit/
+//	go test -run '^$' -bench MAETrainStep -benchtime 10x ./pretrain/
 func BenchmarkMAETrainStep(b *testing.B) {
 	for _, batch := range []int{64, 128} {
 		b.Run(fmt.Sprintf("mae-fashion/B%d", batch), func(b *testing.B) {
-			m, err := NewViTMAEForPreTraining(MAEFashion(), StoreOption(layers.WithSeed(1)))
+			m, err := vit.NewViTMAEForPreTraining(vit.MAEFashion(), vit.StoreOption(layers.WithSeed(1)))
 			if err != nil {
 				b.Fatal(err)
 			}

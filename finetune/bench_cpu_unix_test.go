@@ -1,6 +1,6 @@
 //go:build unix
 
-package vit
+package finetune
 
 import (
 	"syscall"

@@ -1,4 +1,4 @@
-package vit
+package finetune
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models/vit"
 	"github.com/d73a19ff/zoo/train"
 )
 
@@ -32,7 +33,33 @@ func (f *fixedImages) Eval() ([]train.Batch, error) { return []train.Batch{f.bat
 func (f *fixedImages) State() ([]byte, error)       { return []byte("{}"), nil }
 func (f *fixedImages) Restore([]byte) error         { return nil }
 
-// TestTrainingMatchesPyTorch trains the fixture's tiny classifier (float64)
+// vitGolden reads the reference's tensors (models/vit's golden).
+type vitGolden struct {
+	t *testing.T
+	f *safetensors.File
+}
+
+func (p vitGolden) ints(name string) []int {
+	ts, ok := p.f.Tensor(name)
+	require.True(p.t, ok, name)
+	v, err := ts.Int64s()
+	require.NoError(p.t, err)
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+func (p vitGolden) floats(name string) []float64 {
+	ts, ok := p.f.Tensor(name)
+	require.True(p.t, ok, name)
+	v, err := ts.Float64s()
+	require.NoError(p.t, err)
+	return v
+}
+
+// TestViTTrainingMatchesPyTorch trains the fixture's tiny classifier (float64)
 // through the engine, as `zoo finetune vit` does (ImageTask, AdamW with the
 // family's decay rule, gradient clipping, a constant learning rate), for
 // the ten steps tools/pytorch/vit_train_reference.py took with
@@ -40,12 +67,12 @@ func (f *fixedImages) Restore([]byte) error         { return nil }
 // norm, and every weight at the end, agree within 1e-9. A one-step parity
 // test cannot see a wrong optimizer slot, decay rule, clip or batch order;
 // this one can.
-func TestTrainingMatchesPyTorch(t *testing.T) {
-	dir := filepath.Join("testdata", "train")
+func TestViTTrainingMatchesPyTorch(t *testing.T) {
+	dir := filepath.Join("testdata", "vit_train")
 	f, err := safetensors.ReadFile(filepath.Join(dir, "golden.safetensors"))
 	require.NoError(t, err)
-	gold := golden{t, f}
-	clf, err := LoadClassifier(dir, StoreOption(layers.WithDtype(tensor.Float64)))
+	gold := vitGolden{t, f}
+	clf, err := vit.LoadClassifier(dir, vit.StoreOption(layers.WithDtype(tensor.Float64)))
 	require.NoError(t, err)
 	set := gold.floats("settings")
 	lr, decay, clip := set[0], set[1], set[2]

@@ -1,4 +1,4 @@
-package vit
+package finetune
 
 import (
 	"fmt"
@@ -8,12 +8,13 @@ import (
 
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/vit"
 	"github.com/d73a19ff/zoo/train"
 )
 
-// This file is image classification for the training engine (train.Task):
-// batches of float pixels and int labels, or soft targets for mixup and
-// cutmix.
+// This file is image classification with a ViT (models/vit) for the
+// training engine (train.Task): batches of float pixels and int labels, or
+// soft targets for mixup and cutmix.
 
 // ImageBatch is B images for ImageTask: the engine's train.Batch.
 type ImageBatch struct {
@@ -48,7 +49,7 @@ func (b ImageBatch) Targets() int {
 // their one-hot rows; without, on int labels with LabelSmoothing. It
 // reports "accuracy" when the batches carry labels.
 type ImageTask struct {
-	Model          *ForImageClassification
+	Model          *vit.ForImageClassification
 	B              int
 	Soft           bool
 	LabelSmoothing float64
@@ -60,7 +61,8 @@ type ImageTask struct {
 // Store implements train.Task.
 func (k *ImageTask) Store() *layers.Store { return k.Model.Store }
 
-// Decay implements train.Decayer: the model's no-decay parameters.
+// Decay implements train.Decayer: the model's no-decay parameters
+// (vit.Model.Decay).
 func (k *ImageTask) Decay(name string, shape []int) bool { return k.Model.Decay(name, shape) }
 
 // Loss implements train.Task.
@@ -100,7 +102,7 @@ func (k *ImageTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) err
 		if len(ib.Pixels) != k.B*size {
 			return fmt.Errorf("vit task: %d pixel values do not fill the (%d, %d, %d, %d) batch", len(ib.Pixels), k.B, c.NumChannels, c.ImageSize, c.ImageSize)
 		}
-		copyFloats(pixels, ib.Pixels)
+		setPixels(pixels, ib.Pixels)
 		if len(ib.Labels) != k.B {
 			return fmt.Errorf("vit task: %d labels for a batch of %d", len(ib.Labels), k.B)
 		}
@@ -142,21 +144,10 @@ func (k *ImageTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) err
 				st[i*nk+l] = w
 			}
 		}
-		copyFloats(soft, st)
+		setPixels(soft, st)
 		return nil
 	}
 	return loss, load, nil
-}
-
-func copyFloats(n *gorgonia.Node, v []float32) {
-	switch d := n.Value().Data().(type) {
-	case []float32:
-		copy(d, v)
-	case []float64:
-		for i, x := range v {
-			d[i] = float64(x)
-		}
-	}
 }
 
 // Save implements train.Task: the model's files, then SaveExtra's.
