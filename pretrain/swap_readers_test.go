@@ -19,13 +19,14 @@ import (
 	"github.com/d73a19ff/zoo/models/gpt"
 	"github.com/d73a19ff/zoo/models/seq2seq"
 	"github.com/d73a19ff/zoo/models/vit"
+	"github.com/d73a19ff/zoo/train"
 )
 
 // These tests run every family's reader against the checkpoint writer that
 // the pipelines' runs use (train's checkpoints, written by internal/ckptswap's
-// Replace and recovered by RecoverAll, killed by the crash hook): here, in
-// the pipelines' package that imports both, so that train imports no model
-// package.
+// Replace, killed by its crash hook, and recovered by train.Recover): here,
+// in the pipelines' package that imports both, so that train imports no
+// model package.
 
 // swapFamily saves and loads a checkpoint of one family whose version (1
 // or 2, its number of layers or labels) a load tells apart.
@@ -121,7 +122,7 @@ func TestEveryReaderLoadsAfterAKillAtEveryOperation(t *testing.T) {
 			for k := 0; ; k++ {
 				what := fmt.Sprintf("%s (an older one on disk: %v), killed before operation %d", fam.name, existing, k)
 				run := t.TempDir()
-				root := filepath.Join(run, "checkpoints")
+				root := filepath.Join(run, train.CheckpointsDir)
 				require.NoError(t, os.MkdirAll(root, 0o755))
 				if existing {
 					_, err := ckptswap.Replace(root, "best", func(dir string) error { return fam.save(t, dir, 1) })
@@ -161,7 +162,7 @@ func TestEveryReaderLoadsAfterAKillAtEveryOperation(t *testing.T) {
 					require.Error(t, err, what)
 					require.Contains(t, err.Error(), "no such file or directory", what)
 				}
-				require.NoError(t, ckptswap.RecoverAll(root), what)
+				require.NoError(t, train.Recover(run), what)
 				entries, err := os.ReadDir(root)
 				require.NoError(t, err)
 				for _, e := range entries {
@@ -185,7 +186,7 @@ func TestReaderFinishingALiveSwap(t *testing.T) {
 	fam := swapFamilies(t)[0]
 	for _, existing := range []bool{true, false} {
 		run := t.TempDir()
-		root := filepath.Join(run, "checkpoints")
+		root := filepath.Join(run, train.CheckpointsDir)
 		require.NoError(t, os.MkdirAll(root, 0o755))
 		ckpt := filepath.Join(root, "best")
 		if existing {
