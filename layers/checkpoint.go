@@ -13,14 +13,15 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/internal/atomicfile"
+	"github.com/d73a19ff/zoo/internal/ckptfiles"
 	"github.com/d73a19ff/zoo/internal/ckptswap"
 	"github.com/d73a19ff/zoo/internal/safetensors"
 )
 
 // The file names of a checkpoint directory, as Hugging Face names them.
 const (
-	WeightsFile = "model.safetensors"
-	ConfigFile  = "config.json"
+	WeightsFile = ckptfiles.Weights // model.safetensors
+	ConfigFile  = ckptfiles.Config  // config.json
 )
 
 // KeyMap translates between a store's parameter names and a checkpoint's

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/ckptfiles"
 	"github.com/d73a19ff/zoo/internal/ckptswap"
 	"github.com/d73a19ff/zoo/layers"
 )
@@ -18,12 +19,12 @@ import (
 // Hugging Face names them, so that Hugging Face's from_pretrained reads the
 // model and its tokenizer from the directory as it is.
 const (
-	ConfigFile       = layers.ConfigFile          // config.json, with model_type
-	WeightsFile      = layers.WeightsFile         // model.safetensors, Hugging Face's tensor names
-	TokenizerFile    = "tokenizer.json"           // text families: a Hugging Face tokenizer
-	PreprocessorFile = "preprocessor_config.json" // image families: Hugging Face's image processor
-	OptimizerFile    = "optimizer.safetensors"    // training state: the optimizer's moments
-	TrainerFile      = "trainer.json"             // training state: step, data position, dropout counter
+	ConfigFile       = ckptfiles.Config       // config.json, with model_type
+	WeightsFile      = ckptfiles.Weights      // model.safetensors, Hugging Face's tensor names
+	TokenizerFile    = ckptfiles.Tokenizer    // tokenizer.json: text families, a Hugging Face tokenizer
+	PreprocessorFile = ckptfiles.Preprocessor // preprocessor_config.json: image families, Hugging Face's image processor
+	OptimizerFile    = ckptfiles.Optimizer    // optimizer.safetensors: training state, the optimizer's moments
+	TrainerFile      = ckptfiles.Trainer      // trainer.json: training state, step, data position, dropout counter
 )
 
 // maxConfigBytes bounds a config.json read: real ones are a few kilobytes.

@@ -1,8 +1,6 @@
 package models_test
 
 import (
-	"math"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,54 +8,6 @@ import (
 
 	"github.com/d73a19ff/zoo/models"
 )
-
-// Mul and Sum saturate at math.MaxInt64 instead of wrapping.
-func TestSaturatingArithmetic(t *testing.T) {
-	assert.Equal(t, int64(24), models.Mul(2, 3, 4))
-	assert.Equal(t, int64(0), models.Mul(0, math.MaxInt64, math.MaxInt64))
-	assert.Equal(t, int64(math.MaxInt64), models.Mul(1<<40, 1<<40))
-	assert.Equal(t, int64(math.MaxInt64), models.Mul(1<<62, 2))
-	assert.Equal(t, int64(1<<62), models.Mul(1<<31, 1<<31))
-	assert.Equal(t, int64(6), models.Sum(1, 2, 3))
-	assert.Equal(t, int64(math.MaxInt64), models.Sum(math.MaxInt64-1, 2))
-}
-
-// MemAvailable is read on Linux.
-func TestAvailableMemory(t *testing.T) {
-	if _, err := os.Stat("/proc/meminfo"); err != nil {
-		t.Skip("no /proc/meminfo")
-	}
-	assert.Positive(t, models.AvailableMemory())
-}
-
-// CheckMemory lets a small need pass, and refuses an overflowed or absurd
-// one with what needs it and what to lower.
-func TestCheckMemory(t *testing.T) {
-	require.NoError(t, models.CheckMemory(1<<20, "x", "lower y"))
-	for _, need := range []int64{math.MaxInt64, 1 << 60} {
-		err := models.CheckMemory(need, "pretrain: batch_size 7", "lower batch_size")
-		require.Error(t, err)
-		assert.ErrorContains(t, err, "pretrain: batch_size 7 needs")
-		assert.ErrorContains(t, err, "; lower batch_size")
-	}
-}
-
-// CheckParams names the largest term and the field to lower.
-func TestCheckParams(t *testing.T) {
-	small := []models.Term{{What: "a", Lower: "a_size", N: 1000}}
-	require.NoError(t, models.CheckParams("fam", small, 4))
-	huge := []models.Term{
-		{What: "embeddings, vocab_size 5", Lower: "vocab_size", N: 5},
-		{What: "the blocks, n_layer 1000000000", Lower: "n_layer", N: 1 << 55},
-		{What: "ln_f", Lower: "n_embd", N: 7},
-	}
-	err := models.CheckParams("fam", huge, 4)
-	require.Error(t, err)
-	assert.ErrorContains(t, err, "fam: the model's 36028797018963980 parameters need")
-	assert.ErrorContains(t, err, "most are the blocks, n_layer 1000000000: lower n_layer")
-	err = models.CheckParams("fam", []models.Term{{What: "t", Lower: "t", N: math.MaxInt64}}, 4)
-	assert.ErrorContains(t, err, "more parameters than int64 counts")
-}
 
 // CheckSizes names the first field outside its range.
 func TestCheckSizes(t *testing.T) {

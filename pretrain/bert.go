@@ -33,7 +33,7 @@ type BERTConfig struct {
 	VocabSize int         `json:"vocab_size"` // with "wordpiece"
 	Lowercase bool        `json:"do_lower_case"`
 	Model     bert.Config `json:"model"` // vocab_size comes from the tokenizer
-	bert.PairConfig
+	PairConfig
 	Batch       int     `json:"batch_size"`
 	Accumulate  int     `json:"gradient_accumulation_steps"`
 	MaxIters    int     `json:"max_iters"`
@@ -76,7 +76,7 @@ func DefaultBERT() BERTConfig {
 	m := bert.Mini()
 	m.MaxPositionEmbeddings = 128
 	return BERTConfig{
-		Tokenizer: "wordpiece", VocabSize: 16384, Lowercase: true, Model: m, PairConfig: bert.DefaultPairs(),
+		Tokenizer: "wordpiece", VocabSize: 16384, Lowercase: true, Model: m, PairConfig: DefaultPairs(),
 		Batch: 32, Accumulate: 1, MaxIters: 2000, LR: 5e-4, Warmup: 200, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.999,
 		GradClip: 1, EvalEvery: 250, EvalBatches: 20, SaveEvery: 250, ValFraction: 0.01, Seed: 12345,
 		RunDir: filepath.Join("runs", "bert-pretrain"),
@@ -198,12 +198,12 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 			return nil, err
 		}
 	}
-	sp, err := bert.SpecialsOf(tok)
+	sp, err := SpecialsOf(tok)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
 	began, unk := time.Now(), tok.Unknown()
-	docs, err := bert.ReadDocuments(ctx, corpus, tok)
+	docs, err := ReadDocuments(ctx, corpus, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -214,13 +214,13 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
-	trainPairs, err := bert.MakePairs(trainDocs, sp, cfg.PairConfig, cfg.Seed)
+	trainPairs, err := MakePairs(trainDocs, sp, cfg.PairConfig, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: training split: %w", err)
 	}
 	vc := cfg.PairConfig
 	vc.DupeFactor = 1 // one pass over the validation documents
-	valPairs, err := bert.MakePairs(valDocs, sp, vc, cfg.Seed+1)
+	valPairs, err := MakePairs(valDocs, sp, vc, cfg.Seed+1)
 	if err != nil {
 		if valDocs.NumDocuments() < 2 {
 			return nil, fmt.Errorf("pretrain: the validation split holds %d document(s), and next-sentence pairs need 2: raise val_fraction or use a corpus of more documents", valDocs.NumDocuments())
@@ -245,7 +245,7 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 		"lower batch_size (use gradient_accumulation_steps to keep the sequences per step) or max_seq_length"); err != nil {
 		return nil, err
 	}
-	data, err := bert.NewPreTrainingData(trainPairs, valPairs, sp, cfg.PairConfig, cfg.Batch, cfg.EvalBatches, cfg.Seed)
+	data, err := NewPreTrainingData(trainPairs, valPairs, sp, cfg.PairConfig, cfg.Batch, cfg.EvalBatches, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
@@ -258,7 +258,7 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
-	task := &bert.PreTrainingTask{Model: m, Tok: tok, B: cfg.Batch, T: cfg.MaxSeqLength, P: cfg.Batch * cfg.MaxPredictions}
+	task := &PreTrainingTask{Model: m, Tok: tok, B: cfg.Batch, T: cfg.MaxSeqLength, P: cfg.Batch * cfg.MaxPredictions}
 	tr, err := train.New(task, data, train.Config{
 		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
 		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched, LoadBestAtEnd: cfg.LoadBestModelAtEnd,
@@ -377,7 +377,7 @@ func (e BERTEval) MLMPerplexity() float64 { return math.Exp(e.MLMLoss) }
 // data settings of cfg (max_seq_length, masked_lm_prob,
 // max_predictions_per_seq, do_whole_word_mask), at most maxPairs of them
 // (0: all).
-func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg bert.PairConfig, batch, maxPairs int, seed uint64) (BERTEval, error) {
+func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg PairConfig, batch, maxPairs int, seed uint64) (BERTEval, error) {
 	var e BERTEval
 	if err := cfg.Validate(); err != nil {
 		return e, err
@@ -402,7 +402,7 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg bert.PairConfi
 	if cfg.MaxSeqLength > m.Config.MaxPositionEmbeddings {
 		return e, fmt.Errorf("eval: max_seq_length %d exceeds the checkpoint's max_position_embeddings %d", cfg.MaxSeqLength, m.Config.MaxPositionEmbeddings)
 	}
-	sp, err := bert.SpecialsOf(tok)
+	sp, err := SpecialsOf(tok)
 	if err != nil {
 		return e, err
 	}
@@ -413,12 +413,12 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg bert.PairConfi
 	if err := c.CheckText(ctx); err != nil {
 		return e, fmt.Errorf("eval: %w", err)
 	}
-	docs, err := bert.ReadDocuments(ctx, c, tok)
+	docs, err := ReadDocuments(ctx, c, tok)
 	if err != nil {
 		return e, err
 	}
 	cfg.DupeFactor = 1
-	pairs, err := bert.MakePairs(docs, sp, cfg, seed)
+	pairs, err := MakePairs(docs, sp, cfg, seed)
 	if err != nil {
 		return e, fmt.Errorf("eval: %w", err)
 	}
@@ -426,11 +426,11 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg bert.PairConfi
 	if maxPairs > 0 {
 		n = min(n, maxPairs)
 	}
-	batches, err := bert.EvalBatches(pairs, n, sp, cfg, batch, seed)
+	batches, err := EvalBatches(pairs, n, sp, cfg, batch, seed)
 	if err != nil {
 		return e, err
 	}
-	task := &bert.PreTrainingTask{Model: m, Tok: tok, B: batch, T: cfg.MaxSeqLength, P: batch * cfg.MaxPredictions}
+	task := &PreTrainingTask{Model: m, Tok: tok, B: batch, T: cfg.MaxSeqLength, P: batch * cfg.MaxPredictions}
 	loss, targets, parts, err := train.EvaluateReports(ctx, task, batches)
 	if err != nil {
 		return e, err

@@ -1,5 +1,10 @@
-// Package pretrain runs the zoo's pretraining pipelines: today causal
-// language-model pretraining of GPT on a text corpus (`zoo pretrain gpt`).
+// Package pretrain runs the zoo's pretraining pipelines (config → run):
+// GPT's causal LM on a text corpus (`zoo pretrain gpt`, RunGPT; init_from
+// makes it LM fine-tuning), BERT's masked LM and next-sentence prediction
+// (RunBERT, EvalBERT), ViT's masked autoencoding (RunViTMAE) and seq2seq
+// denoising (RunSeq2Seq). It holds the objectives they train, which the
+// model packages do not: GPT's (gpt_task.go) and BERT's (bert_task.go, with
+// its data in bert_data.go), each a train.Task and a train.Data.
 package pretrain
 
 import (

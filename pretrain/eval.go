@@ -37,9 +37,9 @@ func EvalGPT(checkpoint, corpus string, batch int) (loss float64, tokens int, er
 	if err != nil {
 		return 0, 0, err
 	}
-	batches, err := gpt.Windows(toks, batch, t)
+	batches, err := Windows(toks, batch, t)
 	if err != nil {
 		return 0, 0, fmt.Errorf("eval: %w", err)
 	}
-	return train.Evaluate(&gpt.LMTask{Model: m, Tok: tok, B: batch, T: t}, batches)
+	return train.Evaluate(&LMTask{Model: m, Tok: tok, B: batch, T: t}, batches)
 }

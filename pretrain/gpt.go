@@ -125,7 +125,7 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	} else if m.Config.VocabSize != tok.VocabSize() {
 		return nil, fmt.Errorf("pretrain: the checkpoint's tokenizer has %d tokens, its model %d", tok.VocabSize(), m.Config.VocabSize)
 	}
-	data, err := gpt.NewLMData(trainTok, valTok, cfg.Batch, block, cfg.Seed)
+	data, err := NewLMData(trainTok, valTok, cfg.Batch, block, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
@@ -138,7 +138,7 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 	if err := ctx.Err(); err != nil { // interrupted while preparing: no model, no step-0 checkpoint
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
-	tr, err := train.New(&gpt.LMTask{Model: m, Tok: tok, B: cfg.Batch, T: block}, data, train.Config{
+	tr, err := train.New(&LMTask{Model: m, Tok: tok, B: cfg.Batch, T: block}, data, train.Config{
 		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
 		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched, LoadBestAtEnd: cfg.LoadBestModelAtEnd,
 	})

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/d73a19ff/zoo/internal/atomicfile"
-	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/internal/ckptfiles"
 )
 
 // Checkpoints live in <run>/checkpoints/<name>: step-000100, …, best and
@@ -18,7 +18,7 @@ import (
 // trainer.json.
 const (
 	CheckpointsDir = "checkpoints"
-	TrainerFile    = models.TrainerFile // the checkpoint bundle names the files
+	TrainerFile    = ckptfiles.Trainer // trainer.json; internal/ckptfiles names a checkpoint's files
 )
 
 // trainerState is trainer.json: what, beside the model and the optimizer,

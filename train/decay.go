@@ -1,5 +1,7 @@
 package train
 
+import "github.com/d73a19ff/zoo/layers"
+
 // DecayRule reports whether the parameter called name, of the given shape,
 // gets weight decay. AdamW splits its parameters into two groups with it,
 // as nanoGPT's configure_optimizers and Hugging Face's Trainer do.
@@ -20,10 +22,5 @@ type Decayer interface {
 
 // NoDecayOf is the usual model rule: decay matrices, except the named
 // parameters (a model's embedding tables, learned positions and tokens).
-func NoDecayOf(names ...string) DecayRule {
-	skip := map[string]bool{}
-	for _, n := range names {
-		skip[n] = true
-	}
-	return func(name string, shape []int) bool { return len(shape) >= 2 && !skip[name] }
-}
+// It is layers.DecayExcept, which the model packages use.
+func NoDecayOf(names ...string) DecayRule { return layers.DecayExcept(names...) }

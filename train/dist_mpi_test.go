@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/d73a19ff/zoo/internal/ckptswap"
 	"github.com/d73a19ff/zoo/internal/mpi"
 )
 
@@ -211,12 +212,12 @@ func rankMain(name string) int {
 		// Rank 0 takes its time over the interrupted step's checkpoint,
 		// so that a rank 1 that did not wait for it would have exited
 		// (below) and mpirun would have killed rank 0 in mid-write.
-		crashHook = func(op string) error {
+		ckptswap.SetCrashHook(func(op string) error {
 			if op == "write model" && ctx.Err() != nil {
 				time.Sleep(2 * time.Second)
 			}
 			return nil
-		}
+		})
 	case "diverge":
 		data.d.onNext = func(call int) {
 			if call == 5 && c.Rank() == 1 {

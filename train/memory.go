@@ -3,7 +3,7 @@ package train
 import (
 	"fmt"
 
-	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/internal/memcheck"
 )
 
 // ShapedData is Data that can say, before training, every batch shape its
@@ -30,7 +30,7 @@ type Memory struct {
 
 // Total is the sum of the estimate's parts.
 func (m Memory) Total() int64 {
-	return models.Sum(m.Params, m.Optimizer, m.Activations, m.Outputs)
+	return memcheck.Sum(m.Params, m.Optimizer, m.Activations, m.Outputs)
 }
 
 // String is the line a pipeline prints before training.
@@ -90,8 +90,9 @@ func (t *Trainer) estimate() Memory {
 	return m
 }
 
-// memoryCheck is models.CheckMemory; the tests give a small machine.
-var memoryCheck = models.CheckMemory
+// memoryCheck is memcheck.CheckMemory (models.CheckMemory); the tests give
+// a small machine.
+var memoryCheck = memcheck.CheckMemory
 
 // checkMemory refuses a run whose estimate would not fit in the machine's
 // available memory.

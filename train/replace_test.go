@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/d73a19ff/zoo/internal/ckptswap"
 	"github.com/d73a19ff/zoo/layers"
 )
 
@@ -56,7 +57,7 @@ func loadCheckpoint(t *testing.T, dir, ckpt string) (int, [][]float32) {
 // that name: the old one if the new one was not yet complete, else the new
 // one; never neither, and no temporary directories.
 func TestCheckpointSurvivesAKillAtEveryOperation(t *testing.T) {
-	t.Cleanup(func() { crashHook = nil })
+	t.Cleanup(func() { ckptswap.SetCrashHook(nil) })
 	for _, c := range []struct {
 		name     string
 		existing bool // an older checkpoint of the name is on disk
@@ -105,23 +106,23 @@ func killCheckpointAt(t *testing.T, name string, existing bool, via string, k, c
 	newer := weightsOf(task)
 
 	var ops []string
-	crashHook = func(op string) error {
+	ckptswap.SetCrashHook(func(op string) error {
 		ops = append(ops, op)
 		if len(ops)-1 < k {
 			return nil
 		}
 		if op == "remove old" && existing { // a kill halfway through removing the old copy
-			require.NoError(t, os.Remove(filepath.Join(root, "."+name+asideSuffix, TrainerFile)))
+			require.NoError(t, os.Remove(filepath.Join(root, "."+name+ckptswap.AsideSuffix, TrainerFile)))
 		}
 		return errors.New("killed")
-	}
+	})
 	_, err = tr.checkpoint(name)
-	crashHook = nil
+	ckptswap.SetCrashHook(nil)
 	if len(ops) <= k {
 		require.NoError(t, err, what)
 		return ops
 	}
-	require.ErrorIs(t, err, errCrashed, what)
+	require.ErrorIs(t, err, ckptswap.ErrCrashed, what)
 
 	switch via { // the next start of the program
 	case "New":

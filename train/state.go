@@ -7,13 +7,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/d73a19ff/zoo/internal/ckptfiles"
 	"github.com/d73a19ff/zoo/internal/safetensors"
-	"github.com/d73a19ff/zoo/models"
 )
 
 // StateFile is the conventional name of the optimizer state saved next to
 // a checkpoint's model.safetensors.
-const StateFile = models.OptimizerFile
+const StateFile = ckptfiles.Optimizer
 
 // stateFormat is the "format" metadata of a saved AdamW state.
 const stateFormat = "zoo-adamw-1"

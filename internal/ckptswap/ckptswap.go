@@ -1,6 +1,8 @@
-// Package ckptswap names the directories of a checkpoint replacement
-// (train's replaceDir) and lets a reader of a checkpoint finish one that a
-// kill interrupted.
+// Package ckptswap replaces a checkpoint directory so that a kill at any
+// moment leaves a complete copy (Replace, the writer train's runs use, and
+// RecoverAll, which resolves what a kill left), names the directories of a
+// replacement, and lets a reader of a checkpoint finish one that a kill
+// interrupted (Finish).
 //
 // A checkpoint root/<name> is replaced by writing root/.<name>.tmp-<random>,
 // renaming it to root/.<name>.new once complete, renaming the current

@@ -8,7 +8,6 @@ import (
 
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
-	"github.com/d73a19ff/zoo/train"
 )
 
 func init() {
@@ -58,7 +57,7 @@ func init() {
 // Decay reports whether a parameter gets weight decay: matrices do, except
 // the three embedding tables; biases and LayerNorms never do.
 func (m *Model) Decay(name string, shape []int) bool {
-	return train.NoDecayOf(m.WordEmbeddings.Weight.Name, m.PositionEmbeddings.Weight.Name, m.TokenTypeEmbeddings.Weight.Name)(name, shape)
+	return layers.DecayExcept(m.WordEmbeddings.Weight.Name, m.PositionEmbeddings.Weight.Name, m.TokenTypeEmbeddings.Weight.Name)(name, shape)
 }
 
 // The classifier as the shared classification pipeline sees it

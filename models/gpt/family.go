@@ -7,7 +7,6 @@ import (
 
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
-	"github.com/d73a19ff/zoo/train"
 )
 
 // ModelType is the model_type of a GPT-2 config.json.
@@ -54,7 +53,7 @@ func init() {
 // the token and position tables (wte, wpe), as minGPT's
 // configure_optimizers; biases and LayerNorms never do.
 func (m *Model) Decay(name string, shape []int) bool {
-	return train.NoDecayOf(m.WTE.Weight.Name, m.WPE.Weight.Name)(name, shape)
+	return layers.DecayExcept(m.WTE.Weight.Name, m.WPE.Weight.Name)(name, shape)
 }
 
 // The classifier as the shared classification pipeline sees it

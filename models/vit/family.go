@@ -2,7 +2,6 @@ package vit
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
@@ -62,7 +61,7 @@ func init() {
 // never do. It has the engine's decay-rule signature (train.DecayRule):
 // a task hands it on as its train.Decayer.
 func (m *Model) Decay(name string, shape []int) bool {
-	return len(shape) >= 2 && !slices.Contains(m.NoDecay(), name)
+	return layers.DecayExcept(m.NoDecay()...)(name, shape)
 }
 
 // NoDecay names the matrices kept out of weight decay (timm's

@@ -1,4 +1,4 @@
-package gpt
+package pretrain
 
 import (
 	"fmt"
@@ -8,17 +8,19 @@ import (
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/gpt"
 	"github.com/d73a19ff/zoo/train"
 )
 
 // This file is GPT's causal-LM objective for the training engine
-// (train.Task and train.Data): what pretraining, LM fine-tuning and
-// evaluation share.
+// (train.Task and train.Data): what pretraining, LM fine-tuning (a run with
+// init_from) and evaluation share. It lives here, not in models/gpt, so
+// that the model package holds the model only and imports no train.
 
 // LMTask is the causal-LM objective on (B, T) windows, for the engine. Its
 // checkpoints hold the model and the tokenizer.
 type LMTask struct {
-	Model *Model
+	Model *gpt.Model
 	Tok   datasets.Tokenizer
 	B, T  int
 }
@@ -32,7 +34,7 @@ func (k *LMTask) Decay(name string, shape []int) bool { return k.Model.Decay(nam
 // Loss implements train.Task.
 func (k *LMTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
 	ids, targets := g.IntInput("input_ids", k.B, k.T), g.IntInput("labels", k.B, k.T)
-	loss, _, err := k.Model.Loss(g, Inputs{IDs: ids}, targets)
+	loss, _, err := k.Model.Loss(g, gpt.Inputs{IDs: ids}, targets)
 	load := func(b train.Batch) error {
 		lb, ok := b.(lmBatch)
 		if !ok || len(lb.ids) != k.B*k.T {

@@ -1,4 +1,4 @@
-package bert
+package pretrain
 
 import (
 	"context"
@@ -15,7 +15,8 @@ import (
 // This file turns documents into BERT's pretraining examples, as Google's
 // create_pretraining_data.py does (github.com/google-research/bert): pairs
 // of segments for next-sentence prediction, and masks for the masked LM.
-// The masked-LM objective and the engine's task are in pretrain_task.go.
+// The engine's task and data are in bert_task.go; the masked-LM loss on
+// the masked positions is the model's (bert.ForPreTraining.MaskedLoss).
 
 // Documents are a pretraining corpus as WordPiece ids: documents made of
 // sentences (lines), with no special tokens.

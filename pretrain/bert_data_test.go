@@ -1,4 +1,4 @@
-package bert
+package pretrain
 
 import (
 	"context"
@@ -8,11 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/datasets"
-	"github.com/d73a19ff/zoo/layers"
 )
 
 // wordTokenizer is a Tokenizer for tests: each space-separated word is its
@@ -210,121 +207,6 @@ func TestMasked(t *testing.T) {
 			if sp.Continues[src[k]] && src[k-1] != int32(sp.CLS) && src[k-1] != int32(sp.SEP) {
 				require.Equal(t, slices.Contains(e.Positions, k-1), slices.Contains(e.Positions, k), "example %d position %d", i, k)
 			}
-		}
-	}
-}
-
-// The masked loss on gathered positions equals BertForPreTraining's loss
-// on all positions with the others ignored, in value and gradients.
-func TestMaskedLossMatchesFullLoss(t *testing.T) {
-	cfg := testConfig()
-	p, err := NewForPreTraining(cfg, layers.WithDtype(tensor.Float64), layers.WithSeed(3))
-	require.NoError(t, err)
-	const b, tt = 2, 8
-	ids := []int{1, 5, 3, 7, 2, 9, 11, 2, 1, 6, 3, 2, 8, 2, 0, 0}
-	types := []int{0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}
-	mask := []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}
-	full := make([]int, b*tt)
-	for i := range full {
-		full[i] = layers.IgnoreIndex
-	}
-	full[2], full[5], full[10], full[12] = 4, 13, 17, 6
-	positions := []int{2, 5, 0, 10, 12, 0} // 3 slots per row, padding at 0
-	labels := []int{4, 13, layers.IgnoreIndex, 17, 6, layers.IgnoreIndex}
-	nsp := []int{0, 1}
-
-	run := func(masked bool) (float64, []*tensor.Dense) {
-		g := p.Store.NewGraph()
-		in := Inputs{IDs: g.IntInput("input_ids", b, tt), TokenTypes: g.IntInput("token_type_ids", b, tt), Mask: g.Input("attention_mask", b, tt)}
-		setInts(t, in.IDs, ids)
-		setInts(t, in.TokenTypes, types)
-		setFloats(t, g, in.Mask, mask)
-		ns := g.IntInput("next_sentence_label", b)
-		setInts(t, ns, nsp)
-		var l *PreTrainingLoss
-		if masked {
-			pos, lab := g.IntInput("masked_lm_positions", len(positions)), g.IntInput("masked_lm_labels", len(labels))
-			setInts(t, pos, positions)
-			setInts(t, lab, labels)
-			l, err = p.MaskedLoss(g, in, pos, lab, ns)
-			require.Len(t, g.Reports(), 4)
-		} else {
-			lab := g.IntInput("labels", b, tt)
-			setInts(t, lab, full)
-			l, err = p.Loss(g, in, lab, ns)
-		}
-		require.NoError(t, err)
-		grads, err := gorgonia.Grad(l.Loss, g.Learnables()...)
-		require.NoError(t, err)
-		var loss gorgonia.Value
-		gorgonia.Read(l.Loss, &loss)
-		vals := make([]gorgonia.Value, len(grads))
-		for i, n := range grads {
-			gorgonia.Read(n, &vals[i])
-		}
-		vm := gorgonia.NewTapeMachine(g.ExprGraph)
-		defer vm.Close()
-		require.NoError(t, vm.RunAll())
-		out := make([]*tensor.Dense, len(vals))
-		for i, v := range vals {
-			out[i] = v.(*tensor.Dense).Clone().(*tensor.Dense)
-		}
-		return float64(*loss.(*gorgonia.F64)), out
-	}
-	lf, gf := run(false)
-	lm, gm := run(true)
-	require.InDelta(t, lf, lm, 1e-12)
-	require.Len(t, gm, len(gf))
-	for i := range gf {
-		a, b := gf[i].Data().([]float64), gm[i].Data().([]float64)
-		for k := range a {
-			require.InDelta(t, a[k], b[k], 1e-12, "gradient %d element %d", i, k)
-		}
-	}
-}
-
-func TestPreTrainingDataResume(t *testing.T) {
-	d := synthetic(12, 30)
-	cfg := DefaultPairs()
-	cfg.MaxSeqLength, cfg.MaxPredictions, cfg.DynamicMasking = 32, 5, true
-	sp := testSpecials(5000)
-	tr, err := MakePairs(d, sp, cfg, 1)
-	require.NoError(t, err)
-	va, err := MakePairs(synthetic(4, 60), sp, cfg, 2)
-	require.NoError(t, err)
-	newData := func() *PreTrainingData {
-		data, err := NewPreTrainingData(tr, va, sp, cfg, 8, 2, 9)
-		require.NoError(t, err)
-		return data
-	}
-	a := newData()
-	steps := tr.Len()/8 + 3 // into the second epoch
-	for range steps {
-		_, err := a.Next()
-		require.NoError(t, err)
-	}
-	require.Equal(t, 1, a.Epoch())
-	st, err := a.State()
-	require.NoError(t, err)
-	want, err := a.Next()
-	require.NoError(t, err)
-	b := newData()
-	require.NoError(t, b.Restore(st))
-	got, err := b.Next()
-	require.NoError(t, err)
-	require.Equal(t, want, got)
-	require.Error(t, b.Restore([]byte(`{"epoch":0,"pos":100000}`)))
-
-	ev, err := a.Eval()
-	require.NoError(t, err)
-	require.Len(t, ev, 2)
-	pb := ev[0].(*PreTrainingBatch)
-	require.Len(t, pb.IDs, 8*32)
-	require.Len(t, pb.Positions, 8*5)
-	require.Equal(t, pb.n, pb.Targets())
-	for i, l := range pb.Labels {
-		if l != layers.IgnoreIndex {
-			require.Equal(t, l, int(va.toks[va.off[pb.Positions[i]/32]+pb.Positions[i]%32]))
 		}
 	}
 }

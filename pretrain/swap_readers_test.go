@@ -1,4 +1,4 @@
-package train_test
+package pretrain_test
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/ckptswap"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
@@ -20,6 +21,12 @@ import (
 	"github.com/d73a19ff/zoo/models/vit"
 	"github.com/d73a19ff/zoo/train"
 )
+
+// These tests run every family's reader against the checkpoint writer that
+// the pipelines' runs use (train's checkpoints, written by internal/ckptswap's
+// Replace, killed by its crash hook, and recovered by train.Recover): here,
+// in the pipelines' package that imports both, so that train imports no
+// model package.
 
 // swapFamily saves and loads a checkpoint of one family whose version (1
 // or 2, its number of layers or labels) a load tells apart.
@@ -109,7 +116,7 @@ func swapFamilies(t *testing.T) []swapFamily {
 // reader deletes nothing, and the next run's recovery and the next
 // replacement still work.
 func TestEveryReaderLoadsAfterAKillAtEveryOperation(t *testing.T) {
-	t.Cleanup(func() { train.SetCrashHook(nil) })
+	t.Cleanup(func() { ckptswap.SetCrashHook(nil) })
 	for _, fam := range swapFamilies(t) {
 		for _, existing := range []bool{true, false} {
 			for k := 0; ; k++ {
@@ -118,24 +125,24 @@ func TestEveryReaderLoadsAfterAKillAtEveryOperation(t *testing.T) {
 				root := filepath.Join(run, train.CheckpointsDir)
 				require.NoError(t, os.MkdirAll(root, 0o755))
 				if existing {
-					_, err := train.ReplaceDir(root, "best", func(dir string) error { return fam.save(t, dir, 1) })
+					_, err := ckptswap.Replace(root, "best", func(dir string) error { return fam.save(t, dir, 1) })
 					require.NoError(t, err, what)
 				}
 				var ops []string
-				train.SetCrashHook(func(op string) error {
+				ckptswap.SetCrashHook(func(op string) error {
 					if ops = append(ops, op); len(ops)-1 < k {
 						return nil
 					}
 					return errors.New("killed")
 				})
-				_, err := train.ReplaceDir(root, "best", func(dir string) error { return fam.save(t, dir, 2) })
-				train.SetCrashHook(nil)
+				_, err := ckptswap.Replace(root, "best", func(dir string) error { return fam.save(t, dir, 2) })
+				ckptswap.SetCrashHook(nil)
 				if len(ops) <= k { // past the last operation: nothing was killed
 					require.NoError(t, err, what)
 					require.Greater(t, k, 3, "%s: the kills covered the operations", what)
 					break
 				}
-				require.ErrorIs(t, err, train.ErrCrashed, what)
+				require.ErrorIs(t, err, ckptswap.ErrCrashed, what)
 				// The reader loads the checkpoint in place while there is one
 				// (the old one, until it is moved aside), else the complete
 				// copy beside it that recovery would put in place.
@@ -161,7 +168,7 @@ func TestEveryReaderLoadsAfterAKillAtEveryOperation(t *testing.T) {
 				for _, e := range entries {
 					require.False(t, strings.HasPrefix(e.Name(), "."), "%s: recovery cleans up %s", what, e.Name())
 				}
-				_, err = train.ReplaceDir(root, "best", func(dir string) error { return fam.save(t, dir, 1) })
+				_, err = ckptswap.Replace(root, "best", func(dir string) error { return fam.save(t, dir, 1) })
 				require.NoError(t, err, "%s: the next replacement", what)
 				got, err = fam.load(ckpt)
 				require.NoError(t, err, what)
@@ -175,7 +182,7 @@ func TestEveryReaderLoadsAfterAKillAtEveryOperation(t *testing.T) {
 // (a live run, not a killed one) does not break the writer: the writer's
 // own rename finds the work done and goes on.
 func TestReaderFinishingALiveSwap(t *testing.T) {
-	t.Cleanup(func() { train.SetCrashHook(nil) })
+	t.Cleanup(func() { ckptswap.SetCrashHook(nil) })
 	fam := swapFamilies(t)[0]
 	for _, existing := range []bool{true, false} {
 		run := t.TempDir()
@@ -183,11 +190,11 @@ func TestReaderFinishingALiveSwap(t *testing.T) {
 		require.NoError(t, os.MkdirAll(root, 0o755))
 		ckpt := filepath.Join(root, "best")
 		if existing {
-			_, err := train.ReplaceDir(root, "best", func(dir string) error { return fam.save(t, dir, 1) })
+			_, err := ckptswap.Replace(root, "best", func(dir string) error { return fam.save(t, dir, 1) })
 			require.NoError(t, err)
 		}
 		read := false
-		train.SetCrashHook(func(op string) error {
+		ckptswap.SetCrashHook(func(op string) error {
 			if op == "move new in" { // <name> is missing now: a reader puts the new copy in place
 				got, err := fam.load(ckpt)
 				require.NoError(t, err)
@@ -196,8 +203,8 @@ func TestReaderFinishingALiveSwap(t *testing.T) {
 			}
 			return nil
 		})
-		_, err := train.ReplaceDir(root, "best", func(dir string) error { return fam.save(t, dir, 2) })
-		train.SetCrashHook(nil)
+		_, err := ckptswap.Replace(root, "best", func(dir string) error { return fam.save(t, dir, 2) })
+		ckptswap.SetCrashHook(nil)
 		require.True(t, read)
 		require.NoError(t, err, "the writer goes on after the reader's rename")
 		got, err := fam.load(ckpt)
