@@ -27,3 +27,16 @@ func ExampleLabels() {
 	// vit config: id2label ids must be 0…1, each once; found "00"
 	// gpt config: id2label ids must be 0…1, each once; found "2"
 }
+
+// A LoadReport is what a loader that fits a checkpoint to another head
+// says it did; bert.LoadReport and vit.LoadReport are this type.
+func ExampleLoadReport() {
+	exact := models.LoadReport{}
+	fitted := models.LoadReport{Dropped: []string{"bert.pooler.dense.bias", "bert.pooler.dense.weight"},
+		Created: []string{"classifier.weight", "classifier.bias"}}
+	fmt.Println(exact.Exact(), fitted.Exact())
+	fmt.Println("dropped", fitted.Dropped, "created", fitted.Created)
+	// Output:
+	// true false
+	// dropped [bert.pooler.dense.bias bert.pooler.dense.weight] created [classifier.weight classifier.bias]
+}

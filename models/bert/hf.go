@@ -28,12 +28,9 @@ import (
 	"github.com/d73a19ff/zoo/models"
 )
 
-// LoadReport says how a checkpoint of another head was fitted to a model:
-// the checkpoint keys it dropped and the parameters it created (left at
-// their initial values): Dropped sorted, Created in the model's order.
-type LoadReport struct {
-	Dropped, Created []string
-}
+// LoadReport says how a checkpoint of another head was fitted to a model
+// (models.LoadReport, the one report type of every family).
+type LoadReport = models.LoadReport
 
 // hfKeys maps BERT checkpoint keys to the model's parameter names.
 type hfKeys struct {

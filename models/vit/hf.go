@@ -32,15 +32,10 @@ import (
 	"github.com/d73a19ff/zoo/models"
 )
 
-// LoadReport says how a checkpoint was fitted to a model: the checkpoint
-// keys it dropped and the parameters it created (left at their initial
-// values), Dropped sorted and Created in the model's order; and, when the
-// checkpoint was read at another image size, how its position embeddings
-// were resampled (Resampled, "" otherwise).
-type LoadReport struct {
-	Dropped, Created []string
-	Resampled        string
-}
+// LoadReport says how a checkpoint was fitted to a model, its position
+// embeddings resampled included (models.LoadReport, the one report type
+// of every family).
+type LoadReport = models.LoadReport
 
 // hfKeys maps ViT checkpoint keys to the model's parameter names.
 type hfKeys struct {
