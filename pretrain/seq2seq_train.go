@@ -84,9 +84,10 @@ type Seq2SeqTrainConfig struct {
 	// training target is then (1−distill_alpha)·the label-smoothed
 	// reference + distill_alpha·the teacher's next-token distribution
 	// under teacher forcing, kept to its distill_top_k most probable
-	// tokens (seq2seq.TeacherTargets, computed once before training). Validation
-	// stays the plain loss. Empty: no distillation. Translation
-	// fine-tuning only.
+	// tokens (seq2seq.TeacherTargets, computed once before training).
+	// Validation stays the plain loss. Empty: no distillation.
+	// Translation fine-tuning only (finetune.RunTranslation wires the
+	// teachers in; RunSeq2Seq refuses it).
 	DistillFrom  string  `json:"distill_from"`
 	DistillAlpha float64 `json:"distill_alpha"`
 	DistillTopK  int     `json:"distill_top_k"`
