@@ -20,9 +20,9 @@ import (
 
 // CheckTeacher refuses teachers that do not read and write the
 // student's ids: distillation compares distributions id by id, so the
-// vocabularies and special ids must be one (seq2seq.NewEnsemble's check) and the
-// tokenizers (tok, the student's; teacherTok, the teachers') the same
-// serialised tokenizer.
+// vocabularies and special ids must be one (seq2seq.NewEnsemble's check)
+// and the tokenizers (tok, the student's; teacherTok, the teachers') the
+// same serialised tokenizer.
 func CheckTeacher(student *seq2seq.Model, teachers seq2seq.Ensemble, tok, teacherTok datasets.Tokenizer) error {
 	if _, err := seq2seq.NewEnsemble(append(seq2seq.Ensemble{student}, teachers...)...); err != nil {
 		return fmt.Errorf("seq2seq: distillation: the student is model 1: %w", err)
