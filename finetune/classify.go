@@ -6,7 +6,10 @@
 // with the seq2seq Transformer (`zoo finetune seq2seq`); and image
 // classification with ViT (`zoo finetune vit`, RunClassifyImages). Causal-LM
 // fine-tuning is pretraining started from a checkpoint
-// (pretrain.GPTConfig.InitFrom).
+// (pretrain.GPTConfig.InitFrom). Fine-tuning builds on pretraining:
+// translation trains pretrain's seq2seq objective with its run skeleton
+// (pretrain.Seq2SeqTrainConfig, TrainSeq2Seq), adding distillation
+// (seq2seq_distill.go), so finetune may import pretrain, never the reverse.
 package finetune
 
 import (

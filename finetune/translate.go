@@ -19,6 +19,7 @@ import (
 	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/seq2seq"
+	"github.com/d73a19ff/zoo/pretrain"
 	"github.com/d73a19ff/zoo/train"
 )
 
@@ -29,7 +30,7 @@ type TranslationConfig struct {
 	Data    string `json:"data"`     // TSV of source<TAB>target (Tatoeba/Anki layout)
 	SrcFile string `json:"src_file"` // or two aligned files, line by line
 	TgtFile string `json:"tgt_file"`
-	seq2seq.TrainConfig
+	pretrain.Seq2SeqTrainConfig
 	// TestData is a TSV of pairs scored at the end instead of the
 	// held-out pairs (which then only validate): a test set split apart
 	// beforehand, such as whole books of the Bible.
@@ -71,14 +72,14 @@ type TranslationConfig struct {
 // DefaultTranslation is the paper's recipe on the Small model, beam 4 with
 // α = 0.6 (§6.1).
 func DefaultTranslation() TranslationConfig {
-	c := TranslationConfig{TrainConfig: seq2seq.DefaultTrainConfig(), Beam: 4, LengthPenalty: 0.6, LengthPenaltyStyle: "gnmt", EarlyStopping: "true", ScoreSize: 1000}
+	c := TranslationConfig{Seq2SeqTrainConfig: pretrain.DefaultSeq2SeqTrainConfig(), Beam: 4, LengthPenalty: 0.6, LengthPenaltyStyle: "gnmt", EarlyStopping: "true", ScoreSize: 1000}
 	c.RunDir = filepath.Join("runs", "seq2seq-translate")
 	return c
 }
 
 // ReadTranslationConfig reads a JSON config file over base; unknown keys
 // and wrong types are errors. The model block is also kept as written, for
-// init_from to read over the checkpoint's config (TrainConfig.ModelJSON).
+// init_from to read over the checkpoint's config (pretrain.Seq2SeqTrainConfig.ModelJSON).
 func ReadTranslationConfig(path string, base TranslationConfig) (TranslationConfig, error) {
 	cfg, err := jsonconfig.Read(path, base)
 	if err != nil {
@@ -177,7 +178,7 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	if len(trainP) == 0 || len(held) == 0 {
 		return nil, fmt.Errorf("finetune: %d pairs leave %d for training and %d held out; need both", len(pairs), len(trainP), len(held))
 	}
-	m, tok, err := seq2seq.SetupContext(ctx, cfg.TrainConfig, func() []string {
+	m, tok, err := pretrain.SetupSeq2SeqContext(ctx, cfg.Seq2SeqTrainConfig, func() []string {
 		texts := make([]string, 0, 2*len(trainP))
 		for _, p := range trainP {
 			texts = append(texts, p.Src, p.Tgt)
@@ -212,15 +213,15 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		}
 		fmt.Fprintf(out, "ids written to %s\n", filepath.Join(cfg.RunDir, "ids"))
 	}
-	if err := seq2seq.CheckMemory(m.Config, cfg.Batch, trainEx, heldEx); err != nil {
+	if err := pretrain.CheckSeq2SeqMemory(m.Config, cfg.Batch, trainEx, heldEx); err != nil {
 		return nil, err
 	}
-	data, err := seq2seq.NewData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, nil)
+	data, err := pretrain.NewSeq2SeqData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, nil)
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
 	if cfg.DistillFrom != "" {
-		if err := distill(ctx, cfg.TrainConfig, m, tok, trainEx, data, out); err != nil {
+		if err := distill(ctx, cfg.Seq2SeqTrainConfig, m, tok, trainEx, data, out); err != nil {
 			return nil, err
 		}
 	}
@@ -240,7 +241,7 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	if err != nil {
 		return nil, err
 	}
-	tres, err := seq2seq.Run(ctx, cfg.TrainConfig, m, tok, data, scoring, out)
+	tres, err := pretrain.TrainSeq2Seq(ctx, cfg.Seq2SeqTrainConfig, m, tok, data, scoring, out)
 	if err != nil {
 		return nil, err
 	}
@@ -579,31 +580,4 @@ func splitPairs(pairs []datasets.Pair, n int, seed uint64) (trainP, held []datas
 		}
 	}
 	return trainP, held
-}
-
-// distill loads distill_from's teachers, checks that they share the
-// student's ids, and gives data the mean of their distributions at every
-// training label position (seq2seq.TeacherTargets).
-func distill(ctx context.Context, c seq2seq.TrainConfig, m *seq2seq.Model, tok datasets.Tokenizer, trainEx []seq2seq.Example, data *seq2seq.Data, out io.Writer) error {
-	began := time.Now()
-	teachers, teacherTok, err := seq2seq.LoadEnsemble(c.DistillFrom)
-	if err != nil {
-		return fmt.Errorf("finetune: distill_from: %w", err)
-	}
-	if err := seq2seq.CheckTeacher(m, teachers, tok, teacherTok); err != nil {
-		return fmt.Errorf("finetune: distill_from %s: %w", c.DistillFrom, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("finetune: %w", err)
-	}
-	soft, err := seq2seq.TeacherTargets(teachers, trainEx, c.DistillTopK, c.Batch)
-	if err != nil {
-		return fmt.Errorf("finetune: distill_from: %w", err)
-	}
-	if err := data.SetTeacher(soft); err != nil {
-		return fmt.Errorf("finetune: %w", err)
-	}
-	fmt.Fprintf(out, "distillation: %d teacher(s) (%s), alpha %g, top %d tokens a position; %d training pairs' distributions in %.1f s\n",
-		len(teachers), c.DistillFrom, c.DistillAlpha, c.DistillTopK, len(trainEx), time.Since(began).Seconds())
-	return nil
 }

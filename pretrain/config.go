@@ -3,8 +3,13 @@
 // makes it LM fine-tuning), BERT's masked LM and next-sentence prediction
 // (RunBERT, EvalBERT), ViT's masked autoencoding (RunViTMAE) and seq2seq
 // denoising (RunSeq2Seq). It holds the objectives they train, which the
-// model packages do not: GPT's (gpt_task.go) and BERT's (bert_task.go, with
-// its data in bert_data.go), each a train.Task and a train.Data.
+// model packages do not: GPT's (gpt_task.go), BERT's (bert_task.go, with
+// its data in bert_data.go), ViT's masked autoencoding (vit_mae_task.go)
+// and seq2seq's (seq2seq_task.go, with its length-bucketed data in
+// seq2seq_data.go), each a train.Task and a train.Data; and seq2seq's run
+// skeleton (seq2seq_train.go: Seq2SeqTrainConfig, SetupSeq2SeqContext,
+// TrainSeq2Seq), which translation fine-tuning (package finetune) builds
+// on. finetune may import pretrain; pretrain never imports finetune.
 package pretrain
 
 import (

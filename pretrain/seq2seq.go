@@ -20,14 +20,14 @@ import (
 // decoder rebuilds the original.
 type Seq2SeqConfig struct {
 	Corpus string `json:"corpus"` // monolingual text, one example per line: file, directory or glob
-	seq2seq.TrainConfig
+	Seq2SeqTrainConfig
 	Noise datasets.NoiseConfig `json:"noise"`
 }
 
 // DefaultSeq2Seq is BART's noise (30% of tokens masked in Poisson(3.5)
 // spans, sentences permuted) and the paper's optimiser on the Small model.
 func DefaultSeq2Seq() Seq2SeqConfig {
-	c := Seq2SeqConfig{TrainConfig: seq2seq.DefaultTrainConfig(),
+	c := Seq2SeqConfig{Seq2SeqTrainConfig: DefaultSeq2SeqTrainConfig(),
 		Noise: datasets.NoiseConfig{MaskRatio: 0.3, PoissonLambda: 3.5, PermuteSentences: true, MaskID: seq2seq.MaskID}}
 	c.RunDir = filepath.Join("runs", "seq2seq-denoise")
 	return c
@@ -35,7 +35,7 @@ func DefaultSeq2Seq() Seq2SeqConfig {
 
 // ReadSeq2SeqConfig reads a JSON config file over base; unknown keys and
 // wrong types are errors. The model block is also kept as written, for
-// init_from to read over the checkpoint's config (TrainConfig.ModelJSON).
+// init_from to read over the checkpoint's config (Seq2SeqTrainConfig.ModelJSON).
 func ReadSeq2SeqConfig(path string, base Seq2SeqConfig) (Seq2SeqConfig, error) {
 	cfg, err := jsonconfig.Read(path, base)
 	if err != nil {
@@ -87,7 +87,7 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 		return train.Result{}, fmt.Errorf("pretrain: the corpus has %d lines, not more than held_out %d", len(pairs), cfg.HeldOut)
 	}
 	held, trainP := pairs[:cfg.HeldOut], pairs[cfg.HeldOut:]
-	m, tok, err := seq2seq.SetupContext(ctx, cfg.TrainConfig, func() []string { return lines[cfg.HeldOut:] }, out)
+	m, tok, err := SetupSeq2SeqContext(ctx, cfg.Seq2SeqTrainConfig, func() []string { return lines[cfg.HeldOut:] }, out)
 	if err != nil {
 		return train.Result{}, fmt.Errorf("pretrain: %w", err)
 	}
@@ -110,7 +110,7 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 		return train.Result{}, err
 	}
 	fmt.Fprintf(out, "%d lines; training: %s\n", len(lines), rep)
-	if err := seq2seq.CheckMemory(m.Config, cfg.Batch, trainEx, heldEx); err != nil {
+	if err := CheckSeq2SeqMemory(m.Config, cfg.Batch, trainEx, heldEx); err != nil {
 		return train.Result{}, err
 	}
 	corrupt := func(ex seq2seq.Example, rng *rand.Rand) (seq2seq.Example, error) {
@@ -120,9 +120,9 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 		}
 		return seq2seq.Example{Src: src, Tgt: ex.Tgt}, err
 	}
-	data, err := seq2seq.NewData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, corrupt)
+	data, err := NewSeq2SeqData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, corrupt)
 	if err != nil {
 		return train.Result{}, fmt.Errorf("pretrain: %w", err)
 	}
-	return seq2seq.Run(ctx, cfg.TrainConfig, m, tok, data, train.Scoring{}, out)
+	return TrainSeq2Seq(ctx, cfg.Seq2SeqTrainConfig, m, tok, data, train.Scoring{}, out)
 }

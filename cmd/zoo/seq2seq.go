@@ -21,7 +21,7 @@ import (
 
 // seq2seqFlags binds the flags pretraining and fine-tuning a seq2seq share
 // to c.
-func seq2seqFlags(f *cmdFlags, c *seq2seq.TrainConfig) {
+func seq2seqFlags(f *cmdFlags, c *pretrain.Seq2SeqTrainConfig) {
 	f.training(trainTargets{run: &c.RunDir, initFrom: &c.InitFrom, steps: &c.Steps, batch: &c.Batch,
 		warmup: &c.Warmup, evalEvery: &c.EvalEvery, saveEvery: &c.SaveEvery, seed: &c.Seed, resume: &c.Resume, force: &c.Force, overwrite: &c.Overwrite, loadBest: &c.LoadBestModelAtEnd,
 		batchWhat: "pairs", warmupWhat: "of the inverse-square-root schedule", initWhat: "a seq2seq (model and tokenizer)"})
@@ -36,7 +36,7 @@ func runPretrainSeq2Seq(args []string, stdout io.Writer) error {
 		return err
 	}
 	f := newFlags("zoo pretrain seq2seq", "usage: zoo pretrain seq2seq --corpus TEXT [flags]\n\nDenoising pretraining (BART-style span masking and sentence permutation) of the encoder-decoder Transformer.")
-	seq2seqFlags(f, &cfg.TrainConfig)
+	seq2seqFlags(f, &cfg.Seq2SeqTrainConfig)
 	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "monolingual text, one example per line (file, directory or glob)")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
@@ -59,7 +59,7 @@ func runFinetuneSeq2Seq(args []string, stdout io.Writer) error {
 		return err
 	}
 	f := newFlags("zoo finetune seq2seq", "usage: zoo finetune seq2seq (--data PAIRS.tsv | --src-file S --tgt-file T) [--init-from CKPT] [flags]\n\nTrains translation, from scratch or from a pretrained checkpoint, then scores the held-out pairs with BLEU and chrF.")
-	seq2seqFlags(f, &cfg.TrainConfig)
+	seq2seqFlags(f, &cfg.Seq2SeqTrainConfig)
 	f.StringVar(&cfg.Data, "data", cfg.Data, "TSV of source<TAB>target lines")
 	f.StringVar(&cfg.SrcFile, "src-file", cfg.SrcFile, "source sentences, one per line (with --tgt-file)")
 	f.StringVar(&cfg.TgtFile, "tgt-file", cfg.TgtFile, "target sentences, aligned with --src-file")

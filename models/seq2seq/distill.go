@@ -4,17 +4,18 @@ package seq2seq
 // grapheme-to-phoneme conversion Sun et al., Interspeech 2019): the
 // training target at every label position is partly a teacher's
 // distribution over the next token, the mean of one or more teacher
-// models' (an ensemble's) under teacher forcing on the reference.
+// models' (an ensemble's) under teacher forcing on the reference. This
+// file computes those distributions by running the teachers; training on
+// them is pretrain's Seq2SeqTask, and finetune (seq2seq_distill.go)
+// checks the teachers and wires them into a run.
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
 )
 
@@ -26,29 +27,6 @@ type Soft struct {
 	K   int
 	IDs []int32
 	P   []float32
-}
-
-// CheckTeacher refuses teachers that do not read and write the
-// student's ids: distillation compares distributions id by id, so the
-// vocabularies and special ids must be one (NewEnsemble's check) and the
-// tokenizers (tok, the student's; teacherTok, the teachers') the same
-// serialised tokenizer.
-func CheckTeacher(student *Model, teachers Ensemble, tok, teacherTok datasets.Tokenizer) error {
-	if _, err := NewEnsemble(append(Ensemble{student}, teachers...)...); err != nil {
-		return fmt.Errorf("seq2seq: distillation: the student is model 1: %w", err)
-	}
-	a, err := tok.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	b, err := teacherTok.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(a, b) {
-		return fmt.Errorf("seq2seq: the teachers' tokenizer differs from the student's: distillation needs the same ids (start the student from a checkpoint with the teachers' tokenizer, or give it with --tokenizer)")
-	}
-	return nil
 }
 
 // TeacherTargets gives each of ex its teacher distributions (Soft): the

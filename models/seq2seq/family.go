@@ -3,8 +3,8 @@ package seq2seq
 import (
 	"fmt"
 
+	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
-	"github.com/d73a19ff/zoo/train"
 )
 
 func init() {
@@ -24,10 +24,8 @@ func init() {
 
 // Decay reports whether a parameter gets weight decay: matrices do, except
 // the embedding tables (shared, or the encoder's and decoder's); biases and
-// LayerNorms never do.
+// LayerNorms never do. It has the engine's decay-rule signature
+// (train.DecayRule): a task hands it on as its train.Decayer.
 func (m *Model) Decay(name string, shape []int) bool {
-	return train.NoDecayOf(m.SrcEmbed.Weight.Name, m.TgtEmbed.Weight.Name)(name, shape)
+	return layers.DecayExcept(m.SrcEmbed.Weight.Name, m.TgtEmbed.Weight.Name)(name, shape)
 }
-
-// Decay implements train.Decayer: the model's own no-decay parameters.
-func (k *Task) Decay(name string, shape []int) bool { return k.Model.Decay(name, shape) }

@@ -149,12 +149,16 @@ func TestGenerationConfigKept(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, out, again)
 
-	// init_from: the config edit (dropout) keeps it.
-	edited, err := loadEdited(dst, func(c Config) (Config, error) {
-		return modelOverride(c, json.RawMessage(`{"dropout": 0.3}`), os.Stderr)
+	// init_from: a config edit (dropout, as pretrain's init_from makes
+	// it) keeps it; pretrain's TestSeq2SeqModelOverride checks that its edit
+	// keeps the checkpoint's generation config.
+	edited, err := LoadEdited(dst, func(c Config) (Config, error) {
+		c.Dropout = 0.3
+		return c, nil
 	})
 	require.NoError(t, err)
 	require.Equal(t, custom, []byte(edited.Config.GenerationConfig))
+	require.Equal(t, 0.3, edited.Config.Dropout)
 
 	// zoo average copies it.
 	avg := filepath.Join(t.TempDir(), "avg")
@@ -227,31 +231,6 @@ func TestGenerationRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	back.Config.GenerationConfig = append(back.Config.GenerationConfig, ' ')
 	require.Equal(t, before, decodeAll(back, nil))
-}
-
-// TestTaskSaveWritesGenerationConfig: a training run's checkpoints (Task.Save,
-// which pretrain seq2seq, finetune translate and resume write through) have
-// the generation_config.json, and a resumed run's keep a kept one.
-func TestTaskSaveWritesGenerationConfig(t *testing.T) {
-	tok, err := TrainTokenizer([]string{"the fox", "der Fuchs"}, 300)
-	require.NoError(t, err)
-	cfg := Tiny()
-	cfg.SrcVocabSize, cfg.TgtVocabSize = tok.VocabSize(), tok.VocabSize()
-	m, err := New(cfg)
-	require.NoError(t, err)
-	dir := filepath.Join(t.TempDir(), "step-000001")
-	require.NoError(t, (&Task{Model: m, Tok: tok}).Save(dir))
-	want, err := m.Config.GenerationConfigJSON()
-	require.NoError(t, err)
-	got, err := os.ReadFile(filepath.Join(dir, decode.GenerationFile))
-	require.NoError(t, err)
-	require.Equal(t, want, got)
-
-	m.Config.GenerationConfig = json.RawMessage(`{"num_beams": 6}`)
-	require.NoError(t, (&Task{Model: m, Tok: tok}).Save(dir))
-	got, err = os.ReadFile(filepath.Join(dir, decode.GenerationFile))
-	require.NoError(t, err)
-	require.Equal(t, `{"num_beams": 6}`, string(got))
 }
 
 // TestGenerationConfigForHF writes a model that favours pad, saved with

@@ -147,12 +147,14 @@ func (m *Model) Save(dir string) error {
 // error that names what is wrong (missing, unexpected and mismatched keys
 // in a *layers.LoadError). Options set the dtype.
 func Load(dir string, opts ...layers.Option) (*Model, error) {
-	return loadEdited(dir, nil, opts...)
+	return LoadEdited(dir, nil, opts...)
 }
 
-// loadEdited is Load with edit applied to the checkpoint's config before
-// the model is built (nil: none), as modelOverride's dropout rates.
-func loadEdited(dir string, edit func(Config) (Config, error), opts ...layers.Option) (*Model, error) {
+// LoadEdited is Load with edit applied to the checkpoint's config before
+// the model is built (nil: none), as a training run's init_from applies
+// its config's dropout rates (pretrain.SetupSeq2SeqContext); an error
+// from edit is returned as it is.
+func LoadEdited(dir string, edit func(Config) (Config, error), opts ...layers.Option) (*Model, error) {
 	var cfg Config
 	if err := models.ReadConfig(dir, "seq2seq", &cfg); err != nil {
 		return nil, fmt.Errorf("seq2seq: %w", err)

@@ -9,10 +9,8 @@ package seq2seq
 // outputs, in float64.
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,7 +23,6 @@ import (
 	"github.com/d73a19ff/zoo/internal/graphtest"
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
-	"github.com/d73a19ff/zoo/train"
 )
 
 var marianCases = []string{"opus_shared", "separate_untied"}
@@ -317,31 +314,4 @@ func TestMarianSavedTables(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, m.Config, back.Config)
 	}
-}
-
-// final_logits_bias is a buffer, as in transformers: training through the
-// engine updates the parameters and leaves it as loaded.
-func TestFinalLogitsBiasIsNotTrained(t *testing.T) {
-	cfg := Tiny()
-	m, err := New(cfg, layers.WithSeed(3))
-	require.NoError(t, err)
-	require.NotContains(t, m.Store.Params(), m.FinalLogitsBias)
-	require.Equal(t, 43104, m.NumParams(), "Tiny's count leaves the buffer out")
-	m.Store.Reinit(m.FinalLogitsBias, layers.Normal(0.5))
-	bias := slices.Clone(m.FinalLogitsBias.Value.Data().([]float32))
-	emb := slices.Clone(m.SrcEmbed.Weight.Value.Data().([]float32))
-	d := &copyData{cfg: cfg, rng: rand.New(rand.NewPCG(1, 2)), b: 4, n: 5}
-	val, err := d.Next()
-	require.NoError(t, err)
-	d.fixed = []train.Batch{val}
-	sched, err := train.Constant(1e-2)
-	require.NoError(t, err)
-	tr, err := train.New(&copyTask{m: m, b: d.b, ts: SourceLen(d.n), tt: TargetLen(d.n)}, d,
-		train.Config{Steps: 3, EvalEvery: 100, Dir: t.TempDir(), AdamW: train.DefaultAdamWConfig(), Schedule: sched})
-	require.NoError(t, err)
-	defer tr.Close()
-	_, err = tr.Run(context.Background(), nil)
-	require.NoError(t, err)
-	require.NotEqual(t, emb, m.SrcEmbed.Weight.Value.Data(), "the parameters trained")
-	require.Equal(t, bias, m.FinalLogitsBias.Value.Data(), "the bias did not")
 }

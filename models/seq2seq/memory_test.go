@@ -85,16 +85,3 @@ func TestActivationAndDecodeBytes(t *testing.T) {
 	assert.Equal(t, 4*(2*enc+2*cache+3*r*11), c.DecodeBytes(3, 4, 5, 7))
 	assert.Equal(t, int64(1<<63-1), c.DecodeBytes(1<<40, 1<<40, 5, 7))
 }
-
-// CheckMemory refuses an absurd batch before any batch is made, naming
-// batch_size and the buckets (lengths 4 and 10 fill the buckets of 8 and
-// 12), and lets a small one through.
-func TestCheckMemoryBatch(t *testing.T) {
-	c := Tiny()
-	ex := []Example{{Src: []int{3, 4, 5}, Tgt: []int{6, 7}}, {Src: []int{3, 4, 5, 6, 7, 8, 9, 10, 3}, Tgt: []int{6}}}
-	require.NoError(t, CheckMemory(c, 8, ex))
-	err := CheckMemory(c, 1_000_000_000, ex)
-	require.Error(t, err)
-	assert.ErrorContains(t, err, "seq2seq: batch_size 1000000000, in buckets of up to 12 tokens (graph shapes: 2)")
-	assert.ErrorContains(t, err, "lower batch_size")
-}

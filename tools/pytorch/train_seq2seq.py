@@ -24,7 +24,7 @@ resolved as the zoo resolves them: finetune.DefaultTranslation(), then the
 run config, then every flag that is given (zero included). A run config's
 model is read over seq2seq.Small() and its vocabulary sizes and special ids
 come from the tokenizer (vocab_size = largest id + 1; pad 0, start 1, eos 2),
-as seq2seq.SetupContext does.
+as pretrain.SetupSeq2SeqContext does.
 
 What is the same as the zoo (models/seq2seq, layers, train, decode, finetune):
 
@@ -44,7 +44,7 @@ so state-dict keys are checkpoint keys)
   * init as seq2seq.New (fairseq's): Xavier-uniform for every matrix,
     zero biases, LayerNorm (1, 0), embedding tables N(0, 1/d_model), from
     torch.manual_seed(seed) (the zoo's own generator cannot be reproduced).
-Batches (models/seq2seq/batch.go, data.go; datasets/buckets.go)
+Batches (models/seq2seq/batch.go, pretrain/seq2seq_data.go; datasets/buckets.go)
   * src = ids + [eos]; decoder input = [decoder_start] + tgt; labels =
     tgt + [eos], -100 on padding; the decoder's key mask is tgt_in != pad
     with position 0 always on; sources mask their padding in self- and
@@ -225,7 +225,7 @@ def resolve(args, tok):
     """(model config, recipe, init_from) from --config / --run-config /
     flags. A run config's init_from (or --init-from) is a checkpoint whose
     weights training starts from and whose config.json is the model, as in
-    seq2seq.SetupContext."""
+    pretrain.SetupSeq2SeqContext."""
     cfg = load_json(args.config)
     run = None
     if is_run_config(cfg):
@@ -237,7 +237,7 @@ def resolve(args, tok):
         model = model_config(load_json(os.path.join(init_from, "config.json")), MARIAN_DEFAULTS)
     elif run is cfg:
         model = model_config(cfg.get("model", {}), SMALL_MODEL)
-        v = tok.vocab_size  # seq2seq.SetupContext: the tokenizer's size and ids
+        v = tok.vocab_size  # pretrain.SetupSeq2SeqContext: the tokenizer's size and ids
         model.update(vocab_size=v, decoder_vocab_size=v, pad_token_id=0, decoder_start_token_id=1, eos_token_id=2)
     else:
         model = model_config(cfg, MARIAN_DEFAULTS)
@@ -266,7 +266,7 @@ def check_recipe(recipe):
     if recipe["early_stopping"] not in stop:
         raise ValueError("early_stopping %r: want true, false or never" % recipe["early_stopping"])
     recipe["early_stopping"] = stop[recipe["early_stopping"]]
-    # seq2seq.TrainConfig.Validate: the two schedules and their settings
+    # pretrain.Seq2SeqTrainConfig.Validate: the two schedules and their settings
     if recipe["lr_scheduler"] in ("", None):
         recipe["lr_scheduler"] = "noam"
     if recipe["lr_scheduler"] not in ("noam", "cosine"):
@@ -605,7 +605,7 @@ def read_ids(path):
 
 
 def default_bounds(max_len):
-    """seq2seq.DefaultBounds."""
+    """pretrain.Seq2SeqBounds."""
     return [b for b in (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512) if b < max_len] + [max_len]
 
 
@@ -715,7 +715,7 @@ def warmup_cosine(step, max_lr, min_lr, warmup, decay_steps):
 
 
 def lr_at(step, d_model, recipe):
-    """seq2seq.TrainConfig's schedule: noam (default) or cosine."""
+    """pretrain.Seq2SeqTrainConfig's schedule: noam (default) or cosine."""
     if recipe["lr_scheduler"] == "cosine":
         return warmup_cosine(step, recipe["learning_rate"], recipe["min_lr"], recipe["warmup_steps"],
                              recipe["max_steps"])

@@ -1,18 +1,13 @@
 package seq2seq
 
 import (
-	"context"
-	"errors"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/datasets"
-	"github.com/d73a19ff/zoo/layers"
-	"github.com/d73a19ff/zoo/train"
 )
 
 // examples of 1 to 12 tokens, so that batches fall in several buckets.
@@ -35,82 +30,6 @@ func tinyConfig() Config {
 	c := Tiny()
 	c.SrcVocabSize, c.TgtVocabSize, c.Dropout = 24, 24, 0.1
 	return c
-}
-
-// countingData cancels the run when the n-th training batch is drawn.
-type countingData struct {
-	*Data
-	calls, at int
-	cancel    func()
-}
-
-func (d *countingData) Next() (train.Batch, error) {
-	d.calls++
-	if d.calls == d.at {
-		d.cancel()
-	}
-	return d.Data.Next()
-}
-
-// fakeTok is never used to encode: the data is ids already.
-type fakeTok struct{ datasets.Tokenizer }
-
-func (fakeTok) Save(string) error { return nil }
-
-// A run interrupted at step n and resumed (into a model with other initial
-// weights) ends with exactly the weights of an uninterrupted run: bucket
-// order, noise and dropout all continue where they were.
-func TestResumeExactly(t *testing.T) {
-	const n = 6
-	build := func(seed uint64) (*Model, *Data) {
-		m, err := New(tinyConfig(), layers.WithSeed(seed))
-		require.NoError(t, err)
-		noise := datasets.NoiseConfig{MaskRatio: 0.3, PoissonLambda: 2, MaskID: MaskID}
-		d, err := NewData(m.Config, examples(200, 1), examples(20, 2), 8, 5, func(ex Example, rng *rand.Rand) (Example, error) {
-			src, err := datasets.Noise(ex.Src, noise, rng)
-			return Example{Src: src, Tgt: ex.Tgt}, err
-		})
-		require.NoError(t, err)
-		require.GreaterOrEqual(t, len(d.Plan().Shapes()), 3, "several bucket shapes")
-		return m, d
-	}
-	cfg := DefaultTrainConfig()
-	cfg.Steps, cfg.Warmup, cfg.EvalEvery, cfg.SaveEvery, cfg.LRFactor = 2*n, 5, 4, 0, 2
-	trainer := func(m *Model, d train.Data, dir string) *train.Trainer {
-		sched, err := train.Noam(m.Config.DModel, cfg.Warmup, cfg.LRFactor)
-		require.NoError(t, err)
-		tr, err := train.New(&Task{Model: m, Tok: fakeTok{}, Smoothing: 0.1}, d, train.Config{Steps: cfg.Steps, EvalEvery: cfg.EvalEvery,
-			Dir: dir, Seed: 9, AdamW: train.AdamWConfig{Beta1: 0.9, Beta2: 0.98, Eps: 1e-9}, Schedule: sched})
-		require.NoError(t, err)
-		return tr
-	}
-
-	whole, d := build(1)
-	tr := trainer(whole, d, t.TempDir())
-	_, err := tr.Run(context.Background(), nil)
-	require.NoError(t, err)
-	tr.Close()
-
-	split := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	m, d := build(1)
-	tr = trainer(m, &countingData{Data: d, at: n, cancel: cancel}, split)
-	_, err = tr.Run(ctx, nil)
-	require.True(t, errors.Is(err, train.ErrInterrupted), "%v", err)
-	tr.Close()
-	ckpt, err := train.Latest(split)
-	require.NoError(t, err)
-	require.Equal(t, "step-000006", filepath.Base(ckpt))
-
-	resumed, d := build(77)
-	tr = trainer(resumed, d, split)
-	require.NoError(t, tr.Resume(ckpt))
-	_, err = tr.Run(context.Background(), nil)
-	require.NoError(t, err)
-	tr.Close()
-	for i, p := range whole.Store.Params() {
-		require.Equal(t, p.Value.Data(), resumed.Store.Params()[i].Value.Data(), p.Name)
-	}
 }
 
 func TestEncodeCountsOverlong(t *testing.T) {

@@ -1,4 +1,10 @@
-package seq2seq
+package pretrain
+
+// This file is the seq2seq run skeleton that denoising pretraining
+// (RunSeq2Seq) and translation fine-tuning (finetune.RunTranslation)
+// share: the training settings, the model and tokenizer of a new,
+// resumed or init_from run with its run.json check, the memory check, and
+// the engine run.
 
 import (
 	"context"
@@ -16,30 +22,31 @@ import (
 	"github.com/d73a19ff/zoo/internal/runinfo"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/seq2seq"
 	"github.com/d73a19ff/zoo/train"
 )
 
-// TrainConfig is the part of a seq2seq pipeline's configuration that
+// Seq2SeqTrainConfig is the part of a seq2seq pipeline's configuration that
 // pretraining and fine-tuning share. The defaults are the paper's recipe
 // (§5.3, §5.4): Adam with β = (0.9, 0.98), ε = 1e-9, the inverse-square-root
 // schedule with 4000 warmup steps, label smoothing 0.1.
-type TrainConfig struct {
-	Tokenizer      string `json:"tokenizer"`       // a tokenizer.json; empty: train a joint one on the training texts
-	TokenizerModel string `json:"tokenizer_model"` // the one to train: "bpe" (byte-level BPE, the default) or "wordlevel" (whitespace-separated tokens, as characters and phonemes)
-	BPEVocab       int    `json:"bpe_vocab_size"`  // when training a BPE
-	Model          Config `json:"model"`           // vocabulary sizes come from the tokenizer
+type Seq2SeqTrainConfig struct {
+	Tokenizer      string         `json:"tokenizer"`       // a tokenizer.json; empty: train a joint one on the training texts
+	TokenizerModel string         `json:"tokenizer_model"` // the one to train: "bpe" (byte-level BPE, the default) or "wordlevel" (whitespace-separated tokens, as characters and phonemes)
+	BPEVocab       int            `json:"bpe_vocab_size"`  // when training a BPE
+	Model          seq2seq.Config `json:"model"`           // vocabulary sizes come from the tokenizer
 	// ModelJSON is the config file's model block as given (the readers
 	// keep it). With init_from the architecture is the checkpoint's: the
 	// block is read over the checkpoint's config, and it may change only
-	// the dropout rates (modelOverride).
-	ModelJSON  json.RawMessage `json:"-"`
-	InitFrom   string          `json:"init_from"`                   // start from this checkpoint (model and tokenizer)
-	Overlong   Overlong        `json:"overlong"`                    // "truncate" or "skip" pairs longer than max_len
-	Batch      int             `json:"batch_size"`                  // pairs per batch
-	Accumulate int             `json:"gradient_accumulation_steps"` // batches summed into each step (1: none)
-	Steps      int             `json:"max_steps"`
-	Warmup     int             `json:"warmup_steps"`
-	LRFactor   float64         `json:"lr_factor"` // scales the noam schedule; 1 is the paper's
+	// the dropout rates (seq2seqModelOverride).
+	ModelJSON  json.RawMessage  `json:"-"`
+	InitFrom   string           `json:"init_from"`                   // start from this checkpoint (model and tokenizer)
+	Overlong   seq2seq.Overlong `json:"overlong"`                    // "truncate" or "skip" pairs longer than max_len
+	Batch      int              `json:"batch_size"`                  // pairs per batch
+	Accumulate int              `json:"gradient_accumulation_steps"` // batches summed into each step (1: none)
+	Steps      int              `json:"max_steps"`
+	Warmup     int              `json:"warmup_steps"`
+	LRFactor   float64          `json:"lr_factor"` // scales the noam schedule; 1 is the paper's
 	// LRScheduler is the learning-rate schedule: "noam" (the default, the
 	// paper's inverse square root scaled by lr_factor) or "cosine"
 	// (nanoGPT's: a linear warmup to learning_rate over warmup_steps, then
@@ -77,25 +84,26 @@ type TrainConfig struct {
 	// training target is then (1−distill_alpha)·the label-smoothed
 	// reference + distill_alpha·the teacher's next-token distribution
 	// under teacher forcing, kept to its distill_top_k most probable
-	// tokens (TeacherTargets, computed once before training). Validation
-	// stays the plain loss. Empty: no distillation. Translation
-	// fine-tuning only.
+	// tokens (seq2seq.TeacherTargets, computed once before training).
+	// Validation stays the plain loss. Empty: no distillation.
+	// Translation fine-tuning only (finetune.RunTranslation wires the
+	// teachers in; RunSeq2Seq refuses it).
 	DistillFrom  string  `json:"distill_from"`
 	DistillAlpha float64 `json:"distill_alpha"`
 	DistillTopK  int     `json:"distill_top_k"`
 }
 
-// DefaultTrainConfig is the paper's recipe on the Small model.
-func DefaultTrainConfig() TrainConfig {
-	return TrainConfig{
-		BPEVocab: 8000, Model: Small(), Overlong: Truncate, Batch: 64, Accumulate: 1, Steps: 10000, Warmup: 4000, LRFactor: 1,
+// DefaultSeq2SeqTrainConfig is the paper's recipe on the Small model.
+func DefaultSeq2SeqTrainConfig() Seq2SeqTrainConfig {
+	return Seq2SeqTrainConfig{
+		BPEVocab: 8000, Model: seq2seq.Small(), Overlong: seq2seq.Truncate, Batch: 64, Accumulate: 1, Steps: 10000, Warmup: 4000, LRFactor: 1,
 		Beta1: 0.9, Beta2: 0.98, Eps: 1e-9, LabelSmoothing: 0.1, EvalEvery: 500, SaveEvery: 1000, HeldOut: 1000, Seed: 1,
 		DistillAlpha: 0.5, DistillTopK: 8,
 	}
 }
 
 // Validate reports settings that cannot run.
-func (c TrainConfig) Validate() error {
+func (c Seq2SeqTrainConfig) Validate() error {
 	switch {
 	case c.Batch <= 0 || c.Steps <= 0 || c.Warmup <= 0 || c.Accumulate <= 0:
 		return fmt.Errorf("config: batch_size %d, gradient_accumulation_steps %d, max_steps %d and warmup_steps %d must be positive", c.Batch, c.Accumulate, c.Steps, c.Warmup)
@@ -103,8 +111,8 @@ func (c TrainConfig) Validate() error {
 		return fmt.Errorf("config: lr_scheduler %q must be \"noam\" or \"cosine\"", c.LRScheduler)
 	case c.LRScheduler != "cosine" && (c.LearningRate != 0 || c.MinLR != 0):
 		return fmt.Errorf("config: learning_rate and min_lr set the cosine schedule; the noam schedule takes lr_factor: set lr_scheduler \"cosine\" or remove them")
-	case c.Overlong != Truncate && c.Overlong != Skip:
-		return fmt.Errorf("config: overlong %q must be %q or %q", c.Overlong, Truncate, Skip)
+	case c.Overlong != seq2seq.Truncate && c.Overlong != seq2seq.Skip:
+		return fmt.Errorf("config: overlong %q must be %q or %q", c.Overlong, seq2seq.Truncate, seq2seq.Skip)
 	case !(c.LabelSmoothing >= 0 && c.LabelSmoothing < 1):
 		return fmt.Errorf("config: label_smoothing %g must be in [0, 1)", c.LabelSmoothing)
 	case c.HeldOut <= 0:
@@ -117,11 +125,11 @@ func (c TrainConfig) Validate() error {
 		return fmt.Errorf("config: distill_top_k %d must be at least 1", c.DistillTopK)
 	case c.TokenizerModel != "" && c.TokenizerModel != "bpe" && c.TokenizerModel != "wordlevel":
 		return fmt.Errorf("config: tokenizer_model %q must be \"bpe\" or \"wordlevel\"", c.TokenizerModel)
-	case c.Tokenizer == "" && c.InitFrom == "" && c.TokenizerModel != "wordlevel" && c.BPEVocab < 260+len(Specials):
-		return fmt.Errorf("config: bpe_vocab_size %d must be at least %d", c.BPEVocab, 260+len(Specials))
+	case c.Tokenizer == "" && c.InitFrom == "" && c.TokenizerModel != "wordlevel" && c.BPEVocab < 260+len(seq2seq.Specials):
+		return fmt.Errorf("config: bpe_vocab_size %d must be at least %d", c.BPEVocab, 260+len(seq2seq.Specials))
 	}
 	m := c.Model // the joint tokenizer sets both vocabulary sizes later, to one value
-	v := max(m.SrcVocabSize, len(Specials))
+	v := max(m.SrcVocabSize, len(seq2seq.Specials))
 	m.SrcVocabSize, m.TgtVocabSize = v, v
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("config: model: %w", err)
@@ -132,12 +140,12 @@ func (c TrainConfig) Validate() error {
 	return nil
 }
 
-// Setup is SetupContext without cancellation, printing nothing.
-func Setup(c TrainConfig, texts func() []string) (*Model, datasets.Tokenizer, error) {
-	return SetupContext(context.Background(), c, texts, io.Discard)
+// SetupSeq2Seq is SetupSeq2SeqContext without cancellation, printing nothing.
+func SetupSeq2Seq(c Seq2SeqTrainConfig, texts func() []string) (*seq2seq.Model, datasets.Tokenizer, error) {
+	return SetupSeq2SeqContext(context.Background(), c, texts, io.Discard)
 }
 
-// SetupContext loads the model and tokenizer of the run's latest
+// SetupSeq2SeqContext loads the model and tokenizer of the run's latest
 // checkpoint when resuming, or of init_from, or builds a new model for the
 // tokenizer (training a joint BPE on texts when none is given; ctx stops
 // that training). texts are the training texts.
@@ -147,8 +155,8 @@ func Setup(c TrainConfig, texts func() []string) (*Model, datasets.Tokenizer, er
 // given now and refuses, naming each difference, unless c.Force is set;
 // then it goes on with the checkpoint's model and tokenizer and says so on
 // out. A tokenizer loaded from a checkpoint must match its model
-// (CheckTokenizer).
-func SetupContext(ctx context.Context, c TrainConfig, texts func() []string, out io.Writer) (*Model, datasets.Tokenizer, error) {
+// (seq2seq.CheckTokenizer).
+func SetupSeq2SeqContext(ctx context.Context, c Seq2SeqTrainConfig, texts func() []string, out io.Writer) (*seq2seq.Model, datasets.Tokenizer, error) {
 	var got []string
 	texts = func(read func() []string) func() []string {
 		return func() []string {
@@ -169,7 +177,7 @@ func SetupContext(ctx context.Context, c TrainConfig, texts func() []string, out
 	var now runinfo.Record
 	if c.Resume || from == "" {
 		var err error
-		if now, err = runRecord(c, texts()); err != nil {
+		if now, err = seq2seqRunRecord(c, texts()); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -178,23 +186,23 @@ func SetupContext(ctx context.Context, c TrainConfig, texts func() []string, out
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}
-		var m *Model
-		var edit func(Config) (Config, error) // a resume keeps the checkpoint's config
+		var m *seq2seq.Model
+		var edit func(seq2seq.Config) (seq2seq.Config, error) // a resume keeps the checkpoint's config
 		if !c.Resume {
-			edit = func(ck Config) (Config, error) { return modelOverride(ck, c.ModelJSON, out) }
+			edit = func(ck seq2seq.Config) (seq2seq.Config, error) { return seq2seqModelOverride(ck, c.ModelJSON, out) }
 		}
-		m, err = loadEdited(from, edit)
+		m, err = seq2seq.LoadEdited(from, edit)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}
-		if err := CheckTokenizer(m, tok); err != nil {
+		if err := seq2seq.CheckTokenizer(m, tok); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}
 		if c.Resume {
-			if err := checkResume(c, now, out); err != nil {
+			if err := checkSeq2SeqResume(c, now, out); err != nil {
 				return nil, nil, err
 			}
-		} else if err := writeRecord(c, texts()); err != nil {
+		} else if err := writeSeq2SeqRecord(c, texts()); err != nil {
 			return nil, nil, err
 		}
 		return m, tok, nil
@@ -205,13 +213,13 @@ func SetupContext(ctx context.Context, c TrainConfig, texts func() []string, out
 		tok, err = datasets.LoadTokenizer(c.Tokenizer)
 	} else if c.TokenizerModel == "wordlevel" {
 		var wl *datasets.WordLevel
-		wl, err = datasets.TrainWordLevelTexts(ctx, texts(), datasets.WordLevelOptions{Specials: append(slices.Clone(Specials), datasets.WordLevelUnknown)})
+		wl, err = datasets.TrainWordLevelTexts(ctx, texts(), datasets.WordLevelOptions{Specials: append(slices.Clone(seq2seq.Specials), datasets.WordLevelUnknown)})
 		if err == nil {
 			fmt.Fprintf(out, "word-level vocabulary: %d tokens\n", wl.VocabSize())
 			tok = wl
 		}
 	} else {
-		tok, err = datasets.TrainBPETextsContext(ctx, texts(), c.BPEVocab, Specials)
+		tok, err = datasets.TrainBPETextsContext(ctx, texts(), c.BPEVocab, seq2seq.Specials)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -219,11 +227,11 @@ func SetupContext(ctx context.Context, c TrainConfig, texts func() []string, out
 	mc := c.Model
 	mc.SrcVocabSize, mc.TgtVocabSize = tok.VocabSize(), tok.VocabSize()
 	mc.PadTokenID, mc.BOSTokenID, mc.EOSTokenID = 0, 1, 2
-	m, err := New(mc, layers.WithSeed(c.Seed))
+	m, err := seq2seq.New(mc, layers.WithSeed(c.Seed))
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := CheckTokenizer(m, tok); err != nil {
+	if err := seq2seq.CheckTokenizer(m, tok); err != nil {
 		return nil, nil, fmt.Errorf("tokenizer %s: %w", c.Tokenizer, err)
 	}
 	if err := runinfo.Write(c.RunDir, now); err != nil {
@@ -232,40 +240,9 @@ func SetupContext(ctx context.Context, c TrainConfig, texts func() []string, out
 	return m, tok, nil
 }
 
-// CheckTokenizer reports a tokenizer that does not match the model: one
-// whose vocabulary size is not the model's, or whose tokens at the model's
-// pad, eos and decoder-start ids are not <pad>, </s> and <s> (or <pad>,
-// which Marian starts decoding with). A tokenizer of another model
-// fails here instead of as a bad id later.
-func CheckTokenizer(m *Model, tok datasets.Tokenizer) error {
-	c := m.Config
-	if n := tok.VocabSize(); n != c.SrcVocabSize || n != c.TgtVocabSize {
-		return fmt.Errorf("seq2seq: the tokenizer does not match the checkpoint: it has %d tokens, the model's vocabularies %d (source) and %d (target)", n, c.SrcVocabSize, c.TgtVocabSize)
-	}
-	for _, sp := range []struct {
-		what string
-		id   int
-		want []string
-	}{{"pad_token_id", c.PadTokenID, []string{"<pad>"}}, {"eos_token_id", c.EOSTokenID, []string{"</s>"}},
-		{"decoder_start_token_id", c.BOSTokenID, []string{"<s>", "<pad>"}}} {
-		text, err := tok.Decode([]int{sp.id})
-		if err != nil {
-			return fmt.Errorf("seq2seq: the tokenizer does not match the checkpoint: %s %d: %w", sp.what, sp.id, err)
-		}
-		ok := false
-		for _, w := range sp.want {
-			ok = ok || text == w
-		}
-		if !ok {
-			return fmt.Errorf("seq2seq: the tokenizer does not match the checkpoint: the model's %s is %d, which the tokenizer reads as %q, not %s", sp.what, sp.id, text, strings.Join(sp.want, " or "))
-		}
-	}
-	return nil
-}
-
-// runRecord is what run.json records of a run: a hash of its training
+// seq2seqRunRecord is what run.json records of a run: a hash of its training
 // texts, its tokenizer settings and the model config it was given.
-func runRecord(c TrainConfig, texts []string) (runinfo.Record, error) {
+func seq2seqRunRecord(c Seq2SeqTrainConfig, texts []string) (runinfo.Record, error) {
 	h := sha256.New()
 	for _, t := range texts {
 		h.Write([]byte(t))
@@ -292,7 +269,7 @@ func runRecord(c TrainConfig, texts []string) (runinfo.Record, error) {
 		return nil, err
 	}
 	// The vocabulary sizes and special ids come from the tokenizer.
-	if err := r.SetFields("model.", c.Model, tokenizerKeys...); err != nil {
+	if err := r.SetFields("model.", c.Model, seq2seqTokenizerKeys...); err != nil {
 		return nil, err
 	}
 	if c.DistillFrom != "" {
@@ -303,20 +280,20 @@ func runRecord(c TrainConfig, texts []string) (runinfo.Record, error) {
 	return r, nil
 }
 
-// tokenizerKeys are the model keys the tokenizer sets, not the config.
-var tokenizerKeys = []string{"vocab_size", "decoder_vocab_size", "pad_token_id", "eos_token_id", "decoder_start_token_id"}
+// seq2seqTokenizerKeys are the model keys the tokenizer sets, not the config.
+var seq2seqTokenizerKeys = []string{"vocab_size", "decoder_vocab_size", "pad_token_id", "eos_token_id", "decoder_start_token_id"}
 
-// dropoutKeys are the model keys a config may change when it starts from a
+// seq2seqDropoutKeys are the model keys a config may change when it starts from a
 // checkpoint: regularisation, not architecture (nanoGPT's override_args,
 // Hugging Face's from_pretrained(dir, dropout=…)).
-var dropoutKeys = []string{"dropout", "attention_dropout", "activation_dropout"}
+var seq2seqDropoutKeys = []string{"dropout", "attention_dropout", "activation_dropout"}
 
-// modelOverride reads a config file's model block over a checkpoint's
+// seq2seqModelOverride reads a config file's model block over a checkpoint's
 // config ckpt. The dropout rates it changes are taken, each said on out;
 // a change to anything else is an error naming it, since the weights are
 // the checkpoint's architecture. Keys the tokenizer sets (vocabulary
 // sizes, special ids) are not compared.
-func modelOverride(ckpt Config, given json.RawMessage, out io.Writer) (Config, error) {
+func seq2seqModelOverride(ckpt seq2seq.Config, given json.RawMessage, out io.Writer) (seq2seq.Config, error) {
 	if len(given) == 0 {
 		return ckpt, nil
 	}
@@ -325,15 +302,15 @@ func modelOverride(ckpt Config, given json.RawMessage, out io.Writer) (Config, e
 		return ckpt, fmt.Errorf("config: model: %w", err)
 	}
 	was, now := runinfo.Record{}, runinfo.Record{}
-	if err := was.SetFields("", ckpt, tokenizerKeys...); err != nil {
+	if err := was.SetFields("", ckpt, seq2seqTokenizerKeys...); err != nil {
 		return ckpt, err
 	}
-	if err := now.SetFields("", merged, tokenizerKeys...); err != nil {
+	if err := now.SetFields("", merged, seq2seqTokenizerKeys...); err != nil {
 		return ckpt, err
 	}
 	var bad, took []string
 	for _, c := range runinfo.Changes(was, now) {
-		if slices.Contains(dropoutKeys, c.Name) {
+		if slices.Contains(seq2seqDropoutKeys, c.Name) {
 			took = append(took, fmt.Sprintf("init_from: model.%s %s, the config's, replaces the checkpoint's %s\n", c.Name, c.Now, c.Was))
 		} else {
 			bad = append(bad, fmt.Sprintf("model.%s %s (the checkpoint's: %s)", c.Name, c.Now, c.Was))
@@ -341,24 +318,24 @@ func modelOverride(ckpt Config, given json.RawMessage, out io.Writer) (Config, e
 	}
 	if len(bad) > 0 {
 		return ckpt, fmt.Errorf("config: init_from: the model is the checkpoint's, but the config's model block changes %s; drop these keys (only the dropout rates, %s, may differ from the checkpoint's)",
-			strings.Join(bad, ", "), strings.Join(dropoutKeys, ", "))
+			strings.Join(bad, ", "), strings.Join(seq2seqDropoutKeys, ", "))
 	}
 	fmt.Fprint(out, strings.Join(took, ""))
 	ckpt.Dropout, ckpt.AttentionDropout, ckpt.ActivationDropout = merged.Dropout, merged.AttentionDropout, merged.ActivationDropout
 	return ckpt, nil
 }
 
-// writeRecord writes run.json for a new run.
-func writeRecord(c TrainConfig, texts []string) error {
-	r, err := runRecord(c, texts)
+// writeSeq2SeqRecord writes run.json for a new run.
+func writeSeq2SeqRecord(c Seq2SeqTrainConfig, texts []string) error {
+	r, err := seq2seqRunRecord(c, texts)
 	if err != nil {
 		return err
 	}
 	return runinfo.Write(c.RunDir, r)
 }
 
-// checkResume compares now with the run's run.json.
-func checkResume(c TrainConfig, now runinfo.Record, out io.Writer) error {
+// checkSeq2SeqResume compares now with the run's run.json.
+func checkSeq2SeqResume(c Seq2SeqTrainConfig, now runinfo.Record, out io.Writer) error {
 	run, err := runinfo.Read(c.RunDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(out, "resume: %s has no %s (a run from before it was written), so the data and config cannot be checked against the run's\n", c.RunDir, runinfo.File)
@@ -378,19 +355,19 @@ func checkResume(c TrainConfig, now runinfo.Record, out io.Writer) error {
 	return nil
 }
 
-// CheckMemory refuses a batch of rows pairs whose training steps would not
-// fit in the machine's memory, before any batch is made. NewData buckets
-// each pair by its longer side into the smallest of DefaultBounds(max_len)
+// CheckSeq2SeqMemory refuses a batch of rows pairs whose training steps would not
+// fit in the machine's memory, before any batch is made. NewSeq2SeqData buckets
+// each pair by its longer side into the smallest of Seq2SeqBounds(max_len)
 // that holds it, and the engine keeps one compiled graph, with its
 // buffers, per bucket shape; so the need is the sum, over the buckets the
-// examples fill, of Config.ActivationBytes for a step of rows pairs. The
+// examples fill, of seq2seq.Config.ActivationBytes for a step of rows pairs. The
 // error says to lower batch_size, or the length of the longest pairs.
-func CheckMemory(cfg Config, rows int, examples ...[]Example) error {
-	bounds := DefaultBounds(cfg.MaxLen)
+func CheckSeq2SeqMemory(cfg seq2seq.Config, rows int, examples ...[]seq2seq.Example) error {
+	bounds := Seq2SeqBounds(cfg.MaxLen)
 	filled := map[int]bool{}
 	for _, ex := range examples {
 		for _, e := range ex {
-			n := max(SourceLen(len(e.Src)), TargetLen(len(e.Tgt)))
+			n := max(seq2seq.SourceLen(len(e.Src)), seq2seq.TargetLen(len(e.Tgt)))
 			i, _ := slices.BinarySearch(bounds, n)
 			filled[bounds[min(i, len(bounds)-1)]] = true
 		}
@@ -407,17 +384,17 @@ func CheckMemory(cfg Config, rows int, examples ...[]Example) error {
 }
 
 // schedule is the learning-rate schedule lr_scheduler names.
-func (c TrainConfig) schedule(dModel int) (train.Schedule, error) {
+func (c Seq2SeqTrainConfig) schedule(dModel int) (train.Schedule, error) {
 	if c.LRScheduler == "cosine" {
 		return train.WarmupCosine(c.LearningRate, c.MinLR, c.Warmup, c.Steps)
 	}
 	return train.Noam(dModel, c.Warmup, c.LRFactor)
 }
 
-// Run trains m on the examples with the engine, writing checkpoints,
+// TrainSeq2Seq trains m on the examples with the engine, writing checkpoints,
 // metrics.jsonl and loss.png under c.RunDir and progress to out; sc adds
 // scores to every evaluation (the zero value: none).
-func Run(ctx context.Context, c TrainConfig, m *Model, tok datasets.Tokenizer, data *Data, sc train.Scoring, out io.Writer) (train.Result, error) {
+func TrainSeq2Seq(ctx context.Context, c Seq2SeqTrainConfig, m *seq2seq.Model, tok datasets.Tokenizer, data *Seq2SeqData, sc train.Scoring, out io.Writer) (train.Result, error) {
 	if err := ctx.Err(); err != nil { // interrupted while preparing: no step-0 checkpoint
 		return train.Result{}, fmt.Errorf("seq2seq: %w", err)
 	}
@@ -426,10 +403,10 @@ func Run(ctx context.Context, c TrainConfig, m *Model, tok datasets.Tokenizer, d
 		return train.Result{}, err
 	}
 	ac := train.AdamWConfig{Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay}
-	task := &Task{Model: m, Tok: tok, Smoothing: c.LabelSmoothing}
+	task := &Seq2SeqTask{Model: m, Tok: tok, Smoothing: c.LabelSmoothing}
 	if c.DistillFrom != "" {
 		if !data.Distilling() {
-			return train.Result{}, fmt.Errorf("seq2seq: distill_from %s, but the data has no teacher distributions (Data.SetTeacher)", c.DistillFrom)
+			return train.Result{}, fmt.Errorf("seq2seq: distill_from %s, but the data has no teacher distributions (Seq2SeqData.SetTeacher)", c.DistillFrom)
 		}
 		task.Distill = c.DistillAlpha
 	}

@@ -1,4 +1,8 @@
-package seq2seq
+package pretrain
+
+// This file is the seq2seq objective's data: length-bucketed training
+// batches, with noise for denoising and teacher distributions for
+// distillation, and fixed validation batches.
 
 import (
 	"encoding/binary"
@@ -6,29 +10,30 @@ import (
 	"math/rand/v2"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/models/seq2seq"
 	"github.com/d73a19ff/zoo/train"
 )
 
-// Noiser corrupts an example's source (denoising); rng is seeded per batch,
+// Seq2SeqNoiser corrupts an example's source (denoising); rng is seeded per batch,
 // so a resumed run draws the same noise.
-type Noiser func(ex Example, rng *rand.Rand) (Example, error)
+type Seq2SeqNoiser func(ex seq2seq.Example, rng *rand.Rand) (seq2seq.Example, error)
 
-// Data serves length-bucketed training batches and fixed validation
+// Seq2SeqData serves length-bucketed training batches and fixed validation
 // batches, as the engine's train.Data.
-type Data struct {
-	cfg        Config
-	train      []Example
+type Seq2SeqData struct {
+	cfg        seq2seq.Config
+	train      []seq2seq.Example
 	plan       *datasets.BucketPlan
 	val        []train.Batch
-	noise      Noiser
-	seed, next uint64 // batches served, seeding the noise
-	soft       []Soft // the training examples' teacher distributions (SetTeacher)
+	noise      Seq2SeqNoiser
+	seed, next uint64         // batches served, seeding the noise
+	soft       []seq2seq.Soft // the training examples' teacher distributions (SetTeacher)
 }
 
 // SetTeacher gives every training example its teacher distributions
-// (TeacherTargets, in the order of the training examples): training
-// batches then carry them (Batch.Teacher), validation batches do not.
-func (d *Data) SetTeacher(soft []Soft) error {
+// (seq2seq.TeacherTargets, in the order of the training examples): training
+// batches then carry them (seq2seq.Batch.Teacher), validation batches do not.
+func (d *Seq2SeqData) SetTeacher(soft []seq2seq.Soft) error {
 	if len(soft) != len(d.train) {
 		return fmt.Errorf("seq2seq: teacher distributions for %d examples, %d train", len(soft), len(d.train))
 	}
@@ -42,10 +47,10 @@ func (d *Data) SetTeacher(soft []Soft) error {
 }
 
 // Distilling says whether training batches carry teacher distributions.
-func (d *Data) Distilling() bool { return d.soft != nil }
+func (d *Seq2SeqData) Distilling() bool { return d.soft != nil }
 
-// DefaultBounds are the bucket lengths, up to max_len.
-func DefaultBounds(maxLen int) []int {
+// Seq2SeqBounds are the bucket lengths, up to max_len.
+func Seq2SeqBounds(maxLen int) []int {
 	var out []int
 	for _, b := range []int{8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512} {
 		if b < maxLen {
@@ -55,17 +60,17 @@ func DefaultBounds(maxLen int) []int {
 	return append(out, maxLen)
 }
 
-// NewData buckets the examples into batches of at most rows pairs. With a
+// NewSeq2SeqData buckets the examples into batches of at most rows pairs. With a
 // noiser, each training and validation source is corrupted (validation
 // once, with a fixed seed).
-func NewData(cfg Config, trainEx, valEx []Example, rows int, seed uint64, noise Noiser) (*Data, error) {
-	d := &Data{cfg: cfg, train: trainEx, noise: noise, seed: seed}
-	bounds := DefaultBounds(cfg.MaxLen)
+func NewSeq2SeqData(cfg seq2seq.Config, trainEx, valEx []seq2seq.Example, rows int, seed uint64, noise Seq2SeqNoiser) (*Seq2SeqData, error) {
+	d := &Seq2SeqData{cfg: cfg, train: trainEx, noise: noise, seed: seed}
+	bounds := Seq2SeqBounds(cfg.MaxLen)
 	var err error
-	if d.plan, err = plan(trainEx, bounds, rows, seed); err != nil {
+	if d.plan, err = seq2seqPlan(trainEx, bounds, rows, seed); err != nil {
 		return nil, fmt.Errorf("training split: %w", err)
 	}
-	vp, err := plan(valEx, bounds, rows, seed)
+	vp, err := seq2seqPlan(valEx, bounds, rows, seed)
 	if err != nil {
 		return nil, fmt.Errorf("validation split: %w", err)
 	}
@@ -80,45 +85,45 @@ func NewData(cfg Config, trainEx, valEx []Example, rows int, seed uint64, noise 
 	return d, nil
 }
 
-// plan buckets examples by the longer of their two sides, so that source
+// seq2seqPlan buckets examples by the longer of their two sides, so that source
 // and target share one bound: a graph per bound rather than per pair of
 // bounds. Every compiled graph keeps its buffers, so the number of shapes
 // multiplies memory (with independent bounds, 22 shapes of 128 pairs took
 // 24 GB). It also suits noise, which changes a source's length.
-func plan(ex []Example, bounds []int, rows int, seed uint64) (*datasets.BucketPlan, error) {
+func seq2seqPlan(ex []seq2seq.Example, bounds []int, rows int, seed uint64) (*datasets.BucketPlan, error) {
 	lens := make([]int, len(ex))
 	for i, e := range ex {
-		lens[i] = max(SourceLen(len(e.Src)), TargetLen(len(e.Tgt)))
+		lens[i] = max(seq2seq.SourceLen(len(e.Src)), seq2seq.TargetLen(len(e.Tgt)))
 	}
 	return datasets.NewBucketPlan(lens, lens, bounds, rows, seed)
 }
 
 // TrainSize is the number of training pairs.
-func (d *Data) TrainSize() int { return len(d.train) }
+func (d *Seq2SeqData) TrainSize() int { return len(d.train) }
 
 // Shapes implements train.ShapedData: the (B, Ts, Tt) of every training
 // bucket, so that the engine compiles them all before the first step.
-func (d *Data) Shapes() [][]int {
+func (d *Seq2SeqData) Shapes() [][]int {
 	var out [][]int
 	for _, s := range d.plan.Shapes() {
-		out = append(out, Batch{B: d.plan.Batch(), Ts: s[0], Tt: s[1]}.Shape())
+		out = append(out, seq2seq.Batch{B: d.plan.Batch(), Ts: s[0], Tt: s[1]}.Shape())
 	}
 	return out
 }
 
 // Plan is the training bucket plan, for reports.
-func (d *Data) Plan() *datasets.BucketPlan { return d.plan }
+func (d *Seq2SeqData) Plan() *datasets.BucketPlan { return d.plan }
 
 // batch makes the batch bb of ex; soft, if not nil, are ex's teacher
 // distributions.
-func (d *Data) batch(ex []Example, soft []Soft, bb datasets.Bucketed, rng *rand.Rand) (Batch, error) {
+func (d *Seq2SeqData) batch(ex []seq2seq.Example, soft []seq2seq.Soft, bb datasets.Bucketed, rng *rand.Rand) (seq2seq.Batch, error) {
 	srcs, tgts := make([][]int, len(bb.Idx)), make([][]int, len(bb.Idx))
 	for i, j := range bb.Idx {
 		e := ex[j]
 		if d.noise != nil {
 			var err error
 			if e, err = d.noise(e, rng); err != nil {
-				return Batch{}, fmt.Errorf("seq2seq: noise: %w", err)
+				return seq2seq.Batch{}, fmt.Errorf("seq2seq: noise: %w", err)
 			}
 			e.Src = e.Src[:min(len(e.Src), bb.SrcT-1)]
 		}
@@ -126,7 +131,7 @@ func (d *Data) batch(ex []Example, soft []Soft, bb datasets.Bucketed, rng *rand.
 	}
 	b, err := d.cfg.NewBatch(srcs, tgts, d.plan.Batch(), bb.SrcT, bb.TgtT)
 	if err != nil {
-		return Batch{}, fmt.Errorf("seq2seq: %w", err)
+		return seq2seq.Batch{}, fmt.Errorf("seq2seq: %w", err)
 	}
 	if soft != nil {
 		v := d.cfg.TgtVocabSize
@@ -149,21 +154,21 @@ func (d *Data) batch(ex []Example, soft []Soft, bb datasets.Bucketed, rng *rand.
 // the micro-batches of a step, which data-parallel ranks run side by side,
 // are of one length. n = 1, one process without accumulation, changes
 // nothing.
-func (d *Data) GroupSteps(n int) error { return d.plan.SetGroup(n) }
+func (d *Seq2SeqData) GroupSteps(n int) error { return d.plan.SetGroup(n) }
 
 // Next implements train.Data.
-func (d *Data) Next() (train.Batch, error) {
+func (d *Seq2SeqData) Next() (train.Batch, error) {
 	rng := rand.New(rand.NewPCG(d.seed, d.next))
 	d.next++
 	return d.batch(d.train, d.soft, d.plan.Next(), rng)
 }
 
 // Eval implements train.Data.
-func (d *Data) Eval() ([]train.Batch, error) { return d.val, nil }
+func (d *Seq2SeqData) Eval() ([]train.Batch, error) { return d.val, nil }
 
 // State implements train.Data: the bucket plan's position and the count of
 // batches served.
-func (d *Data) State() ([]byte, error) {
+func (d *Seq2SeqData) State() ([]byte, error) {
 	s, err := d.plan.State()
 	if err != nil {
 		return nil, err
@@ -172,7 +177,7 @@ func (d *Data) State() ([]byte, error) {
 }
 
 // Restore implements train.Data.
-func (d *Data) Restore(state []byte) error {
+func (d *Seq2SeqData) Restore(state []byte) error {
 	if len(state) < 8 {
 		return fmt.Errorf("seq2seq: data state of %d bytes is too short", len(state))
 	}
