@@ -13,7 +13,8 @@ type Norm string
 
 // The norm placements. Post-norm (the original Transformer, BERT) computes
 // LN(x + f(x)); pre-norm (GPT-2, ViT) computes x + f(LN(x)) and needs a
-// final LayerNorm after the stack.
+// final LayerNorm after the stack. LN is a LayerNorm unless
+// BlockConfig.NewNorm builds another Normalizer.
 const (
 	PostNorm Norm = "post"
 	PreNorm  Norm = "pre"
@@ -58,6 +59,26 @@ type BlockConfig struct {
 	// FusedQKV projects self-attention queries, keys and values with one
 	// matrix (GPT-2's c_attn).
 	FusedQKV bool
+	// NewNorm builds each of the block's norms, and a pre-norm stack's final
+	// norm, over x (..., dim) in scope s, the norm's own scope (e.g.
+	// "self_attn_layer_norm"). nil builds a LayerNorm with LayerNormEps and
+	// a bias, so its parameters are s's "weight" and "bias" (dim) as before.
+	NewNorm func(s Scope, dim int) (Normalizer, error) `json:"-"`
+}
+
+// newNorm builds a norm over Dim in scope s with NewNorm, or a LayerNorm.
+func (c BlockConfig) newNorm(s Scope) (Normalizer, error) {
+	if c.NewNorm == nil {
+		return NewLayerNorm(s, c.Dim, c.LayerNormEps, true)
+	}
+	n, err := c.NewNorm(s, c.Dim)
+	if err != nil {
+		return nil, err
+	}
+	if n == nil {
+		return nil, fmt.Errorf("block %s: NewNorm returned no norm", s.prefix)
+	}
+	return n, nil
 }
 
 // Validate reports a configuration that cannot be built.
@@ -68,7 +89,7 @@ func (c BlockConfig) Validate() error {
 	if c.FFNDim <= 0 {
 		return fmt.Errorf("block: feed-forward width %d must be positive", c.FFNDim)
 	}
-	if !(c.LayerNormEps > 0) {
+	if c.NewNorm == nil && !(c.LayerNormEps > 0) {
 		return fmt.Errorf("block: layer norm eps %g must be positive", c.LayerNormEps)
 	}
 	if _, err := ParseActivation(c.Activation); err != nil {
@@ -87,9 +108,11 @@ func (c BlockConfig) attention() AttentionConfig {
 }
 
 // sublayer is one residual branch: an attention or feed-forward with its
-// LayerNorm and output dropout.
+// norm (a LayerNorm unless BlockConfig.NewNorm says otherwise) and output
+// dropout.
 type sublayer struct {
-	norm    *LayerNorm
+	norm    Normalizer
+	where   string // the norm's name, for errors
 	prenorm bool
 	dropout Dropout
 }
@@ -125,7 +148,7 @@ func (s sublayer) applyPicked(g *Graph, x *gorgonia.Node, pick, f func(*gorgonia
 		}
 	}
 	if y, err = ops.Add(r, y); err != nil {
-		return nil, fmt.Errorf("%s: residual: %w", s.norm.Weight.Name, err)
+		return nil, fmt.Errorf("%s: residual: %w", s.where, err)
 	}
 	if s.prenorm {
 		return y, nil
@@ -134,11 +157,16 @@ func (s sublayer) applyPicked(g *Graph, x *gorgonia.Node, pick, f func(*gorgonia
 }
 
 func newSublayer(s Scope, c BlockConfig, normName string) (sublayer, error) {
-	n, err := NewLayerNorm(s.Sub(normName), c.Dim, c.LayerNormEps, true)
+	ns := s.Sub(normName)
+	n, err := c.newNorm(ns)
 	if err != nil {
 		return sublayer{}, err
 	}
-	return sublayer{norm: n, prenorm: c.Norm == PreNorm, dropout: Dropout{P: c.Dropout}}, nil
+	where := ns.prefix
+	if ln, ok := n.(*LayerNorm); ok {
+		where = ln.Weight.Name
+	}
+	return sublayer{norm: n, where: where, prenorm: c.Norm == PreNorm, dropout: Dropout{P: c.Dropout}}, nil
 }
 
 // EncoderBlock is self-attention then a feed-forward, each a residual
