@@ -64,6 +64,33 @@ type BlockConfig struct {
 	// "self_attn_layer_norm"). nil builds a LayerNorm with LayerNormEps and
 	// a bias, so its parameters are s's "weight" and "bias" (dim) as before.
 	NewNorm func(s Scope, dim int) (Normalizer, error) `json:"-"`
+	// NewMLP builds the block's feed-forward, x (..., Dim) to (..., Dim), in
+	// the block's scope s from the FeedForwardConfig the default would get
+	// (Dim, Hidden = FFNDim, Activation, Dropout = ActivationDropout, Bias,
+	// In and Out = Names.FFNIn and FFNOut). nil builds a FeedForward.
+	NewMLP func(s Scope, c FeedForwardConfig) (MLP, error) `json:"-"`
+}
+
+// newMLP builds the block's feed-forward in scope s: NewMLP's, or a
+// FeedForward, which it also returns (nil for NewMLP's).
+func (c BlockConfig) newMLP(s Scope, n BlockNames) (MLP, *FeedForward, error) {
+	fc := FeedForwardConfig{Dim: c.Dim, Hidden: c.FFNDim, Activation: c.Activation,
+		Dropout: c.ActivationDropout, Bias: c.Bias, In: n.FFNIn, Out: n.FFNOut}
+	if c.NewMLP == nil {
+		f, err := NewFeedForward(s, fc)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, f, nil
+	}
+	m, err := c.NewMLP(s, fc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m == nil {
+		return nil, nil, fmt.Errorf("block %s: NewMLP returned no feed-forward", s.prefix)
+	}
+	return m, nil, nil
 }
 
 // newNorm builds a norm over Dim in scope s with NewNorm, or a LayerNorm.
@@ -170,10 +197,11 @@ func newSublayer(s Scope, c BlockConfig, normName string) (sublayer, error) {
 }
 
 // EncoderBlock is self-attention then a feed-forward, each a residual
-// sublayer with its LayerNorm.
+// sublayer with its norm.
 type EncoderBlock struct {
 	SelfAttn *MultiHeadAttention
-	FFN      *FeedForward
+	MLP      MLP          // the feed-forward (see BlockConfig.NewMLP)
+	FFN      *FeedForward // MLP when it is the default FeedForward, else nil
 	attn     sublayer
 	ffn      sublayer
 	causal   bool
@@ -190,7 +218,7 @@ func NewEncoderBlock(s Scope, c BlockConfig) (*EncoderBlock, error) {
 	if b.SelfAttn, b.attn, err = newAttention(s, c, n.SelfAttn, n.SelfAttnNorm); err != nil {
 		return nil, err
 	}
-	if b.FFN, b.ffn, err = newFFN(s, c, n); err != nil {
+	if b.MLP, b.FFN, b.ffn, err = newFFN(s, c, n); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -206,15 +234,14 @@ func newAttention(s Scope, c BlockConfig, name, norm string) (*MultiHeadAttentio
 	return a, sub, err
 }
 
-// newFFN makes the block's feed-forward with its residual sublayer.
-func newFFN(s Scope, c BlockConfig, n BlockNames) (*FeedForward, sublayer, error) {
-	f, err := NewFeedForward(s, FeedForwardConfig{Dim: c.Dim, Hidden: c.FFNDim, Activation: c.Activation,
-		Dropout: c.ActivationDropout, Bias: c.Bias, In: n.FFNIn, Out: n.FFNOut})
-	if err != nil {
-		return nil, sublayer{}, err
+// newFFN makes the block's feed-forward with its residual sublayer; f is
+// the feed-forward when it is the default FeedForward.
+func newFFN(s Scope, c BlockConfig, n BlockNames) (m MLP, f *FeedForward, sub sublayer, err error) {
+	if m, f, err = c.newMLP(s, n); err != nil {
+		return nil, nil, sublayer{}, err
 	}
-	sub, err := newSublayer(s, c, n.FinalNorm)
-	return f, sub, err
+	sub, err = newSublayer(s, c, n.FinalNorm)
+	return m, f, sub, err
 }
 
 // Forward maps x (B, T, D), with an optional key-padding mask (B, T), to
@@ -282,7 +309,7 @@ func (b *EncoderBlock) ForwardFirst(g *Graph, x, mask *gorgonia.Node) (*gorgonia
 	if err != nil {
 		return nil, err
 	}
-	return b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.FFN.Forward(g, in) })
+	return b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.MLP.Forward(g, in) })
 }
 
 func (b *EncoderBlock) forward(g *Graph, x *gorgonia.Node, attend func(*gorgonia.Node) (*gorgonia.Node, error)) (*gorgonia.Node, error) {
@@ -290,14 +317,15 @@ func (b *EncoderBlock) forward(g *Graph, x *gorgonia.Node, attend func(*gorgonia
 	if err != nil {
 		return nil, err
 	}
-	return b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.FFN.Forward(g, in) })
+	return b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.MLP.Forward(g, in) })
 }
 
 // DecoderBlock is causal self-attention, cross-attention to an encoder's
 // output, then a feed-forward, each a residual sublayer.
 type DecoderBlock struct {
 	SelfAttn, CrossAttn *MultiHeadAttention
-	FFN                 *FeedForward
+	MLP                 MLP          // the feed-forward (see BlockConfig.NewMLP)
+	FFN                 *FeedForward // MLP when it is the default FeedForward, else nil
 	self, cross, ffn    sublayer
 }
 
@@ -315,7 +343,7 @@ func NewDecoderBlock(s Scope, c BlockConfig) (*DecoderBlock, error) {
 	if b.CrossAttn, b.cross, err = newAttention(s, c, n.CrossAttn, n.CrossAttnNorm); err != nil {
 		return nil, err
 	}
-	if b.FFN, b.ffn, err = newFFN(s, c, n); err != nil {
+	if b.MLP, b.FFN, b.ffn, err = newFFN(s, c, n); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -364,6 +392,6 @@ func (b *DecoderBlock) forward(g *Graph, x *gorgonia.Node, self func(*gorgonia.N
 	}); err != nil {
 		return nil, nil, err
 	}
-	out, err = b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.FFN.Forward(g, in) })
+	out, err = b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.MLP.Forward(g, in) })
 	return out, probs, err
 }

@@ -92,3 +92,67 @@ func TestBlockNewNorm(t *testing.T) {
 	_, err = NewEncoderBlock(s.Root(), cfg)
 	require.ErrorContains(t, err, "NewNorm returned no norm")
 }
+
+// gated is an MLP with a third linear: Out(act(In(x)) ⊙ Gate(x)), a
+// non-default feed-forward whose use shows in a block's output and store.
+type gated struct {
+	*FeedForward
+	Gate *Linear
+}
+
+func (m gated) Forward(g *Graph, x *gorgonia.Node) (*gorgonia.Node, error) {
+	h, err := m.In.Forward(g, x)
+	if err != nil {
+		return nil, err
+	}
+	if h, err = Activate(h, m.Act); err != nil {
+		return nil, err
+	}
+	gate, err := m.Gate.Forward(g, x)
+	if err != nil {
+		return nil, err
+	}
+	if h, err = gorgonia.HadamardProd(h, gate); err != nil {
+		return nil, err
+	}
+	return m.Out.Forward(g, h)
+}
+
+// BlockConfig.NewMLP builds every block's feed-forward: a FeedForward
+// built by NewMLP gives the default's output and names bit for bit, and a
+// gated one changes the output and adds its gate to the store.
+func TestBlockNewMLP(t *testing.T) {
+	base := BlockConfig{Dim: 8, Heads: 2, FFNDim: 16, Activation: "gelu", LayerNormEps: 1e-5, Bias: true, Norm: PreNorm}
+	asFeedForward := func(s Scope, c FeedForwardConfig) (MLP, error) { return NewFeedForward(s, c) }
+	gate := func(s Scope, c FeedForwardConfig) (MLP, error) {
+		f, err := NewFeedForward(s, c)
+		if err != nil {
+			return nil, err
+		}
+		l, err := NewLinear(s.Sub("gate_proj"), c.Dim, c.Hidden, false)
+		return gated{f, l}, err
+	}
+	for _, decoder := range []bool{false, true} {
+		cfg := base
+		want, wantNames := partsOutput(t, cfg, decoder)
+		cfg.NewMLP = asFeedForward
+		got, names := partsOutput(t, cfg, decoder)
+		require.Equal(t, wantNames, names)
+		require.Equal(t, want, got, "a FeedForward from NewMLP is the default")
+		cfg.NewMLP = gate
+		got, names = partsOutput(t, cfg, decoder)
+		require.NotEqual(t, want, got, "the gated feed-forward is used")
+		require.Contains(t, names, "layers.1.gate_proj.weight")
+	}
+	s, err := NewStore()
+	require.NoError(t, err)
+	cfg := base
+	cfg.NewMLP = gate
+	b, err := NewEncoderBlock(s.Root(), cfg)
+	require.NoError(t, err)
+	require.Nil(t, b.FFN, "FFN is the default FeedForward only")
+	require.IsType(t, gated{}, b.MLP)
+	cfg.NewMLP = func(Scope, FeedForwardConfig) (MLP, error) { return nil, nil }
+	_, err = NewEncoderBlock(s.Root().Sub("x"), cfg)
+	require.ErrorContains(t, err, "NewMLP returned no feed-forward")
+}
