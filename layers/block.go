@@ -51,7 +51,7 @@ type BlockConfig struct {
 	Dropout            float64 // on each sublayer's output before the residual add
 	AttentionDropout   float64 // on attention probabilities
 	ActivationDropout  float64 // inside the feed-forward
-	Bias               bool    // biases on all projections
+	Bias               bool    // biases on all projections (see AttentionNoBias)
 	Names              BlockNames
 	// Causal makes an encoder block's self-attention causal: a decoder-only
 	// (GPT) block is a causal encoder block.
@@ -69,6 +69,15 @@ type BlockConfig struct {
 	// (Dim, Hidden = FFNDim, Activation, Dropout = ActivationDropout, Bias,
 	// In and Out = Names.FFNIn and FFNOut). nil builds a FeedForward.
 	NewMLP func(s Scope, c FeedForwardConfig) (MLP, error) `json:"-"`
+	// KVHeads and HeadDim shape every attention (see AttentionConfig): 0
+	// means Heads key-value heads of width Dim/Heads, today's shapes.
+	KVHeads, HeadDim int
+	// AttentionNoBias drops, when Bias is on, the biases of the attention
+	// projections it marks (see AttentionConfig.NoBias).
+	AttentionNoBias AttentionBiases
+	// Positions, if not nil, encodes positions into the self-attention's
+	// query and key heads (see PositionEncoder); cross-attention takes none.
+	Positions PositionEncoder `json:"-"`
 }
 
 // newMLP builds the block's feed-forward in scope s: NewMLP's, or a
@@ -127,11 +136,18 @@ func (c BlockConfig) Validate() error {
 			return fmt.Errorf("block: dropout %g must be in [0, 1)", p)
 		}
 	}
-	return c.attention().Validate()
+	return c.attention(false).Validate()
 }
 
-func (c BlockConfig) attention() AttentionConfig {
-	return AttentionConfig{Dim: c.Dim, Heads: c.Heads, Bias: c.Bias, Dropout: c.AttentionDropout, Names: c.Names.orDefault().Attention, FusedQKV: c.FusedQKV}
+// attention is the config of the block's self-attention, or with cross of
+// its cross-attention.
+func (c BlockConfig) attention(cross bool) AttentionConfig {
+	a := AttentionConfig{Dim: c.Dim, Heads: c.Heads, Bias: c.Bias, Dropout: c.AttentionDropout, Names: c.Names.orDefault().Attention,
+		FusedQKV: c.FusedQKV, KVHeads: c.KVHeads, HeadDim: c.HeadDim, NoBias: c.AttentionNoBias}
+	if !cross {
+		a.Positions = c.Positions
+	}
+	return a
 }
 
 // sublayer is one residual branch: an attention or feed-forward with its
@@ -215,7 +231,7 @@ func NewEncoderBlock(s Scope, c BlockConfig) (*EncoderBlock, error) {
 	n := c.Names.orDefault()
 	b := &EncoderBlock{causal: c.Causal}
 	var err error
-	if b.SelfAttn, b.attn, err = newAttention(s, c, n.SelfAttn, n.SelfAttnNorm); err != nil {
+	if b.SelfAttn, b.attn, err = newAttention(s, c, n.SelfAttn, n.SelfAttnNorm, false); err != nil {
 		return nil, err
 	}
 	if b.MLP, b.FFN, b.ffn, err = newFFN(s, c, n); err != nil {
@@ -224,9 +240,10 @@ func NewEncoderBlock(s Scope, c BlockConfig) (*EncoderBlock, error) {
 	return b, nil
 }
 
-// newAttention makes an attention in scope name with its residual sublayer.
-func newAttention(s Scope, c BlockConfig, name, norm string) (*MultiHeadAttention, sublayer, error) {
-	a, err := NewMultiHeadAttention(s.Sub(name), c.attention())
+// newAttention makes an attention in scope name with its residual sublayer,
+// a cross-attention with cross.
+func newAttention(s Scope, c BlockConfig, name, norm string, cross bool) (*MultiHeadAttention, sublayer, error) {
+	a, err := NewMultiHeadAttention(s.Sub(name), c.attention(cross))
 	if err != nil {
 		return nil, sublayer{}, err
 	}
@@ -337,10 +354,10 @@ func NewDecoderBlock(s Scope, c BlockConfig) (*DecoderBlock, error) {
 	n := c.Names.orDefault()
 	b := &DecoderBlock{}
 	var err error
-	if b.SelfAttn, b.self, err = newAttention(s, c, n.SelfAttn, n.SelfAttnNorm); err != nil {
+	if b.SelfAttn, b.self, err = newAttention(s, c, n.SelfAttn, n.SelfAttnNorm, false); err != nil {
 		return nil, err
 	}
-	if b.CrossAttn, b.cross, err = newAttention(s, c, n.CrossAttn, n.CrossAttnNorm); err != nil {
+	if b.CrossAttn, b.cross, err = newAttention(s, c, n.CrossAttn, n.CrossAttnNorm, true); err != nil {
 		return nil, err
 	}
 	if b.MLP, b.FFN, b.ffn, err = newFFN(s, c, n); err != nil {
