@@ -8,7 +8,7 @@ import (
 	"github.com/d73a19ff/zoo/internal/ops"
 )
 
-// Norm is where a block's LayerNorms sit.
+// Norm is where a block's norms (LayerNorms by default) sit.
 type Norm string
 
 // The norm placements. Post-norm (the original Transformer, BERT) computes
@@ -47,7 +47,7 @@ type BlockConfig struct {
 	Dim, Heads, FFNDim int
 	Activation         string  // see ParseActivation
 	Norm               Norm    // PreNorm or PostNorm
-	LayerNormEps       float64 // e.g. 1e-5
+	LayerNormEps       float64 // e.g. 1e-5; the default norm's (see NewNorm)
 	Dropout            float64 // on each sublayer's output before the residual add
 	AttentionDropout   float64 // on attention probabilities
 	ActivationDropout  float64 // inside the feed-forward

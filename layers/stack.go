@@ -70,7 +70,7 @@ func (e *Encoder) ForwardWithProbs(g *Graph, x, mask *gorgonia.Node) (*gorgonia.
 
 // ForwardFirst is Forward at the first position only: x (B, T, D), with
 // an optional key-padding mask (B, T), to (B, 1, D), the first position's
-// output (after the final LayerNorm when pre-norm). That output depends on
+// output (after the final norm when pre-norm). That output depends on
 // the other positions only through the last block's attention keys and
 // values, so the last block computes its query, output projection,
 // residuals and feed-forward for the first position alone, which saves
@@ -97,7 +97,7 @@ func (e *Encoder) ForwardCached(g *Graph, x, mask *gorgonia.Node, caches []*KVCa
 }
 
 // stack runs x through every layer, layer by layer, then through the final
-// LayerNorm when there is one (pre-norm).
+// norm when there is one (pre-norm).
 func (e *Encoder) stack(g *Graph, x *gorgonia.Node, layer func(i int, b *EncoderBlock, x *gorgonia.Node) (*gorgonia.Node, error)) (*gorgonia.Node, error) {
 	var err error
 	for i, b := range e.Layers {
