@@ -26,19 +26,65 @@ func (n AttentionNames) orDefault(fused bool) AttentionNames {
 	return n
 }
 
+// AttentionBiases names projections of an attention, for
+// AttentionConfig.NoBias.
+type AttentionBiases struct{ Query, Key, Value, Out bool }
+
+// PositionEncoder encodes positions into an attention's query and key
+// heads after the projection and before the scores (rotary embeddings do
+// this). Apply gets q (B·h, Tq, d_head) and k (B·kvh, Tk, d_head), whose
+// row t sits at position qStart+t and kStart+t, and returns them with the
+// same shapes. A causal attention's queries are the last Tq of the Tk
+// positions (qStart = Tk−Tq, kStart = 0); otherwise both start at 0.
+type PositionEncoder interface {
+	Apply(g *Graph, q, k *gorgonia.Node, qStart, kStart int) (qOut, kOut *gorgonia.Node, err error)
+}
+
 // AttentionConfig describes a MultiHeadAttention.
 type AttentionConfig struct {
-	Dim     int            // model width d = Heads · head width
-	Heads   int            // number of heads h
-	Bias    bool           // biases on the four projections
+	Dim     int            // model width d, of the inputs and the output
+	Heads   int            // number of query heads h
+	Bias    bool           // biases on the four projections (see NoBias)
 	Dropout float64        // dropout on the attention probabilities (training graphs)
 	Names   AttentionNames // parameter scopes; zero value: q_proj, k_proj, v_proj, out_proj
 	// FusedQKV projects queries, keys and values with one (3d, d) matrix, as
-	// GPT-2's c_attn; self-attention only.
+	// GPT-2's c_attn; self-attention only, and KVHeads must be Heads.
 	FusedQKV bool
 	// Scale multiplies q·kᵀ before the softmax; 0 means 1/√d_head, the
 	// paper's. (GPT-2 checkpoints may ask for 1 or 1/(√d_head·(layer+1)).)
 	Scale float64
+	// KVHeads is the number of key and value heads kvh, dividing Heads:
+	// each serves Heads/KVHeads query heads (grouped-query attention,
+	// Ainslie et al. 2023), and the key and value projections are
+	// (kvh·d_head, d). 0 means Heads, plain multi-head attention.
+	KVHeads int
+	// HeadDim is the width d_head of a head: the query projection is
+	// (h·d_head, d) and the output projection (d, h·d_head). 0 means d/h.
+	HeadDim int
+	// NoBias drops the bias of the projections it marks when Bias is on
+	// (Qwen2: NoBias.Out). A fused projection's Query, Key and Value must
+	// agree.
+	NoBias AttentionBiases
+	// Positions, if not nil, encodes positions into the query and key heads
+	// (see PositionEncoder); nil encodes none. Self-attention only: it is
+	// refused with projected keys (ForwardKV, ProjectKV) and, for now, with
+	// a KV cache.
+	Positions PositionEncoder `json:"-"`
+}
+
+// kvHeads and headDim are KVHeads and HeadDim with their defaults.
+func (c AttentionConfig) kvHeads() int {
+	if c.KVHeads == 0 {
+		return c.Heads
+	}
+	return c.KVHeads
+}
+
+func (c AttentionConfig) headDim() int {
+	if c.HeadDim == 0 && c.Heads > 0 {
+		return c.Dim / c.Heads
+	}
+	return c.HeadDim
 }
 
 // Validate reports a configuration that cannot be built.
@@ -46,8 +92,16 @@ func (c AttentionConfig) Validate() error {
 	switch {
 	case c.Dim <= 0 || c.Heads <= 0:
 		return fmt.Errorf("attention: width %d and heads %d must be positive", c.Dim, c.Heads)
-	case c.Dim%c.Heads != 0:
-		return fmt.Errorf("attention: width %d is not divisible by %d heads", c.Dim, c.Heads)
+	case c.HeadDim == 0 && c.Dim%c.Heads != 0:
+		return fmt.Errorf("attention: width %d is not divisible by %d heads (or set HeadDim)", c.Dim, c.Heads)
+	case c.HeadDim < 0:
+		return fmt.Errorf("attention: head width %d must be positive (0 for width/heads)", c.HeadDim)
+	case c.KVHeads < 0 || c.Heads%c.kvHeads() != 0:
+		return fmt.Errorf("attention: %d key-value heads must divide %d heads (0 for as many)", c.KVHeads, c.Heads)
+	case c.FusedQKV && c.kvHeads() != c.Heads:
+		return fmt.Errorf("attention: a fused query-key-value projection needs as many key-value heads as heads, not %d of %d", c.kvHeads(), c.Heads)
+	case c.FusedQKV && c.Bias && !(c.NoBias.Query == c.NoBias.Key && c.NoBias.Key == c.NoBias.Value):
+		return fmt.Errorf("attention: a fused query-key-value projection has one bias; NoBias %+v must mark query, key and value alike", c.NoBias)
 	case !(c.Dropout >= 0 && c.Dropout < 1):
 		return fmt.Errorf("attention: dropout %g must be in [0, 1)", c.Dropout)
 	case !(c.Scale >= 0) || math.IsInf(c.Scale, 1):
@@ -58,10 +112,13 @@ func (c AttentionConfig) Validate() error {
 
 // MultiHeadAttention is scaled dot-product attention over h heads
 // (Vaswani et al. 2017, §3.2): softmax(q·kᵀ/√d_head + mask)·v per head,
-// heads concatenated and projected. It has 4·d² weights, plus 4·d biases.
+// heads concatenated and projected. It has 4·d² weights, plus 4·d biases,
+// with the default KVHeads and HeadDim.
 type MultiHeadAttention struct {
 	Query, Key, Value, Out *Linear // with FusedQKV, Query is the fused (3d, d) projection and Key, Value are nil
 	Dim, Heads             int
+	KVHeads, HeadDim       int             // key-value heads kvh and head width d_head (see AttentionConfig)
+	Positions              PositionEncoder // applied to the query and key heads; nil for none
 	// Scale multiplies q·kᵀ before the softmax in place of 1/√d_head when
 	// it is not 0 (see AttentionConfig.Scale).
 	Scale   float64
@@ -74,23 +131,27 @@ func NewMultiHeadAttention(s Scope, c AttentionConfig) (*MultiHeadAttention, err
 		return nil, fmt.Errorf("%s: %w", s.prefix, err)
 	}
 	n := c.Names.orDefault(c.FusedQKV)
-	a := &MultiHeadAttention{Dim: c.Dim, Heads: c.Heads, Scale: c.Scale, dropout: Dropout{P: c.Dropout}}
+	a := &MultiHeadAttention{Dim: c.Dim, Heads: c.Heads, KVHeads: c.kvHeads(), HeadDim: c.headDim(), Positions: c.Positions,
+		Scale: c.Scale, dropout: Dropout{P: c.Dropout}}
+	qw, kvw := a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	var err error
 	if c.FusedQKV {
-		if a.Query, err = NewLinear(s.Sub(n.Query), c.Dim, 3*c.Dim, c.Bias); err != nil {
+		if a.Query, err = NewLinear(s.Sub(n.Query), c.Dim, 3*qw, c.Bias && !c.NoBias.Query); err != nil {
 			return nil, err
 		}
 	} else {
 		for _, p := range []struct {
-			l    **Linear
-			name string
-		}{{&a.Query, n.Query}, {&a.Key, n.Key}, {&a.Value, n.Value}} {
-			if *p.l, err = NewLinear(s.Sub(p.name), c.Dim, c.Dim, c.Bias); err != nil {
+			l      **Linear
+			name   string
+			width  int
+			noBias bool
+		}{{&a.Query, n.Query, qw, c.NoBias.Query}, {&a.Key, n.Key, kvw, c.NoBias.Key}, {&a.Value, n.Value, kvw, c.NoBias.Value}} {
+			if *p.l, err = NewLinear(s.Sub(p.name), c.Dim, p.width, c.Bias && !p.noBias); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if a.Out, err = NewLinear(s.Sub(n.Out), c.Dim, c.Dim, c.Bias); err != nil {
+	if a.Out, err = NewLinear(s.Sub(n.Out), qw, c.Dim, c.Bias && !c.NoBias.Out); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -129,8 +190,15 @@ func (a *MultiHeadAttention) forward(g *Graph, x, kv, mask *gorgonia.Node, causa
 		return nil, nil, err
 	}
 	offset := ops.NoCausal
+	qStart := 0
 	if causal {
 		offset = kv.Shape()[1] - x.Shape()[1]
+		qStart = offset
+	}
+	if a.Positions != nil {
+		if q, k, err = a.Positions.Apply(g, q, k, qStart, 0); err != nil {
+			return nil, nil, fmt.Errorf("attention %s: positions: %w", a.name(), err)
+		}
 	}
 	return a.attend(g, q, k, v, mask, offset, withProbs)
 }
@@ -146,8 +214,8 @@ func (a *MultiHeadAttention) checkInputs(x, kv, mask *gorgonia.Node) error {
 }
 
 // Project maps queries x (B, Tq, D) and keys/values kv (B, Tk, D) to heads
-// q (B·h, Tq, d_head) and k, v (B·h, Tk, d_head). A fused projection needs
-// kv to be x.
+// q (B·h, Tq, d_head) and k, v (B·kvh, Tk, d_head), before Positions. A
+// fused projection needs kv to be x.
 func (a *MultiHeadAttention) Project(g *Graph, x, kv *gorgonia.Node) (q, k, v *gorgonia.Node, err error) {
 	if a.Key == nil { // fused
 		if kv != x {
@@ -169,12 +237,13 @@ func (a *MultiHeadAttention) Project(g *Graph, x, kv *gorgonia.Node) (q, k, v *g
 	for i, p := range []struct {
 		l  *Linear
 		in *gorgonia.Node
-	}{{a.Query, x}, {a.Key, kv}, {a.Value, kv}} {
+		h  int
+	}{{a.Query, x, a.Heads}, {a.Key, kv, a.KVHeads}, {a.Value, kv, a.KVHeads}} {
 		y, err := p.l.Forward(g, p.in)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if out[i], err = ops.SplitHeads(y, a.Heads); err != nil { // (B·h, T, d_head)
+		if out[i], err = ops.SplitHeads(y, p.h); err != nil { // (B·h, T, d_head)
 			return nil, nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
 		}
 	}
@@ -182,7 +251,7 @@ func (a *MultiHeadAttention) Project(g *Graph, x, kv *gorgonia.Node) (q, k, v *g
 }
 
 // Attend computes the attention of heads q (B·h, Tq, d_head) over k, v
-// (B·h, Tk, d_head) with an optional key mask (B, Tk): query i sees key j
+// (B·kvh, Tk, d_head) with an optional key mask (B, Tk): query i sees key j
 // only when j ≤ i + causalOffset, unless causalOffset is NoCausal. It returns
 // the projected output (B, Tq, D) and the probabilities (B·h, Tq, Tk), so
 // it always runs unfused; Forward, ForwardCached and the decoder's steps,
@@ -198,6 +267,12 @@ func (a *MultiHeadAttention) Attend(g *Graph, q, k, v, mask *gorgonia.Node, caus
 // some query sees, and probs is nil. Dropout on the probabilities needs
 // them materialised, so it keeps the unfused path.
 func (a *MultiHeadAttention) attend(g *Graph, q, k, v, mask *gorgonia.Node, causalOffset int, withProbs bool) (out, probs *gorgonia.Node, err error) {
+	if k, err = a.repeatKV(k); err != nil {
+		return nil, nil, err
+	}
+	if v, err = a.repeatKV(v); err != nil {
+		return nil, nil, err
+	}
 	var ctx *gorgonia.Node // (B·h, Tq, d_head)
 	if !withProbs && (!g.IsTraining() || a.dropout.P == 0) {
 		if ctx, err = ops.Attention(q, k, v, mask, a.scale(), causalOffset); err != nil {
@@ -227,26 +302,53 @@ func (a *MultiHeadAttention) attend(g *Graph, q, k, v, mask *gorgonia.Node, caus
 	return out, probs, err
 }
 
+// repeatKV maps key or value heads x (B·kvh, T, d_head) to (B·h, T,
+// d_head), each key-value head serving h/kvh query heads in a row (Hugging
+// Face's repeat_kv); with kvh = h it returns x itself.
+func (a *MultiHeadAttention) repeatKV(x *gorgonia.Node) (*gorgonia.Node, error) {
+	r := a.Heads / a.KVHeads
+	if r == 1 {
+		return x, nil
+	}
+	s := x.Shape()
+	if len(s) != 3 || s[0]%a.KVHeads != 0 {
+		return nil, fmt.Errorf("attention %s: key-value heads %v must be (B·%d, T, d_head)", a.name(), s, a.KVHeads)
+	}
+	flat, err := gorgonia.Reshape(x, []int{s[0], 1, s[1] * s[2]})
+	if err != nil {
+		return nil, fmt.Errorf("attention %s: repeat key-value heads: %w", a.name(), err)
+	}
+	copies := make([]*gorgonia.Node, r)
+	for i := range copies {
+		copies[i] = flat
+	}
+	rep, err := gorgonia.Concat(1, copies...) // (B·kvh, r, T·d_head)
+	if err != nil {
+		return nil, fmt.Errorf("attention %s: repeat key-value heads: %w", a.name(), err)
+	}
+	return gorgonia.Reshape(rep, []int{s[0] * r, s[1], s[2]})
+}
+
 // scale is the factor on q·kᵀ: Scale, or 1/√d_head when Scale is 0.
 func (a *MultiHeadAttention) scale() float64 {
 	if a.Scale != 0 {
 		return a.Scale
 	}
-	return 1 / math.Sqrt(float64(a.Dim/a.Heads))
+	return 1 / math.Sqrt(float64(a.HeadDim))
 }
 
 // NoCausal as a causal offset turns the causal mask off.
 const NoCausal = ops.NoCausal
 
 // KVCache is one self-attention layer's key/value cache for incremental
-// decoding: K and V are graph inputs of shape (B·h, C, d_head) bound to
+// decoding: K and V are graph inputs of shape (B·kvh, C, d_head) bound to
 // tensors that persist across runs, and Slot an int input of shape (1)
 // giving the cache slot of the first token of this run.
 type KVCache struct{ K, V, Slot *gorgonia.Node }
 
 // CacheShape is the shape of K and V for a batch and a capacity C.
 func (a *MultiHeadAttention) CacheShape(batch, capacity int) []int {
-	return []int{batch * a.Heads, capacity, a.Dim / a.Heads}
+	return []int{batch * a.KVHeads, capacity, a.HeadDim}
 }
 
 // ForwardCached is causal self-attention through a KV cache of capacity C:
@@ -259,6 +361,9 @@ func (a *MultiHeadAttention) CacheShape(batch, capacity int) []int {
 func (a *MultiHeadAttention) ForwardCached(g *Graph, x, mask *gorgonia.Node, c *KVCache) (*gorgonia.Node, error) {
 	if c == nil || c.K == nil || c.V == nil || c.Slot == nil {
 		return nil, fmt.Errorf("attention %s: incomplete KV cache", a.name())
+	}
+	if a.Positions != nil {
+		return nil, fmt.Errorf("attention %s: a position encoder through a KV cache is not built yet (issue 37)", a.name())
 	}
 	if err := a.checkInputs(x, x, nil); err != nil {
 		return nil, err

@@ -8,12 +8,13 @@ import (
 	"github.com/d73a19ff/zoo/internal/ops"
 )
 
-// Norm is where a block's LayerNorms sit.
+// Norm is where a block's norms (LayerNorms by default) sit.
 type Norm string
 
 // The norm placements. Post-norm (the original Transformer, BERT) computes
 // LN(x + f(x)); pre-norm (GPT-2, ViT) computes x + f(LN(x)) and needs a
-// final LayerNorm after the stack.
+// final LayerNorm after the stack. LN is a LayerNorm unless
+// BlockConfig.NewNorm builds another Normalizer.
 const (
 	PostNorm Norm = "post"
 	PreNorm  Norm = "pre"
@@ -46,11 +47,11 @@ type BlockConfig struct {
 	Dim, Heads, FFNDim int
 	Activation         string  // see ParseActivation
 	Norm               Norm    // PreNorm or PostNorm
-	LayerNormEps       float64 // e.g. 1e-5
+	LayerNormEps       float64 // e.g. 1e-5; the default norm's (see NewNorm)
 	Dropout            float64 // on each sublayer's output before the residual add
 	AttentionDropout   float64 // on attention probabilities
 	ActivationDropout  float64 // inside the feed-forward
-	Bias               bool    // biases on all projections
+	Bias               bool    // biases on all projections (see AttentionNoBias)
 	Names              BlockNames
 	// Causal makes an encoder block's self-attention causal: a decoder-only
 	// (GPT) block is a causal encoder block.
@@ -58,6 +59,62 @@ type BlockConfig struct {
 	// FusedQKV projects self-attention queries, keys and values with one
 	// matrix (GPT-2's c_attn).
 	FusedQKV bool
+	// NewNorm builds each of the block's norms, and a pre-norm stack's final
+	// norm, over x (..., dim) in scope s, the norm's own scope (e.g.
+	// "self_attn_layer_norm"). nil builds a LayerNorm with LayerNormEps and
+	// a bias, so its parameters are s's "weight" and "bias" (dim) as before.
+	NewNorm func(s Scope, dim int) (Normalizer, error) `json:"-"`
+	// NewMLP builds the block's feed-forward, x (..., Dim) to (..., Dim), in
+	// the block's scope s from the FeedForwardConfig the default would get
+	// (Dim, Hidden = FFNDim, Activation, Dropout = ActivationDropout, Bias,
+	// In and Out = Names.FFNIn and FFNOut). nil builds a FeedForward.
+	NewMLP func(s Scope, c FeedForwardConfig) (MLP, error) `json:"-"`
+	// KVHeads and HeadDim shape every attention (see AttentionConfig): 0
+	// means Heads key-value heads of width Dim/Heads, today's shapes.
+	KVHeads, HeadDim int
+	// AttentionNoBias drops, when Bias is on, the biases of the attention
+	// projections it marks (see AttentionConfig.NoBias).
+	AttentionNoBias AttentionBiases
+	// Positions, if not nil, encodes positions into the self-attention's
+	// query and key heads (see PositionEncoder); cross-attention takes none.
+	Positions PositionEncoder `json:"-"`
+}
+
+// newMLP builds the block's feed-forward in scope s: NewMLP's, or a
+// FeedForward, which it also returns (nil for NewMLP's).
+func (c BlockConfig) newMLP(s Scope, n BlockNames) (MLP, *FeedForward, error) {
+	fc := FeedForwardConfig{Dim: c.Dim, Hidden: c.FFNDim, Activation: c.Activation,
+		Dropout: c.ActivationDropout, Bias: c.Bias, In: n.FFNIn, Out: n.FFNOut}
+	if c.NewMLP == nil {
+		f, err := NewFeedForward(s, fc)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, f, nil
+	}
+	m, err := c.NewMLP(s, fc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m == nil {
+		return nil, nil, fmt.Errorf("block %s: NewMLP returned no feed-forward", s.prefix)
+	}
+	return m, nil, nil
+}
+
+// newNorm builds a norm over Dim in scope s with NewNorm, or a LayerNorm.
+func (c BlockConfig) newNorm(s Scope) (Normalizer, error) {
+	if c.NewNorm == nil {
+		return NewLayerNorm(s, c.Dim, c.LayerNormEps, true)
+	}
+	n, err := c.NewNorm(s, c.Dim)
+	if err != nil {
+		return nil, err
+	}
+	if n == nil {
+		return nil, fmt.Errorf("block %s: NewNorm returned no norm", s.prefix)
+	}
+	return n, nil
 }
 
 // Validate reports a configuration that cannot be built.
@@ -68,7 +125,7 @@ func (c BlockConfig) Validate() error {
 	if c.FFNDim <= 0 {
 		return fmt.Errorf("block: feed-forward width %d must be positive", c.FFNDim)
 	}
-	if !(c.LayerNormEps > 0) {
+	if c.NewNorm == nil && !(c.LayerNormEps > 0) {
 		return fmt.Errorf("block: layer norm eps %g must be positive", c.LayerNormEps)
 	}
 	if _, err := ParseActivation(c.Activation); err != nil {
@@ -79,17 +136,26 @@ func (c BlockConfig) Validate() error {
 			return fmt.Errorf("block: dropout %g must be in [0, 1)", p)
 		}
 	}
-	return c.attention().Validate()
+	return c.attention(false).Validate()
 }
 
-func (c BlockConfig) attention() AttentionConfig {
-	return AttentionConfig{Dim: c.Dim, Heads: c.Heads, Bias: c.Bias, Dropout: c.AttentionDropout, Names: c.Names.orDefault().Attention, FusedQKV: c.FusedQKV}
+// attention is the config of the block's self-attention, or with cross of
+// its cross-attention.
+func (c BlockConfig) attention(cross bool) AttentionConfig {
+	a := AttentionConfig{Dim: c.Dim, Heads: c.Heads, Bias: c.Bias, Dropout: c.AttentionDropout, Names: c.Names.orDefault().Attention,
+		FusedQKV: c.FusedQKV, KVHeads: c.KVHeads, HeadDim: c.HeadDim, NoBias: c.AttentionNoBias}
+	if !cross {
+		a.Positions = c.Positions
+	}
+	return a
 }
 
 // sublayer is one residual branch: an attention or feed-forward with its
-// LayerNorm and output dropout.
+// norm (a LayerNorm unless BlockConfig.NewNorm says otherwise) and output
+// dropout.
 type sublayer struct {
-	norm    *LayerNorm
+	norm    Normalizer
+	where   string // the norm's name, for errors
 	prenorm bool
 	dropout Dropout
 }
@@ -125,7 +191,7 @@ func (s sublayer) applyPicked(g *Graph, x *gorgonia.Node, pick, f func(*gorgonia
 		}
 	}
 	if y, err = ops.Add(r, y); err != nil {
-		return nil, fmt.Errorf("%s: residual: %w", s.norm.Weight.Name, err)
+		return nil, fmt.Errorf("%s: residual: %w", s.where, err)
 	}
 	if s.prenorm {
 		return y, nil
@@ -134,18 +200,24 @@ func (s sublayer) applyPicked(g *Graph, x *gorgonia.Node, pick, f func(*gorgonia
 }
 
 func newSublayer(s Scope, c BlockConfig, normName string) (sublayer, error) {
-	n, err := NewLayerNorm(s.Sub(normName), c.Dim, c.LayerNormEps, true)
+	ns := s.Sub(normName)
+	n, err := c.newNorm(ns)
 	if err != nil {
 		return sublayer{}, err
 	}
-	return sublayer{norm: n, prenorm: c.Norm == PreNorm, dropout: Dropout{P: c.Dropout}}, nil
+	where := ns.prefix
+	if ln, ok := n.(*LayerNorm); ok {
+		where = ln.Weight.Name
+	}
+	return sublayer{norm: n, where: where, prenorm: c.Norm == PreNorm, dropout: Dropout{P: c.Dropout}}, nil
 }
 
 // EncoderBlock is self-attention then a feed-forward, each a residual
-// sublayer with its LayerNorm.
+// sublayer with its norm.
 type EncoderBlock struct {
 	SelfAttn *MultiHeadAttention
-	FFN      *FeedForward
+	MLP      MLP          // the feed-forward (see BlockConfig.NewMLP)
+	FFN      *FeedForward // MLP when it is the default FeedForward, else nil
 	attn     sublayer
 	ffn      sublayer
 	causal   bool
@@ -159,18 +231,19 @@ func NewEncoderBlock(s Scope, c BlockConfig) (*EncoderBlock, error) {
 	n := c.Names.orDefault()
 	b := &EncoderBlock{causal: c.Causal}
 	var err error
-	if b.SelfAttn, b.attn, err = newAttention(s, c, n.SelfAttn, n.SelfAttnNorm); err != nil {
+	if b.SelfAttn, b.attn, err = newAttention(s, c, n.SelfAttn, n.SelfAttnNorm, false); err != nil {
 		return nil, err
 	}
-	if b.FFN, b.ffn, err = newFFN(s, c, n); err != nil {
+	if b.MLP, b.FFN, b.ffn, err = newFFN(s, c, n); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// newAttention makes an attention in scope name with its residual sublayer.
-func newAttention(s Scope, c BlockConfig, name, norm string) (*MultiHeadAttention, sublayer, error) {
-	a, err := NewMultiHeadAttention(s.Sub(name), c.attention())
+// newAttention makes an attention in scope name with its residual sublayer,
+// a cross-attention with cross.
+func newAttention(s Scope, c BlockConfig, name, norm string, cross bool) (*MultiHeadAttention, sublayer, error) {
+	a, err := NewMultiHeadAttention(s.Sub(name), c.attention(cross))
 	if err != nil {
 		return nil, sublayer{}, err
 	}
@@ -178,15 +251,14 @@ func newAttention(s Scope, c BlockConfig, name, norm string) (*MultiHeadAttentio
 	return a, sub, err
 }
 
-// newFFN makes the block's feed-forward with its residual sublayer.
-func newFFN(s Scope, c BlockConfig, n BlockNames) (*FeedForward, sublayer, error) {
-	f, err := NewFeedForward(s, FeedForwardConfig{Dim: c.Dim, Hidden: c.FFNDim, Activation: c.Activation,
-		Dropout: c.ActivationDropout, Bias: c.Bias, In: n.FFNIn, Out: n.FFNOut})
-	if err != nil {
-		return nil, sublayer{}, err
+// newFFN makes the block's feed-forward with its residual sublayer; f is
+// the feed-forward when it is the default FeedForward.
+func newFFN(s Scope, c BlockConfig, n BlockNames) (m MLP, f *FeedForward, sub sublayer, err error) {
+	if m, f, err = c.newMLP(s, n); err != nil {
+		return nil, nil, sublayer{}, err
 	}
-	sub, err := newSublayer(s, c, n.FinalNorm)
-	return f, sub, err
+	sub, err = newSublayer(s, c, n.FinalNorm)
+	return m, f, sub, err
 }
 
 // Forward maps x (B, T, D), with an optional key-padding mask (B, T), to
@@ -254,7 +326,7 @@ func (b *EncoderBlock) ForwardFirst(g *Graph, x, mask *gorgonia.Node) (*gorgonia
 	if err != nil {
 		return nil, err
 	}
-	return b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.FFN.Forward(g, in) })
+	return b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.MLP.Forward(g, in) })
 }
 
 func (b *EncoderBlock) forward(g *Graph, x *gorgonia.Node, attend func(*gorgonia.Node) (*gorgonia.Node, error)) (*gorgonia.Node, error) {
@@ -262,14 +334,15 @@ func (b *EncoderBlock) forward(g *Graph, x *gorgonia.Node, attend func(*gorgonia
 	if err != nil {
 		return nil, err
 	}
-	return b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.FFN.Forward(g, in) })
+	return b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.MLP.Forward(g, in) })
 }
 
 // DecoderBlock is causal self-attention, cross-attention to an encoder's
 // output, then a feed-forward, each a residual sublayer.
 type DecoderBlock struct {
 	SelfAttn, CrossAttn *MultiHeadAttention
-	FFN                 *FeedForward
+	MLP                 MLP          // the feed-forward (see BlockConfig.NewMLP)
+	FFN                 *FeedForward // MLP when it is the default FeedForward, else nil
 	self, cross, ffn    sublayer
 }
 
@@ -281,13 +354,13 @@ func NewDecoderBlock(s Scope, c BlockConfig) (*DecoderBlock, error) {
 	n := c.Names.orDefault()
 	b := &DecoderBlock{}
 	var err error
-	if b.SelfAttn, b.self, err = newAttention(s, c, n.SelfAttn, n.SelfAttnNorm); err != nil {
+	if b.SelfAttn, b.self, err = newAttention(s, c, n.SelfAttn, n.SelfAttnNorm, false); err != nil {
 		return nil, err
 	}
-	if b.CrossAttn, b.cross, err = newAttention(s, c, n.CrossAttn, n.CrossAttnNorm); err != nil {
+	if b.CrossAttn, b.cross, err = newAttention(s, c, n.CrossAttn, n.CrossAttnNorm, true); err != nil {
 		return nil, err
 	}
-	if b.FFN, b.ffn, err = newFFN(s, c, n); err != nil {
+	if b.MLP, b.FFN, b.ffn, err = newFFN(s, c, n); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -336,6 +409,6 @@ func (b *DecoderBlock) forward(g *Graph, x *gorgonia.Node, self func(*gorgonia.N
 	}); err != nil {
 		return nil, nil, err
 	}
-	out, err = b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.FFN.Forward(g, in) })
+	out, err = b.ffn.apply(g, h, func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.MLP.Forward(g, in) })
 	return out, probs, err
 }

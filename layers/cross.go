@@ -15,10 +15,13 @@ import (
 type CrossKV struct{ K, V *gorgonia.Node }
 
 // ProjectKV projects the encoder output memory (B, Tk, D) to the heads k, v
-// (B·h, Tk, d_head) of a (non-fused) cross-attention.
+// (B·kvh, Tk, d_head) of a (non-fused) cross-attention without Positions.
 func (a *MultiHeadAttention) ProjectKV(g *Graph, memory *gorgonia.Node) (CrossKV, error) {
 	if a.Key == nil {
 		return CrossKV{}, fmt.Errorf("attention %s: a fused projection has no separate keys and values", a.name())
+	}
+	if a.Positions != nil {
+		return CrossKV{}, fmt.Errorf("attention %s: projected keys and values take no position encoder", a.name())
 	}
 	if memory.Dims() != 3 || memory.Shape()[2] != a.Dim {
 		return CrossKV{}, fmt.Errorf("attention %s: memory %v must be (B, T, %d)", a.name(), memory.Shape(), a.Dim)
@@ -29,7 +32,7 @@ func (a *MultiHeadAttention) ProjectKV(g *Graph, memory *gorgonia.Node) (CrossKV
 		if err != nil {
 			return CrossKV{}, err
 		}
-		if kv[i], err = ops.SplitHeads(y, a.Heads); err != nil {
+		if kv[i], err = ops.SplitHeads(y, a.KVHeads); err != nil {
 			return CrossKV{}, fmt.Errorf("attention %s: %w", a.name(), err)
 		}
 	}
@@ -37,7 +40,7 @@ func (a *MultiHeadAttention) ProjectKV(g *Graph, memory *gorgonia.Node) (CrossKV
 }
 
 // ForwardKV attends from queries x (B, Tq, D) to projected keys and values
-// kv (B·h, Tk, d_head) with an optional key-padding mask (B, Tk), and
+// kv (B·kvh, Tk, d_head) with an optional key-padding mask (B, Tk), and
 // returns (B, Tq, D) and the probabilities (B·h, Tq, Tk).
 func (a *MultiHeadAttention) ForwardKV(g *Graph, x *gorgonia.Node, kv CrossKV, mask *gorgonia.Node) (out, probs *gorgonia.Node, err error) {
 	return a.forwardKV(g, x, kv, mask, true)
@@ -49,7 +52,10 @@ func (a *MultiHeadAttention) forwardKV(g *Graph, x *gorgonia.Node, kv CrossKV, m
 	if x.Dims() != 3 || x.Shape()[2] != a.Dim {
 		return nil, nil, fmt.Errorf("attention %s: queries %v must be (B, T, %d)", a.name(), x.Shape(), a.Dim)
 	}
-	want := tensor.Shape{x.Shape()[0] * a.Heads, kv.K.Shape()[1], a.Dim / a.Heads}
+	if a.Positions != nil {
+		return nil, nil, fmt.Errorf("attention %s: projected keys and values take no position encoder", a.name())
+	}
+	want := tensor.Shape{x.Shape()[0] * a.KVHeads, kv.K.Shape()[1], a.HeadDim}
 	if !kv.K.Shape().Eq(want) || !kv.V.Shape().Eq(want) {
 		return nil, nil, fmt.Errorf("attention %s: keys %v and values %v must be %v", a.name(), kv.K.Shape(), kv.V.Shape(), want)
 	}

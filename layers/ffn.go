@@ -6,6 +6,15 @@ import (
 	"gorgonia.org/gorgonia"
 )
 
+// MLP is a block's position-wise feed-forward: Forward maps x (..., D) to
+// (..., D), D the model width. *FeedForward, Out(act(In(x))), is one;
+// BlockConfig.NewMLP builds another (a gated one, say).
+type MLP interface {
+	Forward(g *Graph, x *gorgonia.Node) (*gorgonia.Node, error)
+}
+
+var _ MLP = (*FeedForward)(nil)
+
 // FeedForwardConfig describes a position-wise FeedForward.
 type FeedForwardConfig struct {
 	Dim, Hidden int     // model width and inner width (4·Dim in most models)

@@ -8,6 +8,16 @@ import (
 	"github.com/d73a19ff/zoo/internal/ops"
 )
 
+// Normalizer is a block's normalisation layer: Forward maps x (..., D) to
+// (..., D), normalised over the last dim D, the model width. *LayerNorm is
+// one; BlockConfig.NewNorm builds another kind (an RMSNorm, say) in the
+// places of a block's LayerNorms. (Norm names where they sit.)
+type Normalizer interface {
+	Forward(g *Graph, x *gorgonia.Node) (*gorgonia.Node, error)
+}
+
+var _ Normalizer = (*LayerNorm)(nil)
+
 // LayerNorm normalises over the last dim with a learned scale ("weight",
 // initialised to 1) and optional shift ("bias", initialised to 0), as
 // torch.nn.LayerNorm.

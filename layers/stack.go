@@ -7,10 +7,11 @@ import (
 )
 
 // Encoder is a stack of EncoderBlocks ("layers.0", "layers.1", …); a
-// pre-norm stack ends with its own LayerNorm ("layer_norm").
+// pre-norm stack ends with its own norm ("layer_norm"), a LayerNorm unless
+// BlockConfig.NewNorm builds another.
 type Encoder struct {
 	Layers []*EncoderBlock
-	Norm   *LayerNorm // nil for post-norm
+	Norm   Normalizer // the final norm; nil for post-norm
 }
 
 // NewEncoder creates n blocks in scope s.
@@ -34,11 +35,13 @@ func NewEncoder(s Scope, c BlockConfig, n int) (*Encoder, error) {
 	return e, nil
 }
 
-func stackNorm(s Scope, c BlockConfig, n BlockNames) (*LayerNorm, error) {
+// stackNorm is a pre-norm stack's final norm (see BlockConfig.NewNorm),
+// nil for post-norm.
+func stackNorm(s Scope, c BlockConfig, n BlockNames) (Normalizer, error) {
 	if c.Norm != PreNorm {
 		return nil, nil
 	}
-	return NewLayerNorm(s.Sub(n.StackNorm), c.Dim, c.LayerNormEps, true)
+	return c.newNorm(s.Sub(n.StackNorm))
 }
 
 // Forward maps x (B, T, D) with an optional key-padding mask (B, T) to
@@ -67,7 +70,7 @@ func (e *Encoder) ForwardWithProbs(g *Graph, x, mask *gorgonia.Node) (*gorgonia.
 
 // ForwardFirst is Forward at the first position only: x (B, T, D), with
 // an optional key-padding mask (B, T), to (B, 1, D), the first position's
-// output (after the final LayerNorm when pre-norm). That output depends on
+// output (after the final norm when pre-norm). That output depends on
 // the other positions only through the last block's attention keys and
 // values, so the last block computes its query, output projection,
 // residuals and feed-forward for the first position alone, which saves
@@ -94,7 +97,7 @@ func (e *Encoder) ForwardCached(g *Graph, x, mask *gorgonia.Node, caches []*KVCa
 }
 
 // stack runs x through every layer, layer by layer, then through the final
-// LayerNorm when there is one (pre-norm).
+// norm when there is one (pre-norm).
 func (e *Encoder) stack(g *Graph, x *gorgonia.Node, layer func(i int, b *EncoderBlock, x *gorgonia.Node) (*gorgonia.Node, error)) (*gorgonia.Node, error) {
 	var err error
 	for i, b := range e.Layers {
@@ -108,10 +111,11 @@ func (e *Encoder) stack(g *Graph, x *gorgonia.Node, layer func(i int, b *Encoder
 	return x, nil
 }
 
-// Decoder is a stack of DecoderBlocks, with a final LayerNorm when pre-norm.
+// Decoder is a stack of DecoderBlocks, with a final norm when pre-norm (a
+// LayerNorm unless BlockConfig.NewNorm builds another).
 type Decoder struct {
 	Layers []*DecoderBlock
-	Norm   *LayerNorm // nil for post-norm
+	Norm   Normalizer // the final norm; nil for post-norm
 }
 
 // NewDecoder creates n blocks in scope s.
