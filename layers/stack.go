@@ -68,6 +68,68 @@ func (e *Encoder) ForwardWithProbs(g *Graph, x, mask *gorgonia.Node) (*gorgonia.
 	return x, probs, nil
 }
 
+// Outputs picks what Encoder.ForwardOutputs returns besides the last
+// hidden state: Hugging Face's output_hidden_states and output_attentions.
+type Outputs struct {
+	HiddenStates bool // every layer's hidden state (EncoderOutput.Hidden)
+	Attentions   bool // every layer's self-attention probabilities (EncoderOutput.Attentions)
+}
+
+// EncoderOutput is what Encoder.ForwardOutputs returns, with Hugging
+// Face's conventions (BaseModelOutput).
+type EncoderOutput struct {
+	// Last is the stack's output (B, T, D), after the final norm when
+	// pre-norm: Forward's output, Hugging Face's last_hidden_state.
+	Last *gorgonia.Node
+	// Hidden, when Outputs.HiddenStates is set, holds L+1 nodes (B, T, D)
+	// for L layers, Hugging Face's hidden_states: Hidden[0] is the stack's
+	// input x (the embeddings' output) and Hidden[i] the output of layer
+	// i. The final norm of a pre-norm stack is not applied to any of
+	// them: Hidden[L] is Last before that norm (as transformers' ViT
+	// returns them); for a post-norm stack Hidden[L] is Last itself.
+	// Nil when not asked for.
+	Hidden []*gorgonia.Node
+	// Attentions, when Outputs.Attentions is set, holds L nodes, each
+	// layer's self-attention probabilities before dropout, (B·h, T, T)
+	// laid out as (B, h, T, T) (see ForwardWithProbs), Hugging Face's
+	// attentions. Nil when not asked for.
+	Attentions []*gorgonia.Node
+}
+
+// ForwardOutputs is Forward, x (B, T, D) with an optional key-padding mask
+// (B, T), that also returns, as o asks, every layer's hidden state and
+// self-attention probabilities (see EncoderOutput); read them with
+// gorgonia.Read. Without o.Attentions the graph is Forward's and Last
+// equals Forward's output bit for bit; with it each layer runs as
+// ForwardWithProbs does (unfused attention) and Last equals
+// ForwardWithProbs' output bit for bit (Forward's to rounding).
+func (e *Encoder) ForwardOutputs(g *Graph, x, mask *gorgonia.Node, o Outputs) (EncoderOutput, error) {
+	var out EncoderOutput
+	if o.HiddenStates {
+		out.Hidden = make([]*gorgonia.Node, 0, len(e.Layers)+1)
+		out.Hidden = append(out.Hidden, x)
+	}
+	if o.Attentions {
+		out.Attentions = make([]*gorgonia.Node, len(e.Layers))
+	}
+	last, err := e.stack(g, x, func(i int, b *EncoderBlock, x *gorgonia.Node) (y *gorgonia.Node, err error) {
+		if o.Attentions {
+			y, out.Attentions[i], err = b.ForwardWithProbs(g, x, mask)
+		} else {
+			y, err = b.Forward(g, x, mask)
+		}
+		if err == nil && o.HiddenStates {
+			out.Hidden = append(out.Hidden, y)
+		}
+		return y, err
+	})
+	if err != nil {
+		return EncoderOutput{}, err
+	}
+	out.Last = last
+	return out, nil
+}
+
 // ForwardFirst is Forward at the first position only: x (B, T, D), with
 // an optional key-padding mask (B, T), to (B, 1, D), the first position's
 // output (after the final norm when pre-norm). That output depends on
