@@ -190,3 +190,21 @@ func ExampleModel_HiddenStates() {
 	// Output:
 	// (B, L+1, N+1, D) = (2, 7, 50, 128)
 }
+
+// Read every layer's attention probabilities for one image, as
+// transformers' output_attentions.
+func ExampleModel_Attentions() {
+	m, err := vit.New(vit.Fashion(), vit.StoreOption(layers.WithSeed(1)))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	att, err := m.Attentions(make([]float32, 28*28), 1) // one grayscale image
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("(B, L, h, N+1, N+1) = (%d, %d, %d, %d, %d)\n", len(att), len(att[0]), len(att[0][0]), len(att[0][0][0]), len(att[0][0][0][0]))
+	// Output:
+	// (B, L, h, N+1, N+1) = (1, 6, 4, 50, 50)
+}

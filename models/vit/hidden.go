@@ -45,55 +45,108 @@ func (m *Model) HiddenStates(pixels []float32, b int) ([][][][]float64, error) {
 // (B, C, H, W), with N = (H/P)·(W/P) patches. Another size than
 // image_size needs Interpolate.
 func (m *Model) HiddenStatesAt(pixels []float32, b, h, w int) ([][][][]float64, error) {
+	hid, _, err := m.outputsAt(pixels, b, h, w, layers.Outputs{HiddenStates: true}, "hidden states")
+	return hid, err
+}
+
+// Attentions runs the backbone on b images, pixels (B, C, S, S)
+// row-major with S = image_size, without dropout, and returns every
+// layer's attention probabilities, indexed
+// [image][layer][head][query token][key token]: (B, L, h, N+1, N+1),
+// transformers' attentions (output_attentions=True), token 0 the class
+// token. Every row sums to 1; these are what AttentionRollout combines.
+// Safe for concurrent use by multiple goroutines: each call builds and
+// runs a graph of its own.
+func (m *Model) Attentions(pixels []float32, b int) ([][][][][]float64, error) {
+	return m.AttentionsAt(pixels, b, m.Config.ImageSize, m.Config.ImageSize)
+}
+
+// AttentionsAt is Attentions for images of h × w pixels, pixels
+// (B, C, H, W), with N = (H/P)·(W/P) patches. Another size than
+// image_size needs Interpolate.
+func (m *Model) AttentionsAt(pixels []float32, b, h, w int) ([][][][][]float64, error) {
+	_, attn, err := m.outputsAt(pixels, b, h, w, layers.Outputs{Attentions: true}, "attentions")
+	return attn, err
+}
+
+// outputsAt runs b images of h × w pixels through the backbone and returns
+// what o asks for as Go values: hidden states [image][k][token][feature]
+// and attentions [image][layer][head][query][key]. what names the caller
+// in errors.
+func (m *Model) outputsAt(pixels []float32, b, h, w int, o layers.Outputs, what string) ([][][][]float64, [][][][][]float64, error) {
 	c := m.Config
 	if b <= 0 || h <= 0 || w <= 0 || len(pixels) != b*c.NumChannels*h*w {
-		return nil, fmt.Errorf("vit: hidden states: %d pixel values are not %d images of %d×%d×%d", len(pixels), b, c.NumChannels, h, w)
+		return nil, nil, fmt.Errorf("vit: %s: %d pixel values are not %d images of %d×%d×%d", what, len(pixels), b, c.NumChannels, h, w)
 	}
 	if err := m.CheckSize(c.NumChannels, h, w); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := (&ForImageClassification{Model: m}).CheckStepAt(b, h, w, false); err != nil {
-		return nil, fmt.Errorf("vit: hidden states: %w", err)
+		return nil, nil, fmt.Errorf("vit: %s: %w", what, err)
 	}
 	g := m.Store.NewGraph()
 	px := g.Input("pixel_values", b, c.NumChannels, h, w)
 	copyFloats(px, pixels)
-	enc, err := m.FeaturesOutputs(g, px, layers.Outputs{HiddenStates: true})
+	enc, err := m.FeaturesOutputs(g, px, o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	vals := make([]gorgonia.Value, len(enc.Hidden))
-	for i, n := range enc.Hidden {
+	nodes := append(append([]*gorgonia.Node(nil), enc.Hidden...), enc.Attentions...)
+	vals := make([]gorgonia.Value, len(nodes))
+	for i, n := range nodes {
 		gorgonia.Read(n, &vals[i])
 	}
 	vm, err := g.Machine()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
-		return nil, fmt.Errorf("vit: hidden states: %w", err)
+		return nil, nil, fmt.Errorf("vit: %s: %w", what, err)
 	}
-	d, t := c.HiddenSize, (h/c.PatchSize)*(w/c.PatchSize)+1
-	out := make([][][][]float64, b)
-	for r := range out {
-		out[r] = make([][][]float64, len(vals))
+	flat := make([][]float64, len(vals))
+	for i, v := range vals {
+		if flat[i], err = layers.Float64s(v); err != nil {
+			return nil, nil, fmt.Errorf("vit: %s: %w", what, err)
+		}
 	}
-	for k, v := range vals {
-		x, err := layers.Float64s(v) // (B, N+1, D)
-		if err != nil {
-			return nil, fmt.Errorf("vit: hidden states: entry %d: %w", k, err)
-		}
-		if len(x) != b*t*d {
-			return nil, fmt.Errorf("vit: hidden states: entry %d has %d values, not B·T·D = %d", k, len(x), b*t*d)
-		}
-		for r := range b {
-			out[r][k] = make([][]float64, t)
-			for i := range t {
-				off := (r*t + i) * d
-				out[r][k][i] = x[off : off+d : off+d]
+	d, nh, t := c.HiddenSize, c.NumAttentionHeads, (h/c.PatchSize)*(w/c.PatchSize)+1
+	var hid [][][][]float64
+	if o.HiddenStates {
+		hid = make([][][][]float64, b)
+		for k, x := range flat[:len(enc.Hidden)] { // (B, N+1, D)
+			if len(x) != b*t*d {
+				return nil, nil, fmt.Errorf("vit: %s: hidden state %d has %d values, not B·T·D = %d", what, k, len(x), b*t*d)
+			}
+			for r := range b {
+				e := make([][]float64, t)
+				for i := range t {
+					off := (r*t + i) * d
+					e[i] = x[off : off+d : off+d]
+				}
+				hid[r] = append(hid[r], e)
 			}
 		}
 	}
-	return out, nil
+	var attn [][][][][]float64
+	if o.Attentions {
+		attn = make([][][][][]float64, b)
+		for l, x := range flat[len(enc.Hidden):] { // (B, h, N+1, N+1)
+			if len(x) != b*nh*t*t {
+				return nil, nil, fmt.Errorf("vit: %s: layer %d has %d probabilities, not B·h·T·T = %d", what, l, len(x), b*nh*t*t)
+			}
+			for r := range b {
+				heads := make([][][]float64, nh)
+				for k := range nh {
+					heads[k] = make([][]float64, t)
+					for i := range t {
+						off := ((r*nh+k)*t + i) * t
+						heads[k][i] = x[off : off+t : off+t]
+					}
+				}
+				attn[r] = append(attn[r], heads)
+			}
+		}
+	}
+	return hid, attn, nil
 }

@@ -93,6 +93,69 @@ func TestHiddenStatesErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := m.HiddenStatesAt(make([]float32, c.n), c.b, c.h, c.w)
 			require.ErrorContains(t, err, c.want)
+			_, err = m.AttentionsAt(make([]float32, c.n), c.b, c.h, c.w)
+			require.ErrorContains(t, err, c.want)
 		})
 	}
+}
+
+// Attentions gives, per image, L maps (h, N+1, N+1) equal bit for bit to
+// FeaturesWithProbs' probabilities, rows summing to 1, and the rollout of
+// them is AttentionRollout's.
+func TestAttentions(t *testing.T) {
+	cfg := testConfig()
+	m, err := New(cfg, StoreOption(layers.WithDtype(tensor.Float64), layers.WithSeed(4)))
+	require.NoError(t, err)
+	const b = 2
+	px := make([]float32, b*3*8*8)
+	for i := range px {
+		px[i] = float32(i%13)/13 - 0.5
+	}
+	got, err := m.Attentions(px, b)
+	require.NoError(t, err)
+
+	g := m.Store.NewGraph()
+	in := g.Input("pixel_values", b, cfg.NumChannels, 8, 8)
+	copyFloats(in, px)
+	_, probs, err := m.FeaturesWithProbs(g, in)
+	require.NoError(t, err)
+	vals := make([]gorgonia.Value, len(probs))
+	for i, n := range probs {
+		gorgonia.Read(n, &vals[i])
+	}
+	vm, err := g.Machine()
+	require.NoError(t, err)
+	defer vm.Close()
+	require.NoError(t, vm.RunAll())
+
+	nh, tl := cfg.NumAttentionHeads, cfg.NumPatches()+1
+	require.Len(t, got, b)
+	flat := make([][]float64, cfg.NumHiddenLayers) // (B, h, T, T) per layer, rebuilt from got
+	for r := range got {
+		require.Len(t, got[r], cfg.NumHiddenLayers)
+		for l, heads := range got[r] {
+			want, err := layers.Float64s(vals[l])
+			require.NoError(t, err)
+			require.Len(t, heads, nh)
+			for k, rows := range heads {
+				require.Len(t, rows, tl)
+				for i, row := range rows {
+					off := ((r*nh+k)*tl + i) * tl
+					require.Equal(t, want[off:off+tl], row, "image %d layer %d head %d query %d", r, l, k, i)
+					sum := 0.0
+					for _, v := range row {
+						sum += v
+					}
+					require.InDelta(t, 1, sum, 1e-12)
+					flat[l] = append(flat[l], row...)
+				}
+			}
+		}
+	}
+	// flat was filled image by image within each layer: (B, h, T, T).
+	roll, err := Rollout(flat, b, nh, tl)
+	require.NoError(t, err)
+	want, err := m.AttentionRollout(px, b)
+	require.NoError(t, err)
+	require.Equal(t, want, roll)
 }
