@@ -95,3 +95,107 @@ func TestEncoderForwardOutputsNone(t *testing.T) {
 	vals := runRead(t, g, out.Last, y)
 	require.Equal(t, vals[1].Data(), vals[0].Data())
 }
+
+// An encoder refuses cross-attentions: it has none.
+func TestEncoderForwardOutputsCross(t *testing.T) {
+	s := newStore64(t)
+	enc, err := NewEncoder(s.Root(), BlockConfig{Dim: 8, Heads: 2, FFNDim: 16, Activation: "gelu", Norm: PreNorm, LayerNormEps: 1e-5, Bias: true}, 1)
+	require.NoError(t, err)
+	g := s.NewGraph()
+	_, err = enc.ForwardOutputs(g, randInput(g, "x", 1, 2, 3, 8), nil, Outputs{CrossAttentions: true})
+	require.ErrorContains(t, err, "no cross-attention")
+}
+
+// Decoder.ForwardOutputs, for pre- and post-norm stacks with padding
+// masks: without attentions Last is Forward's output bit for bit, the L+1
+// hidden states are the input, then each layer's output (the first
+// layer's that block's Forward bit for bit), the last before the final
+// norm (pre-norm) or Last itself (post-norm); cross-attentions alone are
+// each block's ForwardWithProbs bit for bit (layer 0 checked); with
+// self-attentions too, Last is Forward's to rounding and the maps are
+// causal, masked distributions of the right shapes.
+func TestDecoderForwardOutputs(t *testing.T) {
+	const b, tl, tm, d, h, n = 2, 4, 3, 8, 2, 2
+	for _, norm := range []Norm{PreNorm, PostNorm} {
+		s, err := NewStore(WithDtype(tensor.Float64), WithSeed(11))
+		require.NoError(t, err)
+		cfg := BlockConfig{Dim: d, Heads: h, FFNDim: 16, Activation: "gelu", Norm: norm, LayerNormEps: 1e-5, Bias: true}
+		dec, err := NewDecoder(s.Root(), cfg, n)
+		require.NoError(t, err)
+		g := s.NewGraph()
+		x := randInput(g, "x", 3, b, tl, d)
+		mem := randInput(g, "mem", 4, b, tm, d)
+		keep := []float64{1, 1, 1, 1, 1, 1, 1, 0}
+		memKeep := []float64{1, 1, 1, 1, 1, 0}
+		mask, err := g.Constant("mask", keep, b, tl)
+		require.NoError(t, err)
+		memMask, err := g.Constant("mem_mask", memKeep, b, tm)
+		require.NoError(t, err)
+
+		plain, err := dec.ForwardOutputs(g, x, mask, mem, memMask, Outputs{HiddenStates: true})
+		require.NoError(t, err)
+		require.Len(t, plain.Hidden, n+1)
+		require.Same(t, x, plain.Hidden[0])
+		require.Nil(t, plain.Attentions)
+		require.Nil(t, plain.CrossAttentions)
+		want, err := dec.Forward(g, x, mask, mem, memMask)
+		require.NoError(t, err)
+		first, err := dec.Layers[0].Forward(g, x, mask, mem, memMask)
+		require.NoError(t, err)
+		lastNormed := plain.Hidden[n]
+		if norm == PreNorm {
+			lastNormed, err = dec.Norm.Forward(g, plain.Hidden[n])
+			require.NoError(t, err)
+		} else {
+			require.Same(t, plain.Last, plain.Hidden[n])
+		}
+		cross, err := dec.ForwardOutputs(g, x, mask, mem, memMask, Outputs{HiddenStates: true, CrossAttentions: true})
+		require.NoError(t, err)
+		require.Len(t, cross.CrossAttentions, n)
+		require.Nil(t, cross.Attentions)
+		firstOut, firstCross, err := dec.Layers[0].ForwardWithProbs(g, x, mask, mem, memMask)
+		require.NoError(t, err)
+		all, err := dec.ForwardOutputs(g, x, mask, mem, memMask, Outputs{Attentions: true, CrossAttentions: true})
+		require.NoError(t, err)
+		require.Nil(t, all.Hidden)
+		require.Len(t, all.Attentions, n)
+		require.Len(t, all.CrossAttentions, n)
+
+		nodes := []*gorgonia.Node{plain.Last, want, lastNormed, first, plain.Hidden[1], cross.CrossAttentions[0], firstCross, cross.Hidden[1], firstOut, all.Last}
+		nodes = append(append(nodes, all.Attentions...), all.CrossAttentions...)
+		vals := runRead(t, g, nodes...)
+		require.Equal(t, vals[1].Data(), vals[0].Data(), "%s: Last is Forward's output", norm)
+		require.Equal(t, vals[0].Data(), vals[2].Data(), "%s: Last is the last hidden state, through the final norm when pre-norm", norm)
+		require.Equal(t, vals[3].Data(), vals[4].Data(), "%s: hidden_states[1] is layer 0's output", norm)
+		require.Equal(t, vals[6].Data(), vals[5].Data(), "%s: cross-attentions are the block's", norm)
+		require.Equal(t, vals[8].Data(), vals[7].Data(), "%s: with cross-attentions, layer 0's output is ForwardWithProbs'", norm)
+		require.InDeltaSlice(t, vals[1].Data(), vals[9].Data(), 1e-12, "%s: with every map, Last is Forward's to rounding", norm)
+		check := func(what string, v gorgonia.Value, tk int, masked func(r, i, j int) bool) {
+			require.Equal(t, tensor.Shape{b * h, tl, tk}, v.Shape(), what)
+			p := v.Data().([]float64)
+			for r := 0; r < b*h; r++ {
+				for i := 0; i < tl; i++ {
+					sum := 0.0
+					for j := 0; j < tk; j++ {
+						w := p[(r*tl+i)*tk+j]
+						sum += w
+						if masked(r, i, j) {
+							require.Zero(t, w, "%s %s map %d [%d][%d]", norm, what, r, i, j)
+						}
+					}
+					require.InDelta(t, 1, sum, 1e-12)
+				}
+			}
+		}
+		for l := 0; l < n; l++ {
+			check("self", vals[10+l], tl, func(r, i, j int) bool { return j > i || keep[(r/h)*tl+j] == 0 })
+			check("cross", vals[10+n+l], tm, func(r, i, j int) bool { return memKeep[(r/h)*tm+j] == 0 })
+		}
+	}
+	s := newStore64(t)
+	dec, err := NewDecoder(s.Root(), BlockConfig{Dim: 8, Heads: 2, FFNDim: 16, Activation: "gelu", Norm: PreNorm, LayerNormEps: 1e-5, Bias: true}, 1)
+	require.NoError(t, err)
+	g := s.NewGraph()
+	_, err = dec.ForwardOutputs(g, randInput(g, "x", 1, 2, 3, 8), nil, nil, nil, Outputs{HiddenStates: true})
+	require.ErrorContains(t, err, "encoder output")
+}
