@@ -68,6 +68,75 @@ func (e *Encoder) ForwardWithProbs(g *Graph, x, mask *gorgonia.Node) (*gorgonia.
 	return x, probs, nil
 }
 
+// Outputs picks what Encoder.ForwardOutputs returns besides the last
+// hidden state: Hugging Face's output_hidden_states and output_attentions.
+type Outputs struct {
+	HiddenStates bool // every layer's hidden state (EncoderOutput.Hidden, DecoderOutput.Hidden)
+	Attentions   bool // every layer's self-attention probabilities (EncoderOutput.Attentions, DecoderOutput.Attentions)
+	// CrossAttentions asks a decoder for every layer's cross-attention
+	// probabilities (DecoderOutput.CrossAttentions), Hugging Face's
+	// cross_attentions; an encoder, which has none, refuses it.
+	CrossAttentions bool
+}
+
+// EncoderOutput is what Encoder.ForwardOutputs returns, with Hugging
+// Face's conventions (BaseModelOutput).
+type EncoderOutput struct {
+	// Last is the stack's output (B, T, D), after the final norm when
+	// pre-norm: Forward's output, Hugging Face's last_hidden_state.
+	Last *gorgonia.Node
+	// Hidden, when Outputs.HiddenStates is set, holds L+1 nodes (B, T, D)
+	// for L layers, Hugging Face's hidden_states: Hidden[0] is the stack's
+	// input x (the embeddings' output) and Hidden[i] the output of layer
+	// i. The final norm of a pre-norm stack is not applied to any of
+	// them: Hidden[L] is Last before that norm (as transformers' ViT
+	// returns them); for a post-norm stack Hidden[L] is Last itself.
+	// Nil when not asked for.
+	Hidden []*gorgonia.Node
+	// Attentions, when Outputs.Attentions is set, holds L nodes, each
+	// layer's self-attention probabilities before dropout, (B·h, T, T)
+	// laid out as (B, h, T, T) (see ForwardWithProbs), Hugging Face's
+	// attentions. Nil when not asked for.
+	Attentions []*gorgonia.Node
+}
+
+// ForwardOutputs is Forward, x (B, T, D) with an optional key-padding mask
+// (B, T), that also returns, as o asks, every layer's hidden state and
+// self-attention probabilities (see EncoderOutput); read them with
+// gorgonia.Read. Without o.Attentions the graph is Forward's and Last
+// equals Forward's output bit for bit; with it each layer runs as
+// ForwardWithProbs does (unfused attention) and Last equals
+// ForwardWithProbs' output bit for bit (Forward's to rounding).
+func (e *Encoder) ForwardOutputs(g *Graph, x, mask *gorgonia.Node, o Outputs) (EncoderOutput, error) {
+	var out EncoderOutput
+	if o.CrossAttentions {
+		return out, fmt.Errorf("encoder: cross-attentions asked for, but an encoder has no cross-attention; ask a Decoder")
+	}
+	if o.HiddenStates {
+		out.Hidden = make([]*gorgonia.Node, 0, len(e.Layers)+1)
+		out.Hidden = append(out.Hidden, x)
+	}
+	if o.Attentions {
+		out.Attentions = make([]*gorgonia.Node, len(e.Layers))
+	}
+	last, err := e.stack(g, x, func(i int, b *EncoderBlock, x *gorgonia.Node) (y *gorgonia.Node, err error) {
+		if o.Attentions {
+			y, out.Attentions[i], err = b.ForwardWithProbs(g, x, mask)
+		} else {
+			y, err = b.Forward(g, x, mask)
+		}
+		if err == nil && o.HiddenStates {
+			out.Hidden = append(out.Hidden, y)
+		}
+		return y, err
+	})
+	if err != nil {
+		return EncoderOutput{}, err
+	}
+	out.Last = last
+	return out, nil
+}
+
 // ForwardFirst is Forward at the first position only: x (B, T, D), with
 // an optional key-padding mask (B, T), to (B, 1, D), the first position's
 // output (after the final norm when pre-norm). That output depends on
@@ -152,4 +221,77 @@ func (d *Decoder) Forward(g *Graph, x, mask, memory, memMask *gorgonia.Node) (*g
 		return d.Norm.Forward(g, x)
 	}
 	return x, nil
+}
+
+// DecoderOutput is what Decoder.ForwardOutputs returns, with Hugging
+// Face's conventions (BaseModelOutputWithPastAndCrossAttentions).
+type DecoderOutput struct {
+	// Last is the stack's output (B, T, D), after the final norm when
+	// pre-norm: Forward's output, Hugging Face's last_hidden_state.
+	Last *gorgonia.Node
+	// Hidden, when Outputs.HiddenStates is set, holds L+1 nodes (B, T, D):
+	// the stack's input x, then each layer's output, the final norm of a
+	// pre-norm stack applied to none of them (see EncoderOutput.Hidden).
+	Hidden []*gorgonia.Node
+	// Attentions, when Outputs.Attentions is set, holds L nodes, each
+	// layer's causal self-attention probabilities before dropout,
+	// (B·h, T, T) laid out as (B, h, T, T).
+	Attentions []*gorgonia.Node
+	// CrossAttentions, when Outputs.CrossAttentions is set, holds L nodes,
+	// each layer's attention over the encoder output, (B·h, T, Tm) laid
+	// out as (B, h, T, Tm) (see DecoderBlock.ForwardWithProbs).
+	CrossAttentions []*gorgonia.Node
+}
+
+// ForwardOutputs is Forward, x (B, T, D) given the encoder output memory
+// (B, Tm, D) with optional key-padding masks mask (B, T) and memMask
+// (B, Tm), that also returns, as o asks, every layer's hidden state,
+// self-attention and cross-attention probabilities (see DecoderOutput);
+// read them with gorgonia.Read. An attention asked for runs unfused, as
+// ForwardWithProbs does; with neither asked for the graph is Forward's
+// and Last equals Forward's output bit for bit.
+func (d *Decoder) ForwardOutputs(g *Graph, x, mask, memory, memMask *gorgonia.Node, o Outputs) (DecoderOutput, error) {
+	var out DecoderOutput
+	if o.HiddenStates {
+		out.Hidden = append(make([]*gorgonia.Node, 0, len(d.Layers)+1), x)
+	}
+	if o.Attentions {
+		out.Attentions = make([]*gorgonia.Node, len(d.Layers))
+	}
+	if o.CrossAttentions {
+		out.CrossAttentions = make([]*gorgonia.Node, len(d.Layers))
+	}
+	if memory == nil {
+		return DecoderOutput{}, fmt.Errorf("decoder: a decoder needs the encoder output")
+	}
+	var err error
+	for i, b := range d.Layers {
+		self := func(in *gorgonia.Node) (*gorgonia.Node, error) { return b.SelfAttn.Forward(g, in, nil, mask, true) }
+		if o.Attentions {
+			self = func(in *gorgonia.Node) (y *gorgonia.Node, err error) {
+				y, out.Attentions[i], err = b.SelfAttn.ForwardWithProbs(g, in, nil, mask, true)
+				return y, err
+			}
+		}
+		cross := func(in *gorgonia.Node) (*gorgonia.Node, *gorgonia.Node, error) {
+			return b.CrossAttn.forward(g, in, memory, memMask, false, o.CrossAttentions)
+		}
+		var probs *gorgonia.Node
+		if x, probs, err = b.forward(g, x, self, cross); err != nil {
+			return DecoderOutput{}, fmt.Errorf("decoder layer %d: %w", i, err)
+		}
+		if o.CrossAttentions {
+			out.CrossAttentions[i] = probs
+		}
+		if o.HiddenStates {
+			out.Hidden = append(out.Hidden, x)
+		}
+	}
+	out.Last = x
+	if d.Norm != nil {
+		if out.Last, err = d.Norm.Forward(g, x); err != nil {
+			return DecoderOutput{}, err
+		}
+	}
+	return out, nil
 }

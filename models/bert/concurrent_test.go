@@ -14,7 +14,7 @@ import (
 )
 
 // TestConcurrentInference runs BERT's inference entry points — FillMask,
-// FillMaskBatch, Attentions, and the sequence-classification,
+// FillMaskBatch, Attentions, HiddenStates, and the sequence-classification,
 // token-classification and question-answering heads as the pipelines run
 // them — from 8 goroutines at once, sharing one model per head and one
 // WordPiece tokenizer, and checks that every answer equals the same call
@@ -76,6 +76,7 @@ func TestConcurrentInference(t *testing.T) {
 			return FillMaskBatch(mlm, tok, []string{"a [MASK] ran in the [MASK]", "my bird [MASK] at dawn"}, 0)
 		}},
 		racetest.Call{Name: "Attentions", Run: func() (any, error) { return mlm.Attentions(ids[2], types[2]) }},
+		racetest.Call{Name: "HiddenStates", Run: func() (any, error) { return mlm.HiddenStates(ids[2], types[2]) }},
 		racetest.Call{Name: "sequence classifier", Run: func() (any, error) { return graphrun.ClassLogits(seq, ids, types) }},
 		racetest.Call{Name: "token classifier", Run: func() (any, error) {
 			return heads(tags.Store, func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error) {

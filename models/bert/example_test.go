@@ -57,3 +57,21 @@ func ExampleLoadForSequenceClassification() {
 	// 2 layers
 	// dropped: 7 created: [classifier.weight classifier.bias]
 }
+
+// Read every layer's hidden states for one sequence, as transformers'
+// output_hidden_states: the embeddings' output, then each layer's.
+func ExampleModel_HiddenStates() {
+	m, err := bert.New(bert.Tiny(), layers.WithSeed(1))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	hs, err := m.HiddenStates([]int{101, 7592, 2088, 102}, nil) // [CLS] hello world [SEP]
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("(L+1, T, D) = (%d, %d, %d)\n", len(hs), len(hs[0]), len(hs[0][0]))
+	// Output:
+	// (L+1, T, D) = (3, 4, 128)
+}

@@ -23,8 +23,9 @@ const ModelType = "bert"
 // loads key by key (hf.go).
 //
 // A Model, and every head on it, is safe for concurrent use by multiple
-// goroutines for inference: Attentions, FillMask and graphs of a caller's
-// own (Hidden, Pooled, the heads' Logits) only read the parameters, and
+// goroutines for inference: Attentions, HiddenStates, FillMask and graphs
+// of a caller's own (Hidden, Pooled, the heads' Logits) only read the
+// parameters, and
 // runs of the model's graphs take turns (they share the store's memory;
 // see layers.Machine). What writes the parameters (LoadWeights, training,
 // putting a head on it) must not overlap with them.

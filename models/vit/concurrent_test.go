@@ -12,7 +12,7 @@ import (
 
 // TestConcurrentInference runs ViT's inference entry points — the
 // classifier's Probabilities (class-token and mean pooling),
-// AttentionRollout on the classifier's backbone, and MAE's Reconstruct —
+// AttentionRollout, HiddenStates and Attentions on the classifiers' backbones, and MAE's Reconstruct —
 // from 8 goroutines at once, and checks that every answer equals the same
 // call made alone. Run it with -race (the CI does).
 func TestConcurrentInference(t *testing.T) {
@@ -50,6 +50,8 @@ func TestConcurrentInference(t *testing.T) {
 		racetest.Call{Name: "Probabilities one image", Run: func() (any, error) { return clfs[0].Probabilities(one, 1) }},
 		racetest.Call{Name: "Probabilities mean pooling", Run: func() (any, error) { return clfs[1].Probabilities(three, 3) }},
 		racetest.Call{Name: "AttentionRollout", Run: func() (any, error) { return clfs[0].AttentionRollout(three, 3) }},
+		racetest.Call{Name: "HiddenStates", Run: func() (any, error) { return clfs[0].HiddenStates(three, 3) }},
+		racetest.Call{Name: "Attentions", Run: func() (any, error) { return clfs[1].Attentions(one, 1) }},
 		racetest.Call{Name: "Reconstruct", Run: func() (any, error) { return mae.Reconstruct(gray, noise, 2) }},
 	)
 }

@@ -170,3 +170,41 @@ func ExampleSavedPooling() {
 	// mean recorded: true
 	// cls recorded: false
 }
+
+// Read every layer's hidden states for a batch of images, as
+// transformers' output_hidden_states: the embeddings' output, then each
+// layer's, before the final LayerNorm.
+func ExampleModel_HiddenStates() {
+	m, err := vit.New(vit.Fashion(), vit.StoreOption(layers.WithSeed(1))) // 6 layers, 28×28 images, 7×7 patches
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pixels := make([]float32, 2*1*28*28) // two grayscale images
+	hs, err := m.HiddenStates(pixels, 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("(B, L+1, N+1, D) = (%d, %d, %d, %d)\n", len(hs), len(hs[0]), len(hs[0][0]), len(hs[0][0][0]))
+	// Output:
+	// (B, L+1, N+1, D) = (2, 7, 50, 128)
+}
+
+// Read every layer's attention probabilities for one image, as
+// transformers' output_attentions.
+func ExampleModel_Attentions() {
+	m, err := vit.New(vit.Fashion(), vit.StoreOption(layers.WithSeed(1)))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	att, err := m.Attentions(make([]float32, 28*28), 1) // one grayscale image
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("(B, L, h, N+1, N+1) = (%d, %d, %d, %d, %d)\n", len(att), len(att[0]), len(att[0][0]), len(att[0][0][0]), len(att[0][0][0][0]))
+	// Output:
+	// (B, L, h, N+1, N+1) = (1, 6, 4, 50, 50)
+}

@@ -43,12 +43,12 @@ const (
 // …), so a checkpoint loads key by key (hf.go).
 //
 // A Model, and a ForImageClassification on it, is safe for concurrent use
-// by multiple goroutines for inference: Probabilities, AttentionRollout and
-// graphs of a caller's own (Features, Pooled, Logits) only read the
-// parameters, and runs of the model's graphs take turns (they share the
-// store's memory; see layers.Machine). What writes the parameters or
-// Pooling (LoadWeights, training, putting a head on it) must not overlap
-// with them.
+// by multiple goroutines for inference: Probabilities, AttentionRollout,
+// HiddenStates, Attentions and graphs of a caller's own (Features,
+// FeaturesOutputs, Pooled, Logits) only read the parameters, and runs of
+// the model's graphs take turns (they share the store's memory; see
+// layers.Machine). What writes the parameters or Pooling (LoadWeights,
+// training, putting a head on it) must not overlap with them.
 //
 // Pooling is saved with the checkpoint in zoo's own config.json key
 // (Config.Pooling, "zoo_pooling") and restored at load. Hugging Face's
