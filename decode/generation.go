@@ -7,9 +7,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sort"
+
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
 )
 
 // GenerationFile is the name of Hugging Face's generation_config.json.
@@ -113,7 +114,7 @@ func ParseGeneration(raw map[string]json.RawMessage, eos []int) (Generation, err
 			continue
 		}
 		return g, fmt.Errorf("%s %s is not supported: the zoo's decoders do not implement it; remove it (or set it to %s)",
-			r.key, compact(v), offText(r.off))
+			r.key, jsonconfig.Compact(v), offText(r.off))
 	}
 	ints := []struct {
 		key string
@@ -128,7 +129,7 @@ func ParseGeneration(raw map[string]json.RawMessage, eos []int) (Generation, err
 		}
 		var n int
 		if err := json.Unmarshal(v, &n); err != nil || n < f.min {
-			return g, fmt.Errorf("%s %s: want an integer of at least %d", f.key, compact(v), f.min)
+			return g, fmt.Errorf("%s %s: want an integer of at least %d", f.key, jsonconfig.Compact(v), f.min)
 		}
 		*f.dst = &n
 	}
@@ -143,14 +144,14 @@ func ParseGeneration(raw map[string]json.RawMessage, eos []int) (Generation, err
 		}
 		var x float64
 		if err := json.Unmarshal(v, &x); err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-			return g, fmt.Errorf("%s %s: want a number", f.key, compact(v))
+			return g, fmt.Errorf("%s %s: want a number", f.key, jsonconfig.Compact(v))
 		}
 		*f.dst = &x
 	}
 	if v, ok := raw["do_sample"]; ok && !isNull(v) {
 		var b bool
 		if err := json.Unmarshal(v, &b); err != nil {
-			return g, fmt.Errorf("do_sample %s: want true or false", compact(v))
+			return g, fmt.Errorf("do_sample %s: want true or false", jsonconfig.Compact(v))
 		}
 		g.DoSample = &b
 	}
@@ -159,24 +160,24 @@ func ParseGeneration(raw map[string]json.RawMessage, eos []int) (Generation, err
 		_ = json.Unmarshal(v, &x)
 		s, err := ParseStopping(fmt.Sprint(x))
 		if err != nil {
-			return g, fmt.Errorf("early_stopping %s: want true, false or \"never\"", compact(v))
+			return g, fmt.Errorf("early_stopping %s: want true, false or \"never\"", jsonconfig.Compact(v))
 		}
 		g.EarlyStopping = &s
 	}
 	if v, ok := raw["renormalize_logits"]; ok && !isNull(v) {
 		if err := json.Unmarshal(v, &g.Renormalize); err != nil {
-			return g, fmt.Errorf("renormalize_logits %s: want true or false", compact(v))
+			return g, fmt.Errorf("renormalize_logits %s: want true or false", jsonconfig.Compact(v))
 		}
 	}
 	if v, ok := raw["no_repeat_ngram_size"]; ok && !isNull(v) {
 		if err := json.Unmarshal(v, &g.NoRepeatNGramSize); err != nil || g.NoRepeatNGramSize < 0 {
-			return g, fmt.Errorf("no_repeat_ngram_size %s: want an integer ≥ 0", compact(v))
+			return g, fmt.Errorf("no_repeat_ngram_size %s: want an integer ≥ 0", jsonconfig.Compact(v))
 		}
 	}
 	if v, ok := raw["bad_words_ids"]; ok && !isNull(v) {
 		var words [][]int
 		if err := json.Unmarshal(v, &words); err != nil {
-			return g, fmt.Errorf("bad_words_ids %s: want a list of lists of token ids", compact(v))
+			return g, fmt.Errorf("bad_words_ids %s: want a list of lists of token ids", jsonconfig.Compact(v))
 		}
 		for _, w := range words {
 			if len(w) == 1 && slices.Contains(eos, w[0]) {
@@ -192,7 +193,7 @@ func ParseGeneration(raw map[string]json.RawMessage, eos []int) (Generation, err
 			if err := json.Unmarshal(v, &one); err == nil {
 				g.ForcedEOS = []int{one}
 			} else if err := json.Unmarshal(v, &g.ForcedEOS); err != nil {
-				return g, fmt.Errorf("forced_eos_token_id %s: want a token id or a list of them", compact(v))
+				return g, fmt.Errorf("forced_eos_token_id %s: want a token id or a list of them", jsonconfig.Compact(v))
 			}
 		}
 	}
@@ -200,7 +201,7 @@ func ParseGeneration(raw map[string]json.RawMessage, eos []int) (Generation, err
 		return g, err
 	}
 	if v, ok := raw["task_specific_params"]; ok && !isNull(v) {
-		g.Notes = append(g.Notes, fmt.Sprintf("task_specific_params %s is not applied: transformers' pipelines read it for their task, generate does not", compact(v)))
+		g.Notes = append(g.Notes, fmt.Sprintf("task_specific_params %s is not applied: transformers' pipelines read it for their task, generate does not", jsonconfig.Compact(v)))
 	}
 	sort.Strings(g.Notes)
 	return g, nil
@@ -235,14 +236,6 @@ func offText(x any) string {
 	}
 	b, _ := json.Marshal(x)
 	return string(b)
-}
-
-func compact(v json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, v) != nil {
-		return string(v)
-	}
-	return b.String()
 }
 
 // HFMaxLength is transformers' GenerationConfig default max_length.
@@ -285,33 +278,19 @@ func UnreadNotes(configJSON, gen map[string]json.RawMessage) []string {
 	var notes []string
 	for k, v := range configJSON {
 		def, ok := GenerationDefaults[k]
-		if !ok || k == "bos_token_id" || sameJSON(v, def) {
+		if !ok || k == "bos_token_id" || jsonconfig.Same(v, def) {
 			continue
 		}
 		there := "absent"
 		if now, ok := gen[k]; ok {
-			if sameJSON(v, now) {
+			if jsonconfig.Same(v, now) {
 				continue
 			}
-			there = compact(now)
+			there = jsonconfig.Compact(now)
 		}
 		notes = append(notes, fmt.Sprintf("config.json's %s %s is not read: %s is (%s there), as transformers' generate reads it; set it there to apply it",
-			k, compact(v), GenerationFile, there))
+			k, jsonconfig.Compact(v), GenerationFile, there))
 	}
 	slices.Sort(notes)
 	return notes
-}
-
-// sameJSON reports whether the JSON text v holds the value of x (itself
-// JSON text when it is a json.RawMessage).
-func sameJSON(v json.RawMessage, x any) bool {
-	want, err := json.Marshal(x)
-	if err != nil {
-		return false
-	}
-	var a, b any
-	if json.Unmarshal(v, &a) != nil || json.Unmarshal(want, &b) != nil {
-		return false
-	}
-	return reflect.DeepEqual(a, b)
 }

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
 )
 
 // What every family's config.json shares with Hugging Face's
@@ -100,13 +102,7 @@ func CheckExtra(extra map[string]json.RawMessage, modeled map[string]bool, refus
 
 // CompactJSON is b without insignificant space, for messages (b itself if it
 // is not JSON).
-func CompactJSON(b []byte) string {
-	var buf bytes.Buffer
-	if json.Compact(&buf, b) != nil {
-		return string(b)
-	}
-	return buf.String()
-}
+func CompactJSON(b []byte) string { return jsonconfig.Compact(b) }
 
 // Labels are the class names of id2label by id: its keys must be "0" to
 // "n-1", each once ("00" beside "0" is refused, not read as a duplicate);

@@ -1,4 +1,5 @@
-// Package jsonconfig reads the pipelines' JSON config files strictly.
+// Package jsonconfig reads the pipelines' JSON config files strictly, and
+// compares and prints config values (Same, Compact).
 package jsonconfig
 
 import (
@@ -6,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
 )
 
 // Read decodes the JSON file at path over base: keys the file leaves out
@@ -75,4 +77,29 @@ func readObject(path string) ([]byte, map[string]json.RawMessage, error) {
 		return nil, nil, fmt.Errorf("%s: config: %w", path, err)
 	}
 	return b, raw, nil
+}
+
+// Same reports whether the JSON text v holds the value of x (x is
+// marshalled first, so a json.RawMessage compares as the value it holds):
+// the one comparison of config values by meaning rather than by bytes.
+func Same(v json.RawMessage, x any) bool {
+	want, err := json.Marshal(x)
+	if err != nil {
+		return false
+	}
+	var a, b any
+	if json.Unmarshal(v, &a) != nil || json.Unmarshal(want, &b) != nil {
+		return false
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// Compact is the JSON text b on one line, for messages (b itself when it
+// is not JSON).
+func Compact(b []byte) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return string(b)
+	}
+	return buf.String()
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
 )
 
 // Generation reads the generation settings of the checkpoint c was read
@@ -154,7 +155,7 @@ func (c Config) GenerationConfigJSON() ([]byte, error) {
 	}
 	out := map[string]json.RawMessage{}
 	for k, v := range file {
-		if def, ok := decode.GenerationDefaults[k]; ok && !sameJSON(v, def) {
+		if def, ok := decode.GenerationDefaults[k]; ok && !jsonconfig.Same(v, def) {
 			out[k] = v
 		}
 	}
@@ -201,7 +202,7 @@ func jsonObject(b []byte) (map[string]json.RawMessage, error) {
 // set reports whether the JSON object raw has key, not null.
 func set(raw map[string]json.RawMessage, key string) bool {
 	v, ok := raw[key]
-	return ok && !sameJSON(v, nil)
+	return ok && !jsonconfig.Same(v, nil)
 }
 
 // writeGenerationConfig writes dir/generation_config.json

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/layers"
 )
 
@@ -301,14 +302,14 @@ func (c *Config) readMarian(b []byte, raw map[string]json.RawMessage) error {
 		if mapped[k] || (n.NormFirst && (k == "normalize_before" || k == "add_final_layer_norm")) {
 			continue
 		}
-		if d, ok := defaults[k]; ok && sameJSON(v, d) {
+		if d, ok := defaults[k]; ok && jsonconfig.Same(v, d) {
 			delete(extra, k)
 			continue
 		}
 		extra[k] = v
 	}
 	for _, a := range aliases {
-		if v, ok := raw[a.key]; ok && !sameJSON(v, a.get(n)) {
+		if v, ok := raw[a.key]; ok && !jsonconfig.Same(v, a.get(n)) {
 			return fmt.Errorf("seq2seq config: %s %s disagrees with %d", a.key, v, a.get(n))
 		}
 	}
@@ -337,24 +338,11 @@ func pair(encKey string, enc *int, decKey string, dec *int, current int) (int, e
 // checkRefused reports a field set to a value the zoo does not implement.
 func checkRefused(key string, v json.RawMessage) error {
 	for _, r := range refused {
-		if r.key == key && !sameJSON(v, r.ok) && !sameJSON(v, nil) {
+		if r.key == key && !jsonconfig.Same(v, r.ok) && !jsonconfig.Same(v, nil) {
 			return fmt.Errorf("seq2seq config: %s %s is not supported: the zoo does not implement %s", key, bytes.TrimSpace(v), r.what)
 		}
 	}
 	return nil
-}
-
-// sameJSON reports whether the JSON text v holds the value of x.
-func sameJSON(v json.RawMessage, x any) bool {
-	want, err := json.Marshal(x)
-	if err != nil {
-		return false
-	}
-	var a, b any
-	if json.Unmarshal(v, &a) != nil || json.Unmarshal(want, &b) != nil {
-		return false
-	}
-	return reflect.DeepEqual(a, b)
 }
 
 // legacyConfig is the zoo's config.json before it was Marian's.
