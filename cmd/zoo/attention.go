@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/heatmap"
 	"github.com/d73a19ff/zoo/models/bert"
 )
@@ -56,7 +57,7 @@ spread its attention over the tokens (columns).`)
 		return err
 	}
 	var ids, types []int
-	before := unknowns(tok)
+	before := datasets.Unknowns(tok)
 	if len(texts) == 1 {
 		ids, types, err = tok.EncodeWithSpecials(texts[0])
 	} else {

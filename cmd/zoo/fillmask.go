@@ -58,7 +58,7 @@ scores and the text filled in. Texts come from the arguments, or from
 	if err != nil {
 		return err
 	}
-	unk := unknowns(tok)
+	unk := datasets.Unknowns(tok)
 	defer noteUnknowns(stderr, tok, unk, "the texts")
 	for start := 0; start < len(texts); start += fillMaskBatch {
 		chunk := texts[start:min(start+fillMaskBatch, len(texts))]

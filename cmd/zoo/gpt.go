@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/finetune"
 	"github.com/d73a19ff/zoo/models"
@@ -207,7 +208,7 @@ func runGenerate(args []string, stdout io.Writer) error {
 	if err := gpt.CheckTokenizer(m, tok); err != nil {
 		return fmt.Errorf("%s: %w", *ckpt, err)
 	}
-	unk := unknowns(tok)
+	unk := datasets.Unknowns(tok)
 	ids, err := tok.Encode(*prompt)
 	if err != nil {
 		return fmt.Errorf("prompt: %w", err)

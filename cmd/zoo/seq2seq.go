@@ -174,7 +174,7 @@ func runTranslate(args []string, stdout io.Writer) error {
 	var cands [][]seq2seq.Candidate
 	if len(texts) > 0 {
 		var rep seq2seq.TranslateReport
-		before := unknowns(tok)
+		before := datasets.Unknowns(tok)
 		if cands, rep, err = e.Translate(context.Background(), tok, texts, dc, *df.greedy, translateBatch, nil); err != nil {
 			return err
 		}
@@ -407,7 +407,7 @@ func (d decodeFlags) config(fs *cmdFlags, list string, e seq2seq.Ensemble) (seq2
 // noteSourceUnknowns encodes the sources once, as decoding them does, and
 // notes the words or characters that become the unknown token.
 func noteSourceUnknowns(w io.Writer, tok datasets.Tokenizer, srcs []string) error {
-	before := unknowns(tok)
+	before := datasets.Unknowns(tok)
 	for _, src := range srcs {
 		if _, err := tok.Encode(src); err != nil {
 			return err

@@ -15,14 +15,10 @@ func evalClassify(w io.Writer, checkpoint, labelled string, batch int) (finetune
 	return finetune.EvalClassifyWith(checkpoint, labelled, batch, datasets.LabelledOptions{}, w)
 }
 
-// unknowns is tok's count of characters or words mapped to its unknown
-// token so far (datasets.Unknowns).
-func unknowns(tok datasets.Tokenizer) int { return datasets.Unknowns(tok) }
-
 // noteUnknowns writes the note on what tok has mapped to its unknown token
 // since its count was before, if anything, naming what was encoded.
 func noteUnknowns(w io.Writer, tok datasets.Tokenizer, before int, what string) {
-	fmt.Fprint(w, datasets.UnknownNoteFor(tok, unknowns(tok)-before, what))
+	fmt.Fprint(w, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-before, what))
 }
 
 // noteCorpusUnknowns encodes the corpus with the checkpoint's tokenizer,
@@ -40,7 +36,7 @@ func noteCorpusUnknowns(w io.Writer, checkpoint, corpus string) error {
 	if err != nil {
 		return err
 	}
-	before := unknowns(tok)
+	before := datasets.Unknowns(tok)
 	if err := c.Each(func(text string) error {
 		_, err := tok.Encode(text)
 		return err
