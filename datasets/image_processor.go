@@ -223,13 +223,28 @@ func (c ProcessorConfig) Validate() error {
 			if len(v.vals) == 0 {
 				return fmt.Errorf("image processor: do_normalize is on but %s is empty: give one value per channel (or one for all), or turn do_normalize off", v.key)
 			}
-			for i, x := range v.vals {
-				switch {
-				case math.IsNaN(x) || math.IsInf(x, 0):
-					return fmt.Errorf("image processor: %s[%d] is %g: want a finite number", v.key, i, x)
-				case v.key == "image_std" && x <= 0:
-					return fmt.Errorf("image processor: image_std[%d] is %g: a standard deviation must be positive", i, x)
-				}
+		}
+		if err := CheckMeanStd(c.ImageMean, c.ImageStd); err != nil {
+			return fmt.Errorf("image processor: %w", err)
+		}
+	}
+	return nil
+}
+
+// CheckMeanStd reports an image_mean value that is not finite or an
+// image_std value that is not a positive finite number, naming the key
+// and index; empty lists pass (what an empty list means is the caller's).
+func CheckMeanStd(mean, std []float64) error {
+	for _, v := range []struct {
+		key  string
+		vals []float64
+	}{{"image_mean", mean}, {"image_std", std}} {
+		for i, x := range v.vals {
+			switch {
+			case math.IsNaN(x) || math.IsInf(x, 0):
+				return fmt.Errorf("%s[%d] is %g: want a finite number", v.key, i, x)
+			case v.key == "image_std" && x <= 0:
+				return fmt.Errorf("image_std[%d] is %g: a standard deviation must be positive", i, x)
 			}
 		}
 	}

@@ -196,18 +196,13 @@ func (c ImagesConfig) check() error {
 	if err := c.Mixup.CheckRanges(); err != nil {
 		return fmt.Errorf("finetune: %w", err)
 	}
+	if err := datasets.CheckMeanStd(c.ImageMean, c.ImageStd); err != nil {
+		return fmt.Errorf("finetune: %w", err)
+	}
 	for _, v := range []struct {
 		key  string
 		vals []float64
 	}{{"image_mean", c.ImageMean}, {"image_std", c.ImageStd}} {
-		for i, x := range v.vals {
-			switch {
-			case math.IsNaN(x) || math.IsInf(x, 0):
-				return fmt.Errorf("finetune: %s[%d] is %g: want a finite number", v.key, i, x)
-			case v.key == "image_std" && x <= 0:
-				return fmt.Errorf("finetune: image_std[%d] is %g: a standard deviation must be positive", i, x)
-			}
-		}
 		if len(v.vals) > 3 {
 			return fmt.Errorf("finetune: %s has %d values: give one for every channel or one per channel (1 grey, 3 RGB)", v.key, len(v.vals))
 		}

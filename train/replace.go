@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/d73a19ff/zoo/internal/ckptswap"
@@ -37,17 +36,4 @@ func Recover(run string) error {
 		return fmt.Errorf("train: recovering the checkpoints of %s: %w", run, err)
 	}
 	return nil
-}
-
-// syncDir fsyncs a directory so that the entries made or renamed in it are
-// durable. Failures are ignored, as internal/atomicfile does: some
-// platforms (Windows, some file systems) cannot sync a directory, and the
-// operation it makes durable has already succeeded.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	_ = d.Sync()
-	_ = d.Close()
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/d73a19ff/zoo/internal/atomicfile"
 )
 
 // RunMode is what starting a run does with a run directory that already
@@ -207,7 +209,7 @@ func moveRunAside(dir, held string) (string, error) {
 	if err := os.Rename(clean, aside); err != nil {
 		return "", fmt.Errorf("train: --overwrite: moving the old run (%s) aside: %w; move it yourself or choose another --run", held, err)
 	}
-	syncDir(filepath.Dir(abs))
+	atomicfile.SyncDir(filepath.Dir(abs))
 	if err := os.Mkdir(clean, 0o755); err != nil {
 		return aside, fmt.Errorf("train: --overwrite: the old run is in %s, but making %s anew: %w", aside, dir, err)
 	}

@@ -130,14 +130,14 @@ func writeFile(path string, write func(w io.Writer) error) error {
 		return err
 	}
 	done = true
-	syncDir(dir)
+	SyncDir(dir)
 	return nil
 }
 
-// syncDir fsyncs a directory so a rename inside it is durable. Failures are
+// SyncDir fsyncs a directory so a rename inside it is durable. Failures are
 // ignored: some platforms (Windows, some file systems) cannot sync a
 // directory, and the rename itself has already succeeded.
-func syncDir(dir string) {
+func SyncDir(dir string) {
 	d, err := os.Open(dir)
 	if err != nil {
 		return

@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/d73a19ff/zoo/internal/atomicfile"
 )
 
 // The name parts of a replacement's hidden directories.
@@ -101,7 +103,7 @@ func Finish(dir string) error {
 	}
 	err := rename(cp, dir)
 	if err == nil {
-		syncDir(filepath.Dir(dir))
+		atomicfile.SyncDir(filepath.Dir(dir))
 		return nil
 	}
 	if _, serr := os.Lstat(dir); serr == nil {
@@ -114,14 +116,3 @@ func Finish(dir string) error {
 // rename is os.Rename; a test makes it fail as read-only storage would
 // (the tests run as root, whom permissions do not stop).
 var rename = os.Rename
-
-// syncDir fsyncs a directory so that a rename in it is durable; failures
-// are ignored (some platforms cannot sync a directory).
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	_ = d.Sync()
-	_ = d.Close()
-}

@@ -116,7 +116,7 @@ func Replace(root, name string, write func(dir string) error) (string, error) {
 		}
 		return "", err
 	}
-	syncDir(root)
+	atomicfile.SyncDir(root)
 	// From here on a complete copy is on disk whatever happens: a failed step
 	// leaves a state that recoverCheckpoint finishes (the next checkpoint of
 	// this name starts with it).
@@ -128,7 +128,7 @@ func Replace(root, name string, write func(dir string) error) (string, error) {
 		if err := os.Rename(final, aside); err != nil {
 			return "", err
 		}
-		syncDir(root)
+		atomicfile.SyncDir(root)
 	case !errors.Is(err, fs.ErrNotExist):
 		return "", err
 	}
@@ -138,14 +138,14 @@ func Replace(root, name string, write func(dir string) error) (string, error) {
 	if err := os.Rename(ready, final); err != nil && !renameDone(ready, final) {
 		return "", err
 	}
-	syncDir(root)
+	atomicfile.SyncDir(root)
 	if err := CrashPoint("remove old"); err != nil {
 		return "", err
 	}
 	if err := os.RemoveAll(aside); err != nil {
 		return "", err
 	}
-	syncDir(root)
+	atomicfile.SyncDir(root)
 	return final, nil
 }
 
@@ -230,7 +230,7 @@ func recoverOne(root, name string) error {
 		if err := os.Rename(from, to); err != nil && !renameDone(from, to) {
 			return fmt.Errorf("checkpoint %s: %w", name, err)
 		}
-		syncDir(root)
+		atomicfile.SyncDir(root)
 		return nil
 	}
 	if hasReady { // roll forward: the new copy is complete
@@ -274,7 +274,7 @@ func recoverOne(root, name string) error {
 			return fmt.Errorf("checkpoint %s: removing %s: %w", name, filepath.Base(dir), err)
 		}
 	}
-	syncDir(root)
+	atomicfile.SyncDir(root)
 	return nil
 }
 
@@ -297,7 +297,7 @@ func syncTree(dir string) error {
 		return err
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		syncDir(dirs[i])
+		atomicfile.SyncDir(dirs[i])
 	}
 	return nil
 }
