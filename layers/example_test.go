@@ -98,3 +98,24 @@ func ExampleSaveCheckpoint() {
 	// same weights: true
 	// config saved: true
 }
+
+// Evaluate runs an inference graph once and returns its outputs as
+// float64s: here a constant (2, 3) and its sum over the last axis.
+func ExampleGraph_Evaluate() {
+	s, err := layers.NewStore()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	g := s.NewGraph()
+	x, err := g.Constant("x", []float64{1, 2, 3, 4, 5, 6}, 2, 3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sum := gorgonia.Must(gorgonia.Sum(x, 1))
+	out, err := g.Evaluate(x, sum)
+	fmt.Println(out, err)
+	// Output:
+	// [[1 2 3 4 5 6] [6 15]] <nil>
+}

@@ -239,3 +239,31 @@ func Float64s(v gorgonia.Value) ([]float64, error) {
 	}
 	return nil, fmt.Errorf("layers: tensor of %v, not floats", d.Dtype())
 }
+
+// Evaluate compiles g, runs it once and returns the values of nodes as
+// float64s, each flat in row-major order of its shape: the one-shot run of
+// an inference graph (read, compile, run, convert). Nodes are read before
+// compiling, so each keeps memory of its own (see Machine). It takes a
+// turn on the store's memory pool as every machine does, so it is safe
+// for concurrent use by goroutines with graphs of their own.
+func (g *Graph) Evaluate(nodes ...*gorgonia.Node) ([][]float64, error) {
+	vals := make([]gorgonia.Value, len(nodes))
+	for i, n := range nodes {
+		gorgonia.Read(n, &vals[i])
+	}
+	vm, err := g.Machine()
+	if err != nil {
+		return nil, err
+	}
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		return nil, err
+	}
+	out := make([][]float64, len(vals))
+	for i, v := range vals {
+		if out[i], err = Float64s(v); err != nil {
+			return nil, fmt.Errorf("output %d: %w", i, err)
+		}
+	}
+	return out, nil
+}

@@ -3,8 +3,6 @@ package bert
 import (
 	"fmt"
 
-	"gorgonia.org/gorgonia"
-
 	"github.com/d73a19ff/zoo/layers"
 )
 
@@ -50,16 +48,8 @@ func (m *Model) attentions(ids, typeIDs [][]int) ([][][][][]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bert attention: %w", err)
 	}
-	vals := make([]gorgonia.Value, len(probs))
-	for i, p := range probs {
-		gorgonia.Read(p, &vals[i])
-	}
-	vm, err := g.Machine()
+	vals, err := g.Evaluate(probs...)
 	if err != nil {
-		return nil, err
-	}
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("bert attention: %w", err)
 	}
 	nh, t := m.Config.NumAttentionHeads, b.t
@@ -67,11 +57,7 @@ func (m *Model) attentions(ids, typeIDs [][]int) ([][][][][]float64, error) {
 	for r := range out {
 		out[r] = make([][][][]float64, len(vals))
 	}
-	for l, v := range vals {
-		x, err := layers.Float64s(v) // (B, h, T, T)
-		if err != nil {
-			return nil, fmt.Errorf("bert attention: layer %d: %w", l, err)
-		}
+	for l, x := range vals { // (B, h, T, T)
 		for r := range ids {
 			out[r][l] = make([][][]float64, nh)
 			for k := range nh {

@@ -3,8 +3,6 @@ package bert
 import (
 	"fmt"
 
-	"gorgonia.org/gorgonia"
-
 	"github.com/d73a19ff/zoo/layers"
 )
 
@@ -50,16 +48,8 @@ func (m *Model) hiddenStates(ids, typeIDs [][]int) ([][][][]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bert hidden states: %w", err)
 	}
-	vals := make([]gorgonia.Value, len(enc.Hidden))
-	for i, n := range enc.Hidden {
-		gorgonia.Read(n, &vals[i])
-	}
-	vm, err := g.Machine()
+	vals, err := g.Evaluate(enc.Hidden...)
 	if err != nil {
-		return nil, err
-	}
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("bert hidden states: %w", err)
 	}
 	d, t := m.Config.HiddenSize, b.t
@@ -67,11 +57,7 @@ func (m *Model) hiddenStates(ids, typeIDs [][]int) ([][][][]float64, error) {
 	for r := range out {
 		out[r] = make([][][]float64, len(vals))
 	}
-	for k, v := range vals {
-		x, err := layers.Float64s(v) // (B, T, D)
-		if err != nil {
-			return nil, fmt.Errorf("bert hidden states: entry %d: %w", k, err)
-		}
+	for k, x := range vals { // (B, T, D)
 		for r := range ids {
 			out[r][k] = make([][]float64, t)
 			for i := range t {

@@ -92,23 +92,9 @@ func (m *Model) outputsAt(pixels []float32, b, h, w int, o layers.Outputs, what 
 		return nil, nil, err
 	}
 	nodes := append(append([]*gorgonia.Node(nil), enc.Hidden...), enc.Attentions...)
-	vals := make([]gorgonia.Value, len(nodes))
-	for i, n := range nodes {
-		gorgonia.Read(n, &vals[i])
-	}
-	vm, err := g.Machine()
+	flat, err := g.Evaluate(nodes...)
 	if err != nil {
-		return nil, nil, err
-	}
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
 		return nil, nil, fmt.Errorf("vit: %s: %w", what, err)
-	}
-	flat := make([][]float64, len(vals))
-	for i, v := range vals {
-		if flat[i], err = layers.Float64s(v); err != nil {
-			return nil, nil, fmt.Errorf("vit: %s: %w", what, err)
-		}
 	}
 	d, nh, t := c.HiddenSize, c.NumAttentionHeads, (h/c.PatchSize)*(w/c.PatchSize)+1
 	var hid [][][][]float64

@@ -2,10 +2,6 @@ package vit
 
 import (
 	"fmt"
-
-	"gorgonia.org/gorgonia"
-
-	"github.com/d73a19ff/zoo/layers"
 )
 
 // Rollout is attention rollout (Abnar and Zuidema 2020, "Quantifying
@@ -119,23 +115,9 @@ func (m *Model) AttentionRolloutAt(pixels []float32, b, h, w int) ([][]float64, 
 	if err != nil {
 		return nil, err
 	}
-	vals := make([]gorgonia.Value, len(probs))
-	for i := range probs {
-		gorgonia.Read(probs[i], &vals[i])
-	}
-	vm, err := g.Machine()
+	ps, err := g.Evaluate(probs...)
 	if err != nil {
-		return nil, err
-	}
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("vit: rollout: %w", err)
-	}
-	ps := make([][]float64, len(vals))
-	for i, v := range vals {
-		if ps[i], err = layers.Float64s(v); err != nil {
-			return nil, fmt.Errorf("vit: rollout: %w", err)
-		}
 	}
 	return Rollout(ps, b, c.NumAttentionHeads, (h/c.PatchSize)*(w/c.PatchSize)+1)
 }

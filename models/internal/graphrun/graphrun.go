@@ -59,24 +59,12 @@ func ClassLogits(c models.Classifier, ids, types [][]int) ([]float64, error) {
 // Run compiles g, runs it once and returns the values of nodes, flat and
 // concatenated.
 func Run(g *layers.Graph, nodes ...*gorgonia.Node) ([]float64, error) {
-	vals := make([]gorgonia.Value, len(nodes))
-	for i, n := range nodes {
-		gorgonia.Read(n, &vals[i])
-	}
-	vm, err := g.Machine()
+	vals, err := g.Evaluate(nodes...)
 	if err != nil {
 		return nil, err
 	}
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		return nil, err
-	}
 	var out []float64
-	for _, v := range vals {
-		x, err := layers.Float64s(v)
-		if err != nil {
-			return nil, err
-		}
+	for _, x := range vals {
 		out = append(out, x...)
 	}
 	return out, nil
