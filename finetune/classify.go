@@ -50,60 +50,31 @@ type ClassifyConfig struct {
 // Training are the settings every fine-tuning task (classify, tokens, qa)
 // shares, with their config JSON names.
 type Training struct {
-	Batch int `json:"batch_size"`
-	// Accumulate is the micro-batches of batch_size summed into one step (0
-	// or 1: one); under data-parallel ranks the step takes ranks ×
-	// Accumulate of them, so 2 ranks train as 1 process accumulating 2.
-	Accumulate  int     `json:"gradient_accumulation_steps,omitempty"`
-	MaxIters    int     `json:"max_iters"`
-	LR          float64 `json:"learning_rate"`
-	Warmup      int     `json:"warmup_iters"` // then linear decay to 0
-	WeightDecay float64 `json:"weight_decay"`
-	GradClip    float64 `json:"grad_clip"`
-	EvalEvery   int     `json:"eval_interval"`
-	// LoadBestModelAtEnd loads checkpoints/best (the lowest validation
-	// loss) when training ends, so that the final scores are of it
-	// (Hugging Face's load_best_model_at_end).
-	LoadBestModelAtEnd bool `json:"load_best_model_at_end,omitempty"`
-	// SaveEvery writes a checkpoint every so many steps (0: only the best
-	// and the final one, and one when the run is interrupted), which
-	// Resume continues from.
-	SaveEvery int    `json:"save_interval"`
-	Seed      uint64 `json:"seed"`
-	RunDir    string `json:"run_dir"`
-	// Resume continues the run directory's latest checkpoint exactly: the
-	// weights, the optimizer, the order of the batches and the step. The
-	// settings must be the run's (run.json), unless Force.
-	Resume bool `json:"resume"`
-	Force  bool `json:"force"`
-	// Overwrite starts a new run in a run directory that holds one: the old
-	// run is moved aside to <run_dir>.old-<UTC time>, never deleted.
-	// Without it such a directory is refused.
-	Overwrite bool `json:"overwrite"`
 	// Scratch trains the checkpoint's architecture, with its tokenizer,
 	// from freshly initialised (seeded) weights instead of its own: the
 	// baseline that measures what pretraining gained, with the same budget.
 	Scratch bool `json:"scratch"`
+	train.Args
 }
 
 // trainer builds the engine for task as every fine-tuning task trains:
 // AdamW with weight decay, warmup then linear decay to 0 (or o.schedule),
 // gradient clipping, evaluation every eval_interval steps.
 func (s Training) trainer(task train.Task, data train.Data, o engine) (*train.Trainer, error) {
-	if s.Accumulate < 0 {
-		return nil, fmt.Errorf("finetune: gradient_accumulation_steps %d must not be negative (0 or 1: one micro-batch a step)", s.Accumulate)
+	if s.GradientAccumulationSteps < 0 {
+		return nil, fmt.Errorf("finetune: gradient_accumulation_steps %d must not be negative (0 or 1: one micro-batch a step)", s.GradientAccumulationSteps)
 	}
 	sched := o.schedule
 	if sched == nil {
 		var err error
-		if sched, err = train.WarmupLinear(s.LR, s.Warmup, s.MaxIters); err != nil {
+		if sched, err = train.WarmupLinear(s.LearningRate, s.WarmupSteps, s.MaxSteps); err != nil {
 			return nil, err
 		}
 	}
 	ac := train.DefaultAdamWConfig()
 	ac.WeightDecay = s.WeightDecay
-	return train.New(task, data, train.Config{Steps: s.MaxIters, Accumulate: s.Accumulate, ClipNorm: s.GradClip, EvalEvery: s.EvalEvery,
-		SaveEvery: s.SaveEvery, Dir: s.RunDir, Seed: s.Seed, AdamW: ac, Schedule: sched, Unit: o.unit, LoadBestAtEnd: s.LoadBestModelAtEnd})
+	return train.New(task, data, train.Config{Steps: s.MaxSteps, Accumulate: s.GradientAccumulationSteps, ClipNorm: s.MaxGradNorm, EvalEvery: s.EvalSteps,
+		SaveEvery: s.SaveSteps, Dir: s.OutputDir, Seed: s.Seed, AdamW: ac, Schedule: sched, Unit: o.unit, LoadBestAtEnd: s.LoadBestModelAtEnd})
 }
 
 // engine is what a task changes in the engine Training builds: the
@@ -127,14 +98,20 @@ func (s Training) weights(checkpoint string) string {
 // with 30 warmup steps and linear decay, a 10% validation split. The run
 // directory, when left empty, is runs/<family>-classify.
 func DefaultClassify() ClassifyConfig {
-	return ClassifyConfig{ValFraction: 0.1, Training: Training{Batch: 16, MaxIters: 300, LR: 3e-4, Warmup: 30, WeightDecay: 0.01,
-		GradClip: 1, EvalEvery: 100, Seed: 1}}
+	return ClassifyConfig{ValFraction: 0.1, Training: Training{Args: train.Args{BatchSize: 16, MaxSteps: 300, LearningRate: 3e-4, WarmupSteps: 30, WeightDecay: 0.01,
+		AdamBeta1: 0.9, AdamBeta2: 0.999, AdamEpsilon: 1e-8, LRSchedulerType: "linear", MaxGradNorm: 1, EvalSteps: 100, Seed: 1}}}
 }
 
 // ReadClassifyConfig reads a JSON config file over base; unknown keys and
 // wrong types are errors.
 func ReadClassifyConfig(path string, base ClassifyConfig) (ClassifyConfig, error) {
-	return jsonconfig.Read(path, base)
+	var notes []string
+	cfg, err := jsonconfig.Read(path, base, jsonconfig.Renames(train.DeprecatedNames, &notes))
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Deprecated = append(cfg.Deprecated, notes...)
+	return cfg, nil
 }
 
 // ClassifyResult is what a fine-tuning run produced.
@@ -150,8 +127,8 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if cfg.Checkpoint == "" || cfg.TrainFile == "" {
 		return nil, fmt.Errorf("finetune: init_from (a checkpoint) and train_file are required")
 	}
-	if cfg.Batch <= 0 || cfg.MaxIters <= 0 || !(cfg.ValFraction > 0 && cfg.ValFraction < 1) {
-		return nil, fmt.Errorf("finetune: batch_size %d and max_iters %d must be positive and val_fraction %g in (0, 1)", cfg.Batch, cfg.MaxIters, cfg.ValFraction)
+	if cfg.BatchSize <= 0 || cfg.MaxSteps <= 0 || !(cfg.ValFraction > 0 && cfg.ValFraction < 1) {
+		return nil, fmt.Errorf("finetune: per_device_train_batch_size %d and max_steps %d must be positive and val_fraction %g in (0, 1)", cfg.BatchSize, cfg.MaxSteps, cfg.ValFraction)
 	}
 	ckpt, err := models.Open(cfg.Checkpoint)
 	if err != nil {
@@ -160,8 +137,8 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if ckpt.Family.NewClassifier == nil {
 		return nil, fmt.Errorf("finetune: the %s family has no sequence classifier", ckpt.Family.Name)
 	}
-	if cfg.RunDir == "" {
-		cfg.RunDir = filepath.Join("runs", ckpt.Family.Name+"-classify")
+	if cfg.OutputDir == "" {
+		cfg.OutputDir = filepath.Join("runs", ckpt.Family.Name+"-classify")
 	}
 	if err := cfg.Training.prepare(cfg, out); err != nil {
 		return nil, err
@@ -203,7 +180,7 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if err != nil {
 		return nil, err
 	}
-	if err := checkStep(clf, cfg.Batch, maxLen, true, "finetune", "lower batch_size or max_length"); err != nil {
+	if err := checkStep(clf, cfg.BatchSize, maxLen, true, "finetune", "lower batch_size or max_length"); err != nil {
 		return nil, err
 	}
 	_, typeVocab, err := models.TextSizes(cfg.Checkpoint)
@@ -233,8 +210,8 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if n := endsWith(tr, clf.PadID()) + endsWith(va, clf.PadID()); n > 0 {
 		fmt.Fprintf(out, "note: %d texts end with the pad token (id %d); zoo pools them as they are, but Hugging Face's classifiers find a text's end from the first pad token and would pool an earlier one\n", n, clf.PadID())
 	}
-	data := newClsData(tr, va, cfg.Batch, maxLen, clf.PadID(), cfg.Seed)
-	task := &clsTask{c: clf, tok: tok, b: cfg.Batch, t: maxLen, types: typeVocab > 0}
+	data := newClsData(tr, va, cfg.BatchSize, maxLen, clf.PadID(), cfg.Seed)
+	task := &clsTask{c: clf, tok: tok, b: cfg.BatchSize, t: maxLen, types: typeVocab > 0}
 	trainer, err := cfg.Training.start(task, data, engine{}, out)
 	if err != nil {
 		return nil, err

@@ -201,9 +201,9 @@ func TestClassifyBERTPairs(t *testing.T) {
 	tok := tinyWordPiece(t, texts)
 	dir := tinyBERT(t, tok, nil)
 	cfg := DefaultClassify()
-	cfg.Checkpoint, cfg.TrainFile, cfg.RunDir = dir, path, filepath.Join(t.TempDir(), "cls")
+	cfg.Checkpoint, cfg.TrainFile, cfg.OutputDir = dir, path, filepath.Join(t.TempDir(), "cls")
 	cfg.TextColumn, cfg.TextPairColumn = "premise", "hypothesis"
-	cfg.Batch, cfg.MaxIters, cfg.LR, cfg.Warmup, cfg.EvalEvery, cfg.ValFraction = 16, 100, 3e-3, 10, 0, 0.2
+	cfg.BatchSize, cfg.MaxSteps, cfg.LearningRate, cfg.WarmupSteps, cfg.EvalSteps, cfg.ValFraction = 16, 100, 3e-3, 10, 0, 0.2
 	var out strings.Builder
 	res, err := RunClassify(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
@@ -284,7 +284,7 @@ func TestClassifyBadInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultClassify()
-			cfg.Checkpoint, cfg.TrainFile, cfg.RunDir = tc.ckpt, tc.file, filepath.Join(t.TempDir(), "cls")
+			cfg.Checkpoint, cfg.TrainFile, cfg.OutputDir = tc.ckpt, tc.file, filepath.Join(t.TempDir(), "cls")
 			cfg.TextPairColumn = tc.pair
 			if tc.val {
 				cfg.ValFile = tc.file
@@ -292,7 +292,7 @@ func TestClassifyBadInput(t *testing.T) {
 			if tc.pair != "" && tc.file == path {
 				cfg.TextColumn = "premise"
 			}
-			cfg.Batch, cfg.MaxIters, cfg.Warmup, cfg.EvalEvery, cfg.ValFraction = 4, 1, 0, 0, 0.5
+			cfg.BatchSize, cfg.MaxSteps, cfg.WarmupSteps, cfg.EvalSteps, cfg.ValFraction = 4, 1, 0, 0, 0.5
 			var out strings.Builder
 			_, err := RunClassify(context.Background(), cfg, &out)
 			if tc.err != "" {
@@ -341,8 +341,8 @@ func TestClassifyScratch(t *testing.T) {
 			require.NotEqual(t, p1, p2, "scratch kept the checkpoint's weights")
 
 			cfg := DefaultClassify()
-			cfg.Checkpoint, cfg.TrainFile, cfg.RunDir, cfg.Scratch = tc.dir, csv, filepath.Join(t.TempDir(), "cls"), true
-			cfg.Batch, cfg.MaxIters, cfg.Warmup, cfg.EvalEvery = 4, 1, 0, 0
+			cfg.Checkpoint, cfg.TrainFile, cfg.OutputDir, cfg.Scratch = tc.dir, csv, filepath.Join(t.TempDir(), "cls"), true
+			cfg.BatchSize, cfg.MaxSteps, cfg.WarmupSteps, cfg.EvalSteps = 4, 1, 0, 0
 			var out strings.Builder
 			_, err = RunClassify(context.Background(), cfg, &out)
 			require.NoError(t, err)

@@ -65,8 +65,8 @@ func tinyCheckpoint(t *testing.T, corpus string) string {
 func TestClassifyLearnsToySet(t *testing.T) {
 	csv, corpus := toySet(t, 200, 1)
 	cfg := DefaultClassify()
-	cfg.Checkpoint, cfg.TrainFile, cfg.RunDir = tinyCheckpoint(t, corpus), csv, filepath.Join(t.TempDir(), "cls")
-	cfg.Batch, cfg.MaxIters, cfg.LR, cfg.Warmup, cfg.EvalEvery, cfg.ValFraction = 16, 120, 3e-3, 10, 60, 0.2
+	cfg.Checkpoint, cfg.TrainFile, cfg.OutputDir = tinyCheckpoint(t, corpus), csv, filepath.Join(t.TempDir(), "cls")
+	cfg.BatchSize, cfg.MaxSteps, cfg.LearningRate, cfg.WarmupSteps, cfg.EvalSteps, cfg.ValFraction = 16, 120, 3e-3, 10, 60, 0.2
 	res, err := RunClassify(context.Background(), cfg, io.Discard)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, res.Confusion.Accuracy(), 0.95, "%v", res.Confusion)
@@ -80,7 +80,7 @@ func TestClassifyLearnsToySet(t *testing.T) {
 	// A validation file with a label the training file lacks is an error.
 	bad := filepath.Join(t.TempDir(), "val.csv")
 	require.NoError(t, os.WriteFile(bad, []byte("text,label\ngood nice,meh\n"), 0o644))
-	cfg.ValFile, cfg.RunDir = bad, filepath.Join(t.TempDir(), "cls2")
+	cfg.ValFile, cfg.OutputDir = bad, filepath.Join(t.TempDir(), "cls2")
 	_, err = RunClassify(context.Background(), cfg, io.Discard)
 	require.ErrorContains(t, err, "meh")
 	// A file without a label column is an error naming it.
@@ -102,8 +102,8 @@ func TestClassifyUnknownCharacters(t *testing.T) {
 	// "Z" and "!" are in no text of the corpus.
 	require.NoError(t, os.WriteFile(unseen, []byte(strings.ReplaceAll(string(body), "good", "goZ!od")), 0o644))
 	cfg := DefaultClassify()
-	cfg.Checkpoint, cfg.TrainFile, cfg.RunDir = tinyCheckpoint(t, corpus), unseen, filepath.Join(t.TempDir(), "cls")
-	cfg.Batch, cfg.MaxIters, cfg.Warmup, cfg.EvalEvery = 8, 2, 1, 0
+	cfg.Checkpoint, cfg.TrainFile, cfg.OutputDir = tinyCheckpoint(t, corpus), unseen, filepath.Join(t.TempDir(), "cls")
+	cfg.BatchSize, cfg.MaxSteps, cfg.WarmupSteps, cfg.EvalSteps = 8, 2, 1, 0
 	var out strings.Builder
 	_, err = RunClassify(context.Background(), cfg, &out)
 	require.NoError(t, err)
@@ -129,8 +129,8 @@ func TestClassifyBERT(t *testing.T) {
 	require.NoError(t, models.SaveText(dir, m, tok))
 
 	cfg := DefaultClassify()
-	cfg.Checkpoint, cfg.TrainFile, cfg.RunDir = dir, csv, filepath.Join(t.TempDir(), "cls")
-	cfg.Batch, cfg.MaxIters, cfg.LR, cfg.Warmup, cfg.EvalEvery, cfg.ValFraction = 16, 120, 3e-3, 10, 60, 0.2
+	cfg.Checkpoint, cfg.TrainFile, cfg.OutputDir = dir, csv, filepath.Join(t.TempDir(), "cls")
+	cfg.BatchSize, cfg.MaxSteps, cfg.LearningRate, cfg.WarmupSteps, cfg.EvalSteps, cfg.ValFraction = 16, 120, 3e-3, 10, 60, 0.2
 	var out strings.Builder
 	res, err := RunClassify(context.Background(), cfg, &out)
 	require.NoError(t, err)

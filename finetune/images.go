@@ -92,10 +92,6 @@ type ImagesConfig struct {
 	// Workers decode and augment batches ahead of the step (at most
 	// datasets.MaxLoaderWorkers).
 	Workers int `json:"workers"`
-	// Schedule is the learning rate after the warmup: "cosine" (DeiT's)
-	// down to MinLR at max_iters, or "linear" to 0.
-	Schedule string  `json:"lr_schedule"`
-	MinLR    float64 `json:"min_lr"`
 
 	datasets.Augment
 	datasets.Mixup
@@ -115,15 +111,21 @@ func DefaultImages() ImagesConfig {
 	mix.MixupAlpha, mix.CutmixAlpha = 0, 0
 	return ImagesConfig{
 		Model: "fashion", ValFraction: 0.1, LabelFraction: 1, Workers: 2,
-		Schedule: "cosine", MinLR: 1e-5, Augment: aug, Mixup: mix,
-		Training: Training{Batch: 128, MaxIters: 3000, LR: 1e-3, Warmup: 200, WeightDecay: 0.05, GradClip: 1, EvalEvery: 500, Seed: 1},
+		Augment: aug, Mixup: mix,
+		Training: Training{Args: train.Args{BatchSize: 128, MaxSteps: 3000, LearningRate: 1e-3, LRSchedulerType: "cosine", MinLR: 1e-5, WarmupSteps: 200, WeightDecay: 0.05, AdamBeta1: 0.9, AdamBeta2: 0.999, AdamEpsilon: 1e-8, MaxGradNorm: 1, EvalSteps: 500, Seed: 1}},
 	}
 }
 
 // ReadImagesConfig reads a JSON config file over base; unknown keys and
 // wrong types are errors.
 func ReadImagesConfig(path string, base ImagesConfig) (ImagesConfig, error) {
-	return jsonconfig.Read(path, base)
+	var notes []string
+	cfg, err := jsonconfig.Read(path, base, jsonconfig.Renames(train.DeprecatedNames, &notes))
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Deprecated = append(cfg.Deprecated, notes...)
+	return cfg, nil
 }
 
 // ImagesResult is what an image classification run produced.
@@ -157,18 +159,18 @@ func (c ImagesConfig) check() error {
 	switch {
 	case c.TrainData == "":
 		return fmt.Errorf("finetune: train_data is required: IDX images (with train_labels), an ImageFolder directory or a CSV of path,label")
-	case c.Batch <= 0 || c.MaxIters <= 0:
-		return fmt.Errorf("finetune: batch_size %d and max_iters %d must be positive", c.Batch, c.MaxIters)
+	case c.BatchSize <= 0 || c.MaxSteps <= 0:
+		return fmt.Errorf("finetune: per_device_train_batch_size %d and max_steps %d must be positive", c.BatchSize, c.MaxSteps)
 	case c.ValData == "" && !(c.ValFraction > 0 && c.ValFraction < 1):
 		return fmt.Errorf("finetune: val_fraction %g must be in (0, 1) when no validation_data is given", c.ValFraction)
 	case !(c.LabelFraction > 0 && c.LabelFraction <= 1):
 		return fmt.Errorf("finetune: label_fraction %g must be in (0, 1]", c.LabelFraction)
-	case c.Schedule != "cosine" && c.Schedule != "linear":
-		return fmt.Errorf("finetune: lr_schedule %q: want cosine or linear", c.Schedule)
-	case c.Workers < 0 || c.SaveEvery < 0 || c.Warmup < 0 || c.EvalEvery < 0:
-		return fmt.Errorf("finetune: workers %d, save_interval %d, warmup_iters %d and eval_interval %d must not be negative", c.Workers, c.SaveEvery, c.Warmup, c.EvalEvery)
-	case c.Warmup > c.MaxIters:
-		return fmt.Errorf("finetune: warmup_iters %d must be in [0, max_iters %d]: lower --warmup-steps", c.Warmup, c.MaxIters)
+	case c.LRSchedulerType != "cosine" && c.LRSchedulerType != "linear":
+		return fmt.Errorf("finetune: lr_scheduler_type %q: want cosine or linear", c.LRSchedulerType)
+	case c.Workers < 0 || c.SaveSteps < 0 || c.WarmupSteps < 0 || c.EvalSteps < 0:
+		return fmt.Errorf("finetune: workers %d, save_steps %d, warmup_steps %d and eval_steps %d must not be negative", c.Workers, c.SaveSteps, c.WarmupSteps, c.EvalSteps)
+	case c.WarmupSteps > c.MaxSteps:
+		return fmt.Errorf("finetune: warmup_steps %d must be in [0, max_steps %d]: lower --warmup-steps", c.WarmupSteps, c.MaxSteps)
 	case c.Workers > datasets.MaxLoaderWorkers:
 		return fmt.Errorf("finetune: %w", datasets.CheckWorkers(c.Workers))
 	case c.ImageSize < 0 || c.PatchSize < 0 || c.NumChannels < 0:
@@ -468,8 +470,8 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 			return nil, fmt.Errorf("finetune: init_from: %w", err)
 		}
 	}
-	if cfg.RunDir == "" {
-		cfg.RunDir = filepath.Join("runs", "vit-classify")
+	if cfg.OutputDir == "" {
+		cfg.OutputDir = filepath.Join("runs", "vit-classify")
 	}
 	// The data first: its class names make the head, and its bad files
 	// are reported before a run directory is touched.
@@ -524,8 +526,8 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		}
 		fmt.Fprintf(out, "labels: %d of %d training images kept (label_fraction %g, stratified by class)\n", trainSet.Len(), full, cfg.LabelFraction)
 	}
-	if trainSet.Len() < cfg.Batch {
-		return nil, fmt.Errorf("finetune: %d training images for a batch of %d: lower batch_size or use more images", trainSet.Len(), cfg.Batch)
+	if trainSet.Len() < cfg.BatchSize {
+		return nil, fmt.Errorf("finetune: %d training images for a batch of %d: lower batch_size or use more images", trainSet.Len(), cfg.BatchSize)
 	}
 
 	clf, proc, from, err := buildImageClassifier(cfg, labels, out)
@@ -550,7 +552,7 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
 	proc.MinSize = clf.Config.PatchSize
-	if err := clf.CheckStep(cfg.Batch, true); err != nil {
+	if err := clf.CheckStep(cfg.BatchSize, true); err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
 	rec.InitFrom, rec.Model = resolvedPath(cfg.InitFrom), cfg.Model
@@ -561,7 +563,7 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		return nil, err
 	}
 
-	lc := datasets.LoaderConfig{BatchSize: cfg.Batch, Workers: cfg.Workers, Seed: cfg.Seed}
+	lc := datasets.LoaderConfig{BatchSize: cfg.BatchSize, Workers: cfg.Workers, Seed: cfg.Seed}
 	if cfg.augmenting() {
 		a := cfg.Augment
 		lc.Augment = &a
@@ -578,19 +580,19 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 	}
 	defer loader.Close()
 	began := time.Now()
-	evalBatches, err := datasets.LoadAll(ctx, valSet, proc, cfg.Batch, max(cfg.Workers, 1))
+	evalBatches, err := datasets.LoadAll(ctx, valSet, proc, cfg.BatchSize, max(cfg.Workers, 1))
 	if err != nil {
 		return nil, fmt.Errorf("finetune: validation: %w", err)
 	}
-	data := &imageData{loader: loader, b: cfg.Batch, out: out}
+	data := &imageData{loader: loader, b: cfg.BatchSize, out: out}
 	for _, b := range evalBatches {
-		data.val = append(data.val, toVit(b, cfg.Batch))
+		data.val = append(data.val, toVit(b, cfg.BatchSize))
 	}
 	fmt.Fprintf(out, "data: %d training and %d validation images of %d classes, processed to %d×%d×%d (mean %v, std %v); validation decoded in %s\n",
 		trainSet.Len(), valSet.Len(), len(labels), clf.Config.NumChannels, clf.Config.ImageSize, clf.Config.ImageSize,
 		pc.ImageMean, pc.ImageStd, time.Since(began).Round(time.Millisecond))
 
-	task := &ImageTask{Model: clf, B: cfg.Batch, Soft: cfg.mixing(), SaveExtra: proc.Config.Save}
+	task := &ImageTask{Model: clf, B: cfg.BatchSize, Soft: cfg.mixing(), SaveExtra: proc.Config.Save}
 	if !cfg.mixing() {
 		task.LabelSmoothing = cfg.LabelSmoothing
 	}
@@ -610,14 +612,14 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		clf.NumParams(), clf.Config.NumHiddenLayers, clf.Config.NumAttentionHeads, clf.Config.HiddenSize,
 		clf.Config.ImageSize, clf.Config.ImageSize, grid, grid, clf.Config.PatchSize, clf.Config.PatchSize, clf.Pooling, len(labels), from)
 	fmt.Fprintf(out, "recipe: batch %d, %d steps, AdamW lr %g (warmup %d, %s), weight decay %g, clip %g; augment %s\n",
-		cfg.Batch, cfg.MaxIters, cfg.LR, cfg.Warmup, cfg.Schedule, cfg.WeightDecay, cfg.GradClip, cfg.describeAugment())
+		cfg.BatchSize, cfg.MaxSteps, cfg.LearningRate, cfg.WarmupSteps, cfg.LRSchedulerType, cfg.WeightDecay, cfg.MaxGradNorm, cfg.describeAugment())
 	res, err := tr.Run(ctx, out)
 	if err != nil {
 		return nil, err
 	}
 	r := &ImagesResult{Result: res, DataWait: data.total, DataBatches: data.batches}
-	r.TrainImagesPerSec = stepThroughput(cfg.RunDir, start)
-	pred, truth, perSec, err := predictBatches(ctx, clf, evalBatches, cfg.Batch)
+	r.TrainImagesPerSec = stepThroughput(cfg.OutputDir, start)
+	pred, truth, perSec, err := predictBatches(ctx, clf, evalBatches, cfg.BatchSize)
 	if err != nil {
 		return nil, err
 	}
@@ -628,7 +630,7 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 	if note := ConfusionPNGNote(len(labels)); note != "" {
 		fmt.Fprintf(out, "note: %s\n", note)
 	} else {
-		r.ConfusionPNG = filepath.Join(cfg.RunDir, "confusion.png")
+		r.ConfusionPNG = filepath.Join(cfg.OutputDir, "confusion.png")
 		if err := train.LeaderFirst(func() error {
 			return r.Confusion.WritePNG(r.ConfusionPNG, fmt.Sprintf("confusion on %d validation images (rows: true; row-normalised)", len(truth)))
 		}); err != nil {
@@ -737,10 +739,10 @@ func hasProcessor(dir string) bool {
 // schedule is the learning rate: linear warmup, then DeiT's cosine (timm's
 // CosineLRScheduler without restarts) down to min_lr, or linear decay to 0.
 func (c ImagesConfig) schedule() (train.Schedule, error) {
-	if c.Schedule == "linear" {
-		return train.WarmupLinear(c.LR, c.Warmup, c.MaxIters)
+	if c.LRSchedulerType == "linear" {
+		return train.WarmupLinear(c.LearningRate, c.WarmupSteps, c.MaxSteps)
 	}
-	return train.WarmupCosine(c.LR, min(c.MinLR, c.LR), min(c.Warmup, c.MaxIters-1), c.MaxIters)
+	return train.WarmupCosine(c.LearningRate, min(c.MinLR, c.LearningRate), min(c.WarmupSteps, c.MaxSteps-1), c.MaxSteps)
 }
 
 // describeAugment lists the augmentations that are on.

@@ -76,8 +76,8 @@ func tinyImages(t testing.TB, dir string) ImagesConfig {
 	cfg.Model = tinyModel(t, dir)
 	cfg.TrainData, cfg.TrainLabels = writeStripes(t, dir, "train", 128, 8, 1)
 	cfg.ValData, cfg.ValLabels = writeStripes(t, dir, "val", 32, 8, 2)
-	cfg.Batch, cfg.MaxIters, cfg.Warmup, cfg.EvalEvery, cfg.LR, cfg.Workers = 16, 4, 1, 2, 3e-3, 2
-	cfg.RunDir = filepath.Join(dir, "run")
+	cfg.BatchSize, cfg.MaxSteps, cfg.WarmupSteps, cfg.EvalSteps, cfg.LearningRate, cfg.Workers = 16, 4, 1, 2, 3e-3, 2
+	cfg.OutputDir = filepath.Join(dir, "run")
 	return cfg
 }
 
@@ -89,7 +89,7 @@ func TestClassifyImagesLearns(t *testing.T) {
 	cfg := tinyImages(t, dir)
 	cfg.TrainData, cfg.TrainLabels = writeStripes(t, dir, "train-big", 512, 8, 3)
 	cfg.ValData, cfg.ValLabels = writeStripes(t, dir, "val-big", 100, 8, 4)
-	cfg.MaxIters, cfg.Warmup, cfg.EvalEvery = 200, 10, 100
+	cfg.MaxSteps, cfg.WarmupSteps, cfg.EvalSteps = 200, 10, 100
 	cfg.LabelNames = "horizontal,vertical"
 	var out bytes.Buffer
 	res, err := RunClassifyImages(context.Background(), cfg, &out)
@@ -125,7 +125,7 @@ func TestClassifyImagesLearns(t *testing.T) {
 func TestClassifyImagesResumeExact(t *testing.T) {
 	dir := t.TempDir()
 	cfg := tinyImages(t, dir)
-	cfg.MaxIters, cfg.SaveEvery, cfg.EvalEvery = 6, 3, 0
+	cfg.MaxSteps, cfg.SaveSteps, cfg.EvalSteps = 6, 3, 0
 	cfg.Padding, cfg.FlipProb, cfg.EraseProb, cfg.MixupAlpha, cfg.CutmixAlpha = 1, 0.5, 0.5, 0.8, 1
 	cfg.Augment.Scale = [2]float64{0.5, 1}
 	full, err := RunClassifyImages(context.Background(), cfg, io.Discard)
@@ -135,11 +135,11 @@ func TestClassifyImagesResumeExact(t *testing.T) {
 	// first's was then.
 	run2 := filepath.Join(dir, "run2")
 	require.NoError(t, os.MkdirAll(filepath.Join(run2, "checkpoints"), 0o755))
-	require.NoError(t, os.CopyFS(filepath.Join(run2, "checkpoints", "step-000003"), os.DirFS(filepath.Join(cfg.RunDir, "checkpoints", "step-000003"))))
-	js, err := os.ReadFile(filepath.Join(cfg.RunDir, "run.json"))
+	require.NoError(t, os.CopyFS(filepath.Join(run2, "checkpoints", "step-000003"), os.DirFS(filepath.Join(cfg.OutputDir, "checkpoints", "step-000003"))))
+	js, err := os.ReadFile(filepath.Join(cfg.OutputDir, "run.json"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(run2, "run.json"), js, 0o644))
-	cfg.RunDir, cfg.Resume, cfg.Workers = run2, true, 1 // the workers do not matter
+	cfg.OutputDir, cfg.Resume, cfg.Workers = run2, true, 1 // the workers do not matter
 	var out bytes.Buffer
 	resumed, err := RunClassifyImages(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
@@ -163,7 +163,7 @@ func TestClassifyImagesResumeExact(t *testing.T) {
 	cfg.FlipProb, cfg.Force = 0.5, false
 
 	// And a run with other augmentations differs: the comparison can fail.
-	cfg.RunDir, cfg.Resume, cfg.Seed = filepath.Join(dir, "run3"), false, 2
+	cfg.OutputDir, cfg.Resume, cfg.Seed = filepath.Join(dir, "run3"), false, 2
 	other, err := RunClassifyImages(context.Background(), cfg, io.Discard)
 	require.NoError(t, err)
 	c, err := os.ReadFile(filepath.Join(other.Final, models.WeightsFile))
@@ -185,7 +185,7 @@ func TestClassifyImagesNewResolution(t *testing.T) {
 
 	cfg.InitFrom, cfg.Model, cfg.ImageSize = first.Final, "", 32
 	cfg.LabelNames = "h,v"
-	cfg.RunDir = filepath.Join(dir, "run-32")
+	cfg.OutputDir = filepath.Join(dir, "run-32")
 	var out bytes.Buffer
 	res, err := RunClassifyImages(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
@@ -204,7 +204,7 @@ func TestClassifyImagesNewResolution(t *testing.T) {
 	require.Equal(t, 32, c.ImageSize)
 	require.Equal(t, "v", c.ID2Label["1"])
 
-	cfg.Scratch, cfg.RunDir, cfg.LabelFraction = true, filepath.Join(dir, "run-32-scratch"), 0.5
+	cfg.Scratch, cfg.OutputDir, cfg.LabelFraction = true, filepath.Join(dir, "run-32-scratch"), 0.5
 	out.Reset()
 	_, err = RunClassifyImages(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
@@ -238,7 +238,7 @@ func folder(t testing.TB, root string, n int) {
 func TestClassifyImagesBadInput(t *testing.T) {
 	dir := t.TempDir()
 	base := tinyImages(t, dir)
-	base.MaxIters = 1
+	base.MaxSteps = 1
 	imgs, lbls := base.TrainData, base.TrainLabels
 	_ = color.Gray{}
 	tests := []struct {
@@ -250,17 +250,17 @@ func TestClassifyImagesBadInput(t *testing.T) {
 			folder(t, d, 4)
 			b, _ := os.ReadFile(filepath.Join(d, "a", "1.png"))
 			require.NoError(t, os.WriteFile(filepath.Join(d, "a", "1.png"), b[:len(b)/2], 0o644))
-			c.TrainData, c.TrainLabels, c.ValData, c.ValLabels, c.Batch = d, "", d, "", 2
+			c.TrainData, c.TrainLabels, c.ValData, c.ValLabels, c.BatchSize = d, "", d, "", 2
 		}, "1.png: corrupt or truncated"},
 		{"unsupported format", func(t *testing.T, d string, c *ImagesConfig) {
 			folder(t, d, 4)
 			require.NoError(t, os.WriteFile(filepath.Join(d, "b", "2.png"), []byte("GIF87 or not, this is text"), 0o644))
-			c.TrainData, c.TrainLabels, c.ValData, c.ValLabels, c.Batch = d, "", d, "", 2
+			c.TrainData, c.TrainLabels, c.ValData, c.ValLabels, c.BatchSize = d, "", d, "", 2
 		}, "2.png: unsupported format"},
 		{"image smaller than a patch", func(t *testing.T, d string, c *ImagesConfig) {
 			folder(t, d, 4)
 			writePNG(t, filepath.Join(d, "a", "tiny.png"), 3, 8, 9)
-			c.TrainData, c.TrainLabels, c.ValData, c.ValLabels, c.Batch = d, "", d, "", 2
+			c.TrainData, c.TrainLabels, c.ValData, c.ValLabels, c.BatchSize = d, "", d, "", 2
 		}, "tiny.png: 3×8 pixels is smaller than the model's patch of 4×4"},
 		{"image size not divisible by the patch", func(t *testing.T, d string, c *ImagesConfig) {
 			c.ImageSize = 10
@@ -303,7 +303,7 @@ func TestClassifyImagesBadInput(t *testing.T) {
 			c.InitFrom, c.Model = d, ""
 		}, "another model family"},
 		{"unknown preset", func(t *testing.T, d string, c *ImagesConfig) { c.Model = "huge" }, `model "huge"`},
-		{"bad schedule", func(t *testing.T, d string, c *ImagesConfig) { c.Schedule = "step" }, "lr_schedule"},
+		{"bad schedule", func(t *testing.T, d string, c *ImagesConfig) { c.LRSchedulerType = "step" }, "lr_schedule"},
 		{"bad pool", func(t *testing.T, d string, c *ImagesConfig) { c.Pool = "max" }, `pool "max"`},
 		{"bad augmentation", func(t *testing.T, d string, c *ImagesConfig) { c.FlipProb = 2 }, "flip probability 2"},
 		{"bad label fraction", func(t *testing.T, d string, c *ImagesConfig) { c.LabelFraction = 0 }, "label_fraction 0"},
@@ -313,7 +313,7 @@ func TestClassifyImagesBadInput(t *testing.T) {
 			d := t.TempDir()
 			c := base
 			c.TrainData, c.TrainLabels = imgs, lbls
-			c.RunDir = filepath.Join(t.TempDir(), "run")
+			c.OutputDir = filepath.Join(t.TempDir(), "run")
 			tc.edit(t, d, &c)
 			_, err := RunClassifyImages(context.Background(), c, io.Discard)
 			require.Error(t, err)
@@ -329,7 +329,7 @@ func TestClassifyImagesFolderAndCSV(t *testing.T) {
 	cfg := tinyImages(t, dir)
 	root := filepath.Join(dir, "folder")
 	folder(t, root, 8)
-	cfg.TrainData, cfg.TrainLabels, cfg.ValData, cfg.ValLabels, cfg.Batch, cfg.MaxIters = root, "", "", "", 4, 2
+	cfg.TrainData, cfg.TrainLabels, cfg.ValData, cfg.ValLabels, cfg.BatchSize, cfg.MaxSteps = root, "", "", "", 4, 2
 	var out bytes.Buffer
 	res, err := RunClassifyImages(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
@@ -338,7 +338,7 @@ func TestClassifyImagesFolderAndCSV(t *testing.T) {
 
 	csv := filepath.Join(dir, "val.csv")
 	require.NoError(t, os.WriteFile(csv, []byte("path,label\nfolder/b/1.png,b\nfolder/a/2.png,a\nfolder/b/3.png,b\n"), 0o644))
-	cfg.ValData, cfg.RunDir = csv, filepath.Join(dir, "run-csv")
+	cfg.ValData, cfg.OutputDir = csv, filepath.Join(dir, "run-csv")
 	out.Reset()
 	res, err = RunClassifyImages(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())

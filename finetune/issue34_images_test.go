@@ -26,7 +26,7 @@ func TestClassifyImagesRGBProcessorPerChannel(t *testing.T) {
 	cfg := tinyImages(t, dir)
 	root := filepath.Join(dir, "folder")
 	folder(t, root, 8)
-	cfg.TrainData, cfg.TrainLabels, cfg.ValData, cfg.ValLabels, cfg.Batch, cfg.MaxIters = root, "", "", "", 4, 1
+	cfg.TrainData, cfg.TrainLabels, cfg.ValData, cfg.ValLabels, cfg.BatchSize, cfg.MaxSteps = root, "", "", "", 4, 1
 	cfg.NumChannels = 3
 	cfg.ImageStd = []float64{0.25}
 	var out bytes.Buffer
@@ -61,7 +61,7 @@ func TestImagesConfigRefusals(t *testing.T) {
 		{func(c *ImagesConfig) { c.ImageMean = []float64{math.NaN()} }, "image_mean[0] is NaN"},
 		{func(c *ImagesConfig) { c.ImageMean = []float64{1, 2, 3, 4} }, "image_mean has 4 values"},
 		// The cosine schedule clamped it to the steps, silently.
-		{func(c *ImagesConfig) { c.Warmup, c.MaxIters = 50, 20 }, "warmup_iters 50 must be in [0, max_iters 20]"},
+		{func(c *ImagesConfig) { c.WarmupSteps, c.MaxSteps = 50, 20 }, "warmup_steps 50 must be in [0, max_steps 20]"},
 	} {
 		cfg := tinyImages(t, dir)
 		c.set(&cfg)
@@ -76,7 +76,7 @@ func TestImagesConfigRefusals(t *testing.T) {
 func TestClassifyImagesResumeChecksData(t *testing.T) {
 	dir := t.TempDir()
 	cfg := tinyImages(t, dir)
-	cfg.MaxIters, cfg.SaveEvery, cfg.EvalEvery = 2, 1, 0
+	cfg.MaxSteps, cfg.SaveSteps, cfg.EvalSteps = 2, 1, 0
 	_, err := RunClassifyImages(context.Background(), cfg, io.Discard)
 	require.NoError(t, err)
 	cfg.Resume = true
@@ -109,7 +109,7 @@ func TestClassifyImagesManyClasses(t *testing.T) {
 	require.NoError(t, datasets.WriteIDXImages(cfg.TrainData, m, false))
 	require.NoError(t, datasets.WriteIDXLabels(cfg.TrainLabels, l, false))
 	cfg.ValData, cfg.ValLabels = "", ""
-	cfg.MaxIters, cfg.EvalEvery = 1, 0
+	cfg.MaxSteps, cfg.EvalSteps = 1, 0
 	var out bytes.Buffer
 	res, err := RunClassifyImages(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
@@ -142,7 +142,7 @@ func TestLabelSurprises(t *testing.T) {
 func TestClassifyImagesPoolSaved(t *testing.T) {
 	dir := t.TempDir()
 	cfg := tinyImages(t, dir)
-	cfg.Pool, cfg.MaxIters = "mean", 2
+	cfg.Pool, cfg.MaxSteps = "mean", 2
 	var out bytes.Buffer
 	res, err := RunClassifyImages(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())

@@ -34,8 +34,8 @@ func refusesBeforeAllocating(t *testing.T, f func() error, want ...string) {
 func TestClassifyRefusesHugeBatch(t *testing.T) {
 	csv, corpus := toySet(t, 40, 3)
 	cfg := DefaultClassify()
-	cfg.Checkpoint, cfg.TrainFile, cfg.RunDir = tinyCheckpoint(t, corpus), csv, filepath.Join(t.TempDir(), "cls")
-	cfg.Batch = huge
+	cfg.Checkpoint, cfg.TrainFile, cfg.OutputDir = tinyCheckpoint(t, corpus), csv, filepath.Join(t.TempDir(), "cls")
+	cfg.BatchSize = huge
 	refusesBeforeAllocating(t, func() error { _, err := RunClassify(context.Background(), cfg, io.Discard); return err },
 		"finetune: batch_size 1000000000 × max_length", "lower batch_size or max_length")
 
@@ -72,10 +72,10 @@ func pairsTSV(t *testing.T, n int) string {
 // scoring before anything is decoded.
 func TestTranslationRefusesHugeBatch(t *testing.T) {
 	cfg := DefaultTranslation()
-	cfg.Data, cfg.RunDir = pairsTSV(t, 60), filepath.Join(t.TempDir(), "run")
+	cfg.Data, cfg.OutputDir = pairsTSV(t, 60), filepath.Join(t.TempDir(), "run")
 	cfg.Model = seq2seq.Tiny()
 	cfg.Model.MaxLen = 32
-	cfg.BPEVocab, cfg.HeldOut, cfg.Batch = 300, 10, huge
+	cfg.BPEVocab, cfg.HeldOut, cfg.BatchSize = 300, 10, huge
 	refusesBeforeAllocating(t, func() error { _, err := RunTranslation(context.Background(), cfg, io.Discard); return err },
 		"seq2seq: batch_size 1000000000, in buckets of up to", "lower batch_size")
 

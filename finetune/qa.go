@@ -43,13 +43,19 @@ type QAConfig struct {
 // empty, is runs/bert-qa.
 func DefaultQA() QAConfig {
 	return QAConfig{ValFraction: 0.1, MaxSeqLength: 384, DocStride: 128, MaxQueryLength: 64, MaxAnswerLength: 30, NBest: 20,
-		Training: Training{Batch: 16, MaxIters: 1000, LR: 3e-5, Warmup: 100, WeightDecay: 0.01, GradClip: 1, EvalEvery: 250, Seed: 1}}
+		Training: Training{Args: train.Args{BatchSize: 16, MaxSteps: 1000, LearningRate: 3e-5, WarmupSteps: 100, WeightDecay: 0.01, AdamBeta1: 0.9, AdamBeta2: 0.999, AdamEpsilon: 1e-8, LRSchedulerType: "linear", MaxGradNorm: 1, EvalSteps: 250, Seed: 1}}}
 }
 
 // ReadQAConfig reads a JSON config file over base; unknown keys and wrong
 // types are errors.
 func ReadQAConfig(path string, base QAConfig) (QAConfig, error) {
-	return jsonconfig.Read(path, base)
+	var notes []string
+	cfg, err := jsonconfig.Read(path, base, jsonconfig.Renames(train.DeprecatedNames, &notes))
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Deprecated = append(cfg.Deprecated, notes...)
+	return cfg, nil
 }
 
 // Validate reports settings that cannot run, naming them.
@@ -57,13 +63,13 @@ func (c QAConfig) Validate() error {
 	switch {
 	case c.Checkpoint == "" || c.TrainFile == "":
 		return fmt.Errorf("qa: init_from (a BERT checkpoint) and train_file (SQuAD v1.1 JSON) are required")
-	case c.Batch <= 0 || c.MaxIters <= 0:
-		return fmt.Errorf("qa: batch_size %d and max_iters %d must be positive", c.Batch, c.MaxIters)
+	case c.BatchSize <= 0 || c.MaxSteps <= 0:
+		return fmt.Errorf("qa: per_device_train_batch_size %d and max_steps %d must be positive", c.BatchSize, c.MaxSteps)
 	case c.ValFile == "" && !(c.ValFraction > 0 && c.ValFraction < 1):
 		return fmt.Errorf("qa: without validation_file, val_fraction %g must be in (0, 1)", c.ValFraction)
-	case c.Warmup < 0 || c.EvalEvery < 0 || !(c.LR > 0) || !(c.WeightDecay >= 0) || !(c.GradClip >= 0):
-		return fmt.Errorf("qa: learning_rate %g must be positive and warmup_iters %d, eval_interval %d, weight_decay %g, grad_clip %g not negative",
-			c.LR, c.Warmup, c.EvalEvery, c.WeightDecay, c.GradClip)
+	case c.WarmupSteps < 0 || c.EvalSteps < 0 || !(c.LearningRate > 0) || !(c.WeightDecay >= 0) || !(c.MaxGradNorm >= 0):
+		return fmt.Errorf("qa: learning_rate %g must be positive and warmup_steps %d, eval_steps %d, weight_decay %g, max_grad_norm %g not negative",
+			c.LearningRate, c.WarmupSteps, c.EvalSteps, c.WeightDecay, c.MaxGradNorm)
 	}
 	return c.windows().validate()
 }
@@ -115,8 +121,8 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	if cfg.RunDir == "" {
-		cfg.RunDir = filepath.Join("runs", "bert-qa")
+	if cfg.OutputDir == "" {
+		cfg.OutputDir = filepath.Join("runs", "bert-qa")
 	}
 	trainEx, rep, err := datasets.ReadSquad(cfg.TrainFile)
 	if err != nil {
@@ -181,14 +187,14 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 	}
 	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-unk, "the questions and contexts"))
 	t := max(longest(trF), longest(vaF))
-	if err := models.CheckMemory(q.Config.ActivationBytes(cfg.Batch, t, true), fmt.Sprintf("qa: batch_size %d × %d tokens for activations", cfg.Batch, t), "lower batch_size or max_seq_length"); err != nil {
+	if err := models.CheckMemory(q.Config.ActivationBytes(cfg.BatchSize, t, true), fmt.Sprintf("qa: batch_size %d × %d tokens for activations", cfg.BatchSize, t), "lower batch_size or max_seq_length"); err != nil {
 		return nil, err
 	}
 	if err := cfg.Training.prepare(cfg, out); err != nil {
 		return nil, err
 	}
-	data := newQAData(trF, vaF, cfg.Batch, t, enc.pad, cfg.Seed)
-	task := &qaTask{q: q, tok: tok, b: cfg.Batch, t: t}
+	data := newQAData(trF, vaF, cfg.BatchSize, t, enc.pad, cfg.Seed)
+	task := &qaTask{q: q, tok: tok, b: cfg.BatchSize, t: t}
 	trainer, err := cfg.Training.start(task, data, engine{}, out)
 	if err != nil {
 		return nil, err
@@ -206,7 +212,7 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 		return nil, err
 	}
 	r := &QAResult{Result: res, Scores: SquadEvaluate(squadTruths(valEx), preds), Baselines: QABaselines(valEx), Predictions: preds, Features: len(vaF)}
-	if err := train.LeaderFirst(func() error { return writePredictions(filepath.Join(cfg.RunDir, "predictions.json"), preds) }); err != nil {
+	if err := train.LeaderFirst(func() error { return writePredictions(filepath.Join(cfg.OutputDir, "predictions.json"), preds) }); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -225,13 +231,13 @@ func EvalQA(ctx context.Context, checkpoint, file string, cfg QAConfig) (*QAResu
 func EvalQAWith(ctx context.Context, checkpoint, file string, cfg QAConfig, out io.Writer) (*QAResult, error) {
 	def := DefaultQA()
 	for _, p := range []struct{ v, d *int }{{&cfg.MaxSeqLength, &def.MaxSeqLength}, {&cfg.DocStride, &def.DocStride},
-		{&cfg.MaxQueryLength, &def.MaxQueryLength}, {&cfg.MaxAnswerLength, &def.MaxAnswerLength}, {&cfg.NBest, &def.NBest}, {&cfg.Batch, &def.Batch}} {
+		{&cfg.MaxQueryLength, &def.MaxQueryLength}, {&cfg.MaxAnswerLength, &def.MaxAnswerLength}, {&cfg.NBest, &def.NBest}, {&cfg.BatchSize, &def.BatchSize}} {
 		if *p.v == 0 {
 			*p.v = *p.d
 		}
 	}
-	if cfg.Batch < 0 {
-		return nil, fmt.Errorf("eval: batch size %d must be positive", cfg.Batch)
+	if cfg.BatchSize < 0 {
+		return nil, fmt.Errorf("eval: batch size %d must be positive", cfg.BatchSize)
 	}
 	ckpt, err := models.Open(checkpoint)
 	if err != nil {
@@ -277,10 +283,10 @@ func EvalQAWith(ctx context.Context, checkpoint, file string, cfg QAConfig, out 
 	}
 	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-unk, "the questions and contexts"))
 	t := longest(feats)
-	if err := models.CheckMemory(q.Config.ActivationBytes(cfg.Batch, t, false), fmt.Sprintf("eval: batch size %d × %d tokens for activations", cfg.Batch, t), "lower the batch size"); err != nil {
+	if err := models.CheckMemory(q.Config.ActivationBytes(cfg.BatchSize, t, false), fmt.Sprintf("eval: batch size %d × %d tokens for activations", cfg.BatchSize, t), "lower the batch size"); err != nil {
 		return nil, err
 	}
-	task := &qaTask{q: q, tok: tok, b: cfg.Batch, t: t}
+	task := &qaTask{q: q, tok: tok, b: cfg.BatchSize, t: t}
 	preds, err := task.predict(ctx, enc, ex, feats)
 	if err != nil {
 		return nil, err

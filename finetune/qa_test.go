@@ -148,9 +148,9 @@ func TestQAEndToEnd(t *testing.T) {
 	valFile, _ := toySquad(t, 40, 14, 2) // longer contexts: windowed
 	dir := tinyQABERT(t, texts, 24)
 	cfg := DefaultQA()
-	cfg.Checkpoint, cfg.TrainFile, cfg.ValFile, cfg.RunDir = dir, trainFile, valFile, filepath.Join(t.TempDir(), "qa")
+	cfg.Checkpoint, cfg.TrainFile, cfg.ValFile, cfg.OutputDir = dir, trainFile, valFile, filepath.Join(t.TempDir(), "qa")
 	cfg.MaxSeqLength, cfg.DocStride = 64, 4 // clipped to 24 positions
-	cfg.Batch, cfg.MaxIters, cfg.LR, cfg.Warmup, cfg.EvalEvery = 16, 150, 3e-3, 10, 0
+	cfg.BatchSize, cfg.MaxSteps, cfg.LearningRate, cfg.WarmupSteps, cfg.EvalSteps = 16, 150, 3e-3, 10, 0
 	var out strings.Builder
 	res, err := RunQA(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
@@ -159,14 +159,14 @@ func TestQAEndToEnd(t *testing.T) {
 	require.Less(t, res.ValLoss, 2.5, "validation windows are labelled (all at [CLS], it is above 4)")
 	require.GreaterOrEqual(t, res.Scores.ExactMatch, 90.0, "%+v\n%s", res.Scores, out.String())
 	require.Less(t, res.Baselines["first word"].ExactMatch, 40.0)
-	require.FileExists(t, filepath.Join(cfg.RunDir, "predictions.json"))
+	require.FileExists(t, filepath.Join(cfg.OutputDir, "predictions.json"))
 
 	ev, err := EvalQA(context.Background(), res.Final, valFile, QAConfig{MaxSeqLength: 64, DocStride: 4})
 	require.NoError(t, err)
 	require.InDelta(t, res.Scores.ExactMatch, ev.Scores.ExactMatch, 1e-9)
 
 	// The same architecture from scratch with the same budget runs too.
-	cfg.Scratch, cfg.RunDir = true, filepath.Join(t.TempDir(), "scratch")
+	cfg.Scratch, cfg.OutputDir = true, filepath.Join(t.TempDir(), "scratch")
 	out.Reset()
 	_, err = RunQA(context.Background(), cfg, &out)
 	require.NoError(t, err)
@@ -177,7 +177,7 @@ func TestQABadInput(t *testing.T) {
 	trainFile, texts := toySquad(t, 20, 6, 3)
 	dir := tinyQABERT(t, texts, 32)
 	base := DefaultQA()
-	base.Checkpoint, base.TrainFile, base.Batch, base.MaxIters, base.Warmup = dir, trainFile, 4, 2, 0
+	base.Checkpoint, base.TrainFile, base.BatchSize, base.MaxSteps, base.WarmupSteps = dir, trainFile, 4, 2, 0
 
 	// A misplaced answer is a counted skip with the question named.
 	raw, err := os.ReadFile(trainFile)
@@ -185,7 +185,7 @@ func TestQABadInput(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(strings.Replace(string(raw), `"answer_start":`, `"answer_start":1`, 1)), 0o644))
 	cfg := base
-	cfg.TrainFile, cfg.RunDir = bad, filepath.Join(t.TempDir(), "run")
+	cfg.TrainFile, cfg.OutputDir = bad, filepath.Join(t.TempDir(), "run")
 	var out strings.Builder
 	_, err = RunQA(context.Background(), cfg, &out)
 	require.NoError(t, err)
@@ -205,7 +205,7 @@ func TestQABadInput(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, models.SaveText(charDir, m, c))
 	cfg = base
-	cfg.Checkpoint, cfg.RunDir = charDir, filepath.Join(t.TempDir(), "run")
+	cfg.Checkpoint, cfg.OutputDir = charDir, filepath.Join(t.TempDir(), "run")
 	_, err = RunQA(context.Background(), cfg, &out)
 	require.ErrorContains(t, err, "not a WordPiece")
 
@@ -215,7 +215,7 @@ func TestQABadInput(t *testing.T) {
 		want string
 	}{
 		{"no checkpoint", func(c *QAConfig) { c.Checkpoint = "" }, "init_from"},
-		{"zero batch", func(c *QAConfig) { c.Batch = 0 }, "batch_size 0"},
+		{"zero batch", func(c *QAConfig) { c.BatchSize = 0 }, "batch_size 0"},
 		{"no room for the context", func(c *QAConfig) { c.MaxSeqLength = 8 }, "leave no room for the context in max_seq_length 8; lower max_query_length"},
 		{"zero stride", func(c *QAConfig) { c.DocStride = 0 }, "doc_stride 0"},
 		{"missing file", func(c *QAConfig) { c.TrainFile = filepath.Join(t.TempDir(), "none.json") }, "none.json"},
@@ -223,7 +223,7 @@ func TestQABadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base
-			cfg.RunDir = filepath.Join(t.TempDir(), "run")
+			cfg.OutputDir = filepath.Join(t.TempDir(), "run")
 			tc.edit(&cfg)
 			_, err := RunQA(context.Background(), cfg, &out)
 			require.ErrorContains(t, err, tc.want)

@@ -13,14 +13,14 @@ import (
 
 // resumeFree are the settings a resume may change: they do not change
 // what is trained.
-var resumeFree = []string{"resume", "force", "overwrite", "run_dir", "workers", "eval_interval", "save_interval"}
+var resumeFree = []string{"resume", "force", "overwrite_output_dir", "output_dir", "workers", "eval_steps", "save_steps", "logging_steps"}
 
 // prepare readies the run directory (train.PrepareRun) and records cfg,
 // the whole configuration of the run (its JSON fields), in run.json; on a
 // resume it compares cfg with the run's record instead: a difference is
 // an error naming it, unless Force (then it is printed on out).
 func (s Training) prepare(cfg any, out io.Writer) error {
-	if err := train.PrepareRun(s.RunDir, s.Resume, s.Overwrite, out); err != nil {
+	if err := train.PrepareRun(s.OutputDir, s.Resume, s.OverwriteOutputDir, out); err != nil {
 		return err
 	}
 	now := runinfo.Record{}
@@ -28,11 +28,11 @@ func (s Training) prepare(cfg any, out io.Writer) error {
 		return fmt.Errorf("finetune: %w", err)
 	}
 	if !s.Resume {
-		return runinfo.Write(s.RunDir, now)
+		return runinfo.Write(s.OutputDir, now)
 	}
-	run, err := runinfo.Read(s.RunDir)
+	run, err := runinfo.Read(s.OutputDir)
 	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(out, "resume: %s has no %s: the settings cannot be checked against the run's\n", s.RunDir, runinfo.File)
+		fmt.Fprintf(out, "resume: %s has no %s: the settings cannot be checked against the run's\n", s.OutputDir, runinfo.File)
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("finetune: resume: %w", err)
@@ -42,9 +42,9 @@ func (s Training) prepare(cfg any, out io.Writer) error {
 	case len(diff) == 0:
 		return nil
 	case !s.Force:
-		return fmt.Errorf("finetune: resume: the settings given now differ from the run in %s:\n  %s\nresume with the run's data and settings, or give --force (force: true) to go on with these", s.RunDir, strings.Join(diff, "\n  "))
+		return fmt.Errorf("finetune: resume: the settings given now differ from the run in %s:\n  %s\nresume with the run's data and settings, or give --force (force: true) to go on with these", s.OutputDir, strings.Join(diff, "\n  "))
 	}
-	fmt.Fprintf(out, "resume: --force: going on although the settings differ from the run in %s:\n  %s\n", s.RunDir, strings.Join(diff, "\n  "))
+	fmt.Fprintf(out, "resume: --force: going on although the settings differ from the run in %s:\n  %s\n", s.OutputDir, strings.Join(diff, "\n  "))
 	return nil
 }
 
@@ -68,7 +68,7 @@ func (s Training) resume(tr *train.Trainer, out io.Writer) error {
 	if !s.Resume {
 		return nil
 	}
-	latest, err := train.Latest(s.RunDir)
+	latest, err := train.Latest(s.OutputDir)
 	if err != nil {
 		return fmt.Errorf("%w (a fine-tuning run writes step checkpoints with --save-interval, and one when interrupted)", err)
 	}

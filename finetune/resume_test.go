@@ -21,19 +21,19 @@ import (
 func TestClassifyResumesExactly(t *testing.T) {
 	csv, corpus := toySet(t, 120, 1)
 	cfg := DefaultClassify()
-	cfg.Checkpoint, cfg.TrainFile, cfg.RunDir = tinyCheckpoint(t, corpus), csv, filepath.Join(t.TempDir(), "whole")
-	cfg.Batch, cfg.MaxIters, cfg.LR, cfg.Warmup, cfg.EvalEvery, cfg.SaveEvery, cfg.ValFraction = 8, 40, 3e-3, 5, 20, 20, 0.2
+	cfg.Checkpoint, cfg.TrainFile, cfg.OutputDir = tinyCheckpoint(t, corpus), csv, filepath.Join(t.TempDir(), "whole")
+	cfg.BatchSize, cfg.MaxSteps, cfg.LearningRate, cfg.WarmupSteps, cfg.EvalSteps, cfg.SaveSteps, cfg.ValFraction = 8, 40, 3e-3, 5, 20, 20, 0.2
 	whole, err := RunClassify(context.Background(), cfg, io.Discard)
 	require.NoError(t, err)
 
 	// The same run, stopped after its step-20 checkpoint: the later
 	// checkpoints and records are gone, as after a crash.
 	cut := filepath.Join(t.TempDir(), "cut")
-	require.NoError(t, os.CopyFS(cut, os.DirFS(cfg.RunDir)))
+	require.NoError(t, os.CopyFS(cut, os.DirFS(cfg.OutputDir)))
 	for _, d := range []string{"step-000040", "final", "best"} {
 		require.NoError(t, os.RemoveAll(filepath.Join(cut, train.CheckpointsDir, d)))
 	}
-	cfg.RunDir, cfg.Resume = cut, true
+	cfg.OutputDir, cfg.Resume = cut, true
 	var out bytes.Buffer
 	resumed, err := RunClassify(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
@@ -47,7 +47,7 @@ func TestClassifyResumesExactly(t *testing.T) {
 	require.Equal(t, whole.Confusion, resumed.Confusion)
 
 	// Another learning rate is another run.
-	cfg.LR = 1e-3
+	cfg.LearningRate = 1e-3
 	_, err = RunClassify(context.Background(), cfg, io.Discard)
 	require.ErrorContains(t, err, "learning_rate")
 	cfg.Force = true

@@ -56,7 +56,7 @@ func distill(ctx context.Context, c pretrain.Seq2SeqTrainConfig, m *seq2seq.Mode
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("finetune: %w", err)
 	}
-	soft, err := seq2seq.TeacherTargets(teachers, trainEx, c.DistillTopK, c.Batch)
+	soft, err := seq2seq.TeacherTargets(teachers, trainEx, c.DistillTopK, c.BatchSize)
 	if err != nil {
 		return fmt.Errorf("finetune: distill_from: %w", err)
 	}

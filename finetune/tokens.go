@@ -42,14 +42,20 @@ type TokensConfig struct {
 // as the longest sentence, up to that), a 10% validation split. The run directory,
 // when left empty, is runs/bert-tokens.
 func DefaultTokens() TokensConfig {
-	return TokensConfig{ValFraction: 0.1, Training: Training{Batch: 16, MaxIters: 500, LR: 5e-5, Warmup: 50, WeightDecay: 0.01,
-		GradClip: 1, EvalEvery: 100, Seed: 1}}
+	return TokensConfig{ValFraction: 0.1, Training: Training{Args: train.Args{BatchSize: 16, MaxSteps: 500, LearningRate: 5e-5, WarmupSteps: 50, WeightDecay: 0.01,
+		AdamBeta1: 0.9, AdamBeta2: 0.999, AdamEpsilon: 1e-8, LRSchedulerType: "linear", MaxGradNorm: 1, EvalSteps: 100, Seed: 1}}}
 }
 
 // ReadTokensConfig reads a JSON config file over base; unknown keys and
 // wrong types are errors.
 func ReadTokensConfig(path string, base TokensConfig) (TokensConfig, error) {
-	return jsonconfig.Read(path, base)
+	var notes []string
+	cfg, err := jsonconfig.Read(path, base, jsonconfig.Renames(train.DeprecatedNames, &notes))
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Deprecated = append(cfg.Deprecated, notes...)
+	return cfg, nil
 }
 
 // Validate reports a configuration that cannot run.
@@ -57,8 +63,8 @@ func (c TokensConfig) Validate() error {
 	switch {
 	case c.Checkpoint == "" || c.TrainFile == "":
 		return fmt.Errorf("finetune tokens: init_from (a BERT checkpoint) and train_file (CoNLL) are required")
-	case c.Batch <= 0 || c.MaxIters <= 0:
-		return fmt.Errorf("finetune tokens: batch_size %d and max_iters %d must be positive", c.Batch, c.MaxIters)
+	case c.BatchSize <= 0 || c.MaxSteps <= 0:
+		return fmt.Errorf("finetune tokens: per_device_train_batch_size %d and max_steps %d must be positive", c.BatchSize, c.MaxSteps)
 	case c.ValFile == "" && !(c.ValFraction > 0 && c.ValFraction < 1):
 		return fmt.Errorf("finetune tokens: without validation_file, val_fraction %g must be in (0, 1)", c.ValFraction)
 	case c.MaxLength < 0 || (c.MaxLength > 0 && c.MaxLength < 3):
@@ -141,8 +147,8 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 	if len(labels) < 2 {
 		return nil, fmt.Errorf("finetune tokens: %s has %d tag %v; a tagger needs at least 2", cfg.TrainFile, len(labels), labels)
 	}
-	if cfg.RunDir == "" {
-		cfg.RunDir = filepath.Join("runs", "bert-tokens")
+	if cfg.OutputDir == "" {
+		cfg.OutputDir = filepath.Join("runs", "bert-tokens")
 	}
 	var clf *bert.ForTokenClassification
 	if cfg.Scratch {
@@ -176,14 +182,14 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 		fmt.Fprintf(out, "note: %d training and %d validation sentences are longer than max_length %d word pieces; their words past it are dropped (and count as errors in the validation scores)\n", trTrunc, vaTrunc, maxLen)
 	}
 	t := min(maxLen, max(longest(tr), longest(va)))
-	if err := models.CheckMemory(clf.StepBytes(cfg.Batch, t, true), fmt.Sprintf("finetune tokens: batch_size %d × %d word pieces for activations", cfg.Batch, t), "lower batch_size or max_length"); err != nil {
+	if err := models.CheckMemory(clf.StepBytes(cfg.BatchSize, t, true), fmt.Sprintf("finetune tokens: batch_size %d × %d word pieces for activations", cfg.BatchSize, t), "lower batch_size or max_length"); err != nil {
 		return nil, err
 	}
 	if err := cfg.Training.prepare(cfg, out); err != nil {
 		return nil, err
 	}
-	data := newTagData(tr, va, cfg.Batch, t, enc.pad, cfg.Seed)
-	task := &tagTask{c: clf, tok: wp, b: cfg.Batch, t: t}
+	data := newTagData(tr, va, cfg.BatchSize, t, enc.pad, cfg.Seed)
+	task := &tagTask{c: clf, tok: wp, b: cfg.BatchSize, t: t}
 	trainer, err := cfg.Training.start(task, data, engine{}, out)
 	if err != nil {
 		return nil, err

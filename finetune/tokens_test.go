@@ -60,8 +60,8 @@ func TestTokensLearnsToySet(t *testing.T) {
 	for _, scratch := range []bool{false, true} {
 		t.Run(fmt.Sprintf("scratch=%v", scratch), func(t *testing.T) {
 			cfg := DefaultTokens()
-			cfg.Checkpoint, cfg.TrainFile, cfg.RunDir, cfg.Scratch = ckpt, file, filepath.Join(t.TempDir(), "run"), scratch
-			cfg.Batch, cfg.MaxIters, cfg.LR, cfg.Warmup, cfg.EvalEvery, cfg.ValFraction, cfg.MaxLength = 16, 150, 3e-3, 10, 75, 0.2, 0
+			cfg.Checkpoint, cfg.TrainFile, cfg.OutputDir, cfg.Scratch = ckpt, file, filepath.Join(t.TempDir(), "run"), scratch
+			cfg.BatchSize, cfg.MaxSteps, cfg.LearningRate, cfg.WarmupSteps, cfg.EvalSteps, cfg.ValFraction, cfg.MaxLength = 16, 150, 3e-3, 10, 75, 0.2, 0
 			var out strings.Builder
 			res, err := RunTokens(context.Background(), cfg, &out)
 			require.NoError(t, err, out.String())
@@ -172,7 +172,7 @@ func TestTokensConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, c.Scratch)
 	require.Equal(t, 64, c.MaxLength)
-	require.Equal(t, 16, c.Batch, "unset keys keep the base's values")
+	require.Equal(t, 16, c.BatchSize, "unset keys keep the base's values")
 	require.NoError(t, c.Validate())
 	_, err = ReadTokensConfig(bad, DefaultTokens())
 	require.ErrorContains(t, err, "scrach")
@@ -182,7 +182,7 @@ func TestTokensConfig(t *testing.T) {
 		want string
 	}{
 		{func(c *TokensConfig) { c.TrainFile = "" }, "train_file"},
-		{func(c *TokensConfig) { c.Batch = 0 }, "batch_size 0"},
+		{func(c *TokensConfig) { c.BatchSize = 0 }, "batch_size 0"},
 		{func(c *TokensConfig) { c.ValFraction = 1 }, "val_fraction 1"},
 		{func(c *TokensConfig) { c.MaxLength = 2 }, "max_length 2"},
 		{func(c *TokensConfig) { c.TagColumn = -1 }, "counted from 1"},

@@ -57,11 +57,6 @@ type TranslationConfig struct {
 	// per, as val_scores in metrics.jsonl and on the log line (Hugging
 	// Face's Seq2SeqTrainer with predict_with_generate).
 	PredictWithGenerate bool `json:"predict_with_generate"`
-	// MetricForBestModel is what picks the best checkpoint: "loss" (the
-	// default, the lowest validation loss) or one of those scores, which
-	// needs predict_with_generate; bleu and chrf are best highest, wer and
-	// per lowest (Hugging Face's metric_for_best_model).
-	MetricForBestModel string `json:"metric_for_best_model"`
 	// ExportIDs writes the encoded pairs to run_dir/ids/{train,valid,test}.jsonl,
 	// one {"src": [...], "tgt": [...]} per line (ids without bos and eos),
 	// so that another implementation can train on exactly the same ids
@@ -73,7 +68,7 @@ type TranslationConfig struct {
 // α = 0.6 (§6.1).
 func DefaultTranslation() TranslationConfig {
 	c := TranslationConfig{Seq2SeqTrainConfig: pretrain.DefaultSeq2SeqTrainConfig(), Beam: 4, LengthPenalty: 0.6, LengthPenaltyStyle: "gnmt", EarlyStopping: "true", ScoreSize: 1000}
-	c.RunDir = filepath.Join("runs", "seq2seq-translate")
+	c.OutputDir = filepath.Join("runs", "seq2seq-translate")
 	return c
 }
 
@@ -81,10 +76,12 @@ func DefaultTranslation() TranslationConfig {
 // and wrong types are errors. The model block is also kept as written, for
 // init_from to read over the checkpoint's config (pretrain.Seq2SeqTrainConfig.ModelJSON).
 func ReadTranslationConfig(path string, base TranslationConfig) (TranslationConfig, error) {
-	cfg, err := jsonconfig.Read(path, base)
+	var notes []string
+	cfg, err := jsonconfig.Read(path, base, jsonconfig.Renames(train.DeprecatedNames, &notes))
 	if err != nil {
 		return cfg, err
 	}
+	cfg.Deprecated = append(cfg.Deprecated, notes...)
 	cfg.ModelJSON, err = jsonconfig.Section(path, "model")
 	return cfg, err
 }
@@ -158,7 +155,7 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		val, valRead, err = readOptionalTSV("validation_data", cfg.ValidationData)
 	}
 	if err == nil {
-		err = train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out)
+		err = train.PrepareRun(cfg.OutputDir, cfg.Resume, cfg.OverwriteOutputDir, out)
 	}
 	if err != nil {
 		return nil, err
@@ -208,15 +205,15 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 				return nil, err
 			}
 		}
-		if err := train.LeaderFirst(func() error { return exportIDs(filepath.Join(cfg.RunDir, "ids"), sets) }); err != nil {
+		if err := train.LeaderFirst(func() error { return exportIDs(filepath.Join(cfg.OutputDir, "ids"), sets) }); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(out, "ids written to %s\n", filepath.Join(cfg.RunDir, "ids"))
+		fmt.Fprintf(out, "ids written to %s\n", filepath.Join(cfg.OutputDir, "ids"))
 	}
-	if err := pretrain.CheckSeq2SeqMemory(m.Config, cfg.Batch, trainEx, heldEx); err != nil {
+	if err := pretrain.CheckSeq2SeqMemory(m.Config, cfg.BatchSize, trainEx, heldEx); err != nil {
 		return nil, err
 	}
-	data, err := pretrain.NewSeq2SeqData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, nil)
+	data, err := pretrain.NewSeq2SeqData(m.Config, trainEx, heldEx, cfg.BatchSize, cfg.Seed, nil)
 	if err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
@@ -278,7 +275,7 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 		return nil, err
 	}
 	if err := train.LeaderFirst(func() error {
-		return atomicfile.WriteBytes(filepath.Join(cfg.RunDir, "results.json"), append(js, '\n'))
+		return atomicfile.WriteBytes(filepath.Join(cfg.OutputDir, "results.json"), append(js, '\n'))
 	}); err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}

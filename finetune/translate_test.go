@@ -48,7 +48,7 @@ func TestEngDeuConfigsRead(t *testing.T) {
 		require.Equal(t, 1024, cfg.Model.DFF, f)
 		require.Equal(t, 32, cfg.Model.MaxLen, f)
 		require.True(t, cfg.Model.ShareEmbeddings && cfg.Model.TieOutput, f)
-		require.Equal(t, 7000, cfg.Steps, f)
+		require.Equal(t, 7000, cfg.MaxSteps, f)
 	}
 }
 
@@ -95,19 +95,19 @@ func TestIssue15ConfigsRead(t *testing.T) {
 	require.Equal(t, 0.5, cfg.DistillAlpha)
 	require.Equal(t, 8, cfg.DistillTopK)
 	require.Equal(t, uint64(2), cfg.Seed)
-	require.Equal(t, 3000, cfg.Steps)
+	require.Equal(t, 3000, cfg.MaxSteps)
 	// The 128-wide teacher trains without dropout, 8,000 steps.
 	cfg, err = ReadTranslationConfig(filepath.Join("..", "tools", "seq2seq", "cmudict-g2p-4x128-nodropout.json"), DefaultTranslation())
 	require.NoError(t, err)
 	require.Equal(t, 0.0, cfg.Model.Dropout)
-	require.Equal(t, 8000, cfg.Steps)
+	require.Equal(t, 8000, cfg.MaxSteps)
 	// The one-stage run: dropout 0.1 from the start, 30,000 steps, chosen
 	// by the WER on a validation file (no held_out draw).
 	cfg, err = ReadTranslationConfig(filepath.Join("..", "tools", "seq2seq", "cmudict-g2p-3x256-long.json"), DefaultTranslation())
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
 	require.Empty(t, cfg.InitFrom)
-	require.Equal(t, 30000, cfg.Steps)
+	require.Equal(t, 30000, cfg.MaxSteps)
 	require.Equal(t, 0.1, cfg.Model.Dropout)
 	require.Equal(t, 256, cfg.Model.DModel)
 	sc, err = cfg.scoring(func(context.Context) (map[string]float64, error) { return nil, nil })

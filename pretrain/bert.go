@@ -34,31 +34,10 @@ type BERTConfig struct {
 	Lowercase bool        `json:"do_lower_case"`
 	Model     bert.Config `json:"model"` // vocab_size comes from the tokenizer
 	PairConfig
-	Batch       int     `json:"batch_size"`
-	Accumulate  int     `json:"gradient_accumulation_steps"`
-	MaxIters    int     `json:"max_iters"`
-	LR          float64 `json:"learning_rate"`
-	Warmup      int     `json:"warmup_iters"` // then linear decay to 0, as BERT
-	WeightDecay float64 `json:"weight_decay"`
-	Beta1       float64 `json:"beta1"`
-	Beta2       float64 `json:"beta2"`
-	GradClip    float64 `json:"grad_clip"`
-	EvalEvery   int     `json:"eval_interval"`
+	train.Args
 	EvalBatches int     `json:"eval_batches"` // validation batches per evaluation; 0: every validation pair
-	SaveEvery   int     `json:"save_interval"`
 	ValFraction float64 `json:"val_fraction"` // share of the tokens, in whole documents, held out
-	Seed        uint64  `json:"seed"`
-	RunDir      string  `json:"run_dir"`
-	Resume      bool    `json:"resume"`
-	InitFrom    string  `json:"init_from"` // continue pretraining a BERT checkpoint (model, config, tokenizer)
-	Force       bool    `json:"force"`     // resume although the corpus or settings differ from run.json's
-	Overwrite   bool    `json:"overwrite"` // move an existing run aside to <run_dir>.old-<time>
-	// LoadBestModelAtEnd loads checkpoints/best (the lowest validation
-	// loss) into the model when training ends, as Hugging Face's
-	// load_best_model_at_end: the result's validation numbers (MLM and
-	// NSP loss and accuracy) are the best's. checkpoints/final keeps the
-	// last step's weights.
-	LoadBestModelAtEnd bool `json:"load_best_model_at_end"`
+	InitFrom    string  `json:"init_from"`    // continue pretraining a BERT checkpoint (model, config, tokenizer)
 	// ModelJSON is the config file's model block as written
 	// (ReadBERTConfig keeps it): with init_from the architecture is the
 	// checkpoint's, and each key the block gives that differs from it is
@@ -77,19 +56,22 @@ func DefaultBERT() BERTConfig {
 	m.MaxPositionEmbeddings = 128
 	return BERTConfig{
 		Tokenizer: "wordpiece", VocabSize: 16384, Lowercase: true, Model: m, PairConfig: DefaultPairs(),
-		Batch: 32, Accumulate: 1, MaxIters: 2000, LR: 5e-4, Warmup: 200, WeightDecay: 0.01, Beta1: 0.9, Beta2: 0.999,
-		GradClip: 1, EvalEvery: 250, EvalBatches: 20, SaveEvery: 250, ValFraction: 0.01, Seed: 12345,
-		RunDir: filepath.Join("runs", "bert-pretrain"),
+		Args: train.Args{BatchSize: 32, GradientAccumulationSteps: 1, MaxSteps: 2000, LearningRate: 5e-4, LRSchedulerType: "linear", WarmupSteps: 200,
+			WeightDecay: 0.01, AdamBeta1: 0.9, AdamBeta2: 0.999, AdamEpsilon: 1e-8, MaxGradNorm: 1, EvalSteps: 250, SaveSteps: 250, Seed: 12345,
+			OutputDir: filepath.Join("runs", "bert-pretrain")},
+		EvalBatches: 20, ValFraction: 0.01,
 	}
 }
 
 // ReadBERTConfig reads a JSON config file over base; unknown keys (in the
 // model section too) and wrong types are errors.
 func ReadBERTConfig(path string, base BERTConfig) (BERTConfig, error) {
-	cfg, err := jsonconfig.ReadSection(path, base, "model", func(c *BERTConfig) any { return bert.Strict(&c.Model) })
+	var notes []string
+	cfg, err := jsonconfig.ReadSection(path, base, "model", func(c *BERTConfig) any { return bert.Strict(&c.Model) }, jsonconfig.Renames(train.DeprecatedNames, &notes))
 	if err != nil {
 		return cfg, err
 	}
+	cfg.Deprecated = append(cfg.Deprecated, notes...)
 	if cfg.ModelJSON, err = jsonconfig.Section(path, "model"); err != nil {
 		return base, err
 	}
@@ -101,16 +83,16 @@ func (c BERTConfig) Validate() error {
 	switch {
 	case c.Corpus == "":
 		return fmt.Errorf("config: no corpus: give --corpus (one sentence per line, a blank line between documents; tools/corpus2txt builds one from installed packages)")
-	case c.Batch <= 0 || c.MaxIters <= 0 || c.Accumulate <= 0:
-		return fmt.Errorf("config: batch_size %d, max_iters %d and gradient_accumulation_steps %d must be positive", c.Batch, c.MaxIters, c.Accumulate)
-	case c.Warmup < 0 || c.Warmup >= c.MaxIters:
-		return fmt.Errorf("config: warmup_iters %d must be in [0, max_iters %d): lower --warmup-steps", c.Warmup, c.MaxIters)
+	case c.BatchSize <= 0 || c.MaxSteps <= 0 || c.GradientAccumulationSteps <= 0:
+		return fmt.Errorf("config: per_device_train_batch_size %d, max_steps %d and gradient_accumulation_steps %d must be positive", c.BatchSize, c.MaxSteps, c.GradientAccumulationSteps)
+	case c.WarmupSteps < 0 || c.WarmupSteps >= c.MaxSteps:
+		return fmt.Errorf("config: warmup_steps %d must be in [0, max_steps %d): lower --warmup-steps", c.WarmupSteps, c.MaxSteps)
 	case !(c.ValFraction > 0 && c.ValFraction < 1):
 		return fmt.Errorf("config: val_fraction %g must be in (0, 1)", c.ValFraction)
 	case c.EvalBatches < 0:
 		return fmt.Errorf("config: eval_batches %d must not be negative", c.EvalBatches)
-	case c.RunDir == "":
-		return fmt.Errorf("config: run_dir is empty")
+	case c.OutputDir == "":
+		return fmt.Errorf("config: output_dir is empty")
 	case c.Tokenizer == "wordpiece" && c.VocabSize < 100:
 		return fmt.Errorf("config: vocab_size %d is too small for a WordPiece (at least 100)", c.VocabSize)
 	}
@@ -159,7 +141,7 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
 	}
-	if err := train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out); err != nil {
+	if err := train.PrepareRun(cfg.OutputDir, cfg.Resume, cfg.OverwriteOutputDir, out); err != nil {
 		return nil, err
 	}
 	now, err := bertRecord(ctx, cfg, corpus)
@@ -170,14 +152,14 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 	var m *bert.ForPreTraining
 	switch {
 	case cfg.Resume:
-		ckpt, err := train.Latest(cfg.RunDir)
+		ckpt, err := train.Latest(cfg.OutputDir)
 		if err != nil {
 			return nil, err
 		}
 		if tok, m, err = loadBERT(ckpt); err != nil {
 			return nil, fmt.Errorf("pretrain: resume: %w", err)
 		}
-		if err := checkRecord(cfg.RunDir, cfg.Force, now, out); err != nil {
+		if err := checkRecord(cfg.OutputDir, cfg.Force, now, out); err != nil {
 			return nil, err
 		}
 		cfg.Model = m.Config
@@ -240,41 +222,41 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 	} else if m.Config.VocabSize != tok.VocabSize() {
 		return nil, fmt.Errorf("pretrain: the checkpoint's tokenizer has %d tokens and its model %d (vocab_size): they must match", tok.VocabSize(), m.Config.VocabSize)
 	}
-	need := m.Config.ActivationBytes(cfg.Batch, cfg.MaxSeqLength, true)
-	if err := models.CheckMemory(need, fmt.Sprintf("pretrain: batch_size %d × max_seq_length %d for activations", cfg.Batch, cfg.MaxSeqLength),
+	need := m.Config.ActivationBytes(cfg.BatchSize, cfg.MaxSeqLength, true)
+	if err := models.CheckMemory(need, fmt.Sprintf("pretrain: batch_size %d × max_seq_length %d for activations", cfg.BatchSize, cfg.MaxSeqLength),
 		"lower batch_size (use gradient_accumulation_steps to keep the sequences per step) or max_seq_length"); err != nil {
 		return nil, err
 	}
-	data, err := NewPreTrainingData(trainPairs, valPairs, sp, cfg.PairConfig, cfg.Batch, cfg.EvalBatches, cfg.Seed)
+	data, err := NewPreTrainingData(trainPairs, valPairs, sp, cfg.PairConfig, cfg.BatchSize, cfg.EvalBatches, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
-	sched, err := train.WarmupLinear(cfg.LR, cfg.Warmup, cfg.MaxIters)
+	sched, err := train.WarmupLinear(cfg.LearningRate, cfg.WarmupSteps, cfg.MaxSteps)
 	if err != nil {
 		return nil, err
 	}
 	ac := train.DefaultAdamWConfig()
-	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.Beta1, cfg.Beta2, cfg.WeightDecay
+	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.AdamBeta1, cfg.AdamBeta2, cfg.WeightDecay
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
-	task := &PreTrainingTask{Model: m, Tok: tok, B: cfg.Batch, T: cfg.MaxSeqLength, P: cfg.Batch * cfg.MaxPredictions}
+	task := &PreTrainingTask{Model: m, Tok: tok, B: cfg.BatchSize, T: cfg.MaxSeqLength, P: cfg.BatchSize * cfg.MaxPredictions}
 	tr, err := train.New(task, data, train.Config{
-		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
-		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched, LoadBestAtEnd: cfg.LoadBestModelAtEnd,
+		Steps: cfg.MaxSteps, Accumulate: cfg.GradientAccumulationSteps, ClipNorm: cfg.MaxGradNorm, EvalEvery: cfg.EvalSteps,
+		SaveEvery: cfg.SaveSteps, Dir: cfg.OutputDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched, LoadBestAtEnd: cfg.LoadBestModelAtEnd,
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
-	if err := resumeRun(tr, cfg.RunDir, cfg.Resume, now, out); err != nil {
+	if err := resumeRun(tr, cfg.OutputDir, cfg.Resume, now, out); err != nil {
 		return nil, err
 	}
-	if err := tok.SaveVocab(filepath.Join(cfg.RunDir, "vocab.txt")); err != nil {
+	if err := tok.SaveVocab(filepath.Join(cfg.OutputDir, "vocab.txt")); err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
 	fmt.Fprintf(out, "bert: %d parameters, %d layers, %d heads, %d wide; batch %d × %d tokens, %d predictions each\n",
-		m.NumParams(), m.Config.NumHiddenLayers, m.Config.NumAttentionHeads, m.Config.HiddenSize, cfg.Batch, cfg.MaxSeqLength, cfg.MaxPredictions)
+		m.NumParams(), m.Config.NumHiddenLayers, m.Config.NumAttentionHeads, m.Config.HiddenSize, cfg.BatchSize, cfg.MaxSeqLength, cfg.MaxPredictions)
 	res, err := tr.Run(ctx, out)
 	if err != nil {
 		return nil, err

@@ -47,15 +47,15 @@ func bertCorpus(t *testing.T, docs int) string {
 
 func tinyBERT(t *testing.T, corpus string) BERTConfig {
 	cfg := DefaultBERT()
-	cfg.Corpus, cfg.RunDir = corpus, filepath.Join(t.TempDir(), "run")
+	cfg.Corpus, cfg.OutputDir = corpus, filepath.Join(t.TempDir(), "run")
 	cfg.VocabSize = 120
 	m := bert.Tiny()
 	m.NumHiddenLayers, m.HiddenSize, m.NumAttentionHeads, m.IntermediateSize, m.MaxPositionEmbeddings = 1, 32, 2, 64, 32
 	m.HiddenDropoutProb, m.AttentionProbsDropoutProb = 0, 0
 	cfg.Model = m
 	cfg.MaxSeqLength, cfg.MaxPredictions = 32, 5
-	cfg.Batch, cfg.MaxIters, cfg.Warmup, cfg.LR = 8, 150, 10, 3e-3
-	cfg.EvalEvery, cfg.SaveEvery, cfg.EvalBatches, cfg.ValFraction = 50, 50, 4, 0.1
+	cfg.BatchSize, cfg.MaxSteps, cfg.WarmupSteps, cfg.LearningRate = 8, 150, 10, 3e-3
+	cfg.EvalSteps, cfg.SaveSteps, cfg.EvalBatches, cfg.ValFraction = 50, 50, 4, 0.1
 	return cfg
 }
 
@@ -67,7 +67,7 @@ func TestBERTLearns(t *testing.T) {
 	res, err := RunBERT(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
 	require.Equal(t, 150, res.Steps)
-	recs, err := os.ReadFile(filepath.Join(cfg.RunDir, train.MetricsFile))
+	recs, err := os.ReadFile(filepath.Join(cfg.OutputDir, train.MetricsFile))
 	require.NoError(t, err)
 	require.Contains(t, string(recs), `"mlm_accuracy"`)
 	require.Contains(t, string(recs), `"val_parts"`)
@@ -76,7 +76,7 @@ func TestBERTLearns(t *testing.T) {
 	require.InDelta(t, res.ValLoss, res.MLMLoss+res.NSPLoss, 1e-4)
 	require.Contains(t, out.String(), "random next")
 	for _, f := range []string{"vocab.txt", "run.json", train.PlotFile, "checkpoints/final/tokenizer.json"} {
-		require.FileExists(t, filepath.Join(cfg.RunDir, f))
+		require.FileExists(t, filepath.Join(cfg.OutputDir, f))
 	}
 	// The checkpoint is a BertForPreTraining that the classifier loads.
 	ck, err := models.Open(res.Final)
@@ -93,13 +93,13 @@ func TestBERTLearns(t *testing.T) {
 func TestBERTResumesExactly(t *testing.T) {
 	corpus := bertCorpus(t, 20)
 	whole := tinyBERT(t, corpus)
-	whole.MaxIters, whole.Warmup, whole.EvalEvery, whole.SaveEvery, whole.DynamicMasking = 12, 2, 6, 6, true
+	whole.MaxSteps, whole.WarmupSteps, whole.EvalSteps, whole.SaveSteps, whole.DynamicMasking = 12, 2, 6, 6, true
 	whole.Model.HiddenDropoutProb = 0.1 // dropout masks must resume too
 	a, err := RunBERT(context.Background(), whole, io.Discard)
 	require.NoError(t, err)
 
 	half := whole
-	half.RunDir = filepath.Join(t.TempDir(), "run")
+	half.OutputDir = filepath.Join(t.TempDir(), "run")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	_, err = RunBERT(ctx, half, &cancelAt{line: "step 6/12", cancel: cancel})
@@ -119,7 +119,7 @@ func TestBERTResumesExactly(t *testing.T) {
 
 	// Another corpus is refused on resume.
 	half.Corpus = bertCorpus(t, 21)
-	half.MaxIters = 14
+	half.MaxSteps = 14
 	_, err = RunBERT(context.Background(), half, io.Discard)
 	require.ErrorContains(t, err, "corpus")
 }
@@ -143,7 +143,7 @@ func TestBERTBadInput(t *testing.T) {
 		{"one document", func(c *BERTConfig) { c.Corpus = one }, "document"},
 		{"empty corpus", func(c *BERTConfig) { c.Corpus = empty }, ""},
 		{"sequence longer than the positions", func(c *BERTConfig) { c.MaxSeqLength = 64 }, "max_position_embeddings"},
-		{"warmup too long", func(c *BERTConfig) { c.Warmup = c.MaxIters }, "warmup"},
+		{"warmup too long", func(c *BERTConfig) { c.WarmupSteps = c.MaxSteps }, "warmup"},
 		{"too many predictions", func(c *BERTConfig) { c.MaxPredictions = 40 }, "max_predictions_per_seq"},
 		{"a tokenizer that is not a WordPiece", func(c *BERTConfig) { c.Tokenizer = gptTok }, ""},
 		{"a GPT checkpoint to start from", func(c *BERTConfig) { c.InitFrom = gptCheckpoint(t) }, "gpt"},
@@ -162,7 +162,7 @@ func TestBERTBadInput(t *testing.T) {
 func gptCheckpoint(t *testing.T) string {
 	t.Helper()
 	cfg := tinyConfig(t, writeCorpus(t, strings.Repeat("a short text to learn. ", 30)))
-	cfg.MaxIters, cfg.Warmup, cfg.EvalEvery, cfg.SaveEvery, cfg.Samples = 1, 0, 1, 1, 0
+	cfg.MaxSteps, cfg.WarmupSteps, cfg.EvalSteps, cfg.SaveSteps, cfg.Samples = 1, 0, 1, 1, 0
 	res, err := RunGPT(context.Background(), cfg, io.Discard)
 	require.NoError(t, err)
 	return res.Final
@@ -190,7 +190,7 @@ func (c *cancelAt) Write(p []byte) (int, error) {
 func TestBERTLearnsFromContext(t *testing.T) {
 	cfg := tinyBERT(t, bertCorpus(t, 40))
 	cfg.Model.NumHiddenLayers, cfg.Model.HiddenSize, cfg.Model.IntermediateSize = 2, 64, 128
-	cfg.MaxIters, cfg.LR, cfg.EvalEvery, cfg.SaveEvery = 1200, 1e-3, 1200, 1200
+	cfg.MaxSteps, cfg.LearningRate, cfg.EvalSteps, cfg.SaveSteps = 1200, 1e-3, 1200, 1200
 	var out bytes.Buffer
 	res, err := RunBERT(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())

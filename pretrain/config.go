@@ -22,51 +22,24 @@ import (
 	"strings"
 
 	"github.com/d73a19ff/zoo/internal/goroot"
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/models/gpt"
+	"github.com/d73a19ff/zoo/train"
 )
 
 // GPTConfig is the configuration of GPT pretraining. Its JSON names follow
 // nanoGPT's train.py; the model section is a Hugging Face GPT-2 config.
 type GPTConfig struct {
-	Corpus      string     `json:"corpus"`         // file, directory or glob; empty: Opticks from the Go toolchain
-	Tokenizer   string     `json:"tokenizer"`      // "char", "bpe", or the path of a tokenizer.json
-	BPEVocab    int        `json:"bpe_vocab_size"` // with "bpe"
-	Model       gpt.Config `json:"model"`          // vocab_size comes from the tokenizer, n_positions is the block size
-	Batch       int        `json:"batch_size"`
-	Accumulate  int        `json:"gradient_accumulation_steps"`
-	MaxIters    int        `json:"max_iters"`
-	LR          float64    `json:"learning_rate"`
-	MinLR       float64    `json:"min_lr"`
-	Warmup      int        `json:"warmup_iters"`
-	WeightDecay float64    `json:"weight_decay"`
-	Beta1       float64    `json:"beta1"`
-	Beta2       float64    `json:"beta2"`
-	GradClip    float64    `json:"grad_clip"`
-	EvalEvery   int        `json:"eval_interval"`
-	SaveEvery   int        `json:"save_interval"`
-	ValFraction float64    `json:"val_fraction"`
-	Seed        uint64     `json:"seed"`
-	RunDir      string     `json:"run_dir"`
-	CacheDir    string     `json:"cache_dir"`     // token cache; empty: <run_dir>/../cache
-	Samples     int        `json:"samples"`       // samples printed at the end
-	SampleLen   int        `json:"sample_tokens"` // tokens per sample
-	Resume      bool       `json:"resume"`        // continue from the run directory's latest checkpoint
-	InitFrom    string     `json:"init_from"`     // start from this checkpoint (model, config, tokenizer): LM fine-tuning
-	// Force resumes even when the corpus, tokenizer settings or model
-	// config given now differ from the run's (run_dir/run.json): the
-	// checkpoint's tokenizer and model config are used, and the
-	// differences are printed.
-	Force bool `json:"force"`
-	// Overwrite starts a new run in a run directory that holds one: the old
-	// run is moved aside to <run_dir>.old-<UTC time>, never deleted.
-	// Without it (or resume) such a directory is refused.
-	Overwrite bool `json:"overwrite"`
-	// LoadBestModelAtEnd loads checkpoints/best (the lowest validation
-	// loss) into the model when training ends, as Hugging Face's
-	// load_best_model_at_end: the result's validation numbers and the
-	// samples are the best's. checkpoints/final keeps the last step's
-	// weights.
-	LoadBestModelAtEnd bool `json:"load_best_model_at_end"`
+	Corpus    string     `json:"corpus"`         // file, directory or glob; empty: Opticks from the Go toolchain
+	Tokenizer string     `json:"tokenizer"`      // "char", "bpe", or the path of a tokenizer.json
+	BPEVocab  int        `json:"bpe_vocab_size"` // with "bpe"
+	Model     gpt.Config `json:"model"`          // vocab_size comes from the tokenizer, n_positions is the block size
+	train.Args
+	ValFraction float64 `json:"val_fraction"`
+	CacheDir    string  `json:"cache_dir"`     // token cache; empty: <run_dir>/../cache
+	Samples     int     `json:"samples"`       // samples printed at the end
+	SampleLen   int     `json:"sample_tokens"` // tokens per sample
+	InitFrom    string  `json:"init_from"`     // start from this checkpoint (model, config, tokenizer): LM fine-tuning
 	// ModelJSON is the config file's model block as written
 	// (DecodeGPTConfig keeps it). With init_from the architecture is the
 	// checkpoint's, but the dropout rates the block writes are taken, as
@@ -86,10 +59,10 @@ func DefaultGPT() GPTConfig {
 	m.ResidPdrop, m.EmbdPdrop, m.AttnPdrop = 0, 0, 0
 	return GPTConfig{
 		Tokenizer: "char", BPEVocab: 2048, Model: m,
-		Batch: 12, Accumulate: 1, MaxIters: 2000, LR: 1e-3, MinLR: 1e-4, Warmup: 100,
-		WeightDecay: 0.1, Beta1: 0.9, Beta2: 0.99, GradClip: 1, EvalEvery: 250, SaveEvery: 500,
-		ValFraction: 0.1, Seed: 1337, RunDir: filepath.Join("runs", "gpt-opticks"),
-		Samples: 2, SampleLen: 200,
+		Args: train.Args{BatchSize: 12, GradientAccumulationSteps: 1, MaxSteps: 2000, LearningRate: 1e-3, LRSchedulerType: "cosine", MinLR: 1e-4, WarmupSteps: 100,
+			WeightDecay: 0.1, AdamBeta1: 0.9, AdamBeta2: 0.99, AdamEpsilon: 1e-8, MaxGradNorm: 1, EvalSteps: 250, SaveSteps: 500,
+			Seed: 1337, OutputDir: filepath.Join("runs", "gpt-opticks")},
+		ValFraction: 0.1, Samples: 2, SampleLen: 200,
 	}
 }
 
@@ -105,6 +78,15 @@ func DecodeGPTConfig(data []byte, base GPTConfig) (GPTConfig, error) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return base, fmt.Errorf("config: %w", err)
 	}
+	notes, err := jsonconfig.Rename(raw, train.DeprecatedNames)
+	if err != nil {
+		return base, err
+	}
+	if len(notes) > 0 {
+		if data, err = json.Marshal(raw); err != nil {
+			return base, fmt.Errorf("config: %w", err)
+		}
+	}
 	if m, ok := raw["model"]; ok {
 		if err := checkKeys(m, reflect.TypeOf(gpt.Config{}), "model."); err != nil {
 			return base, err
@@ -117,6 +99,7 @@ func DecodeGPTConfig(data []byte, base GPTConfig) (GPTConfig, error) {
 		return base, fmt.Errorf("config: %w", err)
 	}
 	cfg.ModelJSON = raw["model"]
+	cfg.Deprecated = append(cfg.Deprecated, notes...)
 	return cfg, nil
 }
 
@@ -154,16 +137,16 @@ func ReadGPTConfig(path string, base GPTConfig) (GPTConfig, error) {
 // Validate reports settings that cannot run.
 func (c GPTConfig) Validate() error {
 	switch {
-	case c.Batch <= 0 || c.MaxIters <= 0 || c.Accumulate <= 0:
-		return fmt.Errorf("config: batch_size %d, max_iters %d and gradient_accumulation_steps %d must be positive", c.Batch, c.MaxIters, c.Accumulate)
+	case c.BatchSize <= 0 || c.MaxSteps <= 0 || c.GradientAccumulationSteps <= 0:
+		return fmt.Errorf("config: per_device_train_batch_size %d, max_steps %d and gradient_accumulation_steps %d must be positive", c.BatchSize, c.MaxSteps, c.GradientAccumulationSteps)
 	case !(c.ValFraction > 0 && c.ValFraction < 1):
 		return fmt.Errorf("config: val_fraction %g must be in (0, 1)", c.ValFraction)
-	case c.RunDir == "":
-		return fmt.Errorf("config: run_dir is empty")
+	case c.OutputDir == "":
+		return fmt.Errorf("config: output_dir is empty")
 	case c.Tokenizer == "bpe" && c.BPEVocab < 260:
 		return fmt.Errorf("config: bpe_vocab_size %d must be at least 260 (256 bytes and a few merges)", c.BPEVocab)
-	case c.Warmup < 0 || c.Warmup >= c.MaxIters:
-		return fmt.Errorf("config: warmup_iters %d must be in [0, max_iters %d): lower --warmup-steps", c.Warmup, c.MaxIters)
+	case c.WarmupSteps < 0 || c.WarmupSteps >= c.MaxSteps:
+		return fmt.Errorf("config: warmup_steps %d must be in [0, max_steps %d): lower --warmup-steps", c.WarmupSteps, c.MaxSteps)
 	case c.Samples < 0 || c.SampleLen < 0:
 		return fmt.Errorf("config: samples and sample_tokens must not be negative")
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/d73a19ff/zoo/datasets"
-	"github.com/d73a19ff/zoo/internal/runinfo"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/gpt"
@@ -21,16 +20,47 @@ type Result struct {
 }
 
 // RunGPT pretrains a GPT as cfg says, writing checkpoints, metrics.jsonl and
-// loss.png under cfg.RunDir and the progress to out.
+// loss.png under cfg.OutputDir and the progress to out. It is train.Run
+// with the GPT recipe (GPTRecipe).
 //
 // A new run records its corpus (size and content hash), tokenizer settings
-// and model config in run_dir/run.json. A resume (cfg.Resume) uses the
-// latest checkpoint's tokenizer and model config, and refuses, naming each
+// and model config in run.json. A resume (cfg.Resume) uses the latest
+// checkpoint's tokenizer and model config, and refuses, naming each
 // difference, when the corpus or settings given now differ from run.json's,
 // unless cfg.Force. An interrupt (ctx) while the tokenizer is trained or
 // the corpus read and tokenized ends the run promptly with an error
 // wrapping context.Canceled, before a model is built.
 func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) {
+	r, err := NewGPTRecipe(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res, err := train.Run(ctx, r.cfg.Args, r, out)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Result: res, Samples: r.Samples}, nil
+}
+
+// GPTRecipe is GPT pretraining (or, with init_from, LM fine-tuning) as a
+// train.Recipe: the corpus, its tokenizer, a GPT, the causal-LM task and
+// its batches, and samples at the end. Use it with train.Run, or RunGPT.
+type GPTRecipe struct {
+	cfg    GPTConfig
+	corpus *datasets.Corpus
+	tok    datasets.Tokenizer
+	m      *gpt.Model
+	// train and val are the corpus's token splits, set by Setup.
+	train, val *datasets.Tokens
+	// Samples are the texts generated once training ended (cfg.Samples
+	// of them; none on data-parallel ranks other than 0).
+	Samples []string
+}
+
+// NewGPTRecipe checks cfg, opens its corpus (Opticks when empty) and checks
+// that it is text, and that init_from, if given, is a GPT checkpoint: the
+// errors a user should see before anything is written.
+func NewGPTRecipe(ctx context.Context, cfg GPTConfig) (*GPTRecipe, error) {
 	if cfg.Corpus == "" {
 		cfg.Corpus = OpticksPath()
 	}
@@ -51,115 +81,114 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
 	}
-	if err := train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out); err != nil {
+	return &GPTRecipe{cfg: cfg, corpus: corpus}, nil
+}
+
+// Record is what run.json records: the corpus's size and hash, the
+// tokenizer settings and the model config as given.
+func (r *GPTRecipe) Record(ctx context.Context) (train.Record, error) {
+	return gptRecord(ctx, r.cfg, r.corpus)
+}
+
+// LegacyRecord is the model config of checkpoint, for a run from before
+// run.json.
+func (r *GPTRecipe) LegacyRecord(checkpoint string) (train.Record, error) {
+	m, err := gpt.Load(checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("pretrain: resume: %w", err)
+	}
+	run := train.Record{}
+	if err := run.SetFields("model.", m.Config, "vocab_size"); err != nil {
 		return nil, err
 	}
-	var tok datasets.Tokenizer
-	var m *gpt.Model
-	var now runinfo.Record // what this run is given, for run.json
-	if now, err = gptRecord(ctx, cfg, corpus); err != nil {
-		return nil, err
-	}
+	return run, nil
+}
+
+// Setup chooses the tokenizer (the checkpoint's on a resume or with
+// init_from, else trained on or read for the corpus), tokenizes and
+// splits the corpus, and returns the step's activation memory.
+func (r *GPTRecipe) Setup(ctx context.Context, resume string, out io.Writer) (train.MemoryNeed, error) {
+	cfg := &r.cfg
+	var err error
 	switch {
-	case cfg.Resume: // the run's tokenizer and model config, whatever the corpus would give now
-		ckpt, err := train.Latest(cfg.RunDir)
-		if err != nil {
-			return nil, err
+	case resume != "": // the run's tokenizer and model config, whatever the corpus would give now
+		if r.tok, err = models.LoadTokenizer(resume); err != nil {
+			return train.MemoryNeed{}, fmt.Errorf("pretrain: resume: %w", err)
 		}
-		if tok, err = models.LoadTokenizer(ckpt); err != nil {
-			return nil, fmt.Errorf("pretrain: resume: %w", err)
+		if r.m, err = gpt.Load(resume); err != nil {
+			return train.MemoryNeed{}, fmt.Errorf("pretrain: resume: %w", err)
 		}
-		if m, err = gpt.Load(ckpt); err != nil {
-			return nil, fmt.Errorf("pretrain: resume: %w", err)
-		}
-		if err := checkResume(cfg, m.Config, now, out); err != nil {
-			return nil, err
-		}
-		cfg.Model = m.Config
+		cfg.Model = r.m.Config
 	case cfg.InitFrom != "": // fine-tuning: the checkpoint's model, config and tokenizer
-		if tok, err = models.LoadTokenizer(cfg.InitFrom); err != nil {
-			return nil, fmt.Errorf("pretrain: init_from: %w", err)
+		if r.tok, err = models.LoadTokenizer(cfg.InitFrom); err != nil {
+			return train.MemoryNeed{}, fmt.Errorf("pretrain: init_from: %w", err)
 		}
-		if m, err = initFromModel(cfg.InitFrom, cfg.Model, cfg.ModelJSON, out); err != nil {
-			return nil, fmt.Errorf("pretrain: init_from: %w", err)
+		if r.m, err = initFromModel(cfg.InitFrom, cfg.Model, cfg.ModelJSON, out); err != nil {
+			return train.MemoryNeed{}, fmt.Errorf("pretrain: init_from: %w", err)
 		}
-		fmt.Fprint(out, modelNotice(cfg.Model, m.Config, cfg.ModelJSON))
-		cfg.Model = m.Config
+		fmt.Fprint(out, modelNotice(cfg.Model, r.m.Config, cfg.ModelJSON))
+		cfg.Model = r.m.Config
 	case cfg.Tokenizer == "bpe": // the slow choice, which an interrupt must stop
-		if tok, err = datasets.TrainBPEContext(ctx, corpus, cfg.BPEVocab, nil); err != nil {
-			return nil, err
+		if r.tok, err = datasets.TrainBPEContext(ctx, r.corpus, cfg.BPEVocab, nil); err != nil {
+			return train.MemoryNeed{}, err
 		}
 	default:
-		if tok, err = chooseTokenizer(ctx, cfg, corpus); err != nil {
-			return nil, err
+		if r.tok, err = chooseTokenizer(ctx, *cfg, r.corpus); err != nil {
+			return train.MemoryNeed{}, err
 		}
 	}
 	cache := cfg.CacheDir
 	if cache == "" {
-		cache = filepath.Join(filepath.Dir(filepath.Clean(cfg.RunDir)), "cache")
+		cache = filepath.Join(filepath.Dir(filepath.Clean(cfg.OutputDir)), "cache")
 	}
-	unk := datasets.Unknowns(tok)
-	toks, err := datasets.TokenizeContext(ctx, corpus, tok, cache)
+	unk := datasets.Unknowns(r.tok)
+	toks, err := datasets.TokenizeContext(ctx, r.corpus, r.tok, cache)
 	if err != nil {
-		return nil, err
+		return train.MemoryNeed{}, err
 	}
-	fmt.Fprint(out, datasets.UnknownNote(datasets.Unknowns(tok)-unk, "the corpus"))
+	fmt.Fprint(out, datasets.UnknownNote(datasets.Unknowns(r.tok)-unk, "the corpus"))
 	block := cfg.Model.NPositions
-	trainTok, valTok, err := toks.Split(cfg.ValFraction)
-	if err != nil {
-		return nil, err
+	if r.train, r.val, err = toks.Split(cfg.ValFraction); err != nil {
+		return train.MemoryNeed{}, err
 	}
-	if trainTok.Len() <= block || valTok.Len() <= block {
-		return nil, fmt.Errorf("pretrain: the corpus has %d tokens; split %g/%g it leaves %d for training and %d for validation, and each needs more than one block of %d: use a longer corpus or a smaller model.n_positions",
-			toks.Len(), 1-cfg.ValFraction, cfg.ValFraction, trainTok.Len(), valTok.Len(), block)
+	if r.train.Len() <= block || r.val.Len() <= block {
+		return train.MemoryNeed{}, fmt.Errorf("pretrain: the corpus has %d tokens; split %g/%g it leaves %d for training and %d for validation, and each needs more than one block of %d: use a longer corpus or a smaller model.n_positions",
+			toks.Len(), 1-cfg.ValFraction, cfg.ValFraction, r.train.Len(), r.val.Len(), block)
 	}
-	if err := checkMemory(cfg); err != nil {
-		return nil, err
-	}
+	return memoryNeed(*cfg), nil
+}
+
+// Build makes the model (unless Setup loaded one), the causal-LM task and
+// the batches.
+func (r *GPTRecipe) Build(context.Context) (train.Plan, error) {
+	cfg := r.cfg
 	mc := cfg.Model
-	if m == nil {
-		mc.VocabSize = tok.VocabSize()
-		if m, err = gpt.New(mc, layers.WithSeed(cfg.Seed)); err != nil {
-			return nil, err
+	var err error
+	if r.m == nil {
+		mc.VocabSize = r.tok.VocabSize()
+		if r.m, err = gpt.New(mc, layers.WithSeed(cfg.Seed)); err != nil {
+			return train.Plan{}, err
 		}
-	} else if m.Config.VocabSize != tok.VocabSize() {
-		return nil, fmt.Errorf("pretrain: the checkpoint's tokenizer has %d tokens, its model %d", tok.VocabSize(), m.Config.VocabSize)
+	} else if r.m.Config.VocabSize != r.tok.VocabSize() {
+		return train.Plan{}, fmt.Errorf("pretrain: the checkpoint's tokenizer has %d tokens, its model %d", r.tok.VocabSize(), r.m.Config.VocabSize)
 	}
-	data, err := NewLMData(trainTok, valTok, cfg.Batch, block, cfg.Seed)
+	block := mc.NPositions
+	data, err := NewLMData(r.train, r.val, cfg.BatchSize, block, cfg.Seed)
 	if err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
+		return train.Plan{}, fmt.Errorf("pretrain: %w", err)
 	}
-	sched, err := train.WarmupCosine(cfg.LR, cfg.MinLR, cfg.Warmup, cfg.MaxIters)
-	if err != nil {
-		return nil, err
-	}
-	ac := train.DefaultAdamWConfig()
-	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.Beta1, cfg.Beta2, cfg.WeightDecay
-	if err := ctx.Err(); err != nil { // interrupted while preparing: no model, no step-0 checkpoint
-		return nil, fmt.Errorf("pretrain: %w", err)
-	}
-	tr, err := train.New(&LMTask{Model: m, Tok: tok, B: cfg.Batch, T: block}, data, train.Config{
-		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
-		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched, LoadBestAtEnd: cfg.LoadBestModelAtEnd,
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer tr.Close()
-	if err := resumeRun(tr, cfg.RunDir, cfg.Resume, now, out); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(out, "gpt: %d parameters, %d layers, %d heads, %d wide, block %d; %d training and %d validation tokens (vocabulary %d)\n",
-		m.NumParams(), mc.NLayer, mc.NHead, mc.NEmbd, block, trainTok.Len(), valTok.Len(), tok.VocabSize())
-	res, err := tr.Run(ctx, out)
-	if err != nil {
-		return nil, err
-	}
-	r := &Result{Result: res}
-	if r.Samples, err = samples(m, tok, cfg); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return train.Plan{
+		Task: &LMTask{Model: r.m, Tok: r.tok, B: cfg.BatchSize, T: block}, Data: data, DefaultSchedule: "cosine",
+		Summary: fmt.Sprintf("gpt: %d parameters, %d layers, %d heads, %d wide, block %d; %d training and %d validation tokens (vocabulary %d)",
+			r.m.NumParams(), mc.NLayer, mc.NHead, mc.NEmbd, block, r.train.Len(), r.val.Len(), r.tok.VocabSize()),
+	}, nil
+}
+
+// Finish generates the samples (cfg.Samples).
+func (r *GPTRecipe) Finish(_ context.Context, _ *train.Trainer, _ train.Result, _ io.Writer) error {
+	var err error
+	r.Samples, err = samples(r.m, r.tok, r.cfg)
+	return err
 }
 
 // samples generates cfg.Samples texts from a newline, sampling at
@@ -188,10 +217,8 @@ func samples(m *gpt.Model, tok datasets.Tokenizer, cfg GPTConfig) ([]string, err
 	return out, nil
 }
 
-// checkMemory refuses a batch whose training step would not fit in the
-// machine's available memory, saying what to lower.
-func checkMemory(cfg GPTConfig) error {
-	need := cfg.Model.ActivationBytes(cfg.Batch, cfg.Model.NPositions, true, true)
-	return models.CheckMemory(need, fmt.Sprintf("pretrain: batch_size %d × block %d (n_positions) for activations", cfg.Batch, cfg.Model.NPositions),
-		"lower batch_size (use gradient_accumulation_steps to keep the tokens per step) or model.n_positions")
+// memoryNeed is a training step's activation memory.
+func memoryNeed(cfg GPTConfig) train.MemoryNeed {
+	return train.MemoryNeed{Bytes: cfg.Model.ActivationBytes(cfg.BatchSize, cfg.Model.NPositions, true, true), What: fmt.Sprintf("pretrain: batch_size %d × block %d (n_positions) for activations", cfg.BatchSize, cfg.Model.NPositions),
+		Lower: "lower batch_size (use gradient_accumulation_steps to keep the tokens per step) or model.n_positions"}
 }

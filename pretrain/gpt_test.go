@@ -15,10 +15,10 @@ import (
 // tinyConfig is a small, fast pretraining run on corpus.
 func tinyConfig(t *testing.T, corpus string) GPTConfig {
 	cfg := DefaultGPT()
-	cfg.Corpus, cfg.RunDir = corpus, filepath.Join(t.TempDir(), "run")
+	cfg.Corpus, cfg.OutputDir = corpus, filepath.Join(t.TempDir(), "run")
 	cfg.Model.NLayer, cfg.Model.NHead, cfg.Model.NEmbd, cfg.Model.NPositions = 2, 2, 32, 16
-	cfg.Batch, cfg.MaxIters, cfg.Warmup, cfg.EvalEvery, cfg.SaveEvery, cfg.Samples = 8, 150, 10, 50, 0, 0
-	cfg.LR, cfg.MinLR, cfg.WeightDecay = 1e-2, 1e-3, 0
+	cfg.BatchSize, cfg.MaxSteps, cfg.WarmupSteps, cfg.EvalSteps, cfg.SaveSteps, cfg.Samples = 8, 150, 10, 50, 0, 0
+	cfg.LearningRate, cfg.MinLR, cfg.WeightDecay = 1e-2, 1e-3, 0
 	return cfg
 }
 
@@ -53,7 +53,7 @@ func TestPretrainBadInput(t *testing.T) {
 	require.ErrorContains(t, err, "UTF-8")
 
 	huge := tinyConfig(t, writeCorpus(t, strings.Repeat("some text here ", 200)))
-	huge.Batch = 1 << 22
+	huge.BatchSize = 1 << 22
 	_, err = RunGPT(context.Background(), huge, io.Discard)
 	require.ErrorContains(t, err, "lower batch_size")
 
@@ -66,7 +66,7 @@ func TestPretrainBadInput(t *testing.T) {
 func TestDecodeGPTConfig(t *testing.T) {
 	cfg, err := DecodeGPTConfig([]byte(`{"max_iters": 7, "model": {"n_layer": 3}}`), DefaultGPT())
 	require.NoError(t, err)
-	require.Equal(t, 7, cfg.MaxIters)
+	require.Equal(t, 7, cfg.MaxSteps)
 	require.Equal(t, 3, cfg.Model.NLayer)
 	require.Equal(t, 128, cfg.Model.NEmbd, "the rest of the model keeps the defaults")
 	_, err = DecodeGPTConfig([]byte(`{"max_iter": 7}`), DefaultGPT())
@@ -85,11 +85,11 @@ func TestInitFrom(t *testing.T) {
 	res, err := RunGPT(context.Background(), base, io.Discard)
 	require.NoError(t, err)
 	ft := tinyConfig(t, writeCorpus(t, strings.Repeat("a short text to learn. ", 40)))
-	ft.InitFrom, ft.MaxIters, ft.Warmup = res.Final, 20, 2
+	ft.InitFrom, ft.MaxSteps, ft.WarmupSteps = res.Final, 20, 2
 	ft.Model.NLayer = 7 // ignored: the checkpoint's config wins
 	out, err := RunGPT(context.Background(), ft, io.Discard)
 	require.NoError(t, err)
-	recs, err := os.ReadFile(filepath.Join(ft.RunDir, "metrics.jsonl"))
+	recs, err := os.ReadFile(filepath.Join(ft.OutputDir, "metrics.jsonl"))
 	require.NoError(t, err)
 	var first struct{ Loss float64 }
 	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(string(recs), "\n", 2)[0]), &first))

@@ -37,7 +37,7 @@ func TestMAEProcessorFollowsModelAndData(t *testing.T) {
 		def := DefaultMAE()
 		cfg.Processor = def.Processor // size and normalisation unset, as the default
 		cfg.Model.NumChannels = ch
-		cfg.MaxIters, cfg.Warmup, cfg.EvalEvery, cfg.SaveEvery, cfg.Pictures = 1, 0, 0, 0, 0
+		cfg.MaxSteps, cfg.WarmupSteps, cfg.EvalSteps, cfg.SaveSteps, cfg.Pictures = 1, 0, 0, 0, 0
 		var out bytes.Buffer
 		res, err := RunViTMAE(context.Background(), cfg, &out)
 		require.NoError(t, err, out.String())
@@ -59,7 +59,7 @@ func TestMAEProcessorFollowsModelAndData(t *testing.T) {
 func TestMAEResumeChecksData(t *testing.T) {
 	data := stripes(t, 240)
 	cfg := tinyMAE(t, data)
-	cfg.MaxIters, cfg.Warmup, cfg.EvalEvery, cfg.SaveEvery, cfg.Pictures = 2, 0, 0, 1, 0
+	cfg.MaxSteps, cfg.WarmupSteps, cfg.EvalSteps, cfg.SaveSteps, cfg.Pictures = 2, 0, 0, 1, 0
 	_, err := RunViTMAE(context.Background(), cfg, io.Discard)
 	require.NoError(t, err)
 	cfg.Resume = true

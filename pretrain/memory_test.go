@@ -32,7 +32,7 @@ func refusesBeforeAllocating(t *testing.T, f func() error, want ...string) {
 func TestGPTRefusesHugeBatch(t *testing.T) {
 	corpus := writeCorpus(t, strings.Repeat("some text here. ", 200))
 	cfg := tinyConfig(t, corpus)
-	cfg.Batch = huge
+	cfg.BatchSize = huge
 	refusesBeforeAllocating(t, func() error { _, err := RunGPT(context.Background(), cfg, io.Discard); return err },
 		"pretrain: batch_size 1000000000 × block 16", "lower batch_size")
 
@@ -60,9 +60,9 @@ func TestSeq2SeqRefusesHugeBatch(t *testing.T) {
 		b.WriteString([]string{"the cat sat on the mat.", "a dog ran home!", "is the sun up?"}[i%3] + "\n")
 	}
 	cfg := DefaultSeq2Seq()
-	cfg.Corpus, cfg.RunDir = writeCorpus(t, b.String()), filepath.Join(t.TempDir(), "run")
+	cfg.Corpus, cfg.OutputDir = writeCorpus(t, b.String()), filepath.Join(t.TempDir(), "run")
 	cfg.Model.DModel, cfg.Model.NumHeads, cfg.Model.DFF, cfg.Model.NumEncoderLayers, cfg.Model.NumDecoderLayers = 32, 4, 64, 1, 1
-	cfg.Model.MaxLen, cfg.BPEVocab, cfg.HeldOut, cfg.Batch = 32, 300, 10, huge
+	cfg.Model.MaxLen, cfg.BPEVocab, cfg.HeldOut, cfg.BatchSize = 32, 300, 10, huge
 	refusesBeforeAllocating(t, func() error { _, err := RunSeq2Seq(context.Background(), cfg, io.Discard); return err },
 		"seq2seq: batch_size 1000000000, in buckets of up to", "lower batch_size")
 }

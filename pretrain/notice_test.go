@@ -18,12 +18,12 @@ import (
 func TestInitFromNotesGivenKeysEqualToTheDefault(t *testing.T) {
 	text := strings.Repeat("a short text to learn by heart. ", 40)
 	base := tinyConfig(t, writeCorpus(t, text))
-	base.MaxIters, base.Warmup = 4, 1
+	base.MaxSteps, base.WarmupSteps = 4, 1
 	res, err := RunGPT(context.Background(), base, io.Discard)
 	require.NoError(t, err)
 
 	ft := tinyConfig(t, writeCorpus(t, text))
-	ft.InitFrom, ft.MaxIters, ft.Warmup = res.Final, 2, 0
+	ft.InitFrom, ft.MaxSteps, ft.WarmupSteps = res.Final, 2, 0
 	require.Equal(t, 4, DefaultGPT().Model.NLayer, "the test's premise")
 	for _, c := range []struct {
 		block    string
@@ -36,7 +36,7 @@ func TestInitFromNotesGivenKeysEqualToTheDefault(t *testing.T) {
 	} {
 		cfg, err := DecodeGPTConfig([]byte(`{"model": `+c.block+`}`), ft)
 		require.NoError(t, err)
-		cfg.RunDir = filepath.Join(t.TempDir(), "run")
+		cfg.OutputDir = filepath.Join(t.TempDir(), "run")
 		var out bytes.Buffer
 		_, err = RunGPT(context.Background(), cfg, &out)
 		require.NoError(t, err, c.block)

@@ -22,11 +22,11 @@ import (
 func resumableRun(t *testing.T, text string) GPTConfig {
 	t.Helper()
 	cfg := tinyConfig(t, writeCorpus(t, text))
-	cfg.MaxIters, cfg.SaveEvery, cfg.EvalEvery = 20, 20, 20
+	cfg.MaxSteps, cfg.SaveSteps, cfg.EvalSteps = 20, 20, 20
 	_, err := RunGPT(context.Background(), cfg, io.Discard)
 	require.NoError(t, err)
-	require.FileExists(t, filepath.Join(cfg.RunDir, "run.json"))
-	cfg.MaxIters, cfg.Resume = 40, true
+	require.FileExists(t, filepath.Join(cfg.OutputDir, "run.json"))
+	cfg.MaxSteps, cfg.Resume = 40, true
 	return cfg
 }
 
@@ -34,7 +34,7 @@ func resumableRun(t *testing.T, text string) GPTConfig {
 // it goes on with the checkpoint's tokenizer (the same ids), saying so.
 func TestResumeRefusesChangedCorpus(t *testing.T) {
 	cfg := resumableRun(t, strings.Repeat("a short text to learn by heart. ", 40))
-	ckpt, err := train.Latest(cfg.RunDir)
+	ckpt, err := train.Latest(cfg.OutputDir)
 	require.NoError(t, err)
 	before, err := models.LoadTokenizer(ckpt)
 	require.NoError(t, err)
@@ -91,7 +91,7 @@ func TestResumeRefusesChangedConfig(t *testing.T) {
 // A run from before run.json resumes with its model config checked.
 func TestResumeWithoutRunRecord(t *testing.T) {
 	cfg := resumableRun(t, strings.Repeat("a short text to learn by heart. ", 40))
-	require.NoError(t, os.Remove(filepath.Join(cfg.RunDir, "run.json")))
+	require.NoError(t, os.Remove(filepath.Join(cfg.OutputDir, "run.json")))
 	changed := cfg
 	changed.Model.NLayer = 3
 	_, err := RunGPT(context.Background(), changed, io.Discard)
@@ -108,12 +108,12 @@ func TestResumeWithoutRunRecord(t *testing.T) {
 func TestInitFromNamesIgnoredModelFields(t *testing.T) {
 	text := strings.Repeat("a short text to learn by heart. ", 40)
 	base := tinyConfig(t, writeCorpus(t, text))
-	base.MaxIters, base.Warmup = 10, 2
+	base.MaxSteps, base.WarmupSteps = 10, 2
 	res, err := RunGPT(context.Background(), base, io.Discard)
 	require.NoError(t, err)
 
 	ft := tinyConfig(t, writeCorpus(t, text))
-	ft.InitFrom, ft.MaxIters, ft.Warmup = res.Final, 5, 1
+	ft.InitFrom, ft.MaxSteps, ft.WarmupSteps = res.Final, 5, 1
 	ft.Model.NPositions, ft.Model.NLayer = 32, 7
 	var out bytes.Buffer
 	_, err = RunGPT(context.Background(), ft, &out)
@@ -127,7 +127,7 @@ func TestInitFromNamesIgnoredModelFields(t *testing.T) {
 	// checkpoints; its other keys are still the checkpoint's.
 	ft2, err := DecodeGPTConfig([]byte(`{"model": {"resid_pdrop": 0.2, "attn_pdrop": 0, "n_layer": 7}}`), ft)
 	require.NoError(t, err)
-	ft2.RunDir = filepath.Join(t.TempDir(), "run")
+	ft2.OutputDir = filepath.Join(t.TempDir(), "run")
 	out.Reset()
 	res2, err := RunGPT(context.Background(), ft2, &out)
 	require.NoError(t, err)
@@ -167,7 +167,7 @@ func TestRunGPTInterruptBeforeTraining(t *testing.T) {
 	case <-timeAfter(1000):
 		t.Fatal("RunGPT went on for more than a second after the interrupt")
 	}
-	_, err := train.Latest(cfg.RunDir)
+	_, err := train.Latest(cfg.OutputDir)
 	require.Error(t, err, "no checkpoint was written")
 }
 
@@ -181,6 +181,6 @@ func TestRunGPTInterruptCharTokenizer(t *testing.T) {
 	cancel()
 	_, err := RunGPT(ctx, cfg, io.Discard)
 	require.ErrorIs(t, err, context.Canceled)
-	_, err = train.Latest(cfg.RunDir)
+	_, err = train.Latest(cfg.OutputDir)
 	require.Error(t, err, "no checkpoint was written")
 }

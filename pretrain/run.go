@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -98,29 +96,6 @@ func resumeRun(tr *train.Trainer, runDir string, resume bool, now runinfo.Record
 	}
 	fmt.Fprintf(out, "resuming from %s at step %d\n", ckpt, tr.Step())
 	return nil
-}
-
-// checkResume compares what a resume is given (now) with the run's
-// run.json, or, for a run from before run.json, the model config given with
-// the checkpoint's (ckpt). It refuses with the differences unless
-// cfg.Force; then it prints them on out and goes on.
-func checkResume(cfg GPTConfig, ckpt gpt.Config, now runinfo.Record, out io.Writer) error {
-	run, err := runinfo.Read(cfg.RunDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(out, "resume: %s has no %s (a run from before it was written): the corpus and tokenizer settings cannot be checked against the run's, only the model config\n", cfg.RunDir, runinfo.File)
-		run = runinfo.Record{}
-		if err := run.SetFields("model.", ckpt, "vocab_size"); err != nil {
-			return err
-		}
-		for k := range now {
-			if !strings.HasPrefix(k, "model.") {
-				delete(now, k)
-			}
-		}
-	} else if err != nil {
-		return fmt.Errorf("pretrain: resume: %w", err)
-	}
-	return compareRun(cfg.RunDir, cfg.Force, run, now, out)
 }
 
 // compareRun refuses a resume whose record now differs from the run's,

@@ -29,7 +29,7 @@ type Seq2SeqConfig struct {
 func DefaultSeq2Seq() Seq2SeqConfig {
 	c := Seq2SeqConfig{Seq2SeqTrainConfig: DefaultSeq2SeqTrainConfig(),
 		Noise: datasets.NoiseConfig{MaskRatio: 0.3, PoissonLambda: 3.5, PermuteSentences: true, MaskID: seq2seq.MaskID}}
-	c.RunDir = filepath.Join("runs", "seq2seq-denoise")
+	c.OutputDir = filepath.Join("runs", "seq2seq-denoise")
 	return c
 }
 
@@ -37,10 +37,12 @@ func DefaultSeq2Seq() Seq2SeqConfig {
 // wrong types are errors. The model block is also kept as written, for
 // init_from to read over the checkpoint's config (Seq2SeqTrainConfig.ModelJSON).
 func ReadSeq2SeqConfig(path string, base Seq2SeqConfig) (Seq2SeqConfig, error) {
-	cfg, err := jsonconfig.Read(path, base)
+	var notes []string
+	cfg, err := jsonconfig.Read(path, base, jsonconfig.Renames(train.DeprecatedNames, &notes))
 	if err != nil {
 		return cfg, err
 	}
+	cfg.Deprecated = append(cfg.Deprecated, notes...)
 	cfg.ModelJSON, err = jsonconfig.Section(path, "model")
 	return cfg, err
 }
@@ -63,7 +65,7 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 		}
 	}
 	if err == nil {
-		err = train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out)
+		err = train.PrepareRun(cfg.OutputDir, cfg.Resume, cfg.OverwriteOutputDir, out)
 	}
 	if err != nil {
 		return train.Result{}, err
@@ -110,7 +112,7 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 		return train.Result{}, err
 	}
 	fmt.Fprintf(out, "%d lines; training: %s\n", len(lines), rep)
-	if err := CheckSeq2SeqMemory(m.Config, cfg.Batch, trainEx, heldEx); err != nil {
+	if err := CheckSeq2SeqMemory(m.Config, cfg.BatchSize, trainEx, heldEx); err != nil {
 		return train.Result{}, err
 	}
 	corrupt := func(ex seq2seq.Example, rng *rand.Rand) (seq2seq.Example, error) {
@@ -120,7 +122,7 @@ func RunSeq2Seq(ctx context.Context, cfg Seq2SeqConfig, out io.Writer) (train.Re
 		}
 		return seq2seq.Example{Src: src, Tgt: ex.Tgt}, err
 	}
-	data, err := NewSeq2SeqData(m.Config, trainEx, heldEx, cfg.Batch, cfg.Seed, corrupt)
+	data, err := NewSeq2SeqData(m.Config, trainEx, heldEx, cfg.BatchSize, cfg.Seed, corrupt)
 	if err != nil {
 		return train.Result{}, fmt.Errorf("pretrain: %w", err)
 	}

@@ -77,11 +77,11 @@ func TestSeq2SeqResumeExactly(t *testing.T) {
 		return m, d
 	}
 	cfg := DefaultSeq2SeqTrainConfig()
-	cfg.Steps, cfg.Warmup, cfg.EvalEvery, cfg.SaveEvery, cfg.LRFactor = 2*n, 5, 4, 0, 2
+	cfg.MaxSteps, cfg.WarmupSteps, cfg.EvalSteps, cfg.SaveSteps, cfg.LRFactor = 2*n, 5, 4, 0, 2
 	trainer := func(m *seq2seq.Model, d train.Data, dir string) *train.Trainer {
-		sched, err := train.Noam(m.Config.DModel, cfg.Warmup, cfg.LRFactor)
+		sched, err := train.Noam(m.Config.DModel, cfg.WarmupSteps, cfg.LRFactor)
 		require.NoError(t, err)
-		tr, err := train.New(&Seq2SeqTask{Model: m, Tok: seq2seqFakeTok{}, Smoothing: 0.1}, d, train.Config{Steps: cfg.Steps, EvalEvery: cfg.EvalEvery,
+		tr, err := train.New(&Seq2SeqTask{Model: m, Tok: seq2seqFakeTok{}, Smoothing: 0.1}, d, train.Config{Steps: cfg.MaxSteps, EvalEvery: cfg.EvalSteps,
 			Dir: dir, Seed: 9, AdamW: train.AdamWConfig{Beta1: 0.9, Beta2: 0.98, Eps: 1e-9}, Schedule: sched})
 		require.NoError(t, err)
 		return tr

@@ -19,8 +19,8 @@ import (
 // step 5.
 func tinySeq2Seq(t *testing.T, corpus string) Seq2SeqConfig {
 	cfg := DefaultSeq2Seq()
-	cfg.Corpus, cfg.RunDir = corpus, filepath.Join(t.TempDir(), "run")
-	cfg.BPEVocab, cfg.Batch, cfg.Steps, cfg.Warmup, cfg.EvalEvery, cfg.SaveEvery, cfg.HeldOut = 300, 8, 5, 2, 5, 5, 10
+	cfg.Corpus, cfg.OutputDir = corpus, filepath.Join(t.TempDir(), "run")
+	cfg.BPEVocab, cfg.BatchSize, cfg.MaxSteps, cfg.WarmupSteps, cfg.EvalSteps, cfg.SaveSteps, cfg.HeldOut = 300, 8, 5, 2, 5, 5, 10
 	cfg.Model = seq2seq.Tiny()
 	cfg.Model.MaxLen = 24
 	return cfg
@@ -33,14 +33,14 @@ func TestSeq2SeqResumeRefusesChangedCorpus(t *testing.T) {
 	cfg := tinySeq2Seq(t, writeCorpus(t, strings.Repeat(line, 40)))
 	_, err := RunSeq2Seq(context.Background(), cfg, io.Discard)
 	require.NoError(t, err)
-	ckpt, err := train.Latest(cfg.RunDir)
+	ckpt, err := train.Latest(cfg.OutputDir)
 	require.NoError(t, err)
 	before, err := models.LoadTokenizer(ckpt)
 	require.NoError(t, err)
 	want, err := before.MarshalJSON()
 	require.NoError(t, err)
 
-	cfg.Steps, cfg.Resume = 8, true
+	cfg.MaxSteps, cfg.Resume = 8, true
 	cfg.Corpus = writeCorpus(t, strings.Repeat("six seven eight nine ten. sechs sieben acht neun zehn.\n", 40))
 	_, err = RunSeq2Seq(context.Background(), cfg, io.Discard)
 	require.ErrorContains(t, err, "data: the run has")

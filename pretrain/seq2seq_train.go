@@ -39,45 +39,13 @@ type Seq2SeqTrainConfig struct {
 	// keep it). With init_from the architecture is the checkpoint's: the
 	// block is read over the checkpoint's config, and it may change only
 	// the dropout rates (seq2seqModelOverride).
-	ModelJSON  json.RawMessage  `json:"-"`
-	InitFrom   string           `json:"init_from"`                   // start from this checkpoint (model and tokenizer)
-	Overlong   seq2seq.Overlong `json:"overlong"`                    // "truncate" or "skip" pairs longer than max_len
-	Batch      int              `json:"batch_size"`                  // pairs per batch
-	Accumulate int              `json:"gradient_accumulation_steps"` // batches summed into each step (1: none)
-	Steps      int              `json:"max_steps"`
-	Warmup     int              `json:"warmup_steps"`
-	LRFactor   float64          `json:"lr_factor"` // scales the noam schedule; 1 is the paper's
-	// LRScheduler is the learning-rate schedule: "noam" (the default, the
-	// paper's inverse square root scaled by lr_factor) or "cosine"
-	// (nanoGPT's: a linear warmup to learning_rate over warmup_steps, then
-	// a cosine down to min_lr at max_steps), for a fixed budget.
-	LRScheduler    string  `json:"lr_scheduler"`
-	LearningRate   float64 `json:"learning_rate"` // cosine: the peak
-	MinLR          float64 `json:"min_lr"`        // cosine: the last step's
-	Beta1          float64 `json:"adam_beta1"`
-	Beta2          float64 `json:"adam_beta2"`
-	Eps            float64 `json:"adam_epsilon"`
-	WeightDecay    float64 `json:"weight_decay"`
+	ModelJSON json.RawMessage  `json:"-"`
+	InitFrom  string           `json:"init_from"` // start from this checkpoint (model and tokenizer)
+	Overlong  seq2seq.Overlong `json:"overlong"`  // "truncate" or "skip" pairs longer than max_len
+	train.Args
+	LRFactor       float64 `json:"lr_factor"` // scales the noam schedule; 1 is the paper's
 	LabelSmoothing float64 `json:"label_smoothing"`
-	ClipNorm       float64 `json:"clip_norm"` // 0: off
-	EvalEvery      int     `json:"eval_interval"`
-	SaveEvery      int     `json:"save_interval"`
-	// LoadBestModelAtEnd loads checkpoints/best (lowest validation loss,
-	// or best by metric_for_best_model) when training ends, so that the
-	// final scores are of it (Hugging Face's load_best_model_at_end).
-	LoadBestModelAtEnd bool   `json:"load_best_model_at_end"`
-	HeldOut            int    `json:"held_out"` // pairs kept out of training, for validation
-	Seed               uint64 `json:"seed"`
-	RunDir             string `json:"run_dir"`
-	Resume             bool   `json:"resume"` // continue from run_dir's latest checkpoint
-	// Force resumes even when the data, tokenizer settings or model config
-	// given now differ from the run's (run_dir/run.json); the checkpoint's
-	// model and tokenizer are used, and the differences are printed.
-	Force bool `json:"force"`
-	// Overwrite starts a new run in a run directory that holds one: the old
-	// run is moved aside to <run_dir>.old-<UTC time>, never deleted.
-	// Without it (or resume) such a directory is refused.
-	Overwrite bool `json:"overwrite"`
+	HeldOut        int     `json:"held_out"` // pairs kept out of training, for validation
 	// DistillFrom is token-level knowledge distillation's teacher: one
 	// checkpoint directory or several, comma-separated (an ensemble: the
 	// mean of their distributions), with the student's tokenizer. Each
@@ -96,8 +64,9 @@ type Seq2SeqTrainConfig struct {
 // DefaultSeq2SeqTrainConfig is the paper's recipe on the Small model.
 func DefaultSeq2SeqTrainConfig() Seq2SeqTrainConfig {
 	return Seq2SeqTrainConfig{
-		BPEVocab: 8000, Model: seq2seq.Small(), Overlong: seq2seq.Truncate, Batch: 64, Accumulate: 1, Steps: 10000, Warmup: 4000, LRFactor: 1,
-		Beta1: 0.9, Beta2: 0.98, Eps: 1e-9, LabelSmoothing: 0.1, EvalEvery: 500, SaveEvery: 1000, HeldOut: 1000, Seed: 1,
+		BPEVocab: 8000, Model: seq2seq.Small(), Overlong: seq2seq.Truncate, LRFactor: 1, LabelSmoothing: 0.1, HeldOut: 1000,
+		Args: train.Args{BatchSize: 64, GradientAccumulationSteps: 1, MaxSteps: 10000, WarmupSteps: 4000,
+			AdamBeta1: 0.9, AdamBeta2: 0.98, AdamEpsilon: 1e-9, EvalSteps: 500, SaveSteps: 1000, Seed: 1},
 		DistillAlpha: 0.5, DistillTopK: 8,
 	}
 }
@@ -105,20 +74,20 @@ func DefaultSeq2SeqTrainConfig() Seq2SeqTrainConfig {
 // Validate reports settings that cannot run.
 func (c Seq2SeqTrainConfig) Validate() error {
 	switch {
-	case c.Batch <= 0 || c.Steps <= 0 || c.Warmup <= 0 || c.Accumulate <= 0:
-		return fmt.Errorf("config: batch_size %d, gradient_accumulation_steps %d, max_steps %d and warmup_steps %d must be positive", c.Batch, c.Accumulate, c.Steps, c.Warmup)
-	case c.LRScheduler != "" && c.LRScheduler != "noam" && c.LRScheduler != "cosine":
-		return fmt.Errorf("config: lr_scheduler %q must be \"noam\" or \"cosine\"", c.LRScheduler)
-	case c.LRScheduler != "cosine" && (c.LearningRate != 0 || c.MinLR != 0):
-		return fmt.Errorf("config: learning_rate and min_lr set the cosine schedule; the noam schedule takes lr_factor: set lr_scheduler \"cosine\" or remove them")
+	case c.BatchSize <= 0 || c.MaxSteps <= 0 || c.WarmupSteps <= 0 || c.GradientAccumulationSteps <= 0:
+		return fmt.Errorf("config: per_device_train_batch_size %d, gradient_accumulation_steps %d, max_steps %d and warmup_steps %d must be positive", c.BatchSize, c.GradientAccumulationSteps, c.MaxSteps, c.WarmupSteps)
+	case c.LRSchedulerType != "" && c.LRSchedulerType != "noam" && c.LRSchedulerType != "cosine":
+		return fmt.Errorf("config: lr_scheduler_type %q must be \"noam\" or \"cosine\"", c.LRSchedulerType)
+	case c.LRSchedulerType != "cosine" && (c.LearningRate != 0 || c.MinLR != 0):
+		return fmt.Errorf("config: learning_rate and min_lr set the cosine schedule; the noam schedule takes lr_factor: set lr_scheduler_type \"cosine\" or remove them")
 	case c.Overlong != seq2seq.Truncate && c.Overlong != seq2seq.Skip:
 		return fmt.Errorf("config: overlong %q must be %q or %q", c.Overlong, seq2seq.Truncate, seq2seq.Skip)
 	case !(c.LabelSmoothing >= 0 && c.LabelSmoothing < 1):
 		return fmt.Errorf("config: label_smoothing %g must be in [0, 1)", c.LabelSmoothing)
 	case c.HeldOut <= 0:
 		return fmt.Errorf("config: held_out %d must be positive: the held-out pairs validate the run", c.HeldOut)
-	case c.RunDir == "":
-		return fmt.Errorf("config: run_dir is empty")
+	case c.OutputDir == "":
+		return fmt.Errorf("config: output_dir is empty")
 	case c.DistillFrom != "" && !(c.DistillAlpha > 0 && c.DistillAlpha <= 1):
 		return fmt.Errorf("config: distill_alpha %g must be in (0, 1]: the teacher's share of each target", c.DistillAlpha)
 	case c.DistillFrom != "" && c.DistillTopK < 1:
@@ -168,7 +137,7 @@ func SetupSeq2SeqContext(ctx context.Context, c Seq2SeqTrainConfig, texts func()
 	}(texts)
 	from, what := c.InitFrom, "init_from"
 	if c.Resume {
-		ckpt, err := train.Latest(c.RunDir)
+		ckpt, err := train.Latest(c.OutputDir)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -234,7 +203,7 @@ func SetupSeq2SeqContext(ctx context.Context, c Seq2SeqTrainConfig, texts func()
 	if err := seq2seq.CheckTokenizer(m, tok); err != nil {
 		return nil, nil, fmt.Errorf("tokenizer %s: %w", c.Tokenizer, err)
 	}
-	if err := runinfo.Write(c.RunDir, now); err != nil {
+	if err := runinfo.Write(c.OutputDir, now); err != nil {
 		return nil, nil, err
 	}
 	return m, tok, nil
@@ -331,14 +300,14 @@ func writeSeq2SeqRecord(c Seq2SeqTrainConfig, texts []string) error {
 	if err != nil {
 		return err
 	}
-	return runinfo.Write(c.RunDir, r)
+	return runinfo.Write(c.OutputDir, r)
 }
 
 // checkSeq2SeqResume compares now with the run's run.json.
 func checkSeq2SeqResume(c Seq2SeqTrainConfig, now runinfo.Record, out io.Writer) error {
-	run, err := runinfo.Read(c.RunDir)
+	run, err := runinfo.Read(c.OutputDir)
 	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(out, "resume: %s has no %s (a run from before it was written), so the data and config cannot be checked against the run's\n", c.RunDir, runinfo.File)
+		fmt.Fprintf(out, "resume: %s has no %s (a run from before it was written), so the data and config cannot be checked against the run's\n", c.OutputDir, runinfo.File)
 		return nil
 	}
 	if err != nil {
@@ -349,9 +318,9 @@ func checkSeq2SeqResume(c Seq2SeqTrainConfig, now runinfo.Record, out io.Writer)
 		return nil
 	}
 	if !c.Force {
-		return fmt.Errorf("resume: what is given now differs from the run in %s:\n  %s\nresume with the run's data and config, or give --force (force: true) to go on with the checkpoint's model and tokenizer", c.RunDir, strings.Join(diff, "\n  "))
+		return fmt.Errorf("resume: what is given now differs from the run in %s:\n  %s\nresume with the run's data and config, or give --force (force: true) to go on with the checkpoint's model and tokenizer", c.OutputDir, strings.Join(diff, "\n  "))
 	}
-	fmt.Fprintf(out, "resume: --force: going on with the checkpoint's model and tokenizer although what is given now differs from the run in %s:\n  %s\n", c.RunDir, strings.Join(diff, "\n  "))
+	fmt.Fprintf(out, "resume: --force: going on with the checkpoint's model and tokenizer although what is given now differs from the run in %s:\n  %s\n", c.OutputDir, strings.Join(diff, "\n  "))
 	return nil
 }
 
@@ -385,10 +354,10 @@ func CheckSeq2SeqMemory(cfg seq2seq.Config, rows int, examples ...[]seq2seq.Exam
 
 // schedule is the learning-rate schedule lr_scheduler names.
 func (c Seq2SeqTrainConfig) schedule(dModel int) (train.Schedule, error) {
-	if c.LRScheduler == "cosine" {
-		return train.WarmupCosine(c.LearningRate, c.MinLR, c.Warmup, c.Steps)
+	if c.LRSchedulerType == "cosine" {
+		return train.WarmupCosine(c.LearningRate, c.MinLR, c.WarmupSteps, c.MaxSteps)
 	}
-	return train.Noam(dModel, c.Warmup, c.LRFactor)
+	return train.Noam(dModel, c.WarmupSteps, c.LRFactor)
 }
 
 // TrainSeq2Seq trains m on the examples with the engine, writing checkpoints,
@@ -402,7 +371,7 @@ func TrainSeq2Seq(ctx context.Context, c Seq2SeqTrainConfig, m *seq2seq.Model, t
 	if err != nil {
 		return train.Result{}, err
 	}
-	ac := train.AdamWConfig{Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay}
+	ac := train.AdamWConfig{Beta1: c.AdamBeta1, Beta2: c.AdamBeta2, Eps: c.AdamEpsilon, WeightDecay: c.WeightDecay}
 	task := &Seq2SeqTask{Model: m, Tok: tok, Smoothing: c.LabelSmoothing}
 	if c.DistillFrom != "" {
 		if !data.Distilling() {
@@ -411,15 +380,15 @@ func TrainSeq2Seq(ctx context.Context, c Seq2SeqTrainConfig, m *seq2seq.Model, t
 		task.Distill = c.DistillAlpha
 	}
 	tr, err := train.New(task, data, train.Config{
-		Steps: c.Steps, Accumulate: c.Accumulate, ClipNorm: c.ClipNorm, EvalEvery: c.EvalEvery, SaveEvery: c.SaveEvery,
-		Dir: c.RunDir, Seed: c.Seed, AdamW: ac, Schedule: sched, Scoring: sc, LoadBestAtEnd: c.LoadBestModelAtEnd,
+		Steps: c.MaxSteps, Accumulate: c.GradientAccumulationSteps, ClipNorm: c.MaxGradNorm, EvalEvery: c.EvalSteps, SaveEvery: c.SaveSteps,
+		Dir: c.OutputDir, Seed: c.Seed, AdamW: ac, Schedule: sched, Scoring: sc, LoadBestAtEnd: c.LoadBestModelAtEnd,
 	})
 	if err != nil {
 		return train.Result{}, err
 	}
 	defer tr.Close()
 	if c.Resume {
-		ckpt, err := train.Latest(c.RunDir)
+		ckpt, err := train.Latest(c.OutputDir)
 		if err != nil {
 			return train.Result{}, err
 		}

@@ -14,20 +14,20 @@ import (
 	"github.com/d73a19ff/zoo/models/seq2seq"
 )
 
-// lr_scheduler picks the schedule: noam by default (lr_factor scales the
+// lr_scheduler_type picks the schedule: noam by default (lr_factor scales the
 // paper's), cosine with learning_rate and min_lr for a fixed budget; a
 // schedule's settings given to the other, or an unknown name, are errors
 // before anything runs.
 func TestSeq2SeqTrainConfigSchedule(t *testing.T) {
 	c := DefaultSeq2SeqTrainConfig()
-	c.RunDir, c.Warmup, c.Steps, c.LRFactor = "run", 100, 1000, 0.5
+	c.OutputDir, c.WarmupSteps, c.MaxSteps, c.LRFactor = "run", 100, 1000, 0.5
 	require.NoError(t, c.Validate())
 	s, err := c.schedule(256)
 	require.NoError(t, err)
 	// Noam's peak at step warmup−1: factor·(d_model·warmup)^−0.5.
 	require.InDelta(t, 0.5/160, s.LR(99), 1e-12)
 
-	c.LRScheduler, c.LearningRate, c.MinLR = "cosine", 1e-3, 1e-5
+	c.LRSchedulerType, c.LearningRate, c.MinLR = "cosine", 1e-3, 1e-5
 	require.NoError(t, c.Validate())
 	s, err = c.schedule(256)
 	require.NoError(t, err)
@@ -39,9 +39,9 @@ func TestSeq2SeqTrainConfigSchedule(t *testing.T) {
 		edit func(*Seq2SeqTrainConfig)
 		msg  string
 	}{
-		{func(c *Seq2SeqTrainConfig) { c.LRScheduler = "linear" }, `lr_scheduler "linear" must be "noam" or "cosine"`},
-		{func(c *Seq2SeqTrainConfig) { c.LRScheduler = "" }, "learning_rate and min_lr set the cosine schedule"},
-		{func(c *Seq2SeqTrainConfig) { c.LRScheduler, c.MinLR = "noam", 0 }, "learning_rate and min_lr set the cosine schedule"},
+		{func(c *Seq2SeqTrainConfig) { c.LRSchedulerType = "linear" }, `lr_scheduler_type "linear" must be "noam" or "cosine"`},
+		{func(c *Seq2SeqTrainConfig) { c.LRSchedulerType = "" }, "learning_rate and min_lr set the cosine schedule"},
+		{func(c *Seq2SeqTrainConfig) { c.LRSchedulerType, c.MinLR = "noam", 0 }, "learning_rate and min_lr set the cosine schedule"},
 	} {
 		b := c
 		bad.edit(&b)
@@ -49,7 +49,7 @@ func TestSeq2SeqTrainConfigSchedule(t *testing.T) {
 	}
 	c.MinLR = 2e-3 // above the peak: the engine's schedule refuses it
 	require.ErrorContains(t, c.Validate(), "min lr")
-	c.MinLR, c.Warmup = 0, 1000 // no steps left to decay over
+	c.MinLR, c.WarmupSteps = 0, 1000 // no steps left to decay over
 	require.ErrorContains(t, c.Validate(), "need 0 ≤ warmup (1000) < decay steps (1000)")
 }
 

@@ -50,35 +50,14 @@ type MAEConfig struct {
 	Augment     datasets.Augment `json:"augment"`
 	ValFraction float64          `json:"val_fraction"` // share of the images held out (seeded)
 	EvalBatches int              `json:"eval_batches"` // validation batches per evaluation; 0: all (whole batches)
-	Batch       int              `json:"batch_size"`
-	Accumulate  int              `json:"gradient_accumulation_steps"`
-	MaxIters    int              `json:"max_iters"`
+	train.Args
 	// BaseLR is MAE's base learning rate (blr): the peak rate is
 	// blr × batch_size × gradient_accumulation_steps / 256 unless LR is set.
-	BaseLR      float64 `json:"blr"`
-	LR          float64 `json:"learning_rate"` // the peak rate; 0: from blr
-	MinLR       float64 `json:"min_lr"`        // the cosine's floor
-	Warmup      int     `json:"warmup_iters"`  // linear warmup, then a cosine to min_lr at max_iters
-	WeightDecay float64 `json:"weight_decay"`
-	Beta1       float64 `json:"beta1"`
-	Beta2       float64 `json:"beta2"`
-	GradClip    float64 `json:"grad_clip"` // 0: off (MAE does not clip)
-	EvalEvery   int     `json:"eval_interval"`
-	SaveEvery   int     `json:"save_interval"`
+	BaseLR float64 `json:"blr"`
 	// Pictures is the number of validation images drawn in the
 	// reconstruction grid at each evaluation (0: none).
-	Pictures  int    `json:"pictures"`
-	Workers   int    `json:"workers"` // image loader goroutines; 0: 1
-	Seed      uint64 `json:"seed"`
-	RunDir    string `json:"run_dir"`
-	Resume    bool   `json:"resume"`
-	Force     bool   `json:"force"`     // resume although the data or settings differ from run.json's
-	Overwrite bool   `json:"overwrite"` // move an existing run aside to <run_dir>.old-<time>
-	// LoadBestModelAtEnd loads checkpoints/best (the lowest validation
-	// loss) into the model when training ends, as Hugging Face's
-	// load_best_model_at_end: the result's validation numbers are the
-	// best's. checkpoints/final keeps the last step's weights.
-	LoadBestModelAtEnd bool `json:"load_best_model_at_end"`
+	Pictures int `json:"pictures"`
+	Workers  int `json:"workers"` // image loader goroutines; 0: 1
 }
 
 // DefaultMAE pretrains MAEFashion (the Fashion encoder, a 64-wide 2-layer
@@ -100,9 +79,10 @@ func DefaultMAE() MAEConfig {
 	aug.Scale = [2]float64{0.2, 1}
 	return MAEConfig{
 		Model: vit.MAEFashion(), Processor: p, Augment: aug, ValFraction: 0.02, EvalBatches: 10,
-		Batch: 256, Accumulate: 1, MaxIters: 2000, BaseLR: 1.5e-3, Warmup: 100, WeightDecay: 0.05,
-		Beta1: 0.9, Beta2: 0.95, EvalEvery: 250, SaveEvery: 250, Pictures: 8, Workers: 2, Seed: 12345,
-		RunDir: filepath.Join("runs", "vit-mae"),
+		BaseLR: 1.5e-3, Pictures: 8, Workers: 2,
+		Args: train.Args{BatchSize: 256, GradientAccumulationSteps: 1, MaxSteps: 2000, LRSchedulerType: "cosine", WarmupSteps: 100, WeightDecay: 0.05,
+			AdamBeta1: 0.9, AdamBeta2: 0.95, AdamEpsilon: 1e-8, EvalSteps: 250, SaveSteps: 250, Seed: 12345,
+			OutputDir: filepath.Join("runs", "vit-mae")},
 	}
 }
 
@@ -110,16 +90,22 @@ func DefaultMAE() MAEConfig {
 // types are errors, and the model section refuses what it does not
 // implement, by name.
 func ReadMAEConfig(path string, base MAEConfig) (MAEConfig, error) {
-	return jsonconfig.ReadSection(path, base, "model", func(c *MAEConfig) any { return &c.Model })
+	var notes []string
+	cfg, err := jsonconfig.ReadSection(path, base, "model", func(c *MAEConfig) any { return &c.Model }, jsonconfig.Renames(train.DeprecatedNames, &notes))
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Deprecated = append(cfg.Deprecated, notes...)
+	return cfg, nil
 }
 
 // PeakLR is the peak learning rate: LR, or blr × the images per step / 256
 // (MAE's linear scaling rule).
 func (c MAEConfig) PeakLR() float64 {
-	if c.LR > 0 {
-		return c.LR
+	if c.LearningRate > 0 {
+		return c.LearningRate
 	}
-	return c.BaseLR * float64(c.Batch*max(c.Accumulate, 1)) / 256
+	return c.BaseLR * float64(c.BatchSize*max(c.GradientAccumulationSteps, 1)) / 256
 }
 
 // Validate reports settings that cannot run.
@@ -127,23 +113,23 @@ func (c MAEConfig) Validate() error {
 	switch {
 	case c.Data == "":
 		return fmt.Errorf("config: no data: give --data (an IDX images file, a folder of class folders, or a CSV of path,label)")
-	case c.Batch <= 0 || c.MaxIters <= 0 || c.Accumulate <= 0:
-		return fmt.Errorf("config: batch_size %d, max_iters %d and gradient_accumulation_steps %d must be positive", c.Batch, c.MaxIters, c.Accumulate)
-	case c.Warmup < 0 || c.Warmup >= c.MaxIters:
-		return fmt.Errorf("config: warmup_iters %d must be in [0, max_iters %d): lower --warmup-steps", c.Warmup, c.MaxIters)
+	case c.BatchSize <= 0 || c.MaxSteps <= 0 || c.GradientAccumulationSteps <= 0:
+		return fmt.Errorf("config: per_device_train_batch_size %d, max_steps %d and gradient_accumulation_steps %d must be positive", c.BatchSize, c.MaxSteps, c.GradientAccumulationSteps)
+	case c.WarmupSteps < 0 || c.WarmupSteps >= c.MaxSteps:
+		return fmt.Errorf("config: warmup_steps %d must be in [0, max_steps %d): lower --warmup-steps", c.WarmupSteps, c.MaxSteps)
 	case !(c.ValFraction > 0 && c.ValFraction < 1):
 		return fmt.Errorf("config: val_fraction %g must be in (0, 1)", c.ValFraction)
-	case c.EvalBatches < 0 || c.Pictures < 0 || c.Workers < 0 || c.EvalEvery < 0 || c.SaveEvery < 0:
-		return fmt.Errorf("config: eval_batches %d, pictures %d, workers %d, eval_interval %d and save_interval %d must not be negative",
-			c.EvalBatches, c.Pictures, c.Workers, c.EvalEvery, c.SaveEvery)
+	case c.EvalBatches < 0 || c.Pictures < 0 || c.Workers < 0 || c.EvalSteps < 0 || c.SaveSteps < 0:
+		return fmt.Errorf("config: eval_batches %d, pictures %d, workers %d, eval_steps %d and save_steps %d must not be negative",
+			c.EvalBatches, c.Pictures, c.Workers, c.EvalSteps, c.SaveSteps)
 	case c.Workers > datasets.MaxLoaderWorkers:
 		return fmt.Errorf("config: %w", datasets.CheckWorkers(c.Workers))
 	case !(c.PeakLR() > 0) || math.IsInf(c.PeakLR(), 0):
 		return fmt.Errorf("config: the learning rate %g (learning_rate, or blr %g × batch / 256) must be positive", c.PeakLR(), c.BaseLR)
 	case !(c.MinLR >= 0 && c.MinLR <= c.PeakLR()):
 		return fmt.Errorf("config: min_lr %g must be in [0, the peak rate %g]", c.MinLR, c.PeakLR())
-	case c.RunDir == "":
-		return fmt.Errorf("config: run_dir is empty")
+	case c.OutputDir == "":
+		return fmt.Errorf("config: output_dir is empty")
 	}
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("config: model: %w", err)
@@ -225,10 +211,10 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
 	trainSet, valSet := splitImages(set, cfg.ValFraction, cfg.Seed)
-	if valSet.Len() < cfg.Batch {
-		return nil, fmt.Errorf("pretrain: the validation split holds %d images, fewer than a batch of %d: raise val_fraction, use more images or lower batch_size", valSet.Len(), cfg.Batch)
+	if valSet.Len() < cfg.BatchSize {
+		return nil, fmt.Errorf("pretrain: the validation split holds %d images, fewer than a batch of %d: raise val_fraction, use more images or lower batch_size", valSet.Len(), cfg.BatchSize)
 	}
-	if err := train.PrepareRun(cfg.RunDir, cfg.Resume, cfg.Overwrite, out); err != nil {
+	if err := train.PrepareRun(cfg.OutputDir, cfg.Resume, cfg.OverwriteOutputDir, out); err != nil {
 		return nil, err
 	}
 	// The data by content (datasets.Fingerprint): replaced files are
@@ -251,33 +237,33 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 	}
 	var m *vit.ViTMAEForPreTraining
 	if cfg.Resume {
-		ckpt, err := train.Latest(cfg.RunDir)
+		ckpt, err := train.Latest(cfg.OutputDir)
 		if err != nil {
 			return nil, err
 		}
 		if m, err = vit.LoadViTMAEForPreTraining(ckpt); err != nil {
 			return nil, fmt.Errorf("pretrain: resume: %w", err)
 		}
-		if err := checkRecord(cfg.RunDir, cfg.Force, now, out); err != nil {
+		if err := checkRecord(cfg.OutputDir, cfg.Force, now, out); err != nil {
 			return nil, err
 		}
 		cfg.Model = m.Config
 	} else if m, err = vit.NewViTMAEForPreTraining(cfg.Model, vit.StoreOption(layers.WithSeed(cfg.Seed))); err != nil {
 		return nil, err
 	}
-	evalImgs, err := datasets.LoadAll(ctx, valSet, proc, cfg.Batch, max(cfg.Workers, 1))
+	evalImgs, err := datasets.LoadAll(ctx, valSet, proc, cfg.BatchSize, max(cfg.Workers, 1))
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: validation images: %w", err)
 	}
 	mc := m.Config
-	n, masked := mc.NumPatches(), cfg.Batch*(mc.NumPatches()-mc.LenKeep())
+	n, masked := mc.NumPatches(), cfg.BatchSize*(mc.NumPatches()-mc.LenKeep())
 	var eval []train.Batch
 	var baseline []float64
 	for i, b := range evalImgs {
-		if b.B < cfg.Batch || cfg.EvalBatches > 0 && i >= cfg.EvalBatches {
+		if b.B < cfg.BatchSize || cfg.EvalBatches > 0 && i >= cfg.EvalBatches {
 			break // whole batches only
 		}
-		eval = append(eval, MAEBatch{Pixels: b.Pixels, Noise: MaskNoise(cfg.Seed, -1, i, cfg.Batch, n), Masked: masked})
+		eval = append(eval, MAEBatch{Pixels: b.Pixels, Noise: MaskNoise(cfg.Seed, -1, i, cfg.BatchSize, n), Masked: masked})
 		t, err := mc.Patchify(b.Pixels, b.B)
 		if err != nil {
 			return nil, err
@@ -287,47 +273,47 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 		}
 		baseline = append(baseline, t...)
 	}
-	loader, err := datasets.NewImageLoader(ctx, trainSet, proc, datasets.LoaderConfig{BatchSize: cfg.Batch, Workers: cfg.Workers, Seed: cfg.Seed, Augment: &cfg.Augment, Keep: train.KeepBatch})
+	loader, err := datasets.NewImageLoader(ctx, trainSet, proc, datasets.LoaderConfig{BatchSize: cfg.BatchSize, Workers: cfg.Workers, Seed: cfg.Seed, Augment: &cfg.Augment, Keep: train.KeepBatch})
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
 	defer loader.Close()
 	res := &MAEResult{Images: trainSet.Len(), ValImages: valSet.Len(), BaselineMSE: meanPredictorMSE(baseline, n, mc.PatchValues())}
-	data := &maeData{loader: loader, eval: eval, seed: cfg.Seed, b: cfg.Batch, n: n, masked: masked, accumulate: cfg.Accumulate * train.Ranks()}
+	data := &maeData{loader: loader, eval: eval, seed: cfg.Seed, b: cfg.BatchSize, n: n, masked: masked, accumulate: cfg.GradientAccumulationSteps * train.Ranks()}
 	if k := min(cfg.Pictures, evalImgs[0].B); k > 0 {
 		pix := evalImgs[0].Pixels[:k*proc.Len()]
 		noise := MaskNoise(cfg.Seed, -2, 0, k, n)
 		data.onEval = func(step int) error {
 			return train.LeaderFirst(func() error {
-				path, err := writeReconstructions(m, proc, pix, noise, k, cfg.RunDir, step)
+				path, err := writeReconstructions(m, proc, pix, noise, k, cfg.OutputDir, step)
 				res.Picture = path
 				return err
 			})
 		}
 	}
-	sched, err := train.WarmupCosine(cfg.PeakLR(), cfg.MinLR, cfg.Warmup, cfg.MaxIters)
+	sched, err := train.WarmupCosine(cfg.PeakLR(), cfg.MinLR, cfg.WarmupSteps, cfg.MaxSteps)
 	if err != nil {
 		return nil, err
 	}
 	ac := train.DefaultAdamWConfig()
-	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.Beta1, cfg.Beta2, cfg.WeightDecay
-	task := &MAETask{Model: m, B: cfg.Batch, SaveExtra: proc.Config.Save}
+	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.AdamBeta1, cfg.AdamBeta2, cfg.WeightDecay
+	task := &MAETask{Model: m, B: cfg.BatchSize, SaveExtra: proc.Config.Save}
 	tr, err := train.New(task, data, train.Config{
-		Steps: cfg.MaxIters, Accumulate: cfg.Accumulate, ClipNorm: cfg.GradClip, EvalEvery: cfg.EvalEvery,
-		SaveEvery: cfg.SaveEvery, Dir: cfg.RunDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched,
+		Steps: cfg.MaxSteps, Accumulate: cfg.GradientAccumulationSteps, ClipNorm: cfg.MaxGradNorm, EvalEvery: cfg.EvalSteps,
+		SaveEvery: cfg.SaveSteps, Dir: cfg.OutputDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched,
 		LoadBestAtEnd: cfg.LoadBestModelAtEnd, Unit: "patch", // MAE's targets are the masked patches
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
-	if err := resumeRun(tr, cfg.RunDir, cfg.Resume, now, out); err != nil {
+	if err := resumeRun(tr, cfg.OutputDir, cfg.Resume, now, out); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "vit_mae: %d parameters (encoder %d layers × %d wide, decoder %d layers × %d wide), %d patches of which %d seen (mask_ratio %g), norm_pix_loss %v\n",
 		m.NumParams(), mc.NumHiddenLayers, mc.HiddenSize, mc.DecoderNumHiddenLayers, mc.DecoderHiddenSize, n, mc.LenKeep(), mc.MaskRatio, mc.NormPixLoss)
 	fmt.Fprintf(out, "data: %d training images, %d held out (%d evaluated); batch %d, peak learning rate %.3g; mean-predictor MSE on the held-out masked patches %.4f\n",
-		trainSet.Len(), valSet.Len(), len(eval)*cfg.Batch, cfg.Batch, cfg.PeakLR(), res.BaselineMSE)
+		trainSet.Len(), valSet.Len(), len(eval)*cfg.BatchSize, cfg.BatchSize, cfg.PeakLR(), res.BaselineMSE)
 	r, err := tr.Run(ctx, out)
 	res.Result = r
 	if err != nil {

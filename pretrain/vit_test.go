@@ -64,7 +64,7 @@ func stripesLabelled(t *testing.T, n int) (string, []int) {
 // seen.
 func tinyMAE(t *testing.T, data string) MAEConfig {
 	cfg := DefaultMAE()
-	cfg.Data, cfg.RunDir = data, filepath.Join(t.TempDir(), "run")
+	cfg.Data, cfg.OutputDir = data, filepath.Join(t.TempDir(), "run")
 	m := cfg.Model
 	m.HiddenSize, m.NumHiddenLayers, m.NumAttentionHeads, m.IntermediateSize = 32, 2, 4, 64
 	m.ImageSize, m.PatchSize = 8, 2
@@ -73,8 +73,8 @@ func tinyMAE(t *testing.T, data string) MAEConfig {
 	cfg.Processor.Size = datasets.ImageSize{Height: 8, Width: 8}
 	cfg.Processor.ImageMean, cfg.Processor.ImageStd = []float64{0.5}, []float64{0.5}
 	cfg.Augment = datasets.Augment{FlipProb: 0.5} // a crop would blur 8×8 stripes
-	cfg.Batch, cfg.MaxIters, cfg.Warmup, cfg.LR = 32, 200, 10, 3e-3
-	cfg.EvalEvery, cfg.SaveEvery, cfg.EvalBatches, cfg.ValFraction, cfg.Pictures, cfg.Workers = 100, 100, 2, 0.15, 4, 1
+	cfg.BatchSize, cfg.MaxSteps, cfg.WarmupSteps, cfg.LearningRate = 32, 200, 10, 3e-3
+	cfg.EvalSteps, cfg.SaveSteps, cfg.EvalBatches, cfg.ValFraction, cfg.Pictures, cfg.Workers = 100, 100, 2, 0.15, 4, 1
 	return cfg
 }
 
@@ -94,7 +94,7 @@ func TestRunViTMAELearns(t *testing.T) {
 	require.Contains(t, out.String(), "mean-predictor MSE")
 
 	for _, name := range []string{"reconstructions.png", "reconstructions-step-000100.png", "reconstructions-step-000200.png"} {
-		f, err := os.Open(filepath.Join(cfg.RunDir, name))
+		f, err := os.Open(filepath.Join(cfg.OutputDir, name))
 		require.NoError(t, err, name)
 		img, err := png.Decode(f)
 		f.Close()
@@ -103,7 +103,7 @@ func TestRunViTMAELearns(t *testing.T) {
 		require.Equal(t, 4*(8*14+4)+4, img.Bounds().Dx(), name)
 		require.Equal(t, 4*(8*14+4)+4, img.Bounds().Dy(), name)
 	}
-	require.Equal(t, filepath.Join(cfg.RunDir, "reconstructions.png"), res.Picture)
+	require.Equal(t, filepath.Join(cfg.OutputDir, "reconstructions.png"), res.Picture)
 	for _, f := range []string{models.ConfigFile, models.WeightsFile, datasets.ProcessorConfigFile} {
 		require.FileExists(t, filepath.Join(res.Final, f))
 	}
@@ -122,21 +122,21 @@ func TestRunViTMAELearns(t *testing.T) {
 func TestRunViTMAEResumeExact(t *testing.T) {
 	data := stripes(t, 200)
 	base := tinyMAE(t, data)
-	base.Model.NumHiddenLayers, base.Batch = 1, 16
-	base.Warmup, base.MinLR, base.EvalBatches, base.Pictures = 0, base.LR, 1, 2
-	base.MaxIters, base.EvalEvery, base.SaveEvery = 20, 10, 10
+	base.Model.NumHiddenLayers, base.BatchSize = 1, 16
+	base.WarmupSteps, base.MinLR, base.EvalBatches, base.Pictures = 0, base.LearningRate, 1, 2
+	base.MaxSteps, base.EvalSteps, base.SaveSteps = 20, 10, 10
 
 	straight := base
-	straight.RunDir = filepath.Join(t.TempDir(), "straight")
+	straight.OutputDir = filepath.Join(t.TempDir(), "straight")
 	a, err := RunViTMAE(context.Background(), straight, io.Discard)
 	require.NoError(t, err)
 
 	split := base
-	split.RunDir = filepath.Join(t.TempDir(), "split")
-	split.MaxIters = 10
+	split.OutputDir = filepath.Join(t.TempDir(), "split")
+	split.MaxSteps = 10
 	_, err = RunViTMAE(context.Background(), split, io.Discard)
 	require.NoError(t, err)
-	split.MaxIters, split.Resume = 20, true
+	split.MaxSteps, split.Resume = 20, true
 	var out bytes.Buffer
 	b, err := RunViTMAE(context.Background(), split, &out)
 	require.NoError(t, err)
@@ -156,7 +156,7 @@ func TestRunViTMAEResumeExact(t *testing.T) {
 	// A resume with another model is refused, naming the field.
 	changed := split
 	changed.Model.DecoderHiddenSize = 16
-	changed.MaxIters = 30
+	changed.MaxSteps = 30
 	_, err = RunViTMAE(context.Background(), changed, io.Discard)
 	require.ErrorContains(t, err, "model.decoder_hidden_size")
 }
@@ -171,10 +171,10 @@ func TestMAEConfigErrors(t *testing.T) {
 		{func(c *MAEConfig) { c.Data = filepath.Join(t.TempDir(), "missing") }, "no such file"},
 		{func(c *MAEConfig) { c.Model.MaskRatio = 1 }, "mask_ratio"},
 		{func(c *MAEConfig) { c.Processor.Size = datasets.ImageSize{Height: 28, Width: 28} }, "processor's size 28×28 is not the model's image_size 8"},
-		{func(c *MAEConfig) { c.Warmup = c.MaxIters }, "warmup_iters"},
-		{func(c *MAEConfig) { c.LR, c.BaseLR = 0, 0 }, "learning rate"},
+		{func(c *MAEConfig) { c.WarmupSteps = c.MaxSteps }, "warmup_steps"},
+		{func(c *MAEConfig) { c.LearningRate, c.BaseLR = 0, 0 }, "learning rate"},
 		{func(c *MAEConfig) { c.ValFraction = 0 }, "val_fraction"},
-		{func(c *MAEConfig) { c.Batch = 64 }, "validation split holds 6 images, fewer than a batch of 64"},
+		{func(c *MAEConfig) { c.BatchSize = 64 }, "validation split holds 6 images, fewer than a batch of 64"},
 	} {
 		cfg := tinyMAE(t, data)
 		c.edit(&cfg)
@@ -193,7 +193,7 @@ func TestReadMAEConfig(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`{"batch_size": 8, "model": {"mask_ratio": 0.5, "norm_pix_loss": true}}`), 0o644))
 	cfg, err := ReadMAEConfig(path, DefaultMAE())
 	require.NoError(t, err)
-	require.Equal(t, 8, cfg.Batch)
+	require.Equal(t, 8, cfg.BatchSize)
 	require.Equal(t, 0.5, cfg.Model.MaskRatio)
 	require.Equal(t, 128, cfg.Model.HiddenSize, "the rest of the model section keeps the preset's values")
 	require.True(t, cfg.Model.NormPixLoss)

@@ -26,9 +26,7 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 		return err
 	}
 	f := newFlags("zoo pretrain bert", "usage: zoo pretrain bert --corpus FILES [flags]\n\nPretrains a BERT with masked LM and next-sentence prediction. The corpus has one sentence per line and a blank line between documents (tools/corpus2txt builds one from installed packages). Default: BERT-Mini, sequences of 128, a WordPiece of 16384 tokens trained on the corpus.")
-	f.training(trainTargets{run: &cfg.RunDir, initFrom: &cfg.InitFrom, steps: &cfg.MaxIters, batch: &cfg.Batch,
-		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &cfg.LR, seed: &cfg.Seed, resume: &cfg.Resume, force: &cfg.Force, overwrite: &cfg.Overwrite, loadBest: &cfg.LoadBestModelAtEnd,
-		batchWhat: "sequences", warmupWhat: "before the linear decay", initWhat: "a BERT (model, config and tokenizer) to pretrain further"})
+	f.trainArgs(&cfg.Args, &cfg.InitFrom, argsHelp{batchWhat: "sequences", warmupWhat: "before the linear decay", initWhat: "a BERT (model, config and tokenizer) to pretrain further"})
 	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "corpus file, directory or glob: one sentence per line, a blank line between documents")
 	f.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, "wordpiece (train one on the corpus), or a BERT tokenizer.json or vocab.txt")
 	f.IntVar(&cfg.VocabSize, "vocab-size", cfg.VocabSize, "with --tokenizer wordpiece: the vocabulary's size")
@@ -36,7 +34,6 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 	f.IntVar(&cfg.MaxPredictions, "max-predictions", cfg.MaxPredictions, "most predicted tokens per example")
 	f.BoolVar(&cfg.WholeWordMask, "whole-word-mask", cfg.WholeWordMask, "mask every piece of a word together")
 	f.BoolVar(&cfg.DynamicMasking, "dynamic-masking", cfg.DynamicMasking, "new masks every epoch instead of one set per example")
-	f.IntVar(&cfg.Accumulate, "accumulate", cfg.Accumulate, "micro-batches per optimizer step")
 	f.IntVar(&cfg.EvalBatches, "eval-batches", cfg.EvalBatches, "validation batches per evaluation (0: all)")
 	preset := f.String("model", "", "model size: tiny, mini, small, medium or base (default mini; a --config's model section otherwise)")
 	if help, err := f.parse(args, stdout); help || err != nil {
@@ -50,17 +47,17 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 		cfg.Model = p()
 		cfg.Model.MaxPositionEmbeddings = max(cfg.MaxSeqLength, 128)
 	}
-	cfg.Warmup = f.warmup(cfg.Warmup, cfg.MaxIters)
+	cfg.WarmupSteps = f.warmup(cfg.WarmupSteps, cfg.MaxSteps)
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := pretrain.RunBERT(ctx, cfg, stdout)
 	if err != nil {
-		return interrupted(err, cfg.RunDir, stdout)
+		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f)\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss)
 	fmt.Fprintf(stdout, "held-out: MLM accuracy %.4f, MLM perplexity %.2f, NSP accuracy %.4f (%d validation pairs)\n",
 		res.MLMAccuracy, res.MLMPerplexity(), res.NSPAccuracy, res.ValPairs)
-	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.RunDir, train.PlotFile))
+	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.OutputDir, train.PlotFile))
 	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo finetune bert --task classify --init-from %s --train-file FILE\n", cmp.Or(res.Best, res.Final))
 	return nil
 }

@@ -36,7 +36,7 @@ func runFinetuneBERTQA(args []string, stdout io.Writer) error {
 	defer stop()
 	res, err := finetune.RunQA(ctx, cfg, stdout)
 	if err != nil {
-		return interrupted(err, cfg.RunDir, stdout)
+		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps; validation (%d questions) exact match %.2f, F1 %.2f\n", res.Steps, res.Scores.N, res.Scores.ExactMatch, res.Scores.F1)
 	printBaselines(stdout, res.Baselines)
@@ -62,7 +62,7 @@ func runEvalBERTQA(args []string, stdout io.Writer) error {
 	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --squad FILE\n\nScores a BERT question-answering checkpoint on SQuAD v1.1 JSON: exact match and F1 (the official v1.1 definitions), beside trivial baselines.")
 	ckpt := f.String("checkpoint", "", "checkpoint directory (with tokenizer.json) fine-tuned by zoo finetune bert --task qa")
 	squad := f.String("squad", "", "SQuAD v1.1 JSON to score")
-	f.IntVar(&def.Batch, "batch-size", 16, "windows per batch")
+	f.IntVar(&def.BatchSize, "batch-size", 16, "windows per batch")
 	f.IntVar(&def.MaxSeqLength, "max-seq-length", def.MaxSeqLength, "tokens per window (clipped to max_position_embeddings)")
 	f.IntVar(&def.DocStride, "doc-stride", def.DocStride, "context tokens between the starts of two windows")
 	f.IntVar(&def.MaxQueryLength, "max-query-length", def.MaxQueryLength, "question tokens kept")
@@ -74,8 +74,8 @@ func runEvalBERTQA(args []string, stdout io.Writer) error {
 	if *ckpt == "" || *squad == "" {
 		return fmt.Errorf("%w: give --checkpoint and --squad", errUsage)
 	}
-	if def.Batch <= 0 {
-		return fmt.Errorf("%w: --batch-size %d must be positive", errUsage, def.Batch)
+	if def.BatchSize <= 0 {
+		return fmt.Errorf("%w: --batch-size %d must be positive", errUsage, def.BatchSize)
 	}
 	ctx, stop := signalContext()
 	defer stop()

@@ -31,7 +31,7 @@ func runFinetuneBERTTokens(args []string, stdout io.Writer) error {
 	defer stop()
 	res, err := finetune.RunTokens(ctx, cfg, stdout)
 	if err != nil {
-		return interrupted(err, cfg.RunDir, stdout)
+		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps\n", res.Steps)
 	printTokenScores(stdout, "model", res.Scores)

@@ -109,7 +109,7 @@ func TestWarmupLongerThanTheSteps(t *testing.T) {
 			args := append(slices.Clone(c.args), "--run", filepath.Join(t.TempDir(), "run"))
 			var out, errb bytes.Buffer
 			require.Equal(t, 1, run(args, &out, &errb), "zoo %s\n%s\n%s", strings.Join(args, " "), errb.String(), out.String())
-			require.Contains(t, errb.String(), "warmup_iters")
+			require.Contains(t, errb.String(), "warmup_steps")
 			require.Contains(t, errb.String(), "--warmup-steps")
 		})
 	}

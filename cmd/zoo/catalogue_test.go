@@ -148,7 +148,7 @@ func catalogue() []badInput {
 		}, 1, "batch_size 0"},
 		{"explicit negative steps", func(_ *testing.T, f fixture, d string) []string {
 			return []string{"pretrain", "gpt", "--corpus", f.corpus, "--run", d, "--max-steps", "-1"}
-		}, 1, "max_iters -1"},
+		}, 1, "max_steps -1"},
 		{"negative seq2seq steps", func(_ *testing.T, f fixture, d string) []string {
 			return []string{"finetune", "seq2seq", "--data", f.tsv, "--run", d, "--max-steps", "-1"}
 		}, 1, "max_steps -1"},

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/d73a19ff/zoo/finetune"
+	"github.com/d73a19ff/zoo/train"
 )
 
 // The CLI's one flag rule: a command reads its --config file first, then
@@ -35,7 +36,8 @@ import (
 type cmdFlags struct {
 	*flag.FlagSet
 	usage string
-	args  []string // what parse was given, for the --config file's keys
+	args  []string    // what parse was given, for the --config file's keys
+	targs *train.Args // what trainArgs bound, settled by parse
 }
 
 func newFlags(name, usage string) *cmdFlags {
@@ -66,10 +68,15 @@ func preScan(args []string, name string) string {
 // sets that flag and prints a deprecation line.
 func (f *cmdFlags) alias(old, name string) {
 	target := f.Lookup(name)
-	f.Func(old, fmt.Sprintf("deprecated: use --%s", name), func(v string) error {
+	set := func(v string) error {
 		fmt.Fprintf(stderr, "zoo: --%s is deprecated; use --%s\n", old, name)
 		return target.Value.Set(v)
-	})
+	}
+	if b, ok := target.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		f.BoolFunc(old, fmt.Sprintf("deprecated: use --%s", name), set)
+		return
+	}
+	f.Func(old, fmt.Sprintf("deprecated: use --%s", name), set)
 }
 
 // parse parses args, printing the usage and the flags for -h; help reports
@@ -91,6 +98,9 @@ func (f *cmdFlags) parse(args []string, w io.Writer) (help bool, err error) {
 	}
 	if f.NArg() > 0 {
 		return false, fmt.Errorf("%w: unexpected argument %q", errUsage, f.Arg(0))
+	}
+	if a := f.targs; a != nil && a.LRSchedulerType != "cosine" && a.MinLR != 0 && !f.isSet("min-lr") && !f.configSets("min_lr") {
+		a.MinLR = 0 // the preset's cosine floor, when the user chose another schedule
 	}
 	return false, nil
 }
@@ -156,65 +166,57 @@ func readConfig[T any](args []string, base T, read func(string, T) (T, error)) (
 	return base, nil
 }
 
-// trainTargets are the config fields the shared training flags set; a nil
-// field is a flag the command does not take.
-type trainTargets struct {
-	run, initFrom                   *string
-	steps, batch, warmup            *int
-	evalEvery, saveEvery            *int
-	lr                              *float64
-	seed                            *uint64
-	resume, force, overwrite        *bool
-	loadBest                        *bool
-	batchWhat, warmupWhat, initWhat string // what the flag's help names
+// argsHelp is what the training flags' help names: a batch's rows, the
+// schedule the warmup precedes, and the checkpoint --init-from takes (""
+// for a command without --init-from, whose initFrom is nil).
+type argsHelp struct {
+	batchWhat, warmupWhat, initWhat string
 }
 
-// training binds the shared training flags, with one help text each, so a
-// flag means the same in every command, and the deprecated spellings
-// --max-iters and --warmup-iters.
-func (f *cmdFlags) training(t trainTargets) {
+// trainArgs binds the training arguments (train.Args, Hugging Face's
+// TrainingArguments) once, with one help text each, so a flag means the
+// same in every command, and --init-from when initFrom is not nil. The
+// spellings zoo used before are deprecated aliases: --max-iters,
+// --warmup-iters, --eval-interval, --save-interval, --overwrite,
+// --accumulate, --grad-clip and --lr-schedule.
+func (f *cmdFlags) trainArgs(a *train.Args, initFrom *string, h argsHelp) {
+	f.targs = a
 	f.String("config", "", "JSON config file (the pipeline's key names); flags override it")
-	if t.run != nil {
-		f.StringVar(t.run, "run", *t.run, "run directory (checkpoints, metrics.jsonl, loss.png)")
+	f.StringVar(&a.OutputDir, "run", a.OutputDir, "run directory, output_dir (checkpoints, metrics.jsonl, loss.png, run.json)")
+	f.alias("output-dir", "run")
+	if initFrom != nil {
+		f.StringVar(initFrom, "init-from", *initFrom, "start from this checkpoint: "+h.initWhat)
 	}
-	if t.initFrom != nil {
-		f.StringVar(t.initFrom, "init-from", *t.initFrom, "start from this checkpoint: "+t.initWhat)
-	}
-	if t.steps != nil {
-		f.IntVar(t.steps, "max-steps", *t.steps, "optimizer steps")
-		f.alias("max-iters", "max-steps")
-	}
-	if t.batch != nil {
-		f.IntVar(t.batch, "batch-size", *t.batch, t.batchWhat+" per micro-batch")
-	}
-	if t.lr != nil {
-		f.Float64Var(t.lr, "learning-rate", *t.lr, "peak learning rate")
-	}
-	if t.warmup != nil {
-		f.IntVar(t.warmup, "warmup-steps", *t.warmup, "warmup steps "+t.warmupWhat)
-		f.alias("warmup-iters", "warmup-steps")
-	}
-	if t.evalEvery != nil {
-		f.IntVar(t.evalEvery, "eval-interval", *t.evalEvery, "evaluate every so many steps")
-	}
-	if t.saveEvery != nil {
-		f.IntVar(t.saveEvery, "save-interval", *t.saveEvery, "checkpoint every so many steps")
-	}
-	if t.seed != nil {
-		f.Uint64Var(t.seed, "seed", *t.seed, "seed of initialisation, batches, noise and dropout")
-	}
-	if t.resume != nil {
-		f.BoolVar(t.resume, "resume", *t.resume, "continue from the run directory's latest checkpoint")
-	}
-	if t.overwrite != nil {
-		f.BoolVar(t.overwrite, "overwrite", *t.overwrite, "start over in a run directory that holds a run: the old run is moved to DIR.old-<time>, never deleted")
-	}
-	if t.loadBest != nil {
-		f.BoolVar(t.loadBest, "load-best-model-at-end", *t.loadBest, "when training ends, load checkpoints/best (the best evaluation's) in place of the last step's weights: the final scores are of it")
-	}
-	if t.force != nil {
-		f.BoolVar(t.force, "force", *t.force, "with --resume: go on although the data or config given now differ from the run's (the checkpoint's model and tokenizer are kept)")
-	}
+	f.IntVar(&a.MaxSteps, "max-steps", a.MaxSteps, "optimizer steps")
+	f.alias("max-iters", "max-steps")
+	f.IntVar(&a.BatchSize, "batch-size", a.BatchSize, h.batchWhat+" per micro-batch (per_device_train_batch_size)")
+	f.IntVar(&a.GradientAccumulationSteps, "gradient-accumulation-steps", a.GradientAccumulationSteps, "micro-batches summed into each optimizer step")
+	f.alias("accumulate", "gradient-accumulation-steps")
+	f.Float64Var(&a.LearningRate, "learning-rate", a.LearningRate, "peak learning rate")
+	f.StringVar(&a.LRSchedulerType, "lr-scheduler-type", a.LRSchedulerType, "learning-rate schedule after the warmup: "+strings.Join(train.Schedules, ", ")+" (what each command takes: its --help default)")
+	f.alias("lr-schedule", "lr-scheduler-type")
+	f.IntVar(&a.WarmupSteps, "warmup-steps", a.WarmupSteps, "warmup steps "+h.warmupWhat)
+	f.alias("warmup-iters", "warmup-steps")
+	f.Float64Var(&a.MinLR, "min-lr", a.MinLR, "the cosine schedule's final learning rate")
+	f.Float64Var(&a.WeightDecay, "weight-decay", a.WeightDecay, "AdamW weight decay (of the matrices: not of biases, norms, embeddings of positions or class tokens)")
+	f.Float64Var(&a.AdamBeta1, "adam-beta1", a.AdamBeta1, "AdamW's first-moment decay")
+	f.Float64Var(&a.AdamBeta2, "adam-beta2", a.AdamBeta2, "AdamW's second-moment decay")
+	f.Float64Var(&a.AdamEpsilon, "adam-epsilon", a.AdamEpsilon, "AdamW's epsilon")
+	f.Float64Var(&a.MaxGradNorm, "max-grad-norm", a.MaxGradNorm, "global gradient-norm clip; 0 turns it off")
+	f.alias("grad-clip", "max-grad-norm")
+	f.IntVar(&a.EvalSteps, "eval-steps", a.EvalSteps, "evaluate every so many steps (and at the end)")
+	f.alias("eval-interval", "eval-steps")
+	f.IntVar(&a.SaveSteps, "save-steps", a.SaveSteps, "checkpoint every so many steps")
+	f.alias("save-interval", "save-steps")
+	f.IntVar(&a.LoggingSteps, "logging-steps", a.LoggingSteps, "a plain log line every so many steps when the output is not a terminal (0: a twentieth of the run)")
+	f.Uint64Var(&a.Seed, "seed", a.Seed, "seed of initialisation, batches, noise and dropout")
+	f.BoolVar(&a.Resume, "resume", a.Resume, "continue from the run directory's latest checkpoint")
+	f.BoolVar(&a.OverwriteOutputDir, "overwrite-output-dir", a.OverwriteOutputDir, "start over in a run directory that holds a run: the old run is moved to DIR.old-<time>, never deleted")
+	f.alias("overwrite", "overwrite-output-dir")
+	f.BoolVar(&a.Force, "force", a.Force, "with --resume: go on although the data or config given now differ from the run's (the checkpoint's model and tokenizer are kept)")
+	f.BoolVar(&a.LoadBestModelAtEnd, "load-best-model-at-end", a.LoadBestModelAtEnd, "when training ends, load checkpoints/best (the best evaluation's) in place of the last step's weights: the final scores are of it")
+	f.StringVar(&a.MetricForBestModel, "metric-for-best-model", a.MetricForBestModel, "the validation score that picks the best checkpoint instead of the loss (commands that score more than the loss)")
+	f.BoolVar(&a.GreaterIsBetter, "greater-is-better", a.GreaterIsBetter, "with --metric-for-best-model: the highest score is the best")
 }
 
 // taskFlags binds what every fine-tuning task's command shares: the
@@ -222,10 +224,7 @@ func (f *cmdFlags) training(t trainTargets) {
 // --checkpoint alias of --init-from. batchWhat names a batch's rows,
 // initWhat the checkpoint, fileWhat the data format.
 func (f *cmdFlags) taskFlags(t *finetune.Training, ckpt, trainFile, valFile *string, batchWhat, initWhat, fileWhat string) {
-	f.training(trainTargets{run: &t.RunDir, initFrom: ckpt, steps: &t.MaxIters, batch: &t.Batch,
-		warmup: &t.Warmup, evalEvery: &t.EvalEvery, saveEvery: &t.SaveEvery, lr: &t.LR, seed: &t.Seed,
-		resume: &t.Resume, force: &t.Force, overwrite: &t.Overwrite, loadBest: &t.LoadBestModelAtEnd,
-		batchWhat: batchWhat, warmupWhat: "before the linear decay", initWhat: initWhat})
+	f.trainArgs(&t.Args, ckpt, argsHelp{batchWhat: batchWhat, warmupWhat: "before the linear decay", initWhat: initWhat})
 	f.StringVar(trainFile, "train-file", *trainFile, fileWhat+" to train on")
 	f.StringVar(valFile, "validation-file", *valFile, fileWhat+" to report the scores on (default: val_fraction of the training file)")
 	f.BoolVar(&t.Scratch, "scratch", t.Scratch, "train the checkpoint's architecture and tokenizer from fresh weights: the baseline for what pretraining gained")
@@ -243,9 +242,9 @@ func (f *cmdFlags) taskReady(t *finetune.Training, ckpt, trainFile, family, file
 	if trainFile == "" {
 		return fmt.Errorf("%w: --train-file is required (%s)", errUsage, fileWhat)
 	}
-	t.Warmup = f.warmup(t.Warmup, t.MaxIters)
-	if t.Warmup > t.MaxIters {
-		return fmt.Errorf("config: warmup_iters %d must be in [0, max_iters %d]: lower --warmup-steps", t.Warmup, t.MaxIters)
+	t.WarmupSteps = f.warmup(t.WarmupSteps, t.MaxSteps)
+	if t.WarmupSteps > t.MaxSteps {
+		return fmt.Errorf("config: warmup_steps %d must be in [0, max_steps %d]: lower --warmup-steps", t.WarmupSteps, t.MaxSteps)
 	}
 	return expectFamily(ckpt, family)
 }

@@ -30,9 +30,9 @@ func TestFlagsOverrideConfig(t *testing.T) {
 	require.False(t, help)
 	require.NoError(t, err)
 	require.Equal(t, uint64(0), cfg.Seed, "--seed 0 overrides the file's 5")
-	require.Equal(t, 0, cfg.EvalEvery, "--eval-interval=0 overrides the file's 3")
-	require.Equal(t, 11, cfg.MaxIters, "the deprecated --max-iters sets --max-steps")
-	require.Equal(t, 7, cfg.Batch, "not set: the file's value")
+	require.Equal(t, 0, cfg.EvalSteps, "--eval-interval=0 overrides the file's 3")
+	require.Equal(t, 11, cfg.MaxSteps, "the deprecated --max-iters sets --max-steps")
+	require.Equal(t, 7, cfg.BatchSize, "not set: the file's value")
 	require.Contains(t, errb.String(), "--max-iters is deprecated; use --max-steps")
 }
 

@@ -19,9 +19,7 @@ import (
 
 // gptFlags binds the flags of GPT causal-LM training to cfg.
 func gptFlags(f *cmdFlags, cfg *pretrain.GPTConfig) {
-	f.training(trainTargets{run: &cfg.RunDir, initFrom: &cfg.InitFrom, steps: &cfg.MaxIters, batch: &cfg.Batch,
-		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &cfg.LR, seed: &cfg.Seed, resume: &cfg.Resume, force: &cfg.Force, overwrite: &cfg.Overwrite, loadBest: &cfg.LoadBestModelAtEnd,
-		batchWhat: "sequences", warmupWhat: "before the cosine decay", initWhat: "a GPT (model, config and tokenizer): LM fine-tuning"})
+	f.trainArgs(&cfg.Args, &cfg.InitFrom, argsHelp{batchWhat: "sequences", warmupWhat: "before the cosine decay", initWhat: "a GPT (model, config and tokenizer): LM fine-tuning"})
 	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "corpus file, directory or glob (default: Newton's Opticks from the Go toolchain)")
 	f.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, "char, bpe, or the path of a tokenizer.json")
 }
@@ -37,15 +35,15 @@ func runPretrainGPT(args []string, stdout io.Writer) error {
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
-	cfg.Warmup = f.warmup(cfg.Warmup, cfg.MaxIters)
+	cfg.WarmupSteps = f.warmup(cfg.WarmupSteps, cfg.MaxSteps)
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := pretrain.RunGPT(ctx, cfg, stdout)
 	if err != nil {
-		return interrupted(err, cfg.RunDir, stdout)
+		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f)\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss)
-	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.RunDir, train.PlotFile))
+	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.OutputDir, train.PlotFile))
 	for i, s := range res.Samples {
 		fmt.Fprintf(stdout, "\n--- sample %d ---\n%s\n", i+1, s)
 	}
@@ -68,7 +66,7 @@ func runFinetuneGPT(args []string, stdout io.Writer) error {
 // runFinetuneLM continues causal-LM training of a checkpoint on new text.
 func runFinetuneLM(args []string, stdout io.Writer) error {
 	base := pretrain.DefaultGPT()
-	base.RunDir = filepath.Join("runs", "gpt-finetune")
+	base.OutputDir = filepath.Join("runs", "gpt-finetune")
 	cfg, err := readConfig(args, base, pretrain.ReadGPTConfig)
 	if err != nil {
 		return err
@@ -83,12 +81,12 @@ func runFinetuneLM(args []string, stdout io.Writer) error {
 	if cfg.InitFrom == "" {
 		return fmt.Errorf("%w: --init-from is required: the GPT checkpoint to fine-tune", errUsage)
 	}
-	cfg.Warmup = f.warmup(cfg.Warmup, cfg.MaxIters)
+	cfg.WarmupSteps = f.warmup(cfg.WarmupSteps, cfg.MaxSteps)
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := pretrain.RunGPT(ctx, cfg, stdout)
 	if err != nil {
-		return interrupted(err, cfg.RunDir, stdout)
+		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps, validation loss %.4f\n%s\n", res.Steps, res.ValLoss, checkpointLine(res.Final, res.Best, res.BestStep))
 	return nil
@@ -119,7 +117,7 @@ func runClassify(family string, args []string, stdout io.Writer) error {
 	defer stop()
 	res, err := finetune.RunClassify(ctx, cfg, stdout)
 	if err != nil {
-		return interrupted(err, cfg.RunDir, stdout)
+		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps; validation accuracy %.4f, macro-F1 %.4f\n%v\n%s\n",
 		res.Steps, res.Confusion.Accuracy(), res.Confusion.MacroF1(), res.Confusion, checkpointLine(res.Final, res.Best, res.BestStep))

@@ -22,9 +22,7 @@ import (
 // seq2seqFlags binds the flags pretraining and fine-tuning a seq2seq share
 // to c.
 func seq2seqFlags(f *cmdFlags, c *pretrain.Seq2SeqTrainConfig) {
-	f.training(trainTargets{run: &c.RunDir, initFrom: &c.InitFrom, steps: &c.Steps, batch: &c.Batch,
-		warmup: &c.Warmup, evalEvery: &c.EvalEvery, saveEvery: &c.SaveEvery, seed: &c.Seed, resume: &c.Resume, force: &c.Force, overwrite: &c.Overwrite, loadBest: &c.LoadBestModelAtEnd,
-		batchWhat: "pairs", warmupWhat: "of the inverse-square-root schedule", initWhat: "a seq2seq (model and tokenizer)"})
+	f.trainArgs(&c.Args, &c.InitFrom, argsHelp{batchWhat: "pairs", warmupWhat: "of the inverse-square-root schedule", initWhat: "a seq2seq (model and tokenizer)"})
 	f.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "a tokenizer.json (default: train a joint byte-level BPE)")
 	f.Float64Var(&c.LRFactor, "lr-factor", c.LRFactor, "scales the inverse-square-root schedule; 1 is the paper's")
 }
@@ -45,7 +43,7 @@ func runPretrainSeq2Seq(args []string, stdout io.Writer) error {
 	defer stop()
 	res, err := pretrain.RunSeq2Seq(ctx, cfg, stdout)
 	if err != nil {
-		return interrupted(err, cfg.RunDir, stdout)
+		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps, validation loss %.4f\n%s\nnext: zoo finetune seq2seq --init-from %s --data PAIRS.tsv\n",
 		res.Steps, res.ValLoss, checkpointLine(res.Final, res.Best, res.BestStep), cmp.Or(res.Best, res.Final))
@@ -86,10 +84,10 @@ func runFinetuneSeq2Seq(args []string, stdout io.Writer) error {
 	defer stop()
 	res, err := finetune.RunTranslation(ctx, cfg, stdout)
 	if err != nil {
-		return interrupted(err, cfg.RunDir, stdout)
+		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps in %.0f s, validation loss %.4f\n%s\nresults: %s\nnext: zoo translate --checkpoint %s\n",
-		res.Steps, res.TrainSeconds, res.ValLoss, checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.RunDir, "results.json"), cmp.Or(res.Best, res.Final))
+		res.Steps, res.TrainSeconds, res.ValLoss, checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.OutputDir, "results.json"), cmp.Or(res.Best, res.Final))
 	return nil
 }
 

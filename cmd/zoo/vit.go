@@ -75,13 +75,8 @@ confusion matrix (RUN/confusion.png) on the validation set, and images/s.
 Checkpoints hold config.json, model.safetensors and preprocessor_config.json.
 Augmentation flags follow timm's train.py.`)
 	t := &cfg.Training
-	f.training(trainTargets{run: &t.RunDir, initFrom: &cfg.InitFrom, steps: &t.MaxIters, batch: &t.Batch,
-		warmup: &t.Warmup, evalEvery: &t.EvalEvery, saveEvery: &t.SaveEvery, lr: &t.LR, seed: &t.Seed,
-		resume: &t.Resume, force: &t.Force, overwrite: &t.Overwrite, loadBest: &t.LoadBestModelAtEnd,
-		batchWhat: "images", warmupWhat: "before the cosine (or linear) decay", initWhat: "a ViT or ViT-MAE checkpoint whose backbone the classifier starts from (default: a new model, --model)"})
+	f.trainArgs(&t.Args, &cfg.InitFrom, argsHelp{batchWhat: "images", warmupWhat: "before the cosine (or linear) decay", initWhat: "a ViT or ViT-MAE checkpoint whose backbone the classifier starts from (default: a new model, --model)"})
 	f.BoolVar(&t.Scratch, "scratch", t.Scratch, "with --init-from: its architecture (at --image-size) with fresh weights, the baseline for what pretraining gained")
-	f.Float64Var(&t.WeightDecay, "weight-decay", t.WeightDecay, "AdamW weight decay (not on biases, norms, class token, positions)")
-	f.Float64Var(&t.GradClip, "grad-clip", t.GradClip, "global gradient-norm clip; 0 turns it off")
 	f.StringVar(&cfg.Model, "model", cfg.Model, "new model: fashion (28×28 grey, patch 4, 6×128), tiny, small, base (224×224 RGB, patch 16), or a ViT config .json")
 	f.IntVar(&cfg.ImageSize, "image-size", cfg.ImageSize, "image side in pixels (0: the preset's or checkpoint's; another than the checkpoint's resamples its position embeddings)")
 	f.IntVar(&cfg.PatchSize, "patch-size", cfg.PatchSize, "patch side of a new model (0: the preset's)")
@@ -98,8 +93,6 @@ Augmentation flags follow timm's train.py.`)
 	f.Var(floatList{&cfg.ImageMean}, "image-mean", "normalisation mean of pixels in [0, 1], one value or one per channel (default: the checkpoint's, an IDX set's own, else 0.5); saved once per channel")
 	f.Var(floatList{&cfg.ImageStd}, "image-std", "normalisation std, positive, as --image-mean; each of the two may be given alone")
 	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines that decode and augment batches ahead of the step (at most 256; about one per core)")
-	f.StringVar(&cfg.Schedule, "lr-schedule", cfg.Schedule, "after the warmup: cosine (to --min-lr) or linear (to 0)")
-	f.Float64Var(&cfg.MinLR, "min-lr", cfg.MinLR, "the cosine schedule's final learning rate")
 	f.BoolVar(&cfg.ResizedCrop, "random-resized-crop", cfg.ResizedCrop, "random resized crop (torchvision's RandomResizedCrop) of --scale and --ratio")
 	f.Var(floatPair{&cfg.Scale}, "scale", "random resized crop's area range")
 	f.Var(floatPair{&cfg.Ratio}, "ratio", "random resized crop's aspect ratio range")
@@ -126,12 +119,12 @@ Augmentation flags follow timm's train.py.`)
 		}
 		cfg.Model = ""
 	}
-	cfg.Warmup = f.warmup(cfg.Warmup, cfg.MaxIters)
+	cfg.WarmupSteps = f.warmup(cfg.WarmupSteps, cfg.MaxSteps)
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := finetune.RunClassifyImages(ctx, cfg, stdout)
 	if err != nil {
-		return interrupted(err, cfg.RunDir, stdout)
+		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps; validation accuracy %.4f, macro-F1 %.4f\n%v\n", res.Steps, res.Confusion.Accuracy(), res.Confusion.MacroF1(), res.Confusion)
 	if res.ConfusionPNG != "" {

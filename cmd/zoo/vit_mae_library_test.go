@@ -68,7 +68,7 @@ func libStripes(t *testing.T, n int) (string, []int) {
 // images, 16 patches of 2×2, 4 seen.
 func libTinyMAE(t *testing.T, data string) pretrain.MAEConfig {
 	cfg := pretrain.DefaultMAE()
-	cfg.Data, cfg.RunDir = data, filepath.Join(t.TempDir(), "run")
+	cfg.Data, cfg.OutputDir = data, filepath.Join(t.TempDir(), "run")
 	m := cfg.Model
 	m.HiddenSize, m.NumHiddenLayers, m.NumAttentionHeads, m.IntermediateSize = 32, 2, 4, 64
 	m.ImageSize, m.PatchSize = 8, 2
@@ -77,8 +77,8 @@ func libTinyMAE(t *testing.T, data string) pretrain.MAEConfig {
 	cfg.Processor.Size = datasets.ImageSize{Height: 8, Width: 8}
 	cfg.Processor.ImageMean, cfg.Processor.ImageStd = []float64{0.5}, []float64{0.5}
 	cfg.Augment = datasets.Augment{FlipProb: 0.5} // a crop would blur 8×8 stripes
-	cfg.Batch, cfg.MaxIters, cfg.Warmup, cfg.LR = 32, 200, 10, 3e-3
-	cfg.EvalEvery, cfg.SaveEvery, cfg.EvalBatches, cfg.ValFraction, cfg.Pictures, cfg.Workers = 100, 100, 2, 0.15, 4, 1
+	cfg.BatchSize, cfg.MaxSteps, cfg.WarmupSteps, cfg.LearningRate = 32, 200, 10, 3e-3
+	cfg.EvalSteps, cfg.SaveSteps, cfg.EvalBatches, cfg.ValFraction, cfg.Pictures, cfg.Workers = 100, 100, 2, 0.15, 4, 1
 	return cfg
 }
 

@@ -26,16 +26,13 @@ func runPretrainViT(args []string, stdout io.Writer) error {
 		return err
 	}
 	f := newFlags("zoo pretrain vit", "usage: zoo pretrain vit --data IMAGES [--labels LABELS] [flags]\n\nPretrains a ViT as a masked autoencoder (He et al. 2022, Hugging Face's ViTMAEForPreTraining): 75% of each image's patches hidden, the encoder reads the rest, a light decoder predicts the hidden pixels. --data is an IDX images file (MNIST, Fashion-MNIST; --labels is optional and unused), a folder of class folders, or a CSV of path,label. Each evaluation writes reconstructions.png (originals, masked inputs, reconstructions, reconstructions with the visible patches) in the run directory. The checkpoint's encoder fine-tunes as a ViT classifier. Default: the fashion preset (28×28 grey, the Fashion encoder, a 64-wide 2-layer decoder), batch 256, learning rate blr × batch/256 with blr 1.5e-3 (ten times MAE's, for a schedule of thousands of steps).")
-	f.training(trainTargets{run: &cfg.RunDir, steps: &cfg.MaxIters, batch: &cfg.Batch,
-		warmup: &cfg.Warmup, evalEvery: &cfg.EvalEvery, saveEvery: &cfg.SaveEvery, lr: &cfg.LR, seed: &cfg.Seed, resume: &cfg.Resume, force: &cfg.Force, overwrite: &cfg.Overwrite, loadBest: &cfg.LoadBestModelAtEnd,
-		batchWhat: "images", warmupWhat: "before the cosine decay"})
+	f.trainArgs(&cfg.Args, nil, argsHelp{batchWhat: "images", warmupWhat: "before the cosine decay"})
 	f.StringVar(&cfg.Data, "data", cfg.Data, "images: an IDX images file (gzipped or not), a folder of class folders, or a CSV of path,label")
 	f.StringVar(&cfg.Labels, "labels", cfg.Labels, "the IDX labels file of --data (optional; labels are not used)")
 	preset := f.String("model", "", "model size: fashion (28×28×1), tiny, small or base (224×224×3, base is facebook/vit-mae-base) (default fashion; a --config's model section otherwise)")
 	maskRatio := f.Float64("mask-ratio", 0, "fraction of the patches hidden (default the model's, 0.75)")
 	normPix := f.Bool("norm-pix-loss", false, "normalise each target patch by its mean and variance")
 	f.Float64Var(&cfg.BaseLR, "blr", cfg.BaseLR, "base learning rate: without --learning-rate the peak rate is blr × batch × accumulate / 256")
-	f.IntVar(&cfg.Accumulate, "accumulate", cfg.Accumulate, "micro-batches per optimizer step")
 	f.IntVar(&cfg.EvalBatches, "eval-batches", cfg.EvalBatches, "validation batches per evaluation (0: all)")
 	f.Float64Var(&cfg.ValFraction, "val-fraction", cfg.ValFraction, "share of the images held out")
 	f.IntVar(&cfg.Pictures, "pictures", cfg.Pictures, "validation images in the reconstruction grid (0: none)")
@@ -59,16 +56,16 @@ func runPretrainViT(args []string, stdout io.Writer) error {
 	if f.isSet("norm-pix-loss") {
 		cfg.Model.NormPixLoss = *normPix
 	}
-	cfg.Warmup = f.warmup(cfg.Warmup, cfg.MaxIters)
+	cfg.WarmupSteps = f.warmup(cfg.WarmupSteps, cfg.MaxSteps)
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := pretrain.RunViTMAE(ctx, cfg, stdout)
 	if err != nil {
-		return interrupted(err, cfg.RunDir, stdout)
+		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, held-out masked-patch MSE %.4f (best %.4f; the mean predictor's %.4f)\n",
 		res.Steps, res.Loss, res.ValLoss, res.BestLoss, res.BaselineMSE)
-	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.RunDir, train.PlotFile))
+	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.OutputDir, train.PlotFile))
 	if res.Picture != "" {
 		fmt.Fprintf(stdout, "reconstructions: %s\n", res.Picture)
 	}
