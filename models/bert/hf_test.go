@@ -62,7 +62,7 @@ func TestHeadSwitch(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, p.Save(dir))
 
-	c, r, err := LoadForSequenceClassification(dir, []string{"neg", "pos", "mixed"})
+	c, r, err := LoadForSequenceClassification(dir, models.WithLabels("neg", "pos", "mixed"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"cls.predictions.bias", "cls.predictions.transform.LayerNorm.bias", "cls.predictions.transform.LayerNorm.weight",
 		"cls.predictions.transform.dense.bias", "cls.predictions.transform.dense.weight", "cls.seq_relationship.bias", "cls.seq_relationship.weight"}, r.Dropped)
