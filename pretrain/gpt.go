@@ -69,7 +69,7 @@ func RunGPT(ctx context.Context, cfg GPTConfig, out io.Writer) (*Result, error) 
 		if tok, err = models.LoadTokenizer(ckpt); err != nil {
 			return nil, fmt.Errorf("pretrain: resume: %w", err)
 		}
-		if m, err = gpt.Load(ckpt); err != nil {
+		if m, _, err = gpt.Load(ckpt); err != nil {
 			return nil, fmt.Errorf("pretrain: resume: %w", err)
 		}
 		if err := checkResume(cfg, m.Config, now, out); err != nil {

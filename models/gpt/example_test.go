@@ -37,7 +37,7 @@ func Example() {
 
 // Load a Hugging Face GPT-2 checkpoint directory and decode greedily.
 func ExampleLoad() {
-	m, err := gpt.Load("testdata/parity") // config.json + model.safetensors
+	m, _, err := gpt.Load("testdata/parity") // config.json + model.safetensors
 	if err != nil {
 		fmt.Println(err)
 		return

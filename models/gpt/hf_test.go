@@ -71,9 +71,9 @@ func TestLoadHubLayout(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, layers.ConfigFile), cfg, 0o644))
 
-	a, err := Load(parityDir)
+	a, _, err := Load(parityDir)
 	require.NoError(t, err)
-	b, err := Load(dir)
+	b, _, err := Load(dir)
 	require.NoError(t, err)
 	for i, p := range a.Store.Params() {
 		require.Equal(t, p.Value.Data(), b.Store.Params()[i].Value.Data(), p.Name)
@@ -98,7 +98,7 @@ func TestLoadReportsMismatches(t *testing.T) {
 	require.Contains(t, le.Mismatched[0], "transformer.wte.weight: file [96 32], model [97 32]")
 	require.Empty(t, le.Unexpected)
 
-	_, err = Load(t.TempDir())
+	_, _, err = Load(t.TempDir())
 	require.ErrorContains(t, err, "config.json")
 }
 
@@ -171,7 +171,7 @@ func TestParityAttentionOptions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var o map[string]any
 			require.NoError(t, json.Unmarshal([]byte(opts), &o))
-			m, err := Load(parityWith(t, func(cfg map[string]any) { maps.Copy(cfg, o) }))
+			m, _, err := Load(parityWith(t, func(cfg map[string]any) { maps.Copy(cfg, o) }))
 			require.NoError(t, err)
 			lt, _ := f.Tensor("logits." + name)
 			want, err := lt.Float32s()
@@ -243,7 +243,7 @@ func TestClassifierPadToken(t *testing.T) {
 	}
 
 	// A pad_token_id the checkpoint has is kept.
-	m2, err := Load(parityWith(t, func(m map[string]any) { m["pad_token_id"] = 7 }))
+	m2, _, err := Load(parityWith(t, func(m map[string]any) { m["pad_token_id"] = 7 }))
 	require.NoError(t, err)
 	c2, err := NewClassifier(m2, []string{"a", "b", "c"})
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/vit"
 )
 
@@ -55,7 +56,7 @@ func Example() {
 // of other labels at twice its image size: its head is replaced and its
 // position embeddings are resampled as transformers resamples them.
 func ExampleLoadForImageClassification() {
-	c, report, err := vit.LoadForImageClassification("testdata/parity", []string{"yes", "no"}, vit.LoadOptions{ImageSize: 16})
+	c, report, err := vit.LoadForImageClassification("testdata/parity", models.WithLabels("yes", "no"), vit.WithImageSize(16, ""))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -128,7 +129,7 @@ func ExampleWithInterpolation() {
 		fmt.Println("sum 1:", math.Abs(sum-1) < 1e-6)
 	}
 	// Output:
-	// vit: images are 8×12 but the model's image_size is 8: resize them to 8×8, interpolate the position embeddings to their grid (WithInterpolation, as transformers' interpolate_pos_encoding=True), or load the checkpoint at the new size with its position embeddings resampled (LoadOptions.ImageSize)
+	// vit: images are 8×12 but the model's image_size is 8: resize them to 8×8, interpolate the position embeddings to their grid (WithInterpolation, as transformers' interpolate_pos_encoding=True), or load the checkpoint at the new size with its position embeddings resampled (WithImageSize)
 	// 2 rows of 3 probabilities
 	// sum 1: true
 	// sum 1: true
