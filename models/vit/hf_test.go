@@ -70,6 +70,7 @@ func TestResetClassifier(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"classifier.bias", "classifier.weight"}, r.Dropped)
 	require.Equal(t, []string{"classifier.weight", "classifier.bias"}, r.Created)
+	require.True(t, r.NewHead)
 	require.Equal(t, []int{5, 16}, []int(c.Classifier.Weight.Value.Shape()))
 	require.Len(t, c.Config.ID2Label, 5)
 
@@ -77,12 +78,14 @@ func TestResetClassifier(t *testing.T) {
 	_, r, err = LoadForImageClassification(parityDir, models.WithLabels("x", "y", "z"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"classifier.weight", "classifier.bias"}, r.Created)
+	require.True(t, r.NewHead)
 
 	gold := readGolden(t)
 	c, r, err = LoadForImageClassification(parityDir, models.WithLabels("cat", "dog", "bird"), StoreOption(layers.WithDtype(tensor.Float64)))
 	require.NoError(t, err)
 	require.Empty(t, r.Dropped)
 	require.Empty(t, r.Created)
+	require.False(t, r.NewHead)
 	got := logitsOf(t, c, gold.floats("pixel_values"))
 	for i, w := range gold.floats("logits") {
 		require.InDelta(t, w, got[i], 1e-10)
@@ -278,3 +281,39 @@ func TestProbabilities(t *testing.T) {
 	_, err = c.Probabilities(p32[:7], 2)
 	require.ErrorContains(t, err, "7 pixel values are not 2 images of 3×8×8")
 }
+
+// The load options: the store's and the model's options go straight in,
+// the labels default to the checkpoint's, Strict refuses what does not
+// fit, and options another family or loader cannot use are refused.
+func TestLoadOptions(t *testing.T) {
+	gold := readGolden(t)
+	want, err := LoadClassifier(parityDir, StoreOption(layers.WithDtype(tensor.Float64)))
+	require.NoError(t, err)
+	for _, opts := range [][]models.LoadOption{
+		{layers.WithDtype(tensor.Float64)},
+		{models.Strict(), layers.WithDtype(tensor.Float64)},
+		{LoadOptions{Model: []Option{StoreOption(layers.WithDtype(tensor.Float64))}}}, // deprecated, still read
+	} {
+		c, r, err := LoadForImageClassification(parityDir, opts...)
+		require.NoError(t, err)
+		require.True(t, r.Exact(), "%+v", r)
+		require.Equal(t, want.Labels, c.Labels)
+		require.Equal(t, logitsOf(t, want, gold.floats("pixel_values")), logitsOf(t, c, gold.floats("pixel_values")))
+	}
+	_, _, err = Load(parityDir, models.Strict())
+	require.ErrorContains(t, err, "classifier.weight")
+	_, _, err = Load(parityDir, models.WithLabels("a", "b"))
+	require.ErrorContains(t, err, "vit: Load: the model has no classification head")
+	_, _, err = Load(parityDir, otherOption{})
+	require.ErrorContains(t, err, "vit: Load: option vit.otherOption is not one vit reads")
+	_, _, err = LoadViTMAEForPreTraining(parityDir, WithImageSize(16, ""))
+	require.ErrorContains(t, err, "WithImageSize is for a classifier or backbone")
+	_, r, err := LoadForImageClassification(parityDir, models.Strict(), WithImageSize(16, ""))
+	require.NoError(t, err, "resampling is reported, not refused, when strict")
+	require.NotEmpty(t, r.Resampled)
+}
+
+// otherOption stands for another family's load option.
+type otherOption struct{}
+
+func (otherOption) LoadOption() {}
