@@ -1,9 +1,13 @@
 package models_test
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/bert"
+	"github.com/d73a19ff/zoo/models/vit"
 )
 
 // A config.json's id2label as the class names by id. The ids must be
@@ -39,4 +43,52 @@ func ExampleLoadReport() {
 	// Output:
 	// true false
 	// dropped [bert.pooler.dense.bias bert.pooler.dense.weight] created [classifier.weight classifier.bias]
+}
+
+// How a family's Load function reads its options (the one shape,
+// LoadX(dir, opts...) (*X, models.LoadReport, error)): the store's options,
+// Strict and WithLabels sorted out, what it cannot use refused, and the
+// labels of a classification head picked.
+func ExampleReadLoadOptions() {
+	s := models.ReadLoadOptions([]models.LoadOption{layers.WithSeed(1), models.Strict(), models.WithLabels("neg", "pos")})
+	fmt.Println(len(s.Store), "store option, strict:", s.Strict, "labels:", s.Labels)
+	fmt.Println(s.Check("bert: LoadForMaskedLM", false))
+	labels, newHead, err := s.HeadLabels("ckpt", []string{"neg", "pos"}, "a sequence classifier")
+	fmt.Println(labels, newHead, err)
+
+	s = models.ReadLoadOptions([]models.LoadOption{models.WithLabels("a", "b", "c")})
+	labels, newHead, err = s.HeadLabels("ckpt", []string{"neg", "pos"}, "a sequence classifier")
+	fmt.Println(labels, newHead, err)
+	// Output:
+	// 1 store option, strict: true labels: [neg pos]
+	// bert: LoadForMaskedLM: the model has no classification head, so WithLabels has nothing to label: load a classifier, or leave it out
+	// [neg pos] false <nil>
+	// [a b c] true <nil>
+}
+
+// Without Strict a Load function fits a checkpoint of another head (here a
+// BertForPreTraining checkpoint read as a masked LM) and reports what it
+// dropped; with Strict the same checkpoint is refused, its unexpected
+// tensors named.
+func ExampleStrict() {
+	_, report, err := bert.LoadForMaskedLM("bert/testdata/parity")
+	fmt.Println("dropped:", report.Dropped, err)
+	_, _, err = bert.LoadForMaskedLM("bert/testdata/parity", models.Strict())
+	var le *layers.LoadError
+	fmt.Println(errors.As(err, &le), le.Unexpected)
+	// Output:
+	// dropped: [cls.seq_relationship.bias cls.seq_relationship.weight] <nil>
+	// true [cls.seq_relationship.bias cls.seq_relationship.weight]
+}
+
+// A classification loader reads its labels from config.json's id2label;
+// WithLabels gives a new head, and the report says so.
+func ExampleWithLabels() {
+	c, report, err := vit.LoadForImageClassification("vit/testdata/parity")
+	fmt.Println(c.Labels, report.NewHead, err)
+	c, report, err = vit.LoadForImageClassification("vit/testdata/parity", models.WithLabels("yes", "no"))
+	fmt.Println(c.Labels, report.NewHead, report.Created, err)
+	// Output:
+	// [cat dog bird] false <nil>
+	// [yes no] true [classifier.weight classifier.bias] <nil>
 }

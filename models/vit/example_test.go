@@ -8,6 +8,7 @@ import (
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/vit"
+	"gorgonia.org/tensor"
 )
 
 // Build the 28×28 preset with a 10-class head and score a batch of two
@@ -63,13 +64,33 @@ func ExampleLoadForImageClassification() {
 	}
 	fmt.Println(c.Config.ImageSize, "pixels,", c.Config.NumPatches(), "patches")
 	fmt.Println("dropped:", report.Dropped)
-	fmt.Println("created:", report.Created)
+	fmt.Println("created:", report.Created, "new head:", report.NewHead)
 	fmt.Println(report.Resampled)
 	// Output:
 	// 16 pixels, 16 patches
 	// dropped: [classifier.bias classifier.weight]
-	// created: [classifier.weight classifier.bias]
+	// created: [classifier.weight classifier.bias] new head: true
 	// vit.embeddings.position_embeddings resampled from a 2×2 grid (image_size 8) to 4×4 (image_size 16) by hf
+}
+
+// Read a classifier checkpoint as it was saved, strictly, with the labels
+// of its config.json's id2label, at another image size (WithImageSize),
+// in float64 (a layers.Option), pooling by the mean (a model option): every
+// kind of option goes in the one list.
+func ExampleWithImageSize() {
+	c, report, err := vit.LoadForImageClassification("testdata/parity", models.Strict(),
+		vit.WithImageSize(16, layers.ResampleSize), layers.WithDtype(tensor.Float64), vit.WithPooling(vit.PoolMean))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(c.Labels, c.Config.ImageSize, c.Store.Dtype(), c.Pooling)
+	fmt.Println("dropped:", report.Dropped, "created:", report.Created, "new head:", report.NewHead)
+	fmt.Println(report.Resampled)
+	// Output:
+	// [cat dog bird] 16 float64 mean
+	// dropped: [] created: [] new head: false
+	// vit.embeddings.position_embeddings resampled from a 2×2 grid (image_size 8) to 4×4 (image_size 16) by size
 }
 
 // tiny is a ViT small enough for examples: 8×8 RGB images in 4×4 patches
