@@ -3,11 +3,11 @@ package models_test
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
-	"github.com/d73a19ff/zoo/models/bert"
-	"github.com/d73a19ff/zoo/models/vit"
+	"github.com/d73a19ff/zoo/models/gpt"
 )
 
 // A config.json's id2label as the class names by id. The ids must be
@@ -66,29 +66,45 @@ func ExampleReadLoadOptions() {
 	// [a b c] true <nil>
 }
 
-// Without Strict a Load function fits a checkpoint of another head (here a
-// BertForPreTraining checkpoint read as a masked LM) and reports what it
-// dropped; with Strict the same checkpoint is refused, its unexpected
+// Without Strict a Load function fits a checkpoint of another head (here
+// a GPT-2 sequence classifier read as a language model) and reports what
+// it dropped; with Strict the same checkpoint is refused, its unexpected
 // tensors named.
 func ExampleStrict() {
-	_, report, err := bert.LoadForMaskedLM("bert/testdata/parity")
+	c, _, err := gpt.LoadForSequenceClassification("gpt/testdata/parity", models.WithLabels("neg", "pos"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	dir, err := os.MkdirTemp("", "classifier")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	if err := c.Save(dir); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, report, err := gpt.Load(dir)
 	fmt.Println("dropped:", report.Dropped, err)
-	_, _, err = bert.LoadForMaskedLM("bert/testdata/parity", models.Strict())
+	_, _, err = gpt.Load(dir, models.Strict())
 	var le *layers.LoadError
 	fmt.Println(errors.As(err, &le), le.Unexpected)
 	// Output:
-	// dropped: [cls.seq_relationship.bias cls.seq_relationship.weight] <nil>
-	// true [cls.seq_relationship.bias cls.seq_relationship.weight]
+	// dropped: [score.weight] <nil>
+	// true [score.weight]
 }
 
-// A classification loader reads its labels from config.json's id2label;
-// WithLabels gives a new head, and the report says so.
+// A classification loader reads its labels from config.json's id2label,
+// and a checkpoint without them (a language model's) needs WithLabels: a
+// new head, which the report says.
 func ExampleWithLabels() {
-	c, report, err := vit.LoadForImageClassification("vit/testdata/parity")
-	fmt.Println(c.Labels, report.NewHead, err)
-	c, report, err = vit.LoadForImageClassification("vit/testdata/parity", models.WithLabels("yes", "no"))
+	_, _, err := gpt.LoadForSequenceClassification("gpt/testdata/parity")
+	fmt.Println(err != nil)
+	c, report, err := gpt.LoadForSequenceClassification("gpt/testdata/parity", models.WithLabels("yes", "no"))
 	fmt.Println(c.Labels, report.NewHead, report.Created, err)
 	// Output:
-	// [cat dog bird] false <nil>
-	// [yes no] true [classifier.weight classifier.bias] <nil>
+	// true
+	// [yes no] true [score.weight] <nil>
 }
