@@ -217,7 +217,7 @@ func TestClassifyBERTPairs(t *testing.T) {
 	require.GreaterOrEqual(t, conf.Accuracy(), 0.9)
 
 	// The token types reach the model: zeroing them changes the scores.
-	c, err := bert.LoadClassifier(res.Final)
+	c, _, err := bert.LoadForSequenceClassification(res.Final, models.Strict())
 	require.NoError(t, err)
 	e, err := newEncoder(tok, c.MaxLength(), 2, true)
 	require.NoError(t, err)

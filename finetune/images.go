@@ -798,8 +798,11 @@ func buildImageClassifier(cfg ImagesConfig, labels []string, out io.Writer) (*vi
 		}
 		from = fmt.Sprintf("new weights (the %s preset, seed %d)", cmp(cfg.Model, "fashion"), cfg.Seed)
 	} else {
-		lo := vit.LoadOptions{ImageSize: cfg.ImageSize, Resample: layers.ResampleMethod(cfg.PositionResample), Model: opts}
-		c, rep, err := vit.LoadForImageClassification(cfg.InitFrom, labels, lo)
+		lo := []models.LoadOption{models.WithLabels(labels...), vit.WithImageSize(cfg.ImageSize, layers.ResampleMethod(cfg.PositionResample))}
+		for _, o := range opts {
+			lo = append(lo, o)
+		}
+		c, rep, err := vit.LoadForImageClassification(cfg.InitFrom, lo...)
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("finetune: init_from: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/vit"
 	"github.com/d73a19ff/zoo/train"
 )
@@ -93,7 +94,7 @@ func TestImageTaskLearns(t *testing.T) {
 			}
 			require.Less(t, res.ValLoss, floor+(before-floor)/2, "the loss falls")
 			require.Equal(t, 1.0, res.ValParts["accuracy"])
-			back, err := vit.LoadClassifier(res.Final)
+			back, _, err := vit.LoadForImageClassification(res.Final, models.Strict())
 			require.NoError(t, err)
 			require.Equal(t, []string{"left", "right"}, back.Labels)
 			require.NoError(t, task.Load(res.Final))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/vit"
 	"github.com/d73a19ff/zoo/train"
 )
@@ -72,7 +73,7 @@ func TestViTTrainingMatchesPyTorch(t *testing.T) {
 	f, err := safetensors.ReadFile(filepath.Join(dir, "golden.safetensors"))
 	require.NoError(t, err)
 	gold := vitGolden{t, f}
-	clf, err := vit.LoadClassifier(dir, vit.StoreOption(layers.WithDtype(tensor.Float64)))
+	clf, _, err := vit.LoadForImageClassification(dir, models.Strict(), layers.WithDtype(tensor.Float64))
 	require.NoError(t, err)
 	set := gold.floats("settings")
 	lr, decay, clip := set[0], set[1], set[2]

@@ -40,7 +40,7 @@ func TestClassifyRefusesHugeBatch(t *testing.T) {
 		"finetune: batch_size 1000000000 × max_length", "lower batch_size or max_length")
 
 	// A classifier checkpoint for zoo eval's path.
-	m, err := gpt.Load(cfg.Checkpoint)
+	m, _, err := gpt.Load(cfg.Checkpoint)
 	require.NoError(t, err)
 	clf, err := gpt.NewClassifier(m, []string{"neg", "pos"})
 	require.NoError(t, err)

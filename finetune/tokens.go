@@ -155,7 +155,7 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 		clf, err = bert.NewTokenClassifierFromConfig(cfg.Checkpoint, labels, layers.WithSeed(cfg.Seed))
 	} else {
 		var rep bert.LoadReport
-		clf, rep, err = bert.LoadForTokenClassification(cfg.Checkpoint, labels, layers.WithSeed(cfg.Seed))
+		clf, rep, err = bert.LoadForTokenClassification(cfg.Checkpoint, models.WithLabels(labels...), layers.WithSeed(cfg.Seed))
 		if err == nil && len(rep.Dropped)+len(rep.Created) > 0 {
 			fmt.Fprintf(out, "loaded %s: dropped %d head tensors %v, created %v\n", cfg.Checkpoint, len(rep.Dropped), rep.Dropped, rep.Created)
 		}
@@ -243,7 +243,7 @@ func EvalTokensWith(checkpoint, file string, batch int, out io.Writer) (TokenSco
 	if err != nil {
 		return TokenScores{}, err
 	}
-	clf, rep, err := bert.LoadTokenClassifier(checkpoint)
+	clf, rep, err := bert.LoadForTokenClassification(checkpoint, models.Strict())
 	if err != nil {
 		return TokenScores{}, fmt.Errorf("eval: %w", err)
 	}

@@ -59,6 +59,11 @@ func (s *Store) Pool() *ops.Pool {
 // Option sets a runtime knob of a Store.
 type Option func(*Store)
 
+// LoadOption marks an Option as one of the models' load options
+// (models.LoadOption): every family's Load functions pass it to the new
+// model's store.
+func (Option) LoadOption() {}
+
 // WithDtype sets the parameters' element type: tensor.Float32 (the default)
 // or tensor.Float64.
 func WithDtype(dt tensor.Dtype) Option { return func(s *Store) { s.dtype = dt } }

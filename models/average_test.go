@@ -67,7 +67,7 @@ func TestAverageMeansWeights(t *testing.T) {
 	}
 	require.Greater(t, differs, 0, "the seeds gave equal weights: the test would not see an unaveraged copy")
 
-	_, err := gpt.Load(out)
+	_, _, err := gpt.Load(out)
 	require.NoError(t, err)
 	b, err := os.ReadFile(filepath.Join(out, "generation_config.json"))
 	require.NoError(t, err)

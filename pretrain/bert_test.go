@@ -82,7 +82,7 @@ func TestBERTLearns(t *testing.T) {
 	ck, err := models.Open(res.Final)
 	require.NoError(t, err)
 	require.Equal(t, "bert", ck.Family.Name)
-	c, rep, err := bert.LoadForSequenceClassification(res.Final, []string{"a", "b"})
+	c, rep, err := bert.LoadForSequenceClassification(res.Final, models.WithLabels("a", "b"))
 	require.NoError(t, err)
 	require.Contains(t, rep.Dropped, "cls.seq_relationship.weight")
 	require.Equal(t, cfg.Model.HiddenSize, c.Config.HiddenSize)

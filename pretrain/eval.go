@@ -20,7 +20,7 @@ func EvalGPT(checkpoint, corpus string, batch int) (loss float64, tokens int, er
 	if err != nil {
 		return 0, 0, fmt.Errorf("eval: %w", err)
 	}
-	m, err := gpt.Load(checkpoint)
+	m, _, err := gpt.Load(checkpoint)
 	if err != nil {
 		return 0, 0, fmt.Errorf("eval: %w", err)
 	}

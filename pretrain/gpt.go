@@ -93,7 +93,7 @@ func (r *GPTRecipe) Record(ctx context.Context) (train.Record, error) {
 // LegacyRecord is the model config of checkpoint, for a run from before
 // run.json.
 func (r *GPTRecipe) LegacyRecord(checkpoint string) (train.Record, error) {
-	m, err := gpt.Load(checkpoint)
+	m, _, err := gpt.Load(checkpoint)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: resume: %w", err)
 	}
@@ -115,7 +115,7 @@ func (r *GPTRecipe) Setup(ctx context.Context, resume string, out io.Writer) (tr
 		if r.tok, err = models.LoadTokenizer(resume); err != nil {
 			return train.MemoryNeed{}, fmt.Errorf("pretrain: resume: %w", err)
 		}
-		if r.m, err = gpt.Load(resume); err != nil {
+		if r.m, _, err = gpt.Load(resume); err != nil {
 			return train.MemoryNeed{}, fmt.Errorf("pretrain: resume: %w", err)
 		}
 		cfg.Model = r.m.Config

@@ -134,7 +134,7 @@ func TestInitFromNamesIgnoredModelFields(t *testing.T) {
 	require.Contains(t, out.String(), "init_from: model.resid_pdrop 0.2, the config's, replaces the checkpoint's 0\n")
 	require.NotContains(t, out.String(), "attn_pdrop", "the same as the checkpoint's")
 	require.Contains(t, out.String(), "model.n_layer 7 is not used")
-	m, err := gpt.Load(res2.Final)
+	m, _, err := gpt.Load(res2.Final)
 	require.NoError(t, err)
 	require.Equal(t, 0.2, m.Config.ResidPdrop)
 	require.Equal(t, 2, m.Config.NLayer)

@@ -127,7 +127,7 @@ func initFromModel(dir string, given gpt.Config, written json.RawMessage, out io
 			return nil, fmt.Errorf("config: model: %w", err)
 		}
 	}
-	return gpt.LoadEdited(dir, func(c *gpt.Config) error {
+	m, _, err := gpt.LoadEdited(dir, func(c *gpt.Config) error {
 		for _, f := range []struct {
 			key       string
 			ckpt, now *float64
@@ -139,6 +139,7 @@ func initFromModel(dir string, given gpt.Config, written json.RawMessage, out io
 		}
 		return nil
 	})
+	return m, err
 }
 
 // modelNotice names each model field that the config gives and that

@@ -160,7 +160,7 @@ func SetupSeq2SeqContext(ctx context.Context, c Seq2SeqTrainConfig, texts func()
 		if !c.Resume {
 			edit = func(ck seq2seq.Config) (seq2seq.Config, error) { return seq2seqModelOverride(ck, c.ModelJSON, out) }
 		}
-		m, err = seq2seq.LoadEdited(from, edit)
+		m, _, err = seq2seq.LoadEdited(from, edit)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", what, err)
 		}

@@ -50,7 +50,7 @@ func swapFamilies(t *testing.T) []swapFamily {
 			if _, err := models.LoadTokenizer(dir); err != nil {
 				return 0, err
 			}
-			m, err := gpt.Load(dir)
+			m, _, err := gpt.Load(dir)
 			if err != nil {
 				return 0, err
 			}
@@ -76,7 +76,7 @@ func swapFamilies(t *testing.T) []swapFamily {
 			require.NoError(t, err)
 			return models.SaveText(dir, m, tok)
 		}, func(dir string) (int, error) {
-			m, err := seq2seq.Load(dir)
+			m, _, err := seq2seq.Load(dir)
 			if err != nil {
 				return 0, err
 			}
@@ -98,7 +98,7 @@ func swapFamilies(t *testing.T) []swapFamily {
 			if err := ck.Expect("vit"); err != nil {
 				return 0, err
 			}
-			m, err := vit.LoadClassifier(dir)
+			m, _, err := vit.LoadForImageClassification(dir, models.Strict())
 			if err != nil {
 				return 0, err
 			}

@@ -241,7 +241,7 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 		if err != nil {
 			return nil, err
 		}
-		if m, err = vit.LoadViTMAEForPreTraining(ckpt); err != nil {
+		if m, _, err = vit.LoadViTMAEForPreTraining(ckpt); err != nil {
 			return nil, fmt.Errorf("pretrain: resume: %w", err)
 		}
 		if err := checkRecord(cfg.OutputDir, cfg.Force, now, out); err != nil {

@@ -107,7 +107,7 @@ func TestRunViTMAELearns(t *testing.T) {
 	for _, f := range []string{models.ConfigFile, models.WeightsFile, datasets.ProcessorConfigFile} {
 		require.FileExists(t, filepath.Join(res.Final, f))
 	}
-	m, err := vit.LoadViTMAEForPreTraining(res.Final)
+	m, _, err := vit.LoadViTMAEForPreTraining(res.Final)
 	require.NoError(t, err)
 	require.Equal(t, cfg.Model.DecoderHiddenSize, m.Config.DecoderHiddenSize)
 	// The fine-tuning of this checkpoint (finetune.ImageTask) is checked
@@ -143,9 +143,9 @@ func TestRunViTMAEResumeExact(t *testing.T) {
 	require.Contains(t, out.String(), "resuming from")
 	require.Equal(t, a.ValLoss, b.ValLoss)
 
-	ma, err := vit.LoadViTMAEForPreTraining(a.Final)
+	ma, _, err := vit.LoadViTMAEForPreTraining(a.Final)
 	require.NoError(t, err)
-	mb, err := vit.LoadViTMAEForPreTraining(b.Final)
+	mb, _, err := vit.LoadViTMAEForPreTraining(b.Final)
 	require.NoError(t, err)
 	for _, p := range ma.Store.Params() {
 		q, ok := mb.Store.Param(p.Name)

@@ -195,7 +195,7 @@ func runGenerate(args []string, stdout io.Writer) error {
 	if err := expectFamily(*ckpt, "gpt"); err != nil {
 		return err
 	}
-	m, err := gpt.Load(*ckpt)
+	m, _, err := gpt.Load(*ckpt)
 	if err != nil {
 		return err
 	}

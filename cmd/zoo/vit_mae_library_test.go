@@ -12,6 +12,7 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/finetune"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/vit"
 	"github.com/d73a19ff/zoo/pretrain"
 	"github.com/d73a19ff/zoo/train"
@@ -88,7 +89,7 @@ func libTinyMAE(t *testing.T, data string) pretrain.MAEConfig {
 // fine-tune → classify, in Go.
 func fineTuneMAE(t *testing.T, ckpt string, cfg pretrain.MAEConfig) {
 	t.Helper()
-	c, r, err := vit.LoadForImageClassification(ckpt, []string{"horizontal", "vertical"}, vit.LoadOptions{})
+	c, r, err := vit.LoadForImageClassification(ckpt, models.WithLabels("horizontal", "vertical"))
 	require.NoError(t, err)
 	require.Contains(t, r.Dropped, "decoder.decoder_embed.weight")
 	path, labels := libStripes(t, 160)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/vit"
 )
 
@@ -85,7 +86,7 @@ func TestViTPretrainMAE(t *testing.T) {
 	require.Contains(t, out.String(), "ViTMAEForPreTraining: a decoder 64 wide, 2 layers")
 	require.Contains(t, out.String(), "decoder.mask_token")
 
-	c, r, err := vit.LoadForImageClassification(ckpt, datasets.FashionMNISTLabels, vit.LoadOptions{})
+	c, r, err := vit.LoadForImageClassification(ckpt, models.WithLabels(datasets.FashionMNISTLabels...))
 	require.NoError(t, err)
 	want := vit.Fashion()
 	want.ID2Label = c.Config.ID2Label
@@ -95,7 +96,7 @@ func TestViTPretrainMAE(t *testing.T) {
 	for _, k := range r.Dropped {
 		require.True(t, strings.HasPrefix(k, "decoder."), "only the decoder is dropped, not %s", k)
 	}
-	m, err := vit.LoadViTMAEForPreTraining(ckpt)
+	m, _, err := vit.LoadViTMAEForPreTraining(ckpt)
 	require.NoError(t, err)
 	for _, name := range []string{"vit.encoder.layer.5.output.dense.weight", "vit.layernorm.weight", "vit.embeddings.position_embeddings"} {
 		p, ok := c.Store.Param(name)

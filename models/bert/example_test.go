@@ -7,6 +7,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
 )
 
@@ -46,7 +47,7 @@ func Example() {
 // Load a Hugging Face BertForPreTraining checkpoint as a sequence
 // classifier: the pretraining heads are dropped, a classifier is created.
 func ExampleLoadForSequenceClassification() {
-	c, report, err := bert.LoadForSequenceClassification("testdata/parity", []string{"negative", "positive"})
+	c, report, err := bert.LoadForSequenceClassification("testdata/parity", models.WithLabels("negative", "positive"))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -15,7 +15,7 @@ func init() {
 		Name:       "bert",
 		ModelTypes: []string{ModelType},
 		NewClassifier: func(dir string, labels []string) (models.Classifier, error) {
-			c, _, err := LoadForSequenceClassification(dir, labels)
+			c, _, err := LoadForSequenceClassification(dir, models.WithLabels(labels...))
 			return c, err
 		},
 		ScratchClassifier: func(dir string, labels []string, seed uint64) (models.Classifier, error) {
@@ -29,7 +29,10 @@ func init() {
 			}
 			return NewForSequenceClassification(m, labels)
 		},
-		LoadClassifier: func(dir string) (models.Classifier, error) { return LoadClassifier(dir) },
+		LoadClassifier: func(dir string) (models.Classifier, error) {
+			c, _, err := LoadForSequenceClassification(dir, models.Strict())
+			return c, err
+		},
 		Describe: func(dir string) (string, error) {
 			c, err := readConfig(dir)
 			if err != nil {

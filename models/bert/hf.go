@@ -37,7 +37,9 @@ type hfKeys struct {
 	store *layers.Store
 	// heads lets a checkpoint of another head load (see LoadReport);
 	// otherwise every head tensor must match, as when resuming.
-	heads   bool
+	heads bool
+	// newHead drops the checkpoint's classifier: the model's is new.
+	newHead bool
 	seen    map[string]bool // parameter names the file provides
 	dropped []string
 }
@@ -77,7 +79,7 @@ func (k *hfKeys) FromFile(key string) (name string, transpose, skip bool) {
 		k.dropped = append(k.dropped, key) // the model is a head without a pooler
 		return "", false, true
 	}
-	if _, ok := k.store.Param(name); !ok && k.heads && !isBackbone(name) {
+	if _, ok := k.store.Param(name); (!ok || k.newHead && strings.HasPrefix(name, "classifier.")) && k.heads && !isBackbone(name) {
 		k.dropped = append(k.dropped, key)
 		return "", false, true
 	}
@@ -173,9 +175,10 @@ func (m *Model) loadStrict(path string) (LoadReport, error) {
 	return (&hfKeys{store: m.Store}).load(path)
 }
 
-// loadHeads reads dir's weights into m, fitting another head's checkpoint.
-func (m *Model) loadHeads(dir string) (LoadReport, error) {
-	return (&hfKeys{store: m.Store, heads: true}).load(filepath.Join(dir, models.WeightsFile))
+// loadHeads reads dir's weights into m, fitting another head's checkpoint
+// unless strict.
+func (m *Model) loadHeads(dir string, strict bool) (LoadReport, error) {
+	return (&hfKeys{store: m.Store, heads: !strict}).load(filepath.Join(dir, models.WeightsFile))
 }
 
 // checkClassifierKind refuses a checkpoint whose architectures name the
@@ -205,120 +208,143 @@ func readConfig(dir string) (Config, error) {
 	return cfg, nil
 }
 
+// The Load functions all have one shape, every family's (see
+// models.LoadOption): LoadX(dir, opts...) (*X, LoadReport, error). Options
+// are layers.Options for the store (dtype, seed), models.Strict and, for
+// the classifiers, models.WithLabels. Without Strict a checkpoint of any
+// head loads: the file's head tensors the model lacks are dropped and the
+// model's head parameters the file lacks are created, both reported.
+
 // Load reads the backbone of a BERT checkpoint directory, ours or Hugging
 // Face's, of any head; the head tensors are dropped and listed in the
 // report.
-func Load(dir string, opts ...layers.Option) (*Model, LoadReport, error) {
-	return loadAs(dir, func(c Config) (*Model, error) { return New(c, opts...) })
+func Load(dir string, opts ...models.LoadOption) (*Model, LoadReport, error) {
+	return loadAs(dir, "Load", opts, func(c Config, s []layers.Option) (*Model, error) { return New(c, s...) })
 }
 
 // loadAs reads dir's config, builds the model with build and loads what of
-// the checkpoint fits it, reporting the head tensors dropped and created.
+// the checkpoint fits it (all of it, strictly, with models.Strict),
+// reporting the head tensors dropped and created.
 func loadAs[T interface {
-	loadHeads(string) (LoadReport, error)
-}](dir string, build func(Config) (T, error)) (T, LoadReport, error) {
+	loadHeads(string, bool) (LoadReport, error)
+}](dir, where string, opts []models.LoadOption, build func(Config, []layers.Option) (T, error)) (T, LoadReport, error) {
 	var zero T
+	s := models.ReadLoadOptions(opts)
+	if err := s.Check("bert: "+where, false); err != nil {
+		return zero, LoadReport{}, err
+	}
 	cfg, err := readConfig(dir)
 	if err != nil {
 		return zero, LoadReport{}, err
 	}
-	m, err := build(cfg)
+	m, err := build(cfg, s.Store)
 	if err != nil {
 		return zero, LoadReport{}, err
 	}
-	r, err := m.loadHeads(dir)
-	return m, r, err
+	r, err := m.loadHeads(dir, s.Strict)
+	if err != nil {
+		return zero, LoadReport{}, err
+	}
+	return m, r, nil
 }
 
 // LoadForPreTraining reads a checkpoint into a BertForPreTraining; heads
 // the checkpoint lacks are created (see LoadReport).
-func LoadForPreTraining(dir string, opts ...layers.Option) (*ForPreTraining, LoadReport, error) {
-	return loadAs(dir, func(c Config) (*ForPreTraining, error) { return NewForPreTraining(c, opts...) })
+func LoadForPreTraining(dir string, opts ...models.LoadOption) (*ForPreTraining, LoadReport, error) {
+	return loadAs(dir, "LoadForPreTraining", opts, func(c Config, s []layers.Option) (*ForPreTraining, error) { return NewForPreTraining(c, s...) })
 }
 
 // LoadForMaskedLM reads a checkpoint into a BertForMaskedLM.
-func LoadForMaskedLM(dir string, opts ...layers.Option) (*ForMaskedLM, LoadReport, error) {
-	return loadAs(dir, func(c Config) (*ForMaskedLM, error) { return NewForMaskedLM(c, opts...) })
+func LoadForMaskedLM(dir string, opts ...models.LoadOption) (*ForMaskedLM, LoadReport, error) {
+	return loadAs(dir, "LoadForMaskedLM", opts, func(c Config, s []layers.Option) (*ForMaskedLM, error) { return NewForMaskedLM(c, s...) })
 }
 
-// LoadForSequenceClassification reads a checkpoint of any head into a
-// sequence classifier for labels: a pretraining checkpoint's MLM and NSP
-// heads are dropped and a new classifier is created (see LoadReport).
-func LoadForSequenceClassification(dir string, labels []string, opts ...layers.Option) (*ForSequenceClassification, LoadReport, error) {
+// loadClassifier reads dir into a classifier of kind arch (archClassifier
+// or archTokenClassifier) built by build for the labels opts give
+// (models.WithLabels; else config.json's id2label, and none is an error
+// saying the checkpoint is not what).
+func loadClassifier[T any](dir, where, arch, what string, opts []models.LoadOption, build func(*Model, []string) (T, error)) (T, LoadReport, error) {
+	var zero T
+	s := models.ReadLoadOptions(opts)
+	if err := s.Check("bert: "+where, true); err != nil {
+		return zero, LoadReport{}, err
+	}
 	cfg, err := readConfig(dir)
 	if err != nil {
-		return nil, LoadReport{}, err
+		return zero, LoadReport{}, err
 	}
-	if err := checkClassifierKind(dir, archClassifier); err != nil {
-		return nil, LoadReport{}, err
+	if err := checkClassifierKind(dir, arch); err != nil {
+		return zero, LoadReport{}, err
 	}
-	m, err := New(cfg, opts...)
+	saved, err := cfg.Labels()
+	if err != nil && s.Labels == nil { // with labels given, a broken id2label is replaced
+		return zero, LoadReport{}, fmt.Errorf("bert: %s: %w", filepath.Join(dir, models.ConfigFile), err)
+	}
+	labels, newHead, err := s.HeadLabels(dir, saved, what)
 	if err != nil {
-		return nil, LoadReport{}, err
+		return zero, LoadReport{}, fmt.Errorf("bert: %w", err)
 	}
-	c, err := NewForSequenceClassification(m, labels)
+	m, err := New(cfg, s.Store...)
 	if err != nil {
-		return nil, LoadReport{}, err
+		return zero, LoadReport{}, err
 	}
-	r, err := m.loadHeads(dir)
-	return c, r, err
+	c, err := build(m, labels)
+	if err != nil {
+		return zero, LoadReport{}, err
+	}
+	var r LoadReport
+	if s.Strict {
+		r, err = m.loadStrict(filepath.Join(dir, models.WeightsFile))
+	} else {
+		r, err = (&hfKeys{store: m.Store, heads: true, newHead: newHead}).load(filepath.Join(dir, models.WeightsFile))
+	}
+	if err != nil {
+		return zero, LoadReport{}, err
+	}
+	r.NewHead = newHead
+	return c, r, nil
+}
+
+// LoadForSequenceClassification reads a checkpoint of any head but a
+// token classifier into a sequence classifier. Its labels are
+// config.json's id2label, or models.WithLabels' for a new head (a
+// pretraining checkpoint's MLM and NSP heads are then dropped and a new
+// classifier created, and the report's NewHead is set).
+func LoadForSequenceClassification(dir string, opts ...models.LoadOption) (*ForSequenceClassification, LoadReport, error) {
+	return loadClassifier(dir, "LoadForSequenceClassification", archClassifier, "a sequence classifier", opts, NewForSequenceClassification)
 }
 
 // LoadClassifier reads a sequence classifier checkpoint (Save's, or
 // transformers' BertForSequenceClassification) with the labels of its
 // config.json's id2label, strictly.
+//
+// Deprecated: use LoadForSequenceClassification(dir, models.Strict()),
+// which also returns the report.
 func LoadClassifier(dir string, opts ...layers.Option) (*ForSequenceClassification, error) {
-	cfg, err := readConfig(dir)
-	if err != nil {
-		return nil, err
+	c, _, err := LoadForSequenceClassification(dir, storeOptions(opts, models.Strict())...)
+	return c, err
+}
+
+// storeOptions is opts as load options, then more.
+func storeOptions(opts []layers.Option, more ...models.LoadOption) []models.LoadOption {
+	out := make([]models.LoadOption, 0, len(opts)+len(more))
+	for _, o := range opts {
+		out = append(out, o)
 	}
-	if err := checkClassifierKind(dir, archClassifier); err != nil {
-		return nil, err
-	}
-	if len(cfg.ID2Label) == 0 {
-		return nil, fmt.Errorf("bert: %s has no id2label or num_labels: it is not a sequence classifier", filepath.Join(dir, models.ConfigFile))
-	}
-	labels, err := cfg.Labels()
-	if err != nil {
-		return nil, fmt.Errorf("bert: %s: %w", filepath.Join(dir, models.ConfigFile), err)
-	}
-	m, err := New(cfg, opts...)
-	if err != nil {
-		return nil, err
-	}
-	c, err := NewForSequenceClassification(m, labels)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return append(out, more...)
 }
 
 // LoadForTokenClassification reads a checkpoint of any head but a sequence
-// classifier into a token classifier for labels (see LoadReport): a new
-// head for a new tag set. The model has no pooler, so a checkpoint's
-// bert.pooler.* are dropped and reported. A token classifier checkpoint
-// with its own tags loads with LoadTokenClassifier.
-func LoadForTokenClassification(dir string, labels []string, opts ...layers.Option) (*ForTokenClassification, LoadReport, error) {
-	cfg, err := readConfig(dir)
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	if err := checkClassifierKind(dir, archTokenClassifier); err != nil {
-		return nil, LoadReport{}, err
-	}
-	m, err := New(cfg, opts...)
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	c, err := NewForTokenClassification(m, labels)
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	r, err := m.loadHeads(dir)
-	return c, r, err
+// classifier into a token classifier. Its tags are config.json's id2label
+// (a token classifier checkpoint, Save's or transformers'
+// BertForTokenClassification), or models.WithLabels' for a new head on a
+// pretrained backbone (the report's NewHead is set). The model has no
+// pooler, so a checkpoint's bert.pooler.* (zoo wrote them before it
+// followed transformers) are dropped and reported, even with
+// models.Strict.
+func LoadForTokenClassification(dir string, opts ...models.LoadOption) (*ForTokenClassification, LoadReport, error) {
+	return loadClassifier(dir, "LoadForTokenClassification", archTokenClassifier,
+		"a token classifier (fine-tune one with zoo finetune bert --task tokens)", opts, NewForTokenClassification)
 }
 
 // LoadForQuestionAnswering reads a checkpoint of any head into an
@@ -326,19 +352,12 @@ func LoadForTokenClassification(dir string, labels []string, opts ...layers.Opti
 // pooler, so a checkpoint's bert.pooler.* are dropped and reported; a
 // checkpoint written by transformers' BertForQuestionAnswering has none
 // and loads with nothing dropped or created.
-func LoadForQuestionAnswering(dir string, opts ...layers.Option) (*ForQuestionAnswering, LoadReport, error) {
-	cfg, err := readConfig(dir)
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	m, err := New(cfg, opts...)
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	q, err := NewForQuestionAnswering(m)
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	r, err := m.loadHeads(dir)
-	return q, r, err
+func LoadForQuestionAnswering(dir string, opts ...models.LoadOption) (*ForQuestionAnswering, LoadReport, error) {
+	return loadAs(dir, "LoadForQuestionAnswering", opts, func(c Config, s []layers.Option) (*ForQuestionAnswering, error) {
+		m, err := New(c, s...)
+		if err != nil {
+			return nil, err
+		}
+		return NewForQuestionAnswering(m)
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
@@ -62,7 +63,7 @@ func TestHeadSwitch(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, p.Save(dir))
 
-	c, r, err := LoadForSequenceClassification(dir, []string{"neg", "pos", "mixed"})
+	c, r, err := LoadForSequenceClassification(dir, models.WithLabels("neg", "pos", "mixed"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"cls.predictions.bias", "cls.predictions.transform.LayerNorm.bias", "cls.predictions.transform.LayerNorm.weight",
 		"cls.predictions.transform.dense.bias", "cls.predictions.transform.dense.weight", "cls.seq_relationship.bias", "cls.seq_relationship.weight"}, r.Dropped)
@@ -159,3 +160,61 @@ func TestDecay(t *testing.T) {
 		require.Equal(t, want, m.Decay(p.Name, p.Value.Shape()), p.Name)
 	}
 }
+
+// The load options: labels come from id2label unless WithLabels gives a
+// new head, which the report says; Strict refuses what does not fit; other
+// options are refused by name.
+func TestLoadOptions(t *testing.T) {
+	p, err := NewForPreTraining(testConfig(), layers.WithSeed(5))
+	require.NoError(t, err)
+	pre := t.TempDir()
+	require.NoError(t, p.Save(pre))
+
+	_, _, err = LoadForSequenceClassification(pre)
+	require.ErrorContains(t, err, "has no id2label or num_labels: it is not a sequence classifier; give the labels of a new head (models.WithLabels)")
+	_, _, err = LoadForTokenClassification(pre)
+	require.ErrorContains(t, err, "it is not a token classifier (fine-tune one with zoo finetune bert --task tokens)")
+	_, _, err = LoadForSequenceClassification(pre, models.Strict(), models.WithLabels("a", "b"))
+	require.ErrorContains(t, err, "cannot load strictly")
+	_, _, err = Load(pre, models.Strict())
+	require.ErrorContains(t, err, "cls.predictions.bias", "a backbone refuses the heads strictly")
+	_, _, err = LoadForMaskedLM(pre, models.WithLabels("a", "b"))
+	require.ErrorContains(t, err, "no classification head")
+	_, r, err := LoadForPreTraining(pre, models.Strict(), layers.WithDtype(tensor.Float64))
+	require.NoError(t, err)
+	require.True(t, r.Exact())
+
+	c, r, err := LoadForSequenceClassification(pre, models.WithLabels("neg", "pos"))
+	require.NoError(t, err)
+	require.True(t, r.NewHead)
+	require.Equal(t, []string{"classifier.weight", "classifier.bias"}, r.Created)
+	cls := t.TempDir()
+	require.NoError(t, c.Save(cls))
+
+	// The classifier's own labels, strictly or not, keep its head.
+	for _, opts := range [][]models.LoadOption{nil, {models.Strict()}, {models.WithLabels("neg", "pos")}} {
+		back, r, err := LoadForSequenceClassification(cls, opts...)
+		require.NoError(t, err)
+		require.True(t, r.Exact(), "%+v", r)
+		require.Equal(t, []string{"neg", "pos"}, back.Labels)
+		require.Equal(t, values(c.Store), values(back.Store))
+	}
+	// Other labels, even as many, are a new head: the old one is dropped.
+	back, r, err := LoadForSequenceClassification(cls, models.WithLabels("pos", "neg"), layers.WithSeed(9))
+	require.NoError(t, err)
+	require.True(t, r.NewHead)
+	require.Equal(t, []string{"classifier.bias", "classifier.weight"}, r.Dropped)
+	require.Equal(t, []string{"classifier.weight", "classifier.bias"}, r.Created)
+	require.Equal(t, []string{"pos", "neg"}, back.Labels)
+	w, _ := back.Store.Param("classifier.weight")
+	old, _ := c.Store.Param("classifier.weight")
+	require.NotEqual(t, old.Value.Data(), w.Value.Data())
+
+	_, _, err = Load(pre, familyOption{})
+	require.ErrorContains(t, err, "bert: Load: option bert.familyOption is another family's")
+}
+
+// familyOption stands for another family's load option (vit.WithPooling).
+type familyOption struct{}
+
+func (familyOption) LoadOption() {}

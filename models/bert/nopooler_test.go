@@ -145,7 +145,7 @@ func TestHeadsHaveNoPooler(t *testing.T) {
 				return loaded{c.Store, c.Model, r}, nil
 			},
 			fit: func(dir string) (loaded, error) {
-				c, r, err := LoadForTokenClassification(dir, tags)
+				c, r, err := LoadForTokenClassification(dir, models.WithLabels(tags...))
 				if err != nil {
 					return loaded{}, err
 				}

@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 )
 
 // runGrads runs g and checks that every learnable got a nonzero gradient.
@@ -50,11 +51,11 @@ func TestTokenClassification(t *testing.T) {
 	// Saved, it names its class; a sequence classifier refuses it.
 	dir := t.TempDir()
 	require.NoError(t, c.Save(dir))
-	back, r, err := LoadForTokenClassification(dir, c.Labels)
+	back, r, err := LoadForTokenClassification(dir, models.WithLabels(c.Labels...))
 	require.NoError(t, err)
 	require.Empty(t, r.Created)
 	require.Equal(t, values(m.Store), values(back.Store))
-	_, _, err = LoadForSequenceClassification(dir, []string{"a", "b", "c"})
+	_, _, err = LoadForSequenceClassification(dir, models.WithLabels("a", "b", "c"))
 	require.ErrorContains(t, err, "BertForTokenClassification checkpoint")
 	_, err = LoadClassifier(dir)
 	require.ErrorContains(t, err, "BertForTokenClassification checkpoint")

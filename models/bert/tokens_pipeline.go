@@ -1,9 +1,6 @@
 package bert
 
 import (
-	"fmt"
-	"path/filepath"
-
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 )
@@ -32,34 +29,10 @@ func NewTokenClassifierFromConfig(dir string, labels []string, opts ...layers.Op
 // bert.pooler.* tensors of a checkpoint that has them (zoo wrote them
 // before it followed transformers), which were dropped; nothing is ever
 // created.
+//
+// Deprecated: use LoadForTokenClassification(dir, models.Strict()).
 func LoadTokenClassifier(dir string, opts ...layers.Option) (*ForTokenClassification, LoadReport, error) {
-	cfg, err := readConfig(dir)
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	if err := checkClassifierKind(dir, archTokenClassifier); err != nil {
-		return nil, LoadReport{}, err
-	}
-	if len(cfg.ID2Label) == 0 {
-		return nil, LoadReport{}, fmt.Errorf("bert: %s has no id2label: it is not a token classifier; fine-tune one with zoo finetune bert --task tokens", filepath.Join(dir, models.ConfigFile))
-	}
-	labels, err := cfg.Labels()
-	if err != nil {
-		return nil, LoadReport{}, fmt.Errorf("bert: %s: %w", filepath.Join(dir, models.ConfigFile), err)
-	}
-	m, err := New(cfg, opts...)
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	c, err := NewForTokenClassification(m, labels)
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	r, err := m.loadStrict(filepath.Join(dir, models.WeightsFile))
-	if err != nil {
-		return nil, LoadReport{}, err
-	}
-	return c, r, nil
+	return LoadForTokenClassification(dir, storeOptions(opts, models.Strict())...)
 }
 
 // StepBytes estimates one step on B sentences of T word pieces, in bytes:

@@ -63,45 +63,71 @@ func NewClassifier(m *Model, labels []string) (*Classifier, error) {
 	return &Classifier{Model: m, Score: score, Labels: append([]string(nil), labels...)}, nil
 }
 
-// LoadClassifier reads a classifier checkpoint written by Save or by
-// transformers' GPT2ForSequenceClassification. Its labels are config.json's
-// id2label, or LABEL_0, LABEL_1, … for num_labels; with neither, a config
-// whose architectures is GPT2ForSequenceClassification has transformers'
-// default of 2 labels (transformers does not write id2label for them).
-func LoadClassifier(dir string, opts ...layers.Option) (*Classifier, error) {
+// LoadForSequenceClassification reads a GPT-2 checkpoint into a
+// sequence classifier (see Load for the options). Its labels are
+// config.json's id2label, or LABEL_0, LABEL_1, … for num_labels; with
+// neither, a config whose architectures is GPT2ForSequenceClassification
+// has transformers' default of 2 labels (transformers does not write
+// id2label for them). A language model's checkpoint has none: give the
+// labels of a new head with models.WithLabels (the report then names
+// score.weight as created and sets NewHead; labels equal to a
+// classifier checkpoint's keep its head).
+func LoadForSequenceClassification(dir string, opts ...models.LoadOption) (*Classifier, LoadReport, error) {
+	s := models.ReadLoadOptions(opts)
+	if err := s.Check("gpt: LoadForSequenceClassification", true); err != nil {
+		return nil, LoadReport{}, err
+	}
 	var cfg Config
 	if err := models.ReadConfig(dir, "gpt", &cfg); err != nil {
-		return nil, fmt.Errorf("gpt: %w", err)
+		return nil, LoadReport{}, fmt.Errorf("gpt: %w", err)
 	}
 	if len(cfg.ID2Label) == 0 {
 		var arch struct {
 			Architectures []string `json:"architectures"`
 		}
 		if err := layers.ReadConfig(dir, &arch); err != nil {
-			return nil, fmt.Errorf("gpt: %w", err)
+			return nil, LoadReport{}, fmt.Errorf("gpt: %w", err)
 		}
-		if !slices.Contains(arch.Architectures, archClassifier) {
-			return nil, fmt.Errorf("gpt: %s has no id2label and its architectures are not %s: it is not a sequence classifier",
-				filepath.Join(dir, models.ConfigFile), archClassifier)
+		if slices.Contains(arch.Architectures, archClassifier) {
+			cfg.ID2Label = map[string]string{"0": "LABEL_0", "1": "LABEL_1"}
 		}
-		cfg.ID2Label = map[string]string{"0": "LABEL_0", "1": "LABEL_1"}
 	}
-	labels, err := cfg.Labels()
-	if err != nil {
-		return nil, fmt.Errorf("gpt: %s: %w", filepath.Join(dir, models.ConfigFile), err)
+	saved, err := cfg.Labels()
+	if err != nil && s.Labels == nil {
+		return nil, LoadReport{}, fmt.Errorf("gpt: %s: %w", filepath.Join(dir, models.ConfigFile), err)
 	}
-	m, err := New(cfg, opts...)
+	labels, newHead, err := s.HeadLabels(dir, saved, "a sequence classifier (and its architectures are not "+archClassifier+")")
 	if err != nil {
-		return nil, err
+		return nil, LoadReport{}, fmt.Errorf("gpt: %w", err)
+	}
+	m, err := New(cfg, s.Store...)
+	if err != nil {
+		return nil, LoadReport{}, err
 	}
 	c, err := NewClassifier(m, labels)
 	if err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
-	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
-		return nil, err
+	r, err := m.load(dir, s.Strict, newHead)
+	if err != nil {
+		return nil, LoadReport{}, err
 	}
-	return c, nil
+	r.NewHead = newHead
+	return c, r, nil
+}
+
+// LoadClassifier reads a classifier checkpoint written by Save or by
+// transformers' GPT2ForSequenceClassification, strictly, with the labels
+// of LoadForSequenceClassification.
+//
+// Deprecated: use LoadForSequenceClassification(dir, models.Strict()).
+func LoadClassifier(dir string, opts ...layers.Option) (*Classifier, error) {
+	lo := []models.LoadOption{models.Strict()}
+	for _, o := range opts {
+		lo = append(lo, o)
+	}
+	c, _, err := LoadForSequenceClassification(dir, lo...)
+	return c, err
 }
 
 // Labels are the class names of id2label by id: its keys must be "0" to

@@ -12,7 +12,8 @@ import (
 
 // TestConcurrentInference runs GPT's inference entry points — Generate
 // (greedy, sampled, without the KV cache, past the context with the
-// sliding window), BeamSearch and the classifier's ClassLogits — on one
+// sliding window), BeamSearch, HiddenStates, Attentions and the
+// classifier's ClassLogits — on one
 // model from 8 goroutines at once, and checks that every answer equals the
 // same call made alone. Calls of the same shapes compete for the model's
 // cached graphs; the classifier shares the language model's store. Run it
@@ -41,5 +42,7 @@ func TestConcurrentInference(t *testing.T) {
 			return m.BeamSearch(prompts, BeamConfig{Beam: 3, NBest: 2, MaxNewTokens: 5, LengthPenalty: 0.6})
 		}},
 		racetest.Call{Name: "Classifier", Run: func() (any, error) { return graphrun.ClassLogits(clf, prompts, nil) }},
+		racetest.Call{Name: "HiddenStates", Run: func() (any, error) { return m.HiddenStates(prompts[0]) }},
+		racetest.Call{Name: "Attentions", Run: func() (any, error) { return m.Attentions(prompts[1]) }},
 	)
 }

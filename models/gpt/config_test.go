@@ -55,7 +55,7 @@ func TestConfigRefusesUnsupported(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := parityWith(t, c.edit)
-			_, err := Load(dir)
+			_, _, err := Load(dir)
 			require.ErrorContains(t, err, c.want)
 			require.ErrorContains(t, err, filepath.Join(dir, layers.ConfigFile), "the error says which file")
 		})
@@ -65,7 +65,7 @@ func TestConfigRefusesUnsupported(t *testing.T) {
 		{"problem_type": "single_label_classification"}, {"hidden_size": 32}, {"n_inner": nil},
 		{"pad_token_id": nil},
 	} {
-		_, err := Load(parityWith(t, func(m map[string]any) {
+		_, _, err := Load(parityWith(t, func(m map[string]any) {
 			for k, v := range ok {
 				m[k] = v
 			}
@@ -104,14 +104,14 @@ func TestConfigInertFieldsRoundTrip(t *testing.T) {
 			m[k] = v
 		}
 	})
-	m, err := Load(src)
+	m, _, err := Load(src)
 	require.NoError(t, err)
 	require.Len(t, m.Config.Extra, len(inert)+1, "the inert keys and the parity config's _note")
 	dst := t.TempDir()
 	require.NoError(t, m.Save(dst))
 	require.Equal(t, readJSON(t, src), readJSON(t, dst))
 
-	back, err := Load(dst)
+	back, _, err := Load(dst)
 	require.NoError(t, err)
 	require.Equal(t, m.Config, back.Config)
 
@@ -139,7 +139,7 @@ func jsonValue(t *testing.T, v any) any {
 // an LM: architectures names the layout written, not what id2label
 // suggests.
 func TestSaveArchitecturesFollowLayout(t *testing.T) {
-	m, err := Load(parityWith(t, func(m map[string]any) {
+	m, _, err := Load(parityWith(t, func(m map[string]any) {
 		m["id2label"] = map[string]any{"0": "LABEL_0", "1": "LABEL_1"}
 		m["architectures"] = []any{"GPT2Model"}
 	}))
@@ -160,9 +160,9 @@ func TestConfigAliases(t *testing.T) {
 			delete(m, a.key)
 		}
 	})
-	m, err := Load(dir)
+	m, _, err := Load(dir)
 	require.NoError(t, err)
-	ref, err := Load(parityDir)
+	ref, _, err := Load(parityDir)
 	require.NoError(t, err)
 	require.Equal(t, ref.Config, m.Config)
 	out := t.TempDir()
@@ -177,7 +177,7 @@ func TestConfigAliases(t *testing.T) {
 // The zoo's old activation name gelu_tanh loads as gelu_new, transformers'
 // name for it, and is written as gelu_new, from Save and from MarshalJSON.
 func TestConfigGELUTanhIsWrittenGELUNew(t *testing.T) {
-	m, err := Load(parityWith(t, func(m map[string]any) { m["activation_function"] = "gelu_tanh" }))
+	m, _, err := Load(parityWith(t, func(m map[string]any) { m["activation_function"] = "gelu_tanh" }))
 	require.NoError(t, err)
 	require.Equal(t, "gelu_new", m.Config.ActivationFunction)
 	dir := t.TempDir()

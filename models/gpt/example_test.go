@@ -9,6 +9,7 @@ import (
 
 	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/gpt"
 )
 
@@ -37,7 +38,7 @@ func Example() {
 
 // Load a Hugging Face GPT-2 checkpoint directory and decode greedily.
 func ExampleLoad() {
-	m, err := gpt.Load("testdata/parity") // config.json + model.safetensors
+	m, _, err := gpt.Load("testdata/parity") // config.json + model.safetensors
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -135,4 +136,73 @@ func ExampleReadGeneration() {
 	// config.json num_beams 4
 	// generation_config.json num_beams 2 length_penalty 0.6
 	// gpt: DIR/generation_config.json: typical_p 0.9 is not supported: the zoo's decoders do not implement it; remove it (or set it to 1)
+}
+
+// Read every layer's hidden states, transformers' output_hidden_states:
+// n_layer+1 of them, the last after ln_f (the LM head's input).
+func ExampleModel_HiddenStates() {
+	m, _, err := gpt.Load("testdata/parity")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	hs, err := m.HiddenStates([]int{95, 12, 7, 64})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(hs), "states of", len(hs[0]), "positions ×", len(hs[0][0]), "features")
+	// Output:
+	// 3 states of 4 positions × 32 features
+}
+
+// Read every layer's attention probabilities, transformers'
+// output_attentions: (n_layer, n_head, T, T), causal.
+func ExampleModel_Attentions() {
+	m, _, err := gpt.Load("testdata/parity")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	att, err := m.Attentions([]int{95, 12, 7, 64})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(att), "layers ×", len(att[0]), "heads ×", len(att[0][0]), "queries ×", len(att[0][0][0]), "keys")
+	fmt.Printf("first query, last layer, head 0: %.2f\n", att[1][0][0])
+	// Output:
+	// 2 layers × 4 heads × 4 queries × 4 keys
+	// first query, last layer, head 0: [1.00 0.00 0.00 0.00]
+}
+
+// Put a new classification head on a language model's checkpoint: the
+// report says the head is new (score.weight created). A classifier's own
+// checkpoint loads with the labels of its config.json's id2label.
+func ExampleLoadForSequenceClassification() {
+	c, report, err := gpt.LoadForSequenceClassification("testdata/parity", models.WithLabels("negative", "positive"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(c.Labels, "new head:", report.NewHead, "created:", report.Created)
+	dir, err := os.MkdirTemp("", "gpt-classifier")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	if err := c.Save(dir); err != nil {
+		fmt.Println(err)
+		return
+	}
+	back, report, err := gpt.LoadForSequenceClassification(dir, models.Strict())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(back.Labels, "exact:", report.Exact())
+	// Output:
+	// [negative positive] new head: true created: [score.weight]
+	// [negative positive] exact: true
 }

@@ -17,11 +17,8 @@ func init() {
 		Name:       "gpt",
 		ModelTypes: []string{ModelType},
 		NewClassifier: func(dir string, labels []string) (models.Classifier, error) {
-			m, err := Load(dir)
-			if err != nil {
-				return nil, err
-			}
-			return NewClassifier(m, labels)
+			c, _, err := LoadForSequenceClassification(dir, models.WithLabels(labels...))
+			return c, err
 		},
 		ScratchClassifier: func(dir string, labels []string, seed uint64) (models.Classifier, error) {
 			var c Config
@@ -34,7 +31,10 @@ func init() {
 			}
 			return NewClassifier(m, labels)
 		},
-		LoadClassifier: func(dir string) (models.Classifier, error) { return LoadClassifier(dir) },
+		LoadClassifier: func(dir string) (models.Classifier, error) {
+			c, _, err := LoadForSequenceClassification(dir, models.Strict())
+			return c, err
+		},
 		Describe: func(dir string) (string, error) {
 			var c Config
 			if err := models.ReadConfig(dir, "gpt", &c); err != nil {

@@ -14,6 +14,8 @@ package gpt
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
@@ -88,36 +90,105 @@ type savedConfig struct {
 
 func (s savedConfig) MarshalJSON() ([]byte, error) { return s.c.marshal(s.arch) }
 
+// LoadReport says how a checkpoint was fitted to a model
+// (models.LoadReport, the one report type of every family).
+type LoadReport = models.LoadReport
+
+// The Load functions all have one shape, every family's (see
+// models.LoadOption): LoadX(dir, opts...) (*X, LoadReport, error). Options
+// are layers.Options for the store (dtype, seed), models.Strict and, for
+// the classifier, models.WithLabels. Without Strict a checkpoint of the
+// other head loads: the file's head tensors the model lacks (a
+// classifier's score.weight, an untied lm_head.weight) are dropped and the
+// model's head parameters the file lacks are created, both reported; the
+// backbone (transformer.*) must fit either way.
+
 // Load reads a GPT-2 checkpoint directory (config.json and
-// model.safetensors), ours or Hugging Face's, into a new model. Options set
-// the dtype. Keys or shapes that do not fit the config are all reported by
+// model.safetensors), ours or Hugging Face's, into a new model. Keys or
+// shapes of the backbone that do not fit the config are all reported by
 // name in a *layers.LoadError.
-func Load(dir string, opts ...layers.Option) (*Model, error) {
+func Load(dir string, opts ...models.LoadOption) (*Model, LoadReport, error) {
 	return LoadEdited(dir, nil, opts...)
 }
 
 // LoadEdited is Load with edit applied to the checkpoint's config before
 // the model is built (nil: none): settings that do not change the weights'
 // shapes, such as dropout rates when fine-tuning.
-func LoadEdited(dir string, edit func(*Config) error, opts ...layers.Option) (*Model, error) {
+func LoadEdited(dir string, edit func(*Config) error, opts ...models.LoadOption) (*Model, LoadReport, error) {
+	s := models.ReadLoadOptions(opts)
+	if err := s.Check("gpt: Load", false); err != nil {
+		return nil, LoadReport{}, err
+	}
 	var cfg Config
 	if err := models.ReadConfig(dir, "gpt", &cfg); err != nil {
-		return nil, fmt.Errorf("gpt: %w", err)
+		return nil, LoadReport{}, fmt.Errorf("gpt: %w", err)
 	}
 	if edit != nil {
 		if err := edit(&cfg); err != nil {
-			return nil, err
+			return nil, LoadReport{}, err
 		}
 	}
-	m, err := New(cfg, opts...)
+	m, err := New(cfg, s.Store...)
 	if err != nil {
-		return nil, fmt.Errorf("gpt: %s: %w", filepath.Join(dir, models.ConfigFile), err)
+		return nil, LoadReport{}, fmt.Errorf("gpt: %s: %w", filepath.Join(dir, models.ConfigFile), err)
 	}
-	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
-		return nil, err
+	r, err := m.load(dir, s.Strict, false)
+	if err != nil {
+		return nil, LoadReport{}, err
 	}
-	return m, nil
+	return m, r, nil
 }
+
+// load reads dir's weights into m: strictly (LoadWeights), or fitting a
+// checkpoint of the other head, newHead dropping the file's classifier.
+func (m *Model) load(dir string, strict, newHead bool) (LoadReport, error) {
+	path := filepath.Join(dir, models.WeightsFile)
+	if strict {
+		return LoadReport{}, m.LoadWeights(path)
+	}
+	k := &headKeys{hfKeys: hfKeys{tied: m.LMHead == nil}, store: m.Store, newHead: newHead, seen: map[string]bool{}}
+	if err := m.Store.LoadMapped(path, k); err != nil {
+		return LoadReport{}, fmt.Errorf("gpt: %w", err)
+	}
+	var r LoadReport
+	for _, p := range m.Store.Params() {
+		if !k.seen[p.Name] {
+			r.Created = append(r.Created, p.Name)
+		}
+	}
+	r.Dropped = slices.Clone(k.dropped)
+	sort.Strings(r.Dropped)
+	return r, nil
+}
+
+// headKeys is hfKeys fitting a checkpoint of the other head (see Load).
+type headKeys struct {
+	hfKeys
+	store   *layers.Store
+	newHead bool            // drop the file's classifier: the model's is new
+	seen    map[string]bool // parameter names the file provides
+	dropped []string
+}
+
+func isBackbone(name string) bool { return strings.HasPrefix(name, "transformer.") }
+
+// FromFile implements layers.KeyMap.
+func (k *headKeys) FromFile(key string) (name string, transpose, skip bool) {
+	name, transpose, skip = k.hfKeys.FromFile(key)
+	if skip {
+		return name, transpose, skip
+	}
+	if _, ok := k.store.Param(name); (!ok || k.newHead && name == "score.weight") && !isBackbone(name) {
+		k.dropped = append(k.dropped, key)
+		return "", false, true
+	}
+	k.seen[name] = true
+	return name, transpose, false
+}
+
+// Optional implements layers.OptionalKeys: the model's head parameters may
+// be absent.
+func (k *headKeys) Optional(name string) bool { return !isBackbone(name) }
 
 // LoadWeights reads GPT-2 weights from a safetensors file into the model.
 func (m *Model) LoadWeights(path string) error {

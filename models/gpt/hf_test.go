@@ -13,6 +13,7 @@ import (
 
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 )
 
 func TestHFKeyMapping(t *testing.T) {
@@ -71,9 +72,9 @@ func TestLoadHubLayout(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, layers.ConfigFile), cfg, 0o644))
 
-	a, err := Load(parityDir)
+	a, _, err := Load(parityDir)
 	require.NoError(t, err)
-	b, err := Load(dir)
+	b, _, err := Load(dir)
 	require.NoError(t, err)
 	for i, p := range a.Store.Params() {
 		require.Equal(t, p.Value.Data(), b.Store.Params()[i].Value.Data(), p.Name)
@@ -98,7 +99,7 @@ func TestLoadReportsMismatches(t *testing.T) {
 	require.Contains(t, le.Mismatched[0], "transformer.wte.weight: file [96 32], model [97 32]")
 	require.Empty(t, le.Unexpected)
 
-	_, err = Load(t.TempDir())
+	_, _, err = Load(t.TempDir())
 	require.ErrorContains(t, err, "config.json")
 }
 
@@ -171,7 +172,7 @@ func TestParityAttentionOptions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var o map[string]any
 			require.NoError(t, json.Unmarshal([]byte(opts), &o))
-			m, err := Load(parityWith(t, func(cfg map[string]any) { maps.Copy(cfg, o) }))
+			m, _, err := Load(parityWith(t, func(cfg map[string]any) { maps.Copy(cfg, o) }))
 			require.NoError(t, err)
 			lt, _ := f.Tensor("logits." + name)
 			want, err := lt.Float32s()
@@ -243,7 +244,7 @@ func TestClassifierPadToken(t *testing.T) {
 	}
 
 	// A pad_token_id the checkpoint has is kept.
-	m2, err := Load(parityWith(t, func(m map[string]any) { m["pad_token_id"] = 7 }))
+	m2, _, err := Load(parityWith(t, func(m map[string]any) { m["pad_token_id"] = 7 }))
 	require.NoError(t, err)
 	c2, err := NewClassifier(m2, []string{"a", "b", "c"})
 	require.NoError(t, err)
@@ -277,4 +278,49 @@ func TestLoadClassifierDefaultLabels(t *testing.T) {
 	_, err = LoadClassifier(dir)
 	var le *layers.LoadError
 	require.True(t, errors.As(err, &le), "3 labels do not fit the 2-row score: %v", err)
+}
+
+// The load options: a language model's checkpoint loads into a classifier
+// with WithLabels (a new head, reported), a classifier's loads back with
+// its labels, and a classifier's into Load drops its head unless Strict.
+func TestLoadOptions(t *testing.T) {
+	_, _, err := LoadForSequenceClassification(parityDir)
+	require.ErrorContains(t, err, "has no id2label or num_labels: it is not a sequence classifier")
+	_, _, err = Load(parityDir, models.WithLabels("a", "b"))
+	require.ErrorContains(t, err, "no classification head")
+
+	c, r, err := LoadForSequenceClassification(parityDir, models.WithLabels("neg", "pos"))
+	require.NoError(t, err)
+	require.True(t, r.NewHead)
+	require.Equal(t, []string{"score.weight"}, r.Created)
+	require.Empty(t, r.Dropped)
+	lm, r, err := Load(parityDir, models.Strict())
+	require.NoError(t, err)
+	require.True(t, r.Exact())
+	want, _ := lm.Store.Param("transformer.h.1.mlp.c_fc.weight")
+	got, _ := c.Store.Param("transformer.h.1.mlp.c_fc.weight")
+	require.Equal(t, want.Value.Data(), got.Value.Data())
+
+	dir := t.TempDir()
+	require.NoError(t, c.Save(dir))
+	for _, opts := range [][]models.LoadOption{nil, {models.Strict()}, {models.WithLabels("neg", "pos")}} {
+		back, r, err := LoadForSequenceClassification(dir, opts...)
+		require.NoError(t, err)
+		require.True(t, r.Exact(), "%+v", r)
+		require.Equal(t, []string{"neg", "pos"}, back.Labels)
+	}
+	_, r, err = LoadForSequenceClassification(dir, models.WithLabels("a", "b", "c"))
+	require.NoError(t, err)
+	require.True(t, r.NewHead)
+	require.Equal(t, []string{"score.weight"}, r.Dropped)
+	require.Equal(t, []string{"score.weight"}, r.Created)
+
+	_, r, err = Load(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{"score.weight"}, r.Dropped)
+	require.Empty(t, r.Created)
+	_, _, err = Load(dir, models.Strict())
+	var le *layers.LoadError
+	require.True(t, errors.As(err, &le), "%v", err)
+	require.Equal(t, []string{"score.weight"}, le.Unexpected)
 }

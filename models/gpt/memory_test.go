@@ -70,7 +70,7 @@ func TestLoadRefusesAbsurdSizes(t *testing.T) {
 			js := fmt.Sprintf(`{"model_type": "gpt2", "architectures": ["GPT2ForSequenceClassification"], %s}`, tc.json)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, models.ConfigFile), []byte(js), 0o644))
 			var err error
-			n := allocated(func() { _, err = Load(dir) })
+			n := allocated(func() { _, _, err = Load(dir) })
 			require.Error(t, err)
 			assert.ErrorContains(t, err, tc.want)
 			assert.Less(t, n, uint64(64<<20), "bytes allocated before refusing")

@@ -69,7 +69,7 @@ func logitsOf(t *testing.T, m *Model, ids []int, shape []int, mask []float32, po
 
 func TestParityLogits(t *testing.T) {
 	p := loadParity(t)
-	m, err := Load(parityDir)
+	m, _, err := Load(parityDir)
 	require.NoError(t, err)
 	ids, shape := p.ints("input_ids")
 	want := p.floats("logits")
@@ -84,7 +84,7 @@ func TestParityLogits(t *testing.T) {
 // gives the reference logits at every real token.
 func TestParityPaddedBatch(t *testing.T) {
 	p := loadParity(t)
-	m, err := Load(parityDir)
+	m, _, err := Load(parityDir)
 	require.NoError(t, err)
 	ids, shape := p.ints("input_ids_batch")
 	maskInts, _ := p.ints("attention_mask_batch")
@@ -121,7 +121,7 @@ func TestParityPaddedBatch(t *testing.T) {
 // the cache, and past the 24-token context through the sliding window.
 func TestParityGreedy(t *testing.T) {
 	p := loadParity(t)
-	m, err := Load(parityDir)
+	m, _, err := Load(parityDir)
 	require.NoError(t, err)
 	prompt, _ := p.ints("prompt")
 	for _, c := range []struct{ key string }{{"greedy"}, {"greedy_long"}} {
@@ -139,7 +139,7 @@ func TestParityGreedy(t *testing.T) {
 // The reference checkpoint, saved by us and loaded back, is byte-for-byte
 // the same tensors: Save writes GPT-2's layout.
 func TestSaveWritesHFLayout(t *testing.T) {
-	m, err := Load(parityDir)
+	m, _, err := Load(parityDir)
 	require.NoError(t, err)
 	dir := t.TempDir()
 	require.NoError(t, m.Save(dir))
@@ -154,7 +154,7 @@ func TestSaveWritesHFLayout(t *testing.T) {
 		require.Equal(t, a.Shape, b.Shape, n)
 		require.Equal(t, a.Data, b.Data, n)
 	}
-	back, err := Load(dir)
+	back, _, err := Load(dir)
 	require.NoError(t, err)
 	require.Equal(t, m.Config, back.Config)
 }

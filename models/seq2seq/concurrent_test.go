@@ -12,7 +12,8 @@ import (
 )
 
 // TestConcurrentInference runs seq2seq's inference entry points — Greedy,
-// BeamSearch (with and without the KV cache), CrossAttention, Translate,
+// BeamSearch (with and without the KV cache), CrossAttention, Outputs
+// (hidden states and attentions), Translate,
 // an Ensemble's Greedy, BeamSearch and Translate, and TeacherTargets —
 // from 8 goroutines at once on two models and one tokenizer, and checks
 // that every answer equals the same call made alone. Calls of the same
@@ -47,6 +48,9 @@ func TestConcurrentInference(t *testing.T) {
 		racetest.Call{Name: "BeamSearch", Run: func() (any, error) { return a.BeamSearch(srcs, beam) }},
 		racetest.Call{Name: "BeamSearch without the cache", Run: func() (any, error) { return a.BeamSearch(srcs, nocache) }},
 		racetest.Call{Name: "CrossAttention", Run: func() (any, error) { return a.CrossAttention(srcs[0], srcs[1]) }},
+		racetest.Call{Name: "Outputs", Run: func() (any, error) {
+			return a.Outputs(srcs[1], srcs[0], layers.Outputs{HiddenStates: true, Attentions: true, CrossAttentions: true})
+		}},
 		racetest.Call{Name: "Translate", Run: func() (any, error) {
 			out, _, err := Translate(a, tok, texts, beam, false, 2, nil)
 			return out, err

@@ -146,7 +146,7 @@ func TestBadDecodeInput(t *testing.T) {
 func TestLoadOtherFamily(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, layers.ConfigFile), []byte(`{"model_type": "gpt2", "n_embd": 32}`), 0o644))
-	_, err := Load(dir)
+	_, _, err := Load(dir)
 	require.ErrorContains(t, err, `model_type "gpt2" is another model family`)
 }
 
@@ -154,7 +154,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	m := randomModel(t, 8, true)
 	dir := t.TempDir()
 	require.NoError(t, m.Save(dir))
-	back, err := Load(dir, layers.WithDtype(tensor.Float64))
+	back, _, err := Load(dir, layers.WithDtype(tensor.Float64))
 	require.NoError(t, err)
 	require.Equal(t, m.Config, back.Config)
 	srcs := sources(4, 4, 6)

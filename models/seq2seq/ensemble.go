@@ -68,7 +68,7 @@ func LoadEnsemble(list string) (Ensemble, datasets.Tokenizer, error) {
 		if dir = strings.TrimSpace(dir); dir == "" {
 			return nil, nil, fmt.Errorf("%q: checkpoint %d of the list is empty", list, i+1)
 		}
-		m, err := Load(dir)
+		m, _, err := Load(dir)
 		if err != nil {
 			return nil, nil, err
 		}

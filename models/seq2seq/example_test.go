@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/d73a19ff/zoo/decode"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/seq2seq"
 )
 
@@ -110,4 +112,33 @@ func ExampleConfig_GenerationConfigJSON() {
 	//   "pad_token_id": 0,
 	//   "renormalize_logits": true
 	// }
+}
+
+// Load a Marian checkpoint (the options have every family's shape; the
+// report is empty, the model having one head) and read one pair's hidden
+// states and attentions, transformers' output_hidden_states and
+// output_attentions: each stack's embeddings and layer outputs, and each
+// layer's self- and cross-attention.
+func ExampleModel_Outputs() {
+	m, report, err := seq2seq.Load("testdata/marian/opus_shared", models.Strict())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("exact:", report.Exact())
+	src, tgt := []int{5, 9, 13}, []int{11, 3} // without eos; without bos and eos
+	o, err := m.Outputs(src, tgt, layers.Outputs{HiddenStates: true, Attentions: true, CrossAttentions: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	shape := func(v [][][]float64) []int { return []int{len(v), len(v[0]), len(v[0][0])} }
+	fmt.Println("encoder hidden states", shape(o.EncoderHiddenStates), "decoder", shape(o.DecoderHiddenStates))
+	fmt.Println("cross-attentions", len(o.CrossAttentions), "layers", shape(o.CrossAttentions[0]))
+	fmt.Printf("bos looks at the source: %.2f\n", o.CrossAttentions[0][0][0])
+	// Output:
+	// exact: true
+	// encoder hidden states [3 4 16] decoder [3 3 16]
+	// cross-attentions 2 layers [4 3 4]
+	// bos looks at the source: [0.19 0.28 0.19 0.33]
 }

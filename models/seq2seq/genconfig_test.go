@@ -42,7 +42,7 @@ func padLover(t *testing.T) *Model {
 // zoo's longest output; config.json stays save_pretrained's, without
 // bad_words_ids.
 func TestSaveWritesGenerationConfig(t *testing.T) {
-	opus, err := Load(filepath.Join("testdata", "marian", "opus_shared"))
+	opus, _, err := Load(filepath.Join("testdata", "marian", "opus_shared"))
 	require.NoError(t, err)
 	require.Nil(t, opus.Config.GenerationConfig, "the fixture has no generation_config.json")
 	fresh, err := New(Tiny())
@@ -87,7 +87,7 @@ func TestSaveWritesGenerationConfig(t *testing.T) {
 
 			// Read back, the file is the derived one: the config does not
 			// keep it, and decoding follows it.
-			back, err := Load(dir)
+			back, _, err := Load(dir)
 			require.NoError(t, err)
 			require.Nil(t, back.Config.GenerationConfig)
 			g, err := ReadGeneration(dir, back.Config)
@@ -106,13 +106,13 @@ func TestSaveWritesGenerationConfig(t *testing.T) {
 // that is not a JSON object is refused by name.
 func TestGenerationConfigKept(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "opus")
-	opus, err := Load(filepath.Join("testdata", "marian", "opus_shared"), layers.WithDtype(tensor.Float64))
+	opus, _, err := Load(filepath.Join("testdata", "marian", "opus_shared"), layers.WithDtype(tensor.Float64))
 	require.NoError(t, err)
 	require.NoError(t, opus.Save(src))
 	custom := []byte("{\n    \"num_beams\": 2,\"max_length\": 5,\n  \"bad_words_ids\": [[28], [3, 4]], \"zoo_note\": \"kept\"}")
 	require.NoError(t, os.WriteFile(filepath.Join(src, decode.GenerationFile), custom, 0o644))
 
-	m, err := Load(src, layers.WithDtype(tensor.Float64))
+	m, _, err := Load(src, layers.WithDtype(tensor.Float64))
 	require.NoError(t, err)
 	require.Equal(t, custom, []byte(m.Config.GenerationConfig))
 	g, err := m.Config.Generation()
@@ -142,7 +142,7 @@ func TestGenerationConfigKept(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dst, decode.GenerationFile))
 	require.NoError(t, err)
 	require.Equal(t, custom, b)
-	back, err := Load(dst, layers.WithDtype(tensor.Float64))
+	back, _, err := Load(dst, layers.WithDtype(tensor.Float64))
 	require.NoError(t, err)
 	require.Equal(t, custom, []byte(back.Config.GenerationConfig))
 	again, err := back.Greedy(srcs, DecodeConfig{})
@@ -152,7 +152,7 @@ func TestGenerationConfigKept(t *testing.T) {
 	// init_from: a config edit (dropout, as pretrain's init_from makes
 	// it) keeps it; pretrain's TestSeq2SeqModelOverride checks that its edit
 	// keeps the checkpoint's generation config.
-	edited, err := LoadEdited(dst, func(c Config) (Config, error) {
+	edited, _, err := LoadEdited(dst, func(c Config) (Config, error) {
 		c.Dropout = 0.3
 		return c, nil
 	})
@@ -169,7 +169,7 @@ func TestGenerationConfigKept(t *testing.T) {
 
 	for _, bad := range []string{"null", "[1]", "{"} {
 		require.NoError(t, os.WriteFile(filepath.Join(src, decode.GenerationFile), []byte(bad), 0o644))
-		_, err := Load(src)
+		_, _, err := Load(src)
 		require.ErrorContains(t, err, decode.GenerationFile, bad)
 	}
 }
@@ -215,7 +215,7 @@ func TestGenerationRoundTrip(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "ckpt")
 	require.NoError(t, m.Save(dir))
-	back, err := Load(dir, layers.WithDtype(tensor.Float64))
+	back, _, err := Load(dir, layers.WithDtype(tensor.Float64))
 	require.NoError(t, err)
 	require.Equal(t, m.Config, back.Config)
 	g, err := ReadGeneration(dir, back.Config)
@@ -247,7 +247,7 @@ func TestGenerationConfigForHF(t *testing.T) {
 	}
 	m := padLover(t)
 	require.NoError(t, m.Save(dir))
-	back, err := Load(dir, layers.WithDtype(tensor.Float64))
+	back, _, err := Load(dir, layers.WithDtype(tensor.Float64))
 	require.NoError(t, err)
 	g, err := ReadGeneration(dir, back.Config)
 	require.NoError(t, err)

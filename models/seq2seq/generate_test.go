@@ -47,7 +47,7 @@ func TestHFGeneration(t *testing.T) {
 	require.NoError(t, err)
 	var golden hfGolden
 	require.NoError(t, json.Unmarshal(b, &golden))
-	m, err := Load(filepath.Join("..", "..", golden.Model), layers.WithDtype(tensor.Float64))
+	m, _, err := Load(filepath.Join("..", "..", golden.Model), layers.WithDtype(tensor.Float64))
 	require.NoError(t, err)
 	eos := []int{m.Config.EOSTokenID}
 	differs := 0
@@ -172,7 +172,7 @@ func TestMaxLenBounded(t *testing.T) {
 // zoo-made config forces its eos, generation_config.json wins over
 // config.json, and do_sample true is refused by name.
 func TestConfigGeneration(t *testing.T) {
-	m, err := Load(filepath.Join("testdata", "marian", "opus_shared"))
+	m, _, err := Load(filepath.Join("testdata", "marian", "opus_shared"))
 	require.NoError(t, err)
 	g, err := m.Config.Generation()
 	require.NoError(t, err)

@@ -145,38 +145,53 @@ func (m *Model) Save(dir string) error {
 // checkpoints load too. A checkpoint of another family, a field
 // the zoo does not implement, or weights that do not fit the config, is an
 // error that names what is wrong (missing, unexpected and mismatched keys
-// in a *layers.LoadError). Options set the dtype.
-func Load(dir string, opts ...layers.Option) (*Model, error) {
+// in a *layers.LoadError).
+//
+// Load has the shape of every family's Load functions (see
+// models.LoadOption): options are layers.Options for the store (dtype,
+// seed) and models.Strict. The model has one head, so it reads the same
+// with or without Strict: every weight must fit, final_logits_bias alone
+// may be absent (zero, as transformers makes it), and the report is
+// empty.
+func Load(dir string, opts ...models.LoadOption) (*Model, LoadReport, error) {
 	return LoadEdited(dir, nil, opts...)
 }
+
+// LoadReport says how a checkpoint was fitted to a model
+// (models.LoadReport, the one report type of every family).
+type LoadReport = models.LoadReport
 
 // LoadEdited is Load with edit applied to the checkpoint's config before
 // the model is built (nil: none), as a training run's init_from applies
 // its config's dropout rates (pretrain.SetupSeq2SeqContext); an error
 // from edit is returned as it is.
-func LoadEdited(dir string, edit func(Config) (Config, error), opts ...layers.Option) (*Model, error) {
+func LoadEdited(dir string, edit func(Config) (Config, error), opts ...models.LoadOption) (*Model, LoadReport, error) {
+	s := models.ReadLoadOptions(opts)
+	if err := s.Check("seq2seq: Load", false); err != nil {
+		return nil, LoadReport{}, err
+	}
 	var cfg Config
 	if err := models.ReadConfig(dir, "seq2seq", &cfg); err != nil {
-		return nil, fmt.Errorf("seq2seq: %w", err)
+		return nil, LoadReport{}, fmt.Errorf("seq2seq: %w", err)
 	}
 	gen, err := readGenerationConfig(dir, cfg)
 	if err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
 	cfg.GenerationConfig = gen
 	if edit != nil {
 		if cfg, err = edit(cfg); err != nil {
-			return nil, err
+			return nil, LoadReport{}, err
 		}
 	}
-	m, err := New(cfg, opts...)
+	m, err := New(cfg, s.Store...)
 	if err != nil {
-		return nil, fmt.Errorf("seq2seq: %s: %w", filepath.Join(dir, models.ConfigFile), err)
+		return nil, LoadReport{}, fmt.Errorf("seq2seq: %s: %w", filepath.Join(dir, models.ConfigFile), err)
 	}
 	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
-	return m, nil
+	return m, LoadReport{}, nil
 }
 
 // LoadWeights reads Marian weights from a safetensors file into the model.

@@ -244,7 +244,7 @@ func readFile(t *testing.T, path string) string {
 // logits for the case's batch, checking them against the case's.
 func parityLogits(t *testing.T, dir string) []float64 {
 	t.Helper()
-	m, err := Load(dir, layers.WithDtype(tensor.Float64))
+	m, _, err := Load(dir, layers.WithDtype(tensor.Float64))
 	require.NoError(t, err)
 	f := readCase(t, dir)
 	src, ss := caseInts(t, f, "src")

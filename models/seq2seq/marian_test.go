@@ -48,7 +48,7 @@ func TestMarianFixture(t *testing.T) {
 	for _, name := range marianCases {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("testdata", "marian", name)
-			m, err := Load(dir, layers.WithDtype(tensor.Float64))
+			m, _, err := Load(dir, layers.WithDtype(tensor.Float64))
 			require.NoError(t, err)
 			f := readCase(t, dir)
 			b := marianInputs(t, f)
@@ -113,7 +113,7 @@ func TestMarianSaveIsSavePretrained(t *testing.T) {
 	for _, name := range marianCases {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("testdata", "marian", name)
-			m, err := Load(dir, layers.WithDtype(tensor.Float64))
+			m, _, err := Load(dir, layers.WithDtype(tensor.Float64))
 			require.NoError(t, err)
 			out := filepath.Join(root, name)
 			require.NoError(t, m.Save(out))
@@ -203,7 +203,7 @@ func TestMarianOlderCheckpoints(t *testing.T) {
 	src := filepath.Join("testdata", "marian", "opus_shared")
 	f, err := safetensors.ReadFile(filepath.Join(src, layers.WeightsFile))
 	require.NoError(t, err)
-	m, err := Load(src, layers.WithDtype(tensor.Float64))
+	m, _, err := Load(src, layers.WithDtype(tensor.Float64))
 	require.NoError(t, err)
 	c := m.Config
 	write := func(t *testing.T, edit func(map[string]safetensors.Tensor)) string {
@@ -250,17 +250,17 @@ func TestMarianOlderCheckpoints(t *testing.T) {
 	}
 	want := logits(t, m)
 
-	old, err := Load(write(t, func(map[string]safetensors.Tensor) {}), layers.WithDtype(tensor.Float64))
+	old, _, err := Load(write(t, func(map[string]safetensors.Tensor) {}), layers.WithDtype(tensor.Float64))
 	require.NoError(t, err)
 	require.Equal(t, want, logits(t, old))
 
-	noBias, err := Load(write(t, func(ts map[string]safetensors.Tensor) { delete(ts, biasKey) }), layers.WithDtype(tensor.Float64))
+	noBias, _, err := Load(write(t, func(ts map[string]safetensors.Tensor) { delete(ts, biasKey) }), layers.WithDtype(tensor.Float64))
 	require.NoError(t, err)
 	for _, v := range noBias.FinalLogitsBias.Value.Data().([]float64) {
 		require.Zero(t, v)
 	}
 
-	_, err = Load(write(t, func(ts map[string]safetensors.Tensor) {
+	_, _, err = Load(write(t, func(ts map[string]safetensors.Tensor) {
 		h := ts[lmHeadKey]
 		h.Data = slices.Clone(h.Data)
 		h.Data[3] ^= 1
@@ -272,7 +272,7 @@ func TestMarianOlderCheckpoints(t *testing.T) {
 	require.Contains(t, le.Mismatched[0], lmHeadKey)
 	require.Contains(t, le.Mismatched[0], "both loaded into "+sharedKey)
 
-	_, err = Load(write(t, func(ts map[string]safetensors.Tensor) {
+	_, _, err = Load(write(t, func(ts map[string]safetensors.Tensor) {
 		table, err := layers.SinusoidalTable(c.MaxLen, c.DModel, positionsBase)
 		require.NoError(t, err)
 		ts[decPosKey], err = safetensors.FromFloat64s(decPosKey, []int{c.MaxLen, c.DModel}, table)
@@ -310,7 +310,7 @@ func TestMarianSavedTables(t *testing.T) {
 		}
 		require.ElementsMatch(t, c.want, tables, "share %v tie %v", c.share, c.tie)
 		require.Contains(t, f.Names(), biasKey)
-		back, err := Load(dir)
+		back, _, err := Load(dir)
 		require.NoError(t, err)
 		require.Equal(t, m.Config, back.Config)
 	}

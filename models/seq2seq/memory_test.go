@@ -62,7 +62,7 @@ func TestLoadRefusesAbsurdSizes(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, models.ConfigFile), []byte(fmt.Sprintf("{%s}", tc.json)), 0o644))
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			_, err := Load(dir)
+			_, _, err := Load(dir)
 			runtime.ReadMemStats(&after)
 			require.Error(t, err)
 			assert.ErrorContains(t, err, tc.want)

@@ -49,7 +49,7 @@ func TestParityWithPyTorch(t *testing.T) {
 	for _, name := range []string{"post_shared", "pre_separate"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("testdata", "parity", name)
-			m, err := Load(dir, layers.WithDtype(tensor.Float64))
+			m, _, err := Load(dir, layers.WithDtype(tensor.Float64))
 			require.NoError(t, err)
 			f := readCase(t, dir)
 			src, ss := caseInts(t, f, "src")

@@ -6,7 +6,9 @@ import (
 	"os"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/vit"
+	"gorgonia.org/tensor"
 )
 
 // Build the 28×28 preset with a 10-class head and score a batch of two
@@ -55,20 +57,40 @@ func Example() {
 // of other labels at twice its image size: its head is replaced and its
 // position embeddings are resampled as transformers resamples them.
 func ExampleLoadForImageClassification() {
-	c, report, err := vit.LoadForImageClassification("testdata/parity", []string{"yes", "no"}, vit.LoadOptions{ImageSize: 16})
+	c, report, err := vit.LoadForImageClassification("testdata/parity", models.WithLabels("yes", "no"), vit.WithImageSize(16, ""))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(c.Config.ImageSize, "pixels,", c.Config.NumPatches(), "patches")
 	fmt.Println("dropped:", report.Dropped)
-	fmt.Println("created:", report.Created)
+	fmt.Println("created:", report.Created, "new head:", report.NewHead)
 	fmt.Println(report.Resampled)
 	// Output:
 	// 16 pixels, 16 patches
 	// dropped: [classifier.bias classifier.weight]
-	// created: [classifier.weight classifier.bias]
+	// created: [classifier.weight classifier.bias] new head: true
 	// vit.embeddings.position_embeddings resampled from a 2×2 grid (image_size 8) to 4×4 (image_size 16) by hf
+}
+
+// Read a classifier checkpoint as it was saved, strictly, with the labels
+// of its config.json's id2label, at another image size (WithImageSize),
+// in float64 (a layers.Option), pooling by the mean (a model option): every
+// kind of option goes in the one list.
+func ExampleWithImageSize() {
+	c, report, err := vit.LoadForImageClassification("testdata/parity", models.Strict(),
+		vit.WithImageSize(16, layers.ResampleSize), layers.WithDtype(tensor.Float64), vit.WithPooling(vit.PoolMean))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(c.Labels, c.Config.ImageSize, c.Store.Dtype(), c.Pooling)
+	fmt.Println("dropped:", report.Dropped, "created:", report.Created, "new head:", report.NewHead)
+	fmt.Println(report.Resampled)
+	// Output:
+	// [cat dog bird] 16 float64 mean
+	// dropped: [] created: [] new head: false
+	// vit.embeddings.position_embeddings resampled from a 2×2 grid (image_size 8) to 4×4 (image_size 16) by size
 }
 
 // tiny is a ViT small enough for examples: 8×8 RGB images in 4×4 patches
@@ -128,7 +150,7 @@ func ExampleWithInterpolation() {
 		fmt.Println("sum 1:", math.Abs(sum-1) < 1e-6)
 	}
 	// Output:
-	// vit: images are 8×12 but the model's image_size is 8: resize them to 8×8, interpolate the position embeddings to their grid (WithInterpolation, as transformers' interpolate_pos_encoding=True), or load the checkpoint at the new size with its position embeddings resampled (LoadOptions.ImageSize)
+	// vit: images are 8×12 but the model's image_size is 8: resize them to 8×8, interpolate the position embeddings to their grid (WithInterpolation, as transformers' interpolate_pos_encoding=True), or load the checkpoint at the new size with its position embeddings resampled (WithImageSize)
 	// 2 rows of 3 probabilities
 	// sum 1: true
 	// sum 1: true

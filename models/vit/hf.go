@@ -18,7 +18,7 @@ package vit
 //     model does not use are dropped and the model's head tensors the file
 //     lacks keep their initial values, and both are reported (LoadReport);
 //   - a checkpoint loads at another image_size with its position
-//     embeddings resampled (LoadOptions), also reported.
+//     embeddings resampled (WithImageSize), also reported.
 
 import (
 	"cmp"
@@ -167,28 +167,76 @@ func (m *Model) LoadWeights(path string) error {
 	return err
 }
 
-// LoadOptions set how a checkpoint is read.
+// WithImageSize makes a Load function build the model for images of
+// size × size and resample the checkpoint's position embeddings to the
+// new grid (layers.ResamplePositions) by method, when size is not the
+// checkpoint's image_size (0: the checkpoint's). With the default method
+// the model computes what transformers computes when the checkpoint runs
+// on images of that size with interpolate_pos_encoding=True
+// (transformers resamples on every forward pass; here it is done once, at
+// load, and saved so); transformers' from_pretrained(image_size=…,
+// ignore_mismatched_sizes=True) would instead initialise new position
+// embeddings. method is layers.ResampleHF ("" is it, the default: every
+// checkpoint this package reads is in Hugging Face's form, and
+// transformers' interpolate_pos_encoding, with its scale factor, is what
+// transformers would run on it), layers.ResampleSize (newer transformers)
+// or layers.ResampleTimm (timm's resample_abs_pos_embed). The report's
+// Resampled says what was done.
+func WithImageSize(size int, method layers.ResampleMethod) models.LoadOption {
+	return LoadOptions{ImageSize: size, Resample: method}
+}
+
+// LoadOptions set how a checkpoint is read; a LoadOptions is itself a
+// models.LoadOption, so Load(dir, LoadOptions{…}) still compiles.
+//
+// Deprecated: pass options instead: WithImageSize for ImageSize and
+// Resample, and the model's options (WithPooling, layers.WithDtype) as
+// they are.
 type LoadOptions struct {
-	// ImageSize, when not 0 and not the checkpoint's image_size, builds the
-	// model for images of this side and resamples the checkpoint's position
-	// embeddings to the new grid (layers.ResamplePositions), by Resample.
-	// With the default method the model computes what transformers
-	// computes when the checkpoint runs on images of that size with
-	// interpolate_pos_encoding=True (transformers resamples on every
-	// forward pass; here it is done once, at load, and saved so).
-	// transformers' from_pretrained(image_size=…,
-	// ignore_mismatched_sizes=True) would instead initialise new position
-	// embeddings.
+	// ImageSize and Resample are WithImageSize's.
 	ImageSize int
-	// Resample is the method: layers.ResampleHF (the default: every
-	// checkpoint this package reads is in Hugging Face's form, and
-	// transformers' interpolate_pos_encoding, with its scale factor, is
-	// what transformers would run on it), layers.ResampleSize (newer
-	// transformers) or layers.ResampleTimm (timm's
-	// resample_abs_pos_embed).
-	Resample layers.ResampleMethod
+	Resample  layers.ResampleMethod
 	// Model are New's options (dtype, seed, pooling).
 	Model []Option
+}
+
+// LoadOption implements models.LoadOption.
+func (LoadOptions) LoadOption() {}
+
+// loadSettings are what a Load function's options ask for.
+type loadSettings struct {
+	models.LoadSettings
+	imageSize int
+	resample  layers.ResampleMethod
+	model     []Option // New's options, the store's included
+}
+
+// readLoadOptions sorts opts; labels says whether the loader builds a
+// classification head (see models.LoadSettings.Check).
+func readLoadOptions(where string, labels bool, opts []models.LoadOption) (loadSettings, error) {
+	s := loadSettings{LoadSettings: models.ReadLoadOptions(opts)}
+	family := s.Family
+	s.Family = nil
+	if err := s.Check("vit: "+where, labels); err != nil {
+		return s, err
+	}
+	if len(s.Store) > 0 {
+		s.model = append(s.model, StoreOption(s.Store...))
+	}
+	for _, o := range family {
+		switch o := o.(type) {
+		case Option:
+			s.model = append(s.model, o)
+		case LoadOptions:
+			if o.ImageSize != 0 || o.Resample != "" {
+				s.imageSize, s.resample = o.ImageSize, o.Resample
+			}
+			s.model = append(s.model, o.Model...)
+		default:
+			return s, fmt.Errorf("vit: %s: option %T is not one vit reads: leave it out", where, o)
+		}
+	}
+	return s, nil
 }
 
 // readConfig reads a ViT config.json, or a ViTMAE one's encoder (see
@@ -209,20 +257,20 @@ func readConfig(dir string) (Config, error) {
 }
 
 // load reads dir into a model built by build from dir's config (at
-// o.ImageSize if set), fitting heads as k says.
-func (o LoadOptions) load(dir string, build func(Config) (*Model, *hfKeys, error)) (LoadReport, error) {
+// o.imageSize if set), fitting heads as k says.
+func (o loadSettings) load(dir string, build func(Config) (*Model, *hfKeys, error)) (LoadReport, error) {
 	cfg, err := readConfig(dir)
 	if err != nil {
 		return LoadReport{}, err
 	}
 	old := cfg
-	if o.Resample != "" {
-		if err := o.Resample.Validate(); err != nil {
+	if o.resample != "" {
+		if err := o.resample.Validate(); err != nil {
 			return LoadReport{}, fmt.Errorf("vit: %w", err)
 		}
 	}
-	if o.ImageSize != 0 {
-		cfg.ImageSize = o.ImageSize
+	if o.imageSize != 0 {
+		cfg.ImageSize = o.imageSize
 	}
 	m, k, err := build(cfg)
 	if err != nil {
@@ -242,7 +290,7 @@ func (o LoadOptions) load(dir string, build func(Config) (*Model, *hfKeys, error
 	if k.positions.values == nil {
 		return r, fmt.Errorf("vit: %s has no %s to resample", filepath.Join(dir, models.WeightsFile), positionKey)
 	}
-	method := o.Resample
+	method := o.resample
 	if method == "" {
 		method = layers.ResampleHF
 	}
@@ -261,17 +309,29 @@ func (o LoadOptions) load(dir string, build func(Config) (*Model, *hfKeys, error
 	return r, nil
 }
 
+// The Load functions all have one shape, every family's (see
+// models.LoadOption): LoadX(dir, opts...) (*X, LoadReport, error). Options
+// are layers.Options for the store (dtype, seed), New's options
+// (WithPooling, WithInterpolation), WithImageSize, models.Strict and, for
+// the classifier, models.WithLabels. Without Strict a checkpoint of any
+// head loads: the file's head tensors the model lacks are dropped and the
+// model's head parameters the file lacks are created, both reported.
+
 // Load reads the backbone of a ViT checkpoint directory, ours or Hugging
 // Face's, of any head; head tensors are dropped and listed in the report.
-func Load(dir string, o LoadOptions) (*Model, LoadReport, error) {
+func Load(dir string, opts ...models.LoadOption) (*Model, LoadReport, error) {
+	o, err := readLoadOptions("Load", false, opts)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
 	var m *Model
 	r, err := o.load(dir, func(c Config) (*Model, *hfKeys, error) {
 		var err error
 		c.ID2Label = nil
-		if m, err = New(c, o.Model...); err != nil {
+		if m, err = New(c, o.model...); err != nil {
 			return nil, nil, err
 		}
-		return m, &hfKeys{store: m.Store, heads: true}, nil
+		return m, &hfKeys{store: m.Store, heads: !o.Strict}, nil
 	})
 	if err != nil {
 		return nil, LoadReport{}, err
@@ -280,70 +340,65 @@ func Load(dir string, o LoadOptions) (*Model, LoadReport, error) {
 }
 
 // LoadForImageClassification reads a checkpoint of any head into an image
-// classifier for labels; nil labels are the checkpoint's own (its
-// config.json's id2label). A checkpoint whose id2label names exactly these
+// classifier. Its labels are the checkpoint's (config.json's id2label), or
+// models.WithLabels'. A checkpoint whose id2label names exactly these
 // labels, in order, keeps its classifier; otherwise its classifier (and
 // any other head, a ViTModel's pooler) is dropped and a new one created,
-// as timm's reset_classifier: the report names both. The pooling is the
-// checkpoint's unless o.Model sets one (WithPooling).
-func LoadForImageClassification(dir string, labels []string, o LoadOptions) (*ForImageClassification, LoadReport, error) {
+// as timm's reset_classifier: the report names both and sets NewHead. The
+// pooling is the checkpoint's (config.json's zoo_pooling; absent: the
+// class token) unless a WithPooling option sets one (to compute another
+// model on the same weights, as the parity tests do; SavedPooling tells
+// what it was).
+func LoadForImageClassification(dir string, opts ...models.LoadOption) (*ForImageClassification, LoadReport, error) {
+	o, err := readLoadOptions("LoadForImageClassification", true, opts)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
 	var c *ForImageClassification
+	var newHead bool
 	r, err := o.load(dir, func(cfg Config) (*Model, *hfKeys, error) {
-		old, err := cfg.Labels()
-		if err != nil {
+		saved, err := cfg.Labels()
+		if err != nil && o.Labels == nil {
 			return nil, nil, fmt.Errorf("vit: %s: %w", dir, err)
 		}
-		if labels == nil {
-			if len(old) == 0 {
-				return nil, nil, fmt.Errorf("vit: %s has no id2label: it is not an image classifier; give the labels of a new head", filepath.Join(dir, models.ConfigFile))
-			}
-			labels = old
+		labels, isNew, err := o.HeadLabels(dir, saved, "an image classifier")
+		if err != nil {
+			return nil, nil, fmt.Errorf("vit: %w", err)
 		}
-		m, err := New(cfg, o.Model...)
+		newHead = isNew
+		m, err := New(cfg, o.model...)
 		if err != nil {
 			return nil, nil, err
 		}
 		if c, err = NewForImageClassification(m, labels); err != nil {
 			return nil, nil, err
 		}
-		return m, &hfKeys{store: m.Store, heads: true, newHead: !slices.Equal(old, labels)}, nil
+		return m, &hfKeys{store: m.Store, heads: !o.Strict, newHead: newHead}, nil
 	})
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
+	r.NewHead = newHead
 	return c, r, nil
 }
 
 // LoadClassifier reads an image classifier checkpoint (Save's, or
 // transformers' ViTForImageClassification) with the labels of its
-// config.json's id2label and the pooling it was saved with (zoo_pooling;
-// absent: the class token), strictly. A WithPooling option replaces the
-// saved pooling (to compute another model on the same weights, as the
-// parity tests do); SavedPooling tells what it was.
+// config.json's id2label and the pooling it was saved with, strictly.
+//
+// Deprecated: use LoadForImageClassification(dir, models.Strict(), opts...).
 func LoadClassifier(dir string, opts ...Option) (*ForImageClassification, error) {
-	cfg, err := readConfig(dir)
-	if err != nil {
-		return nil, err
+	c, _, err := LoadForImageClassification(dir, loadOptions(opts, models.Strict())...)
+	return c, err
+}
+
+// loadOptions is opts as load options, then more.
+func loadOptions(opts []Option, more ...models.LoadOption) []models.LoadOption {
+	out := make([]models.LoadOption, 0, len(opts)+len(more))
+	for _, o := range opts {
+		out = append(out, o)
 	}
-	if len(cfg.ID2Label) == 0 {
-		return nil, fmt.Errorf("vit: %s has no id2label or num_labels: it is not an image classifier; use LoadForImageClassification with labels", filepath.Join(dir, models.ConfigFile))
-	}
-	labels, err := cfg.Labels()
-	if err != nil {
-		return nil, fmt.Errorf("vit: %s: %w", dir, err)
-	}
-	m, err := New(cfg, opts...)
-	if err != nil {
-		return nil, err
-	}
-	c, err := NewForImageClassification(m, labels)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return append(out, more...)
 }
 
 // SavedPooling is the pooling a checkpoint directory's config.json

@@ -48,7 +48,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	require.Equal(t, logitsOf(t, c, gold.floats("pixel_values")), logitsOf(t, back, gold.floats("pixel_values")))
 
 	// A backbone saves as ViTModel.
-	m, r, err := Load(parityDir, LoadOptions{})
+	m, r, err := Load(parityDir)
 	require.NoError(t, err)
 	require.Equal(t, []string{"classifier.bias", "classifier.weight"}, r.Dropped)
 	require.Empty(t, r.Created)
@@ -66,23 +66,26 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 // TestResetClassifier: a checkpoint loads with a new head of another class
 // count (timm's reset_classifier), and keeps its head for the same labels.
 func TestResetClassifier(t *testing.T) {
-	c, r, err := LoadForImageClassification(parityDir, []string{"a", "b", "c", "d", "e"}, LoadOptions{})
+	c, r, err := LoadForImageClassification(parityDir, models.WithLabels("a", "b", "c", "d", "e"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"classifier.bias", "classifier.weight"}, r.Dropped)
 	require.Equal(t, []string{"classifier.weight", "classifier.bias"}, r.Created)
+	require.True(t, r.NewHead)
 	require.Equal(t, []int{5, 16}, []int(c.Classifier.Weight.Value.Shape()))
 	require.Len(t, c.Config.ID2Label, 5)
 
 	// Three labels, but other names: a new head too.
-	_, r, err = LoadForImageClassification(parityDir, []string{"x", "y", "z"}, LoadOptions{})
+	_, r, err = LoadForImageClassification(parityDir, models.WithLabels("x", "y", "z"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"classifier.weight", "classifier.bias"}, r.Created)
+	require.True(t, r.NewHead)
 
 	gold := readGolden(t)
-	c, r, err = LoadForImageClassification(parityDir, []string{"cat", "dog", "bird"}, LoadOptions{Model: []Option{StoreOption(layers.WithDtype(tensor.Float64))}})
+	c, r, err = LoadForImageClassification(parityDir, models.WithLabels("cat", "dog", "bird"), StoreOption(layers.WithDtype(tensor.Float64)))
 	require.NoError(t, err)
 	require.Empty(t, r.Dropped)
 	require.Empty(t, r.Created)
+	require.False(t, r.NewHead)
 	got := logitsOf(t, c, gold.floats("pixel_values"))
 	for i, w := range gold.floats("logits") {
 		require.InDelta(t, w, got[i], 1e-10)
@@ -133,11 +136,11 @@ func TestLoadHubLayouts(t *testing.T) {
 			require.NoError(t, err)
 			cfg.ID2Label = nil
 			require.NoError(t, layers.WriteConfig(dir, cfg))
-			_, r, err := Load(dir, LoadOptions{})
+			_, r, err := Load(dir)
 			require.NoError(t, err)
 			require.Equal(t, c.dropped, r.Dropped)
 			require.Empty(t, r.Created)
-			_, r, err = LoadForImageClassification(dir, []string{"a", "b"}, LoadOptions{})
+			_, r, err = LoadForImageClassification(dir, models.WithLabels("a", "b"))
 			require.NoError(t, err)
 			require.Equal(t, c.dropped, r.Dropped)
 			require.Equal(t, []string{"classifier.weight", "classifier.bias"}, r.Created)
@@ -149,7 +152,7 @@ func TestLoadErrors(t *testing.T) {
 	t.Run("another family", func(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, models.ConfigFile), []byte(`{"model_type": "bert"}`), 0o644))
-		_, _, err := Load(dir, LoadOptions{})
+		_, _, err := Load(dir)
 		require.ErrorContains(t, err, "is a bert checkpoint (model_type bert), another model family; this needs a vit (model_type vit) checkpoint")
 		_, err = LoadClassifier(dir)
 		require.ErrorContains(t, err, "another model family")
@@ -157,7 +160,7 @@ func TestLoadErrors(t *testing.T) {
 	t.Run("unknown family", func(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, models.ConfigFile), []byte(`{"model_type": "swin"}`), 0o644))
-		_, _, err := LoadForImageClassification(dir, []string{"a", "b"}, LoadOptions{})
+		_, _, err := LoadForImageClassification(dir, models.WithLabels("a", "b"))
 		require.ErrorContains(t, err, `model_type "swin" is another model family; this needs a vit checkpoint`)
 	})
 	t.Run("missing tensor", func(t *testing.T) {
@@ -177,11 +180,11 @@ func TestLoadErrors(t *testing.T) {
 		require.ErrorContains(t, c.LoadWeights(path), "vit.layernorm.bias")
 	})
 	t.Run("method", func(t *testing.T) {
-		_, _, err := Load(parityDir, LoadOptions{ImageSize: 16, Resample: "bilinear"})
+		_, _, err := Load(parityDir, WithImageSize(16, "bilinear"))
 		require.ErrorContains(t, err, `resample method "bilinear" must be`)
 	})
 	t.Run("image size", func(t *testing.T) {
-		_, _, err := Load(parityDir, LoadOptions{ImageSize: 10})
+		_, _, err := Load(parityDir, WithImageSize(10, ""))
 		require.ErrorContains(t, err, "image_size 10 is not divisible by patch_size 4")
 	})
 }
@@ -198,8 +201,7 @@ func TestLoadAtNewImageSize(t *testing.T) {
 	require.NoError(t, err)
 	for _, method := range []layers.ResampleMethod{"", layers.ResampleTimm, layers.ResampleSize} {
 		t.Run(string(method), func(t *testing.T) {
-			c, r, err := LoadForImageClassification(parityDir, []string{"cat", "dog", "bird"},
-				LoadOptions{ImageSize: 16, Resample: method, Model: []Option{StoreOption(layers.WithDtype(tensor.Float64))}})
+			c, r, err := LoadForImageClassification(parityDir, models.WithLabels("cat", "dog", "bird"), WithImageSize(16, method), StoreOption(layers.WithDtype(tensor.Float64)))
 			require.NoError(t, err)
 			want := method
 			if want == "" {
@@ -218,7 +220,7 @@ func TestLoadAtNewImageSize(t *testing.T) {
 		})
 	}
 	// The same size is no resampling.
-	_, r, err := Load(parityDir, LoadOptions{ImageSize: 8})
+	_, r, err := Load(parityDir, WithImageSize(8, ""))
 	require.NoError(t, err)
 	require.Empty(t, r.Resampled)
 }
@@ -279,3 +281,39 @@ func TestProbabilities(t *testing.T) {
 	_, err = c.Probabilities(p32[:7], 2)
 	require.ErrorContains(t, err, "7 pixel values are not 2 images of 3×8×8")
 }
+
+// The load options: the store's and the model's options go straight in,
+// the labels default to the checkpoint's, Strict refuses what does not
+// fit, and options another family or loader cannot use are refused.
+func TestLoadOptions(t *testing.T) {
+	gold := readGolden(t)
+	want, err := LoadClassifier(parityDir, StoreOption(layers.WithDtype(tensor.Float64)))
+	require.NoError(t, err)
+	for _, opts := range [][]models.LoadOption{
+		{layers.WithDtype(tensor.Float64)},
+		{models.Strict(), layers.WithDtype(tensor.Float64)},
+		{LoadOptions{Model: []Option{StoreOption(layers.WithDtype(tensor.Float64))}}}, // deprecated, still read
+	} {
+		c, r, err := LoadForImageClassification(parityDir, opts...)
+		require.NoError(t, err)
+		require.True(t, r.Exact(), "%+v", r)
+		require.Equal(t, want.Labels, c.Labels)
+		require.Equal(t, logitsOf(t, want, gold.floats("pixel_values")), logitsOf(t, c, gold.floats("pixel_values")))
+	}
+	_, _, err = Load(parityDir, models.Strict())
+	require.ErrorContains(t, err, "classifier.weight")
+	_, _, err = Load(parityDir, models.WithLabels("a", "b"))
+	require.ErrorContains(t, err, "vit: Load: the model has no classification head")
+	_, _, err = Load(parityDir, otherOption{})
+	require.ErrorContains(t, err, "vit: Load: option vit.otherOption is not one vit reads")
+	_, _, err = LoadViTMAEForPreTraining(parityDir, WithImageSize(16, ""))
+	require.ErrorContains(t, err, "WithImageSize is for a classifier or backbone")
+	_, r, err := LoadForImageClassification(parityDir, models.Strict(), WithImageSize(16, ""))
+	require.NoError(t, err, "resampling is reported, not refused, when strict")
+	require.NotEmpty(t, r.Resampled)
+}
+
+// otherOption stands for another family's load option.
+type otherOption struct{}
+
+func (otherOption) LoadOption() {}

@@ -53,19 +53,27 @@ func readMAEConfig(dir string) (ViTMAEConfig, error) {
 }
 
 // LoadViTMAEForPreTraining reads a ViTMAE checkpoint directory (Save's or
-// transformers' ViTMAEForPreTraining.save_pretrained) strictly. Options
-// are New's store options.
-func LoadViTMAEForPreTraining(dir string, opts ...Option) (*ViTMAEForPreTraining, error) {
+// transformers' ViTMAEForPreTraining.save_pretrained). Options are the
+// store's (layers.WithDtype) and New's; the model has one head, so it
+// reads strictly with or without models.Strict, and the report is empty.
+func LoadViTMAEForPreTraining(dir string, opts ...models.LoadOption) (*ViTMAEForPreTraining, LoadReport, error) {
+	o, err := readLoadOptions("LoadViTMAEForPreTraining", false, opts)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	if o.imageSize != 0 {
+		return nil, LoadReport{}, fmt.Errorf("vit_mae: LoadViTMAEForPreTraining: WithImageSize is for a classifier or backbone (Load, LoadForImageClassification): leave it out")
+	}
 	cfg, err := readMAEConfig(dir)
 	if err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
-	m, err := NewViTMAEForPreTraining(cfg, opts...)
+	m, err := NewViTMAEForPreTraining(cfg, o.model...)
 	if err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
 	if err := m.LoadWeights(filepath.Join(dir, models.WeightsFile)); err != nil {
-		return nil, err
+		return nil, LoadReport{}, err
 	}
-	return m, nil
+	return m, LoadReport{}, nil
 }

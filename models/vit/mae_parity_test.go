@@ -51,7 +51,7 @@ func TestMAEParity(t *testing.T) {
 			name += "/norm_pix_loss"
 		}
 		t.Run(name, func(t *testing.T) {
-			m, err := LoadViTMAEForPreTraining(maeDir, StoreOption(layers.WithDtype(c.dt)))
+			m, _, err := LoadViTMAEForPreTraining(maeDir, StoreOption(layers.WithDtype(c.dt)))
 			require.NoError(t, err)
 			m.Config.NormPixLoss = c.norm
 			g := m.Store.NewGraph()

@@ -170,7 +170,7 @@ func TestMAESaveLoad(t *testing.T) {
 	m, err := NewViTMAEForPreTraining(tinyMAE(), StoreOption(layers.WithSeed(3)))
 	require.NoError(t, err)
 	require.NoError(t, m.Save(dir))
-	back, err := LoadViTMAEForPreTraining(dir)
+	back, _, err := LoadViTMAEForPreTraining(dir)
 	require.NoError(t, err)
 	for _, p := range m.Store.Params() {
 		q, ok := back.Store.Param(p.Name)
@@ -186,7 +186,7 @@ func TestMAESaveLoad(t *testing.T) {
 	require.NoError(t, err)
 	vdir := t.TempDir()
 	require.NoError(t, v.Save(vdir))
-	_, err = LoadViTMAEForPreTraining(vdir)
+	_, _, err = LoadViTMAEForPreTraining(vdir)
 	require.ErrorContains(t, err, "not an MAE checkpoint")
 }
 
@@ -197,7 +197,7 @@ func TestMAEIntoClassifier(t *testing.T) {
 	m, err := NewViTMAEForPreTraining(tinyMAE(), StoreOption(layers.WithSeed(5)))
 	require.NoError(t, err)
 	require.NoError(t, m.Save(dir))
-	c, r, err := LoadForImageClassification(dir, []string{"a", "b", "c"}, LoadOptions{})
+	c, r, err := LoadForImageClassification(dir, models.WithLabels("a", "b", "c"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"classifier.weight", "classifier.bias"}, r.Created)
 	require.Contains(t, r.Dropped, "decoder.mask_token")

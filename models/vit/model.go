@@ -106,6 +106,10 @@ func (c Config) block() layers.BlockConfig {
 // layers.WithSeed) through StoreOption, or the model's own (WithPooling).
 type Option func(*options)
 
+// LoadOption makes an Option a models.LoadOption: the Load functions pass
+// it to New.
+func (Option) LoadOption() {}
+
 type options struct {
 	store       []layers.Option
 	pooling     Pooling
@@ -305,7 +309,7 @@ func (m *Model) CheckSize(ch, h, w int) error {
 	case h == c.ImageSize && w == c.ImageSize:
 		return nil
 	case m.Interpolate == "":
-		return fmt.Errorf("vit: images are %d×%d but the model's image_size is %d: resize them to %d×%d, interpolate the position embeddings to their grid (WithInterpolation, as transformers' interpolate_pos_encoding=True), or load the checkpoint at the new size with its position embeddings resampled (LoadOptions.ImageSize)",
+		return fmt.Errorf("vit: images are %d×%d but the model's image_size is %d: resize them to %d×%d, interpolate the position embeddings to their grid (WithInterpolation, as transformers' interpolate_pos_encoding=True), or load the checkpoint at the new size with its position embeddings resampled (WithImageSize)",
 			h, w, c.ImageSize, c.ImageSize, c.ImageSize)
 	case h < c.PatchSize || w < c.PatchSize || h%c.PatchSize != 0 || w%c.PatchSize != 0:
 		return fmt.Errorf("vit: images of %d×%d are not a grid of whole %d×%d patches: resize or crop them to multiples of patch_size %d", h, w, c.PatchSize, c.PatchSize, c.PatchSize)

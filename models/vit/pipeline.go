@@ -81,11 +81,11 @@ func LoadPipeline(dir string, o PipelineOptions) (*ForImageClassification, *data
 	}
 	// A checkpoint that records no pooling (transformers', or zoo's from
 	// before zoo_pooling) pools by the class token unless told otherwise.
-	opts := []Option{WithInterpolation(cmp.Or(o.Interpolate, layers.ResampleSize))}
+	opts := []models.LoadOption{models.Strict(), WithInterpolation(cmp.Or(o.Interpolate, layers.ResampleSize))}
 	if o.Pool != "" {
 		opts = append(opts, WithPooling(Pooling(o.Pool)))
 	}
-	clf, err := LoadClassifier(dir, opts...)
+	clf, _, err := LoadForImageClassification(dir, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -48,7 +48,7 @@ func TestPoolingSaved(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, c.pool, p)
 			require.True(t, recorded)
-			l, _, err := LoadForImageClassification(dir, nil, LoadOptions{})
+			l, _, err := LoadForImageClassification(dir)
 			require.NoError(t, err)
 			require.Equal(t, c.pool, l.Pooling)
 			require.Equal(t, []string{"a", "b"}, l.Labels, "the checkpoint's labels")
