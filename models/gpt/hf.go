@@ -74,19 +74,11 @@ func (m *Model) Save(dir string) error {
 	if _, ok := m.Store.Param("score.weight"); ok {
 		arch = archClassifier
 	}
-	if err := models.SaveModel(dir, savedConfig{m.Config, arch}, m.Store, hfKeys{tied: m.LMHead == nil}); err != nil {
+	if err := models.SaveModel(dir, codec.Saved(m.Config, arch), m.Store, hfKeys{tied: m.LMHead == nil}); err != nil {
 		return fmt.Errorf("gpt: %w", err)
 	}
 	return nil
 }
-
-// savedConfig writes a Config with the architecture Save wrote.
-type savedConfig struct {
-	c    Config
-	arch string
-}
-
-func (s savedConfig) MarshalJSON() ([]byte, error) { return s.c.marshal(s.arch) }
 
 // Load reads a GPT-2 checkpoint directory (config.json and
 // model.safetensors), ours or Hugging Face's, into a new model. Options set
