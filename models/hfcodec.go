@@ -61,12 +61,14 @@ type Descriptor[T any] struct {
 // Codec reads and writes one family's config.json as its Descriptor
 // says. Every key of a config.json read is one of: a field of T (or an
 // alias of one); model_type, architectures and label2id, which are checked
-// and then written from what is saved; num_labels, which names labels as
-// transformers does (see ReadNumLabels); refused (an error naming the key,
-// its value and what to do); or kept in Extra, exactly as read, and written
-// back after the fields in name order. A null for a field that cannot hold
-// one is refused (see CheckNotNull). A Codec is immutable: its methods may
-// be called from several goroutines at once.
+// and then written from what is saved; num_labels (or _num_labels), which
+// without id2label names LABEL_0, LABEL_1, … as transformers does, and
+// with it must agree; refused (an error naming the key, its value and what
+// to do); or kept in Extra, as read, and written back after the fields in
+// name order. A null for a field that cannot hold one is refused:
+// transformers would read it differently from any value T can hold. A
+// Codec is immutable: its methods may be called from several goroutines
+// at once.
 type Codec[T any] struct {
 	d        Descriptor[T]
 	fields   []codecField
@@ -223,7 +225,7 @@ func (c *Codec[T]) Marshal(cfg T, arch string) ([]byte, error) {
 		}
 	}
 	buf.WriteByte('}')
-	return AppendExtra(buf.Bytes(), c.extraOf(v), c.d.Family)
+	return appendExtra(buf.Bytes(), c.extraOf(v), c.d.Family)
 }
 
 // isEmpty is encoding/json's omitempty test.
@@ -286,7 +288,7 @@ func (c *Codec[T]) Unmarshal(b []byte, cfg *T) error {
 	if err := CheckRefused(raw, c.d.Refused, fam); err != nil {
 		return err
 	}
-	if err := CheckNotNull(raw, c.modeled, fam); err != nil {
+	if err := checkNotNull(raw, c.modeled, fam); err != nil {
 		return err
 	}
 	for _, f := range c.fields {
@@ -325,14 +327,14 @@ func (c *Codec[T]) Unmarshal(b []byte, cfg *T) error {
 	}
 	if c.id2label >= 0 {
 		f := sv.Field(c.id2label)
-		l, err := ReadNumLabels(raw, f.Interface().(map[string]string), fam)
+		l, err := readNumLabels(raw, f.Interface().(map[string]string), fam)
 		if err != nil {
 			return err
 		}
 		f.Set(reflect.ValueOf(l))
 	}
 	ef := sv.Field(c.extra)
-	ef.Set(reflect.ValueOf(KeepExtra(raw, c.modeled, c.extraOf(sv))))
+	ef.Set(reflect.ValueOf(keepExtra(raw, c.modeled, c.extraOf(sv))))
 	*cfg = start
 	return nil
 }
