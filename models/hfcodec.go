@@ -70,11 +70,14 @@ type Descriptor[T any] struct {
 // Codec is immutable: its methods may be called from several goroutines
 // at once.
 type Codec[T any] struct {
-	d        Descriptor[T]
-	fields   []codecField
-	modeled  map[string]bool // the keys read or written, and whether null is a value
-	extra    int             // index of Extra
-	id2label int             // index of the id2label field, -1 without one
+	d      Descriptor[T]
+	fields []codecField
+	// modeled maps the keys read or written (fields, aliases, model_type,
+	// architectures and, with id2label, label2id, num_labels and
+	// _num_labels) to whether JSON null is a value for them.
+	modeled  map[string]bool
+	extra    int // index of Extra
+	id2label int // index of the id2label field, -1 without one
 }
 
 // codecField is one field of T that holds a config.json key.
@@ -126,7 +129,7 @@ func NewCodec[T any](d Descriptor[T]) *Codec[T] {
 		panic(fmt.Sprintf("models.NewCodec: %v has no Extra map[string]json.RawMessage `json:\"-\"`", t))
 	}
 	for _, k := range d.ZeroAsNull {
-		if _, ok := c.modeled[k]; !ok {
+		if !slices.Contains(c.fieldKeys(), k) {
 			panic(fmt.Sprintf("models.NewCodec: ZeroAsNull %s is not a field of %v", k, t))
 		}
 	}
@@ -139,14 +142,8 @@ func NewCodec[T any](d Descriptor[T]) *Codec[T] {
 	return c
 }
 
-// Modeled maps the config.json keys the codec reads or writes (fields,
-// aliases, model_type, architectures and, for a classifier's config,
-// label2id, num_labels and _num_labels) to whether JSON null is a value
-// for them. The map is the caller's.
-func (c *Codec[T]) Modeled() map[string]bool { return maps.Clone(c.modeled) }
-
-// Fields are the keys of T's fields, in T's order.
-func (c *Codec[T]) Fields() []string {
+// fieldKeys are the keys of T's fields, in T's order.
+func (c *Codec[T]) fieldKeys() []string {
 	keys := make([]string, len(c.fields))
 	for i, f := range c.fields {
 		keys[i] = f.key
@@ -349,7 +346,7 @@ func (c *Codec[T]) UnmarshalStrict(b []byte, cfg *T, what string) error {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	fields := append(c.Fields(), "model_type")
+	fields := append(c.fieldKeys(), "model_type")
 	slices.Sort(fields)
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		if !slices.Contains(fields, k) {

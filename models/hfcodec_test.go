@@ -258,8 +258,8 @@ func TestCodecUnmarshalStrict(t *testing.T) {
 func TestCodecModeled(t *testing.T) {
 	require.Equal(t, map[string]bool{"width": false, "inner": true, "act": false, "eps": false, "tie": false, "drop": true, "pad": true,
 		"id2label": true, "label2id": true, "num_labels": true, "_num_labels": true, "model_type": true, "architectures": true,
-		"hidden_size": false}, toyCodec.Modeled())
-	require.Equal(t, []string{"width", "inner", "act", "eps", "tie", "drop", "pad", "id2label"}, toyCodec.Fields())
+		"hidden_size": false}, toyCodec.modeled)
+	require.Equal(t, []string{"width", "inner", "act", "eps", "tie", "drop", "pad", "id2label"}, toyCodec.fieldKeys())
 
 	// Without id2label, a family keeps num_labels and label2id in Extra.
 	type noLabels struct {
