@@ -260,8 +260,11 @@ func (c *Codec[T]) Unmarshal(b []byte, cfg *T) error {
 	start := c.d.Defaults()
 	sv := reflect.ValueOf(&start).Elem()
 	if cv := reflect.ValueOf(cfg).Elem(); !cv.IsZero() {
-		start = *cfg
+		start = *cfg // its maps are copied, so that *cfg's are left as they are
 		sv.Field(c.extra).Set(reflect.ValueOf(maps.Clone(c.extraOf(cv))))
+		if c.id2label >= 0 {
+			sv.Field(c.id2label).Set(reflect.ValueOf(maps.Clone(cv.Field(c.id2label).Interface().(map[string]string))))
+		}
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {

@@ -47,6 +47,8 @@ func (c *toyConfig) UnmarshalJSON(b []byte) error { return toyCodec.Unmarshal(b,
 func TestCodecUnmarshal(t *testing.T) {
 	set := toyDefaults()
 	set.Width, set.Extra = 9, map[string]json.RawMessage{"note": json.RawMessage(`"old"`)}
+	labelled := toyDefaults()
+	labelled.ID2Label = map[string]string{"0": "a"}
 	for _, tc := range []struct {
 		name  string
 		start toyConfig
@@ -102,6 +104,10 @@ func TestCodecUnmarshal(t *testing.T) {
 		{name: "num_labels agreeing with id2label", in: `{"num_labels":1,"id2label":{"0":"x"},"label2id":{"x":0}}`, check: func(t *testing.T, c toyConfig) {
 			require.Equal(t, map[string]string{"0": "x"}, c.ID2Label)
 			require.Nil(t, c.Extra)
+		}},
+		{name: "id2label merges into a set config's, which is left as it was", start: labelled, in: `{"id2label":{"1":"b"}}`, check: func(t *testing.T, c toyConfig) {
+			require.Equal(t, map[string]string{"0": "a", "1": "b"}, c.ID2Label)
+			require.Equal(t, map[string]string{"0": "a"}, labelled.ID2Label)
 		}},
 		{name: "num_labels disagreeing with id2label", in: `{"num_labels":3,"id2label":{"0":"x"}}`,
 			err: "toy config: num_labels 3 disagrees with the 1 labels of id2label"},
