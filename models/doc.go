@@ -5,6 +5,10 @@
 //     family, in Hugging Face's form: config.json with model_type,
 //     model.safetensors with Hugging Face's tensor names, tokenizer.json or
 //     preprocessor_config.json, and the training state;
+//   - the config.json codec (hfcodec.go): one reader and writer of a
+//     family's Hugging Face config, which a Descriptor per family tunes
+//     (defaults, model_type, aliases, refused keys, labels), keeping the
+//     keys a family does not model so they are written back as read;
 //   - the registry of families (family.go), keyed by config.json's
 //     model_type, so that a checkpoint says which family reads it;
 //   - the sequence-classifier seam (classifier.go): a backbone that pools a

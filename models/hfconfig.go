@@ -14,13 +14,13 @@ import (
 // What every family's config.json shares with Hugging Face's
 // PretrainedConfig: labels and the keys a family keeps without modelling.
 
-// ReadNumLabels applies config.json's num_labels (or the older
+// readNumLabels applies config.json's num_labels (or the older
 // _num_labels) to id2label as transformers does: without id2label it names
 // LABEL_0, LABEL_1, …; with id2label the count must agree. The names are
 // made here, before a Validate can look at the config, so a count is
 // bounded by MaxLabels first (num_labels 2e9 would take minutes and
 // gigabytes). family prefixes the errors ("gpt config").
-func ReadNumLabels(raw map[string]json.RawMessage, id2label map[string]string, family string) (map[string]string, error) {
+func readNumLabels(raw map[string]json.RawMessage, id2label map[string]string, family string) (map[string]string, error) {
 	for _, key := range []string{"num_labels", "_num_labels"} {
 		b, ok := raw[key]
 		if !ok || string(bytes.TrimSpace(b)) == "null" {
@@ -47,9 +47,9 @@ func ReadNumLabels(raw map[string]json.RawMessage, id2label map[string]string, f
 	return id2label, nil
 }
 
-// KeepExtra adds to extra every key of raw that is not a key of modeled
+// keepExtra adds to extra every key of raw that is not a key of modeled
 // (the keys the family reads), so that it is written back as it was read.
-func KeepExtra(raw map[string]json.RawMessage, modeled map[string]bool, extra map[string]json.RawMessage) map[string]json.RawMessage {
+func keepExtra(raw map[string]json.RawMessage, modeled map[string]bool, extra map[string]json.RawMessage) map[string]json.RawMessage {
 	for k, v := range raw {
 		if _, ok := modeled[k]; ok {
 			continue
@@ -143,10 +143,10 @@ func Label2ID(id2label map[string]string, family string) (map[string]int, error)
 	return out, nil
 }
 
-// AppendExtra adds the keys of extra, in name order, to the JSON object b
+// appendExtra adds the keys of extra, in name order, to the JSON object b
 // (a config.json the family marshalled): inert keys written back as read.
 // A value that is not valid JSON is an error.
-func AppendExtra(b []byte, extra map[string]json.RawMessage, family string) ([]byte, error) {
+func appendExtra(b []byte, extra map[string]json.RawMessage, family string) ([]byte, error) {
 	if len(extra) == 0 {
 		return b, nil
 	}
@@ -166,35 +166,15 @@ func AppendExtra(b []byte, extra map[string]json.RawMessage, family string) ([]b
 	return buf.Bytes(), nil
 }
 
-// CheckNotNull refuses a null value for a key the family reads (modeled)
+// checkNotNull refuses a null value for a key the family reads (modeled)
 // and that may not be null (modeled[key] false), in name order:
 // transformers would read null differently from any value the config can
 // hold.
-func CheckNotNull(raw map[string]json.RawMessage, modeled map[string]bool, family string) error {
+func checkNotNull(raw map[string]json.RawMessage, modeled map[string]bool, family string) error {
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		if nullable, ok := modeled[k]; ok && !nullable && string(bytes.TrimSpace(raw[k])) == "null" {
 			return fmt.Errorf("%s: %s is null: transformers would read null differently from any value zoo can hold; write the value", family, k)
 		}
 	}
 	return nil
-}
-
-// ParseConfig reads a config.json object into its keys, refusing null,
-// what the family refuses (CheckRefused) and a null where the family needs
-// a value (CheckNotNull).
-func ParseConfig(b []byte, refused []Refusal, modeled map[string]bool, family string) (map[string]json.RawMessage, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, err
-	}
-	if raw == nil {
-		return nil, fmt.Errorf("%s: null is not a config", family)
-	}
-	if err := CheckRefused(raw, refused, family); err != nil {
-		return nil, err
-	}
-	if err := CheckNotNull(raw, modeled, family); err != nil {
-		return nil, err
-	}
-	return raw, nil
 }

@@ -8,12 +8,7 @@ package bert
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
-	"reflect"
-	"slices"
-	"sort"
-	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
@@ -210,36 +205,13 @@ var refused = []models.Refusal{
 		Why: "is not supported: zoo's BERT classifier trains with softmax cross-entropy (single_label_classification)"},
 }
 
-// modeled maps the config.json keys Config reads, or writes from what is
-// saved, to whether JSON null is a value for them.
-var modeled = func() map[string]bool {
-	m := map[string]bool{"model_type": true, "architectures": true, "label2id": true, "num_labels": true, "_num_labels": true}
-	t := reflect.TypeOf(Config{})
-	for i := 0; i < t.NumField(); i++ {
-		name := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
-		if name == "-" {
-			continue
-		}
-		k := t.Field(i).Type.Kind()
-		m[name] = k == reflect.Pointer || k == reflect.Map
-	}
-	return m
-}()
+// codec reads and writes BERT's config.json (see Config).
+var codec = models.NewCodec(models.Descriptor[Config]{
+	Family: "bert config", ModelType: ModelType, Defaults: defaults, Refused: refused,
+})
 
 // checkExtra rejects Extra keys that Config models and refused values.
-func (c Config) checkExtra() error {
-	return models.CheckExtra(c.Extra, modeled, refused, "bert config")
-}
-
-// hfConfig is Config as Hugging Face writes it.
-type hfConfig struct {
-	plainConfig
-	ModelType     string         `json:"model_type"`
-	Architectures []string       `json:"architectures"`
-	Label2ID      map[string]int `json:"label2id,omitempty"`
-}
-
-type plainConfig Config
+func (c Config) checkExtra() error { return codec.CheckExtra(c) }
 
 // The architectures Save writes: transformers' class for the layout.
 const (
@@ -274,23 +246,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	if len(c.ID2Label) > 0 {
 		arch = archClassifier
 	}
-	return c.marshal(arch)
-}
-
-func (c Config) marshal(arch string) ([]byte, error) {
-	if err := c.checkExtra(); err != nil {
-		return nil, err
-	}
-	h := hfConfig{plainConfig: plainConfig(c), ModelType: ModelType, Architectures: []string{arch}}
-	var err error
-	if h.Label2ID, err = models.Label2ID(c.ID2Label, "bert config"); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(h)
-	if err != nil {
-		return nil, err
-	}
-	return models.AppendExtra(b, c.Extra, "bert config")
+	return codec.Marshal(c, arch)
 }
 
 // Strict returns c as the decoder of a pipeline config file's "model"
@@ -304,50 +260,10 @@ func Strict(c *Config) json.Unmarshaler { return &strictConfig{c} }
 type strictConfig struct{ c *Config }
 
 func (s *strictConfig) UnmarshalJSON(b []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	var fields []string
-	for k := range modeled {
-		if k != "architectures" && k != "label2id" && k != "num_labels" && k != "_num_labels" {
-			fields = append(fields, k)
-		}
-	}
-	sort.Strings(fields)
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		if !slices.Contains(fields, k) {
-			return fmt.Errorf("unknown key %q: a BERT model section has %s", k, strings.Join(fields, ", "))
-		}
-	}
-	return s.c.UnmarshalJSON(b)
+	return codec.UnmarshalStrict(b, s.c, "a BERT model section")
 }
 
 // UnmarshalJSON reads a config.json as the Config doc describes. Fields it
 // leaves out keep their values when c is already set, as encoding/json
 // does, and otherwise take BertConfig's defaults.
-func (c *Config) UnmarshalJSON(b []byte) error {
-	start := defaults()
-	if !reflect.ValueOf(*c).IsZero() {
-		start = *c
-		start.Extra = maps.Clone(c.Extra)
-	}
-	raw, err := models.ParseConfig(b, refused, modeled, "bert config")
-	if err != nil {
-		return err
-	}
-	h := hfConfig{plainConfig: plainConfig(start)}
-	if err := json.Unmarshal(b, &h); err != nil {
-		return err
-	}
-	if h.ModelType != "" && h.ModelType != ModelType {
-		return fmt.Errorf("bert config: model_type %q is not %s", h.ModelType, ModelType)
-	}
-	*c = Config(h.plainConfig)
-	c.Extra = start.Extra
-	if c.ID2Label, err = models.ReadNumLabels(raw, c.ID2Label, "bert config"); err != nil {
-		return err
-	}
-	c.Extra = models.KeepExtra(raw, modeled, c.Extra)
-	return nil
-}
+func (c *Config) UnmarshalJSON(b []byte) error { return codec.Unmarshal(b, c) }

@@ -138,14 +138,6 @@ func (m *Model) architecture() string {
 	return archModel
 }
 
-// savedConfig writes a Config with the architecture Save wrote.
-type savedConfig struct {
-	c    Config
-	arch string
-}
-
-func (s savedConfig) MarshalJSON() ([]byte, error) { return s.c.marshal(s.arch) }
-
 // Save writes the model, with whatever heads its store holds, as a
 // Hugging Face BERT checkpoint: dir/config.json (architectures naming the
 // head class) and dir/model.safetensors, each written atomically.
@@ -153,7 +145,7 @@ func (m *Model) Save(dir string) error {
 	if err := m.Config.checkExtra(); err != nil {
 		return fmt.Errorf("bert: save: %w", err)
 	}
-	if err := models.SaveModel(dir, savedConfig{m.Config, m.architecture()}, m.Store, &hfKeys{store: m.Store}); err != nil {
+	if err := models.SaveModel(dir, codec.Saved(m.Config, m.architecture()), m.Store, &hfKeys{store: m.Store}); err != nil {
 		return fmt.Errorf("bert: %w", err)
 	}
 	return nil

@@ -6,10 +6,7 @@ package gpt
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
-	"reflect"
-	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
@@ -291,47 +288,26 @@ var refused = []models.Refusal{
 }
 
 // aliases is GPT2Config.attribute_map: names transformers reads as others.
-var aliases = []struct{ alias, key string }{
-	{"hidden_size", "n_embd"}, {"max_position_embeddings", "n_positions"},
-	{"num_attention_heads", "n_head"}, {"num_hidden_layers", "n_layer"},
+var aliases = []models.Alias{
+	{Alias: "hidden_size", Key: "n_embd"}, {Alias: "max_position_embeddings", Key: "n_positions"},
+	{Alias: "num_attention_heads", Key: "n_head"}, {Alias: "num_hidden_layers", Key: "n_layer"},
 }
 
-// modeled maps the config.json keys that Config reads, or writes from
-// what is saved, to whether JSON null is a value for them.
-var modeled = func() map[string]bool {
-	m := map[string]bool{"model_type": true, "architectures": true, "label2id": true, "num_labels": true, "_num_labels": true}
-	t := reflect.TypeOf(Config{})
-	for i := 0; i < t.NumField(); i++ {
-		name := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
-		if name == "-" {
-			continue
+// codec reads and writes GPT-2's config.json (see Config): the aliases,
+// n_inner 0 as null, the activation under Hugging
+// Face's name.
+var codec = models.NewCodec(models.Descriptor[Config]{
+	Family: "gpt config", ModelType: "gpt2", Defaults: defaults, Refused: refused, Aliases: aliases,
+	ZeroAsNull: []string{"n_inner"},
+	Canon: func(c *Config) {
+		if name, err := layers.HFActivationName(c.ActivationFunction); err == nil {
+			c.ActivationFunction = name // the zoo's old gelu_tanh is gelu_new
 		}
-		k := t.Field(i).Type.Kind()
-		m[name] = k == reflect.Pointer || k == reflect.Map || name == "n_inner"
-	}
-	for _, a := range aliases {
-		m[a.alias] = false
-	}
-	return m
-}()
+	},
+})
 
 // checkExtra rejects Extra keys that Config models and refused values.
-func (c Config) checkExtra() error { return models.CheckExtra(c.Extra, modeled, refused, "gpt config") }
-
-func checkRefused(raw map[string]json.RawMessage) error {
-	return models.CheckRefused(raw, refused, "gpt config")
-}
-
-// hfConfig is Config as Hugging Face writes it.
-type hfConfig struct {
-	plainConfig
-	NInner        *int           `json:"n_inner"`
-	ModelType     string         `json:"model_type"`
-	Architectures []string       `json:"architectures"`
-	Label2ID      map[string]int `json:"label2id,omitempty"`
-}
-
-type plainConfig Config
+func (c Config) checkExtra() error { return codec.CheckExtra(c) }
 
 // The architectures Save writes: transformers' class for the layout.
 const (
@@ -348,29 +324,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	if len(c.ID2Label) > 0 {
 		arch = archClassifier
 	}
-	return c.marshal(arch)
-}
-
-func (c Config) marshal(arch string) ([]byte, error) {
-	if err := c.checkExtra(); err != nil {
-		return nil, err
-	}
-	h := hfConfig{plainConfig: plainConfig(c), ModelType: "gpt2", Architectures: []string{arch}}
-	if name, err := layers.HFActivationName(c.ActivationFunction); err == nil {
-		h.ActivationFunction = name // the zoo's old gelu_tanh is gelu_new
-	}
-	var err error
-	if h.Label2ID, err = models.Label2ID(c.ID2Label, "gpt config"); err != nil {
-		return nil, err
-	}
-	if c.NInner > 0 {
-		h.NInner = &c.NInner
-	}
-	b, err := json.Marshal(h)
-	if err != nil {
-		return nil, err
-	}
-	return models.AppendExtra(b, c.Extra, "gpt config")
+	return codec.Marshal(c, arch)
 }
 
 // UnmarshalJSON reads a config.json as the Config doc describes. Fields it
@@ -378,67 +332,4 @@ func (c Config) marshal(arch string) ([]byte, error) {
 // and otherwise take GPT-2's defaults (tie_word_embeddings and
 // scale_attn_weights default to true). The zoo's old activation name
 // gelu_tanh reads as gelu_new.
-func (c *Config) UnmarshalJSON(b []byte) error {
-	start := defaults()
-	if !reflect.ValueOf(*c).IsZero() {
-		start = *c
-		start.Extra = maps.Clone(c.Extra)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	if raw == nil {
-		return fmt.Errorf("gpt config: null is not a config")
-	}
-	for _, a := range aliases {
-		v, ok := raw[a.alias]
-		if !ok {
-			continue
-		}
-		if w, ok := raw[a.key]; ok && !jsonEqual(v, w) {
-			return fmt.Errorf("gpt config: %s %s and its alias %s %s disagree (transformers uses %s): remove one",
-				a.key, models.CompactJSON(w), a.alias, models.CompactJSON(v), a.alias)
-		}
-		raw[a.key] = v
-		delete(raw, a.alias)
-	}
-	if err := checkRefused(raw); err != nil {
-		return err
-	}
-	if err := models.CheckNotNull(raw, modeled, "gpt config"); err != nil {
-		return err
-	}
-	h := hfConfig{plainConfig: plainConfig(start)}
-	if start.NInner > 0 {
-		h.NInner = &start.NInner
-	}
-	known, err := json.Marshal(raw)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(known, &h); err != nil {
-		return err
-	}
-	if h.ModelType != "" && h.ModelType != "gpt2" {
-		return fmt.Errorf("gpt config: model_type %q is not gpt2", h.ModelType)
-	}
-	*c = Config(h.plainConfig)
-	c.NInner = 0
-	if h.NInner != nil {
-		c.NInner = *h.NInner
-	}
-	if name, err := layers.HFActivationName(c.ActivationFunction); err == nil {
-		c.ActivationFunction = name
-	}
-	if c.ID2Label, err = models.ReadNumLabels(raw, c.ID2Label, "gpt config"); err != nil {
-		return err
-	}
-	c.Extra = models.KeepExtra(raw, modeled, c.Extra)
-	return nil
-}
-
-func jsonEqual(a, b json.RawMessage) bool {
-	var x, y any
-	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
-}
+func (c *Config) UnmarshalJSON(b []byte) error { return codec.Unmarshal(b, c) }

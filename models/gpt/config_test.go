@@ -156,8 +156,8 @@ func TestSaveArchitecturesFollowLayout(t *testing.T) {
 func TestConfigAliases(t *testing.T) {
 	dir := parityWith(t, func(m map[string]any) {
 		for _, a := range aliases {
-			m[a.alias] = m[a.key]
-			delete(m, a.key)
+			m[a.Alias] = m[a.Key]
+			delete(m, a.Key)
 		}
 	})
 	m, _, err := Load(dir)
@@ -169,8 +169,8 @@ func TestConfigAliases(t *testing.T) {
 	require.NoError(t, m.Save(out))
 	saved := readJSON(t, out)
 	for _, a := range aliases {
-		require.NotContains(t, saved, a.alias)
-		require.Contains(t, saved, a.key)
+		require.NotContains(t, saved, a.Alias)
+		require.Contains(t, saved, a.Key)
 	}
 }
 

@@ -76,19 +76,11 @@ func (m *Model) Save(dir string) error {
 	if _, ok := m.Store.Param("score.weight"); ok {
 		arch = archClassifier
 	}
-	if err := models.SaveModel(dir, savedConfig{m.Config, arch}, m.Store, hfKeys{tied: m.LMHead == nil}); err != nil {
+	if err := models.SaveModel(dir, codec.Saved(m.Config, arch), m.Store, hfKeys{tied: m.LMHead == nil}); err != nil {
 		return fmt.Errorf("gpt: %w", err)
 	}
 	return nil
 }
-
-// savedConfig writes a Config with the architecture Save wrote.
-type savedConfig struct {
-	c    Config
-	arch string
-}
-
-func (s savedConfig) MarshalJSON() ([]byte, error) { return s.c.marshal(s.arch) }
 
 // LoadReport says how a checkpoint was fitted to a model
 // (models.LoadReport, the one report type of every family).

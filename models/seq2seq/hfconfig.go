@@ -14,13 +14,13 @@ package seq2seq
 // config.json, is generation.go's (Config.GenerationConfigJSON).
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
 
 	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 )
 
 // marianEps is the ε of Marian's LayerNorms (torch.nn.LayerNorm's default);
@@ -83,22 +83,30 @@ var mapped = map[string]bool{
 
 // refused are the fields whose other values change the computation in
 // ways the zoo does not implement, with the one value it accepts (absent
-// and null are accepted too) and what the others would need.
-var refused = []struct {
-	key  string
-	ok   any
-	what string
-}{
-	{"static_position_embeddings", true, "learned position embeddings"},
-	{"normalize_embedding", false, "a LayerNorm on the embeddings"},
-	{"layernorm_embedding", false, "a LayerNorm on the embeddings"},
-	{"add_bias_logits", false, "a learned bias on the logits"},
-	{"encoder_layerdrop", 0.0, "LayerDrop"},
-	{"decoder_layerdrop", 0.0, "LayerDrop"},
-	{"is_decoder", false, "the decoder-only MarianForCausalLM"},
-	{"tie_encoder_decoder", false, "an encoder and a decoder that share their weights"},
-	{"pruned_heads", map[string]any{}, "pruned attention heads"},
-}
+// and null are accepted too) and what the others would need: the one
+// Refusal of every family (models.CheckRefused).
+var refused = func() []models.Refusal {
+	var rs []models.Refusal
+	for _, r := range []struct {
+		key  string
+		ok   any
+		what string
+	}{
+		{"static_position_embeddings", true, "learned position embeddings"},
+		{"normalize_embedding", false, "a LayerNorm on the embeddings"},
+		{"layernorm_embedding", false, "a LayerNorm on the embeddings"},
+		{"add_bias_logits", false, "a learned bias on the logits"},
+		{"encoder_layerdrop", 0.0, "LayerDrop"},
+		{"decoder_layerdrop", 0.0, "LayerDrop"},
+		{"is_decoder", false, "the decoder-only MarianForCausalLM"},
+		{"tie_encoder_decoder", false, "an encoder and a decoder that share their weights"},
+		{"pruned_heads", map[string]any{}, "pruned attention heads"},
+	} {
+		rs = append(rs, models.Refusal{Key: r.key, OK: func(v any) bool { return v == nil || reflect.DeepEqual(v, r.ok) },
+			Why: "is not supported: the zoo does not implement " + r.what})
+	}
+	return rs
+}()
 
 // aliases are the attribute_map names of MarianConfig: inert copies of
 // mapped fields, which must agree with them and are written back with the
@@ -133,10 +141,10 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	for k, v := range inertDefaults(c) {
 		out[k] = v
 	}
+	if err := models.CheckRefused(c.Extra, refused, "seq2seq config"); err != nil {
+		return nil, err
+	}
 	for k, v := range c.Extra {
-		if err := checkRefused(k, v); err != nil {
-			return nil, err
-		}
 		if k == "normalize_before" || k == "add_final_layer_norm" {
 			var on bool
 			if json.Unmarshal(v, &on) == nil && on && !c.NormFirst {
@@ -295,10 +303,10 @@ func (c *Config) readMarian(b []byte, raw map[string]json.RawMessage) error {
 		extra[k] = v
 	}
 	defaults := inertDefaults(n)
+	if err := models.CheckRefused(raw, refused, "seq2seq config"); err != nil {
+		return err
+	}
 	for k, v := range raw {
-		if err := checkRefused(k, v); err != nil {
-			return err
-		}
 		if mapped[k] || (n.NormFirst && (k == "normalize_before" || k == "add_final_layer_norm")) {
 			continue
 		}
@@ -333,16 +341,6 @@ func pair(encKey string, enc *int, decKey string, dec *int, current int) (int, e
 		return *dec, nil
 	}
 	return current, nil
-}
-
-// checkRefused reports a field set to a value the zoo does not implement.
-func checkRefused(key string, v json.RawMessage) error {
-	for _, r := range refused {
-		if r.key == key && !jsonconfig.Same(v, r.ok) && !jsonconfig.Same(v, nil) {
-			return fmt.Errorf("seq2seq config: %s %s is not supported: the zoo does not implement %s", key, bytes.TrimSpace(v), r.what)
-		}
-	}
-	return nil
 }
 
 // legacyConfig is the zoo's config.json before it was Marian's.

@@ -9,10 +9,7 @@ package vit
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
-	"reflect"
-	"strings"
 
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
@@ -253,36 +250,13 @@ var refused = []models.Refusal{
 		Why: "is not supported: zoo's ViT classifier trains with softmax cross-entropy (single_label_classification)"},
 }
 
-// modeled maps the config.json keys Config reads, or writes from what is
-// saved, to whether JSON null is a value for them.
-var modeled = func() map[string]bool {
-	m := map[string]bool{"model_type": true, "architectures": true, "label2id": true, "num_labels": true, "_num_labels": true}
-	t := reflect.TypeOf(Config{})
-	for i := 0; i < t.NumField(); i++ {
-		name := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
-		if name == "-" {
-			continue
-		}
-		k := t.Field(i).Type.Kind()
-		m[name] = k == reflect.Pointer || k == reflect.Map
-	}
-	return m
-}()
+// codec reads and writes ViT's config.json (see Config).
+var codec = models.NewCodec(models.Descriptor[Config]{
+	Family: "vit config", ModelType: ModelType, Defaults: defaults, Refused: refused,
+})
 
 // checkExtra rejects Extra keys that Config models and refused values.
-func (c Config) checkExtra() error {
-	return models.CheckExtra(c.Extra, modeled, refused, "vit config")
-}
-
-// hfConfig is Config as Hugging Face writes it.
-type hfConfig struct {
-	plainConfig
-	ModelType     string         `json:"model_type"`
-	Architectures []string       `json:"architectures"`
-	Label2ID      map[string]int `json:"label2id,omitempty"`
-}
-
-type plainConfig Config
+func (c Config) checkExtra() error { return codec.CheckExtra(c) }
 
 // The architectures Save writes: transformers' class for the layout, or,
 // for a classifier that pools by the mean of the patches, which no
@@ -318,53 +292,13 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	if len(c.ID2Label) > 0 {
 		arch = classifierArch(c.Pooling)
 	}
-	return c.marshal(arch)
-}
-
-func (c Config) marshal(arch string) ([]byte, error) {
-	if err := c.checkExtra(); err != nil {
-		return nil, err
-	}
-	h := hfConfig{plainConfig: plainConfig(c), ModelType: ModelType, Architectures: []string{arch}}
-	var err error
-	if h.Label2ID, err = models.Label2ID(c.ID2Label, "vit config"); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(h)
-	if err != nil {
-		return nil, err
-	}
-	return models.AppendExtra(b, c.Extra, "vit config")
+	return codec.Marshal(c, arch)
 }
 
 // UnmarshalJSON reads a config.json as the Config doc describes. Fields it
 // leaves out keep their values when c is already set, as encoding/json
 // does, and otherwise take ViTConfig's defaults.
-func (c *Config) UnmarshalJSON(b []byte) error {
-	start := defaults()
-	if !reflect.ValueOf(*c).IsZero() {
-		start = *c
-		start.Extra = maps.Clone(c.Extra)
-	}
-	raw, err := models.ParseConfig(b, refused, modeled, "vit config")
-	if err != nil {
-		return err
-	}
-	h := hfConfig{plainConfig: plainConfig(start)}
-	if err := json.Unmarshal(b, &h); err != nil {
-		return fmt.Errorf("vit config: %w", err)
-	}
-	if h.ModelType != "" && h.ModelType != ModelType {
-		return fmt.Errorf("vit config: model_type %q is not %s", h.ModelType, ModelType)
-	}
-	*c = Config(h.plainConfig)
-	c.Extra = start.Extra
-	if c.ID2Label, err = models.ReadNumLabels(raw, c.ID2Label, "vit config"); err != nil {
-		return err
-	}
-	c.Extra = models.KeepExtra(raw, modeled, c.Extra)
-	return nil
-}
+func (c *Config) UnmarshalJSON(b []byte) error { return codec.Unmarshal(b, c) }
 
 // Labels are the class names of id2label by id (models.Labels).
 func (c Config) Labels() ([]string, error) { return models.Labels(c.ID2Label, "vit config") }

@@ -137,14 +137,6 @@ func (m *Model) savedConfigOf() Config {
 	return c
 }
 
-// savedConfig writes a Config with the architecture Save wrote.
-type savedConfig struct {
-	c    Config
-	arch string
-}
-
-func (s savedConfig) MarshalJSON() ([]byte, error) { return s.c.marshal(s.arch) }
-
 // Save writes the model, with its head if it has one, as a Hugging Face
 // ViT checkpoint: dir/config.json (architectures naming the head class)
 // and dir/model.safetensors, each written atomically. The pooling is
@@ -153,7 +145,7 @@ func (m *Model) Save(dir string) error {
 	if err := m.Config.checkExtra(); err != nil {
 		return fmt.Errorf("vit: save: %w", err)
 	}
-	if err := models.SaveModel(dir, savedConfig{m.savedConfigOf(), m.architecture()}, m.Store, &hfKeys{store: m.Store}); err != nil {
+	if err := models.SaveModel(dir, codec.Saved(m.savedConfigOf(), m.architecture()), m.Store, &hfKeys{store: m.Store}); err != nil {
 		return fmt.Errorf("vit: %w", err)
 	}
 	return nil

@@ -3,10 +3,7 @@ package vit
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
-	"reflect"
-	"strings"
 
 	"github.com/d73a19ff/zoo/models"
 )
@@ -173,7 +170,7 @@ func (c ViTMAEConfig) Validate() error {
 	if n := c.NumParams(); n == math.MaxInt64 || n > math.MaxInt {
 		return fmt.Errorf("vit_mae config: the parameter count overflows int: lower the sizes")
 	}
-	return models.CheckExtra(c.Extra, maeModeled, refused, "vit_mae config")
+	return maeCodec.CheckExtra(c)
 }
 
 // NumParams is the number of learnable scalars NewViTMAEForPreTraining
@@ -205,64 +202,18 @@ func (c ViTMAEConfig) paramTerms() []models.Term {
 	)
 }
 
-// maeModeled maps the config.json keys ViTMAEConfig reads (or writes from
-// what is saved) to whether JSON null is a value for them.
-var maeModeled = func() map[string]bool {
-	m := map[string]bool{"model_type": true, "architectures": true}
-	t := reflect.TypeOf(ViTMAEConfig{})
-	for i := 0; i < t.NumField(); i++ {
-		name := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
-		if name != "-" {
-			m[name] = false
-		}
-	}
-	return m
-}()
-
-type maeHF struct {
-	maePlain
-	ModelType     string   `json:"model_type"`
-	Architectures []string `json:"architectures"`
-}
-
-type maePlain ViTMAEConfig
+// maeCodec reads and writes ViTMAE's config.json (see ViTMAEConfig).
+var maeCodec = models.NewCodec(models.Descriptor[ViTMAEConfig]{
+	Family: "vit_mae config", ModelType: MAEModelType, Defaults: maeDefaults, Refused: refused,
+})
 
 // MarshalJSON writes a Hugging Face ViTMAE config.json: the fields,
 // model_type "vit_mae", architectures [ViTMAEForPreTraining], then the
 // Extra keys in name order.
-func (c ViTMAEConfig) MarshalJSON() ([]byte, error) {
-	if err := models.CheckExtra(c.Extra, maeModeled, refused, "vit_mae config"); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(maeHF{maePlain: maePlain(c), ModelType: MAEModelType, Architectures: []string{archMAE}})
-	if err != nil {
-		return nil, err
-	}
-	return models.AppendExtra(b, c.Extra, "vit_mae config")
-}
+func (c ViTMAEConfig) MarshalJSON() ([]byte, error) { return maeCodec.Marshal(c, archMAE) }
 
 // UnmarshalJSON reads a ViTMAE config.json: absent keys keep their values
 // when c is already set (as encoding/json does: a pipeline's model section
 // edits its preset) and otherwise take ViTMAEConfig's defaults; model_type,
 // when present, must be "vit_mae".
-func (c *ViTMAEConfig) UnmarshalJSON(b []byte) error {
-	start := maeDefaults()
-	if !reflect.ValueOf(*c).IsZero() {
-		start = *c
-		start.Extra = maps.Clone(c.Extra)
-	}
-	raw, err := models.ParseConfig(b, refused, maeModeled, "vit_mae config")
-	if err != nil {
-		return err
-	}
-	h := maeHF{maePlain: maePlain(start)}
-	if err := json.Unmarshal(b, &h); err != nil {
-		return fmt.Errorf("vit_mae config: %w", err)
-	}
-	if h.ModelType != "" && h.ModelType != MAEModelType {
-		return fmt.Errorf("vit_mae config: model_type %q is not %s", h.ModelType, MAEModelType)
-	}
-	*c = ViTMAEConfig(h.maePlain)
-	c.Extra = models.KeepExtra(raw, maeModeled, start.Extra)
-	return nil
-}
+func (c *ViTMAEConfig) UnmarshalJSON(b []byte) error { return maeCodec.Unmarshal(b, c) }
