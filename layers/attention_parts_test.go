@@ -137,12 +137,13 @@ func TestAttentionNoBias(t *testing.T) {
 }
 
 // swapKeyHalves is a PositionEncoder that swaps the halves of each key
-// head (not the queries, so the scores change) and records the positions
-// it is given.
+// head (not the queries, so the scores change) and records the first
+// query and key positions it is given (constants, without given
+// positions).
 type swapKeyHalves struct{ starts *[][2]int }
 
-func (p swapKeyHalves) Apply(g *Graph, q, k *gorgonia.Node, qStart, kStart int) (*gorgonia.Node, *gorgonia.Node, error) {
-	*p.starts = append(*p.starts, [2]int{qStart, kStart})
+func (p swapKeyHalves) Apply(g *Graph, q, k, qPos, kPos *gorgonia.Node) (*gorgonia.Node, *gorgonia.Node, error) {
+	*p.starts = append(*p.starts, [2]int{qPos.Value().Data().([]int)[0], kPos.Value().Data().([]int)[0]})
 	half := k.Shape()[2] / 2
 	lo, err := gorgonia.Slice(k, nil, nil, gorgonia.S(0, half))
 	if err != nil {
@@ -160,8 +161,9 @@ func (p swapKeyHalves) Apply(g *Graph, q, k *gorgonia.Node, qStart, kStart int) 
 // heads: an encoder that swaps the halves of the key heads changes the
 // attention probabilities, the attention still runs fused without
 // probabilities, a causal attention's queries start at Tk−Tq, and only a
-// block's self-attention gets the encoder. Projected keys and a KV cache
-// refuse it.
+// block's self-attention gets the encoder. Projected keys refuse it, and
+// so does a KV cache that does not give the tokens' positions (see
+// TestRotaryCachedEqualsFull for one that does).
 func TestAttentionPositions(t *testing.T) {
 	const b, tl, d = 2, 5, 8
 	s := newStore64(t)
@@ -189,7 +191,7 @@ func TestAttentionPositions(t *testing.T) {
 	require.ErrorContains(t, err, "take no position encoder")
 	c := &KVCache{K: g.Input("k", plain.CacheShape(b, 7)...), V: g.Input("v", plain.CacheShape(b, 7)...), Slot: g.IntInput("slot", 1)}
 	_, err = swapped.ForwardCached(g, x, g.Input("m", b, 7), c)
-	require.ErrorContains(t, err, "issue 37")
+	require.ErrorContains(t, err, "needs the tokens' positions", "a cache without positions")
 
 	cfg := BlockConfig{Dim: d, Heads: 2, FFNDim: 8, Activation: "gelu", Norm: PreNorm, LayerNormEps: 1e-5, Positions: swapKeyHalves{&starts}}
 	db, err := NewDecoderBlock(s.Root().Sub("d"), cfg)
