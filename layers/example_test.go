@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/layers"
 )
 
@@ -118,4 +120,59 @@ func ExampleGraph_Evaluate() {
 	fmt.Println(out, err)
 	// Output:
 	// [[1 2 3 4 5 6] [6 15]] <nil>
+}
+
+// A tiny LLaMA-shaped decoder (rotary positions, grouped-query attention)
+// decodes greedily through the KV cache and, as a check, with none: the
+// tokens agree.
+func ExampleCausalLM() {
+	s, err := layers.NewStore(layers.WithSeed(1), layers.WithInitStd(0.5))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	wte, err := layers.NewEmbedding(s.Root().Sub("embed_tokens"), 32, 16)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rope, err := layers.NewRotary(4, 10000)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	stack, err := layers.NewEncoder(s.Root().Sub("model"), layers.BlockConfig{
+		Dim: 16, Heads: 4, KVHeads: 2, FFNDim: 32, Activation: "silu", Norm: layers.PreNorm, LayerNormEps: 1e-5,
+		Causal: true, Positions: rope,
+	}, 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	lm := &layers.CausalLM{
+		Name:  "tiny",
+		Store: s,
+		Embed: func(g *layers.Graph, ids, _ *gorgonia.Node) (*gorgonia.Node, error) {
+			return wte.Forward(g, ids) // the attention rotates q and k at the positions
+		},
+		Stack: stack, Head: wte.Logits, Context: 64,
+		Graphs: &layers.CausalGraphs{}, // kept for the next call
+	}
+	prompts := [][]int{{1, 5, 9}, {2}}
+	var out [2][][]int
+	for i, noCache := range []bool{false, true} {
+		st, err := lm.NewStepper(layers.CausalOptions{MaxNewTokens: 8, NoCache: noCache})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		out[i], err = decode.Sample(st, prompts, decode.Greedy(8))
+		st.Close()
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	fmt.Println(len(out[0][0]), len(out[0][1]), slices.EqualFunc(out[0], out[1], slices.Equal))
+	// Output: 8 8 true
 }
