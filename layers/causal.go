@@ -162,6 +162,7 @@ type CausalStepper struct {
 	maxNew           int  // tokens the caller may ask for: sizes the cache
 	noCache, noSlide bool // decode every step afresh; a context past Context is an error
 	steps            int  // Steps so far
+	rows             int  // R, the first Step's rows
 	failed           bool // a run failed: the graphs in use are closed, not cached again
 
 	onCache     bool
@@ -224,12 +225,13 @@ func (s *CausalStepper) Step(seqs [][]int) ([][]float64, error) {
 			return nil, fmt.Errorf("%s: row %d is empty; start it with a token such as bos", s.lm.name(), r)
 		}
 	}
-	if s.steps > 0 && len(seqs) != s.rows() {
-		return nil, fmt.Errorf("%s: step %d has %d rows, the first had %d", s.lm.name(), s.steps, len(seqs), s.rows())
+	if s.steps > 0 && len(seqs) != s.rows {
+		return nil, fmt.Errorf("%s: step %d has %d rows, the first had %d", s.lm.name(), s.steps, len(seqs), s.rows)
 	}
 	t := s.steps
 	s.steps++
 	if t == 0 {
+		s.rows = len(seqs)
 		for _, q := range seqs {
 			s.plen = max(s.plen, len(q))
 		}
@@ -243,17 +245,6 @@ func (s *CausalStepper) Step(seqs [][]int) ([][]float64, error) {
 		s.onCache = false
 	}
 	return s.uncached(seqs)
-}
-
-// rows is R, once the first Step has run.
-func (s *CausalStepper) rows() int {
-	switch {
-	case s.kv != nil:
-		return s.kvKey.rows
-	case s.full != nil:
-		return s.fullKey.rows
-	}
-	return len(s.pads)
 }
 
 // Reorder moves every cache row to where beam search wants it
