@@ -184,6 +184,19 @@ func TestAttentionPositions(t *testing.T) {
 	_, err = swapped.Forward(g, randInput(g, "x2", 2, b, 2, d), x, nil, true)
 	require.NoError(t, err)
 	require.Equal(t, [][2]int{{0, 0}, {0, 0}, {tl - 2, 0}}, starts)
+	// Given positions reach the encoder, queries' and keys' alike.
+	at := make([]int, b*tl)
+	for i := range at {
+		at[i] = 7 + i
+	}
+	pos, err := g.IntConstant("positions", at, b, tl)
+	require.NoError(t, err)
+	_, err = swapped.ForwardAt(g, x, nil, pos, true)
+	require.NoError(t, err)
+	require.Equal(t, [2]int{7, 7}, starts[3])
+	_, err = swapped.ForwardAt(g, x, nil, g.IntInput("short", b, tl-1), true)
+	require.ErrorContains(t, err, "must be int (B, T)")
+	starts = starts[:3]
 	v := runNodes(t, g, want, got)
 	require.NotEqual(t, v[0], v[1], "the encoder changes the scores")
 
@@ -198,4 +211,13 @@ func TestAttentionPositions(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, db.SelfAttn.Positions)
 	require.Nil(t, db.CrossAttn.Positions)
+
+	// A causal stack hands every layer's self-attention the positions.
+	cfg.Causal = true
+	enc, err := NewEncoder(s.Root().Sub("e"), cfg, 2)
+	require.NoError(t, err)
+	starts = nil
+	_, err = enc.ForwardAt(g, x, nil, pos)
+	require.NoError(t, err)
+	require.Equal(t, [][2]int{{7, 7}, {7, 7}}, starts)
 }
