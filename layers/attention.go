@@ -412,9 +412,11 @@ func (a *MultiHeadAttention) CacheShape(batch, capacity int) []int {
 // the keys and values of x (B, T, D) are written into the cache at slots
 // [slot, slot+T), then x attends over the cache, whose occupied slots mask
 // (B, C) marks with 1. Several tokens (a prompt) must start at slot 0 and
-// attend causally; a single token attends to every marked slot. It returns
-// (B, T, D). The attention runs fused and reads only the slots up to each
-// row's last occupied one, so a step costs O(tokens so far), not O(C).
+// attend causally; a single token attends to every marked slot. With a
+// position encoder the new queries and keys are encoded at
+// KVCache.Positions before the keys are written. It returns (B, T, D).
+// The attention runs fused and reads only the slots up to each row's last
+// occupied one, so a step costs O(tokens so far), not O(C).
 func (a *MultiHeadAttention) ForwardCached(g *Graph, x, mask *gorgonia.Node, c *KVCache) (*gorgonia.Node, error) {
 	if c == nil || c.K == nil || c.V == nil || c.Slot == nil {
 		return nil, fmt.Errorf("attention %s: incomplete KV cache", a.name())
