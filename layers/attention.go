@@ -32,12 +32,20 @@ type AttentionBiases struct{ Query, Key, Value, Out bool }
 
 // PositionEncoder encodes positions into an attention's query and key
 // heads after the projection and before the scores (rotary embeddings do
-// this). Apply gets q (B·h, Tq, d_head) and k (B·kvh, Tk, d_head), whose
-// row t sits at position qStart+t and kStart+t, and returns them with the
-// same shapes. A causal attention's queries are the last Tq of the Tk
-// positions (qStart = Tk−Tq, kStart = 0); otherwise both start at 0.
+// this). Apply gets q (B·h, Tq, d_head) and k (B·kvh, Tk, d_head), laid
+// out as (B, h, T, d_head), and the absolute positions of their rows: int
+// nodes qPos (B, Tq) and kPos (B, Tk), so that the rows of batch row b's
+// heads sit at qPos[b, ·] and kPos[b, ·]. It returns q and k with the same
+// shapes. Without given positions (Forward) a causal attention's queries
+// are at the last Tq of the Tk key positions 0…Tk−1, otherwise both start
+// at 0. Through a KV cache (ForwardCached) it gets the new tokens only, q
+// and k of x's T rows, both at KVCache.Positions, and the cache keeps the
+// encoded keys, as Hugging Face's caches do, so the cached and the full
+// computation agree. Positions may differ from row to row (left-padded
+// rows count from their first token) and, in a graph run again and again
+// (a decoding step), from run to run: an encoder reads them at run time.
 type PositionEncoder interface {
-	Apply(g *Graph, q, k *gorgonia.Node, qStart, kStart int) (qOut, kOut *gorgonia.Node, err error)
+	Apply(g *Graph, q, k, qPos, kPos *gorgonia.Node) (qOut, kOut *gorgonia.Node, err error)
 }
 
 // AttentionConfig describes a MultiHeadAttention.
@@ -67,8 +75,7 @@ type AttentionConfig struct {
 	NoBias AttentionBiases
 	// Positions, if not nil, encodes positions into the query and key heads
 	// (see PositionEncoder); nil encodes none. Self-attention only: it is
-	// refused with projected keys (ForwardKV, ProjectKV) and, for now, with
-	// a KV cache.
+	// refused with projected keys (ForwardKV, ProjectKV).
 	Positions PositionEncoder `json:"-"`
 }
 
@@ -178,7 +185,28 @@ func (a *MultiHeadAttention) ForwardWithProbs(g *Graph, x, kv, mask *gorgonia.No
 	return a.forward(g, x, kv, mask, causal, true)
 }
 
+// ForwardAt is causal (with causal) or bidirectional self-attention of x
+// (B, T, D) whose tokens sit at positions (B, T), an int node, for the
+// position encoder: left-padded rows count from their first token, as
+// Hugging Face's position_ids do. nil positions are 0…T−1 in every row,
+// Forward's. Without a position encoder positions are not read, and the
+// graph is Forward(g, x, nil, mask, causal)'s.
+func (a *MultiHeadAttention) ForwardAt(g *Graph, x, mask, positions *gorgonia.Node, causal bool) (*gorgonia.Node, error) {
+	if positions != nil && a.Positions != nil && (positions.Dims() != 2 || x.Dims() != 3 ||
+		positions.Shape()[0] != x.Shape()[0] || positions.Shape()[1] != x.Shape()[1] || positions.Dtype() != tensor.Int) {
+		return nil, fmt.Errorf("attention %s: positions %v must be int (B, T) for x %v", a.name(), positions.Shape(), x.Shape())
+	}
+	out, _, err := a.forwardAt(g, x, nil, mask, positions, causal, false)
+	return out, err
+}
+
 func (a *MultiHeadAttention) forward(g *Graph, x, kv, mask *gorgonia.Node, causal, withProbs bool) (out, probs *gorgonia.Node, err error) {
+	return a.forwardAt(g, x, kv, mask, nil, causal, withProbs)
+}
+
+// forwardAt is forward with the positions (B, T) of x's tokens, which is
+// then its own keys (kv nil); nil positions count from 0.
+func (a *MultiHeadAttention) forwardAt(g *Graph, x, kv, mask, positions *gorgonia.Node, causal, withProbs bool) (out, probs *gorgonia.Node, err error) {
 	if kv == nil {
 		kv = x
 	}
@@ -196,11 +224,36 @@ func (a *MultiHeadAttention) forward(g *Graph, x, kv, mask *gorgonia.Node, causa
 		qStart = offset
 	}
 	if a.Positions != nil {
-		if q, k, err = a.Positions.Apply(g, q, k, qStart, 0); err != nil {
+		qPos, kPos := positions, positions
+		if positions == nil {
+			if qPos, kPos, err = a.countedPositions(g, x.Shape()[0], x.Shape()[1], kv.Shape()[1], qStart); err != nil {
+				return nil, nil, err
+			}
+		}
+		if q, k, err = a.Positions.Apply(g, q, k, qPos, kPos); err != nil {
 			return nil, nil, fmt.Errorf("attention %s: positions: %w", a.name(), err)
 		}
 	}
 	return a.attend(g, q, k, v, mask, offset, withProbs)
+}
+
+// countedPositions are constant positions for b rows: qStart…qStart+tq−1
+// for the queries and 0…tk−1 for the keys.
+func (a *MultiHeadAttention) countedPositions(g *Graph, b, tq, tk, qStart int) (qPos, kPos *gorgonia.Node, err error) {
+	count := func(name string, t, start int) (*gorgonia.Node, error) {
+		v := make([]int, b*t)
+		for i := range v {
+			v[i] = start + i%t
+		}
+		return g.IntConstant(name, v, b, t)
+	}
+	if qPos, err = count("query_positions", tq, qStart); err != nil {
+		return nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
+	}
+	if kPos, err = count("key_positions", tk, 0); err != nil {
+		return nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
+	}
+	return qPos, kPos, nil
 }
 
 func (a *MultiHeadAttention) checkInputs(x, kv, mask *gorgonia.Node) error {
@@ -343,8 +396,12 @@ const NoCausal = ops.NoCausal
 // KVCache is one self-attention layer's key/value cache for incremental
 // decoding: K and V are graph inputs of shape (B·kvh, C, d_head) bound to
 // tensors that persist across runs, and Slot an int input of shape (1)
-// giving the cache slot of the first token of this run.
-type KVCache struct{ K, V, Slot *gorgonia.Node }
+// giving the cache slot of the first token of this run. Positions, an int
+// input (B, T), holds the absolute positions of this run's T tokens, which
+// an attention with a PositionEncoder needs (the cache's next positions,
+// per row: left-padded rows count from their first token); it may be nil
+// without one.
+type KVCache struct{ K, V, Slot, Positions *gorgonia.Node }
 
 // CacheShape is the shape of K and V for a batch and a capacity C.
 func (a *MultiHeadAttention) CacheShape(batch, capacity int) []int {
@@ -355,18 +412,20 @@ func (a *MultiHeadAttention) CacheShape(batch, capacity int) []int {
 // the keys and values of x (B, T, D) are written into the cache at slots
 // [slot, slot+T), then x attends over the cache, whose occupied slots mask
 // (B, C) marks with 1. Several tokens (a prompt) must start at slot 0 and
-// attend causally; a single token attends to every marked slot. It returns
-// (B, T, D). The attention runs fused and reads only the slots up to each
-// row's last occupied one, so a step costs O(tokens so far), not O(C).
+// attend causally; a single token attends to every marked slot. With a
+// position encoder the new queries and keys are encoded at
+// KVCache.Positions before the keys are written. It returns (B, T, D).
+// The attention runs fused and reads only the slots up to each row's last
+// occupied one, so a step costs O(tokens so far), not O(C).
 func (a *MultiHeadAttention) ForwardCached(g *Graph, x, mask *gorgonia.Node, c *KVCache) (*gorgonia.Node, error) {
 	if c == nil || c.K == nil || c.V == nil || c.Slot == nil {
 		return nil, fmt.Errorf("attention %s: incomplete KV cache", a.name())
 	}
-	if a.Positions != nil {
-		return nil, fmt.Errorf("attention %s: a position encoder through a KV cache is not built yet (issue 37)", a.name())
-	}
 	if err := a.checkInputs(x, x, nil); err != nil {
 		return nil, err
+	}
+	if p := c.Positions; a.Positions != nil && (p == nil || p.Dtype() != tensor.Int || !p.Shape().Eq(tensor.Shape{x.Shape()[0], x.Shape()[1]})) {
+		return nil, fmt.Errorf("attention %s: a position encoder through a KV cache needs the tokens' positions, KVCache.Positions, int (B, T) = (%d, %d)", a.name(), x.Shape()[0], x.Shape()[1])
 	}
 	want := a.CacheShape(x.Shape()[0], c.K.Shape()[1])
 	if !c.K.Shape().Eq(tensor.Shape(want)) || !c.V.Shape().Eq(tensor.Shape(want)) {
@@ -378,6 +437,12 @@ func (a *MultiHeadAttention) ForwardCached(g *Graph, x, mask *gorgonia.Node, c *
 	q, k, v, err := a.Project(g, x, x)
 	if err != nil {
 		return nil, err
+	}
+	if a.Positions != nil {
+		// The cache holds encoded keys: only the new tokens' are encoded.
+		if q, k, err = a.Positions.Apply(g, q, k, c.Positions, c.Positions); err != nil {
+			return nil, fmt.Errorf("attention %s: positions: %w", a.name(), err)
+		}
 	}
 	if k, err = ops.WriteSlots(c.K, k, c.Slot); err != nil {
 		return nil, fmt.Errorf("attention %s: %w", a.name(), err)

@@ -137,12 +137,13 @@ func TestAttentionNoBias(t *testing.T) {
 }
 
 // swapKeyHalves is a PositionEncoder that swaps the halves of each key
-// head (not the queries, so the scores change) and records the positions
-// it is given.
+// head (not the queries, so the scores change) and records the first
+// query and key positions it is given (constants, without given
+// positions).
 type swapKeyHalves struct{ starts *[][2]int }
 
-func (p swapKeyHalves) Apply(g *Graph, q, k *gorgonia.Node, qStart, kStart int) (*gorgonia.Node, *gorgonia.Node, error) {
-	*p.starts = append(*p.starts, [2]int{qStart, kStart})
+func (p swapKeyHalves) Apply(g *Graph, q, k, qPos, kPos *gorgonia.Node) (*gorgonia.Node, *gorgonia.Node, error) {
+	*p.starts = append(*p.starts, [2]int{qPos.Value().Data().([]int)[0], kPos.Value().Data().([]int)[0]})
 	half := k.Shape()[2] / 2
 	lo, err := gorgonia.Slice(k, nil, nil, gorgonia.S(0, half))
 	if err != nil {
@@ -160,8 +161,9 @@ func (p swapKeyHalves) Apply(g *Graph, q, k *gorgonia.Node, qStart, kStart int) 
 // heads: an encoder that swaps the halves of the key heads changes the
 // attention probabilities, the attention still runs fused without
 // probabilities, a causal attention's queries start at Tk−Tq, and only a
-// block's self-attention gets the encoder. Projected keys and a KV cache
-// refuse it.
+// block's self-attention gets the encoder. Projected keys refuse it, and
+// so does a KV cache that does not give the tokens' positions (see
+// TestRotaryCachedEqualsFull for one that does).
 func TestAttentionPositions(t *testing.T) {
 	const b, tl, d = 2, 5, 8
 	s := newStore64(t)
@@ -182,6 +184,19 @@ func TestAttentionPositions(t *testing.T) {
 	_, err = swapped.Forward(g, randInput(g, "x2", 2, b, 2, d), x, nil, true)
 	require.NoError(t, err)
 	require.Equal(t, [][2]int{{0, 0}, {0, 0}, {tl - 2, 0}}, starts)
+	// Given positions reach the encoder, queries' and keys' alike.
+	at := make([]int, b*tl)
+	for i := range at {
+		at[i] = 7 + i
+	}
+	pos, err := g.IntConstant("positions", at, b, tl)
+	require.NoError(t, err)
+	_, err = swapped.ForwardAt(g, x, nil, pos, true)
+	require.NoError(t, err)
+	require.Equal(t, [2]int{7, 7}, starts[3])
+	_, err = swapped.ForwardAt(g, x, nil, g.IntInput("short", b, tl-1), true)
+	require.ErrorContains(t, err, "must be int (B, T)")
+	starts = starts[:3]
 	v := runNodes(t, g, want, got)
 	require.NotEqual(t, v[0], v[1], "the encoder changes the scores")
 
@@ -189,11 +204,20 @@ func TestAttentionPositions(t *testing.T) {
 	require.ErrorContains(t, err, "take no position encoder")
 	c := &KVCache{K: g.Input("k", plain.CacheShape(b, 7)...), V: g.Input("v", plain.CacheShape(b, 7)...), Slot: g.IntInput("slot", 1)}
 	_, err = swapped.ForwardCached(g, x, g.Input("m", b, 7), c)
-	require.ErrorContains(t, err, "issue 37")
+	require.ErrorContains(t, err, "needs the tokens' positions", "a cache without positions")
 
 	cfg := BlockConfig{Dim: d, Heads: 2, FFNDim: 8, Activation: "gelu", Norm: PreNorm, LayerNormEps: 1e-5, Positions: swapKeyHalves{&starts}}
 	db, err := NewDecoderBlock(s.Root().Sub("d"), cfg)
 	require.NoError(t, err)
 	require.NotNil(t, db.SelfAttn.Positions)
 	require.Nil(t, db.CrossAttn.Positions)
+
+	// A causal stack hands every layer's self-attention the positions.
+	cfg.Causal = true
+	enc, err := NewEncoder(s.Root().Sub("e"), cfg, 2)
+	require.NoError(t, err)
+	starts = nil
+	_, err = enc.ForwardAt(g, x, nil, pos)
+	require.NoError(t, err)
+	require.Equal(t, [][2]int{{7, 7}, {7, 7}}, starts)
 }

@@ -269,6 +269,15 @@ func (b *EncoderBlock) Forward(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node
 	})
 }
 
+// ForwardAt is Forward with the positions (B, T) of x's tokens, an int
+// node, given to the self-attention's position encoder (see
+// MultiHeadAttention.ForwardAt); nil positions are Forward's 0…T−1.
+func (b *EncoderBlock) ForwardAt(g *Graph, x, mask, positions *gorgonia.Node) (*gorgonia.Node, error) {
+	return b.forward(g, x, func(in *gorgonia.Node) (*gorgonia.Node, error) {
+		return b.SelfAttn.ForwardAt(g, in, mask, positions, b.causal)
+	})
+}
+
 // ForwardWithProbs is Forward that also returns the self-attention
 // probabilities, (B·h, T, T) laid out as (B, h, T, T), before dropout (see
 // MultiHeadAttention.ForwardWithProbs).

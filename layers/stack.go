@@ -52,6 +52,17 @@ func (e *Encoder) Forward(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node, err
 	})
 }
 
+// ForwardAt is Forward with the positions (B, T) of x's tokens, an int
+// node, given to every self-attention's position encoder (see
+// MultiHeadAttention.ForwardAt): left-padded rows count from their first
+// token. nil positions are Forward's 0…T−1; without position encoders the
+// graph is Forward's.
+func (e *Encoder) ForwardAt(g *Graph, x, mask, positions *gorgonia.Node) (*gorgonia.Node, error) {
+	return e.stack(g, x, func(_ int, b *EncoderBlock, x *gorgonia.Node) (*gorgonia.Node, error) {
+		return b.ForwardAt(g, x, mask, positions)
+	})
+}
+
 // ForwardWithProbs is Forward that also returns each layer's
 // self-attention probabilities, (B·h, T, T) laid out as (B, h, T, T),
 // before dropout. Read them with gorgonia.Read (see
@@ -155,7 +166,8 @@ func (e *Encoder) ForwardFirst(g *Graph, x, mask *gorgonia.Node) (*gorgonia.Node
 }
 
 // ForwardCached runs a causal stack through one KV cache per layer (see
-// EncoderBlock.ForwardCached).
+// EncoderBlock.ForwardCached); with position encoders every cache gives
+// the tokens' positions (KVCache.Positions).
 func (e *Encoder) ForwardCached(g *Graph, x, mask *gorgonia.Node, caches []*KVCache) (*gorgonia.Node, error) {
 	if len(caches) != len(e.Layers) {
 		return nil, fmt.Errorf("encoder: %d KV caches for %d layers", len(caches), len(e.Layers))

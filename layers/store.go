@@ -1,8 +1,9 @@
 // Package layers holds the shared building blocks every model in the zoo is
 // assembled from: a parameter store with checkpoint-key naming, Linear,
-// Embedding, LayerNorm, Dropout, activations, positional encodings,
-// multi-head attention, feed-forward, encoder and decoder blocks, patch
-// embedding and the cross-entropy loss.
+// Embedding, LayerNorm, Dropout, activations, positional encodings (rotary
+// ones too), multi-head attention, feed-forward, encoder and decoder
+// blocks, patch embedding and the cross-entropy loss, and the one
+// KV-cache decoding stepper of decoder-only language models (CausalLM).
 //
 // Parameters live in a Store, apart from any Gorgonia graph, so the same
 // tensors can be bound without copying into several graphs of different

@@ -1,7 +1,7 @@
 // Package ops holds the project's custom Gorgonia operations: fused kernels
 // (LayerNorm, GELU, scaled masked softmax, cross-entropy), a BLAS-backed
 // linear map and batched matmul, gathers, dropout and the head split/merge
-// permutations used by attention.
+// permutations used by attention, and rotary position embeddings.
 //
 // Every op implements gorgonia.Op and gorgonia.SDOp, runs in float32 and
 // float64, validates shapes when the node is built (InferShape), and computes

@@ -107,8 +107,11 @@ func (m *Model) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, error) {
 	if sc.Constraints, err = m.rules(cfg.Generation); err != nil {
 		return nil, err
 	}
-	st := m.newStepper(cfg.MaxNewTokens, cfg.NoCache, cfg.NoSlidingWindow)
-	defer st.close()
+	st, err := m.newStepper(cfg.MaxNewTokens, cfg.NoCache, cfg.NoSlidingWindow)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
 	return decode.Sample(st, prompts, sc) // its errors name the step, the stepper's the model
 }
 
@@ -182,8 +185,11 @@ func (m *Model) BeamSearch(prompts [][]int, cfg BeamConfig) ([][]Hypothesis, err
 	if bc.Constraints, err = m.rules(cfg.Generation); err != nil {
 		return nil, err
 	}
-	st := m.newStepper(cfg.MaxNewTokens, cfg.NoCache, cfg.NoSlidingWindow)
-	defer st.close()
+	st, err := m.newStepper(cfg.MaxNewTokens, cfg.NoCache, cfg.NoSlidingWindow)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
 	return decode.BeamSearch(st, prompts, bc)
 }
 

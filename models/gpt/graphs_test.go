@@ -13,7 +13,7 @@ import (
 )
 
 // builds is how many decoding graphs m has compiled so far.
-func builds(m *Model) int { return m.graphs.kv.Builds() + m.graphs.full.Builds() }
+func builds(m *Model) int { c, u := m.graphs.Builds(); return c + u }
 
 // A second call with the same shapes compiles nothing and gives the same
 // tokens; so does one whose lengths round to the same buckets.
@@ -144,8 +144,8 @@ func TestGraphCacheBounded(t *testing.T) {
 	require.Equal(t, n+1, builds(m), "released graphs are compiled again")
 }
 
-func kvLen(m *Model) int   { n, _ := m.graphs.kv.Len(); return n }
-func fullLen(m *Model) int { n, _ := m.graphs.full.Len(); return n }
+func kvLen(m *Model) int   { n, _ := m.graphs.Len(); return n }
+func fullLen(m *Model) int { _, n := m.graphs.Len(); return n }
 
 // Calls on several goroutines at once each get graphs of their own and the
 // tokens they get alone.

@@ -31,13 +31,11 @@ type cachedStep struct {
 	mask      *tensor.Dense // (R, C): slots holding tokens
 	maskData  any           // its []float32 or []float64
 	pos       *layers.PositionInput
-	caches    []*tensor.Dense // per layer K and V, (R·h, C, d_head)
-	cross     []*tensor.Dense // per layer K and V, (R·h, Ts′, d_head)
-	memMask   *tensor.Dense   // (R, Ts′), 1 for source tokens
-	bytes     int64           // the estimate the model's cache is told
-	filled    int             // slots the steps of this call have written
-	tmp32     []float32       // scratch for Reorder
-	tmp64     []float64
+	caches    *layers.KVCaches // per layer self-attention K and V, (R·h, C, d_head)
+	cross     []*tensor.Dense  // per layer K and V, (R·h, Ts′, d_head)
+	memMask   *tensor.Dense    // (R, Ts′), 1 for source tokens
+	bytes     int64            // the estimate the model's cache is told
+	filled    int              // slots the steps of this call have written
 }
 
 func (m *Model) newCachedStep(k stepKey) (*cachedStep, error) {
@@ -57,15 +55,17 @@ func (m *Model) newCachedStep(k stepKey) (*cachedStep, error) {
 	s.maskData = s.mask.Data()
 	memMask := g.Input("encoder_attention_mask", k.rows, k.ts)
 	s.memMask = memMask.Value().(*tensor.Dense)
-	st := layers.DecoderState{Mask: mask, MemMask: memMask}
 	dt := m.Store.Dtype()
+	self := make([]*layers.MultiHeadAttention, len(m.Decoder.Layers))
+	for i, l := range m.Decoder.Layers {
+		self[i] = l.SelfAttn
+	}
+	s.caches = layers.NewKVCaches(self, k.rows, k.capacity, dt)
+	st := layers.DecoderState{Mask: mask, MemMask: memMask, Self: s.caches.Bind(g, slot, nil)}
 	for _, l := range m.Decoder.Layers {
-		shape, cross := l.SelfAttn.CacheShape(k.rows, k.capacity), l.CrossAttn.CacheShape(k.rows, k.ts)
-		kc, vc := tensor.New(tensor.WithShape(shape...), tensor.Of(dt)), tensor.New(tensor.WithShape(shape...), tensor.Of(dt))
+		cross := l.CrossAttn.CacheShape(k.rows, k.ts)
 		kx, vx := tensor.New(tensor.WithShape(cross...), tensor.Of(dt)), tensor.New(tensor.WithShape(cross...), tensor.Of(dt))
-		s.caches = append(s.caches, kc, vc)
 		s.cross = append(s.cross, kx, vx)
-		st.Self = append(st.Self, &layers.KVCache{K: g.Bind("past_key", kc), V: g.Bind("past_value", vc), Slot: slot})
 		st.Cross = append(st.Cross, layers.CrossKV{K: g.Bind("cross_key", kx), V: g.Bind("cross_value", vx)})
 	}
 	h, err := m.Decoder.ForwardCached(g, x, st)
@@ -156,22 +156,12 @@ func (s *cachedStep) step(prefix [][]int) ([][]float64, error) {
 	return s.run()
 }
 
-// Reorder permutes the rows of every cache: each row's h head rows move
-// together.
+// Reorder permutes the rows of every self-attention cache (the slots
+// written so far; see layers.KVCaches.Reorder). The cross-attention keys
+// and values of a row's source stay: beams move within their source.
 func (s *cachedStep) Reorder(parents []int) error {
-	for _, c := range s.caches {
-		// Only the slots written so far hold anything (the mask hides the
-		// rest): those of each head move, d_head values per slot.
-		shape := c.Shape()
-		heads, used := shape[0]/len(parents), s.filled*shape[2]
-		switch d := c.Data().(type) {
-		case []float32:
-			s.tmp32 = decode.ReorderCache(d, parents, s.tmp32, heads, used)
-		case []float64:
-			s.tmp64 = decode.ReorderCache(d, parents, s.tmp64, heads, used)
-		default:
-			return fmt.Errorf("seq2seq: a KV cache of %v", c.Dtype())
-		}
+	if err := s.caches.Reorder(parents, s.filled); err != nil {
+		return fmt.Errorf("seq2seq: %w", err)
 	}
 	return nil
 }

@@ -458,6 +458,69 @@ def case_cross_entropy(case):
                              "non-ignored targets")
 
 
+# Rotary position embeddings as transformers' modeling_llama.py computes
+# them (LlamaRotaryEmbedding with the default rope_type, attention_scaling
+# 1, and apply_rotary_pos_emb), re-implemented with its names since the
+# Debian torch has no transformers.
+
+
+def rotate_half(x):
+    """Rotates half the hidden dims of the input."""
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    q_embed = (q * cos) + (rotate_half(q) * sin)
+    k_embed = (k * cos) + (rotate_half(k) * sin)
+    return q_embed, k_embed
+
+
+def llama_rotary_embedding(x, position_ids, dim, base, dtype):
+    """LlamaRotaryEmbedding.forward: cos, sin (B, T, dim) in x's dtype,
+    computed in dtype (transformers: always float32)."""
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(dtype) / dim))
+    inv_freq_expanded = inv_freq[None, :, None].expand(position_ids.shape[0], -1, 1)
+    position_ids_expanded = position_ids[:, None, :].to(dtype)
+    freqs = (inv_freq_expanded @ position_ids_expanded).transpose(1, 2)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+
+def case_rotary(case):
+    B, H, KVH, T_, D, base = 2, 4, 2, 5, 8, 10000.0
+    position_ids = torch.tensor([[0, 1, 2, 3, 4], [517, 518, 519, 520, 4000]])
+    q = randn(B, H, T_, D).requires_grad_(True)
+    k = randn(B, KVH, T_, D).requires_grad_(True)
+    cos, sin = llama_rotary_embedding(q, position_ids, D, base, torch.float64)
+    q_embed, k_embed = apply_rotary_pos_emb(q, k, cos, sin)
+    r_q, r_k = torch.randn(q_embed.shape), torch.randn(k_embed.shape)
+    ((q_embed * r_q).sum() + (k_embed * r_k).sum()).backward()
+    # transformers' own precision: float32 inputs, float32 cos and sin.
+    q32, k32 = q.detach().float(), k.detach().float()
+    cos32, sin32 = llama_rotary_embedding(q32, position_ids, D, base, torch.float32)
+    q_embed32, k_embed32 = apply_rotary_pos_emb(q32, k32, cos32, sin32)
+    T = OrderedDict()
+    T["in.q"] = q.detach().reshape(B * H, T_, D)
+    T["in.k"] = k.detach().reshape(B * KVH, T_, D)
+    T["in.position_ids"] = position_ids.to(torch.float64)
+    T["in.r_q"] = r_q.reshape(B * H, T_, D)
+    T["in.r_k"] = r_k.reshape(B * KVH, T_, D)
+    T["out.q"] = q_embed.detach().reshape(B * H, T_, D)
+    T["out.k"] = k_embed.detach().reshape(B * KVH, T_, D)
+    T["out.q32"] = q_embed32.reshape(B * H, T_, D).to(torch.float64)
+    T["out.k32"] = k_embed32.reshape(B * KVH, T_, D).to(torch.float64)
+    T["grad.q"] = q.grad.reshape(B * H, T_, D)
+    T["grad.k"] = k.grad.reshape(B * KVH, T_, D)
+    return T, base_meta(case, base=str(base), heads=str(H), kv_heads=str(KVH),
+                        layout="q, k as (B*heads, T, d_head) of (B, heads, T, d_head); out.q32, out.k32: "
+                               "float32 inputs and float32 cos/sin, as transformers computes them; "
+                               "grads of sum(q_embed*r_q) + sum(k_embed*r_k)")
+
+
 CASES = OrderedDict([
     ("linear", lambda c: case_linear(c, True)),
     ("linear_nobias", lambda c: case_linear(c, False)),
@@ -474,6 +537,7 @@ CASES = OrderedDict([
     ("decoder_pre", lambda c: case_decoder(c, "pre")),
     ("sinusoidal", case_sinusoidal),
     ("cross_entropy", case_cross_entropy),
+    ("rotary", case_rotary),
 ])
 
 
