@@ -1,0 +1,45 @@
+package models
+
+// What the one-call inference of every family returns (issue 36: the Go
+// counterpart of Hugging Face's pipelines). Each family's pipeline type
+// (bert.TextClassification, vit.ImageClassification, …) takes strings or
+// images and returns these plain Go values; their JSON names are the
+// pipelines' own, so `zoo predict --json` writes what a Hugging Face user
+// reads.
+
+// MaxPredictInputs bounds the inputs of one Predict call: a pipeline
+// refuses more, before tokenizing any (split the inputs into calls).
+const MaxPredictInputs = 1 << 16
+
+// MaxPredictTextBytes bounds one text given to a pipeline, before it is
+// tokenized: 16 MiB.
+const MaxPredictTextBytes = 16 << 20
+
+// Label is one class of a classification with its probability: the
+// text- and image-classification pipelines' {"label", "score"}.
+type Label struct {
+	Label string  `json:"label"`
+	Score float64 `json:"score"`
+}
+
+// Entity is one entity of token classification grouped as Hugging Face's
+// aggregation_strategy="simple": consecutive tokens of one entity type (B-
+// and I- tags merged), its mean score, the text it covers and its byte
+// offsets [Start, End) in the input.
+type Entity struct {
+	Group string  `json:"entity_group"`
+	Score float64 `json:"score"`
+	Word  string  `json:"word"`
+	Start int     `json:"start"`
+	End   int     `json:"end"`
+}
+
+// Answer is extractive question answering's answer: the span of the
+// context [Start, End) (byte offsets), its text and its probability, as
+// the question-answering pipeline's {"score", "start", "end", "answer"}.
+type Answer struct {
+	Score  float64 `json:"score"`
+	Start  int     `json:"start"`
+	End    int     `json:"end"`
+	Answer string  `json:"answer"`
+}
