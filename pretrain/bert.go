@@ -33,7 +33,7 @@ type BERTConfig struct {
 	VocabSize int         `json:"vocab_size"` // with "wordpiece"
 	Lowercase bool        `json:"do_lower_case"`
 	Model     bert.Config `json:"model"` // vocab_size comes from the tokenizer
-	PairConfig
+	BERTPairConfig
 	train.Args
 	EvalBatches int     `json:"eval_batches"` // validation batches per evaluation; 0: every validation pair
 	ValFraction float64 `json:"val_fraction"` // share of the tokens, in whole documents, held out
@@ -55,7 +55,7 @@ func DefaultBERT() BERTConfig {
 	m := bert.Mini()
 	m.MaxPositionEmbeddings = 128
 	return BERTConfig{
-		Tokenizer: "wordpiece", VocabSize: 16384, Lowercase: true, Model: m, PairConfig: DefaultPairs(),
+		Tokenizer: "wordpiece", VocabSize: 16384, Lowercase: true, Model: m, BERTPairConfig: DefaultBERTPairs(),
 		Args: train.Args{BatchSize: 32, GradientAccumulationSteps: 1, MaxSteps: 2000, LearningRate: 5e-4, LRSchedulerType: "linear", WarmupSteps: 200,
 			WeightDecay: 0.01, AdamBeta1: 0.9, AdamBeta2: 0.999, AdamEpsilon: 1e-8, MaxGradNorm: 1, EvalSteps: 250, SaveSteps: 250, Seed: 12345,
 			OutputDir: filepath.Join("runs", "bert-pretrain")},
@@ -96,7 +96,7 @@ func (c BERTConfig) Validate() error {
 	case c.Tokenizer == "wordpiece" && c.VocabSize < 100:
 		return fmt.Errorf("config: vocab_size %d is too small for a WordPiece (at least 100)", c.VocabSize)
 	}
-	if err := c.PairConfig.Validate(); err != nil {
+	if err := c.BERTPairConfig.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	if c.MaxSeqLength > c.Model.MaxPositionEmbeddings {
@@ -180,12 +180,12 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 			return nil, err
 		}
 	}
-	sp, err := SpecialsOf(tok)
+	sp, err := BERTSpecialsOf(tok)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
 	began, unk := time.Now(), tok.Unknown()
-	docs, err := ReadDocuments(ctx, corpus, tok)
+	docs, err := ReadBERTDocuments(ctx, corpus, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -196,13 +196,13 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
-	trainPairs, err := MakePairs(trainDocs, sp, cfg.PairConfig, cfg.Seed)
+	trainPairs, err := MakeBERTPairs(trainDocs, sp, cfg.BERTPairConfig, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: training split: %w", err)
 	}
-	vc := cfg.PairConfig
+	vc := cfg.BERTPairConfig
 	vc.DupeFactor = 1 // one pass over the validation documents
-	valPairs, err := MakePairs(valDocs, sp, vc, cfg.Seed+1)
+	valPairs, err := MakeBERTPairs(valDocs, sp, vc, cfg.Seed+1)
 	if err != nil {
 		if valDocs.NumDocuments() < 2 {
 			return nil, fmt.Errorf("pretrain: the validation split holds %d document(s), and next-sentence pairs need 2: raise val_fraction or use a corpus of more documents", valDocs.NumDocuments())
@@ -227,7 +227,7 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 		"lower batch_size (use gradient_accumulation_steps to keep the sequences per step) or max_seq_length"); err != nil {
 		return nil, err
 	}
-	data, err := NewPreTrainingData(trainPairs, valPairs, sp, cfg.PairConfig, cfg.BatchSize, cfg.EvalBatches, cfg.Seed)
+	data, err := NewBERTPreTrainingData(trainPairs, valPairs, sp, cfg.BERTPairConfig, cfg.BatchSize, cfg.EvalBatches, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
@@ -240,7 +240,7 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
 	}
-	task := &PreTrainingTask{Model: m, Tok: tok, B: cfg.BatchSize, T: cfg.MaxSeqLength, P: cfg.BatchSize * cfg.MaxPredictions}
+	task := &BERTPreTrainingTask{Model: m, Tok: tok, B: cfg.BatchSize, T: cfg.MaxSeqLength, P: cfg.BatchSize * cfg.MaxPredictions}
 	tr, err := train.New(task, data, train.Config{
 		Steps: cfg.MaxSteps, Accumulate: cfg.GradientAccumulationSteps, ClipNorm: cfg.MaxGradNorm, EvalEvery: cfg.EvalSteps,
 		SaveEvery: cfg.SaveSteps, Dir: cfg.OutputDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched, LoadBestAtEnd: cfg.LoadBestModelAtEnd,
@@ -321,7 +321,7 @@ func bertRecord(ctx context.Context, cfg BERTConfig, c *datasets.Corpus) (runinf
 	if err := setTokenizer(r, cfg.InitFrom, cfg.Tokenizer, trained); err != nil {
 		return nil, err
 	}
-	if err := r.SetFields("data.", cfg.PairConfig); err != nil {
+	if err := r.SetFields("data.", cfg.BERTPairConfig); err != nil {
 		return nil, err
 	}
 	if err := r.SetFields("model.", cfg.Model, "vocab_size", "pad_token_id"); err != nil {
@@ -359,7 +359,7 @@ func (e BERTEval) MLMPerplexity() float64 { return math.Exp(e.MLMLoss) }
 // data settings of cfg (max_seq_length, masked_lm_prob,
 // max_predictions_per_seq, do_whole_word_mask), at most maxPairs of them
 // (0: all).
-func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg PairConfig, batch, maxPairs int, seed uint64) (BERTEval, error) {
+func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig, batch, maxPairs int, seed uint64) (BERTEval, error) {
 	var e BERTEval
 	if err := cfg.Validate(); err != nil {
 		return e, err
@@ -384,7 +384,7 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg PairConfig, ba
 	if cfg.MaxSeqLength > m.Config.MaxPositionEmbeddings {
 		return e, fmt.Errorf("eval: max_seq_length %d exceeds the checkpoint's max_position_embeddings %d", cfg.MaxSeqLength, m.Config.MaxPositionEmbeddings)
 	}
-	sp, err := SpecialsOf(tok)
+	sp, err := BERTSpecialsOf(tok)
 	if err != nil {
 		return e, err
 	}
@@ -395,12 +395,12 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg PairConfig, ba
 	if err := c.CheckText(ctx); err != nil {
 		return e, fmt.Errorf("eval: %w", err)
 	}
-	docs, err := ReadDocuments(ctx, c, tok)
+	docs, err := ReadBERTDocuments(ctx, c, tok)
 	if err != nil {
 		return e, err
 	}
 	cfg.DupeFactor = 1
-	pairs, err := MakePairs(docs, sp, cfg, seed)
+	pairs, err := MakeBERTPairs(docs, sp, cfg, seed)
 	if err != nil {
 		return e, fmt.Errorf("eval: %w", err)
 	}
@@ -408,11 +408,11 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg PairConfig, ba
 	if maxPairs > 0 {
 		n = min(n, maxPairs)
 	}
-	batches, err := EvalBatches(pairs, n, sp, cfg, batch, seed)
+	batches, err := BERTEvalBatches(pairs, n, sp, cfg, batch, seed)
 	if err != nil {
 		return e, err
 	}
-	task := &PreTrainingTask{Model: m, Tok: tok, B: batch, T: cfg.MaxSeqLength, P: batch * cfg.MaxPredictions}
+	task := &BERTPreTrainingTask{Model: m, Tok: tok, B: batch, T: cfg.MaxSeqLength, P: batch * cfg.MaxPredictions}
 	loss, targets, parts, err := train.EvaluateReports(ctx, task, batches)
 	if err != nil {
 		return e, err
