@@ -13,7 +13,7 @@ import (
 // ViTs. Every random choice comes from a generator seeded by (seed, epoch,
 // index), so an item's augmentation is a pure function of those three and
 // a resumed run (--resume) sees exactly the images it would have seen; the
-// pattern is models/bert's Pairs.Masked.
+// pattern is pretrain's BERTPairs.Masked.
 //
 // Geometric augmentations (random resized crop, random crop with padding,
 // horizontal flip) work on the decoded image, before the processor

@@ -96,7 +96,7 @@ type LoaderState struct {
 // the epoch and the position, never on the number of workers or on
 // timing. In training (not OnePass) it serves batches forever: each
 // epoch is a fresh seeded shuffle (rand.NewPCG(seed, epoch).Perm, as
-// models/bert's PreTrainingData) and the items that do not fill a last
+// pretrain's BERTPreTrainingData) and the items that do not fill a last
 // batch are skipped. It is not safe for concurrent use by several
 // consumers.
 type ImageLoader struct {

@@ -11,7 +11,7 @@ import (
 // Tokenizer maps text to token ids in [0, VocabSize()) and back.
 //
 // Every Tokenizer this package returns is safe for concurrent use by
-// multiple goroutines, and callers rely on it (pretrain.ReadDocuments encodes
+// multiple goroutines, and callers rely on it (pretrain.ReadBERTDocuments encodes
 // in parallel): its methods only read it, but for caches, which lock (a
 // byte-level BPE's word cache serves one Encode at a time, the others
 // doing without), and unknown counts, which are atomic. Other

@@ -3,10 +3,8 @@ package pretrain
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"path/filepath"
 	"strings"
@@ -33,7 +31,7 @@ type BERTConfig struct {
 	VocabSize int         `json:"vocab_size"` // with "wordpiece"
 	Lowercase bool        `json:"do_lower_case"`
 	Model     bert.Config `json:"model"` // vocab_size comes from the tokenizer
-	PairConfig
+	BERTPairConfig
 	train.Args
 	EvalBatches int     `json:"eval_batches"` // validation batches per evaluation; 0: every validation pair
 	ValFraction float64 `json:"val_fraction"` // share of the tokens, in whole documents, held out
@@ -55,7 +53,7 @@ func DefaultBERT() BERTConfig {
 	m := bert.Mini()
 	m.MaxPositionEmbeddings = 128
 	return BERTConfig{
-		Tokenizer: "wordpiece", VocabSize: 16384, Lowercase: true, Model: m, PairConfig: DefaultPairs(),
+		Tokenizer: "wordpiece", VocabSize: 16384, Lowercase: true, Model: m, BERTPairConfig: DefaultBERTPairs(),
 		Args: train.Args{BatchSize: 32, GradientAccumulationSteps: 1, MaxSteps: 2000, LearningRate: 5e-4, LRSchedulerType: "linear", WarmupSteps: 200,
 			WeightDecay: 0.01, AdamBeta1: 0.9, AdamBeta2: 0.999, AdamEpsilon: 1e-8, MaxGradNorm: 1, EvalSteps: 250, SaveSteps: 250, Seed: 12345,
 			OutputDir: filepath.Join("runs", "bert-pretrain")},
@@ -78,25 +76,26 @@ func ReadBERTConfig(path string, base BERTConfig) (BERTConfig, error) {
 	return cfg, nil
 }
 
-// Validate reports settings that cannot run.
+// Validate reports settings that cannot run: the training arguments
+// (train.Args.Validate), then BERT's own.
 func (c BERTConfig) Validate() error {
-	switch {
-	case c.Corpus == "":
+	if c.Corpus == "" {
 		return fmt.Errorf("config: no corpus: give --corpus (one sentence per line, a blank line between documents; tools/corpus2txt builds one from installed packages)")
-	case c.BatchSize <= 0 || c.MaxSteps <= 0 || c.GradientAccumulationSteps <= 0:
-		return fmt.Errorf("config: per_device_train_batch_size %d, max_steps %d and gradient_accumulation_steps %d must be positive", c.BatchSize, c.MaxSteps, c.GradientAccumulationSteps)
-	case c.WarmupSteps < 0 || c.WarmupSteps >= c.MaxSteps:
+	}
+	if err := c.Args.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.WarmupSteps >= c.MaxSteps: // stricter than Args: some steps after the warmup
 		return fmt.Errorf("config: warmup_steps %d must be in [0, max_steps %d): lower --warmup-steps", c.WarmupSteps, c.MaxSteps)
 	case !(c.ValFraction > 0 && c.ValFraction < 1):
 		return fmt.Errorf("config: val_fraction %g must be in (0, 1)", c.ValFraction)
 	case c.EvalBatches < 0:
 		return fmt.Errorf("config: eval_batches %d must not be negative", c.EvalBatches)
-	case c.OutputDir == "":
-		return fmt.Errorf("config: output_dir is empty")
 	case c.Tokenizer == "wordpiece" && c.VocabSize < 100:
 		return fmt.Errorf("config: vocab_size %d is too small for a WordPiece (at least 100)", c.VocabSize)
 	}
-	if err := c.PairConfig.Validate(); err != nil {
+	if err := c.BERTPairConfig.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	if c.MaxSeqLength > c.Model.MaxPositionEmbeddings {
@@ -121,9 +120,51 @@ func (r *BERTResult) MLMPerplexity() float64 { return math.Exp(r.MLMLoss) }
 
 // RunBERT pretrains a BERT with masked LM and next-sentence prediction as
 // cfg says, writing checkpoints (BertForPreTraining with tokenizer.json),
-// metrics.jsonl (with the MLM and NSP losses and accuracies) and loss.png
-// under cfg.RunDir, and the progress to out.
+// vocab.txt, metrics.jsonl (with the MLM and NSP losses and accuracies)
+// and loss.png under cfg.OutputDir, and the progress to out. It is
+// train.Run with the BERT recipe (BERTRecipe).
+//
+// A new run records its corpus (size and content hash), tokenizer
+// settings, data settings and model config in run.json; a resume
+// (cfg.Resume) uses the latest checkpoint's tokenizer and model config and
+// refuses, naming each difference, what differs from run.json, unless
+// cfg.Force.
 func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, error) {
+	r, err := NewBERTRecipe(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res, err := train.Run(ctx, r.cfg.Args, r, out)
+	if err != nil {
+		return nil, err
+	}
+	br := &BERTResult{Result: res, Pairs: r.trainPairs.Len(), ValPairs: r.valPairs.Len()}
+	br.MLMLoss, br.MLMAccuracy = res.ValParts["mlm_loss"], res.ValParts["mlm_accuracy"]
+	br.NSPLoss, br.NSPAccuracy = res.ValParts["nsp_loss"], res.ValParts["nsp_accuracy"]
+	return br, nil
+}
+
+// BERTRecipe is BERT pretraining (masked LM and next-sentence prediction;
+// with init_from, further pretraining of a checkpoint) as a train.Recipe:
+// the corpus, its WordPiece, the documents' sentence pairs, a
+// BertForPreTraining and its task and batches. Use it with train.Run, or
+// RunBERT.
+type BERTRecipe struct {
+	cfg    BERTConfig
+	corpus *datasets.Corpus
+	tok    *datasets.WordPiece
+	sp     BERTSpecials
+	// m is the loaded model (resume, init_from), else nil until Build;
+	// mc is the model config Build makes one of.
+	m                    *bert.ForPreTraining
+	mc                   bert.Config
+	trainPairs, valPairs *BERTPairs
+}
+
+// NewBERTRecipe checks cfg, opens its corpus and checks that it is text,
+// and that init_from, if given, is a BERT checkpoint: the errors a user
+// should see before anything is written.
+func NewBERTRecipe(ctx context.Context, cfg BERTConfig) (*BERTRecipe, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -141,130 +182,127 @@ func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, e
 			return nil, fmt.Errorf("pretrain: init_from: %w", err)
 		}
 	}
-	if err := train.PrepareRun(cfg.OutputDir, cfg.Resume, cfg.OverwriteOutputDir, out); err != nil {
-		return nil, err
-	}
-	now, err := bertRecord(ctx, cfg, corpus)
-	if err != nil {
-		return nil, err
-	}
-	var tok *datasets.WordPiece
-	var m *bert.ForPreTraining
+	return &BERTRecipe{cfg: cfg, corpus: corpus}, nil
+}
+
+// Record is what run.json records: the corpus's size and hash, the
+// tokenizer settings, the data settings and the model config as given.
+func (r *BERTRecipe) Record(ctx context.Context) (train.Record, error) {
+	return bertRecord(ctx, r.cfg, r.corpus)
+}
+
+// Setup chooses the WordPiece (the checkpoint's on a resume or with
+// init_from, else trained on or read for the corpus), reads the corpus's
+// documents, splits them and makes the sentence pairs, and returns the
+// step's activation memory.
+func (r *BERTRecipe) Setup(ctx context.Context, resume string, out io.Writer) (train.MemoryNeed, error) {
+	cfg := &r.cfg
+	var err error
 	switch {
-	case cfg.Resume:
-		ckpt, err := train.Latest(cfg.OutputDir)
-		if err != nil {
-			return nil, err
+	case resume != "": // the run's tokenizer and model config, whatever the corpus would give now
+		if r.tok, r.m, err = loadBERT(resume); err != nil {
+			return train.MemoryNeed{}, fmt.Errorf("pretrain: resume: %w", err)
 		}
-		if tok, m, err = loadBERT(ckpt); err != nil {
-			return nil, fmt.Errorf("pretrain: resume: %w", err)
-		}
-		if err := checkRecord(cfg.OutputDir, cfg.Force, now, out); err != nil {
-			return nil, err
-		}
-		cfg.Model = m.Config
+		cfg.Model = r.m.Config
 	case cfg.InitFrom != "":
-		if tok, m, err = loadBERT(cfg.InitFrom); err != nil {
-			return nil, fmt.Errorf("pretrain: init_from: %w", err)
+		if r.tok, r.m, err = loadBERT(cfg.InitFrom); err != nil {
+			return train.MemoryNeed{}, fmt.Errorf("pretrain: init_from: %w", err)
 		}
-		fmt.Fprint(out, notUsed(cfg.Model, m.Config, DefaultBERT().Model, cfg.ModelJSON, "vocab_size", "pad_token_id"))
-		cfg.Model = m.Config
+		fmt.Fprint(out, notUsed(cfg.Model, r.m.Config, DefaultBERT().Model, cfg.ModelJSON, "vocab_size", "pad_token_id"))
+		cfg.Model = r.m.Config
 	case cfg.Tokenizer == "wordpiece":
 		began := time.Now()
-		if tok, err = datasets.TrainWordPiece(ctx, corpus, datasets.WordPieceOptions{VocabSize: cfg.VocabSize, Lowercase: cfg.Lowercase, StripAccents: cfg.Lowercase}); err != nil {
-			return nil, fmt.Errorf("pretrain: wordpiece: %w", err)
+		if r.tok, err = datasets.TrainWordPiece(ctx, r.corpus, datasets.WordPieceOptions{VocabSize: cfg.VocabSize, Lowercase: cfg.Lowercase, StripAccents: cfg.Lowercase}); err != nil {
+			return train.MemoryNeed{}, fmt.Errorf("pretrain: wordpiece: %w", err)
 		}
-		fmt.Fprintf(out, "wordpiece: %d tokens trained on the corpus in %s\n", tok.VocabSize(), time.Since(began).Round(time.Millisecond))
+		fmt.Fprintf(out, "wordpiece: %d tokens trained on the corpus in %s\n", r.tok.VocabSize(), time.Since(began).Round(time.Millisecond))
 	default:
-		if tok, err = readWordPiece(cfg.Tokenizer, cfg.Lowercase); err != nil {
-			return nil, err
+		if r.tok, err = readWordPiece(cfg.Tokenizer, cfg.Lowercase); err != nil {
+			return train.MemoryNeed{}, err
 		}
 	}
-	sp, err := SpecialsOf(tok)
-	if err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
+	if r.sp, err = BERTSpecialsOf(r.tok); err != nil {
+		return train.MemoryNeed{}, fmt.Errorf("pretrain: %w", err)
 	}
-	began, unk := time.Now(), tok.Unknown()
-	docs, err := ReadDocuments(ctx, corpus, tok)
-	if err != nil {
-		return nil, err
+	if err := r.pairs(ctx, out); err != nil {
+		return train.MemoryNeed{}, err
 	}
-	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-unk, "the corpus"))
+	r.mc = cfg.Model
+	if r.m == nil {
+		r.mc.VocabSize, r.mc.PadTokenID = r.tok.VocabSize(), r.sp.PAD
+	} else if r.m.Config.VocabSize != r.tok.VocabSize() {
+		return train.MemoryNeed{}, fmt.Errorf("pretrain: the checkpoint's tokenizer has %d tokens and its model %d (vocab_size): they must match", r.tok.VocabSize(), r.m.Config.VocabSize)
+	}
+	return train.MemoryNeed{Bytes: r.mc.ActivationBytes(cfg.BatchSize, cfg.MaxSeqLength, true),
+		What:  fmt.Sprintf("pretrain: batch_size %d × max_seq_length %d for activations", cfg.BatchSize, cfg.MaxSeqLength),
+		Lower: "lower batch_size (use gradient_accumulation_steps to keep the sequences per step) or max_seq_length"}, nil
+}
+
+// pairs reads the corpus's documents with the tokenizer, splits them
+// (whole documents) and makes the training and validation pairs.
+func (r *BERTRecipe) pairs(ctx context.Context, out io.Writer) error {
+	cfg := r.cfg
+	began, unk := time.Now(), r.tok.Unknown()
+	docs, err := ReadBERTDocuments(ctx, r.corpus, r.tok)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(out, datasets.UnknownNoteFor(r.tok, datasets.Unknowns(r.tok)-unk, "the corpus"))
 	fmt.Fprintf(out, "corpus: %d documents, %d sentences, %d tokens (%d empty documents skipped), encoded in %s\n",
 		docs.NumDocuments(), docs.NumSentences(), docs.NumTokens(), docs.Empty, time.Since(began).Round(time.Millisecond))
 	trainDocs, valDocs, err := docs.Split(cfg.ValFraction, cfg.Seed)
 	if err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
+		return fmt.Errorf("pretrain: %w", err)
 	}
-	trainPairs, err := MakePairs(trainDocs, sp, cfg.PairConfig, cfg.Seed)
-	if err != nil {
-		return nil, fmt.Errorf("pretrain: training split: %w", err)
+	if r.trainPairs, err = MakeBERTPairs(trainDocs, r.sp, cfg.BERTPairConfig, cfg.Seed); err != nil {
+		return fmt.Errorf("pretrain: training split: %w", err)
 	}
-	vc := cfg.PairConfig
+	vc := cfg.BERTPairConfig
 	vc.DupeFactor = 1 // one pass over the validation documents
-	valPairs, err := MakePairs(valDocs, sp, vc, cfg.Seed+1)
-	if err != nil {
+	if r.valPairs, err = MakeBERTPairs(valDocs, r.sp, vc, cfg.Seed+1); err != nil {
 		if valDocs.NumDocuments() < 2 {
-			return nil, fmt.Errorf("pretrain: the validation split holds %d document(s), and next-sentence pairs need 2: raise val_fraction or use a corpus of more documents", valDocs.NumDocuments())
+			return fmt.Errorf("pretrain: the validation split holds %d document(s), and next-sentence pairs need 2: raise val_fraction or use a corpus of more documents", valDocs.NumDocuments())
 		}
-		return nil, fmt.Errorf("pretrain: validation split: %w", err)
+		return fmt.Errorf("pretrain: validation split: %w", err)
 	}
+	tp := r.trainPairs
 	fmt.Fprintf(out, "pairs: %d training (%d documents; %.1f%% random next, %.1f%% truncated to %d tokens), %d validation (%d documents)\n",
-		trainPairs.Len(), trainDocs.NumDocuments(), 100*float64(trainPairs.RandomNext)/float64(trainPairs.Len()),
-		100*float64(trainPairs.Truncated)/float64(trainPairs.Len()), cfg.MaxSeqLength, valPairs.Len(), valDocs.NumDocuments())
-	mc := cfg.Model
-	if m == nil {
-		mc.VocabSize = tok.VocabSize()
-		mc.PadTokenID = sp.PAD
-		if m, err = bert.NewForPreTraining(mc, layers.WithSeed(cfg.Seed)); err != nil {
-			return nil, err
+		tp.Len(), trainDocs.NumDocuments(), 100*float64(tp.RandomNext)/float64(tp.Len()),
+		100*float64(tp.Truncated)/float64(tp.Len()), cfg.MaxSeqLength, r.valPairs.Len(), valDocs.NumDocuments())
+	return nil
+}
+
+// Build makes the model (unless Setup loaded one), the pretraining task
+// and its batches, and writes the WordPiece's vocab.txt in the run
+// directory.
+func (r *BERTRecipe) Build(context.Context) (train.Plan, error) {
+	cfg := r.cfg
+	var err error
+	if r.m == nil {
+		if r.m, err = bert.NewForPreTraining(r.mc, layers.WithSeed(cfg.Seed)); err != nil {
+			return train.Plan{}, err
 		}
-	} else if m.Config.VocabSize != tok.VocabSize() {
-		return nil, fmt.Errorf("pretrain: the checkpoint's tokenizer has %d tokens and its model %d (vocab_size): they must match", tok.VocabSize(), m.Config.VocabSize)
 	}
-	need := m.Config.ActivationBytes(cfg.BatchSize, cfg.MaxSeqLength, true)
-	if err := models.CheckMemory(need, fmt.Sprintf("pretrain: batch_size %d × max_seq_length %d for activations", cfg.BatchSize, cfg.MaxSeqLength),
-		"lower batch_size (use gradient_accumulation_steps to keep the sequences per step) or max_seq_length"); err != nil {
-		return nil, err
-	}
-	data, err := NewPreTrainingData(trainPairs, valPairs, sp, cfg.PairConfig, cfg.BatchSize, cfg.EvalBatches, cfg.Seed)
+	data, err := NewBERTPreTrainingData(r.trainPairs, r.valPairs, r.sp, cfg.BERTPairConfig, cfg.BatchSize, cfg.EvalBatches, cfg.Seed)
 	if err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
+		return train.Plan{}, fmt.Errorf("pretrain: %w", err)
 	}
-	sched, err := train.WarmupLinear(cfg.LearningRate, cfg.WarmupSteps, cfg.MaxSteps)
-	if err != nil {
-		return nil, err
+	if err := r.tok.SaveVocab(filepath.Join(cfg.OutputDir, "vocab.txt")); err != nil {
+		return train.Plan{}, fmt.Errorf("pretrain: %w", err)
 	}
-	ac := train.DefaultAdamWConfig()
-	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.AdamBeta1, cfg.AdamBeta2, cfg.WeightDecay
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
-	}
-	task := &PreTrainingTask{Model: m, Tok: tok, B: cfg.BatchSize, T: cfg.MaxSeqLength, P: cfg.BatchSize * cfg.MaxPredictions}
-	tr, err := train.New(task, data, train.Config{
-		Steps: cfg.MaxSteps, Accumulate: cfg.GradientAccumulationSteps, ClipNorm: cfg.MaxGradNorm, EvalEvery: cfg.EvalSteps,
-		SaveEvery: cfg.SaveSteps, Dir: cfg.OutputDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched, LoadBestAtEnd: cfg.LoadBestModelAtEnd,
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer tr.Close()
-	if err := resumeRun(tr, cfg.OutputDir, cfg.Resume, now, out); err != nil {
-		return nil, err
-	}
-	if err := tok.SaveVocab(filepath.Join(cfg.OutputDir, "vocab.txt")); err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
-	}
-	fmt.Fprintf(out, "bert: %d parameters, %d layers, %d heads, %d wide; batch %d × %d tokens, %d predictions each\n",
-		m.NumParams(), m.Config.NumHiddenLayers, m.Config.NumAttentionHeads, m.Config.HiddenSize, cfg.BatchSize, cfg.MaxSeqLength, cfg.MaxPredictions)
-	res, err := tr.Run(ctx, out)
-	if err != nil {
-		return nil, err
-	}
-	r := &BERTResult{Result: res, Pairs: trainPairs.Len(), ValPairs: valPairs.Len()}
-	r.MLMLoss, r.MLMAccuracy = res.ValParts["mlm_loss"], res.ValParts["mlm_accuracy"]
-	r.NSPLoss, r.NSPAccuracy = res.ValParts["nsp_loss"], res.ValParts["nsp_accuracy"]
-	return r, nil
+	mc := r.m.Config
+	return train.Plan{
+		Task: &BERTPreTrainingTask{Model: r.m, Tok: r.tok, B: cfg.BatchSize, T: cfg.MaxSeqLength, P: cfg.BatchSize * cfg.MaxPredictions},
+		Data: data, DefaultSchedule: "linear",
+		Summary: fmt.Sprintf("bert: %d parameters, %d layers, %d heads, %d wide; batch %d × %d tokens, %d predictions each",
+			r.m.NumParams(), mc.NumHiddenLayers, mc.NumAttentionHeads, mc.HiddenSize, cfg.BatchSize, cfg.MaxSeqLength, cfg.MaxPredictions),
+	}, nil
+}
+
+// Finish does nothing: the engine's last evaluation holds the MLM and NSP
+// figures (RunBERT reads them from its result).
+func (r *BERTRecipe) Finish(context.Context, *train.Trainer, train.Result, io.Writer) error {
+	return nil
 }
 
 // loadBERT reads a BERT checkpoint's WordPiece tokenizer and its model
@@ -321,26 +359,13 @@ func bertRecord(ctx context.Context, cfg BERTConfig, c *datasets.Corpus) (runinf
 	if err := setTokenizer(r, cfg.InitFrom, cfg.Tokenizer, trained); err != nil {
 		return nil, err
 	}
-	if err := r.SetFields("data.", cfg.PairConfig); err != nil {
+	if err := r.SetFields("data.", cfg.BERTPairConfig); err != nil {
 		return nil, err
 	}
 	if err := r.SetFields("model.", cfg.Model, "vocab_size", "pad_token_id"); err != nil {
 		return nil, err
 	}
 	return r, nil
-}
-
-// checkRecord compares what a resume is given (now) with the run's
-// run.json, refusing with the differences unless force.
-func checkRecord(runDir string, force bool, now runinfo.Record, out io.Writer) error {
-	run, err := runinfo.Read(runDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(out, "resume: %s has no %s: the corpus and settings cannot be checked against the run's\n", runDir, runinfo.File)
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("pretrain: resume: %w", err)
-	}
-	return compareRun(runDir, force, run, now, out)
 }
 
 // BERTEval is a pretraining checkpoint's masked-LM and next-sentence
@@ -359,7 +384,7 @@ func (e BERTEval) MLMPerplexity() float64 { return math.Exp(e.MLMLoss) }
 // data settings of cfg (max_seq_length, masked_lm_prob,
 // max_predictions_per_seq, do_whole_word_mask), at most maxPairs of them
 // (0: all).
-func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg PairConfig, batch, maxPairs int, seed uint64) (BERTEval, error) {
+func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig, batch, maxPairs int, seed uint64) (BERTEval, error) {
 	var e BERTEval
 	if err := cfg.Validate(); err != nil {
 		return e, err
@@ -384,7 +409,7 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg PairConfig, ba
 	if cfg.MaxSeqLength > m.Config.MaxPositionEmbeddings {
 		return e, fmt.Errorf("eval: max_seq_length %d exceeds the checkpoint's max_position_embeddings %d", cfg.MaxSeqLength, m.Config.MaxPositionEmbeddings)
 	}
-	sp, err := SpecialsOf(tok)
+	sp, err := BERTSpecialsOf(tok)
 	if err != nil {
 		return e, err
 	}
@@ -395,12 +420,12 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg PairConfig, ba
 	if err := c.CheckText(ctx); err != nil {
 		return e, fmt.Errorf("eval: %w", err)
 	}
-	docs, err := ReadDocuments(ctx, c, tok)
+	docs, err := ReadBERTDocuments(ctx, c, tok)
 	if err != nil {
 		return e, err
 	}
 	cfg.DupeFactor = 1
-	pairs, err := MakePairs(docs, sp, cfg, seed)
+	pairs, err := MakeBERTPairs(docs, sp, cfg, seed)
 	if err != nil {
 		return e, fmt.Errorf("eval: %w", err)
 	}
@@ -408,11 +433,11 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg PairConfig, ba
 	if maxPairs > 0 {
 		n = min(n, maxPairs)
 	}
-	batches, err := EvalBatches(pairs, n, sp, cfg, batch, seed)
+	batches, err := BERTEvalBatches(pairs, n, sp, cfg, batch, seed)
 	if err != nil {
 		return e, err
 	}
-	task := &PreTrainingTask{Model: m, Tok: tok, B: batch, T: cfg.MaxSeqLength, P: batch * cfg.MaxPredictions}
+	task := &BERTPreTrainingTask{Model: m, Tok: tok, B: batch, T: cfg.MaxSeqLength, P: batch * cfg.MaxPredictions}
 	loss, targets, parts, err := train.EvaluateReports(ctx, task, batches)
 	if err != nil {
 		return e, err

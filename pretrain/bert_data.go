@@ -18,9 +18,9 @@ import (
 // The engine's task and data are in bert_task.go; the masked-LM loss on
 // the masked positions is the model's (bert.ForPreTraining.MaskedLoss).
 
-// Documents are a pretraining corpus as WordPiece ids: documents made of
+// BERTDocuments are a pretraining corpus as WordPiece ids: documents made of
 // sentences (lines), with no special tokens.
-type Documents struct {
+type BERTDocuments struct {
 	toks  []int32 // every sentence's ids, one after another
 	sents []int   // sentence i is toks[sents[i]:sents[i+1]]
 	docs  []int   // document j is sentences docs[j]:docs[j+1]
@@ -29,32 +29,32 @@ type Documents struct {
 }
 
 // NumDocuments is the number of documents.
-func (d *Documents) NumDocuments() int { return max(0, len(d.docs)-1) }
+func (d *BERTDocuments) NumDocuments() int { return max(0, len(d.docs)-1) }
 
 // NumSentences is the number of sentences.
-func (d *Documents) NumSentences() int { return max(0, len(d.sents)-1) }
+func (d *BERTDocuments) NumSentences() int { return max(0, len(d.sents)-1) }
 
 // NumTokens is the number of tokens.
-func (d *Documents) NumTokens() int { return len(d.toks) }
+func (d *BERTDocuments) NumTokens() int { return len(d.toks) }
 
-func (d *Documents) sentence(i int) []int32 { return d.toks[d.sents[i]:d.sents[i+1]] }
+func (d *BERTDocuments) sentence(i int) []int32 { return d.toks[d.sents[i]:d.sents[i+1]] }
 
 // docSentences is the range of document j's sentences.
-func (d *Documents) docSentences(j int) (lo, hi int) { return d.docs[j], d.docs[j+1] }
+func (d *BERTDocuments) docSentences(j int) (lo, hi int) { return d.docs[j], d.docs[j+1] }
 
-// Encoder maps a text to token ids, with no special tokens added: what
-// ReadDocuments needs of a tokenizer. Its Encode must be safe for
-// concurrent use: ReadDocuments calls it from several goroutines.
-type Encoder interface {
+// BERTEncoder maps a text to token ids, with no special tokens added: what
+// ReadBERTDocuments needs of a tokenizer. Its Encode must be safe for
+// concurrent use: ReadBERTDocuments calls it from several goroutines.
+type BERTEncoder interface {
 	Encode(text string) ([]int, error)
 }
 
-// ReadDocuments reads each of the corpus's files in the layout of
+// ReadBERTDocuments reads each of the corpus's files in the layout of
 // create_pretraining_data.py: one sentence per line, a blank line between
 // documents (a new file starts a new document too), and encodes every
 // sentence with tok. Lines are encoded in parallel. A cancelled ctx stops
 // it with ctx's error.
-func ReadDocuments(ctx context.Context, c *datasets.Corpus, tok Encoder) (*Documents, error) {
+func ReadBERTDocuments(ctx context.Context, c *datasets.Corpus, tok BERTEncoder) (*BERTDocuments, error) {
 	var docs [][]string // sentences of each document, before encoding
 	for _, path := range c.Files() {
 		fc, err := datasets.OpenCorpus(path, datasets.CorpusOptions{})
@@ -98,7 +98,7 @@ func ReadDocuments(ctx context.Context, c *datasets.Corpus, tok Encoder) (*Docum
 }
 
 // encodeDocuments encodes the sentences of docs with tok, in parallel.
-func encodeDocuments(ctx context.Context, docs [][]string, tok Encoder) (*Documents, error) {
+func encodeDocuments(ctx context.Context, docs [][]string, tok BERTEncoder) (*BERTDocuments, error) {
 	var lines []string
 	for _, d := range docs {
 		lines = append(lines, d...)
@@ -137,7 +137,7 @@ func encodeDocuments(ctx context.Context, docs [][]string, tok Encoder) (*Docume
 			return nil, fmt.Errorf("bert: pretraining data: %w", err)
 		}
 	}
-	d := &Documents{docs: []int{0}, sents: []int{0}}
+	d := &BERTDocuments{docs: []int{0}, sents: []int{0}}
 	i := 0
 	for _, doc := range docs {
 		n := 0
@@ -170,7 +170,7 @@ func truncateText(s string, n int) string {
 // document, and at least one stays for training). A document far larger
 // than what is left to fill is passed over, so one huge document does not
 // become the whole validation set.
-func (d *Documents) Split(frac float64, seed uint64) (train, val *Documents, err error) {
+func (d *BERTDocuments) Split(frac float64, seed uint64) (train, val *BERTDocuments, err error) {
 	n := d.NumDocuments()
 	if n < 2 {
 		return nil, nil, fmt.Errorf("bert: pretraining data: %d document(s); holding out validation documents needs at least 2 (documents are separated by blank lines)", n)
@@ -193,7 +193,7 @@ func (d *Documents) Split(frac float64, seed uint64) (train, val *Documents, err
 		}
 		held[j], got, count = true, got+size, count+1
 	}
-	train, val = &Documents{docs: []int{0}, sents: []int{0}}, &Documents{docs: []int{0}, sents: []int{0}}
+	train, val = &BERTDocuments{docs: []int{0}, sents: []int{0}}, &BERTDocuments{docs: []int{0}, sents: []int{0}}
 	for j := 0; j < n; j++ {
 		dst := train
 		if held[j] {
@@ -209,9 +209,9 @@ func (d *Documents) Split(frac float64, seed uint64) (train, val *Documents, err
 	return train, val, nil
 }
 
-// PairConfig sets how documents become pretraining pairs and masks; the
+// BERTPairConfig sets how documents become pretraining pairs and masks; the
 // JSON names are create_pretraining_data.py's flags.
-type PairConfig struct {
+type BERTPairConfig struct {
 	MaxSeqLength   int     `json:"max_seq_length"`          // tokens per example, [CLS] and [SEP]s included (128)
 	ShortSeqProb   float64 `json:"short_seq_prob"`          // share of examples shorter than max_seq_length, for fine-tuning on short texts (0.1)
 	DupeFactor     int     `json:"dupe_factor"`             // passes over the documents, each pairing them anew (1)
@@ -221,15 +221,15 @@ type PairConfig struct {
 	DynamicMasking bool    `json:"dynamic_masking"`         // new masks every epoch (RoBERTa), instead of one set per example
 }
 
-// DefaultPairs is create_pretraining_data.py's defaults for sequences of
+// DefaultBERTPairs is create_pretraining_data.py's defaults for sequences of
 // 128, with one pass (dupe_factor 1: dynamic masking is the cheaper way to
 // show the model new masks).
-func DefaultPairs() PairConfig {
-	return PairConfig{MaxSeqLength: 128, ShortSeqProb: 0.1, DupeFactor: 1, MaskedLMProb: 0.15, MaxPredictions: 20}
+func DefaultBERTPairs() BERTPairConfig {
+	return BERTPairConfig{MaxSeqLength: 128, ShortSeqProb: 0.1, DupeFactor: 1, MaskedLMProb: 0.15, MaxPredictions: 20}
 }
 
 // Validate reports settings that cannot make examples.
-func (c PairConfig) Validate() error {
+func (c BERTPairConfig) Validate() error {
 	switch {
 	case c.MaxSeqLength < 5:
 		return fmt.Errorf("bert: max_seq_length %d must be at least 5 ([CLS] A [SEP] B [SEP])", c.MaxSeqLength)
@@ -245,10 +245,10 @@ func (c PairConfig) Validate() error {
 	return nil
 }
 
-// Specials are the ids the pretraining data needs, looked up by name in
+// BERTSpecials are the ids the pretraining data needs, looked up by name in
 // the tokenizer's vocabulary (hub vocabularies put them at 0 and 100–103,
 // ours at 0–4).
-type Specials struct {
+type BERTSpecials struct {
 	PAD, CLS, SEP, MASK int
 	// Continues marks the word pieces that continue a word ("##…"), for
 	// whole-word masking.
@@ -259,9 +259,9 @@ type Specials struct {
 	First, VocabSize int
 }
 
-// SpecialsOf finds the special tokens in a WordPiece vocabulary; a missing
+// BERTSpecialsOf finds the special tokens in a WordPiece vocabulary; a missing
 // one is an error naming it.
-func SpecialsOf(tok *datasets.WordPiece) (Specials, error) {
+func BERTSpecialsOf(tok *datasets.WordPiece) (BERTSpecials, error) {
 	vocab := tok.Vocab()
 	id := map[string]int{}
 	for i, v := range vocab {
@@ -269,7 +269,7 @@ func SpecialsOf(tok *datasets.WordPiece) (Specials, error) {
 			id[v] = i
 		}
 	}
-	s := Specials{Continues: make([]bool, len(vocab)), VocabSize: len(vocab)}
+	s := BERTSpecials{Continues: make([]bool, len(vocab)), VocabSize: len(vocab)}
 	for _, n := range []struct {
 		name string
 		to   *int
@@ -292,10 +292,10 @@ func SpecialsOf(tok *datasets.WordPiece) (Specials, error) {
 	return s, nil
 }
 
-// Pairs are the pretraining examples: [CLS] A [SEP] B [SEP], where B
+// BERTPairs are the pretraining examples: [CLS] A [SEP] B [SEP], where B
 // follows A in its document or, for a next-sentence negative, comes from
 // another document.
-type Pairs struct {
+type BERTPairs struct {
 	toks   []int32 // every example's ids, [CLS] and [SEP]s included
 	off    []int   // example i is toks[off[i]:off[i+1]]
 	lenA   []int32 // [CLS] A [SEP]'s length: where segment 1 starts
@@ -306,16 +306,16 @@ type Pairs struct {
 }
 
 // Len is the number of examples.
-func (p *Pairs) Len() int { return len(p.lenA) }
+func (p *BERTPairs) Len() int { return len(p.lenA) }
 
-// MakePairs builds the examples of every document, dupe_factor times, as
+// MakeBERTPairs builds the examples of every document, dupe_factor times, as
 // create_instances_from_document does: segments (sentences) are gathered up
 // to a target length, split at a random sentence into A and B, and half the
 // time (always when there is one segment) B is replaced by text from a
 // random other document and the unused segments are put back. One change:
 // the short target length (short_seq_prob) is drawn for every example, not
 // once per document, since our documents are whole books.
-func MakePairs(d *Documents, sp Specials, cfg PairConfig, seed uint64) (*Pairs, error) {
+func MakeBERTPairs(d *BERTDocuments, sp BERTSpecials, cfg BERTPairConfig, seed uint64) (*BERTPairs, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -323,7 +323,7 @@ func MakePairs(d *Documents, sp Specials, cfg PairConfig, seed uint64) (*Pairs, 
 		return nil, fmt.Errorf("bert: pretraining pairs need at least 2 documents (for random next sentences), got %d", d.NumDocuments())
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x9a125))
-	p := &Pairs{off: []int{0}}
+	p := &BERTPairs{off: []int{0}}
 	maxTokens := cfg.MaxSeqLength - 3
 	for range cfg.DupeFactor {
 		for j := 0; j < d.NumDocuments(); j++ {
@@ -336,7 +336,7 @@ func MakePairs(d *Documents, sp Specials, cfg PairConfig, seed uint64) (*Pairs, 
 	return p, nil
 }
 
-func (p *Pairs) fromDocument(d *Documents, j int, sp Specials, cfg PairConfig, maxTokens int, rng *rand.Rand) {
+func (p *BERTPairs) fromDocument(d *BERTDocuments, j int, sp BERTSpecials, cfg BERTPairConfig, maxTokens int, rng *rand.Rand) {
 	lo, hi := d.docSentences(j)
 	var chunk []int // sentence indexes
 	length := 0
@@ -388,7 +388,7 @@ func (p *Pairs) fromDocument(d *Documents, j int, sp Specials, cfg PairConfig, m
 
 // target is an example's length in tokens: maxTokens, or with
 // short_seq_prob a random length in [2, maxTokens].
-func (p *Pairs) target(cfg PairConfig, maxTokens int, rng *rand.Rand) int {
+func (p *BERTPairs) target(cfg BERTPairConfig, maxTokens int, rng *rand.Rand) int {
 	if rng.Float64() < cfg.ShortSeqProb {
 		return 2 + rng.IntN(maxTokens-1)
 	}
@@ -397,7 +397,7 @@ func (p *Pairs) target(cfg PairConfig, maxTokens int, rng *rand.Rand) int {
 
 // truncate is truncate_seq_pair: tokens come off the longer segment, from
 // its front or back at random, until the pair fits.
-func (p *Pairs) truncate(a, b []int32, maxTokens int, rng *rand.Rand) ([]int32, []int32) {
+func (p *BERTPairs) truncate(a, b []int32, maxTokens int, rng *rand.Rand) ([]int32, []int32) {
 	if len(a)+len(b) > maxTokens {
 		p.Truncated++
 	}
@@ -415,7 +415,7 @@ func (p *Pairs) truncate(a, b []int32, maxTokens int, rng *rand.Rand) ([]int32, 
 	return a, b
 }
 
-func (p *Pairs) add(a, b []int32, random bool, sp Specials) {
+func (p *BERTPairs) add(a, b []int32, random bool, sp BERTSpecials) {
 	p.toks = append(p.toks, int32(sp.CLS))
 	p.toks = append(p.toks, a...)
 	p.toks = append(p.toks, int32(sp.SEP))
@@ -429,8 +429,8 @@ func (p *Pairs) add(a, b []int32, random bool, sp Specials) {
 	}
 }
 
-// Example is one pretraining example, masked.
-type Example struct {
+// BERTExample is one pretraining example, masked.
+type BERTExample struct {
 	IDs        []int // [CLS] A [SEP] B [SEP], with masked tokens replaced
 	TokenTypes []int // 0 for [CLS] A [SEP], 1 for B [SEP]
 	Positions  []int // the predicted positions, ascending
@@ -446,9 +446,9 @@ type Example struct {
 // as they are. The masks are a function of (seed, epoch, i) alone, so a
 // resumed run draws the same ones; epoch is ignored unless
 // cfg.DynamicMasking.
-func (p *Pairs) Masked(i int, sp Specials, cfg PairConfig, seed uint64, epoch int) Example {
+func (p *BERTPairs) Masked(i int, sp BERTSpecials, cfg BERTPairConfig, seed uint64, epoch int) BERTExample {
 	src := p.toks[p.off[i]:p.off[i+1]]
-	e := Example{IDs: make([]int, len(src)), TokenTypes: make([]int, len(src)), RandomNext: p.random[i]}
+	e := BERTExample{IDs: make([]int, len(src)), TokenTypes: make([]int, len(src)), RandomNext: p.random[i]}
 	for k, id := range src {
 		e.IDs[k] = int(id)
 		if k >= int(p.lenA[i]) {

@@ -33,8 +33,8 @@ func (w wordTokenizer) VocabSize() int               { return w.size }
 
 // testSpecials puts [PAD] [CLS] [SEP] [MASK] at 0–3 and makes every id
 // that is a multiple of 7 a "##" continuation.
-func testSpecials(vocab int) Specials {
-	s := Specials{PAD: 0, CLS: 1, SEP: 2, MASK: 3, First: 4, VocabSize: vocab, Continues: make([]bool, vocab)}
+func testSpecials(vocab int) BERTSpecials {
+	s := BERTSpecials{PAD: 0, CLS: 1, SEP: 2, MASK: 3, First: 4, VocabSize: vocab, Continues: make([]bool, vocab)}
 	for i := 7; i < vocab; i += 7 {
 		s.Continues[i] = true
 	}
@@ -61,7 +61,7 @@ func TestReadDocuments(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.txt"), []byte("40 41\n  \n\n\n50\nno digits here\n51"), 0o644))
 	c, err := datasets.OpenCorpus(filepath.Join(dir, "*.txt"), datasets.CorpusOptions{})
 	require.NoError(t, err)
-	d, err := ReadDocuments(context.Background(), c, wordTokenizer{100})
+	d, err := ReadBERTDocuments(context.Background(), c, wordTokenizer{100})
 	require.NoError(t, err)
 	// a.txt: 3 documents (the empty one between two blank lines is one
 	// blank run); b.txt: "40 41" and "50, 51" (a line with no tokens is dropped).
@@ -81,14 +81,14 @@ func TestReadDocuments(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = ReadDocuments(ctx, c, wordTokenizer{100})
+	_, err = ReadBERTDocuments(ctx, c, wordTokenizer{100})
 	require.ErrorIs(t, err, context.Canceled)
 }
 
 // synthetic builds nd documents of ns sentences of 3 tokens each, every
 // token id distinct and increasing through the corpus, from 4 on.
-func synthetic(nd, ns int) *Documents {
-	d := &Documents{docs: []int{0}, sents: []int{0}}
+func synthetic(nd, ns int) *BERTDocuments {
+	d := &BERTDocuments{docs: []int{0}, sents: []int{0}}
 	id := int32(4)
 	for range nd {
 		for range ns {
@@ -101,7 +101,7 @@ func synthetic(nd, ns int) *Documents {
 	return d
 }
 
-func docOf(d *Documents, id int32) int {
+func docOf(d *BERTDocuments, id int32) int {
 	for j := range d.NumDocuments() {
 		lo, hi := d.docSentences(j)
 		if id >= d.toks[d.sents[lo]] && id <= d.toks[d.sents[hi]-1] {
@@ -113,9 +113,9 @@ func docOf(d *Documents, id int32) int {
 
 func TestMakePairs(t *testing.T) {
 	d := synthetic(20, 40)
-	cfg := DefaultPairs()
+	cfg := DefaultBERTPairs()
 	cfg.MaxSeqLength = 32
-	p, err := MakePairs(d, testSpecials(5000), cfg, 1)
+	p, err := MakeBERTPairs(d, testSpecials(5000), cfg, 1)
 	require.NoError(t, err)
 	require.Greater(t, p.Len(), 100)
 	random := 0
@@ -144,19 +144,19 @@ func TestMakePairs(t *testing.T) {
 	require.InDelta(t, 0.5, share, 0.1, "about half the pairs are random")
 	require.Positive(t, p.Truncated)
 
-	again, err := MakePairs(d, testSpecials(5000), cfg, 1)
+	again, err := MakeBERTPairs(d, testSpecials(5000), cfg, 1)
 	require.NoError(t, err)
 	require.Equal(t, p.toks, again.toks, "seeded")
 
-	_, err = MakePairs(synthetic(1, 5), testSpecials(5000), cfg, 1)
+	_, err = MakeBERTPairs(synthetic(1, 5), testSpecials(5000), cfg, 1)
 	require.ErrorContains(t, err, "at least 2 documents")
 }
 
 func TestMasked(t *testing.T) {
 	d := synthetic(10, 60)
-	cfg := DefaultPairs()
+	cfg := DefaultBERTPairs()
 	sp := testSpecials(5000)
-	p, err := MakePairs(d, sp, cfg, 3)
+	p, err := MakeBERTPairs(d, sp, cfg, 3)
 	require.NoError(t, err)
 	var masked, kept, random, total int
 	for i := range p.Len() {

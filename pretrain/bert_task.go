@@ -19,9 +19,9 @@ import (
 // (bert.ForPreTraining.MaskedLoss), and next-sentence prediction. Its
 // data, create_pretraining_data.py's instances, is bert_data.go's.
 
-// PreTrainingTask is MLM + NSP on (B, T) batches, for the engine. Its
+// BERTPreTrainingTask is MLM + NSP on (B, T) batches, for the engine. Its
 // checkpoints hold the model (BertForPreTraining) and the tokenizer.
-type PreTrainingTask struct {
+type BERTPreTrainingTask struct {
 	Model *bert.ForPreTraining
 	Tok   datasets.Tokenizer
 	B, T  int
@@ -29,13 +29,13 @@ type PreTrainingTask struct {
 }
 
 // Store implements train.Task.
-func (k *PreTrainingTask) Store() *layers.Store { return k.Model.Store }
+func (k *BERTPreTrainingTask) Store() *layers.Store { return k.Model.Store }
 
 // Decay implements train.Decayer: the model's own no-decay parameters.
-func (k *PreTrainingTask) Decay(name string, shape []int) bool { return k.Model.Decay(name, shape) }
+func (k *BERTPreTrainingTask) Decay(name string, shape []int) bool { return k.Model.Decay(name, shape) }
 
 // Loss implements train.Task.
-func (k *PreTrainingTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
+func (k *BERTPreTrainingTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
 	ids, types := g.IntInput("input_ids", k.B, k.T), g.IntInput("token_type_ids", k.B, k.T)
 	mask := g.Input("attention_mask", k.B, k.T)
 	pos, labels := g.IntInput("masked_lm_positions", k.P), g.IntInput("masked_lm_labels", k.P)
@@ -45,7 +45,7 @@ func (k *PreTrainingTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batc
 		return nil, nil, err
 	}
 	load := func(b train.Batch) error {
-		pb, ok := b.(*PreTrainingBatch)
+		pb, ok := b.(*BERTPreTrainingBatch)
 		if !ok || len(pb.IDs) != k.B*k.T || len(pb.Positions) != k.P {
 			return fmt.Errorf("bert: a batch of %T does not fit the (%d, %d) graph with %d predictions", b, k.B, k.T, k.P)
 		}
@@ -64,13 +64,13 @@ func (k *PreTrainingTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batc
 
 // Save implements train.Task: the checkpoint bundle's model files and
 // tokenizer.json.
-func (k *PreTrainingTask) Save(dir string) error { return models.SaveText(dir, k.Model, k.Tok) }
+func (k *BERTPreTrainingTask) Save(dir string) error { return models.SaveText(dir, k.Model, k.Tok) }
 
 // Load implements train.Task.
-func (k *PreTrainingTask) Load(dir string) error { return models.LoadInto(dir, k.Model) }
+func (k *BERTPreTrainingTask) Load(dir string) error { return models.LoadInto(dir, k.Model) }
 
-// PreTrainingBatch is B examples padded to T, with P prediction slots.
-type PreTrainingBatch struct {
+// BERTPreTrainingBatch is B examples padded to T, with P prediction slots.
+type BERTPreTrainingBatch struct {
 	IDs, TokenTypes []int     // (B, T)
 	Mask            []float64 // (B, T): 1 for tokens, 0 for padding
 	Positions       []int     // (P): flat b·T + t; padding slots point at 0
@@ -80,17 +80,17 @@ type PreTrainingBatch struct {
 }
 
 // Targets implements train.Batch: the predicted tokens.
-func (b *PreTrainingBatch) Targets() int { return b.n }
+func (b *BERTPreTrainingBatch) Targets() int { return b.n }
 
-// NewPreTrainingBatch pads examples (at most b of them; missing rows are
+// NewBERTPreTrainingBatch pads examples (at most b of them; missing rows are
 // all padding, with every label ignored) into a batch of (b, t) with
 // p = b·maxPredictions prediction slots.
-func NewPreTrainingBatch(ex []Example, b, t, maxPredictions, pad int) (*PreTrainingBatch, error) {
+func NewBERTPreTrainingBatch(ex []BERTExample, b, t, maxPredictions, pad int) (*BERTPreTrainingBatch, error) {
 	if len(ex) > b {
 		return nil, fmt.Errorf("bert: %d examples for a batch of %d", len(ex), b)
 	}
 	p := b * maxPredictions
-	out := &PreTrainingBatch{IDs: make([]int, b*t), TokenTypes: make([]int, b*t), Mask: make([]float64, b*t),
+	out := &BERTPreTrainingBatch{IDs: make([]int, b*t), TokenTypes: make([]int, b*t), Mask: make([]float64, b*t),
 		Positions: make([]int, p), Labels: make([]int, p), NextSentence: make([]int, b)}
 	for i := range out.Labels {
 		out.Labels[i] = layers.IgnoreIndex
@@ -127,13 +127,13 @@ func NewPreTrainingBatch(ex []Example, b, t, maxPredictions, pad int) (*PreTrain
 	return out, nil
 }
 
-// PreTrainingData serves shuffled training batches of pairs, epoch after
+// BERTPreTrainingData serves shuffled training batches of pairs, epoch after
 // epoch (a new order each epoch, and new masks with dynamic masking), and
 // a fixed set of validation batches.
-type PreTrainingData struct {
-	train, val *Pairs
-	sp         Specials
-	cfg        PairConfig
+type BERTPreTrainingData struct {
+	train, val *BERTPairs
+	sp         BERTSpecials
+	cfg        BERTPairConfig
 	b          int
 	seed       uint64
 	evalB      int
@@ -147,49 +147,49 @@ type dataState struct {
 	Pos   int `json:"pos"`
 }
 
-// NewPreTrainingData serves batches of b examples of trainPairs and the
+// NewBERTPreTrainingData serves batches of b examples of trainPairs and the
 // first evalBatches·b examples of val (all of them for evalBatches 0).
-func NewPreTrainingData(trainPairs, val *Pairs, sp Specials, cfg PairConfig, b, evalBatches int, seed uint64) (*PreTrainingData, error) {
+func NewBERTPreTrainingData(trainPairs, val *BERTPairs, sp BERTSpecials, cfg BERTPairConfig, b, evalBatches int, seed uint64) (*BERTPreTrainingData, error) {
 	if trainPairs.Len() < b {
 		return nil, fmt.Errorf("bert: %d training pairs for a batch of %d: use more text or a smaller batch_size", trainPairs.Len(), b)
 	}
 	if val.Len() == 0 {
 		return nil, fmt.Errorf("bert: no validation pairs")
 	}
-	d := &PreTrainingData{train: trainPairs, val: val, sp: sp, cfg: cfg, b: b, seed: seed, evalB: evalBatches}
+	d := &BERTPreTrainingData{train: trainPairs, val: val, sp: sp, cfg: cfg, b: b, seed: seed, evalB: evalBatches}
 	d.shuffle()
 	return d, nil
 }
 
-func (d *PreTrainingData) shuffle() {
+func (d *BERTPreTrainingData) shuffle() {
 	d.order = rand.New(rand.NewPCG(d.seed, uint64(d.st.Epoch))).Perm(d.train.Len())
 }
 
 // Epoch is the number of passes over the training pairs begun so far,
 // counting from 0.
-func (d *PreTrainingData) Epoch() int { return d.st.Epoch }
+func (d *BERTPreTrainingData) Epoch() int { return d.st.Epoch }
 
 // Next implements train.Data: the next b examples in this epoch's order;
 // an epoch's leftover examples that do not fill a batch are skipped.
-func (d *PreTrainingData) Next() (train.Batch, error) {
+func (d *BERTPreTrainingData) Next() (train.Batch, error) {
 	b := d.b
 	if d.st.Pos+b > len(d.order) {
 		d.st.Epoch++
 		d.st.Pos = 0
 		d.shuffle()
 	}
-	ex := make([]Example, b)
+	ex := make([]BERTExample, b)
 	for r := range ex {
 		ex[r] = d.train.Masked(d.order[d.st.Pos+r], d.sp, d.cfg, d.seed, d.st.Epoch)
 	}
 	d.st.Pos += b
-	return NewPreTrainingBatch(ex, b, d.cfg.MaxSeqLength, d.cfg.MaxPredictions, d.sp.PAD)
+	return NewBERTPreTrainingBatch(ex, b, d.cfg.MaxSeqLength, d.cfg.MaxPredictions, d.sp.PAD)
 }
 
 // Eval implements train.Data: the validation pairs with their (epoch 0)
 // masks, the same at every evaluation; the last batch is padded with
 // empty rows.
-func (d *PreTrainingData) Eval() ([]train.Batch, error) {
+func (d *BERTPreTrainingData) Eval() ([]train.Batch, error) {
 	if d.evalCache != nil {
 		return d.evalCache, nil
 	}
@@ -197,7 +197,7 @@ func (d *PreTrainingData) Eval() ([]train.Batch, error) {
 	if d.evalB > 0 {
 		n = min(n, d.evalB*d.b)
 	}
-	out, err := EvalBatches(d.val, n, d.sp, d.cfg, d.b, d.seed)
+	out, err := BERTEvalBatches(d.val, n, d.sp, d.cfg, d.b, d.seed)
 	if err != nil {
 		return nil, err
 	}
@@ -206,10 +206,10 @@ func (d *PreTrainingData) Eval() ([]train.Batch, error) {
 }
 
 // State implements train.Data.
-func (d *PreTrainingData) State() ([]byte, error) { return json.Marshal(d.st) }
+func (d *BERTPreTrainingData) State() ([]byte, error) { return json.Marshal(d.st) }
 
 // Restore implements train.Data.
-func (d *PreTrainingData) Restore(state []byte) error {
+func (d *BERTPreTrainingData) Restore(state []byte) error {
 	var st dataState
 	if err := json.Unmarshal(state, &st); err != nil {
 		return fmt.Errorf("bert: data state: %w", err)
@@ -222,20 +222,20 @@ func (d *PreTrainingData) Restore(state []byte) error {
 	return nil
 }
 
-// EvalBatches are the first n examples of pairs, masked as validation
+// BERTEvalBatches are the first n examples of pairs, masked as validation
 // examples are (static masks, drawn from seed+1), in batches of b; the
 // last batch is padded with empty rows.
-func EvalBatches(pairs *Pairs, n int, sp Specials, cfg PairConfig, b int, seed uint64) ([]train.Batch, error) {
+func BERTEvalBatches(pairs *BERTPairs, n int, sp BERTSpecials, cfg BERTPairConfig, b int, seed uint64) ([]train.Batch, error) {
 	n = min(n, pairs.Len())
 	static := cfg
 	static.DynamicMasking = false
 	var out []train.Batch
 	for lo := 0; lo < n; lo += b {
-		var ex []Example
+		var ex []BERTExample
 		for i := lo; i < min(lo+b, n); i++ {
 			ex = append(ex, pairs.Masked(i, sp, static, seed+1, 0))
 		}
-		batch, err := NewPreTrainingBatch(ex, b, cfg.MaxSeqLength, cfg.MaxPredictions, sp.PAD)
+		batch, err := NewBERTPreTrainingBatch(ex, b, cfg.MaxSeqLength, cfg.MaxPredictions, sp.PAD)
 		if err != nil {
 			return nil, err
 		}

@@ -8,18 +8,18 @@ import (
 	"github.com/d73a19ff/zoo/layers"
 )
 
-// PreTrainingData resumes where its state says, into a later epoch.
+// BERTPreTrainingData resumes where its state says, into a later epoch.
 func TestPreTrainingDataResume(t *testing.T) {
 	d := synthetic(12, 30)
-	cfg := DefaultPairs()
+	cfg := DefaultBERTPairs()
 	cfg.MaxSeqLength, cfg.MaxPredictions, cfg.DynamicMasking = 32, 5, true
 	sp := testSpecials(5000)
-	tr, err := MakePairs(d, sp, cfg, 1)
+	tr, err := MakeBERTPairs(d, sp, cfg, 1)
 	require.NoError(t, err)
-	va, err := MakePairs(synthetic(4, 60), sp, cfg, 2)
+	va, err := MakeBERTPairs(synthetic(4, 60), sp, cfg, 2)
 	require.NoError(t, err)
-	newData := func() *PreTrainingData {
-		data, err := NewPreTrainingData(tr, va, sp, cfg, 8, 2, 9)
+	newData := func() *BERTPreTrainingData {
+		data, err := NewBERTPreTrainingData(tr, va, sp, cfg, 8, 2, 9)
 		require.NoError(t, err)
 		return data
 	}
@@ -44,7 +44,7 @@ func TestPreTrainingDataResume(t *testing.T) {
 	ev, err := a.Eval()
 	require.NoError(t, err)
 	require.Len(t, ev, 2)
-	pb := ev[0].(*PreTrainingBatch)
+	pb := ev[0].(*BERTPreTrainingBatch)
 	require.Len(t, pb.IDs, 8*32)
 	require.Len(t, pb.Positions, 8*5)
 	require.Equal(t, pb.n, pb.Targets())

@@ -211,3 +211,13 @@ func TestBERTLearnsFromContext(t *testing.T) {
 		require.Equal(t, c.want, fills[0][0].Token, "%s: %+v", c.text, fills[0])
 	}
 }
+
+// A batch size that cannot fit is refused by train.Run's memory check,
+// naming the batch and what to lower, before the batches or the model are
+// made.
+func TestBERTRefusesHugeBatch(t *testing.T) {
+	cfg := tinyBERT(t, bertCorpus(t, 20))
+	cfg.BatchSize = huge
+	refusesBeforeAllocating(t, func() error { _, err := RunBERT(context.Background(), cfg, io.Discard); return err },
+		"pretrain: batch_size 1000000000 × max_seq_length 32", "lower batch_size")
+}

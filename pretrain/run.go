@@ -13,7 +13,6 @@ import (
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/runinfo"
 	"github.com/d73a19ff/zoo/models/gpt"
-	"github.com/d73a19ff/zoo/train"
 )
 
 // gptRecord is what run.json records of a GPT run: the corpus's size and
@@ -76,42 +75,6 @@ func setTokenizer(r runinfo.Record, initFrom, tokenizer, trained string) error {
 		}
 	}
 	return r.Set("tokenizer", tok)
-}
-
-// resumeRun resumes tr from the run directory's latest checkpoint, saying
-// so on out; for a new run (resume false) it writes run.json instead.
-func resumeRun(tr *train.Trainer, runDir string, resume bool, now runinfo.Record, out io.Writer) error {
-	if !resume {
-		if err := runinfo.Write(runDir, now); err != nil {
-			return fmt.Errorf("pretrain: %w", err)
-		}
-		return nil
-	}
-	ckpt, err := train.Latest(runDir)
-	if err != nil {
-		return err
-	}
-	if err := tr.Resume(ckpt); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "resuming from %s at step %d\n", ckpt, tr.Step())
-	return nil
-}
-
-// compareRun refuses a resume whose record now differs from the run's,
-// naming each difference, unless force; then it prints them on out.
-func compareRun(runDir string, force bool, run, now runinfo.Record, out io.Writer) error {
-	diff := runinfo.Diff(run, runinfo.Inherited(run, now))
-	if len(diff) == 0 {
-		return nil
-	}
-	if !force {
-		return fmt.Errorf("pretrain: resume: what is given now differs from the run in %s:\n  %s\nresume with the run's corpus and config, or give --force (force: true) to go on with the checkpoint's tokenizer and model config",
-			runDir, strings.Join(diff, "\n  "))
-	}
-	fmt.Fprintf(out, "resume: --force: going on with the checkpoint's tokenizer and model config although what is given now differs from the run in %s:\n  %s\n",
-		runDir, strings.Join(diff, "\n  "))
-	return nil
 }
 
 // initFromModel loads the GPT checkpoint in dir with the dropout rates

@@ -18,7 +18,6 @@ import (
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
 	"github.com/d73a19ff/zoo/internal/jsonconfig"
-	"github.com/d73a19ff/zoo/internal/runinfo"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models/vit"
 	"github.com/d73a19ff/zoo/train"
@@ -108,28 +107,28 @@ func (c MAEConfig) PeakLR() float64 {
 	return c.BaseLR * float64(c.BatchSize*max(c.GradientAccumulationSteps, 1)) / 256
 }
 
-// Validate reports settings that cannot run.
+// Validate reports settings that cannot run: the training arguments
+// (train.Args.Validate), then MAE's own.
 func (c MAEConfig) Validate() error {
-	switch {
-	case c.Data == "":
+	if c.Data == "" {
 		return fmt.Errorf("config: no data: give --data (an IDX images file, a folder of class folders, or a CSV of path,label)")
-	case c.BatchSize <= 0 || c.MaxSteps <= 0 || c.GradientAccumulationSteps <= 0:
-		return fmt.Errorf("config: per_device_train_batch_size %d, max_steps %d and gradient_accumulation_steps %d must be positive", c.BatchSize, c.MaxSteps, c.GradientAccumulationSteps)
-	case c.WarmupSteps < 0 || c.WarmupSteps >= c.MaxSteps:
+	}
+	if err := c.Args.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.WarmupSteps >= c.MaxSteps: // stricter than Args: the cosine needs steps after the warmup
 		return fmt.Errorf("config: warmup_steps %d must be in [0, max_steps %d): lower --warmup-steps", c.WarmupSteps, c.MaxSteps)
 	case !(c.ValFraction > 0 && c.ValFraction < 1):
 		return fmt.Errorf("config: val_fraction %g must be in (0, 1)", c.ValFraction)
-	case c.EvalBatches < 0 || c.Pictures < 0 || c.Workers < 0 || c.EvalSteps < 0 || c.SaveSteps < 0:
-		return fmt.Errorf("config: eval_batches %d, pictures %d, workers %d, eval_steps %d and save_steps %d must not be negative",
-			c.EvalBatches, c.Pictures, c.Workers, c.EvalSteps, c.SaveSteps)
+	case c.EvalBatches < 0 || c.Pictures < 0 || c.Workers < 0:
+		return fmt.Errorf("config: eval_batches %d, pictures %d and workers %d must not be negative", c.EvalBatches, c.Pictures, c.Workers)
 	case c.Workers > datasets.MaxLoaderWorkers:
 		return fmt.Errorf("config: %w", datasets.CheckWorkers(c.Workers))
 	case !(c.PeakLR() > 0) || math.IsInf(c.PeakLR(), 0):
 		return fmt.Errorf("config: the learning rate %g (learning_rate, or blr %g × batch / 256) must be positive", c.PeakLR(), c.BaseLR)
 	case !(c.MinLR >= 0 && c.MinLR <= c.PeakLR()):
 		return fmt.Errorf("config: min_lr %g must be in [0, the peak rate %g]", c.MinLR, c.PeakLR())
-	case c.OutputDir == "":
-		return fmt.Errorf("config: output_dir is empty")
 	}
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("config: model: %w", err)
@@ -196,9 +195,47 @@ type MAEResult struct {
 // preprocessor_config.json), metrics.jsonl, loss.png and, at each
 // evaluation, reconstructions-step-NNNNNN.png and reconstructions.png (a
 // grid of originals, masked inputs, reconstructions and reconstructions
-// with the visible patches pasted back) under cfg.RunDir, and the progress
-// to out.
+// with the visible patches pasted back) under cfg.OutputDir, and the
+// progress to out. It is train.Run with the MAE recipe (MAERecipe).
+//
+// A new run records its data (by content, datasets.Fingerprint), model,
+// processor and augmentation in run.json; a resume (cfg.Resume) continues
+// the latest checkpoint's model and refuses, naming each difference, what
+// differs from run.json, unless cfg.Force.
 func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, error) {
+	r, err := NewMAERecipe(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	res, err := train.Run(ctx, r.cfg.Args, r, out)
+	if err != nil {
+		return nil, err
+	}
+	return &MAEResult{Result: res, Images: r.trainSet.Len(), ValImages: r.valSet.Len(), BaselineMSE: r.baseline, Picture: r.picture}, nil
+}
+
+// MAERecipe is MAE pretraining of a ViT as a train.Recipe: the images, the
+// processor, a ViTMAEForPreTraining, its task and batches (with the
+// masking noise), and the reconstruction pictures drawn at each
+// evaluation. Use it with train.Run, or RunViTMAE, and Close it after:
+// Build starts the image loader's goroutines.
+type MAERecipe struct {
+	cfg              MAEConfig
+	set              datasets.ImageSet
+	proc             *datasets.ImageProcessor
+	trainSet, valSet *datasets.Subset
+	m                *vit.ViTMAEForPreTraining
+	evalImgs         []*datasets.ImageBatch
+	loader           *datasets.ImageLoader
+	baseline         float64 // the mean predictor's MSE, set by Build
+	picture          string  // the latest reconstruction grid
+}
+
+// NewMAERecipe checks cfg, opens the images, makes the processor and
+// splits the images, refusing a validation split smaller than a batch:
+// the errors a user should see before anything is written.
+func NewMAERecipe(_ context.Context, cfg MAEConfig) (*MAERecipe, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -214,112 +251,123 @@ func RunViTMAE(ctx context.Context, cfg MAEConfig, out io.Writer) (*MAEResult, e
 	if valSet.Len() < cfg.BatchSize {
 		return nil, fmt.Errorf("pretrain: the validation split holds %d images, fewer than a batch of %d: raise val_fraction, use more images or lower batch_size", valSet.Len(), cfg.BatchSize)
 	}
-	if err := train.PrepareRun(cfg.OutputDir, cfg.Resume, cfg.OverwriteOutputDir, out); err != nil {
-		return nil, err
-	}
-	// The data by content (datasets.Fingerprint): replaced files are
-	// refused at a resume, the same files by another path are not.
-	fp, err := datasets.Fingerprint(ctx, set)
+	return &MAERecipe{cfg: cfg, set: set, proc: proc, trainSet: trainSet, valSet: valSet}, nil
+}
+
+// Record is what run.json records: the data by content
+// (datasets.Fingerprint: replaced files are refused at a resume, the same
+// files by another path are not), the model, the processor and the
+// augmentation.
+func (r *MAERecipe) Record(ctx context.Context) (train.Record, error) {
+	fp, err := datasets.Fingerprint(ctx, r.set)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: data: %w", err)
 	}
-	now := runinfo.Record{}
+	now := train.Record{}
 	if err := now.Set("data", fp); err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {
 		prefix string
 		v      any
-	}{{"model.", cfg.Model}, {"processor.", proc.Config}, {"augment.", cfg.Augment}} {
+	}{{"model.", r.cfg.Model}, {"processor.", r.proc.Config}, {"augment.", r.cfg.Augment}} {
 		if err := now.SetFields(f.prefix, f.v); err != nil {
 			return nil, err
 		}
 	}
-	var m *vit.ViTMAEForPreTraining
-	if cfg.Resume {
-		ckpt, err := train.Latest(cfg.OutputDir)
-		if err != nil {
-			return nil, err
+	return now, nil
+}
+
+// Setup loads the checkpoint's model on a resume (its config is the
+// run's) and the validation images. It checks no memory.
+func (r *MAERecipe) Setup(ctx context.Context, resume string, _ io.Writer) (train.MemoryNeed, error) {
+	var err error
+	if resume != "" {
+		if r.m, _, err = vit.LoadViTMAEForPreTraining(resume); err != nil {
+			return train.MemoryNeed{}, fmt.Errorf("pretrain: resume: %w", err)
 		}
-		if m, _, err = vit.LoadViTMAEForPreTraining(ckpt); err != nil {
-			return nil, fmt.Errorf("pretrain: resume: %w", err)
-		}
-		if err := checkRecord(cfg.OutputDir, cfg.Force, now, out); err != nil {
-			return nil, err
-		}
-		cfg.Model = m.Config
-	} else if m, err = vit.NewViTMAEForPreTraining(cfg.Model, vit.StoreOption(layers.WithSeed(cfg.Seed))); err != nil {
-		return nil, err
+		r.cfg.Model = r.m.Config
 	}
-	evalImgs, err := datasets.LoadAll(ctx, valSet, proc, cfg.BatchSize, max(cfg.Workers, 1))
-	if err != nil {
-		return nil, fmt.Errorf("pretrain: validation images: %w", err)
+	if r.evalImgs, err = datasets.LoadAll(ctx, r.valSet, r.proc, r.cfg.BatchSize, max(r.cfg.Workers, 1)); err != nil {
+		return train.MemoryNeed{}, fmt.Errorf("pretrain: validation images: %w", err)
 	}
-	mc := m.Config
+	return train.MemoryNeed{}, nil
+}
+
+// Build makes the model (unless Setup loaded one), the validation batches
+// and the mean predictor's MSE on them, the training image loader, the
+// task and the schedule (the peak rate is PeakLR: blr's scaling rule).
+func (r *MAERecipe) Build(ctx context.Context) (train.Plan, error) {
+	cfg := r.cfg
+	var err error
+	if r.m == nil {
+		if r.m, err = vit.NewViTMAEForPreTraining(cfg.Model, vit.StoreOption(layers.WithSeed(cfg.Seed))); err != nil {
+			return train.Plan{}, err
+		}
+	}
+	mc := r.m.Config
 	n, masked := mc.NumPatches(), cfg.BatchSize*(mc.NumPatches()-mc.LenKeep())
 	var eval []train.Batch
 	var baseline []float64
-	for i, b := range evalImgs {
+	for i, b := range r.evalImgs {
 		if b.B < cfg.BatchSize || cfg.EvalBatches > 0 && i >= cfg.EvalBatches {
 			break // whole batches only
 		}
 		eval = append(eval, MAEBatch{Pixels: b.Pixels, Noise: MaskNoise(cfg.Seed, -1, i, cfg.BatchSize, n), Masked: masked})
 		t, err := mc.Patchify(b.Pixels, b.B)
 		if err != nil {
-			return nil, err
+			return train.Plan{}, err
 		}
 		if mc.NormPixLoss {
 			vit.NormPixTargets(t, mc.PatchValues())
 		}
 		baseline = append(baseline, t...)
 	}
-	loader, err := datasets.NewImageLoader(ctx, trainSet, proc, datasets.LoaderConfig{BatchSize: cfg.BatchSize, Workers: cfg.Workers, Seed: cfg.Seed, Augment: &cfg.Augment, Keep: train.KeepBatch})
-	if err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
+	r.baseline = meanPredictorMSE(baseline, n, mc.PatchValues())
+	if r.loader, err = datasets.NewImageLoader(ctx, r.trainSet, r.proc, datasets.LoaderConfig{BatchSize: cfg.BatchSize, Workers: cfg.Workers, Seed: cfg.Seed, Augment: &cfg.Augment, Keep: train.KeepBatch}); err != nil {
+		return train.Plan{}, fmt.Errorf("pretrain: %w", err)
 	}
-	defer loader.Close()
-	res := &MAEResult{Images: trainSet.Len(), ValImages: valSet.Len(), BaselineMSE: meanPredictorMSE(baseline, n, mc.PatchValues())}
-	data := &maeData{loader: loader, eval: eval, seed: cfg.Seed, b: cfg.BatchSize, n: n, masked: masked, accumulate: cfg.GradientAccumulationSteps * train.Ranks()}
-	if k := min(cfg.Pictures, evalImgs[0].B); k > 0 {
-		pix := evalImgs[0].Pixels[:k*proc.Len()]
+	data := &maeData{loader: r.loader, eval: eval, seed: cfg.Seed, b: cfg.BatchSize, n: n, masked: masked, accumulate: max(cfg.GradientAccumulationSteps, 1) * train.Ranks()}
+	if k := min(cfg.Pictures, r.evalImgs[0].B); k > 0 {
+		pix := r.evalImgs[0].Pixels[:k*r.proc.Len()]
 		noise := MaskNoise(cfg.Seed, -2, 0, k, n)
 		data.onEval = func(step int) error {
 			return train.LeaderFirst(func() error {
-				path, err := writeReconstructions(m, proc, pix, noise, k, cfg.OutputDir, step)
-				res.Picture = path
+				path, err := writeReconstructions(r.m, r.proc, pix, noise, k, cfg.OutputDir, step)
+				r.picture = path
 				return err
 			})
 		}
 	}
-	sched, err := train.WarmupCosine(cfg.PeakLR(), cfg.MinLR, cfg.WarmupSteps, cfg.MaxSteps)
+	args := cfg.Args
+	args.LearningRate = cfg.PeakLR()
+	sched, err := args.Schedule("cosine")
 	if err != nil {
-		return nil, err
+		return train.Plan{}, err
 	}
-	ac := train.DefaultAdamWConfig()
-	ac.Beta1, ac.Beta2, ac.WeightDecay = cfg.AdamBeta1, cfg.AdamBeta2, cfg.WeightDecay
-	task := &MAETask{Model: m, B: cfg.BatchSize, SaveExtra: proc.Config.Save}
-	tr, err := train.New(task, data, train.Config{
-		Steps: cfg.MaxSteps, Accumulate: cfg.GradientAccumulationSteps, ClipNorm: cfg.MaxGradNorm, EvalEvery: cfg.EvalSteps,
-		SaveEvery: cfg.SaveSteps, Dir: cfg.OutputDir, Seed: cfg.Seed, AdamW: ac, Schedule: sched,
-		LoadBestAtEnd: cfg.LoadBestModelAtEnd, Unit: "patch", // MAE's targets are the masked patches
-	})
-	if err != nil {
-		return nil, err
+	return train.Plan{
+		Task: &MAETask{Model: r.m, B: cfg.BatchSize, SaveExtra: r.proc.Config.Save}, Data: data, Schedule: sched,
+		Unit: "patch", // MAE's targets are the masked patches
+		Summary: fmt.Sprintf("vit_mae: %d parameters (encoder %d layers × %d wide, decoder %d layers × %d wide), %d patches of which %d seen (mask_ratio %g), norm_pix_loss %v\n"+
+			"data: %d training images, %d held out (%d evaluated); batch %d, peak learning rate %.3g; mean-predictor MSE on the held-out masked patches %.4f",
+			r.m.NumParams(), mc.NumHiddenLayers, mc.HiddenSize, mc.DecoderNumHiddenLayers, mc.DecoderHiddenSize, n, mc.LenKeep(), mc.MaskRatio, mc.NormPixLoss,
+			r.trainSet.Len(), r.valSet.Len(), len(eval)*cfg.BatchSize, cfg.BatchSize, cfg.PeakLR(), r.baseline),
+	}, nil
+}
+
+// Finish does nothing: each evaluation drew the reconstructions.
+func (r *MAERecipe) Finish(context.Context, *train.Trainer, train.Result, io.Writer) error {
+	return nil
+}
+
+// Close stops the training image loader's goroutines (started by
+// Build). It is safe to call more than once, and before Build.
+func (r *MAERecipe) Close() error {
+	if r.loader != nil {
+		r.loader.Close()
+		r.loader = nil
 	}
-	defer tr.Close()
-	if err := resumeRun(tr, cfg.OutputDir, cfg.Resume, now, out); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(out, "vit_mae: %d parameters (encoder %d layers × %d wide, decoder %d layers × %d wide), %d patches of which %d seen (mask_ratio %g), norm_pix_loss %v\n",
-		m.NumParams(), mc.NumHiddenLayers, mc.HiddenSize, mc.DecoderNumHiddenLayers, mc.DecoderHiddenSize, n, mc.LenKeep(), mc.MaskRatio, mc.NormPixLoss)
-	fmt.Fprintf(out, "data: %d training images, %d held out (%d evaluated); batch %d, peak learning rate %.3g; mean-predictor MSE on the held-out masked patches %.4f\n",
-		trainSet.Len(), valSet.Len(), len(eval)*cfg.BatchSize, cfg.BatchSize, cfg.PeakLR(), res.BaselineMSE)
-	r, err := tr.Run(ctx, out)
-	res.Result = r
-	if err != nil {
-		return res, err
-	}
-	return res, nil
+	return nil
 }
 
 // meanPredictorMSE is the MSE of predicting each value of a patch (B·N

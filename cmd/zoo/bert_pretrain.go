@@ -69,7 +69,7 @@ func runEvalBERTPretraining(args []string, stdout io.Writer) error {
 	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --corpus FILES [flags]\n\nScores a BERT pretraining checkpoint on a corpus (one sentence per line, blank lines between documents): masked-LM accuracy and perplexity, next-sentence accuracy.")
 	ckpt := f.String("checkpoint", "", "BERT checkpoint directory (with tokenizer.json)")
 	corpus := f.String("corpus", "", "corpus file, directory or glob")
-	cfg := pretrain.DefaultPairs()
+	cfg := pretrain.DefaultBERTPairs()
 	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", 0, "tokens per example (default: the checkpoint's max_position_embeddings)")
 	f.IntVar(&cfg.MaxPredictions, "max-predictions", cfg.MaxPredictions, "most predicted tokens per example")
 	f.BoolVar(&cfg.WholeWordMask, "whole-word-mask", false, "mask every piece of a word together")
