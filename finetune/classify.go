@@ -101,7 +101,7 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if err != nil {
 		return nil, err
 	}
-	res, err := train.Run(ctx, r.cfg.Args, r, out)
+	res, err := train.Run(ctx, r.Args(), r, out)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,8 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 // labelled texts (or pairs), the checkpoint's tokenizer, its classifier
 // (or, with scratch, its architecture with fresh weights), and the
 // confusion matrix on the validation set at the end. Use it with
-// train.Run (with its Args), or RunClassify.
+// train.Run (with its Args()), or RunClassify.
+// A recipe serves one train.Run at a time.
 type ClassifyRecipe struct {
 	cfg            ClassifyConfig
 	ckpt           *models.Checkpoint
@@ -178,6 +179,10 @@ func NewClassifyRecipe(_ context.Context, cfg ClassifyConfig) (*ClassifyRecipe, 
 	r.labels = datasets.Labels(r.trainEx)
 	return r, nil
 }
+
+// Args are the arguments to give train.Run with the recipe: the
+// config's, with the default output_dir filled in.
+func (r *ClassifyRecipe) Args() train.Args { return r.cfg.Args }
 
 // Record is what run.json records: the whole configuration but the
 // settings a resume may change.

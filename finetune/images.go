@@ -461,7 +461,7 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		return nil, err
 	}
 	defer r.Close()
-	res, err := train.Run(ctx, r.cfg.Args, r, out)
+	res, err := train.Run(ctx, r.Args(), r, out)
 	if err != nil {
 		return nil, err
 	}
@@ -474,8 +474,9 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 // labelled images (held out, subsampled), a ViT classifier (new, or from
 // init_from), its image processor, a data loader that augments and mixes
 // on workers, DeiT's schedule, and the confusion matrix and throughput at
-// the end. Use it with train.Run (with its Args), or RunClassifyImages;
+// the end. Use it with train.Run (with its Args()), or RunClassifyImages;
 // Close it when train.Run returns.
+// A recipe serves one train.Run at a time.
 type ImagesRecipe struct {
 	cfg         ImagesConfig
 	labels      []string
@@ -563,6 +564,10 @@ func NewImagesRecipe(_ context.Context, cfg ImagesConfig) (*ImagesRecipe, error)
 	}
 	return r, nil
 }
+
+// Args are the arguments to give train.Run with the recipe: the
+// config's, with the default output_dir filled in.
+func (r *ImagesRecipe) Args() train.Args { return r.cfg.Args }
 
 // Record is what run.json records: the whole configuration but the
 // settings a resume may change, with the images by content

@@ -117,7 +117,7 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	res, err := train.Run(ctx, r.cfg.Args, r, out)
+	res, err := train.Run(ctx, r.Args(), r, out)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,8 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 // questions cut into windows by the checkpoint's WordPiece tokenizer, a
 // BERT with a span head, and SQuAD's exact match and F1 on the
 // validation questions at the end (with predictions.json in the run
-// directory). Use it with train.Run (with its Args), or RunQA.
+// directory). Use it with train.Run (with its Args()), or RunQA.
+// A recipe serves one train.Run at a time.
 type QARecipe struct {
 	cfg            QAConfig
 	tok            *datasets.WordPiece
@@ -191,6 +192,10 @@ func NewQARecipe(_ context.Context, cfg QAConfig) (*QARecipe, error) {
 	}
 	return r, nil
 }
+
+// Args are the arguments to give train.Run with the recipe: the
+// config's, with the default output_dir filled in.
+func (r *QARecipe) Args() train.Args { return r.cfg.Args }
 
 // Record is what run.json records: the whole configuration but the
 // settings a resume may change.

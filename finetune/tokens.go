@@ -121,7 +121,7 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 	if err != nil {
 		return nil, err
 	}
-	res, err := train.Run(ctx, r.cfg.Args, r, out)
+	res, err := train.Run(ctx, r.Args(), r, out)
 	if err != nil {
 		return nil, err
 	}
@@ -131,8 +131,9 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 // TokensRecipe is BERT token classification as a train.Recipe: the CoNLL
 // sentences, the checkpoint's WordPiece tokenizer, a token classifier
 // for the training file's tags, and the scores on the validation
-// sentences at the end. Use it with train.Run (with its Args), or
+// sentences at the end. Use it with train.Run (with its Args()), or
 // RunTokens.
+// A recipe serves one train.Run at a time.
 type TokensRecipe struct {
 	cfg          TokensConfig
 	wp           *datasets.WordPiece
@@ -191,6 +192,10 @@ func NewTokensRecipe(_ context.Context, cfg TokensConfig) (*TokensRecipe, error)
 	}
 	return r, nil
 }
+
+// Args are the arguments to give train.Run with the recipe: the
+// config's, with the default output_dir filled in.
+func (r *TokensRecipe) Args() train.Args { return r.cfg.Args }
 
 // Record is what run.json records: the whole configuration but the
 // settings a resume may change.
