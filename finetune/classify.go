@@ -57,34 +57,6 @@ type Training struct {
 	train.Args
 }
 
-// trainer builds the engine for task as every fine-tuning task trains:
-// AdamW with weight decay, warmup then linear decay to 0 (or o.schedule),
-// gradient clipping, evaluation every eval_interval steps.
-func (s Training) trainer(task train.Task, data train.Data, o engine) (*train.Trainer, error) {
-	if s.GradientAccumulationSteps < 0 {
-		return nil, fmt.Errorf("finetune: gradient_accumulation_steps %d must not be negative (0 or 1: one micro-batch a step)", s.GradientAccumulationSteps)
-	}
-	sched := o.schedule
-	if sched == nil {
-		var err error
-		if sched, err = train.WarmupLinear(s.LearningRate, s.WarmupSteps, s.MaxSteps); err != nil {
-			return nil, err
-		}
-	}
-	ac := train.DefaultAdamWConfig()
-	ac.WeightDecay = s.WeightDecay
-	return train.New(task, data, train.Config{Steps: s.MaxSteps, Accumulate: s.GradientAccumulationSteps, ClipNorm: s.MaxGradNorm, EvalEvery: s.EvalSteps,
-		SaveEvery: s.SaveSteps, Dir: s.OutputDir, Seed: s.Seed, AdamW: ac, Schedule: sched, Unit: o.unit, LoadBestAtEnd: s.LoadBestModelAtEnd})
-}
-
-// engine is what a task changes in the engine Training builds: the
-// learning-rate schedule (nil: warmup then linear decay) and the unit the
-// progress counts (empty: tokens).
-type engine struct {
-	schedule train.Schedule
-	unit     string
-}
-
 // weights says where a run's weights come from: checkpoint's, or fresh
 // ones in its architecture (scratch).
 func (s Training) weights(checkpoint string) string {
@@ -122,13 +94,53 @@ type ClassifyResult struct {
 
 // RunClassify puts a classification head on the checkpoint's backbone,
 // whatever its family, fine-tunes it on the labelled texts, and reports
-// accuracy, macro-F1 and the confusion matrix on the validation set.
+// accuracy, macro-F1 and the confusion matrix on the validation set. It
+// is train.Run with the classification recipe (ClassifyRecipe).
 func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*ClassifyResult, error) {
+	r, err := NewClassifyRecipe(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res, err := train.Run(ctx, r.Args(), r, out)
+	if err != nil {
+		return nil, err
+	}
+	return &ClassifyResult{Result: res, Confusion: r.Confusion}, nil
+}
+
+// ClassifyRecipe is sequence classification as a train.Recipe: the
+// labelled texts (or pairs), the checkpoint's tokenizer, its classifier
+// (or, with scratch, its architecture with fresh weights), and the
+// confusion matrix on the validation set at the end. Use it with
+// train.Run (with its Args()), or RunClassify.
+// A recipe serves one train.Run at a time.
+type ClassifyRecipe struct {
+	cfg            ClassifyConfig
+	ckpt           *models.Checkpoint
+	tok            datasets.Tokenizer
+	trainEx, valEx []datasets.Example
+	labels         []string
+	clf            models.Classifier
+	maxLen         int
+	out            io.Writer // Setup's, for Build's notes
+	task           *clsTask
+	data           *clsData
+	// Confusion is on the validation set with the final weights, set by
+	// Finish.
+	Confusion Confusion
+}
+
+// NewClassifyRecipe checks cfg, opens its checkpoint (which must have a
+// classifier, and a tokenizer of its vocabulary) and reads the labelled
+// files, splitting off val_fraction when there is no validation file:
+// the errors a user should see before a run directory is touched. An
+// empty output_dir is runs/<family>-classify.
+func NewClassifyRecipe(_ context.Context, cfg ClassifyConfig) (*ClassifyRecipe, error) {
 	if cfg.Checkpoint == "" || cfg.TrainFile == "" {
 		return nil, fmt.Errorf("finetune: init_from (a checkpoint) and train_file are required")
 	}
-	if cfg.BatchSize <= 0 || cfg.MaxSteps <= 0 || !(cfg.ValFraction > 0 && cfg.ValFraction < 1) {
-		return nil, fmt.Errorf("finetune: per_device_train_batch_size %d and max_steps %d must be positive and val_fraction %g in (0, 1)", cfg.BatchSize, cfg.MaxSteps, cfg.ValFraction)
+	if !(cfg.ValFraction > 0 && cfg.ValFraction < 1) {
+		return nil, fmt.Errorf("finetune: val_fraction %g must be in (0, 1)", cfg.ValFraction)
 	}
 	ckpt, err := models.Open(cfg.Checkpoint)
 	if err != nil {
@@ -140,94 +152,110 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 	if cfg.OutputDir == "" {
 		cfg.OutputDir = filepath.Join("runs", ckpt.Family.Name+"-classify")
 	}
-	if err := cfg.Training.prepare(cfg, out); err != nil {
+	if err := cfg.Args.Validate(); err != nil {
 		return nil, err
 	}
-	tok, err := ckpt.Tokenizer()
-	if err != nil {
+	r := &ClassifyRecipe{cfg: cfg, ckpt: ckpt}
+	if r.tok, err = ckpt.Tokenizer(); err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
-	if err := models.CheckVocab(cfg.Checkpoint, tok); err != nil {
+	if err := models.CheckVocab(cfg.Checkpoint, r.tok); err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
 	if cfg.Scratch && ckpt.Family.ScratchClassifier == nil {
 		return nil, fmt.Errorf("finetune: the %s family cannot build an untrained classifier; drop scratch", ckpt.Family.Name)
 	}
 	opts := datasets.LabelledOptions{TextColumn: cfg.TextColumn, LabelColumn: cfg.LabelColumn, TextPairColumn: cfg.TextPairColumn}
-	trainEx, err := datasets.ReadLabelled(cfg.TrainFile, opts)
-	if err != nil {
+	if r.trainEx, err = datasets.ReadLabelled(cfg.TrainFile, opts); err != nil {
 		return nil, err
 	}
-	var valEx []datasets.Example
 	if cfg.ValFile != "" {
-		if valEx, err = datasets.ReadLabelled(cfg.ValFile, opts); err != nil {
+		if r.valEx, err = datasets.ReadLabelled(cfg.ValFile, opts); err != nil {
 			return nil, err
 		}
 	} else {
-		trainEx, valEx = splitExamples(trainEx, cfg.ValFraction, cfg.Seed)
+		r.trainEx, r.valEx = splitExamples(r.trainEx, cfg.ValFraction, cfg.Seed)
 	}
-	labels := datasets.Labels(trainEx)
-	var clf models.Classifier
+	r.labels = datasets.Labels(r.trainEx)
+	return r, nil
+}
+
+// Args are the arguments to give train.Run with the recipe: the
+// config's, with the default output_dir filled in.
+func (r *ClassifyRecipe) Args() train.Args { return r.cfg.Args }
+
+// Record is what run.json records: the whole configuration but the
+// settings a resume may change.
+func (r *ClassifyRecipe) Record(context.Context) (train.Record, error) { return record(r.cfg) }
+
+// Setup makes the classifier for the training file's labels (the
+// checkpoint's weights, or fresh ones with scratch) and returns the
+// step's activation memory, when the classifier can estimate it
+// (models.StepEstimator). A resume's weights come from its checkpoint
+// when training starts.
+func (r *ClassifyRecipe) Setup(_ context.Context, _ string, out io.Writer) (train.MemoryNeed, error) {
+	cfg, fam := r.cfg, r.ckpt.Family
+	r.out = out
+	var err error
 	if cfg.Scratch {
-		clf, err = ckpt.Family.ScratchClassifier(cfg.Checkpoint, labels, cfg.Seed)
+		r.clf, err = fam.ScratchClassifier(cfg.Checkpoint, r.labels, cfg.Seed)
 	} else {
-		clf, err = ckpt.Family.NewClassifier(cfg.Checkpoint, labels)
+		r.clf, err = fam.NewClassifier(cfg.Checkpoint, r.labels)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("finetune: %w", err)
+		return train.MemoryNeed{}, fmt.Errorf("finetune: %w", err)
 	}
-	maxLen, err := classifyMaxLen(cfg.MaxLength, clf.MaxLength())
-	if err != nil {
-		return nil, err
+	if r.maxLen, err = classifyMaxLen(cfg.MaxLength, r.clf.MaxLength()); err != nil {
+		return train.MemoryNeed{}, err
 	}
-	if err := checkStep(clf, cfg.BatchSize, maxLen, true, "finetune", "lower batch_size or max_length"); err != nil {
-		return nil, err
-	}
+	return stepNeed(r.clf, cfg.BatchSize, r.maxLen, true, "finetune", "lower batch_size or max_length"), nil
+}
+
+// Build encodes the texts (noting the truncated, skipped and unknown
+// ones) and makes the task and its batches.
+func (r *ClassifyRecipe) Build(context.Context) (train.Plan, error) {
+	cfg := r.cfg
 	_, typeVocab, err := models.TextSizes(cfg.Checkpoint)
 	if err != nil {
-		return nil, fmt.Errorf("finetune: %w", err)
+		return train.Plan{}, fmt.Errorf("finetune: %w", err)
 	}
 	pairs := cfg.TextPairColumn != ""
-	enc, err := newEncoder(tok, maxLen, typeVocab, pairs)
+	enc, err := newEncoder(r.tok, r.maxLen, typeVocab, pairs)
 	if err != nil {
-		return nil, fmt.Errorf("finetune: %w", err)
+		return train.Plan{}, fmt.Errorf("finetune: %w", err)
 	}
-	tr, err := enc.encode(trainEx, labels, pairs)
+	tr, err := enc.encode(r.trainEx, r.labels, pairs)
 	if err != nil {
-		return nil, fmt.Errorf("finetune: %s: %w", cfg.TrainFile, err)
+		return train.Plan{}, fmt.Errorf("finetune: %s: %w", cfg.TrainFile, err)
 	}
-	enc.notes(out, cfg.TrainFile, len(trainEx))
+	out := r.out
+	enc.notes(out, cfg.TrainFile, len(r.trainEx))
 	valName := cfg.ValFile
 	if valName == "" {
 		valName = "the validation split"
 	}
-	va, err := enc.encode(valEx, labels, pairs)
+	va, err := enc.encode(r.valEx, r.labels, pairs)
 	if err != nil {
-		return nil, fmt.Errorf("finetune: validation: %s: %w", valName, err)
+		return train.Plan{}, fmt.Errorf("finetune: validation: %s: %w", valName, err)
 	}
-	enc.notes(out, valName, len(valEx))
-	fmt.Fprint(out, datasets.UnknownNoteFor(tok, enc.unknown, "the texts"))
-	if n := endsWith(tr, clf.PadID()) + endsWith(va, clf.PadID()); n > 0 {
-		fmt.Fprintf(out, "note: %d texts end with the pad token (id %d); zoo pools them as they are, but Hugging Face's classifiers find a text's end from the first pad token and would pool an earlier one\n", n, clf.PadID())
+	enc.notes(out, valName, len(r.valEx))
+	fmt.Fprint(out, datasets.UnknownNoteFor(r.tok, enc.unknown, "the texts"))
+	pad := r.clf.PadID()
+	if n := endsWith(tr, pad) + endsWith(va, pad); n > 0 {
+		fmt.Fprintf(out, "note: %d texts end with the pad token (id %d); zoo pools them as they are, but Hugging Face's classifiers find a text's end from the first pad token and would pool an earlier one\n", n, pad)
 	}
-	data := newClsData(tr, va, cfg.BatchSize, maxLen, clf.PadID(), cfg.Seed)
-	task := &clsTask{c: clf, tok: tok, b: cfg.BatchSize, t: maxLen, types: typeVocab > 0}
-	trainer, err := cfg.Training.start(task, data, engine{}, out)
-	if err != nil {
-		return nil, err
-	}
-	defer trainer.Close()
-	from := cfg.Training.weights(cfg.Checkpoint)
-	fmt.Fprintf(out, "%s classifier: %d labels %v, %d training and %d validation examples, max length %d; %s\n", ckpt.Family.Name, len(labels), labels, len(tr), len(va), maxLen, from)
-	res, err := trainer.Run(ctx, out)
-	if err != nil {
-		return nil, err
-	}
-	conf, err := evaluate(ctx, task, data.val, labels)
-	if err != nil {
-		return nil, err
-	}
-	return &ClassifyResult{Result: res, Confusion: conf}, nil
+	r.data = newClsData(tr, va, cfg.BatchSize, r.maxLen, pad, cfg.Seed)
+	r.task = &clsTask{c: r.clf, tok: r.tok, b: cfg.BatchSize, t: r.maxLen, types: typeVocab > 0}
+	return train.Plan{Task: r.task, Data: r.data, DefaultSchedule: "linear",
+		Summary: fmt.Sprintf("%s classifier: %d labels %v, %d training and %d validation examples, max length %d; %s",
+			r.ckpt.Family.Name, len(r.labels), r.labels, len(tr), len(va), r.maxLen, cfg.Training.weights(cfg.Checkpoint))}, nil
+}
+
+// Finish tallies the confusion matrix on the validation set.
+func (r *ClassifyRecipe) Finish(ctx context.Context, _ *train.Trainer, _ train.Result, _ io.Writer) error {
+	var err error
+	r.Confusion, err = evaluate(ctx, r.task, r.data.val, r.labels)
+	return err
 }
 
 // checkStep refuses a batch of b texts of t tokens whose step would not
@@ -235,11 +263,17 @@ func RunClassify(ctx context.Context, cfg ClassifyConfig, out io.Writer) (*Class
 // can estimate its step (models.StepEstimator). It runs before any batch
 // is made.
 func checkStep(c models.Classifier, b, t int, training bool, who, lower string) error {
+	return train.CheckMemory(stepNeed(c, b, t, training, who, lower))
+}
+
+// stepNeed is the memory of a step of b texts of t tokens, when the
+// classifier can estimate it (models.StepEstimator), else nothing.
+func stepNeed(c models.Classifier, b, t int, training bool, who, lower string) train.MemoryNeed {
 	e, ok := c.(models.StepEstimator)
 	if !ok {
-		return nil
+		return train.MemoryNeed{}
 	}
-	return models.CheckMemory(e.StepBytes(b, t, training), fmt.Sprintf("%s: batch_size %d × max_length %d for activations", who, b, t), lower)
+	return train.MemoryNeed{Bytes: e.StepBytes(b, t, training), What: fmt.Sprintf("%s: batch_size %d × max_length %d for activations", who, b, t), Lower: lower}
 }
 
 // example is one encoded text (or pair): its token ids, their token type

@@ -1,10 +1,13 @@
 package finetune_test
 
 import (
+	"context"
 	"fmt"
+	"os"
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/finetune"
+	"github.com/d73a19ff/zoo/train"
 )
 
 // What zoo finetune vit warns about before training on a labelled image
@@ -42,4 +45,77 @@ func ExampleConfusionPNGNote() {
 	// Output:
 	// ""
 	// the confusion matrix is not drawn: 1000 classes, and its picture names each class on its axes, which stays readable up to 80; its numbers are printed
+}
+
+// A fine-tuning pipeline is a recipe on train.Run: RunClassify is this,
+// with the confusion matrix in its result. The recipe's Args are the
+// config's with the default output_dir filled in.
+func ExampleClassifyRecipe() {
+	ctx := context.Background()
+	cfg := finetune.DefaultClassify()
+	cfg.Checkpoint, cfg.TrainFile = "runs/gpt/checkpoints/final", "reviews.csv"
+	r, err := finetune.NewClassifyRecipe(ctx, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := train.Run(ctx, r.Args(), r, os.Stdout)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%d steps, validation accuracy %.3f\n", res.Steps, r.Confusion.Accuracy())
+}
+
+// Token classification (CoNLL tags) on train.Run; RunTokens is this.
+func ExampleTokensRecipe() {
+	ctx := context.Background()
+	cfg := finetune.DefaultTokens()
+	cfg.Checkpoint, cfg.TrainFile, cfg.OutputDir = "bert-base-cased", "train.conll", "runs/ner"
+	r, err := finetune.NewTokensRecipe(ctx, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := train.Run(ctx, r.Args(), r, os.Stdout); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("model:", r.Scores, "baseline:", r.Baseline)
+}
+
+// SQuAD question answering on train.Run; RunQA is this.
+func ExampleQARecipe() {
+	ctx := context.Background()
+	cfg := finetune.DefaultQA()
+	cfg.Checkpoint, cfg.TrainFile, cfg.ValFile = "bert-base-uncased", "train-v1.1.json", "dev-v1.1.json"
+	r, err := finetune.NewQARecipe(ctx, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := train.Run(ctx, r.Args(), r, os.Stdout); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("EM %.1f, F1 %.1f\n", r.Result.Scores.ExactMatch, r.Result.Scores.F1)
+}
+
+// ViT image classification on train.Run; RunClassifyImages is this. The
+// recipe's data loader runs on workers: Close stops them.
+func ExampleImagesRecipe() {
+	ctx := context.Background()
+	cfg := finetune.DefaultImages()
+	cfg.TrainData, cfg.TrainLabels = "train-images-idx3-ubyte", "train-labels-idx1-ubyte"
+	r, err := finetune.NewImagesRecipe(ctx, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer r.Close()
+	if _, err := train.Run(ctx, r.Args(), r, os.Stdout); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("accuracy %.3f at %.0f images/s\n", r.Result.Confusion.Accuracy(), r.Result.TrainImagesPerSec)
 }

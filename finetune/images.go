@@ -154,23 +154,24 @@ func (c ImagesConfig) augmenting() bool {
 	return c.ResizedCrop || c.Padding > 0 || c.FlipProb > 0 || c.EraseProb > 0
 }
 
-// check reports the settings that cannot run, naming their keys.
+// check reports the settings that cannot run, naming their keys: the
+// training arguments' (train.Args.Validate), then its own.
 func (c ImagesConfig) check() error {
-	switch {
-	case c.TrainData == "":
+	if c.TrainData == "" {
 		return fmt.Errorf("finetune: train_data is required: IDX images (with train_labels), an ImageFolder directory or a CSV of path,label")
-	case c.BatchSize <= 0 || c.MaxSteps <= 0:
-		return fmt.Errorf("finetune: per_device_train_batch_size %d and max_steps %d must be positive", c.BatchSize, c.MaxSteps)
+	}
+	if err := c.Args.Validate(); err != nil {
+		return err
+	}
+	switch {
 	case c.ValData == "" && !(c.ValFraction > 0 && c.ValFraction < 1):
 		return fmt.Errorf("finetune: val_fraction %g must be in (0, 1) when no validation_data is given", c.ValFraction)
 	case !(c.LabelFraction > 0 && c.LabelFraction <= 1):
 		return fmt.Errorf("finetune: label_fraction %g must be in (0, 1]", c.LabelFraction)
 	case c.LRSchedulerType != "cosine" && c.LRSchedulerType != "linear":
 		return fmt.Errorf("finetune: lr_scheduler_type %q: want cosine or linear", c.LRSchedulerType)
-	case c.Workers < 0 || c.SaveSteps < 0 || c.WarmupSteps < 0 || c.EvalSteps < 0:
-		return fmt.Errorf("finetune: workers %d, save_steps %d, warmup_steps %d and eval_steps %d must not be negative", c.Workers, c.SaveSteps, c.WarmupSteps, c.EvalSteps)
-	case c.WarmupSteps > c.MaxSteps:
-		return fmt.Errorf("finetune: warmup_steps %d must be in [0, max_steps %d]: lower --warmup-steps", c.WarmupSteps, c.MaxSteps)
+	case c.Workers < 0:
+		return fmt.Errorf("finetune: workers %d must not be negative", c.Workers)
 	case c.Workers > datasets.MaxLoaderWorkers:
 		return fmt.Errorf("finetune: %w", datasets.CheckWorkers(c.Workers))
 	case c.ImageSize < 0 || c.PatchSize < 0 || c.NumChannels < 0:
@@ -449,11 +450,65 @@ func (d *imageData) Restore(b []byte) error {
 
 // RunClassifyImages trains a ViT image classifier as cfg says and reports
 // accuracy, macro-F1 and the confusion matrix (also drawn to
-// <run_dir>/confusion.png) on the validation set with the final weights,
+// <output_dir>/confusion.png) on the validation set with the final weights,
 // and the training and inference throughput. Every checkpoint holds
 // config.json (with id2label), model.safetensors and
-// preprocessor_config.json.
+// preprocessor_config.json. It is train.Run with the image recipe
+// (ImagesRecipe).
 func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*ImagesResult, error) {
+	r, err := NewImagesRecipe(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	res, err := train.Run(ctx, r.Args(), r, out)
+	if err != nil {
+		return nil, err
+	}
+	ir := r.Result
+	ir.Result = res
+	return &ir, nil
+}
+
+// ImagesRecipe is image classification with ViT as a train.Recipe: the
+// labelled images (held out, subsampled), a ViT classifier (new, or from
+// init_from), its image processor, a data loader that augments and mixes
+// on workers, DeiT's schedule, and the confusion matrix and throughput at
+// the end. Use it with train.Run (with its Args()), or RunClassifyImages;
+// Close it when train.Run returns.
+// A recipe serves one train.Run at a time.
+type ImagesRecipe struct {
+	cfg         ImagesConfig
+	labels      []string
+	full        datasets.ImageSet // train_data as given, for run.json
+	trainSet    datasets.ImageSet // its training part
+	valSet      datasets.ImageSet
+	notes       []string // on the data, printed by Setup
+	mean, std   float64  // an IDX training set's own statistics
+	measured    bool
+	clf         *vit.ForImageClassification
+	proc        *datasets.ImageProcessor
+	from        string
+	out         io.Writer // Setup's, for the data lines
+	loader      *datasets.ImageLoader
+	data        *imageData
+	evalBatches []*datasets.ImageBatch
+	start       int // the step training starts from
+	// Result holds the confusion matrix (and its picture), the
+	// throughput and the data waits, set by Finish (its train.Result is
+	// left to train.Run's caller).
+	Result ImagesResult
+}
+
+// NewImagesRecipe checks cfg, that init_from, if given, is a ViT
+// checkpoint, and opens the images (holding out val_fraction when there
+// is no validation set, and keeping label_fraction): the errors a user
+// should see before a run directory is touched. Their class names make
+// the head. An empty output_dir is runs/vit-classify.
+func NewImagesRecipe(_ context.Context, cfg ImagesConfig) (*ImagesRecipe, error) {
+	if cfg.OutputDir == "" {
+		cfg.OutputDir = filepath.Join("runs", "vit-classify")
+	}
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -470,11 +525,6 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 			return nil, fmt.Errorf("finetune: init_from: %w", err)
 		}
 	}
-	if cfg.OutputDir == "" {
-		cfg.OutputDir = filepath.Join("runs", "vit-classify")
-	}
-	// The data first: its class names make the head, and its bad files
-	// are reported before a run directory is touched.
 	patch := 0
 	if cfg.InitFrom == "" {
 		mc, err := cfg.newModelConfig()
@@ -486,83 +536,105 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 		}
 		patch = mc.PatchSize
 	}
-	trainSet, err := OpenImageData(cfg.TrainData, cfg.TrainLabels, names, patch, "train_data")
-	if err != nil {
+	r := &ImagesRecipe{cfg: cfg}
+	if r.full, err = OpenImageData(cfg.TrainData, cfg.TrainLabels, names, patch, "train_data"); err != nil {
 		return nil, fmt.Errorf("finetune: %w", err)
 	}
-	labels := trainSet.Labels()
-	for _, w := range LabelSurprises(trainSet) {
-		fmt.Fprintf(out, "warning: train_data %s: %s\n", cfg.TrainData, w)
+	r.trainSet, r.labels = r.full, r.full.Labels()
+	for _, w := range LabelSurprises(r.full) {
+		r.notes = append(r.notes, fmt.Sprintf("warning: train_data %s: %s", cfg.TrainData, w))
 	}
-	// run.json records the data by content (datasets.Fingerprint), so that
-	// a resume on replaced files is refused and the same files given by
-	// another path are not.
-	rec := cfg
-	if rec.TrainData, err = datasets.Fingerprint(ctx, trainSet); err != nil {
+	if cfg.ValData != "" {
+		if r.valSet, err = OpenImageData(cfg.ValData, cfg.ValLabels, r.labels, patch, "validation_data"); err != nil {
+			return nil, fmt.Errorf("finetune: %w", err)
+		}
+	} else if r.trainSet, r.valSet, err = splitSet(r.full, cfg.ValFraction, cfg.Seed); err != nil {
+		return nil, err
+	}
+	r.mean, r.std, r.measured = idxStats(baseSet(r.trainSet))
+	if cfg.LabelFraction < 1 {
+		all := r.trainSet.Len()
+		if r.trainSet, err = datasets.StratifiedSubset(r.trainSet, cfg.LabelFraction, cfg.Seed); err != nil {
+			return nil, fmt.Errorf("finetune: label_fraction: %w", err)
+		}
+		r.notes = append(r.notes, fmt.Sprintf("labels: %d of %d training images kept (label_fraction %g, stratified by class)", r.trainSet.Len(), all, cfg.LabelFraction))
+	}
+	if r.trainSet.Len() < cfg.BatchSize {
+		return nil, fmt.Errorf("finetune: %d training images for a batch of %d: lower batch_size or use more images", r.trainSet.Len(), cfg.BatchSize)
+	}
+	return r, nil
+}
+
+// Args are the arguments to give train.Run with the recipe: the
+// config's, with the default output_dir filled in.
+func (r *ImagesRecipe) Args() train.Args { return r.cfg.Args }
+
+// Record is what run.json records: the whole configuration but the
+// settings a resume may change, with the images by content
+// (datasets.Fingerprint), so that a resume on replaced files is refused
+// and the same files given by another path are not, and init_from and a
+// model .json file by their resolved paths.
+func (r *ImagesRecipe) Record(ctx context.Context) (train.Record, error) {
+	rec := r.cfg
+	var err error
+	if rec.TrainData, err = datasets.Fingerprint(ctx, r.full); err != nil {
 		return nil, fmt.Errorf("finetune: train_data: %w", err)
 	}
 	rec.TrainLabels = ""
-	var valSet datasets.ImageSet
-	if cfg.ValData != "" {
-		if valSet, err = OpenImageData(cfg.ValData, cfg.ValLabels, labels, patch, "validation_data"); err != nil {
-			return nil, fmt.Errorf("finetune: %w", err)
-		}
-		if rec.ValData, err = datasets.Fingerprint(ctx, valSet); err != nil {
+	if rec.ValData != "" {
+		if rec.ValData, err = datasets.Fingerprint(ctx, r.valSet); err != nil {
 			return nil, fmt.Errorf("finetune: validation_data: %w", err)
 		}
 		rec.ValLabels = ""
-	} else {
-		var tr *datasets.Subset
-		if tr, valSet, err = splitSet(trainSet, cfg.ValFraction, cfg.Seed); err != nil {
-			return nil, err
-		}
-		trainSet = tr
 	}
-	mean, std, measured := idxStats(baseSet(trainSet))
-	if cfg.LabelFraction < 1 {
-		full := trainSet.Len()
-		if trainSet, err = datasets.StratifiedSubset(trainSet, cfg.LabelFraction, cfg.Seed); err != nil {
-			return nil, fmt.Errorf("finetune: label_fraction: %w", err)
-		}
-		fmt.Fprintf(out, "labels: %d of %d training images kept (label_fraction %g, stratified by class)\n", trainSet.Len(), full, cfg.LabelFraction)
+	rec.InitFrom = resolvedPath(rec.InitFrom)
+	if strings.HasSuffix(strings.ToLower(rec.Model), ".json") {
+		rec.Model = resolvedPath(rec.Model)
 	}
-	if trainSet.Len() < cfg.BatchSize {
-		return nil, fmt.Errorf("finetune: %d training images for a batch of %d: lower batch_size or use more images", trainSet.Len(), cfg.BatchSize)
-	}
+	return record(rec)
+}
 
-	clf, proc, from, err := buildImageClassifier(cfg, labels, out)
-	if err != nil {
-		return nil, err
+// Setup makes the classifier for the labels (new, or from init_from,
+// fresh with scratch) and its image processor (image_mean and image_std
+// each given, else the checkpoint's, else an IDX training set's own, else
+// 0.5), and checks that a step fits in memory. A resume's weights come
+// from its checkpoint when training starts.
+func (r *ImagesRecipe) Setup(_ context.Context, _ string, out io.Writer) (train.MemoryNeed, error) {
+	cfg := r.cfg
+	r.out = out
+	for _, n := range r.notes {
+		fmt.Fprintln(out, n)
 	}
-	// Each of image_mean and image_std: given, else the checkpoint's, else
-	// an IDX set's own, else the default (0.5).
-	pc := proc.Config
+	var err error
+	if r.clf, r.proc, r.from, err = buildImageClassifier(cfg, r.labels, out); err != nil {
+		return train.MemoryNeed{}, err
+	}
+	pc := r.proc.Config
 	inherited := cfg.InitFrom != "" && hasProcessor(cfg.InitFrom)
 	if len(cfg.ImageMean) > 0 {
 		pc.ImageMean = cfg.ImageMean
-	} else if measured && !inherited {
-		pc.ImageMean = []float64{round4(mean)}
+	} else if r.measured && !inherited {
+		pc.ImageMean = []float64{round4(r.mean)}
 	}
 	if len(cfg.ImageStd) > 0 {
 		pc.ImageStd = cfg.ImageStd
-	} else if measured && !inherited {
-		pc.ImageStd = []float64{round4(std)}
+	} else if r.measured && !inherited {
+		pc.ImageStd = []float64{round4(r.std)}
 	}
-	if proc, err = datasets.NewImageProcessor(pc, clf.Config.NumChannels); err != nil {
-		return nil, fmt.Errorf("finetune: %w", err)
+	if r.proc, err = datasets.NewImageProcessor(pc, r.clf.Config.NumChannels); err != nil {
+		return train.MemoryNeed{}, fmt.Errorf("finetune: %w", err)
 	}
-	proc.MinSize = clf.Config.PatchSize
-	if err := clf.CheckStep(cfg.BatchSize, true); err != nil {
-		return nil, fmt.Errorf("finetune: %w", err)
+	r.proc.MinSize = r.clf.Config.PatchSize
+	if err := r.clf.CheckStep(cfg.BatchSize, true); err != nil {
+		return train.MemoryNeed{}, fmt.Errorf("finetune: %w", err)
 	}
-	rec.InitFrom, rec.Model = resolvedPath(cfg.InitFrom), cfg.Model
-	if strings.HasSuffix(strings.ToLower(cfg.Model), ".json") {
-		rec.Model = resolvedPath(cfg.Model)
-	}
-	if err := cfg.Training.prepare(rec, out); err != nil { // run.json, compared on a resume
-		return nil, err
-	}
+	return train.MemoryNeed{}, nil
+}
 
+// Build makes the data loader (Start starts it, once a resume has
+// restored its position), the validation batches and the task.
+func (r *ImagesRecipe) Build(ctx context.Context) (train.Plan, error) {
+	cfg, clf := r.cfg, r.clf
 	lc := datasets.LoaderConfig{BatchSize: cfg.BatchSize, Workers: cfg.Workers, Seed: cfg.Seed}
 	if cfg.augmenting() {
 		a := cfg.Augment
@@ -570,77 +642,90 @@ func RunClassifyImages(ctx context.Context, cfg ImagesConfig, out io.Writer) (*I
 	}
 	if cfg.mixing() {
 		m := cfg.Mixup
-		m.NumClasses = len(labels)
+		m.NumClasses = len(r.labels)
 		lc.Mixup = &m
 	}
 	lc.Keep = train.KeepBatch // data-parallel ranks decode only their own batches
-	loader, err := datasets.NewImageLoader(ctx, trainSet, proc, lc)
-	if err != nil {
-		return nil, fmt.Errorf("finetune: %w", err)
+	var err error
+	if r.loader, err = datasets.NewImageLoader(ctx, r.trainSet, r.proc, lc); err != nil {
+		return train.Plan{}, fmt.Errorf("finetune: %w", err)
 	}
-	defer loader.Close()
 	began := time.Now()
-	evalBatches, err := datasets.LoadAll(ctx, valSet, proc, cfg.BatchSize, max(cfg.Workers, 1))
-	if err != nil {
-		return nil, fmt.Errorf("finetune: validation: %w", err)
+	if r.evalBatches, err = datasets.LoadAll(ctx, r.valSet, r.proc, cfg.BatchSize, max(cfg.Workers, 1)); err != nil {
+		return train.Plan{}, fmt.Errorf("finetune: validation: %w", err)
 	}
-	data := &imageData{loader: loader, b: cfg.BatchSize, out: out}
-	for _, b := range evalBatches {
-		data.val = append(data.val, toVit(b, cfg.BatchSize))
+	out := r.out
+	r.data = &imageData{loader: r.loader, b: cfg.BatchSize, out: out}
+	for _, b := range r.evalBatches {
+		r.data.val = append(r.data.val, toVit(b, cfg.BatchSize))
 	}
+	pc := r.proc.Config
 	fmt.Fprintf(out, "data: %d training and %d validation images of %d classes, processed to %d×%d×%d (mean %v, std %v); validation decoded in %s\n",
-		trainSet.Len(), valSet.Len(), len(labels), clf.Config.NumChannels, clf.Config.ImageSize, clf.Config.ImageSize,
+		r.trainSet.Len(), r.valSet.Len(), len(r.labels), clf.Config.NumChannels, clf.Config.ImageSize, clf.Config.ImageSize,
 		pc.ImageMean, pc.ImageStd, time.Since(began).Round(time.Millisecond))
 
-	task := &ImageTask{Model: clf, B: cfg.BatchSize, Soft: cfg.mixing(), SaveExtra: proc.Config.Save}
+	task := &ImageTask{Model: clf, B: cfg.BatchSize, Soft: cfg.mixing(), SaveExtra: r.proc.Config.Save}
 	if !cfg.mixing() {
 		task.LabelSmoothing = cfg.LabelSmoothing
 	}
 	sched, err := cfg.schedule()
 	if err != nil {
-		return nil, err
+		return train.Plan{}, err
 	}
-	tr, err := cfg.Training.start(task, data, engine{schedule: sched, unit: "img"}, out)
-	if err != nil {
-		return nil, err
-	}
-	defer tr.Close()
-	start := tr.Step()
-	loader.Start() // the first batches are made while the run starts
 	grid := clf.Config.ImageSize / clf.Config.PatchSize
-	fmt.Fprintf(out, "vit classifier: %d parameters, %d layers, %d heads, %d wide; %d×%d images in a %d×%d grid of %d×%d patches, pool %s; %d labels; %s\n",
-		clf.NumParams(), clf.Config.NumHiddenLayers, clf.Config.NumAttentionHeads, clf.Config.HiddenSize,
-		clf.Config.ImageSize, clf.Config.ImageSize, grid, grid, clf.Config.PatchSize, clf.Config.PatchSize, clf.Pooling, len(labels), from)
-	fmt.Fprintf(out, "recipe: batch %d, %d steps, AdamW lr %g (warmup %d, %s), weight decay %g, clip %g; augment %s\n",
-		cfg.BatchSize, cfg.MaxSteps, cfg.LearningRate, cfg.WarmupSteps, cfg.LRSchedulerType, cfg.WeightDecay, cfg.MaxGradNorm, cfg.describeAugment())
-	res, err := tr.Run(ctx, out)
+	return train.Plan{Task: task, Data: r.data, Schedule: sched, Unit: "img",
+		Summary: fmt.Sprintf("vit classifier: %d parameters, %d layers, %d heads, %d wide; %d×%d images in a %d×%d grid of %d×%d patches, pool %s; %d labels; %s\n"+
+			"recipe: batch %d, %d steps, AdamW lr %g (warmup %d, %s), weight decay %g, clip %g; augment %s",
+			clf.NumParams(), clf.Config.NumHiddenLayers, clf.Config.NumAttentionHeads, clf.Config.HiddenSize,
+			clf.Config.ImageSize, clf.Config.ImageSize, grid, grid, clf.Config.PatchSize, clf.Config.PatchSize, clf.Pooling, len(r.labels), r.from,
+			cfg.BatchSize, cfg.MaxSteps, cfg.LearningRate, cfg.WarmupSteps, cfg.LRSchedulerType, cfg.WeightDecay, cfg.MaxGradNorm, cfg.describeAugment()),
+	}, nil
+}
+
+// Start notes the step training starts from, for the throughput, and
+// starts the loader: its first batches are made while the run starts.
+func (r *ImagesRecipe) Start(tr *train.Trainer) {
+	r.start = tr.Step()
+	r.loader.Start()
+}
+
+// Finish measures the training throughput (from metrics.jsonl) and
+// tallies the confusion matrix on the validation set, drawing it to
+// <output_dir>/confusion.png when it has few enough classes.
+func (r *ImagesRecipe) Finish(ctx context.Context, _ *train.Trainer, _ train.Result, out io.Writer) error {
+	cfg := r.cfg
+	res := ImagesResult{DataWait: r.data.total, DataBatches: r.data.batches}
+	res.TrainImagesPerSec = stepThroughput(cfg.OutputDir, r.start)
+	pred, truth, perSec, err := predictBatches(ctx, r.clf, r.evalBatches, cfg.BatchSize)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	r := &ImagesResult{Result: res, DataWait: data.total, DataBatches: data.batches}
-	r.TrainImagesPerSec = stepThroughput(cfg.OutputDir, start)
-	pred, truth, perSec, err := predictBatches(ctx, clf, evalBatches, cfg.BatchSize)
-	if err != nil {
-		return nil, err
+	if res.Confusion, err = NewConfusion(r.labels, truth, pred); err != nil {
+		return err
 	}
-	if r.Confusion, err = NewConfusion(labels, truth, pred); err != nil {
-		return nil, err
-	}
-	r.InferImagesPerSec = perSec
-	if note := ConfusionPNGNote(len(labels)); note != "" {
+	res.InferImagesPerSec = perSec
+	if note := ConfusionPNGNote(len(r.labels)); note != "" {
 		fmt.Fprintf(out, "note: %s\n", note)
 	} else {
-		r.ConfusionPNG = filepath.Join(cfg.OutputDir, "confusion.png")
+		res.ConfusionPNG = filepath.Join(cfg.OutputDir, "confusion.png")
 		if err := train.LeaderFirst(func() error {
-			return r.Confusion.WritePNG(r.ConfusionPNG, fmt.Sprintf("confusion on %d validation images (rows: true; row-normalised)", len(truth)))
+			return res.Confusion.WritePNG(res.ConfusionPNG, fmt.Sprintf("confusion on %d validation images (rows: true; row-normalised)", len(truth)))
 		}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if clf.Pooling == vit.PoolMean {
+	if r.clf.Pooling == vit.PoolMean {
 		fmt.Fprintf(out, "note: the model %s\n", vit.MeanPoolingNote)
 	}
-	return r, nil
+	r.Result = res
+	return nil
+}
+
+// Close stops the data loader's workers.
+func (r *ImagesRecipe) Close() {
+	if r.loader != nil {
+		r.loader.Close()
+	}
 }
 
 // ConfusionPNGNote says why a confusion matrix of k classes is not drawn
@@ -736,13 +821,16 @@ func hasProcessor(dir string) bool {
 	return err == nil
 }
 
-// schedule is the learning rate: linear warmup, then DeiT's cosine (timm's
-// CosineLRScheduler without restarts) down to min_lr, or linear decay to 0.
+// schedule is the learning rate Args name (train.Args.Schedule): linear
+// warmup, then DeiT's cosine (timm's CosineLRScheduler without restarts)
+// down to min_lr, or linear decay to 0. The cosine's floor is at most the
+// peak, and its warmup leaves it at least one step.
 func (c ImagesConfig) schedule() (train.Schedule, error) {
-	if c.LRSchedulerType == "linear" {
-		return train.WarmupLinear(c.LearningRate, c.WarmupSteps, c.MaxSteps)
+	a := c.Args
+	if a.LRSchedulerType == "cosine" {
+		a.MinLR, a.WarmupSteps = min(a.MinLR, a.LearningRate), min(a.WarmupSteps, a.MaxSteps-1)
 	}
-	return train.WarmupCosine(c.LearningRate, min(c.MinLR, c.LearningRate), min(c.WarmupSteps, c.MaxSteps-1), c.MaxSteps)
+	return a.Schedule("cosine")
 }
 
 // describeAugment lists the augmentations that are on.

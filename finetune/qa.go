@@ -58,21 +58,26 @@ func ReadQAConfig(path string, base QAConfig) (QAConfig, error) {
 	return cfg, nil
 }
 
-// Validate reports settings that cannot run, naming them.
+// Validate reports settings that cannot run, naming them: its own, the
+// training arguments' (train.Args.Validate; an empty output_dir is
+// runs/bert-qa) and the windows'.
 func (c QAConfig) Validate() error {
 	switch {
 	case c.Checkpoint == "" || c.TrainFile == "":
 		return fmt.Errorf("qa: init_from (a BERT checkpoint) and train_file (SQuAD v1.1 JSON) are required")
-	case c.BatchSize <= 0 || c.MaxSteps <= 0:
-		return fmt.Errorf("qa: per_device_train_batch_size %d and max_steps %d must be positive", c.BatchSize, c.MaxSteps)
 	case c.ValFile == "" && !(c.ValFraction > 0 && c.ValFraction < 1):
 		return fmt.Errorf("qa: without validation_file, val_fraction %g must be in (0, 1)", c.ValFraction)
-	case c.WarmupSteps < 0 || c.EvalSteps < 0 || !(c.LearningRate > 0) || !(c.WeightDecay >= 0) || !(c.MaxGradNorm >= 0):
-		return fmt.Errorf("qa: learning_rate %g must be positive and warmup_steps %d, eval_steps %d, weight_decay %g, max_grad_norm %g not negative",
-			c.LearningRate, c.WarmupSteps, c.EvalSteps, c.WeightDecay, c.MaxGradNorm)
+	case !(c.LearningRate > 0):
+		return fmt.Errorf("qa: learning_rate %g must be positive", c.LearningRate)
+	}
+	if err := validArgs(c.Args, qaDir); err != nil {
+		return err
 	}
 	return c.windows().validate()
 }
+
+// qaDir is the run directory of a QAConfig without one.
+var qaDir = filepath.Join("runs", "bert-qa")
 
 // qaWindows are the settings of encoding and decoding.
 type qaWindows struct {
@@ -105,8 +110,52 @@ type QAResult struct {
 // it on a SQuAD v1.1 file (or, with cfg.Scratch, trains the same
 // architecture from random weights) and reports SQuAD v1.1 exact match
 // and F1 on the validation questions, with the trivial baselines, writing
-// <run_dir>/predictions.json.
+// <output_dir>/predictions.json. It is train.Run with the question-answering
+// recipe (QARecipe).
 func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) {
+	r, err := NewQARecipe(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res, err := train.Run(ctx, r.Args(), r, out)
+	if err != nil {
+		return nil, err
+	}
+	q := r.Result
+	q.Result = res
+	return &q, nil
+}
+
+// QARecipe is extractive question answering as a train.Recipe: the SQuAD
+// questions cut into windows by the checkpoint's WordPiece tokenizer, a
+// BERT with a span head, and SQuAD's exact match and F1 on the
+// validation questions at the end (with predictions.json in the run
+// directory). Use it with train.Run (with its Args()), or RunQA.
+// A recipe serves one train.Run at a time.
+type QARecipe struct {
+	cfg            QAConfig
+	tok            *datasets.WordPiece
+	trainEx, valEx []datasets.SquadExample
+	notes          []string // on the files read, printed by Setup
+	q              *bert.ForQuestionAnswering
+	enc            *qaEncoder
+	trF, vaF       []qaFeature
+	t              int
+	task           *qaTask
+	// Result holds the scores, baselines, predictions and windows of the
+	// validation questions, set by Finish (its train.Result is left to
+	// train.Run's caller).
+	Result QAResult
+}
+
+// NewQARecipe checks cfg, that its checkpoint is a BERT with a WordPiece
+// tokenizer, and reads the SQuAD files (splitting off val_fraction of the
+// questions when there is no validation file): the errors a user should
+// see before a run directory is touched.
+func NewQARecipe(_ context.Context, cfg QAConfig) (*QARecipe, error) {
+	if cfg.OutputDir == "" {
+		cfg.OutputDir = qaDir
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -117,63 +166,78 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 	if err := ckpt.Expect("bert"); err != nil {
 		return nil, fmt.Errorf("qa: %w", err)
 	}
-	tok, err := qaTokenizer(ckpt)
-	if err != nil {
+	r := &QARecipe{cfg: cfg}
+	if r.tok, err = qaTokenizer(ckpt); err != nil {
 		return nil, err
 	}
-	if cfg.OutputDir == "" {
-		cfg.OutputDir = filepath.Join("runs", "bert-qa")
-	}
-	trainEx, rep, err := datasets.ReadSquad(cfg.TrainFile)
-	if err != nil {
+	var rep datasets.SquadReport
+	if r.trainEx, rep, err = datasets.ReadSquad(cfg.TrainFile); err != nil {
 		return nil, fmt.Errorf("qa: %w", err)
 	}
 	if s := rep.String(); s != "" {
-		fmt.Fprintf(out, "note: %s: %s\n", cfg.TrainFile, s)
+		r.notes = append(r.notes, fmt.Sprintf("note: %s: %s", cfg.TrainFile, s))
 	}
-	var valEx []datasets.SquadExample
 	if cfg.ValFile != "" {
-		if valEx, rep, err = datasets.ReadSquad(cfg.ValFile); err != nil {
+		if r.valEx, rep, err = datasets.ReadSquad(cfg.ValFile); err != nil {
 			return nil, fmt.Errorf("qa: %w", err)
 		}
 		if s := rep.String(); s != "" {
-			fmt.Fprintf(out, "note: %s: %s\n", cfg.ValFile, s)
+			r.notes = append(r.notes, fmt.Sprintf("note: %s: %s", cfg.ValFile, s))
 		}
 	} else {
-		if len(trainEx) < 2 {
-			return nil, fmt.Errorf("qa: %s has %d question; give at least 2 or a validation_file", cfg.TrainFile, len(trainEx))
+		if len(r.trainEx) < 2 {
+			return nil, fmt.Errorf("qa: %s has %d question; give at least 2 or a validation_file", cfg.TrainFile, len(r.trainEx))
 		}
-		trainEx, valEx = splitSquad(trainEx, cfg.ValFraction, cfg.Seed)
+		r.trainEx, r.valEx = splitSquad(r.trainEx, cfg.ValFraction, cfg.Seed)
 	}
-	var q *bert.ForQuestionAnswering
+	return r, nil
+}
+
+// Args are the arguments to give train.Run with the recipe: the
+// config's, with the default output_dir filled in.
+func (r *QARecipe) Args() train.Args { return r.cfg.Args }
+
+// Record is what run.json records: the whole configuration but the
+// settings a resume may change.
+func (r *QARecipe) Record(context.Context) (train.Record, error) { return record(r.cfg) }
+
+// Setup makes the model (the checkpoint's backbone with a span head, or
+// fresh weights with scratch), cuts the questions into windows and
+// returns the step's activation memory. A resume's weights come from its
+// checkpoint when training starts.
+func (r *QARecipe) Setup(_ context.Context, _ string, out io.Writer) (train.MemoryNeed, error) {
+	cfg := r.cfg
+	for _, n := range r.notes {
+		fmt.Fprintln(out, n)
+	}
+	var err error
 	if cfg.Scratch {
-		q, err = newScratchQA(cfg.Checkpoint, cfg.Seed)
+		r.q, err = newScratchQA(cfg.Checkpoint, cfg.Seed)
 	} else {
 		var lr bert.LoadReport
-		q, lr, err = bert.LoadForQuestionAnswering(cfg.Checkpoint, layers.WithSeed(cfg.Seed))
+		r.q, lr, err = bert.LoadForQuestionAnswering(cfg.Checkpoint, layers.WithSeed(cfg.Seed))
 		if err == nil && len(lr.Dropped)+len(lr.Created) > 0 {
 			fmt.Fprintf(out, "from %s: dropped %d head tensors %v, created %v\n", cfg.Checkpoint, len(lr.Dropped), lr.Dropped, lr.Created)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("qa: %w", err)
+		return train.MemoryNeed{}, fmt.Errorf("qa: %w", err)
 	}
-	if err := checkQATypes(q, cfg.Checkpoint); err != nil {
-		return nil, err
+	if err := checkQATypes(r.q, cfg.Checkpoint); err != nil {
+		return train.MemoryNeed{}, err
 	}
 	win := cfg.windows()
-	win.maxSeq = min(win.maxSeq, q.Config.MaxPositionEmbeddings)
+	win.maxSeq = min(win.maxSeq, r.q.Config.MaxPositionEmbeddings)
 	if err := win.validate(); err != nil {
-		return nil, fmt.Errorf("%w (max_position_embeddings of the checkpoint is %d)", err, q.Config.MaxPositionEmbeddings)
+		return train.MemoryNeed{}, fmt.Errorf("%w (max_position_embeddings of the checkpoint is %d)", err, r.q.Config.MaxPositionEmbeddings)
 	}
-	enc, err := newQAEncoder(tok, win, q.Config.PadTokenID)
-	if err != nil {
-		return nil, err
+	if r.enc, err = newQAEncoder(r.tok, win, r.q.Config.PadTokenID); err != nil {
+		return train.MemoryNeed{}, err
 	}
-	unk := datasets.Unknowns(tok)
-	trF, skipped, err := enc.features(trainEx, true)
-	if err != nil {
-		return nil, fmt.Errorf("qa: %s: %w", cfg.TrainFile, err)
+	unk := datasets.Unknowns(r.tok)
+	var skipped int
+	if r.trF, skipped, err = r.enc.features(r.trainEx, true); err != nil {
+		return train.MemoryNeed{}, fmt.Errorf("qa: %s: %w", cfg.TrainFile, err)
 	}
 	if skipped > 0 {
 		fmt.Fprintf(out, "note: %d training questions have an answer that covers no token (only whitespace or characters the tokenizer drops) and were skipped\n", skipped)
@@ -181,41 +245,34 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 	// Validation windows carry labels too, for the engine's validation
 	// loss; a question whose answer covers no token has no window and
 	// scores 0.
-	vaF, _, err := enc.features(valEx, true)
+	if r.vaF, _, err = r.enc.features(r.valEx, true); err != nil {
+		return train.MemoryNeed{}, fmt.Errorf("qa: validation: %w", err)
+	}
+	fmt.Fprint(out, datasets.UnknownNoteFor(r.tok, datasets.Unknowns(r.tok)-unk, "the questions and contexts"))
+	r.t = max(longest(r.trF), longest(r.vaF))
+	return train.MemoryNeed{Bytes: r.q.Config.ActivationBytes(cfg.BatchSize, r.t, true), What: fmt.Sprintf("qa: batch_size %d × %d tokens for activations", cfg.BatchSize, r.t),
+		Lower: "lower batch_size or max_seq_length"}, nil
+}
+
+// Build makes the task and its batches.
+func (r *QARecipe) Build(context.Context) (train.Plan, error) {
+	cfg := r.cfg
+	data := newQAData(r.trF, r.vaF, cfg.BatchSize, r.t, r.enc.pad, cfg.Seed)
+	r.task = &qaTask{q: r.q, tok: r.tok, b: cfg.BatchSize, t: r.t}
+	return train.Plan{Task: r.task, Data: data, DefaultSchedule: "linear",
+		Summary: fmt.Sprintf("bert qa from %s: %d training questions (%d windows), %d validation questions (%d windows), %d tokens per window",
+			cfg.Training.weights(cfg.Checkpoint), len(r.trainEx), len(r.trF), len(r.valEx), len(r.vaF), r.t)}, nil
+}
+
+// Finish predicts the validation questions' answers, scores them beside
+// the trivial baselines and writes <output_dir>/predictions.json.
+func (r *QARecipe) Finish(ctx context.Context, _ *train.Trainer, _ train.Result, _ io.Writer) error {
+	preds, err := r.task.predict(ctx, r.enc, r.valEx, r.vaF)
 	if err != nil {
-		return nil, fmt.Errorf("qa: validation: %w", err)
+		return err
 	}
-	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-unk, "the questions and contexts"))
-	t := max(longest(trF), longest(vaF))
-	if err := models.CheckMemory(q.Config.ActivationBytes(cfg.BatchSize, t, true), fmt.Sprintf("qa: batch_size %d × %d tokens for activations", cfg.BatchSize, t), "lower batch_size or max_seq_length"); err != nil {
-		return nil, err
-	}
-	if err := cfg.Training.prepare(cfg, out); err != nil {
-		return nil, err
-	}
-	data := newQAData(trF, vaF, cfg.BatchSize, t, enc.pad, cfg.Seed)
-	task := &qaTask{q: q, tok: tok, b: cfg.BatchSize, t: t}
-	trainer, err := cfg.Training.start(task, data, engine{}, out)
-	if err != nil {
-		return nil, err
-	}
-	defer trainer.Close()
-	from := cfg.Training.weights(cfg.Checkpoint)
-	fmt.Fprintf(out, "bert qa from %s: %d training questions (%d windows), %d validation questions (%d windows), %d tokens per window\n",
-		from, len(trainEx), len(trF), len(valEx), len(vaF), t)
-	res, err := trainer.Run(ctx, out)
-	if err != nil {
-		return nil, err
-	}
-	preds, err := task.predict(ctx, enc, valEx, vaF)
-	if err != nil {
-		return nil, err
-	}
-	r := &QAResult{Result: res, Scores: SquadEvaluate(squadTruths(valEx), preds), Baselines: QABaselines(valEx), Predictions: preds, Features: len(vaF)}
-	if err := train.LeaderFirst(func() error { return writePredictions(filepath.Join(cfg.OutputDir, "predictions.json"), preds) }); err != nil {
-		return nil, err
-	}
-	return r, nil
+	r.Result = QAResult{Scores: SquadEvaluate(squadTruths(r.valEx), preds), Baselines: QABaselines(r.valEx), Predictions: preds, Features: len(r.vaF)}
+	return train.LeaderFirst(func() error { return writePredictions(filepath.Join(r.cfg.OutputDir, "predictions.json"), preds) })
 }
 
 // EvalQA scores a BERT question-answering checkpoint (one with a trained

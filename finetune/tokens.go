@@ -58,13 +58,13 @@ func ReadTokensConfig(path string, base TokensConfig) (TokensConfig, error) {
 	return cfg, nil
 }
 
-// Validate reports a configuration that cannot run.
+// Validate reports a configuration that cannot run: its own settings,
+// then the training arguments' (train.Args.Validate; an empty output_dir
+// is runs/bert-tokens).
 func (c TokensConfig) Validate() error {
 	switch {
 	case c.Checkpoint == "" || c.TrainFile == "":
 		return fmt.Errorf("finetune tokens: init_from (a BERT checkpoint) and train_file (CoNLL) are required")
-	case c.BatchSize <= 0 || c.MaxSteps <= 0:
-		return fmt.Errorf("finetune tokens: per_device_train_batch_size %d and max_steps %d must be positive", c.BatchSize, c.MaxSteps)
 	case c.ValFile == "" && !(c.ValFraction > 0 && c.ValFraction < 1):
 		return fmt.Errorf("finetune tokens: without validation_file, val_fraction %g must be in (0, 1)", c.ValFraction)
 	case c.MaxLength < 0 || (c.MaxLength > 0 && c.MaxLength < 3):
@@ -72,8 +72,11 @@ func (c TokensConfig) Validate() error {
 	case c.TokenColumn < 0 || c.TagColumn < 0:
 		return fmt.Errorf("finetune tokens: token_column %d and tag_column %d are counted from 1 (0: first and last)", c.TokenColumn, c.TagColumn)
 	}
-	return nil
+	return validArgs(c.Args, tokensDir)
 }
+
+// tokensDir is the run directory of a TokensConfig without one.
+var tokensDir = filepath.Join("runs", "bert-tokens")
 
 // TokenScores are a token classifier's scores on tagged sentences: word
 // accuracy (each word scored on its first word piece), and seqeval's chunk
@@ -111,8 +114,50 @@ type TokensResult struct {
 // each word's first word piece with its tag and the others, [CLS], [SEP]
 // and padding with layers.IgnoreIndex, trains with the engine, and reports
 // word accuracy (and seqeval's chunk scores for BIO tags) on the
-// validation sentences beside the most-frequent-tag baseline's.
+// validation sentences beside the most-frequent-tag baseline's. It is
+// train.Run with the token-classification recipe (TokensRecipe).
 func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensResult, error) {
+	r, err := NewTokensRecipe(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res, err := train.Run(ctx, r.Args(), r, out)
+	if err != nil {
+		return nil, err
+	}
+	return &TokensResult{Result: res, Scores: r.Scores, Baseline: r.Baseline}, nil
+}
+
+// TokensRecipe is BERT token classification as a train.Recipe: the CoNLL
+// sentences, the checkpoint's WordPiece tokenizer, a token classifier
+// for the training file's tags, and the scores on the validation
+// sentences at the end. Use it with train.Run (with its Args()), or
+// RunTokens.
+// A recipe serves one train.Run at a time.
+type TokensRecipe struct {
+	cfg          TokensConfig
+	wp           *datasets.WordPiece
+	trainS, valS []datasets.TaggedSentence
+	labels       []string
+	clf          *bert.ForTokenClassification
+	tr, va       []tagged
+	t, pad       int
+	task         *tagTask
+	data         *tagData
+	// Scores are the validation sentences' with the final weights, and
+	// Baseline the most-frequent-tag baseline's on the same sentences,
+	// set by Finish.
+	Scores, Baseline TokenScores
+}
+
+// NewTokensRecipe checks cfg, that its checkpoint is a BERT with a
+// WordPiece tokenizer, and reads the CoNLL files (splitting off
+// val_fraction of the sentences when there is no validation file): the
+// errors a user should see before a run directory is touched.
+func NewTokensRecipe(_ context.Context, cfg TokensConfig) (*TokensRecipe, error) {
+	if cfg.OutputDir == "" {
+		cfg.OutputDir = tokensDir
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -123,99 +168,104 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 	if err := ckpt.Expect("bert"); err != nil {
 		return nil, fmt.Errorf("finetune tokens: %w", err)
 	}
-	wp, err := wordPieceOf(ckpt)
-	if err != nil {
+	r := &TokensRecipe{cfg: cfg}
+	if r.wp, err = wordPieceOf(ckpt); err != nil {
 		return nil, err
 	}
 	opts := datasets.CoNLLOptions{TokenColumn: cfg.TokenColumn, TagColumn: cfg.TagColumn}
-	trainS, err := datasets.ReadCoNLL(cfg.TrainFile, opts)
-	if err != nil {
+	if r.trainS, err = datasets.ReadCoNLL(cfg.TrainFile, opts); err != nil {
 		return nil, fmt.Errorf("finetune tokens: %w", err)
 	}
-	var valS []datasets.TaggedSentence
 	if cfg.ValFile != "" {
-		if valS, err = datasets.ReadCoNLL(cfg.ValFile, opts); err != nil {
+		if r.valS, err = datasets.ReadCoNLL(cfg.ValFile, opts); err != nil {
 			return nil, fmt.Errorf("finetune tokens: %w", err)
 		}
 	} else {
-		if len(trainS) < 2 {
-			return nil, fmt.Errorf("finetune tokens: %s has %d sentence; give more, or a validation_file", cfg.TrainFile, len(trainS))
+		if len(r.trainS) < 2 {
+			return nil, fmt.Errorf("finetune tokens: %s has %d sentence; give more, or a validation_file", cfg.TrainFile, len(r.trainS))
 		}
-		trainS, valS = splitSentences(trainS, cfg.ValFraction, cfg.Seed)
+		r.trainS, r.valS = splitSentences(r.trainS, cfg.ValFraction, cfg.Seed)
 	}
-	labels := datasets.Tagset(trainS)
-	if len(labels) < 2 {
-		return nil, fmt.Errorf("finetune tokens: %s has %d tag %v; a tagger needs at least 2", cfg.TrainFile, len(labels), labels)
+	r.labels = datasets.Tagset(r.trainS)
+	if len(r.labels) < 2 {
+		return nil, fmt.Errorf("finetune tokens: %s has %d tag %v; a tagger needs at least 2", cfg.TrainFile, len(r.labels), r.labels)
 	}
-	if cfg.OutputDir == "" {
-		cfg.OutputDir = filepath.Join("runs", "bert-tokens")
-	}
-	var clf *bert.ForTokenClassification
+	return r, nil
+}
+
+// Args are the arguments to give train.Run with the recipe: the
+// config's, with the default output_dir filled in.
+func (r *TokensRecipe) Args() train.Args { return r.cfg.Args }
+
+// Record is what run.json records: the whole configuration but the
+// settings a resume may change.
+func (r *TokensRecipe) Record(context.Context) (train.Record, error) { return record(r.cfg) }
+
+// Setup makes the token classifier (the checkpoint's backbone, or fresh
+// weights with scratch), encodes the sentences into word pieces and
+// returns the step's activation memory. A resume's weights come from its
+// checkpoint when training starts.
+func (r *TokensRecipe) Setup(_ context.Context, _ string, out io.Writer) (train.MemoryNeed, error) {
+	cfg := r.cfg
+	var err error
 	if cfg.Scratch {
-		clf, err = bert.NewTokenClassifierFromConfig(cfg.Checkpoint, labels, layers.WithSeed(cfg.Seed))
+		r.clf, err = bert.NewTokenClassifierFromConfig(cfg.Checkpoint, r.labels, layers.WithSeed(cfg.Seed))
 	} else {
 		var rep bert.LoadReport
-		clf, rep, err = bert.LoadForTokenClassification(cfg.Checkpoint, models.WithLabels(labels...), layers.WithSeed(cfg.Seed))
+		r.clf, rep, err = bert.LoadForTokenClassification(cfg.Checkpoint, models.WithLabels(r.labels...), layers.WithSeed(cfg.Seed))
 		if err == nil && len(rep.Dropped)+len(rep.Created) > 0 {
 			fmt.Fprintf(out, "loaded %s: dropped %d head tensors %v, created %v\n", cfg.Checkpoint, len(rep.Dropped), rep.Dropped, rep.Created)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("finetune tokens: %w", err)
+		return train.MemoryNeed{}, fmt.Errorf("finetune tokens: %w", err)
 	}
-	maxLen, err := tokenMaxLen(cfg.MaxLength, clf)
+	maxLen, err := tokenMaxLen(cfg.MaxLength, r.clf)
 	if err != nil {
-		return nil, err
+		return train.MemoryNeed{}, err
 	}
-	if err := checkTokenVocab(wp, clf); err != nil {
-		return nil, err
+	if err := checkTokenVocab(r.wp, r.clf); err != nil {
+		return train.MemoryNeed{}, err
 	}
-	enc, err := newTagEncoder(wp, labels, clf.Config.PadTokenID)
+	enc, err := newTagEncoder(r.wp, r.labels, r.clf.Config.PadTokenID)
 	if err != nil {
-		return nil, err
+		return train.MemoryNeed{}, err
 	}
-	unk := datasets.Unknowns(wp)
-	tr, trTrunc := enc.encodeAll(trainS, maxLen)
-	va, vaTrunc := enc.encodeAll(valS, maxLen)
-	fmt.Fprint(out, datasets.UnknownNoteFor(wp, datasets.Unknowns(wp)-unk, "the words"))
+	unk := datasets.Unknowns(r.wp)
+	var trTrunc, vaTrunc int
+	r.tr, trTrunc = enc.encodeAll(r.trainS, maxLen)
+	r.va, vaTrunc = enc.encodeAll(r.valS, maxLen)
+	fmt.Fprint(out, datasets.UnknownNoteFor(r.wp, datasets.Unknowns(r.wp)-unk, "the words"))
 	if trTrunc+vaTrunc > 0 {
 		fmt.Fprintf(out, "note: %d training and %d validation sentences are longer than max_length %d word pieces; their words past it are dropped (and count as errors in the validation scores)\n", trTrunc, vaTrunc, maxLen)
 	}
-	t := min(maxLen, max(longest(tr), longest(va)))
-	if err := models.CheckMemory(clf.StepBytes(cfg.BatchSize, t, true), fmt.Sprintf("finetune tokens: batch_size %d × %d word pieces for activations", cfg.BatchSize, t), "lower batch_size or max_length"); err != nil {
-		return nil, err
-	}
-	if err := cfg.Training.prepare(cfg, out); err != nil {
-		return nil, err
-	}
-	data := newTagData(tr, va, cfg.BatchSize, t, enc.pad, cfg.Seed)
-	task := &tagTask{c: clf, tok: wp, b: cfg.BatchSize, t: t}
-	trainer, err := cfg.Training.start(task, data, engine{}, out)
+	r.t, r.pad = min(maxLen, max(longest(r.tr), longest(r.va))), enc.pad
+	return train.MemoryNeed{Bytes: r.clf.StepBytes(cfg.BatchSize, r.t, true), What: fmt.Sprintf("finetune tokens: batch_size %d × %d word pieces for activations", cfg.BatchSize, r.t),
+		Lower: "lower batch_size or max_length"}, nil
+}
+
+// Build makes the task and its batches.
+func (r *TokensRecipe) Build(context.Context) (train.Plan, error) {
+	cfg := r.cfg
+	r.data = newTagData(r.tr, r.va, cfg.BatchSize, r.t, r.pad, cfg.Seed)
+	r.task = &tagTask{c: r.clf, tok: r.wp, b: cfg.BatchSize, t: r.t}
+	return train.Plan{Task: r.task, Data: r.data, DefaultSchedule: "linear",
+		Summary: fmt.Sprintf("bert token classifier from %s: %d parameters, %d tags, %d training and %d validation sentences, %d word pieces per sentence",
+			cfg.Training.weights(cfg.Checkpoint), r.clf.NumParams(), len(r.labels), len(r.tr), len(r.va), r.t)}, nil
+}
+
+// Finish scores the validation sentences, and the most-frequent-tag
+// baseline on them.
+func (r *TokensRecipe) Finish(ctx context.Context, _ *train.Trainer, _ train.Result, _ io.Writer) error {
+	pred, err := predictTags(ctx, r.task, r.data.val, r.va)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer trainer.Close()
-	from := cfg.Training.weights(cfg.Checkpoint)
-	fmt.Fprintf(out, "bert token classifier from %s: %d parameters, %d tags, %d training and %d validation sentences, %d word pieces per sentence\n",
-		from, clf.NumParams(), len(labels), len(tr), len(va), t)
-	res, err := trainer.Run(ctx, out)
-	if err != nil {
-		return nil, err
+	if r.Scores, err = scoreTags(r.valS, r.va, pred, r.labels); err != nil {
+		return err
 	}
-	pred, err := predictTags(ctx, task, data.val, va)
-	if err != nil {
-		return nil, err
-	}
-	scores, err := scoreTags(valS, va, pred, labels)
-	if err != nil {
-		return nil, err
-	}
-	base := MostFrequentTag(trainS)
-	bscores, err := scoreTags(valS, nil, base.Predict(valS), labels)
-	if err != nil {
-		return nil, err
-	}
-	return &TokensResult{Result: res, Scores: scores, Baseline: bscores}, nil
+	r.Baseline, err = scoreTags(r.valS, nil, MostFrequentTag(r.trainS).Predict(r.valS), r.labels)
+	return err
 }
 
 // EvalTokens scores a BERT token-classifier checkpoint (one RunTokens

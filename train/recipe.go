@@ -56,6 +56,15 @@ type LegacyRecorder interface {
 	LegacyRecord(checkpoint string) (Record, error)
 }
 
+// Starter is a Recipe that acts once the engine is ready (built, and
+// resumed when resuming) and before the summary and the first step: Start
+// gets the trainer, whose Step is the step training starts from (0, or
+// the resumed checkpoint's). An image recipe starts its data loader there
+// and notes the step its throughput counts from.
+type Starter interface {
+	Start(tr *Trainer)
+}
+
 // Plan is what a Recipe's Build gives Run: the task and data to train,
 // and what the engine needs beyond Args.
 type Plan struct {
@@ -98,8 +107,9 @@ func CheckMemory(need MemoryNeed) error {
 // one that holds a run unless Resume or OverwriteOutputDir), records the
 // run in run.json or, on a resume, checks the record against it, calls
 // recipe.Setup, checks the step's memory, calls recipe.Build, builds the
-// engine from args and the plan, resumes it from the latest checkpoint, trains (checkpoints,
-// evaluation, load-best), and calls recipe.Finish. Progress goes to out.
+// engine from args and the plan, resumes it from the latest checkpoint,
+// calls the recipe's Start (Starter), trains (checkpoints, evaluation,
+// load-best), and calls recipe.Finish. Progress goes to out.
 //
 // An interrupt (ctx) before training ends the run with an error wrapping
 // context.Canceled and writes no checkpoint; during training the engine
@@ -166,6 +176,9 @@ func Run(ctx context.Context, args Args, recipe Recipe, out io.Writer) (Result, 
 		fmt.Fprintf(out, "resuming from %s at step %d\n", resume, tr.Step())
 	} else if err := runinfo.Write(args.OutputDir, now); err != nil {
 		return Result{}, fmt.Errorf("train: %w", err)
+	}
+	if s, ok := recipe.(Starter); ok {
+		s.Start(tr)
 	}
 	if plan.Summary != "" {
 		fmt.Fprintln(out, strings.TrimSuffix(plan.Summary, "\n"))
