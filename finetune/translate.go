@@ -189,7 +189,8 @@ type TranslationRecipe struct {
 	testRead         datasets.ParallelReport
 	valRead          datasets.ParallelReport
 	rep              seq2seq.EncodeReport
-	out              io.Writer // Setup's, for Build's distillation line
+	final            seq2seq.DecodeConfig // the final scores' beam search
+	out              io.Writer            // Setup's, for Build's distillation line
 	began            time.Time
 	// Result is what the run produced, set by Finish.
 	Result *TranslationResult
@@ -210,7 +211,10 @@ func NewTranslationRecipe(cfg TranslationConfig) (*TranslationRecipe, error) {
 		return nil, err
 	}
 	cfg.MetricForBestModel, cfg.GreaterIsBetter = sc.BestBy, sc.HigherIsBetter
-	r := &TranslationRecipe{Seq2SeqRecipe: pretrain.Seq2SeqRecipe{Config: cfg.Seq2SeqTrainConfig}, cfg: cfg}
+	r := &TranslationRecipe{Seq2SeqRecipe: pretrain.Seq2SeqRecipe{Config: cfg.Seq2SeqTrainConfig}, cfg: cfg,
+		final: seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty}}
+	r.final.EarlyStopping, _ = decode.ParseStopping(cfg.EarlyStopping) // Validate parsed them
+	r.final.LengthPenaltyStyle, _ = decode.ParseLengthPenaltyStyle(cmp(cfg.LengthPenaltyStyle, "gnmt"))
 	if r.pairs, r.read, err = readPairs(cfg); err != nil {
 		return nil, err
 	}
@@ -332,14 +336,6 @@ func (r *TranslationRecipe) Build(ctx context.Context) (train.Plan, error) {
 // Result to results.json.
 func (r *TranslationRecipe) Finish(ctx context.Context, _ *train.Trainer, tres train.Result, out io.Writer) error {
 	cfg, m, tok := r.cfg, r.Model, r.Tok
-	stop, err := decode.ParseStopping(cfg.EarlyStopping)
-	if err != nil {
-		return fmt.Errorf("config: early_stopping: %w", err)
-	}
-	style, err := decode.ParseLengthPenaltyStyle(cmp(cfg.LengthPenaltyStyle, "gnmt"))
-	if err != nil {
-		return fmt.Errorf("config: length_penalty_style: %w", err)
-	}
 	res := &TranslationResult{Steps: tres.Steps, ValLoss: tres.ValLoss, TrainSeconds: time.Since(r.began).Seconds(),
 		Params: m.NumParams(), TrainPairs: len(r.Train), HeldOutPairs: len(r.held), Final: tres.Final, Best: tres.Best, BestStep: tres.BestStep,
 		ReadReport: r.read.String(), EncodeReport: r.rep.String()}
@@ -356,7 +352,7 @@ func (r *TranslationRecipe) Finish(ctx context.Context, _ *train.Trainer, tres t
 		return fmt.Errorf("config: %w", err)
 	}
 	for _, greedy := range []bool{false, true} {
-		s, outputs, err := sc.Decode(ctx, seq2seq.Ensemble{m}, tok, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, LengthPenaltyStyle: style, EarlyStopping: stop}, greedy)
+		s, outputs, err := sc.Decode(ctx, seq2seq.Ensemble{m}, tok, r.final, greedy)
 		if err != nil {
 			return err
 		}
