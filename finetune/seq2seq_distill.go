@@ -44,7 +44,7 @@ func CheckTeacher(student *seq2seq.Model, teachers seq2seq.Ensemble, tok, teache
 // distill loads distill_from's teachers, checks that they share the
 // student's ids, and gives data the mean of their distributions at every
 // training label position (seq2seq.TeacherTargets).
-func distill(ctx context.Context, c pretrain.Seq2SeqTrainConfig, m *seq2seq.Model, tok datasets.Tokenizer, trainEx []seq2seq.Example, data *pretrain.Seq2SeqData, out io.Writer) error {
+func distill(ctx context.Context, c TranslationConfig, m *seq2seq.Model, tok datasets.Tokenizer, trainEx []seq2seq.Example, data *pretrain.Seq2SeqData, out io.Writer) error {
 	began := time.Now()
 	teachers, teacherTok, err := seq2seq.LoadEnsemble(c.DistillFrom)
 	if err != nil {

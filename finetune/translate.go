@@ -62,12 +62,24 @@ type TranslationConfig struct {
 	// so that another implementation can train on exactly the same ids
 	// (tools/pytorch/train_seq2seq.py).
 	ExportIDs bool `json:"export_ids"`
+	// DistillFrom is token-level knowledge distillation's teacher: one
+	// checkpoint directory or several, comma-separated (an ensemble: the
+	// mean of their distributions), with the student's tokenizer. Each
+	// training target is then (1−distill_alpha)·the label-smoothed
+	// reference + distill_alpha·the teacher's next-token distribution
+	// under teacher forcing, kept to its distill_top_k most probable
+	// tokens (seq2seq.TeacherTargets, computed once before training).
+	// Validation stays the plain loss. Empty: no distillation.
+	DistillFrom  string  `json:"distill_from"`
+	DistillAlpha float64 `json:"distill_alpha"`
+	DistillTopK  int     `json:"distill_top_k"`
 }
 
 // DefaultTranslation is the paper's recipe on the Small model, beam 4 with
 // α = 0.6 (§6.1).
 func DefaultTranslation() TranslationConfig {
-	c := TranslationConfig{Seq2SeqTrainConfig: pretrain.DefaultSeq2SeqTrainConfig(), Beam: 4, LengthPenalty: 0.6, LengthPenaltyStyle: "gnmt", EarlyStopping: "true", ScoreSize: 1000}
+	c := TranslationConfig{Seq2SeqTrainConfig: pretrain.DefaultSeq2SeqTrainConfig(), Beam: 4, LengthPenalty: 0.6, LengthPenaltyStyle: "gnmt", EarlyStopping: "true", ScoreSize: 1000,
+		DistillAlpha: 0.5, DistillTopK: 8}
 	c.OutputDir = filepath.Join("runs", "seq2seq-translate")
 	return c
 }
@@ -118,149 +130,231 @@ type TranslationResult struct {
 	ExampleOutput [][3]string `json:"examples"` // source, reference, beam output
 }
 
+// Validate reports settings that cannot run: the seq2seq settings'
+// (pretrain.Seq2SeqTrainConfig.Validate), the final decoding's, the
+// metric's, the scoring's (see scoring) and the distillation's.
+func (c TranslationConfig) Validate() error {
+	if err := c.Seq2SeqTrainConfig.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.DistillFrom != "" && !(c.DistillAlpha > 0 && c.DistillAlpha <= 1):
+		return fmt.Errorf("config: distill_alpha %g must be in (0, 1]: the teacher's share of each target", c.DistillAlpha)
+	case c.DistillFrom != "" && c.DistillTopK < 1:
+		return fmt.Errorf("config: distill_top_k %d must be at least 1", c.DistillTopK)
+	case c.Beam < 1:
+		return fmt.Errorf("config: num_beams %d must be at least 1", c.Beam)
+	}
+	if _, err := decode.ParseStopping(c.EarlyStopping); err != nil {
+		return fmt.Errorf("config: early_stopping: %w", err)
+	}
+	if _, err := decode.ParseLengthPenaltyStyle(cmp(c.LengthPenaltyStyle, "gnmt")); err != nil {
+		return fmt.Errorf("config: length_penalty_style: %w", err)
+	}
+	if _, err := NewScorer(c.Metric, nil, 0); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	_, err := c.scoring(nil)
+	return err
+}
+
 // RunTranslation trains a translation model on the pairs, then scores the
-// held-out pairs with BLEU and chrF, by beam search and by greedy decoding.
+// held-out pairs (or test_data's) with BLEU and chrF (or, with metric g2p,
+// word and phoneme error rates), by beam search and by greedy decoding,
+// and writes the result to results.json. It is train.Run with the
+// translation recipe (TranslationRecipe).
 func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (*TranslationResult, error) {
+	r, err := NewTranslationRecipe(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := train.Run(ctx, r.Args(), r, out); err != nil {
+		return nil, err
+	}
+	return r.Result, nil
+}
+
+// TranslationRecipe is translation training (from scratch, or fine-tuning
+// with init_from) as a train.Recipe: the pairs, held out by source or a
+// validation file, optionally distilled from teachers (distill_from),
+// scored by predict_with_generate at every evaluation, and by beam search
+// and greedy decoding at the end. The rest is pretrain.Seq2SeqRecipe's.
+// Use it with train.Run and its Args, or RunTranslation.
+type TranslationRecipe struct {
+	pretrain.Seq2SeqRecipe
+	cfg              TranslationConfig
+	pairs, test, val []datasets.Pair
+	trainP, held     []datasets.Pair
+	read             datasets.ParallelReport
+	testRead         datasets.ParallelReport
+	valRead          datasets.ParallelReport
+	rep              seq2seq.EncodeReport
+	final            seq2seq.DecodeConfig // the final scores' beam search
+	out              io.Writer            // Setup's, for Build's distillation line
+	began            time.Time
+	// Result is what the run produced, set by Finish.
+	Result *TranslationResult
+}
+
+// NewTranslationRecipe checks cfg, reads its pairs (and test_data and
+// validation_data) and splits them: the errors a user should see before
+// anything is written. metric_for_best_model "loss" becomes the
+// engine's default (the lowest validation loss), and greater_is_better
+// follows the metric named: the highest BLEU or chrF, the lowest WER or
+// PER.
+func NewTranslationRecipe(cfg TranslationConfig) (*TranslationRecipe, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Beam < 1 {
-		return nil, fmt.Errorf("config: num_beams %d must be at least 1", cfg.Beam)
-	}
-	stop, err := decode.ParseStopping(cfg.EarlyStopping)
-	if err != nil {
-		return nil, fmt.Errorf("config: early_stopping: %w", err)
-	}
-	styleName := cfg.LengthPenaltyStyle
-	if styleName == "" {
-		styleName = "gnmt"
-	}
-	style, err := decode.ParseLengthPenaltyStyle(styleName)
-	if err != nil {
-		return nil, fmt.Errorf("config: length_penalty_style: %w", err)
-	}
-	if _, err := NewScorer(cfg.Metric, nil, 0); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if _, err := cfg.scoring(nil); err != nil {
-		return nil, err
-	}
-	pairs, read, err := readPairs(cfg)
-	var test, val []datasets.Pair
-	var testRead, valRead datasets.ParallelReport
-	if err == nil {
-		test, testRead, err = readOptionalTSV("test_data", cfg.TestData)
-	}
-	if err == nil {
-		val, valRead, err = readOptionalTSV("validation_data", cfg.ValidationData)
-	}
-	if err == nil {
-		err = train.PrepareRun(cfg.OutputDir, cfg.Resume, cfg.OverwriteOutputDir, out)
-	}
+	sc, err := cfg.scoring(nil)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "%s\n", read)
-	if test != nil {
-		fmt.Fprintf(out, "test data: %s\n", testRead)
+	cfg.MetricForBestModel, cfg.GreaterIsBetter = sc.BestBy, sc.HigherIsBetter
+	r := &TranslationRecipe{Seq2SeqRecipe: pretrain.Seq2SeqRecipe{Config: cfg.Seq2SeqTrainConfig}, cfg: cfg,
+		final: seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty}}
+	r.final.EarlyStopping, _ = decode.ParseStopping(cfg.EarlyStopping) // Validate parsed them
+	r.final.LengthPenaltyStyle, _ = decode.ParseLengthPenaltyStyle(cmp(cfg.LengthPenaltyStyle, "gnmt"))
+	if r.pairs, r.read, err = readPairs(cfg); err != nil {
+		return nil, err
 	}
-	trainP, held := splitPairs(pairs, cfg.HeldOut, cfg.Seed)
-	if val != nil {
-		trainP, held = pairs, val
-		fmt.Fprintf(out, "validation data (held_out is not drawn): %s\n", valRead)
-		if n := overlap(trainP, val); n > 0 {
-			fmt.Fprintf(out, "warning: %d of %d validation sources are also training sources\n", n, len(val))
+	if r.test, r.testRead, err = readOptionalTSV("test_data", cfg.TestData); err != nil {
+		return nil, err
+	}
+	if r.val, r.valRead, err = readOptionalTSV("validation_data", cfg.ValidationData); err != nil {
+		return nil, err
+	}
+	r.trainP, r.held = splitPairs(r.pairs, cfg.HeldOut, cfg.Seed)
+	if r.val != nil {
+		r.trainP, r.held = r.pairs, r.val
+	}
+	if len(r.trainP) == 0 || len(r.held) == 0 {
+		return nil, fmt.Errorf("finetune: %d pairs leave %d for training and %d held out; need both", len(r.pairs), len(r.trainP), len(r.held))
+	}
+	r.Texts = make([]string, 0, 2*len(r.trainP))
+	for _, p := range r.trainP {
+		r.Texts = append(r.Texts, p.Src, p.Tgt)
+	}
+	return r, nil
+}
+
+// Record is what run.json records: the training texts' hash, the
+// tokenizer settings, the model config and the distillation.
+func (r *TranslationRecipe) Record(ctx context.Context) (train.Record, error) {
+	rec, err := r.Seq2SeqRecipe.Record(ctx)
+	if err != nil || r.cfg.DistillFrom == "" {
+		return rec, err
+	}
+	c := r.cfg
+	if err := rec.Set("distillation", fmt.Sprintf("from %s, alpha %g, top %d", c.DistillFrom, c.DistillAlpha, c.DistillTopK)); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Setup says what was read, loads or builds the model and tokenizer
+// (pretrain.Seq2SeqRecipe.SetupModel), encodes the pairs, noting unknown
+// tokens, writes them with export_ids, and returns a step's activation
+// memory.
+func (r *TranslationRecipe) Setup(ctx context.Context, resume string, out io.Writer) (train.MemoryNeed, error) {
+	cfg := r.cfg
+	r.out = out
+	fmt.Fprintf(out, "%s\n", r.read)
+	if r.test != nil {
+		fmt.Fprintf(out, "test data: %s\n", r.testRead)
+	}
+	if r.val != nil {
+		fmt.Fprintf(out, "validation data (held_out is not drawn): %s\n", r.valRead)
+		if n := overlap(r.trainP, r.val); n > 0 {
+			fmt.Fprintf(out, "warning: %d of %d validation sources are also training sources\n", n, len(r.val))
 		}
 	}
-	if len(trainP) == 0 || len(held) == 0 {
-		return nil, fmt.Errorf("finetune: %d pairs leave %d for training and %d held out; need both", len(pairs), len(trainP), len(held))
+	if err := r.SetupModel(ctx, resume, out); err != nil {
+		return train.MemoryNeed{}, fmt.Errorf("finetune: %w", err)
 	}
-	m, tok, err := pretrain.SetupSeq2SeqContext(ctx, cfg.Seq2SeqTrainConfig, func() []string {
-		texts := make([]string, 0, 2*len(trainP))
-		for _, p := range trainP {
-			texts = append(texts, p.Src, p.Tgt)
-		}
-		return texts
-	}, out)
-	if err != nil {
-		return nil, fmt.Errorf("finetune: %w", err)
-	}
+	tok, maxLen := r.Tok, r.Model.Config.MaxLen
 	before := datasets.Unknowns(tok)
-	trainEx, rep, err := seq2seq.Encode(tok, trainP, m.Config.MaxLen, cfg.Overlong)
-	if err != nil {
-		return nil, err
+	var err error
+	if r.Train, r.rep, err = seq2seq.Encode(tok, r.trainP, maxLen, cfg.Overlong); err != nil {
+		return train.MemoryNeed{}, err
 	}
 	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-before, "the training pairs"))
 	before = datasets.Unknowns(tok)
-	heldEx, _, err := seq2seq.Encode(tok, held, m.Config.MaxLen, seq2seq.Truncate)
-	if err != nil {
-		return nil, err
+	if r.Held, _, err = seq2seq.Encode(tok, r.held, maxLen, seq2seq.Truncate); err != nil {
+		return train.MemoryNeed{}, err
 	}
 	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-before, "the held-out pairs"))
-	fmt.Fprintf(out, "training: %s\n", rep)
+	fmt.Fprintf(out, "training: %s\n", r.rep)
 	if cfg.ExportIDs {
-		sets := map[string][]seq2seq.Example{"train": trainEx, "valid": heldEx}
-		if test != nil {
-			if sets["test"], _, err = seq2seq.Encode(tok, test, m.Config.MaxLen, seq2seq.Truncate); err != nil {
-				return nil, err
+		sets := map[string][]seq2seq.Example{"train": r.Train, "valid": r.Held}
+		if r.test != nil {
+			if sets["test"], _, err = seq2seq.Encode(tok, r.test, maxLen, seq2seq.Truncate); err != nil {
+				return train.MemoryNeed{}, err
 			}
 		}
 		if err := train.LeaderFirst(func() error { return exportIDs(filepath.Join(cfg.OutputDir, "ids"), sets) }); err != nil {
-			return nil, err
+			return train.MemoryNeed{}, err
 		}
 		fmt.Fprintf(out, "ids written to %s\n", filepath.Join(cfg.OutputDir, "ids"))
 	}
-	if err := pretrain.CheckSeq2SeqMemory(m.Config, cfg.BatchSize, trainEx, heldEx); err != nil {
-		return nil, err
-	}
-	data, err := pretrain.NewSeq2SeqData(m.Config, trainEx, heldEx, cfg.BatchSize, cfg.Seed, nil)
+	return r.MemoryNeed(), nil
+}
+
+// Build makes the batches, task and schedule (pretrain.Seq2SeqRecipe.Build),
+// gives the batches the teachers' distributions with distill_from, and,
+// with predict_with_generate, the scores of greedy decoding of the
+// held-out sources at every evaluation.
+func (r *TranslationRecipe) Build(ctx context.Context) (train.Plan, error) {
+	cfg := r.cfg
+	plan, err := r.Seq2SeqRecipe.Build(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("finetune: %w", err)
+		return plan, fmt.Errorf("finetune: %w", err)
 	}
 	if cfg.DistillFrom != "" {
-		if err := distill(ctx, cfg.Seq2SeqTrainConfig, m, tok, trainEx, data, out); err != nil {
-			return nil, err
+		if err := distill(ctx, cfg, r.Model, r.Tok, r.Train, r.Data, r.out); err != nil {
+			return plan, err
 		}
+		r.Task.Distill = cfg.DistillAlpha
 	}
-	began := time.Now()
-	var scores func(context.Context) (map[string]float64, error)
 	if cfg.PredictWithGenerate {
-		heldSc, err := NewScorer(cfg.Metric, held, 0)
+		heldSc, err := NewScorer(cfg.Metric, r.held, 0)
 		if err != nil {
-			return nil, fmt.Errorf("config: %w", err)
+			return plan, fmt.Errorf("config: %w", err)
 		}
-		scores = func(ctx context.Context) (map[string]float64, error) {
+		m, tok := r.Model, r.Tok
+		plan.Scores = func(ctx context.Context) (map[string]float64, error) {
 			s, _, err := heldSc.Decode(ctx, seq2seq.Ensemble{m}, tok, seq2seq.DecodeConfig{Beam: 1}, true)
 			return s.values(heldSc.Metric), err
 		}
 	}
-	scoring, err := cfg.scoring(scores)
-	if err != nil {
-		return nil, err
-	}
-	tres, err := pretrain.TrainSeq2Seq(ctx, cfg.Seq2SeqTrainConfig, m, tok, data, scoring, out)
-	if err != nil {
-		return nil, err
-	}
-	res := &TranslationResult{Steps: tres.Steps, ValLoss: tres.ValLoss, TrainSeconds: time.Since(began).Seconds(),
-		Params: m.NumParams(), TrainPairs: len(trainEx), HeldOutPairs: len(held), Final: tres.Final, Best: tres.Best, BestStep: tres.BestStep,
-		ReadReport: read.String(), EncodeReport: rep.String()}
-	scored, what := held, "held-out"
-	if test != nil {
-		scored, what = test, "test"
-		res.TestPairs = len(test)
-		if n := overlap(trainP, test); n > 0 {
-			fmt.Fprintf(out, "warning: %d of %d test sources are also training sources\n", n, len(test))
+	r.began = time.Now()
+	return plan, nil
+}
+
+// Finish scores the model (with load_best_model_at_end, the best) on the
+// held-out pairs, or test_data's, by beam search and greedily, and writes
+// Result to results.json.
+func (r *TranslationRecipe) Finish(ctx context.Context, _ *train.Trainer, tres train.Result, out io.Writer) error {
+	cfg, m, tok := r.cfg, r.Model, r.Tok
+	res := &TranslationResult{Steps: tres.Steps, ValLoss: tres.ValLoss, TrainSeconds: time.Since(r.began).Seconds(),
+		Params: m.NumParams(), TrainPairs: len(r.Train), HeldOutPairs: len(r.held), Final: tres.Final, Best: tres.Best, BestStep: tres.BestStep,
+		ReadReport: r.read.String(), EncodeReport: r.rep.String()}
+	scored, what := r.held, "held-out"
+	if r.test != nil {
+		scored, what = r.test, "test"
+		res.TestPairs = len(r.test)
+		if n := overlap(r.trainP, r.test); n > 0 {
+			fmt.Fprintf(out, "warning: %d of %d test sources are also training sources\n", n, len(r.test))
 		}
 	}
 	sc, err := NewScorer(cfg.Metric, scored, cfg.ScoreSize)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return fmt.Errorf("config: %w", err)
 	}
 	for _, greedy := range []bool{false, true} {
-		s, outputs, err := sc.Decode(ctx, seq2seq.Ensemble{m}, tok, seq2seq.DecodeConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, LengthPenaltyStyle: style, EarlyStopping: stop}, greedy)
+		s, outputs, err := sc.Decode(ctx, seq2seq.Ensemble{m}, tok, r.final, greedy)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		fmt.Fprintf(out, "%s on %d %s %s: %s (%.1f s)\n", s.Strategy, len(sc.Sources), what, sc.Unit(), sc.Line(s), s.Seconds)
 		res.Scores = append(res.Scores, s)
@@ -272,19 +366,22 @@ func RunTranslation(ctx context.Context, cfg TranslationConfig, out io.Writer) (
 	}
 	js, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := train.LeaderFirst(func() error {
 		return atomicfile.WriteBytes(filepath.Join(cfg.OutputDir, "results.json"), append(js, '\n'))
 	}); err != nil {
-		return nil, fmt.Errorf("finetune: %w", err)
+		return fmt.Errorf("finetune: %w", err)
 	}
-	return res, nil
+	r.Result = res
+	return nil
 }
 
 // scoring is the engine's scoring of predict_with_generate and
 // metric_for_best_model, with scores computing them; a nil scores only
-// checks the settings.
+// checks the settings. The best is the highest BLEU or chrF, the lowest
+// WER, PER or loss ("loss", or none, is the engine's default: BestBy
+// empty); greater_is_better true with one of the lowest is refused.
 func (c TranslationConfig) scoring(scores func(context.Context) (map[string]float64, error)) (train.Scoring, error) {
 	metric := cmp(c.Metric, "bleu")
 	names := scoreNames(metric)
@@ -300,6 +397,10 @@ func (c TranslationConfig) scoring(scores func(context.Context) (map[string]floa
 		return sc, fmt.Errorf("config: metric_for_best_model %q needs predict_with_generate true: the held-out sources are decoded at every evaluation to score them", by)
 	default:
 		sc.BestBy, sc.HigherIsBetter = by, by == "bleu" || by == "chrf"
+	}
+	if c.GreaterIsBetter && !sc.HigherIsBetter {
+		by := cmp(c.MetricForBestModel, "loss")
+		return sc, fmt.Errorf("config: greater_is_better true contradicts metric_for_best_model %q: the lowest %s is the best; remove greater_is_better (it follows the metric)", by, by)
 	}
 	return sc, nil
 }

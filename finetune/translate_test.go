@@ -1,8 +1,11 @@
 package finetune
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -123,24 +126,29 @@ func TestIssue15ConfigsRead(t *testing.T) {
 func TestTranslationScoring(t *testing.T) {
 	scores := func(context.Context) (map[string]float64, error) { return nil, nil }
 	for _, c := range []struct {
-		metric, by string
-		predict    bool
-		best       string
-		higher     bool
-		err        string
+		metric, by       string
+		predict, greater bool
+		best             string
+		higher           bool
+		err              string
 	}{
-		{"", "", false, "", false, ""},
-		{"", "loss", true, "", false, ""},
-		{"", "bleu", true, "bleu", true, ""},
-		{"bleu", "chrf", true, "chrf", true, ""},
-		{"g2p", "wer", true, "wer", false, ""},
-		{"g2p", "per", true, "per", false, ""},
-		{"", "wer", true, "", false, `metric_for_best_model "wer" must be "loss" or, with metric "bleu", one of bleu, chrf`},
-		{"g2p", "bleu", true, "", false, `with metric "g2p", one of wer, per`},
-		{"g2p", "wer", false, "", false, `metric_for_best_model "wer" needs predict_with_generate true`},
+		{"", "", false, false, "", false, ""},
+		{"", "loss", true, false, "", false, ""},
+		{"", "bleu", true, false, "bleu", true, ""},
+		{"", "bleu", true, true, "bleu", true, ""},
+		{"bleu", "chrf", true, false, "chrf", true, ""},
+		{"g2p", "wer", true, false, "wer", false, ""},
+		{"g2p", "per", true, false, "per", false, ""},
+		{"", "wer", true, false, "", false, `metric_for_best_model "wer" must be "loss" or, with metric "bleu", one of bleu, chrf`},
+		{"g2p", "bleu", true, false, "", false, `with metric "g2p", one of wer, per`},
+		{"g2p", "wer", false, false, "", false, `metric_for_best_model "wer" needs predict_with_generate true`},
+		// greater_is_better follows the metric; set against it, it is refused by name.
+		{"g2p", "wer", true, true, "", false, `greater_is_better true contradicts metric_for_best_model "wer": the lowest wer is the best`},
+		{"g2p", "per", true, true, "", false, `greater_is_better true contradicts metric_for_best_model "per"`},
+		{"", "loss", true, true, "", false, `greater_is_better true contradicts metric_for_best_model "loss": the lowest loss is the best`},
 	} {
 		cfg := DefaultTranslation()
-		cfg.Metric, cfg.MetricForBestModel, cfg.PredictWithGenerate = c.metric, c.by, c.predict
+		cfg.Metric, cfg.MetricForBestModel, cfg.PredictWithGenerate, cfg.GreaterIsBetter = c.metric, c.by, c.predict, c.greater
 		sc, err := cfg.scoring(scores)
 		if c.err != "" {
 			require.ErrorContains(t, err, c.err)
@@ -151,4 +159,62 @@ func TestTranslationScoring(t *testing.T) {
 		require.Equal(t, c.higher, sc.HigherIsBetter, "%+v", c)
 		require.Equal(t, c.predict, sc.Scores != nil, "%+v", c)
 	}
+}
+
+// The recipe runs with the arguments the metric implies: "loss" is the
+// engine's default (no best_by), BLEU the highest without
+// greater_is_better given; a greater_is_better against the metric is
+// refused before the run directory is made.
+func TestTranslationRecipeArgs(t *testing.T) {
+	cfg := DefaultTranslation()
+	cfg.Data, cfg.OutputDir, cfg.HeldOut = pairsTSV(t, 60), filepath.Join(t.TempDir(), "run"), 10
+	cfg.PredictWithGenerate, cfg.MetricForBestModel = true, "loss"
+	r, err := NewTranslationRecipe(cfg)
+	require.NoError(t, err)
+	require.Empty(t, r.Args().MetricForBestModel)
+	require.Equal(t, "noam", r.Args().LRSchedulerType, "the recipe's own schedule, named")
+
+	cfg.MetricForBestModel = "bleu"
+	r, err = NewTranslationRecipe(cfg)
+	require.NoError(t, err)
+	require.Equal(t, "bleu", r.Args().MetricForBestModel)
+	require.True(t, r.Args().GreaterIsBetter)
+
+	cfg.Metric, cfg.MetricForBestModel, cfg.GreaterIsBetter = "g2p", "wer", true
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // were it not refused, the run stops before training
+	_, err = RunTranslation(ctx, cfg, io.Discard)
+	require.ErrorContains(t, err, `config: greater_is_better true contradicts metric_for_best_model "wer"`)
+	_, statErr := os.Stat(cfg.OutputDir)
+	require.True(t, os.IsNotExist(statErr), "nothing written: %v", statErr)
+}
+
+// A translation config with zoo's old names (clip_norm, lr_scheduler,
+// eval_interval, run_dir) reads as the new ones, and the run prints a
+// deprecation line for each.
+func TestTranslationConfigOldNames(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "old.json")
+	run := filepath.Join(dir, "run")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`{
+		"data": %q, "run_dir": %q, "clip_norm": 0.5, "lr_scheduler": "noam", "eval_interval": 2,
+		"bpe_vocab_size": 300, "batch_size": 8, "max_steps": 2, "warmup_steps": 4, "save_steps": 0, "held_out": 10,
+		"num_beams": 1, "score_size": 4,
+		"model": {"d_model": 32, "num_heads": 2, "d_ff": 64, "num_encoder_layers": 1, "num_decoder_layers": 1, "max_len": 24}
+	}`, pairsTSV(t, 60), run)), 0o644))
+	cfg, err := ReadTranslationConfig(path, DefaultTranslation())
+	require.NoError(t, err)
+	require.Equal(t, run, cfg.OutputDir)
+	require.Equal(t, 0.5, cfg.MaxGradNorm)
+	require.Equal(t, "noam", cfg.LRSchedulerType)
+	require.Equal(t, 2, cfg.EvalSteps)
+	var out bytes.Buffer
+	res, err := RunTranslation(context.Background(), cfg, &out)
+	require.NoError(t, err, out.String())
+	require.Equal(t, 2, res.Steps)
+	for old, now := range map[string]string{"clip_norm": "max_grad_norm", "lr_scheduler": "lr_scheduler_type", "eval_interval": "eval_steps", "run_dir": "output_dir"} {
+		require.Contains(t, out.String(), fmt.Sprintf("config: %s is deprecated: use %s", old, now))
+	}
+	_, err = os.Stat(filepath.Join(run, "results.json"))
+	require.NoError(t, err)
 }

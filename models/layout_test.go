@@ -89,7 +89,7 @@ func trainUses(t *testing.T, file string) map[string]bool {
 // imports finetune/, while finetune/ may import pretrain/ (fine-tuning
 // builds on pretraining: translation fine-tuning runs on the seq2seq
 // objective, data and run skeleton that denoising pretraining defines,
-// pretrain's Seq2SeqTask, Seq2SeqData and TrainSeq2Seq); a model family
+// pretrain's Seq2SeqTask, Seq2SeqData and Seq2SeqRecipe); a model family
 // never imports the pipelines; decode, handed a step function, imports no
 // graph code; model packages and train stay apart (modelsAndTrainApart).
 func TestLayering(t *testing.T) {

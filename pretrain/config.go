@@ -6,10 +6,11 @@
 // model packages do not: GPT's (gpt_task.go), BERT's (bert_task.go, with
 // its data in bert_data.go), ViT's masked autoencoding (vit_mae_task.go)
 // and seq2seq's (seq2seq_task.go, with its length-bucketed data in
-// seq2seq_data.go), each a train.Task and a train.Data; and seq2seq's run
-// skeleton (seq2seq_train.go: Seq2SeqTrainConfig, SetupSeq2SeqContext,
-// TrainSeq2Seq), which translation fine-tuning (package finetune) builds
-// on. finetune may import pretrain; pretrain never imports finetune.
+// seq2seq_data.go), each a train.Task and a train.Data; and what seq2seq's
+// recipes share (seq2seq_train.go: Seq2SeqTrainConfig, Seq2SeqRecipe),
+// which translation fine-tuning (package finetune) builds on. Each Run* is
+// train.Run with its recipe. finetune may import pretrain; pretrain never
+// imports finetune.
 package pretrain
 
 import (

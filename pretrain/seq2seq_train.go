@@ -1,19 +1,17 @@
 package pretrain
 
-// This file is the seq2seq run skeleton that denoising pretraining
+// This file is what the seq2seq recipes of denoising pretraining
 // (RunSeq2Seq) and translation fine-tuning (finetune.RunTranslation)
-// share: the training settings, the model and tokenizer of a new,
-// resumed or init_from run with its run.json check, the memory check, and
-// the engine run.
+// share: the training settings and Seq2SeqRecipe (run.json's record, the
+// model and tokenizer of a new, resumed or init_from run, the memory
+// check, the batches, task and schedule). train.Run is the skeleton.
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -46,19 +44,6 @@ type Seq2SeqTrainConfig struct {
 	LRFactor       float64 `json:"lr_factor"` // scales the noam schedule; 1 is the paper's
 	LabelSmoothing float64 `json:"label_smoothing"`
 	HeldOut        int     `json:"held_out"` // pairs kept out of training, for validation
-	// DistillFrom is token-level knowledge distillation's teacher: one
-	// checkpoint directory or several, comma-separated (an ensemble: the
-	// mean of their distributions), with the student's tokenizer. Each
-	// training target is then (1−distill_alpha)·the label-smoothed
-	// reference + distill_alpha·the teacher's next-token distribution
-	// under teacher forcing, kept to its distill_top_k most probable
-	// tokens (seq2seq.TeacherTargets, computed once before training).
-	// Validation stays the plain loss. Empty: no distillation.
-	// Translation fine-tuning only (finetune.RunTranslation wires the
-	// teachers in; RunSeq2Seq refuses it).
-	DistillFrom  string  `json:"distill_from"`
-	DistillAlpha float64 `json:"distill_alpha"`
-	DistillTopK  int     `json:"distill_top_k"`
 }
 
 // DefaultSeq2SeqTrainConfig is the paper's recipe on the Small model.
@@ -67,31 +52,30 @@ func DefaultSeq2SeqTrainConfig() Seq2SeqTrainConfig {
 		BPEVocab: 8000, Model: seq2seq.Small(), Overlong: seq2seq.Truncate, LRFactor: 1, LabelSmoothing: 0.1, HeldOut: 1000,
 		Args: train.Args{BatchSize: 64, GradientAccumulationSteps: 1, MaxSteps: 10000, WarmupSteps: 4000,
 			AdamBeta1: 0.9, AdamBeta2: 0.98, AdamEpsilon: 1e-9, EvalSteps: 500, SaveSteps: 1000, Seed: 1},
-		DistillAlpha: 0.5, DistillTopK: 8,
 	}
 }
 
-// Validate reports settings that cannot run.
+// Validate reports settings that cannot run: the arguments' (train.Args)
+// and the seq2seq settings'.
 func (c Seq2SeqTrainConfig) Validate() error {
-	switch {
-	case c.BatchSize <= 0 || c.MaxSteps <= 0 || c.WarmupSteps <= 0 || c.GradientAccumulationSteps <= 0:
-		return fmt.Errorf("config: per_device_train_batch_size %d, gradient_accumulation_steps %d, max_steps %d and warmup_steps %d must be positive", c.BatchSize, c.GradientAccumulationSteps, c.MaxSteps, c.WarmupSteps)
+	switch { // before the arguments', whose min_lr check would say less
 	case c.LRSchedulerType != "" && c.LRSchedulerType != "noam" && c.LRSchedulerType != "cosine":
 		return fmt.Errorf("config: lr_scheduler_type %q must be \"noam\" or \"cosine\"", c.LRSchedulerType)
 	case c.LRSchedulerType != "cosine" && (c.LearningRate != 0 || c.MinLR != 0):
 		return fmt.Errorf("config: learning_rate and min_lr set the cosine schedule; the noam schedule takes lr_factor: set lr_scheduler_type \"cosine\" or remove them")
+	}
+	if err := c.runArgs().Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.WarmupSteps <= 0:
+		return fmt.Errorf("config: warmup_steps %d must be positive", c.WarmupSteps)
 	case c.Overlong != seq2seq.Truncate && c.Overlong != seq2seq.Skip:
 		return fmt.Errorf("config: overlong %q must be %q or %q", c.Overlong, seq2seq.Truncate, seq2seq.Skip)
 	case !(c.LabelSmoothing >= 0 && c.LabelSmoothing < 1):
 		return fmt.Errorf("config: label_smoothing %g must be in [0, 1)", c.LabelSmoothing)
 	case c.HeldOut <= 0:
 		return fmt.Errorf("config: held_out %d must be positive: the held-out pairs validate the run", c.HeldOut)
-	case c.OutputDir == "":
-		return fmt.Errorf("config: output_dir is empty")
-	case c.DistillFrom != "" && !(c.DistillAlpha > 0 && c.DistillAlpha <= 1):
-		return fmt.Errorf("config: distill_alpha %g must be in (0, 1]: the teacher's share of each target", c.DistillAlpha)
-	case c.DistillFrom != "" && c.DistillTopK < 1:
-		return fmt.Errorf("config: distill_top_k %d must be at least 1", c.DistillTopK)
 	case c.TokenizerModel != "" && c.TokenizerModel != "bpe" && c.TokenizerModel != "wordlevel":
 		return fmt.Errorf("config: tokenizer_model %q must be \"bpe\" or \"wordlevel\"", c.TokenizerModel)
 	case c.Tokenizer == "" && c.InitFrom == "" && c.TokenizerModel != "wordlevel" && c.BPEVocab < 260+len(seq2seq.Specials):
@@ -109,104 +93,145 @@ func (c Seq2SeqTrainConfig) Validate() error {
 	return nil
 }
 
-// SetupSeq2Seq is SetupSeq2SeqContext without cancellation, printing nothing.
-func SetupSeq2Seq(c Seq2SeqTrainConfig, texts func() []string) (*seq2seq.Model, datasets.Tokenizer, error) {
-	return SetupSeq2SeqContext(context.Background(), c, texts, io.Discard)
+// runArgs are the arguments the run takes: Args with the schedule named,
+// "noam" when lr_scheduler_type is empty (a noam warmup, the peak of its
+// curve, may outlast a short run).
+func (c Seq2SeqTrainConfig) runArgs() train.Args {
+	a := c.Args
+	if a.LRSchedulerType == "" {
+		a.LRSchedulerType = "noam"
+	}
+	return a
 }
 
-// SetupSeq2SeqContext loads the model and tokenizer of the run's latest
-// checkpoint when resuming, or of init_from, or builds a new model for the
-// tokenizer (training a joint BPE on texts when none is given; ctx stops
-// that training). texts are the training texts.
-//
-// A new run records its data (a hash of texts), tokenizer settings and
-// model config in run_dir/run.json. A resume compares them with what is
-// given now and refuses, naming each difference, unless c.Force is set;
-// then it goes on with the checkpoint's model and tokenizer and says so on
-// out. A tokenizer loaded from a checkpoint must match its model
-// (seq2seq.CheckTokenizer).
-func SetupSeq2SeqContext(ctx context.Context, c Seq2SeqTrainConfig, texts func() []string, out io.Writer) (*seq2seq.Model, datasets.Tokenizer, error) {
-	var got []string
-	texts = func(read func() []string) func() []string {
-		return func() []string {
-			if got == nil {
-				got = read()
-			}
-			return got
-		}
-	}(texts)
+// Seq2SeqRecipe is what the seq2seq recipes share, denoising pretraining
+// (DenoiseRecipe) and translation fine-tuning (finetune.TranslationRecipe),
+// which embed it: run.json's record of the training texts, the tokenizer
+// and the model config (Record); the model and tokenizer of a new, resumed
+// or init_from run (SetupModel); the memory of a step over the examples
+// (MemoryNeed); and the length-bucketed batches, the task, the schedule
+// (noam needs the model width) and the summary line (Build). train.Run
+// owns the rest. The embedding recipe sets Texts before Record, and Train,
+// Held (and Corrupt) in its Setup after SetupModel. It is used by one run
+// at a time.
+type Seq2SeqRecipe struct {
+	// Config is the shared settings, as the run takes them (see Args).
+	Config Seq2SeqTrainConfig
+	// Texts are the training texts: run.json records their hash, and a
+	// new run without a tokenizer trains its joint one on them.
+	Texts []string
+	// Model and Tok are the model and tokenizer, set by SetupModel.
+	Model *seq2seq.Model
+	Tok   datasets.Tokenizer
+	// Train and Held are the encoded training and held-out (validation)
+	// pairs; Corrupt, when set, corrupts each training source anew at
+	// every epoch (NewSeq2SeqData's noise).
+	Train, Held []seq2seq.Example
+	Corrupt     Seq2SeqNoiser
+	// Data and Task are the batches and the task, set by Build.
+	Data *Seq2SeqData
+	Task *Seq2SeqTask
+}
+
+// Args are the training arguments to give train.Run with this recipe.
+// lr_scheduler_type is "noam" when the config leaves it empty.
+func (r *Seq2SeqRecipe) Args() train.Args { return r.Config.runArgs() }
+
+// Record is what run.json records: a hash of Texts, the tokenizer settings
+// and the model config as given.
+func (r *Seq2SeqRecipe) Record(context.Context) (train.Record, error) {
+	return seq2seqRunRecord(r.Config, r.Texts)
+}
+
+// SetupModel loads the model and tokenizer of resume (the checkpoint a
+// resumed run continues, "" for a new run), or of init_from, whose config
+// the config file's model block may change only in its dropout rates
+// (said on out), or builds a new model for the tokenizer: Tokenizer, or a
+// joint one trained on Texts (ctx stops that training). A tokenizer
+// loaded from a checkpoint must match its model (seq2seq.CheckTokenizer).
+func (r *Seq2SeqRecipe) SetupModel(ctx context.Context, resume string, out io.Writer) error {
+	c := r.Config
 	from, what := c.InitFrom, "init_from"
-	if c.Resume {
-		ckpt, err := train.Latest(c.OutputDir)
-		if err != nil {
-			return nil, nil, err
-		}
-		from, what = ckpt, "resume"
+	if resume != "" {
+		from, what = resume, "resume"
 	}
-	var now runinfo.Record
-	if c.Resume || from == "" {
-		var err error
-		if now, err = seq2seqRunRecord(c, texts()); err != nil {
-			return nil, nil, err
-		}
-	}
+	var err error
 	if from != "" {
-		tok, err := models.LoadTokenizer(from)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", what, err)
+		if r.Tok, err = models.LoadTokenizer(from); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		var m *seq2seq.Model
 		var edit func(seq2seq.Config) (seq2seq.Config, error) // a resume keeps the checkpoint's config
-		if !c.Resume {
+		if resume == "" {
 			edit = func(ck seq2seq.Config) (seq2seq.Config, error) { return seq2seqModelOverride(ck, c.ModelJSON, out) }
 		}
-		m, _, err = seq2seq.LoadEdited(from, edit)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", what, err)
+		if r.Model, _, err = seq2seq.LoadEdited(from, edit); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		if err := seq2seq.CheckTokenizer(m, tok); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", what, err)
+		if err := seq2seq.CheckTokenizer(r.Model, r.Tok); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		if c.Resume {
-			if err := checkSeq2SeqResume(c, now, out); err != nil {
-				return nil, nil, err
-			}
-		} else if err := writeSeq2SeqRecord(c, texts()); err != nil {
-			return nil, nil, err
-		}
-		return m, tok, nil
+		return nil
 	}
-	var tok datasets.Tokenizer
-	var err error
-	if c.Tokenizer != "" {
-		tok, err = datasets.LoadTokenizer(c.Tokenizer)
-	} else if c.TokenizerModel == "wordlevel" {
+	switch {
+	case c.Tokenizer != "":
+		r.Tok, err = datasets.LoadTokenizer(c.Tokenizer)
+	case c.TokenizerModel == "wordlevel":
 		var wl *datasets.WordLevel
-		wl, err = datasets.TrainWordLevelTexts(ctx, texts(), datasets.WordLevelOptions{Specials: append(slices.Clone(seq2seq.Specials), datasets.WordLevelUnknown)})
+		wl, err = datasets.TrainWordLevelTexts(ctx, r.Texts, datasets.WordLevelOptions{Specials: append(slices.Clone(seq2seq.Specials), datasets.WordLevelUnknown)})
 		if err == nil {
 			fmt.Fprintf(out, "word-level vocabulary: %d tokens\n", wl.VocabSize())
-			tok = wl
+			r.Tok = wl
 		}
-	} else {
-		tok, err = datasets.TrainBPETextsContext(ctx, texts(), c.BPEVocab, seq2seq.Specials)
+	default:
+		r.Tok, err = datasets.TrainBPETextsContext(ctx, r.Texts, c.BPEVocab, seq2seq.Specials)
 	}
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	mc := c.Model
-	mc.SrcVocabSize, mc.TgtVocabSize = tok.VocabSize(), tok.VocabSize()
+	mc.SrcVocabSize, mc.TgtVocabSize = r.Tok.VocabSize(), r.Tok.VocabSize()
 	mc.PadTokenID, mc.BOSTokenID, mc.EOSTokenID = 0, 1, 2
-	m, err := seq2seq.New(mc, layers.WithSeed(c.Seed))
+	if r.Model, err = seq2seq.New(mc, layers.WithSeed(c.Seed)); err != nil {
+		return err
+	}
+	if err := seq2seq.CheckTokenizer(r.Model, r.Tok); err != nil {
+		return fmt.Errorf("tokenizer %s: %w", c.Tokenizer, err)
+	}
+	return nil
+}
+
+// MemoryNeed is the activation memory of a training step over Train and
+// Held (see CheckSeq2SeqMemory).
+func (r *Seq2SeqRecipe) MemoryNeed() train.MemoryNeed {
+	return seq2seqMemoryNeed(r.Model.Config, r.Config.BatchSize, r.Train, r.Held)
+}
+
+// Build makes the batches of Train and Held (Data), the label-smoothed
+// task (Task) and the schedule: the inverse square root of the model
+// width, or the cosine.
+func (r *Seq2SeqRecipe) Build(context.Context) (train.Plan, error) {
+	c, m := r.Config, r.Model
+	var err error
+	if r.Data, err = NewSeq2SeqData(m.Config, r.Train, r.Held, c.BatchSize, c.Seed, r.Corrupt); err != nil {
+		return train.Plan{}, fmt.Errorf("seq2seq: %w", err)
+	}
+	sched, err := c.schedule(m.Config.DModel)
 	if err != nil {
-		return nil, nil, err
+		return train.Plan{}, err
 	}
-	if err := seq2seq.CheckTokenizer(m, tok); err != nil {
-		return nil, nil, fmt.Errorf("tokenizer %s: %w", c.Tokenizer, err)
-	}
-	if err := runinfo.Write(c.OutputDir, now); err != nil {
-		return nil, nil, err
-	}
-	return m, tok, nil
+	r.Task = &Seq2SeqTask{Model: m, Tok: r.Tok, Smoothing: c.LabelSmoothing}
+	p := r.Data.Plan()
+	return train.Plan{Task: r.Task, Data: r.Data, Schedule: sched,
+		Summary: fmt.Sprintf("seq2seq: %d parameters (%d+%d layers, %d wide, %d heads, vocabulary %d); %d training pairs in %d buckets, %.0f%% padding",
+			m.NumParams(), m.Config.NumEncoderLayers, m.Config.NumDecoderLayers, m.Config.DModel, m.Config.NumHeads,
+			m.Config.TgtVocabSize, r.Data.TrainSize(), len(p.Shapes()), 100*p.PaddingFraction()),
+	}, nil
+}
+
+// Finish does nothing: the recipes that embed Seq2SeqRecipe score their
+// own way.
+func (r *Seq2SeqRecipe) Finish(context.Context, *train.Trainer, train.Result, io.Writer) error {
+	return nil
 }
 
 // seq2seqRunRecord is what run.json records of a run: a hash of its training
@@ -240,11 +265,6 @@ func seq2seqRunRecord(c Seq2SeqTrainConfig, texts []string) (runinfo.Record, err
 	// The vocabulary sizes and special ids come from the tokenizer.
 	if err := r.SetFields("model.", c.Model, seq2seqTokenizerKeys...); err != nil {
 		return nil, err
-	}
-	if c.DistillFrom != "" {
-		if err := r.Set("distillation", fmt.Sprintf("from %s, alpha %g, top %d", c.DistillFrom, c.DistillAlpha, c.DistillTopK)); err != nil {
-			return nil, err
-		}
 	}
 	return r, nil
 }
@@ -294,36 +314,6 @@ func seq2seqModelOverride(ckpt seq2seq.Config, given json.RawMessage, out io.Wri
 	return ckpt, nil
 }
 
-// writeSeq2SeqRecord writes run.json for a new run.
-func writeSeq2SeqRecord(c Seq2SeqTrainConfig, texts []string) error {
-	r, err := seq2seqRunRecord(c, texts)
-	if err != nil {
-		return err
-	}
-	return runinfo.Write(c.OutputDir, r)
-}
-
-// checkSeq2SeqResume compares now with the run's run.json.
-func checkSeq2SeqResume(c Seq2SeqTrainConfig, now runinfo.Record, out io.Writer) error {
-	run, err := runinfo.Read(c.OutputDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(out, "resume: %s has no %s (a run from before it was written), so the data and config cannot be checked against the run's\n", c.OutputDir, runinfo.File)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	diff := runinfo.Diff(run, runinfo.Inherited(run, now))
-	if len(diff) == 0 {
-		return nil
-	}
-	if !c.Force {
-		return fmt.Errorf("resume: what is given now differs from the run in %s:\n  %s\nresume with the run's data and config, or give --force (force: true) to go on with the checkpoint's model and tokenizer", c.OutputDir, strings.Join(diff, "\n  "))
-	}
-	fmt.Fprintf(out, "resume: --force: going on with the checkpoint's model and tokenizer although what is given now differs from the run in %s:\n  %s\n", c.OutputDir, strings.Join(diff, "\n  "))
-	return nil
-}
-
 // CheckSeq2SeqMemory refuses a batch of rows pairs whose training steps would not
 // fit in the machine's memory, before any batch is made. NewSeq2SeqData buckets
 // each pair by its longer side into the smallest of Seq2SeqBounds(max_len)
@@ -332,6 +322,11 @@ func checkSeq2SeqResume(c Seq2SeqTrainConfig, now runinfo.Record, out io.Writer)
 // examples fill, of seq2seq.Config.ActivationBytes for a step of rows pairs. The
 // error says to lower batch_size, or the length of the longest pairs.
 func CheckSeq2SeqMemory(cfg seq2seq.Config, rows int, examples ...[]seq2seq.Example) error {
+	return train.CheckMemory(seq2seqMemoryNeed(cfg, rows, examples...))
+}
+
+// seq2seqMemoryNeed is what CheckSeq2SeqMemory checks.
+func seq2seqMemoryNeed(cfg seq2seq.Config, rows int, examples ...[]seq2seq.Example) train.MemoryNeed {
 	bounds := Seq2SeqBounds(cfg.MaxLen)
 	filled := map[int]bool{}
 	for _, ex := range examples {
@@ -347,9 +342,9 @@ func CheckSeq2SeqMemory(cfg seq2seq.Config, rows int, examples ...[]seq2seq.Exam
 		need = models.Sum(need, cfg.ActivationBytes(rows, t, t, true))
 		longest = max(longest, t)
 	}
-	return models.CheckMemory(need,
-		fmt.Sprintf("seq2seq: batch_size %d, in buckets of up to %d tokens (graph shapes: %d), for activations", rows, longest, len(filled)),
-		"lower batch_size, or model.max_position_embeddings (with overlong \"truncate\") to cut the longest pairs")
+	return train.MemoryNeed{Bytes: need,
+		What:  fmt.Sprintf("seq2seq: batch_size %d, in buckets of up to %d tokens (graph shapes: %d), for activations", rows, longest, len(filled)),
+		Lower: "lower batch_size, or model.max_position_embeddings (with overlong \"truncate\") to cut the longest pairs"}
 }
 
 // schedule is the learning-rate schedule lr_scheduler names.
@@ -358,48 +353,4 @@ func (c Seq2SeqTrainConfig) schedule(dModel int) (train.Schedule, error) {
 		return train.WarmupCosine(c.LearningRate, c.MinLR, c.WarmupSteps, c.MaxSteps)
 	}
 	return train.Noam(dModel, c.WarmupSteps, c.LRFactor)
-}
-
-// TrainSeq2Seq trains m on the examples with the engine, writing checkpoints,
-// metrics.jsonl and loss.png under c.RunDir and progress to out; sc adds
-// scores to every evaluation (the zero value: none).
-func TrainSeq2Seq(ctx context.Context, c Seq2SeqTrainConfig, m *seq2seq.Model, tok datasets.Tokenizer, data *Seq2SeqData, sc train.Scoring, out io.Writer) (train.Result, error) {
-	if err := ctx.Err(); err != nil { // interrupted while preparing: no step-0 checkpoint
-		return train.Result{}, fmt.Errorf("seq2seq: %w", err)
-	}
-	sched, err := c.schedule(m.Config.DModel)
-	if err != nil {
-		return train.Result{}, err
-	}
-	ac := train.AdamWConfig{Beta1: c.AdamBeta1, Beta2: c.AdamBeta2, Eps: c.AdamEpsilon, WeightDecay: c.WeightDecay}
-	task := &Seq2SeqTask{Model: m, Tok: tok, Smoothing: c.LabelSmoothing}
-	if c.DistillFrom != "" {
-		if !data.Distilling() {
-			return train.Result{}, fmt.Errorf("seq2seq: distill_from %s, but the data has no teacher distributions (Seq2SeqData.SetTeacher)", c.DistillFrom)
-		}
-		task.Distill = c.DistillAlpha
-	}
-	tr, err := train.New(task, data, train.Config{
-		Steps: c.MaxSteps, Accumulate: c.GradientAccumulationSteps, ClipNorm: c.MaxGradNorm, EvalEvery: c.EvalSteps, SaveEvery: c.SaveSteps,
-		Dir: c.OutputDir, Seed: c.Seed, AdamW: ac, Schedule: sched, Scoring: sc, LoadBestAtEnd: c.LoadBestModelAtEnd,
-	})
-	if err != nil {
-		return train.Result{}, err
-	}
-	defer tr.Close()
-	if c.Resume {
-		ckpt, err := train.Latest(c.OutputDir)
-		if err != nil {
-			return train.Result{}, err
-		}
-		if err := tr.Resume(ckpt); err != nil {
-			return train.Result{}, err
-		}
-		fmt.Fprintf(out, "resuming from %s at step %d\n", ckpt, tr.Step())
-	}
-	p := data.Plan()
-	fmt.Fprintf(out, "seq2seq: %d parameters (%d+%d layers, %d wide, %d heads, vocabulary %d); %d training pairs in %d buckets, %.0f%% padding\n",
-		m.NumParams(), m.Config.NumEncoderLayers, m.Config.NumDecoderLayers, m.Config.DModel, m.Config.NumHeads,
-		m.Config.TgtVocabSize, data.TrainSize(), len(p.Shapes()), 100*p.PaddingFraction())
-	return tr.Run(ctx, out)
 }

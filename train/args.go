@@ -56,7 +56,8 @@ type Args struct {
 	// get_lr; Hugging Face's cosine_with_min_lr) or "noam" (the Transformer paper's inverse square root); "" is the
 	// recipe's own.
 	LRSchedulerType string `json:"lr_scheduler_type,omitempty"`
-	// WarmupSteps is the linear warmup's steps.
+	// WarmupSteps is the linear warmup's steps; at most MaxSteps, except
+	// for "noam", whose warmup is where its curve peaks.
 	WarmupSteps int `json:"warmup_steps"`
 	// MinLR is the cosine schedule's last learning rate (Hugging Face's
 	// lr_scheduler_kwargs min_lr); the other schedules refuse it.
@@ -131,7 +132,7 @@ func (a Args) Validate() error {
 		return fmt.Errorf("config: per_device_train_batch_size %d and max_steps %d must be positive", a.BatchSize, a.MaxSteps)
 	case a.GradientAccumulationSteps < 0:
 		return fmt.Errorf("config: gradient_accumulation_steps %d must not be negative (0 or 1: one micro-batch a step)", a.GradientAccumulationSteps)
-	case a.WarmupSteps < 0 || a.WarmupSteps > a.MaxSteps:
+	case a.WarmupSteps < 0 || a.WarmupSteps > a.MaxSteps && a.LRSchedulerType != "noam": // noam's warmup is where its curve peaks, which a run may stop short of
 		return fmt.Errorf("config: warmup_steps %d must be in [0, max_steps %d]: lower --warmup-steps", a.WarmupSteps, a.MaxSteps)
 	case a.EvalSteps < 0 || a.SaveSteps < 0 || a.LoggingSteps < 0:
 		return fmt.Errorf("config: eval_steps %d, save_steps %d and logging_steps %d must not be negative", a.EvalSteps, a.SaveSteps, a.LoggingSteps)

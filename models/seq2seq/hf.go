@@ -163,7 +163,7 @@ type LoadReport = models.LoadReport
 
 // LoadEdited is Load with edit applied to the checkpoint's config before
 // the model is built (nil: none), as a training run's init_from applies
-// its config's dropout rates (pretrain.SetupSeq2SeqContext); an error
+// its config's dropout rates (pretrain.Seq2SeqRecipe.SetupModel); an error
 // from edit is returned as it is.
 func LoadEdited(dir string, edit func(Config) (Config, error), opts ...models.LoadOption) (*Model, LoadReport, error) {
 	s := models.ReadLoadOptions(opts)
