@@ -8,8 +8,14 @@
 // fine-tuning is pretraining started from a checkpoint
 // (pretrain.GPTConfig.InitFrom). Fine-tuning builds on pretraining:
 // translation trains pretrain's seq2seq objective with its run skeleton
-// (pretrain.Seq2SeqTrainConfig, TrainSeq2Seq), adding distillation
+// (pretrain.Seq2SeqTrainConfig, Seq2SeqRecipe), adding distillation
 // (seq2seq_distill.go), so finetune may import pretrain, never the reverse.
+//
+// Each pipeline is a recipe on train.Run, the one run skeleton
+// (ClassifyRecipe, TokensRecipe, QARecipe, ImagesRecipe,
+// TranslationRecipe), its config embedding train.Args (Hugging Face's
+// TrainingArguments names); RunClassify, RunTokens, RunQA,
+// RunClassifyImages and RunTranslation are train.Run with it.
 package finetune
 
 import (

@@ -9,8 +9,9 @@
 // seq2seq_data.go), each a train.Task and a train.Data; and what seq2seq's
 // recipes share (seq2seq_train.go: Seq2SeqTrainConfig, Seq2SeqRecipe),
 // which translation fine-tuning (package finetune) builds on. Each Run* is
-// train.Run with its recipe. finetune may import pretrain; pretrain never
-// imports finetune.
+// train.Run with its recipe (GPTRecipe, BERTRecipe, MAERecipe,
+// DenoiseRecipe), its config embedding train.Args. finetune may import
+// pretrain; pretrain never imports finetune.
 package pretrain
 
 import (
