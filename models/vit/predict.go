@@ -7,6 +7,8 @@ import (
 	"image"
 	"slices"
 
+	"gorgonia.org/gorgonia"
+
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
@@ -25,10 +27,13 @@ const DefaultTopK = 5
 const DefaultBatchSize = 8
 
 // ImageClassification is the image-classification pipeline: a ViT
-// classifier and the image processor of its checkpoint. Predict may be
-// called from many goroutines at once (the fields must not change while
-// it runs): processing only reads the processor, and each batch builds and
-// runs a graph of its own.
+// classifier and the image processor of its checkpoint. It keeps the
+// graphs it compiles, by batch size, for later batches and calls (see
+// ReleaseGraphs); make it with a loader or NewImageClassification, and do
+// not copy it. Predict may be called from many goroutines at once (the
+// fields must not change while it runs): processing only reads the
+// processor, and each batch runs a compiled graph that no other call holds
+// meanwhile.
 type ImageClassification struct {
 	Model     *ForImageClassification
 	Processor *datasets.ImageProcessor
@@ -39,6 +44,8 @@ type ImageClassification struct {
 	// BatchSize is how many images run through the model at once
 	// (DefaultBatchSize from the loaders); 0 or less is DefaultBatchSize.
 	BatchSize int
+
+	graphs graphCache
 }
 
 // LoadImageClassification reads a ViT image classifier checkpoint (a
@@ -124,10 +131,20 @@ func (p *ImageClassification) probabilities(ctx context.Context, src source) ([]
 	}
 	h, w := p.Processor.OutputSize()
 	out := make([][]float64, 0, src.n)
+	k := len(p.Model.Labels)
 	err := batches(ctx, p.Processor, src, p.BatchSize, func(px []float32, b int) error {
-		probs, err := p.Model.ProbabilitiesAt(px, b, h, w)
-		out = append(out, probs...)
-		return err
+		if err := p.Model.CheckStepAt(b, h, w, false); err != nil {
+			return err
+		}
+		z, err := p.graphs.run(p.Model.Model, b, h, w, px, func(g *layers.Graph, in *gorgonia.Node) ([]*gorgonia.Node, error) {
+			logits, err := p.Model.Logits(g, in)
+			return []*gorgonia.Node{logits}, err
+		})
+		if err != nil {
+			return err
+		}
+		out = append(out, softmaxRows(z[0], b, k)...)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -179,14 +196,17 @@ type ImageFeatures struct {
 }
 
 // FeatureExtraction is the image feature-extraction pipeline: a ViT
-// backbone (of any head) and its checkpoint's image processor. Predict may
-// be called from many goroutines at once, as ImageClassification's.
+// backbone (of any head) and its checkpoint's image processor. It keeps
+// its compiled graphs and may be called from many goroutines at once, as
+// ImageClassification; do not copy it.
 type FeatureExtraction struct {
 	Model     *Model
 	Processor *datasets.ImageProcessor
 	// BatchSize is how many images run through the model at once; 0 or
 	// less is DefaultBatchSize.
 	BatchSize int
+
+	graphs graphCache
 }
 
 // LoadFeatureExtraction reads the backbone of a ViT checkpoint of any
@@ -248,18 +268,14 @@ func (f *FeatureExtraction) features(ctx context.Context, src source) ([]ImageFe
 		if err := (&ForImageClassification{Model: f.Model}).CheckStepAt(b, h, w, false); err != nil {
 			return fmt.Errorf("vit: feature extraction: %w", err)
 		}
-		g := f.Model.Store.NewGraph()
-		in := g.Input("pixel_values", b, c.NumChannels, h, w)
-		copyFloats(in, px)
-		last, err := f.Model.Features(g, in)
-		if err != nil {
-			return err
-		}
-		pooled, err := f.Model.Pool(g, last)
-		if err != nil {
-			return err
-		}
-		vals, err := g.Evaluate(last, pooled)
+		vals, err := f.graphs.run(f.Model, b, h, w, px, func(g *layers.Graph, in *gorgonia.Node) ([]*gorgonia.Node, error) {
+			last, err := f.Model.Features(g, in)
+			if err != nil {
+				return nil, err
+			}
+			pooled, err := f.Model.Pool(g, last)
+			return []*gorgonia.Node{last, pooled}, err
+		})
 		if err != nil {
 			return fmt.Errorf("vit: feature extraction: %w", err)
 		}
@@ -316,6 +332,80 @@ func checkImages(images []image.Image) error {
 	}
 	return nil
 }
+
+// graphKey is the shape of a pipeline's compiled graph: b images of h × w
+// pixels through model m.
+type graphKey struct {
+	m       *Model
+	b, h, w int
+}
+
+// imageGraph is a compiled graph over b processed images: its pixel
+// input, and its outputs' values as the last run left them.
+type imageGraph struct {
+	vm   *layers.Machine
+	px   *gorgonia.Node
+	outs []gorgonia.Value
+}
+
+// Close releases the graph's machine.
+func (g *imageGraph) Close() { g.vm.Close() }
+
+// graphCache keeps a pipeline's compiled graphs by shape, so that a batch
+// of a shape seen before runs the graph compiled then (layers.GraphCache:
+// calls on several goroutines never share one).
+type graphCache struct {
+	cache layers.GraphCache[graphKey, *imageGraph]
+}
+
+// run runs the graph of outputs that build makes of the pixel input, for
+// b images of h × w pixels px (B, C, H, W), compiling it the first time
+// the shape comes, and returns the outputs' values, flat.
+func (c *graphCache) run(m *Model, b, h, w int, px []float32, build func(g *layers.Graph, in *gorgonia.Node) ([]*gorgonia.Node, error)) ([][]float64, error) {
+	k := graphKey{m, b, h, w}
+	ig, err := c.cache.Get(k, func() (*imageGraph, error) {
+		g := m.Store.NewGraph()
+		in := g.Input("pixel_values", b, m.Config.NumChannels, h, w)
+		nodes, err := build(g, in)
+		if err != nil {
+			return nil, err
+		}
+		ig := &imageGraph{px: in, outs: make([]gorgonia.Value, len(nodes))}
+		for i, n := range nodes {
+			gorgonia.Read(n, &ig.outs[i]) // memory of its own (layers.Machine)
+		}
+		if ig.vm, err = g.Machine(); err != nil {
+			return nil, err
+		}
+		return ig, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	copyFloats(ig.px, px)
+	if err := ig.vm.RunAll(); err != nil {
+		ig.Close()
+		return nil, fmt.Errorf("vit: %w", err)
+	}
+	out := make([][]float64, len(ig.outs))
+	for i, v := range ig.outs {
+		if out[i], err = layers.Float64s(v); err != nil {
+			ig.Close()
+			return nil, fmt.Errorf("vit: %w", err)
+		}
+	}
+	c.cache.Put(k, ig, m.Config.activationBytesAt(b, h, w, false))
+	return out, nil
+}
+
+// ReleaseGraphs frees the graphs the pipeline compiled, by shape, for
+// later calls (at most layers.DefaultMaxGraphs). It is safe to call while
+// other goroutines predict.
+func (p *ImageClassification) ReleaseGraphs() { p.graphs.cache.Reset() }
+
+// ReleaseGraphs frees the graphs the pipeline compiled, as
+// ImageClassification's does.
+func (f *FeatureExtraction) ReleaseGraphs() { f.graphs.cache.Reset() }
 
 // source is a pipeline's n images, read one at a time: decoded images, or
 // files decoded as they are needed.

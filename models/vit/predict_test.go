@@ -93,6 +93,18 @@ func TestImageClassificationPredict(t *testing.T) {
 			}
 		}
 
+		// One batch of all the images is the graph-level call, bit for bit.
+		p.BatchSize = len(images)
+		probs, err := p.Probabilities(context.Background(), images)
+		require.NoError(t, err)
+		require.Equal(t, want, probs)
+
+		// A batch of a shape seen before runs the graph compiled then.
+		builds := p.graphs.cache.Builds()
+		_, err = p.Predict(context.Background(), images)
+		require.NoError(t, err)
+		require.Equal(t, builds, p.graphs.cache.Builds(), "no new graph for shapes seen before")
+
 		// Files: each decoded as PredictFiles decodes it.
 		fdir := t.TempDir()
 		var paths []string
