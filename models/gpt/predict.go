@@ -9,8 +9,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"gorgonia.org/gorgonia"
+
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/decode"
+	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 )
 
@@ -337,8 +340,11 @@ func (s *streamer) piece(text string) string {
 
 // TextClassification is the text-classification pipeline for a GPT-2
 // sequence classifier (GPT2ForSequenceClassification) and its tokenizer.
-// Predict may be called from many goroutines at once (the fields must not
-// change while it runs): each batch builds and runs a graph of its own.
+// It keeps the graphs it compiles, by batch size and rounded length, for
+// later batches and calls (see ReleaseGraphs); make it with
+// LoadTextClassification and do not copy it. Predict may be called from
+// many goroutines at once (the fields must not change while it runs):
+// each batch runs a compiled graph that no other call holds meanwhile.
 type TextClassification struct {
 	Model     *Classifier
 	Tokenizer datasets.Tokenizer
@@ -350,6 +356,8 @@ type TextClassification struct {
 	// by length, so that batches pad little); 0 or less is
 	// DefaultBatchSize.
 	BatchSize int
+
+	graphs layers.GraphCache[clsKey, *clsGraph]
 }
 
 // LoadTextClassification reads a GPT-2 sequence classifier checkpoint
@@ -433,7 +441,7 @@ func (p *TextClassification) Probabilities(ctx context.Context, texts []string) 
 		for i, j := range part {
 			rows[i] = ids[j]
 		}
-		z, err := classLogits(p.Model, rows)
+		z, err := p.classLogits(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -444,46 +452,88 @@ func (p *TextClassification) Probabilities(ctx context.Context, texts []string) 
 	return out, nil
 }
 
-// classLogits runs c on rows of token ids, right-padded with its pad id,
-// reading each row's last token, and returns the class scores
-// (B, num_labels) flat.
-func classLogits(c *Classifier, rows [][]int) ([]float64, error) {
+// lengthBucket rounds the classification graphs' lengths up, so that
+// batches of nearby lengths share one compiled graph: right padding does
+// not change a row's last token under the causal mask.
+const lengthBucket = 8
+
+// clsKey is the shape of a compiled classification graph: B texts of T
+// tokens through classifier c.
+type clsKey struct {
+	c    *Classifier
+	b, t int
+}
+
+// clsGraph is a compiled classification graph: its inputs (token ids and
+// last positions, bound buffers) and its logits as the last run left them.
+type clsGraph struct {
+	vm     *layers.Machine
+	ids    []int // (B, T)
+	last   []int // (B)
+	logits gorgonia.Value
+}
+
+// Close releases the graph's machine.
+func (g *clsGraph) Close() { g.vm.Close() }
+
+// classLogits runs p's classifier on rows of token ids, right-padded with
+// its pad id to a multiple of lengthBucket (at most n_positions), reading
+// each row's last token, through the graph compiled for the shape, and
+// returns the class scores (B, num_labels) flat.
+func (p *TextClassification) classLogits(rows [][]int) ([]float64, error) {
+	c := p.Model
 	b, t := len(rows), 0
 	for _, r := range rows {
 		t = max(t, len(r))
 	}
+	t = min(layers.RoundUp(t, lengthBucket), c.Config.NPositions) // texts hold at most n_positions tokens
 	if err := models.CheckMemory(c.StepBytes(b, t, false), fmt.Sprintf("gpt: classify %d texts of up to %d tokens", b, t), "lower the batch size"); err != nil {
 		return nil, err
 	}
-	flat, last := make([]int, b*t), make([]int, b)
+	k := clsKey{c, b, t}
+	cg, err := p.graphs.Get(k, func() (*clsGraph, error) {
+		g := c.Store.NewGraph()
+		ids, last := g.IntInput("input_ids", b, t), g.IntInput("last", b)
+		logits, err := c.Logits(g, Inputs{IDs: ids}, last)
+		if err != nil {
+			return nil, err
+		}
+		cg := &clsGraph{ids: layers.Ints(ids), last: layers.Ints(last)}
+		gorgonia.Read(logits, &cg.logits) // memory of its own (layers.Machine)
+		if cg.vm, err = g.Machine(); err != nil {
+			return nil, err
+		}
+		return cg, nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	for r, s := range rows {
 		for i := range t {
-			flat[r*t+i] = c.PadID()
+			cg.ids[r*t+i] = c.PadID()
 			if i < len(s) {
-				flat[r*t+i] = s[i]
+				cg.ids[r*t+i] = s[i]
 			}
 		}
-		last[r] = len(s) - 1
+		cg.last[r] = len(s) - 1
 	}
-	g := c.Store.NewGraph()
-	ids, err := g.IntConstant("input_ids", flat, b, t)
-	if err != nil {
-		return nil, err
-	}
-	lastN, err := g.IntConstant("last", last, b)
-	if err != nil {
-		return nil, err
-	}
-	logits, err := c.Logits(g, Inputs{IDs: ids}, lastN)
-	if err != nil {
-		return nil, err
-	}
-	vals, err := g.Evaluate(logits)
-	if err != nil {
+	if err := cg.vm.RunAll(); err != nil {
+		cg.Close()
 		return nil, fmt.Errorf("gpt classifier: %w", err)
 	}
-	return vals[0], nil
+	z, err := layers.Float64s(cg.logits)
+	if err != nil {
+		cg.Close()
+		return nil, fmt.Errorf("gpt classifier: %w", err)
+	}
+	p.graphs.Put(k, cg, c.StepBytes(b, t, false))
+	return z, nil
 }
+
+// ReleaseGraphs frees the graphs the pipeline compiled, by batch and
+// rounded length, for later calls (at most layers.DefaultMaxGraphs). It
+// is safe to call while other goroutines predict.
+func (p *TextClassification) ReleaseGraphs() { p.graphs.Reset() }
 
 // softmax is exp(z − max z) normalised, in float64: the pipeline's.
 func softmax(z []float64) []float64 {

@@ -283,9 +283,11 @@ func TestTextClassificationEqualsLogits(t *testing.T) {
 		}
 	}
 	p.TopK = 1
+	builds := p.graphs.Builds()
 	got, err := p.Predict(ctx, texts)
 	require.NoError(t, err)
 	require.Len(t, got[0], 1, "top_k 1, the pipeline's default")
+	require.Equal(t, builds, p.graphs.Builds(), "no new graph for shapes seen before")
 
 	long := strings.Repeat("the cat sat on the mat ", 20)
 	lids := encodeAll(t, p.Tokenizer, []string{long})[0]
