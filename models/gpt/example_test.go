@@ -3,6 +3,7 @@ package gpt_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -249,4 +250,20 @@ func ExampleLoadTextClassification() {
 	// Output:
 	// negative 0.456
 	// positive 0.643
+}
+
+// GenerateContext stops decoding once its context is done: here a
+// deadline already passed stops it before the first token.
+func ExampleModel_GenerateContext() {
+	m, err := gpt.New(gpt.Micro(), layers.WithSeed(1))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 0)
+	defer cancel()
+	_, err = m.GenerateContext(ctx, [][]int{{1, 2, 3}}, gpt.Greedy(5))
+	fmt.Println(errors.Is(err, context.DeadlineExceeded))
+	// Output:
+	// true
 }

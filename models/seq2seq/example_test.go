@@ -172,3 +172,17 @@ func ExampleLoadTranslation() {
 	// -4.938 "seven six six six six six"
 	// -5.721 "seven six six six six seven"
 }
+
+// The decoding a checkpoint's generation settings ask for, as zoo
+// translate and the translation pipeline read them: its num_beams and
+// length_penalty (Hugging Face's style), else a beam of 4 and GNMT's 0.6.
+func ExampleDecodeDefaults() {
+	beams, alpha := 5, 1.0
+	d := seq2seq.DecodeDefaults(decode.Generation{NumBeams: &beams, LengthPenalty: &alpha})
+	fmt.Println(d.Beam, d.LengthPenalty, d.LengthPenaltyStyle)
+	d = seq2seq.DecodeDefaults(decode.Generation{})
+	fmt.Println(d.Beam, d.LengthPenalty, d.LengthPenaltyStyle)
+	// Output:
+	// 5 1 hf
+	// 4 0.6 gnmt
+}

@@ -258,3 +258,21 @@ func ExampleLoadImageClassification() {
 	// bird 0.690, dog 0.300
 	// bird 0.550, dog 0.438
 }
+
+// Extract features in one call: each image's last hidden state (the class
+// token, then the patches) and its pooled vector.
+func ExampleLoadFeatureExtraction() {
+	fe, err := vit.LoadFeatureExtraction("testdata/parity") // the backbone of any ViT checkpoint
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, err := fe.Predict(context.Background(), []image.Image{image.NewGray(image.Rect(0, 0, 20, 20))})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("tokens:", len(out[0].LastHidden), "width:", len(out[0].Pooled))
+	// Output:
+	// tokens: 5 width: 16
+}

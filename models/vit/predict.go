@@ -106,6 +106,9 @@ func (p *ImageClassification) PredictFiles(ctx context.Context, paths []string) 
 	if err := checkFiles(paths); err != nil {
 		return nil, err
 	}
+	if p.Processor == nil {
+		return nil, fmt.Errorf("vit: image classification needs a classifier and an image processor")
+	}
 	probs, err := p.probabilities(ctx, fileSource(paths, p.Processor.MinSize))
 	if err != nil {
 		return nil, err
@@ -249,6 +252,9 @@ func (f *FeatureExtraction) Predict(ctx context.Context, images []image.Image) (
 func (f *FeatureExtraction) PredictFiles(ctx context.Context, paths []string) ([]ImageFeatures, error) {
 	if err := checkFiles(paths); err != nil {
 		return nil, err
+	}
+	if f.Processor == nil {
+		return nil, fmt.Errorf("vit: feature extraction needs a model and an image processor")
 	}
 	return f.features(ctx, fileSource(paths, f.Processor.MinSize))
 }
