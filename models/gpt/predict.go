@@ -362,9 +362,12 @@ type TextClassification struct {
 
 // LoadTextClassification reads a GPT-2 sequence classifier checkpoint
 // (config.json with its labels, model.safetensors, tokenizer.json;
-// LoadForSequenceClassification, strictly, with opts) and checks its
-// tokenizer against it.
+// LoadForSequenceClassification, strictly, with opts, which may not be
+// models.WithLabels) and checks its tokenizer against it.
 func LoadTextClassification(dir string, opts ...models.LoadOption) (*TextClassification, error) {
+	if models.ReadLoadOptions(opts).Labels != nil {
+		return nil, fmt.Errorf("gpt: LoadTextClassification predicts with the checkpoint's labels and head: leave models.WithLabels out (fine-tune a new head first)")
+	}
 	c, _, err := LoadForSequenceClassification(dir, append([]models.LoadOption{models.Strict()}, opts...)...)
 	if err != nil {
 		return nil, err

@@ -318,6 +318,8 @@ func TestTextClassificationEqualsLogits(t *testing.T) {
 	lm, _ := savedLM(t, "")
 	_, err = LoadTextClassification(lm)
 	require.ErrorContains(t, err, "gpt")
+	_, err = LoadTextClassification(dir, models.WithLabels("a", "b"))
+	require.ErrorContains(t, err, "leave models.WithLabels out")
 }
 
 // The pipelines' softmax and top-k, by hand: probabilities that sum to

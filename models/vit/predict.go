@@ -50,13 +50,14 @@ type ImageClassification struct {
 
 // LoadImageClassification reads a ViT image classifier checkpoint (a
 // ViTForImageClassification of Hugging Face's or one zoo wrote) and its
-// preprocessor_config.json as LoadPipeline does, with TopK DefaultTopK
-// and BatchSize DefaultBatchSize. Its options may be layers.Options for
-// the model's store (layers.WithDtype); other sizes, poolings or
-// interpolations are LoadPipeline's (then NewImageClassification). A
-// checkpoint without a classifier head is an error.
+// preprocessor_config.json as LoadPipeline does (strictly), with TopK
+// DefaultTopK and BatchSize DefaultBatchSize. Its options may be
+// layers.Options for the model's store (layers.WithDtype) and
+// models.Strict; other sizes, poolings or interpolations are
+// LoadPipeline's (then NewImageClassification). A checkpoint without a
+// classifier head is an error.
 func LoadImageClassification(dir string, opts ...models.LoadOption) (*ImageClassification, error) {
-	store, err := storeOptions("LoadImageClassification", opts)
+	store, _, err := storeOptions("LoadImageClassification", opts) // always strict
 	if err != nil {
 		return nil, err
 	}
@@ -216,13 +217,17 @@ type FeatureExtraction struct {
 // head (Load: heads dropped; its pooling the checkpoint's) and its
 // image processor as LoadPipeline does, the position embeddings
 // interpolated (layers.ResampleSize) when the processor's size is not
-// image_size. Its options may be layers.Options for the model's store.
+// image_size. Its options may be layers.Options for the model's store
+// and models.Strict (Load's: a checkpoint with a head then fails).
 func LoadFeatureExtraction(dir string, opts ...models.LoadOption) (*FeatureExtraction, error) {
-	store, err := storeOptions("LoadFeatureExtraction", opts)
+	store, strict, err := storeOptions("LoadFeatureExtraction", opts)
 	if err != nil {
 		return nil, err
 	}
 	lo := []models.LoadOption{WithInterpolation(layers.ResampleSize)}
+	if strict {
+		lo = append(lo, models.Strict())
+	}
 	if len(store) > 0 {
 		lo = append(lo, StoreOption(store...))
 	}
@@ -301,14 +306,15 @@ func (f *FeatureExtraction) features(ctx context.Context, src source) ([]ImageFe
 	return out, nil
 }
 
-// storeOptions are the layers.Options among a pipeline loader's opts;
-// any other option is an error naming where.
-func storeOptions(where string, opts []models.LoadOption) ([]layers.Option, error) {
+// storeOptions are the layers.Options among a pipeline loader's opts,
+// and whether models.Strict is one; any other option is an error naming
+// where.
+func storeOptions(where string, opts []models.LoadOption) ([]layers.Option, bool, error) {
 	s := models.ReadLoadOptions(opts)
-	if s.Strict || s.Labels != nil || len(s.Family) > 0 {
-		return nil, fmt.Errorf("vit: %s reads the checkpoint as saved and takes only store options (layers.WithDtype): for another pooling, size or interpolation use LoadPipeline", where)
+	if s.Labels != nil || len(s.Family) > 0 {
+		return nil, false, fmt.Errorf("vit: %s reads the checkpoint as saved and takes only store options (layers.WithDtype) and models.Strict: for another pooling, size or interpolation use LoadPipeline", where)
 	}
-	return s.Store, nil
+	return s.Store, s.Strict, nil
 }
 
 // checkProcessor reports a processor whose output m cannot read.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
@@ -183,6 +184,14 @@ func TestImageClassificationRefuses(t *testing.T) {
 	require.ErrorContains(t, err, "takes only store options")
 	_, err = LoadFeatureExtraction(dir, WithPooling(PoolMean))
 	require.ErrorContains(t, err, "takes only store options")
+	p64, err := LoadImageClassification(dir, models.Strict(), layers.WithDtype(tensor.Float64))
+	require.NoError(t, err)
+	got64, err := p64.Predict(ctx, testImages(2, 3))
+	require.NoError(t, err)
+	got32, err := p.Predict(ctx, testImages(2, 3))
+	require.NoError(t, err)
+	require.Equal(t, got32[1][0].Label, got64[1][0].Label)
+	require.InDelta(t, got32[1][0].Score, got64[1][0].Score, 1e-5)
 	bare := t.TempDir()
 	m, err := New(sized(1, 8, 2, 16))
 	require.NoError(t, err)
