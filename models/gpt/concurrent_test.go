@@ -1,6 +1,7 @@
 package gpt
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,5 +45,43 @@ func TestConcurrentInference(t *testing.T) {
 		racetest.Call{Name: "Classifier", Run: func() (any, error) { return graphrun.ClassLogits(clf, prompts, nil) }},
 		racetest.Call{Name: "HiddenStates", Run: func() (any, error) { return m.HiddenStates(prompts[0]) }},
 		racetest.Call{Name: "Attentions", Run: func() (any, error) { return m.Attentions(prompts[1]) }},
+	)
+}
+
+// TestConcurrentPredict runs the text-generation pipeline (greedy,
+// sampled, streaming, beam search) and the text-classification pipeline,
+// one of each shared, from 8 goroutines at once, and checks that every
+// answer equals the same call made alone. Run it with -race (the CI does).
+func TestConcurrentPredict(t *testing.T) {
+	dir, _ := savedLM(t, `{"do_sample": false, "max_new_tokens": 6}`)
+	gen, err := LoadTextGeneration(dir)
+	require.NoError(t, err)
+	gen.BatchSize = 2
+	cdir, _ := savedTextClassifier(t)
+	clf, err := LoadTextClassification(cdir)
+	require.NoError(t, err)
+	clf.BatchSize, clf.TopK = 2, 0
+	prompts := []string{"the cat", "a dog ran", "é"}
+	ctx := context.Background()
+	greedy := gen.Defaults()
+	sampled := greedy
+	sampled.Temperature, sampled.Seed = 0.9, 4
+	beam := greedy
+	beam.Beam = 2
+	streamed := func(cfg TextGenerationConfig) func() (any, error) {
+		return func() (any, error) {
+			var pieces []string // this call's own
+			c := cfg
+			c.OnText = func(p int, s string) { pieces = append(pieces, s) }
+			out, err := gen.Generate(ctx, prompts, c)
+			return []any{out, pieces}, err
+		}
+	}
+	racetest.Check(t, 2,
+		racetest.Call{Name: "TextGeneration greedy", Run: func() (any, error) { return gen.Generate(ctx, prompts, greedy) }},
+		racetest.Call{Name: "TextGeneration sampled", Run: func() (any, error) { return gen.Generate(ctx, prompts, sampled) }},
+		racetest.Call{Name: "TextGeneration streamed", Run: streamed(sampled)},
+		racetest.Call{Name: "TextGeneration beam", Run: func() (any, error) { return gen.Generate(ctx, prompts[:2], beam) }},
+		racetest.Call{Name: "TextClassification", Run: func() (any, error) { return clf.Predict(ctx, prompts) }},
 	)
 }

@@ -1,7 +1,9 @@
 package gpt_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -205,4 +207,63 @@ func ExampleLoadForSequenceClassification() {
 	// Output:
 	// [negative positive] new head: true created: [score.weight]
 	// [negative positive] exact: true
+}
+
+// Continue prompts in one call, with the checkpoint's generation settings
+// (its generation_config.json says greedy, 12 new tokens), streaming the
+// new text as it comes.
+func ExampleLoadTextGeneration() {
+	g, err := gpt.LoadTextGeneration("testdata/pipeline") // a tiny untrained GPT-2
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cfg := g.Defaults()
+	cfg.OnText = func(_ int, piece string) { fmt.Print(piece) } // prints the new text as it comes
+	out, err := g.Generate(context.Background(), []string{"the cat"}, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("\n%q\n", out[0].Text)
+	// Output:
+	// ssssmphg  ah
+	// "the catssssmphg  ah"
+}
+
+// Classify texts in one call: each gets its best label (top_k 1) with its
+// probability.
+func ExampleLoadTextClassification() {
+	clf, err := gpt.LoadTextClassification("testdata/classifier") // a tiny untrained 3-label classifier
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, err := clf.Predict(context.Background(), []string{"the sun is hot today", "a dog ran"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, labels := range out {
+		fmt.Printf("%s %.3f\n", labels[0].Label, labels[0].Score)
+	}
+	// Output:
+	// negative 0.456
+	// positive 0.643
+}
+
+// GenerateContext stops decoding once its context is done: here a
+// deadline already passed stops it before the first token.
+func ExampleModel_GenerateContext() {
+	m, err := gpt.New(gpt.Micro(), layers.WithSeed(1))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 0)
+	defer cancel()
+	_, err = m.GenerateContext(ctx, [][]int{{1, 2, 3}}, gpt.Greedy(5))
+	fmt.Println(errors.Is(err, context.DeadlineExceeded))
+	// Output:
+	// true
 }

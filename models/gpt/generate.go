@@ -1,6 +1,7 @@
 package gpt
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -93,6 +94,12 @@ func (c GenerateConfig) sampling() decode.SampleConfig {
 // goroutines: each call takes graphs and KV caches of its own, and calls
 // cfg's OnToken and Decode on its own goroutine.
 func (m *Model) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, error) {
+	return m.GenerateContext(context.Background(), prompts, cfg)
+}
+
+// GenerateContext is Generate that stops before the next token once ctx
+// is done, returning an error that wraps ctx.Err().
+func (m *Model) GenerateContext(ctx context.Context, prompts [][]int, cfg GenerateConfig) ([][]int, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -112,7 +119,7 @@ func (m *Model) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, error) {
 		return nil, err
 	}
 	defer st.Close()
-	return decode.Sample(st, prompts, sc) // its errors name the step, the stepper's the model
+	return decode.Sample(withContext(ctx, st), prompts, sc) // its errors name the step, the stepper's the model
 }
 
 // BeamConfig sets BeamSearch.
@@ -168,6 +175,12 @@ type Hypothesis = decode.Hypothesis
 // rules; a beam of one is greedy decoding. Safe for concurrent use by
 // multiple goroutines, as Generate is.
 func (m *Model) BeamSearch(prompts [][]int, cfg BeamConfig) ([][]Hypothesis, error) {
+	return m.BeamSearchContext(context.Background(), prompts, cfg)
+}
+
+// BeamSearchContext is BeamSearch that stops before the next step once
+// ctx is done, returning an error that wraps ctx.Err().
+func (m *Model) BeamSearchContext(ctx context.Context, prompts [][]int, cfg BeamConfig) ([][]Hypothesis, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -190,7 +203,30 @@ func (m *Model) BeamSearch(prompts [][]int, cfg BeamConfig) ([][]Hypothesis, err
 		return nil, err
 	}
 	defer st.Close()
-	return decode.BeamSearch(st, prompts, bc)
+	return decode.BeamSearch(withContext(ctx, st), prompts, bc)
+}
+
+// ctxStepper is a decode.Stepper that refuses to step once ctx is done.
+type ctxStepper struct {
+	ctx context.Context
+	decode.Stepper
+}
+
+// withContext is st checking ctx before each step (st itself when ctx
+// is never done).
+func withContext(ctx context.Context, st decode.Stepper) decode.Stepper {
+	if ctx.Done() == nil {
+		return st
+	}
+	return ctxStepper{ctx, st}
+}
+
+// Step returns ctx's error, wrapped, once ctx is done, else st's logits.
+func (s ctxStepper) Step(seqs [][]int) ([][]float64, error) {
+	if err := s.ctx.Err(); err != nil {
+		return nil, fmt.Errorf("gpt: stopped: %w", err)
+	}
+	return s.Stepper.Step(seqs)
 }
 
 // checkDecodeMemory refuses decoding rows sequences (prompts times beams)

@@ -64,3 +64,23 @@ func TestConcurrentInference(t *testing.T) {
 		racetest.Call{Name: "TeacherTargets", Run: func() (any, error) { return TeacherTargets(ens, ex, 3, 2) }},
 	)
 }
+
+// TestConcurrentPredict runs the translation pipeline (beam search, its
+// n-best list and greedy decoding), one shared, from 8 goroutines at
+// once, and checks that every answer equals the same call made alone.
+// Run it with -race (the CI does).
+func TestConcurrentPredict(t *testing.T) {
+	dir, _ := savedTranslator(t, map[string]string{"num_beams": "2", "max_length": "6"})
+	p, err := LoadTranslation(dir)
+	require.NoError(t, err)
+	p.BatchSize = 2
+	greedy := *p
+	greedy.Decode.Beam = 1
+	texts := []string{"one two three", "sechs sieben", "zehn"}
+	ctx := context.Background()
+	racetest.Check(t, 1,
+		racetest.Call{Name: "Translate", Run: func() (any, error) { return p.Translate(ctx, texts) }},
+		racetest.Call{Name: "TranslateNBest", Run: func() (any, error) { return p.TranslateNBest(ctx, texts[1:], 2) }},
+		racetest.Call{Name: "Translate greedy", Run: func() (any, error) { return greedy.Translate(ctx, texts) }},
+	)
+}

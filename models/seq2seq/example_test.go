@@ -1,6 +1,7 @@
 package seq2seq_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -141,4 +142,47 @@ func ExampleModel_Outputs() {
 	// encoder hidden states [3 4 16] decoder [3 3 16]
 	// cross-attentions 2 layers [4 3 4]
 	// bos looks at the source: [0.19 0.28 0.19 0.33]
+}
+
+// Translate in one call, decoding as the checkpoint's
+// generation_config.json says (here a beam of 2, at most 8 tokens); the
+// n-best variant adds each translation's score.
+func ExampleLoadTranslation() {
+	tr, err := seq2seq.LoadTranslation("testdata/pipeline") // a tiny untrained model: random words
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, err := tr.Translate(context.Background(), []string{"one two three", "sechs sieben"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%q\n", out)
+	nbest, err := tr.TranslateNBest(context.Background(), []string{"one two three"}, 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, c := range nbest[0] {
+		fmt.Printf("%.3f %q\n", c.Score, c.Text)
+	}
+	// Output:
+	// ["seven six six six six six" "six six six six six"]
+	// -4.938 "seven six six six six six"
+	// -5.721 "seven six six six six seven"
+}
+
+// The decoding a checkpoint's generation settings ask for, as zoo
+// translate and the translation pipeline read them: its num_beams and
+// length_penalty (Hugging Face's style), else a beam of 4 and GNMT's 0.6.
+func ExampleDecodeDefaults() {
+	beams, alpha := 5, 1.0
+	d := seq2seq.DecodeDefaults(decode.Generation{NumBeams: &beams, LengthPenalty: &alpha})
+	fmt.Println(d.Beam, d.LengthPenalty, d.LengthPenaltyStyle)
+	d = seq2seq.DecodeDefaults(decode.Generation{})
+	fmt.Println(d.Beam, d.LengthPenalty, d.LengthPenaltyStyle)
+	// Output:
+	// 5 1 hf
+	// 4 0.6 gnmt
 }

@@ -182,7 +182,11 @@ func (c *ForImageClassification) ProbabilitiesAt(pixels []float32, b, h, w int) 
 	if err != nil {
 		return nil, fmt.Errorf("vit classifier: %w", err)
 	}
-	k := len(c.Labels)
+	return softmaxRows(z, b, len(c.Labels)), nil
+}
+
+// softmaxRows is the softmax of each row of z (b, k), in float64.
+func softmaxRows(z []float64, b, k int) [][]float64 {
 	out := make([][]float64, b)
 	for i := range out {
 		row := z[i*k : (i+1)*k]
@@ -201,7 +205,7 @@ func (c *ForImageClassification) ProbabilitiesAt(pixels []float32, b, h, w int) 
 		}
 		out[i] = p
 	}
-	return out, nil
+	return out
 }
 
 // copyFloats writes v into n's value, float32 or float64.

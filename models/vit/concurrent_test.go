@@ -1,6 +1,7 @@
 package vit
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
 
@@ -53,5 +54,25 @@ func TestConcurrentInference(t *testing.T) {
 		racetest.Call{Name: "HiddenStates", Run: func() (any, error) { return clfs[0].HiddenStates(three, 3) }},
 		racetest.Call{Name: "Attentions", Run: func() (any, error) { return clfs[1].Attentions(one, 1) }},
 		racetest.Call{Name: "Reconstruct", Run: func() (any, error) { return mae.Reconstruct(gray, noise, 2) }},
+	)
+}
+
+// TestConcurrentPredict runs the image-classification and
+// feature-extraction pipelines (one each, shared) from 8 goroutines at
+// once, in batches of different sizes, and checks that every answer equals
+// the same call made alone. Run it with -race (the CI does).
+func TestConcurrentPredict(t *testing.T) {
+	dir, _ := savedClassifier(t, PoolClass)
+	clf, err := LoadImageClassification(dir)
+	require.NoError(t, err)
+	clf.BatchSize = 2
+	feat, err := LoadFeatureExtraction(dir)
+	require.NoError(t, err)
+	images := testImages(3, 7)
+	ctx := context.Background()
+	racetest.Check(t, 2,
+		racetest.Call{Name: "ImageClassification", Run: func() (any, error) { return clf.Predict(ctx, images) }},
+		racetest.Call{Name: "ImageClassification one image", Run: func() (any, error) { return clf.Predict(ctx, images[2:]) }},
+		racetest.Call{Name: "FeatureExtraction", Run: func() (any, error) { return feat.Predict(ctx, images) }},
 	)
 }

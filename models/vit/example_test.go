@@ -1,7 +1,11 @@
 package vit_test
 
 import (
+	"context"
 	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
 	"math"
 	"os"
 
@@ -229,4 +233,46 @@ func ExampleModel_Attentions() {
 	fmt.Printf("(B, L, h, N+1, N+1) = (%d, %d, %d, %d, %d)\n", len(att), len(att[0]), len(att[0][0]), len(att[0][0][0]), len(att[0][0][0][0]))
 	// Output:
 	// (B, L, h, N+1, N+1) = (1, 6, 4, 50, 50)
+}
+
+// Classify images in one call: the checkpoint's image processor prepares
+// them, and each gets its top labels with their probabilities.
+func ExampleLoadImageClassification() {
+	clf, err := vit.LoadImageClassification("testdata/parity") // a tiny cat/dog/bird ViT
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	red := image.NewRGBA(image.Rect(0, 0, 32, 24)) // any size: the processor resizes
+	draw.Draw(red, red.Bounds(), image.NewUniform(color.RGBA{R: 200, A: 255}), image.Point{}, draw.Src)
+	clf.TopK = 2
+	out, err := clf.Predict(context.Background(), []image.Image{red, image.NewGray(image.Rect(0, 0, 8, 8))})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, labels := range out {
+		fmt.Printf("%s %.3f, %s %.3f\n", labels[0].Label, labels[0].Score, labels[1].Label, labels[1].Score)
+	}
+	// Output:
+	// bird 0.690, dog 0.300
+	// bird 0.550, dog 0.438
+}
+
+// Extract features in one call: each image's last hidden state (the class
+// token, then the patches) and its pooled vector.
+func ExampleLoadFeatureExtraction() {
+	fe, err := vit.LoadFeatureExtraction("testdata/parity") // the backbone of any ViT checkpoint
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, err := fe.Predict(context.Background(), []image.Image{image.NewGray(image.Rect(0, 0, 20, 20))})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("tokens:", len(out[0].LastHidden), "width:", len(out[0].Pooled))
+	// Output:
+	// tokens: 5 width: 16
 }

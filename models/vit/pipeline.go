@@ -51,6 +51,11 @@ type PipelineOptions struct {
 // processing only reads the processor, and each inference call builds and
 // runs a graph of its own.
 func LoadPipeline(dir string, o PipelineOptions) (*ForImageClassification, *datasets.ImageProcessor, error) {
+	return loadPipeline(dir, o, nil)
+}
+
+// loadPipeline is LoadPipeline with store options (dtype) for the model.
+func loadPipeline(dir string, o PipelineOptions, store []layers.Option) (*ForImageClassification, *datasets.ImageProcessor, error) {
 	ckpt, err := models.Open(dir)
 	if err != nil {
 		return nil, nil, err
@@ -85,28 +90,43 @@ func LoadPipeline(dir string, o PipelineOptions) (*ForImageClassification, *data
 	if o.Pool != "" {
 		opts = append(opts, WithPooling(Pooling(o.Pool)))
 	}
+	if len(store) > 0 {
+		opts = append(opts, StoreOption(store...))
+	}
 	clf, _, err := LoadForImageClassification(dir, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
+	proc, err := readProcessor(dir, clf.Model, o.Size)
+	if err != nil {
+		return nil, nil, err
+	}
+	return clf, proc, nil
+}
+
+// readProcessor reads the image processor of the checkpoint in dir for m
+// (its preprocessor_config.json; without one, ViTImageProcessor's
+// defaults at m's image size), processing to size when it is set, with
+// MinSize the patch; a size m cannot read is an error.
+func readProcessor(dir string, m *Model, size datasets.ImageSize) (*datasets.ImageProcessor, error) {
 	pc := datasets.DefaultProcessorConfig()
-	pc.Size = datasets.ImageSize{Height: clf.Config.ImageSize, Width: clf.Config.ImageSize}
+	pc.Size = datasets.ImageSize{Height: m.Config.ImageSize, Width: m.Config.ImageSize}
 	if _, err := os.Stat(filepath.Join(dir, datasets.ProcessorConfigFile)); err == nil {
 		if pc, err = datasets.ReadProcessorConfig(dir); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	if o.Size != (datasets.ImageSize{}) {
-		pc.DoResize, pc.Size, pc.DoCenterCrop, pc.CropSize = true, o.Size, false, nil
+	if size != (datasets.ImageSize{}) {
+		pc.DoResize, pc.Size, pc.DoCenterCrop, pc.CropSize = true, size, false, nil
 	}
-	proc, err := datasets.NewImageProcessor(pc, clf.Config.NumChannels)
+	proc, err := datasets.NewImageProcessor(pc, m.Config.NumChannels)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, datasets.ProcessorConfigFile), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, datasets.ProcessorConfigFile), err)
 	}
-	if h, w := proc.OutputSize(); clf.CheckSize(clf.Config.NumChannels, h, w) != nil {
-		return nil, nil, fmt.Errorf("%s makes %d×%d images, which the model (image_size %d, patch_size %d) cannot read: %w",
-			cmp.Or(filepath.Join(dir, datasets.ProcessorConfigFile), "the size asked for"), h, w, clf.Config.ImageSize, clf.Config.PatchSize, clf.CheckSize(clf.Config.NumChannels, h, w))
+	if h, w := proc.OutputSize(); m.CheckSize(m.Config.NumChannels, h, w) != nil {
+		return nil, fmt.Errorf("%s makes %d×%d images, which the model (image_size %d, patch_size %d) cannot read: %w",
+			cmp.Or(filepath.Join(dir, datasets.ProcessorConfigFile), "the size asked for"), h, w, m.Config.ImageSize, m.Config.PatchSize, m.CheckSize(m.Config.NumChannels, h, w))
 	}
-	proc.MinSize = clf.Config.PatchSize
-	return clf, proc, nil
+	proc.MinSize = m.Config.PatchSize
+	return proc, nil
 }

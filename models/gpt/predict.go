@@ -1,0 +1,592 @@
+package gpt
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/decode"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+)
+
+// This file is GPT's one-call inference (issue 36): Hugging Face's
+// pipeline("text-generation") and pipeline("text-classification") as Go
+// types that take strings and return plain values.
+
+// DefaultBatchSize is how many texts a pipeline runs through the model at
+// once.
+const DefaultBatchSize = 8
+
+// DefaultMaxNewTokens, DefaultTemperature and DefaultSeed are what
+// TextGeneration.Defaults takes where the checkpoint says nothing: zoo
+// generate's defaults.
+const (
+	DefaultMaxNewTokens = 200
+	DefaultTemperature  = 0.8
+	DefaultSeed         = 1
+)
+
+// TextGeneration is the text-generation pipeline: a GPT language model,
+// its tokenizer and its checkpoint's generation settings. Generate may be
+// called from many goroutines at once (the fields must not change while
+// it runs): each call decodes with graphs and KV caches of its own, and
+// calls its OnText on its own goroutine.
+type TextGeneration struct {
+	Model     *Model
+	Tokenizer datasets.Tokenizer
+	// Generation is the checkpoint's generation settings
+	// (generation_config.json, else config.json's fields): Defaults reads
+	// them, and their rules (bad_words_ids, no_repeat_ngram_size, …)
+	// always apply.
+	Generation decode.Generation
+	// BatchSize is how many prompts decode at once, left-padded into one
+	// batch (DefaultBatchSize from the loader; 0 or less is
+	// DefaultBatchSize).
+	BatchSize int
+}
+
+// TextGenerationConfig sets how TextGeneration.Generate decodes: start
+// from TextGeneration.Defaults (the checkpoint's settings).
+type TextGenerationConfig struct {
+	// MaxNewTokens is the most tokens added to each prompt (at most
+	// MaxNewTokensLimit). 0 takes MaxLength less the longest prompt of
+	// the batch (transformers' max_length over a left-padded batch).
+	MaxNewTokens int
+	MaxLength    int     // the prompt and the new tokens, read when MaxNewTokens is 0
+	Temperature  float64 // 0 is greedy (argmax); > 0 samples from softmax(logits/Temperature)
+	TopK         int     // sample among the k most likely tokens; 0 keeps all
+	TopP         float64 // nucleus sampling mass in (0, 1]; 1 keeps all
+	// Seed seeds sampling. Row r of a batch draws from PCG(Seed, r)
+	// (decode.Sample), so a sampled text depends on its prompt's place in
+	// its batch of BatchSize; greedy and beam-search texts do not.
+	Seed uint64
+	// Beam > 1 decodes by beam search (deterministic), returning the best
+	// hypothesis, with LengthPenalty (α), LengthPenaltyStyle and
+	// EarlyStopping as in BeamConfig; 0 or 1 samples (or is greedy).
+	Beam               int
+	LengthPenalty      float64
+	LengthPenaltyStyle decode.LengthPenaltyStyle
+	EarlyStopping      decode.Stopping
+	// EOS are the tokens that end a text (transformers' eos_token_id),
+	// left out of Text and Tokens (skip_special_tokens).
+	EOS []int
+	// StopStrings end a text once its new text holds one of them (kept).
+	StopStrings []string
+	// NewTextOnly returns the continuation without its prompt
+	// (transformers' return_full_text=False); the zero value returns the
+	// prompt and its continuation, the pipeline's default.
+	NewTextOnly bool
+	// OnText, when set, is called with each new piece of a prompt's
+	// continuation as it is decoded, prompt being the index in Generate's
+	// prompts: pieces never split a UTF-8 character (bytes of an
+	// incomplete one wait for the tokens that complete it), and a
+	// prompt's pieces joined are its continuation (Generated.Text without
+	// the prompt) for byte-level BPE tokenizers, GPT-2's. Beam search
+	// calls it once per prompt, with the whole continuation, at the end
+	// of its batch. It is called on Generate's goroutine.
+	OnText func(prompt int, piece string)
+}
+
+// Generated is one prompt's generated text: the text-generation
+// pipeline's {"generated_text"}, and its new tokens.
+type Generated struct {
+	Text   string `json:"generated_text"` // the prompt and its continuation, or the continuation alone (NewTextOnly)
+	Tokens []int  `json:"-"`              // the new token ids, without an EOS token that ended them
+}
+
+// LoadTextGeneration reads a GPT-2 language model checkpoint (config.json,
+// model.safetensors, tokenizer.json; Load, with its options), checks its
+// tokenizer against it and reads its generation settings (ReadGeneration).
+func LoadTextGeneration(dir string, opts ...models.LoadOption) (*TextGeneration, error) {
+	m, _, err := Load(dir, opts...)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := models.LoadTokenizer(dir)
+	if err != nil {
+		return nil, fmt.Errorf("gpt: %w", err)
+	}
+	if err := CheckTokenizer(m, tok); err != nil {
+		return nil, fmt.Errorf("gpt: %s: %w", dir, err)
+	}
+	gen, err := ReadGeneration(dir, m.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &TextGeneration{Model: m, Tokenizer: tok, Generation: gen, BatchSize: DefaultBatchSize}, nil
+}
+
+// Defaults is the decoding the checkpoint asks for, as zoo generate reads
+// it (Hugging Face's meanings): max_new_tokens, or max_length (MaxLength);
+// do_sample false is greedy, true samples with its temperature, top_k and
+// top_p (transformers' defaults 1, 50 and 1); num_beams, length_penalty
+// (Hugging Face's style) and early_stopping; EOS the model's
+// eos_token_id, as transformers' generate stops there. Where the
+// checkpoint says nothing: zoo generate's DefaultMaxNewTokens,
+// DefaultTemperature (sampling) and DefaultSeed, and beam search's
+// GNMT length penalty 0 and early stopping true.
+func (t *TextGeneration) Defaults() TextGenerationConfig {
+	g := t.Generation
+	c := TextGenerationConfig{MaxNewTokens: DefaultMaxNewTokens, Temperature: DefaultTemperature, TopP: 1, Seed: DefaultSeed,
+		Beam: 1, EarlyStopping: decode.StopAtBeam, EOS: []int{t.Model.Config.EOSTokenID}}
+	switch {
+	case g.MaxNewTokens != nil:
+		c.MaxNewTokens = *g.MaxNewTokens
+	case g.MaxLength != nil:
+		c.MaxNewTokens, c.MaxLength = 0, *g.MaxLength
+	}
+	if g.DoSample != nil {
+		c.Temperature = 0
+		if *g.DoSample {
+			c.Temperature, c.TopK = 1, 50
+			if g.Temperature != nil {
+				c.Temperature = *g.Temperature
+			}
+			if g.TopK != nil {
+				c.TopK = *g.TopK
+			}
+			if g.TopP != nil {
+				c.TopP = *g.TopP
+			}
+		}
+	}
+	if g.NumBeams != nil {
+		c.Beam = *g.NumBeams
+	}
+	if g.LengthPenalty != nil {
+		c.LengthPenalty, c.LengthPenaltyStyle = *g.LengthPenalty, decode.HFPenalty
+	}
+	if g.EarlyStopping != nil {
+		c.EarlyStopping = *g.EarlyStopping
+	}
+	return c
+}
+
+// Generate continues each prompt, BatchSize prompts at a time (in order,
+// left-padded into one batch: Model.GenerateContext, or
+// Model.BeamSearchContext for cfg.Beam > 1), and returns each prompt's
+// text in order. An empty prompt starts from bos_token_id, as
+// transformers' generate without input ids; a prompt longer than
+// n_positions tokens is read through the sliding window (its last
+// n_positions tokens). ctx is checked before every token; its error is
+// returned, wrapped. No prompts, more than models.MaxPredictInputs, or a
+// prompt over models.MaxPredictTextBytes is an error naming it.
+func (t *TextGeneration) Generate(ctx context.Context, prompts []string, cfg TextGenerationConfig) ([]Generated, error) {
+	if t.Model == nil || t.Tokenizer == nil {
+		return nil, fmt.Errorf("gpt: text generation needs a model and a tokenizer")
+	}
+	if err := checkTexts(prompts, "prompt"); err != nil {
+		return nil, err
+	}
+	if cfg.MaxNewTokens < 0 || cfg.MaxNewTokens == 0 && cfg.MaxLength <= 0 {
+		return nil, fmt.Errorf("gpt: generate: max_new_tokens %d and max_length %d: set one, or start from TextGeneration.Defaults", cfg.MaxNewTokens, cfg.MaxLength)
+	}
+	ids := make([][]int, len(prompts))
+	for i, p := range prompts {
+		s, err := t.Tokenizer.Encode(p)
+		if err != nil {
+			return nil, fmt.Errorf("gpt: prompt %d: %w", i, err)
+		}
+		if len(s) == 0 {
+			s = []int{t.Model.Config.BOSTokenID}
+		}
+		ids[i] = s
+	}
+	batch := cmp.Or(max(t.BatchSize, 0), DefaultBatchSize)
+	out := make([]Generated, 0, len(prompts))
+	for lo := 0; lo < len(ids); lo += batch {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("gpt: generate: %d of %d prompts done: %w", lo, len(ids), err)
+		}
+		part := ids[lo:min(lo+batch, len(ids))]
+		toks, err := t.generate(ctx, part, lo, cfg)
+		if err != nil {
+			return nil, err
+		}
+		for i, tk := range toks {
+			text, err := t.Tokenizer.Decode(tk)
+			if err != nil {
+				return nil, fmt.Errorf("gpt: decode the text of prompt %d: %w", lo+i, err)
+			}
+			if !cfg.NewTextOnly {
+				text = prompts[lo+i] + text
+			}
+			out = append(out, Generated{Text: text, Tokens: tk})
+		}
+	}
+	return out, nil
+}
+
+// generate decodes one batch of prompts, the first being prompt lo.
+func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, cfg TextGenerationConfig) ([][]int, error) {
+	n := cfg.MaxNewTokens
+	if n == 0 {
+		longest := 0
+		for _, p := range prompts {
+			longest = max(longest, len(p))
+		}
+		if n = cfg.MaxLength - longest; n < 1 {
+			return nil, fmt.Errorf("gpt: generate: max_length %d leaves no room after the %d tokens of prompt batch from %d; set MaxNewTokens", cfg.MaxLength, longest, lo)
+		}
+	}
+	decodeText := func(tokens []int) string {
+		s, _ := t.Tokenizer.Decode(tokens)
+		return s
+	}
+	gen := &t.Generation
+	if cfg.Beam > 1 {
+		hyps, err := t.Model.BeamSearchContext(ctx, prompts, BeamConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty,
+			LengthPenaltyStyle: cfg.LengthPenaltyStyle, EarlyStopping: cfg.EarlyStopping, MaxNewTokens: n, EOS: cfg.EOS,
+			StopStrings: cfg.StopStrings, Decode: decodeText, Generation: gen})
+		if err != nil {
+			return nil, err
+		}
+		out := make([][]int, len(hyps))
+		for i, h := range hyps {
+			out[i] = h[0].Tokens // without the EOS token that ended it
+			if cfg.OnText != nil {
+				if s := decodeText(out[i]); s != "" {
+					cfg.OnText(lo+i, s)
+				}
+			}
+		}
+		return out, nil
+	}
+	gc := GenerateConfig{MaxNewTokens: n, Temperature: cfg.Temperature, TopK: cfg.TopK, TopP: cfg.TopP, Seed: cfg.Seed,
+		EOS: cfg.EOS, StopStrings: cfg.StopStrings, Decode: decodeText, Generation: gen}
+	var streams []streamer
+	if cfg.OnText != nil {
+		streams = make([]streamer, len(prompts))
+		gc.OnToken = func(row, token int) {
+			if slices.Contains(cfg.EOS, token) {
+				return
+			}
+			if piece := streams[row].add(token, t.Tokenizer); piece != "" {
+				cfg.OnText(lo+row, piece)
+			}
+		}
+	}
+	toks, err := t.Model.GenerateContext(ctx, prompts, gc)
+	if err != nil {
+		return nil, err
+	}
+	for i := range toks {
+		toks[i] = withoutEOS(toks[i], cfg.EOS)
+	}
+	for r := range streams {
+		if piece := streams[r].flush(t.Tokenizer); piece != "" {
+			cfg.OnText(lo+r, piece)
+		}
+	}
+	return toks, nil
+}
+
+// withoutEOS is tokens without a last token that is one of eos.
+func withoutEOS(tokens, eos []int) []int {
+	if n := len(tokens); n > 0 && slices.Contains(eos, tokens[n-1]) {
+		return tokens[:n-1]
+	}
+	return tokens
+}
+
+// streamer turns one row's tokens, as they come, into text pieces that
+// never end inside a UTF-8 character: it decodes all the row's tokens so
+// far and holds back a trailing U+FFFD, which a byte-level decoder writes
+// for the bytes of a character whose rest is still to come.
+type streamer struct {
+	tokens []int
+	sent   int // bytes of the decoded text already given out
+}
+
+// add appends token and returns the new text that is complete.
+func (s *streamer) add(token int, tok datasets.Tokenizer) string {
+	s.tokens = append(s.tokens, token)
+	text, err := tok.Decode(s.tokens)
+	if err != nil {
+		return ""
+	}
+	return s.piece(strings.TrimRight(text, string(utf8.RuneError)))
+}
+
+// flush returns whatever text is left at the end of the row.
+func (s *streamer) flush(tok datasets.Tokenizer) string {
+	if len(s.tokens) == 0 {
+		return ""
+	}
+	text, err := tok.Decode(s.tokens)
+	if err != nil {
+		return ""
+	}
+	return s.piece(text)
+}
+
+// piece is text past what was sent, if text extends it.
+func (s *streamer) piece(text string) string {
+	if len(text) <= s.sent || !utf8.ValidString(text[s.sent:]) {
+		return ""
+	}
+	p := text[s.sent:]
+	s.sent = len(text)
+	return p
+}
+
+// TextClassification is the text-classification pipeline for a GPT-2
+// sequence classifier (GPT2ForSequenceClassification) and its tokenizer.
+// It keeps the graphs it compiles, by batch size and rounded length, for
+// later batches and calls (see ReleaseGraphs); make it with
+// LoadTextClassification and do not copy it. Predict may be called from
+// many goroutines at once (the fields must not change while it runs):
+// each batch runs a compiled graph that no other call holds meanwhile.
+type TextClassification struct {
+	Model     *Classifier
+	Tokenizer datasets.Tokenizer
+	// TopK is how many labels each text gets, best first: 1 from the
+	// loader (the pipeline's top_k default), capped at the number of
+	// labels; 0 or less returns every label (top_k=None).
+	TopK int
+	// BatchSize is how many texts run through the model at once (sorted
+	// by length, so that batches pad little); 0 or less is
+	// DefaultBatchSize.
+	BatchSize int
+
+	graphs layers.GraphCache[clsKey, *clsGraph]
+}
+
+// LoadTextClassification reads a GPT-2 sequence classifier checkpoint
+// (config.json with its labels, model.safetensors, tokenizer.json;
+// LoadForSequenceClassification, strictly, with opts, which may not be
+// models.WithLabels) and checks its tokenizer against it.
+func LoadTextClassification(dir string, opts ...models.LoadOption) (*TextClassification, error) {
+	if models.ReadLoadOptions(opts).Labels != nil {
+		return nil, fmt.Errorf("gpt: LoadTextClassification predicts with the checkpoint's labels and head: leave models.WithLabels out (fine-tune a new head first)")
+	}
+	c, _, err := LoadForSequenceClassification(dir, append([]models.LoadOption{models.Strict()}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := models.LoadTokenizer(dir)
+	if err != nil {
+		return nil, fmt.Errorf("gpt: %w", err)
+	}
+	if err := CheckTokenizer(c.Model, tok); err != nil {
+		return nil, fmt.Errorf("gpt: %s: %w", dir, err)
+	}
+	return &TextClassification{Model: c, Tokenizer: tok, TopK: 1, BatchSize: DefaultBatchSize}, nil
+}
+
+// Predict classifies texts and returns, for each in order, its TopK
+// labels with their probabilities, best first, ties in label order: the
+// text-classification pipeline's output with function_to_apply softmax
+// (every GPT classifier has at least two labels and a single-label
+// problem_type). A text is encoded without special tokens, as GPT-2's
+// tokenizer does, and one longer than n_positions tokens is truncated to
+// its first n_positions (the pipeline's truncation=True). ctx is checked
+// before each batch. No texts, more than models.MaxPredictInputs, an
+// empty text or one over models.MaxPredictTextBytes is an error naming
+// it.
+func (p *TextClassification) Predict(ctx context.Context, texts []string) ([][]models.Label, error) {
+	probs, err := p.Probabilities(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]models.Label, len(probs))
+	for i, row := range probs {
+		out[i] = topLabels(row, p.Model.Labels, p.TopK)
+	}
+	return out, nil
+}
+
+// Probabilities is Predict before its top-k: every label's probability
+// for each text, (len(texts), len(Labels)), in label order.
+func (p *TextClassification) Probabilities(ctx context.Context, texts []string) ([][]float64, error) {
+	if p.Model == nil || p.Tokenizer == nil {
+		return nil, fmt.Errorf("gpt: text classification needs a classifier and a tokenizer")
+	}
+	if err := checkTexts(texts, "text"); err != nil {
+		return nil, err
+	}
+	ids := make([][]int, len(texts))
+	for i, s := range texts {
+		if s == "" {
+			return nil, fmt.Errorf("gpt: text %d is empty", i)
+		}
+		tk, err := p.Tokenizer.Encode(s)
+		if err != nil {
+			return nil, fmt.Errorf("gpt: text %d: %w", i, err)
+		}
+		if len(tk) == 0 {
+			return nil, fmt.Errorf("gpt: text %d has no tokens", i)
+		}
+		ids[i] = tk[:min(len(tk), p.Model.Config.NPositions)]
+	}
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(ids[a]) - len(ids[b]) })
+	batch := cmp.Or(max(p.BatchSize, 0), DefaultBatchSize)
+	k := len(p.Model.Labels)
+	out := make([][]float64, len(ids))
+	for lo := 0; lo < len(order); lo += batch {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("gpt: classify: %d of %d texts done: %w", lo, len(order), err)
+		}
+		part := order[lo:min(lo+batch, len(order))]
+		rows := make([][]int, len(part))
+		for i, j := range part {
+			rows[i] = ids[j]
+		}
+		z, err := p.classLogits(rows)
+		if err != nil {
+			return nil, err
+		}
+		for i, j := range part {
+			out[j] = softmax(z[i*k : (i+1)*k])
+		}
+	}
+	return out, nil
+}
+
+// lengthBucket rounds the classification graphs' lengths up, so that
+// batches of nearby lengths share one compiled graph: right padding does
+// not change a row's last token under the causal mask.
+const lengthBucket = 8
+
+// clsKey is the shape of a compiled classification graph: B texts of T
+// tokens through classifier c.
+type clsKey struct {
+	c    *Classifier
+	b, t int
+}
+
+// clsGraph is a compiled classification graph: its inputs (token ids and
+// last positions, bound buffers) and its logits as the last run left them.
+type clsGraph struct {
+	vm     *layers.Machine
+	ids    []int // (B, T)
+	last   []int // (B)
+	logits gorgonia.Value
+}
+
+// Close releases the graph's machine.
+func (g *clsGraph) Close() { g.vm.Close() }
+
+// classLogits runs p's classifier on rows of token ids, right-padded with
+// its pad id to a multiple of lengthBucket (at most n_positions), reading
+// each row's last token, through the graph compiled for the shape, and
+// returns the class scores (B, num_labels) flat.
+func (p *TextClassification) classLogits(rows [][]int) ([]float64, error) {
+	c := p.Model
+	b, t := len(rows), 0
+	for _, r := range rows {
+		t = max(t, len(r))
+	}
+	t = min(layers.RoundUp(t, lengthBucket), c.Config.NPositions) // texts hold at most n_positions tokens
+	if err := models.CheckMemory(c.StepBytes(b, t, false), fmt.Sprintf("gpt: classify %d texts of up to %d tokens", b, t), "lower the batch size"); err != nil {
+		return nil, err
+	}
+	k := clsKey{c, b, t}
+	cg, err := p.graphs.Get(k, func() (*clsGraph, error) {
+		g := c.Store.NewGraph()
+		ids, last := g.IntInput("input_ids", b, t), g.IntInput("last", b)
+		logits, err := c.Logits(g, Inputs{IDs: ids}, last)
+		if err != nil {
+			return nil, err
+		}
+		cg := &clsGraph{ids: layers.Ints(ids), last: layers.Ints(last)}
+		gorgonia.Read(logits, &cg.logits) // memory of its own (layers.Machine)
+		if cg.vm, err = g.Machine(); err != nil {
+			return nil, err
+		}
+		return cg, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for r, s := range rows {
+		for i := range t {
+			cg.ids[r*t+i] = c.PadID()
+			if i < len(s) {
+				cg.ids[r*t+i] = s[i]
+			}
+		}
+		cg.last[r] = len(s) - 1
+	}
+	if err := cg.vm.RunAll(); err != nil {
+		cg.Close()
+		return nil, fmt.Errorf("gpt classifier: %w", err)
+	}
+	z, err := layers.Float64s(cg.logits)
+	if err != nil {
+		cg.Close()
+		return nil, fmt.Errorf("gpt classifier: %w", err)
+	}
+	p.graphs.Put(k, cg, c.StepBytes(b, t, false))
+	return z, nil
+}
+
+// ReleaseGraphs frees the graphs the pipeline compiled, by batch and
+// rounded length, for later calls (at most layers.DefaultMaxGraphs). It
+// is safe to call while other goroutines predict.
+func (p *TextClassification) ReleaseGraphs() { p.graphs.Reset() }
+
+// softmax is exp(z − max z) normalised, in float64: the pipeline's.
+func softmax(z []float64) []float64 {
+	top := math.Inf(-1)
+	for _, v := range z {
+		top = max(top, v)
+	}
+	p := make([]float64, len(z))
+	var s float64
+	for j, v := range z {
+		p[j] = math.Exp(v - top)
+		s += p[j]
+	}
+	for j := range p {
+		p[j] /= s
+	}
+	return p
+}
+
+// topLabels are the k most probable labels of probs (all for k ≤ 0),
+// best first, ties in label order.
+func topLabels(probs []float64, names []string, k int) []models.Label {
+	idx := make([]int, len(probs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(probs[b], probs[a]) })
+	if k > 0 && k < len(idx) {
+		idx = idx[:k]
+	}
+	out := make([]models.Label, len(idx))
+	for i, j := range idx {
+		out[i] = models.Label{Label: names[j], Score: probs[j]}
+	}
+	return out
+}
+
+// checkTexts reports no texts, too many, and one too long; what names a
+// text in errors.
+func checkTexts(texts []string, what string) error {
+	if len(texts) == 0 {
+		return fmt.Errorf("gpt: no %ss", what)
+	}
+	if len(texts) > models.MaxPredictInputs {
+		return fmt.Errorf("gpt: %d %ss is more than %d (models.MaxPredictInputs): split them into calls", len(texts), what, models.MaxPredictInputs)
+	}
+	for i, s := range texts {
+		if len(s) > models.MaxPredictTextBytes {
+			return fmt.Errorf("gpt: %s %d has %d bytes, more than %d (models.MaxPredictTextBytes)", what, i, len(s), models.MaxPredictTextBytes)
+		}
+	}
+	return nil
+}
