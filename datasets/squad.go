@@ -236,14 +236,22 @@ func (t *WordPiece) EncodeWords(text string) (ids []int, words []WordSpan, err e
 	if !t.split {
 		return nil, nil, errors.New("datasets: encode words: the tokenizer has no BertPreTokenizer, so its tokens have no word offsets")
 	}
-	chinese := t.norm != nil && t.norm.chinese
-	emit := func(s, e int) {
+	t.chunks(text, func(s, e int) {
 		n := len(ids)
 		bertWords(t.normalize(text[s:e]), func(w string) { ids = t.word(ids, w) })
 		for range len(ids) - n {
 			words = append(words, WordSpan{s, e})
 		}
-	}
+	})
+	return ids, words, nil
+}
+
+// chunks calls emit with the byte range [s, e) of each word of text as
+// the BertPreTokenizer splits it (before normalization): at whitespace,
+// around each punctuation character and, when the normalizer separates
+// them, around each CJK ideograph.
+func (t *WordPiece) chunks(text string, emit func(s, e int)) {
+	chinese := t.norm != nil && t.norm.chinese
 	start := -1
 	for i, r := range text {
 		switch {
@@ -267,5 +275,75 @@ func (t *WordPiece) EncodeWords(text string) (ids []int, words []WordSpan, err e
 	if start >= 0 {
 		emit(start, len(text))
 	}
-	return ids, words, nil
+}
+
+// EncodeOffsets encodes text as EncodeWords does and returns with each id
+// the byte range [Start, End) of the original text it came from, as
+// tokenizers' offset mappings (return_offsets_mapping): the pieces of a
+// word split it, "unaffable" giving "un" [0, 2), "##aff" [2, 5) and
+// "##able" [5, 9). A word the unknown token stands for covers the whole
+// word. Offsets follow the normalizer only where it keeps a word's
+// characters one for one (lowercasing, stripping accents of precomposed
+// letters); a word whose normalized form has a different number of
+// characters (a decomposed accent, "İ" lowercased to two) gives each of its
+// pieces the whole word, where tokenizers would align them character by
+// character. A tokenizer without the BertPreTokenizer is an error.
+func (t *WordPiece) EncodeOffsets(text string) (ids []int, offsets []WordSpan, err error) {
+	if !utf8.ValidString(text) {
+		return nil, nil, errors.New("datasets: encode: text is not valid UTF-8")
+	}
+	if !t.split {
+		return nil, nil, errors.New("datasets: encode offsets: the tokenizer has no BertPreTokenizer, so its tokens have no offsets")
+	}
+	t.chunks(text, func(s, e int) {
+		n := len(ids)
+		var words []string
+		bertWords(t.normalize(text[s:e]), func(w string) { words = append(words, w) })
+		for _, w := range words {
+			ids = t.word(ids, w)
+		}
+		if len(words) == 1 && utf8.RuneCountInString(words[0]) == utf8.RuneCountInString(text[s:e]) {
+			if spans, ok := t.pieceSpans(text, s, e, ids[n:]); ok {
+				offsets = append(offsets, spans...)
+				return
+			}
+		}
+		for range len(ids) - n {
+			offsets = append(offsets, WordSpan{s, e})
+		}
+	})
+	return ids, offsets, nil
+}
+
+// pieceSpans splits the word text[s:e] among its pieces, one character
+// of the word per character of a piece (the prefix of a continuing piece
+// not counted); ok is false when they do not add up to the word.
+func (t *WordPiece) pieceSpans(text string, s, e int, pieces []int) (spans []WordSpan, ok bool) {
+	if len(pieces) == 1 {
+		return []WordSpan{{s, e}}, true
+	}
+	at := s
+	for i, id := range pieces {
+		tok, found := t.token(id)
+		if !found || id == t.unkID {
+			return nil, false
+		}
+		if i > 0 {
+			if !strings.HasPrefix(tok, t.prefix) {
+				return nil, false
+			}
+			tok = tok[len(t.prefix):]
+		}
+		end := at
+		for range utf8.RuneCountInString(tok) {
+			if end >= e {
+				return nil, false
+			}
+			_, size := utf8.DecodeRuneInString(text[end:])
+			end += size
+		}
+		spans = append(spans, WordSpan{at, end})
+		at = end
+	}
+	return spans, at == e
 }
