@@ -707,12 +707,24 @@ func (t *WordPiece) Unknown() int { return int(t.unknown.Load()) }
 // tokenizers' decode with skip_special_tokens false. Without a decoder
 // the tokens are joined by spaces.
 func (t *WordPiece) Decode(ids []int) (string, error) {
-	var b strings.Builder
+	toks := make([]string, len(ids))
 	for i, id := range ids {
 		tok, ok := t.token(id)
 		if !ok {
 			return "", fmt.Errorf("datasets: decode: id %d at position %d has no token", id, i)
 		}
+		toks[i] = tok
+	}
+	return t.DecodeTokens(toks), nil
+}
+
+// DecodeTokens is Decode on tokens given as strings, transformers'
+// convert_tokens_to_string: the token-classification pipeline joins an
+// entity's tokens with it, an unknown token replaced by the text it stands
+// for.
+func (t *WordPiece) DecodeTokens(toks []string) string {
+	var b strings.Builder
+	for i, tok := range toks {
 		if !t.decWordPiece {
 			if i > 0 {
 				b.WriteByte(' ')
@@ -732,7 +744,7 @@ func (t *WordPiece) Decode(ids []int) (string, error) {
 		}
 		b.WriteString(tok)
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // wordPieceCleanup is tokenizers' decoders::wordpiece::cleanup, applied
