@@ -524,4 +524,3 @@ func TestConcurrentPipelines(t *testing.T) {
 		racetest.Call{Name: "FeatureExtraction", Run: func() (any, error) { return feat.Predict(ctx, predictTexts) }},
 	)
 }
-
