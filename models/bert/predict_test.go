@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,6 +88,21 @@ func TestTextClassificationPredict(t *testing.T) {
 			}
 		}
 	}
+	// A text longer than the model reads is truncated to its 24 positions.
+	long := strings.Repeat("the cat sat on the mat ", 8)
+	x, err := tok.Encode(long)
+	require.NoError(t, err)
+	require.Greater(t, len(x), 22)
+	gotLong, err := p.Predict(context.Background(), []string{long})
+	require.NoError(t, err)
+	cut := append(append([]int{ids[0][0]}, x[:22]...), ids[0][len(ids[0])-1])
+	logits, err = graphrun.ClassLogits(p.Model, [][]int{cut}, [][]int{make([]int, 24)})
+	require.NoError(t, err)
+	probs := softmax(logits)
+	for _, l := range gotLong[0] {
+		require.InDelta(t, probs[slices.Index(p.Model.Labels, l.Label)], l.Score, 1e-9)
+	}
+
 	pairs := [][2]string{{"the cat sat", "a dog ran"}, {"my bird", "sang at dawn"}}
 	p.TopK = 1
 	gotPairs, err := p.PredictPairs(context.Background(), pairs)
@@ -229,6 +245,11 @@ func TestTokenClassificationPredict(t *testing.T) {
 	toks, err := p.PredictTokens(context.Background(), []string{long})
 	require.NoError(t, err)
 	require.Len(t, toks[0], 22)
+	// An unknown word is its text; offsets are bytes of the input.
+	toks, err = p.PredictTokens(context.Background(), []string{"The ZQ cat"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"the", "ZQ", "cat"}, []string{toks[0][0].Word, toks[0][1].Word, toks[0][2].Word})
+	require.Equal(t, [2]int{4, 6}, [2]int{toks[0][1].Start, toks[0][1].End})
 	_, err = LoadTokenClassification(dirs["seq"])
 	require.Error(t, err)
 }
