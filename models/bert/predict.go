@@ -138,17 +138,14 @@ func (p pipe) encode(a, b string, pair bool) (ids, types []int, cut int, err err
 		return nil, nil, 0, err
 	}
 	var y []int
-	room := p.maxLen - 2
+	specials := 2
 	if pair {
 		if y, err = p.tok.Encode(b); err != nil {
 			return nil, nil, 0, err
 		}
-		room--
+		specials++
 	}
-	na, nb := len(x), len(y)
-	if na+nb > room {
-		na, nb = truncateLongestFirst(na, nb, room, pair)
-	}
+	na, nb := datasets.LongestFirst(len(x), len(y), p.maxLen, specials)
 	cut = len(x) + len(y) - na - nb
 	ids = make([]int, 0, na+nb+3)
 	ids = append(append(append(ids, p.cls), x[:na]...), p.sep)
@@ -160,33 +157,6 @@ func (p pipe) encode(a, b string, pair bool) (ids, types []int, cut int, err err
 		}
 	}
 	return ids, types, cut, nil
-}
-
-// truncateLongestFirst is tokenizers' TruncationStrategy::LongestFirst:
-// how many of la and lb tokens to keep so that they fit in room, cutting
-// the longer one first (for one sequence, the first room).
-func truncateLongestFirst(la, lb, room int, pair bool) (int, int) {
-	if !pair {
-		return min(la, room), 0
-	}
-	n1, n2 := la, lb
-	swap := n1 > n2
-	if swap {
-		n1, n2 = n2, n1
-	}
-	if n1 > room {
-		n2 = n1
-	} else {
-		n2 = max(n1, room-n1)
-	}
-	if n1+n2 > room {
-		n1 = room / 2
-		n2 = n1 + room%2
-	}
-	if swap {
-		n1, n2 = n2, n1
-	}
-	return min(la, n1), min(lb, n2)
 }
 
 // evaluate runs ids (with their types) as one padded batch (B, T),
