@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"gorgonia.org/gorgonia"
@@ -37,6 +39,7 @@ type pipe struct {
 	unk      int      // the unknown token's id, -1 for none
 	vocab    []string // tokens by id
 	maxLen   int      // max_position_embeddings
+	cache    *graphs  // compiled graphs by batch shape
 }
 
 // newPipe reads dir's tokenizer.json, which must be BERT's WordPiece with
@@ -53,7 +56,7 @@ func newPipe(where, dir string, cfg Config) (pipe, error) {
 	if n := wp.VocabSize(); n > cfg.VocabSize {
 		return pipe{}, fmt.Errorf("bert: %s: the tokenizer has %d ids but the model's vocabulary is %d (vocab_size): %s does not belong to this checkpoint", where, n, cfg.VocabSize, models.TokenizerFile)
 	}
-	p := pipe{tok: wp, cls: -1, sep: -1, unk: -1, vocab: wp.Vocab(), maxLen: cfg.MaxPositionEmbeddings}
+	p := pipe{tok: wp, cls: -1, sep: -1, unk: -1, vocab: wp.Vocab(), maxLen: cfg.MaxPositionEmbeddings, cache: &graphs{}}
 	for id, s := range p.vocab {
 		switch s {
 		case "[UNK]":
@@ -159,28 +162,114 @@ func (p pipe) encode(a, b string, pair bool) (ids, types []int, cut int, err err
 	return ids, types, cut, nil
 }
 
-// evaluate runs ids (with their types) as one padded batch (B, T),
-// masked, through the nodes build makes in a graph of m's store, and
-// returns their values flat and the batch.
-func evaluate(m *Model, ids, types [][]int, build func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error)) ([][]float64, *batch, error) {
+// The bounds of a pipeline's cache of compiled graphs: idle machines kept
+// per batch shape, and shapes kept.
+const (
+	maxIdlePerShape = 2
+	maxShapes       = 64
+)
+
+// compiled is one compiled inference graph of a pipeline for a batch
+// shape (B, T): its inputs, the values it reads and its machine. One
+// goroutine runs it at a time.
+type compiled struct {
+	ids, types, mask *gorgonia.Node
+	out              []gorgonia.Value
+	vm               *layers.Machine
+}
+
+// graphs caches a pipeline's compiled graphs by batch shape (B, T): a run
+// takes an idle one of its shape, or compiles one, fills its inputs, runs
+// it and puts it back, so the graph of a shape is built and planned once,
+// not per batch. The machines' op buffers live in the model's memory pool
+// (layers.Machine), so a cached machine holds only its graph and outputs.
+// Its zero value is ready; it is safe for concurrent use.
+type graphs struct {
+	mu       sync.Mutex
+	idle     map[[2]int][]*compiled
+	compiles atomic.Int64 // graphs compiled, for the tests
+}
+
+// evaluate runs ids (with their types, nil for all 0) as one padded batch
+// (B, T), masked, through the nodes build makes in a graph of m's store,
+// and returns their values flat and the batch. build must make the same
+// nodes for every call of one cache.
+func (c *graphs) evaluate(m *Model, ids, types [][]int, build func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error)) ([][]float64, *batch, error) {
 	b, err := newBatch(m.Config, ids, types)
 	if err != nil {
 		return nil, nil, err
 	}
-	g := m.Store.NewGraph()
-	in, err := b.inputs(g)
-	if err != nil {
+	key := [2]int{b.b, b.t}
+	x := c.take(key)
+	if x == nil {
+		if x, err = compile(m, b.b, b.t, build); err != nil {
+			return nil, nil, err
+		}
+		c.compiles.Add(1)
+	}
+	copy(x.ids.Value().Data().([]int), b.ids)
+	copy(x.types.Value().Data().([]int), b.types)
+	if err := layers.SetFloats(x.mask, b.mask); err != nil {
 		return nil, nil, err
 	}
-	nodes, err := build(g, in)
-	if err != nil {
+	if err := x.vm.RunAll(); err != nil {
 		return nil, nil, err
 	}
-	vals, err := g.Evaluate(nodes...)
-	if err != nil {
-		return nil, nil, err
+	vals := make([][]float64, len(x.out))
+	for i, v := range x.out {
+		if vals[i], err = layers.Float64s(v); err != nil {
+			return nil, nil, fmt.Errorf("output %d: %w", i, err)
+		}
 	}
+	c.put(key, x)
 	return vals, b, nil
+}
+
+// compile builds and compiles the graph of a (B, T) batch.
+func compile(m *Model, bs, t int, build func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error)) (*compiled, error) {
+	g := m.Store.NewGraph()
+	x := &compiled{ids: g.IntInput("input_ids", bs, t), types: g.IntInput("token_type_ids", bs, t), mask: g.Input("attention_mask", bs, t)}
+	nodes, err := build(g, Inputs{IDs: x.ids, TokenTypes: x.types, Mask: x.mask})
+	if err != nil {
+		return nil, err
+	}
+	x.out = make([]gorgonia.Value, len(nodes))
+	for i, n := range nodes {
+		gorgonia.Read(n, &x.out[i])
+	}
+	if x.vm, err = g.Machine(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// take returns an idle compiled graph of the shape key, or nil.
+func (c *graphs) take(key [2]int) *compiled {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	free := c.idle[key]
+	if len(free) == 0 {
+		return nil
+	}
+	x := free[len(free)-1]
+	c.idle[key] = free[:len(free)-1]
+	return x
+}
+
+// put keeps x for the next run of its shape, within the cache's bounds
+// (a machine past them is closed).
+func (c *graphs) put(key [2]int, x *compiled) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.idle == nil {
+		c.idle = map[[2]int][]*compiled{}
+	}
+	free, ok := c.idle[key]
+	if len(free) >= maxIdlePerShape || !ok && len(c.idle) >= maxShapes {
+		_ = x.vm.Close()
+		return
+	}
+	c.idle[key] = append(free, x)
 }
 
 // ClassFunction is what a text-classification pipeline applies to the
@@ -216,9 +305,11 @@ func DefaultClassFunction(numLabels int, problemType string) ClassFunction {
 // TextClassification is the text-classification pipeline (transformers'
 // TextClassificationPipeline, "sentiment-analysis"): a sequence classifier
 // and its tokenizer. Predict and PredictPairs may be called from many
-// goroutines at once: each batch builds and runs a graph of its own, and
-// the model and tokenizer are only read. Set the fields before the first
-// call and leave them afterwards.
+// goroutines at once: each batch runs a compiled graph of its shape that
+// no other call is using (kept for the next batch of that shape), and the
+// model and tokenizer are only read; the runs of one model take turns
+// (layers.Machine). Set the fields before the first call and leave them
+// afterwards.
 type TextClassification struct {
 	Model     *ForSequenceClassification
 	Tokenizer *datasets.WordPiece
@@ -306,7 +397,7 @@ func (t *TextClassification) predict(ctx context.Context, where string, n int, i
 				return fmt.Errorf("bert: %s: input %d: %w", where, i+1, err)
 			}
 		}
-		vals, _, err := evaluate(t.Model.Model, ids, types, func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error) {
+		vals, _, err := t.cache.evaluate(t.Model.Model, ids, types, func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error) {
 			l, err := t.Model.Logits(g, in)
 			return []*gorgonia.Node{l}, err
 		})
@@ -381,9 +472,11 @@ type Features struct {
 // FeatureExtraction is the feature-extraction pipeline (transformers'
 // FeatureExtractionPipeline, and sentence embeddings by mean pooling): a
 // BERT backbone and its tokenizer. Predict may be called from many
-// goroutines at once: each batch builds and runs a graph of its own, and
-// the model and tokenizer are only read. Set the fields before the first
-// call and leave them afterwards.
+// goroutines at once: each batch runs a compiled graph of its shape that
+// no other call is using (kept for the next batch of that shape), and the
+// model and tokenizer are only read; the runs of one model take turns
+// (layers.Machine). Set the fields before the first call and leave them
+// afterwards.
 type FeatureExtraction struct {
 	Model     *Model
 	Tokenizer *datasets.WordPiece
@@ -442,7 +535,7 @@ func (f *FeatureExtraction) Predict(ctx context.Context, texts []string) ([]Feat
 				return fmt.Errorf("bert: %s: input %d: %w", where, i+1, err)
 			}
 		}
-		vals, b, err := evaluate(f.Model, ids, nil, func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error) {
+		vals, b, err := f.cache.evaluate(f.Model, ids, nil, func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error) {
 			h, err := f.Model.Hidden(g, in)
 			if err != nil || !f.pooler {
 				return []*gorgonia.Node{h}, err

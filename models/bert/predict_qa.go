@@ -72,9 +72,11 @@ const (
 // QuestionAnswering is the extractive question-answering pipeline
 // (transformers' QuestionAnsweringPipeline): a span model and its
 // tokenizer. Predict and PredictAll may be called from many goroutines at
-// once: each batch builds and runs a graph of its own, and the model and
-// tokenizer are only read. Set the fields before the first call and leave
-// them afterwards.
+// once: each batch runs a compiled graph of its shape that no other call
+// is using (kept for the next batch of that shape), and the model and
+// tokenizer are only read; the runs of one model take turns
+// (layers.Machine). Set the fields before the first call and leave them
+// afterwards.
 type QuestionAnswering struct {
 	Model     *ForQuestionAnswering
 	Tokenizer *datasets.WordPiece
@@ -261,7 +263,7 @@ func (q *QuestionAnswering) predict(ctx context.Context, in []QAInput, topK int)
 		for i, p := range pieces[lo:hi] {
 			ids[i], types[i] = p.win.IDs, p.win.TypeIDs
 		}
-		vals, b, err := evaluate(q.Model.Model, ids, types, func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error) {
+		vals, b, err := q.cache.evaluate(q.Model.Model, ids, types, func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error) {
 			st, en, err := q.Model.Logits(g, in)
 			return []*gorgonia.Node{st, en}, err
 		})

@@ -545,3 +545,30 @@ func TestConcurrentPipelines(t *testing.T) {
 		racetest.Call{Name: "FeatureExtraction", Run: func() (any, error) { return feat.Predict(ctx, predictTexts) }},
 	)
 }
+
+// TestPipelineReusesGraphs checks that a pipeline compiles the graph of a
+// batch shape once: a second call with the same batches compiles none,
+// and answers the same.
+func TestPipelineReusesGraphs(t *testing.T) {
+	dirs, _ := predictCheckpoints(t)
+	p, err := LoadTextClassification(dirs["seq"])
+	require.NoError(t, err)
+	p.BatchSize = 2 // two batches of two lengths
+	first, err := p.Predict(context.Background(), predictTexts)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, p.cache.compiles.Load())
+	again, err := p.Predict(context.Background(), predictTexts)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, p.cache.compiles.Load(), "no new graph for the same shapes")
+	require.Equal(t, first, again)
+	// The graph of a new shape is compiled; the cache stays bounded.
+	_, err = p.Predict(context.Background(), predictTexts[:1])
+	require.NoError(t, err)
+	require.EqualValues(t, 3, p.cache.compiles.Load())
+	p.cache.mu.Lock()
+	defer p.cache.mu.Unlock()
+	require.Len(t, p.cache.idle, 3)
+	for _, free := range p.cache.idle {
+		require.LessOrEqual(t, len(free), maxIdlePerShape)
+	}
+}

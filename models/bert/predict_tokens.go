@@ -31,9 +31,11 @@ type TaggedToken struct {
 // TokenClassification is the token-classification pipeline (transformers'
 // TokenClassificationPipeline, "ner"): a token classifier and its
 // tokenizer. Predict and PredictTokens may be called from many goroutines
-// at once: each batch builds and runs a graph of its own, and the model
-// and tokenizer are only read. Set the fields before the first call and
-// leave them afterwards.
+// at once: each batch runs a compiled graph of its shape that no other
+// call is using (kept for the next batch of that shape), and the model and
+// tokenizer are only read; the runs of one model take turns
+// (layers.Machine). Set the fields before the first call and leave them
+// afterwards.
 type TokenClassification struct {
 	Model     *ForTokenClassification
 	Tokenizer *datasets.WordPiece
@@ -146,7 +148,7 @@ func (t *TokenClassification) tag(ctx context.Context, texts []string) ([][]Tagg
 			ids[i-lo] = append(append([]int{t.cls}, x[:n]...), t.sep)
 			offs[i-lo] = o[:n]
 		}
-		vals, b, err := evaluate(t.Model.Model, ids, nil, func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error) {
+		vals, b, err := t.cache.evaluate(t.Model.Model, ids, nil, func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error) {
 			l, err := t.Model.Logits(g, in)
 			return []*gorgonia.Node{l}, err
 		})
