@@ -609,14 +609,19 @@ type FillMaskPipeline struct {
 // LoadFillMask reads a masked-LM checkpoint (transformers'
 // BertForMaskedLM or BertForPreTraining, or zoo's pretraining) and its
 // tokenizer.json for Predict; opts are LoadForMaskedLM's. A checkpoint
-// without the masked-LM head is an error.
+// without the masked-LM head is an error; one without a pooler (as
+// transformers' BertForMaskedLM) loads, the pooler being unused.
 func LoadFillMask(dir string, opts ...models.LoadOption) (*FillMaskPipeline, error) {
 	const where = "LoadFillMask"
 	m, r, err := LoadForMaskedLM(dir, opts...)
 	if err != nil {
 		return nil, err
 	}
-	if err := refuseCreated(where, dir, r, "masked-LM head"); err != nil {
+	// The masked LM does not use the pooler, which transformers'
+	// BertForMaskedLM does not have.
+	used := r
+	used.Created = slices.DeleteFunc(slices.Clone(r.Created), func(name string) bool { return strings.HasPrefix(name, "bert.pooler.") })
+	if err := refuseCreated(where, dir, used, "masked-LM head"); err != nil {
 		return nil, err
 	}
 	p, err := newPipe(where, dir, m.Config)

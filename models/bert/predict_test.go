@@ -455,6 +455,19 @@ func TestFillMaskPipeline(t *testing.T) {
 	require.Equal(t, 1, te.Index)
 	_, err = LoadFillMask(dirs["seq"])
 	require.ErrorContains(t, err, "no trained masked-LM head")
+	// transformers' BertForMaskedLM has no pooler: it loads.
+	require.NoError(t, p.Model.dropPooler())
+	dir := t.TempDir()
+	require.NoError(t, models.SaveText(dir, p.Model, tok))
+	q, err := LoadFillMask(dir)
+	require.NoError(t, err)
+	require.Contains(t, q.Report.Created, "bert.pooler.dense.weight")
+	q.TopK = 3
+	again, err := q.Predict(context.Background(), texts[:1])
+	require.NoError(t, err)
+	want, err = FillMaskBatch(p.Model, tok, texts[:1], 3)
+	require.NoError(t, err)
+	require.Equal(t, want, again)
 }
 
 // TestFeatureExtractionPredict checks the hidden states against
