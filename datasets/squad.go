@@ -281,13 +281,13 @@ func (t *WordPiece) chunks(text string, emit func(s, e int)) {
 // the byte range [Start, End) of the original text it came from, as
 // tokenizers' offset mappings (return_offsets_mapping): the pieces of a
 // word split it, "unaffable" giving "un" [0, 2), "##aff" [2, 5) and
-// "##able" [5, 9). A word the unknown token stands for covers the whole
-// word. Offsets follow the normalizer only where it keeps a word's
-// characters one for one (lowercasing, stripping accents of precomposed
-// letters); a word whose normalized form has a different number of
-// characters (a decomposed accent, "İ" lowercased to two) gives each of its
-// pieces the whole word, where tokenizers would align them character by
-// character. A tokenizer without the BertPreTokenizer is an error.
+// "##able" [5, 9); a character the normalizer drops (a control character,
+// a zero-width space) belongs to no piece, and the characters the
+// normalizer makes of one ("İ" lowercased to "i" and a combining dot) all
+// map to it. A word the unknown token stands for covers the whole word.
+// Where normalizing the word's characters one by one does not give the
+// normalized word (combining marks reordered), each of its pieces covers
+// the whole word. A tokenizer without the BertPreTokenizer is an error.
 func (t *WordPiece) EncodeOffsets(text string) (ids []int, offsets []WordSpan, err error) {
 	if !utf8.ValidString(text) {
 		return nil, nil, errors.New("datasets: encode: text is not valid UTF-8")
@@ -297,16 +297,15 @@ func (t *WordPiece) EncodeOffsets(text string) (ids []int, offsets []WordSpan, e
 	}
 	t.chunks(text, func(s, e int) {
 		n := len(ids)
-		var words []string
-		bertWords(t.normalize(text[s:e]), func(w string) { words = append(words, w) })
+		norm := t.normalize(text[s:e])
+		var words [][2]int // byte ranges in norm
+		bertWordSpans(norm, func(a, b int) { words = append(words, [2]int{a, b}) })
 		for _, w := range words {
-			ids = t.word(ids, w)
+			ids = t.word(ids, norm[w[0]:w[1]])
 		}
-		if len(words) == 1 && utf8.RuneCountInString(words[0]) == utf8.RuneCountInString(text[s:e]) {
-			if spans, ok := t.pieceSpans(text, s, e, ids[n:]); ok {
-				offsets = append(offsets, spans...)
-				return
-			}
+		if spans, ok := t.pieceSpans(text, s, e, norm, words, ids[n:]); ok {
+			offsets = append(offsets, spans...)
+			return
 		}
 		for range len(ids) - n {
 			offsets = append(offsets, WordSpan{s, e})
@@ -315,35 +314,57 @@ func (t *WordPiece) EncodeOffsets(text string) (ids []int, offsets []WordSpan, e
 	return ids, offsets, nil
 }
 
-// pieceSpans splits the word text[s:e] among its pieces, one character
-// of the word per character of a piece (the prefix of a continuing piece
-// not counted); ok is false when they do not add up to the word.
-func (t *WordPiece) pieceSpans(text string, s, e int, pieces []int) (spans []WordSpan, ok bool) {
-	if len(pieces) == 1 {
-		return []WordSpan{{s, e}}, true
-	}
-	at := s
-	for i, id := range pieces {
-		tok, found := t.token(id)
-		if !found || id == t.unkID {
-			return nil, false
+// pieceSpans maps the pieces of the words (byte ranges of norm, the
+// normalized text[s:e]) back to text: each byte of norm comes from the
+// character of text[s:e] whose normalization wrote it. ok is false when
+// normalizing character by character does not give norm, or the pieces do
+// not spell their words.
+func (t *WordPiece) pieceSpans(text string, s, e int, norm string, words [][2]int, pieces []int) (spans []WordSpan, ok bool) {
+	from := make([]WordSpan, 0, len(norm)) // by byte of norm
+	for i, r := range text[s:e] {
+		for range len(t.normalize(string(r))) {
+			from = append(from, WordSpan{s + i, s + i + utf8.RuneLen(r)})
 		}
-		if i > 0 {
-			if !strings.HasPrefix(tok, t.prefix) {
+	}
+	if len(from) != len(norm) {
+		return nil, false
+	}
+	var b strings.Builder
+	for _, r := range text[s:e] {
+		b.WriteString(t.normalize(string(r)))
+	}
+	if b.String() != norm {
+		return nil, false
+	}
+	k := 0
+	for _, w := range words {
+		at := w[0]
+		for first := true; at < w[1]; first = false {
+			if k >= len(pieces) {
 				return nil, false
 			}
-			tok = tok[len(t.prefix):]
-		}
-		end := at
-		for range utf8.RuneCountInString(tok) {
-			if end >= e {
-				return nil, false
+			start := at
+			if pieces[k] == t.unkID && first {
+				at = w[1] // the unknown token stands for the whole word
+			} else {
+				tok, found := t.token(pieces[k])
+				if !found {
+					return nil, false
+				}
+				if !first {
+					if !strings.HasPrefix(tok, t.prefix) {
+						return nil, false
+					}
+					tok = tok[len(t.prefix):]
+				}
+				if tok == "" || !strings.HasPrefix(norm[at:w[1]], tok) {
+					return nil, false
+				}
+				at += len(tok)
 			}
-			_, size := utf8.DecodeRuneInString(text[end:])
-			end += size
+			spans = append(spans, WordSpan{from[start].Start, from[at-1].End})
+			k++
 		}
-		spans = append(spans, WordSpan{at, end})
-		at = end
 	}
-	return spans, at == e
+	return spans, k == len(pieces)
 }

@@ -630,20 +630,26 @@ func (t *WordPiece) words(ids []int, s string) []int {
 // it: at whitespace, which is dropped, and around each punctuation
 // character, which is a word.
 func bertWords(s string, emit func(w string)) {
+	bertWordSpans(s, func(a, b int) { emit(s[a:b]) })
+}
+
+// bertWordSpans is bertWords giving each word as its byte range [a, b) in
+// s.
+func bertWordSpans(s string, emit func(a, b int)) {
 	start := -1
 	for i, r := range s {
 		switch {
 		case isBertSpace(r):
 			if start >= 0 {
-				emit(s[start:i])
+				emit(start, i)
 			}
 			start = -1
 		case isBertPunct(r):
 			if start >= 0 {
-				emit(s[start:i])
+				emit(start, i)
 			}
 			start = -1
-			emit(s[i : i+utf8.RuneLen(r)])
+			emit(i, i+utf8.RuneLen(r))
 		default:
 			if start < 0 {
 				start = i
@@ -651,7 +657,7 @@ func bertWords(s string, emit func(w string)) {
 		}
 	}
 	if start >= 0 {
-		emit(s[start:])
+		emit(start, len(s))
 	}
 }
 
