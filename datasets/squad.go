@@ -236,14 +236,22 @@ func (t *WordPiece) EncodeWords(text string) (ids []int, words []WordSpan, err e
 	if !t.split {
 		return nil, nil, errors.New("datasets: encode words: the tokenizer has no BertPreTokenizer, so its tokens have no word offsets")
 	}
-	chinese := t.norm != nil && t.norm.chinese
-	emit := func(s, e int) {
+	t.chunks(text, func(s, e int) {
 		n := len(ids)
 		bertWords(t.normalize(text[s:e]), func(w string) { ids = t.word(ids, w) })
 		for range len(ids) - n {
 			words = append(words, WordSpan{s, e})
 		}
-	}
+	})
+	return ids, words, nil
+}
+
+// chunks calls emit with the byte range [s, e) of each word of text as
+// the BertPreTokenizer splits it (before normalization): at whitespace,
+// around each punctuation character and, when the normalizer separates
+// them, around each CJK ideograph.
+func (t *WordPiece) chunks(text string, emit func(s, e int)) {
+	chinese := t.norm != nil && t.norm.chinese
 	start := -1
 	for i, r := range text {
 		switch {
@@ -267,5 +275,96 @@ func (t *WordPiece) EncodeWords(text string) (ids []int, words []WordSpan, err e
 	if start >= 0 {
 		emit(start, len(text))
 	}
-	return ids, words, nil
+}
+
+// EncodeOffsets encodes text as EncodeWords does and returns with each id
+// the byte range [Start, End) of the original text it came from, as
+// tokenizers' offset mappings (return_offsets_mapping): the pieces of a
+// word split it, "unaffable" giving "un" [0, 2), "##aff" [2, 5) and
+// "##able" [5, 9); a character the normalizer drops (a control character,
+// a zero-width space) belongs to no piece, and the characters the
+// normalizer makes of one ("İ" lowercased to "i" and a combining dot) all
+// map to it. A word the unknown token stands for covers the whole word.
+// Where normalizing the word's characters one by one does not give the
+// normalized word (combining marks reordered), each of its pieces covers
+// the whole word. A tokenizer without the BertPreTokenizer is an error.
+func (t *WordPiece) EncodeOffsets(text string) (ids []int, offsets []WordSpan, err error) {
+	if !utf8.ValidString(text) {
+		return nil, nil, errors.New("datasets: encode: text is not valid UTF-8")
+	}
+	if !t.split {
+		return nil, nil, errors.New("datasets: encode offsets: the tokenizer has no BertPreTokenizer, so its tokens have no offsets")
+	}
+	t.chunks(text, func(s, e int) {
+		n := len(ids)
+		norm := t.normalize(text[s:e])
+		var words [][2]int // byte ranges in norm
+		bertWordSpans(norm, func(a, b int) { words = append(words, [2]int{a, b}) })
+		for _, w := range words {
+			ids = t.word(ids, norm[w[0]:w[1]])
+		}
+		if spans, ok := t.pieceSpans(text, s, e, norm, words, ids[n:]); ok {
+			offsets = append(offsets, spans...)
+			return
+		}
+		for range len(ids) - n {
+			offsets = append(offsets, WordSpan{s, e})
+		}
+	})
+	return ids, offsets, nil
+}
+
+// pieceSpans maps the pieces of the words (byte ranges of norm, the
+// normalized text[s:e]) back to text: each byte of norm comes from the
+// character of text[s:e] whose normalization wrote it. ok is false when
+// normalizing character by character does not give norm, or the pieces do
+// not spell their words.
+func (t *WordPiece) pieceSpans(text string, s, e int, norm string, words [][2]int, pieces []int) (spans []WordSpan, ok bool) {
+	from := make([]WordSpan, 0, len(norm)) // by byte of norm
+	for i, r := range text[s:e] {
+		for range len(t.normalize(string(r))) {
+			from = append(from, WordSpan{s + i, s + i + utf8.RuneLen(r)})
+		}
+	}
+	if len(from) != len(norm) {
+		return nil, false
+	}
+	var b strings.Builder
+	for _, r := range text[s:e] {
+		b.WriteString(t.normalize(string(r)))
+	}
+	if b.String() != norm {
+		return nil, false
+	}
+	k := 0
+	for _, w := range words {
+		at := w[0]
+		for first := true; at < w[1]; first = false {
+			if k >= len(pieces) {
+				return nil, false
+			}
+			start := at
+			if pieces[k] == t.unkID && first {
+				at = w[1] // the unknown token stands for the whole word
+			} else {
+				tok, found := t.token(pieces[k])
+				if !found {
+					return nil, false
+				}
+				if !first {
+					if !strings.HasPrefix(tok, t.prefix) {
+						return nil, false
+					}
+					tok = tok[len(t.prefix):]
+				}
+				if tok == "" || !strings.HasPrefix(norm[at:w[1]], tok) {
+					return nil, false
+				}
+				at += len(tok)
+			}
+			spans = append(spans, WordSpan{from[start].Start, from[at-1].End})
+			k++
+		}
+	}
+	return spans, k == len(pieces)
 }

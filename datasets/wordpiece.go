@@ -630,20 +630,26 @@ func (t *WordPiece) words(ids []int, s string) []int {
 // it: at whitespace, which is dropped, and around each punctuation
 // character, which is a word.
 func bertWords(s string, emit func(w string)) {
+	bertWordSpans(s, func(a, b int) { emit(s[a:b]) })
+}
+
+// bertWordSpans is bertWords giving each word as its byte range [a, b) in
+// s.
+func bertWordSpans(s string, emit func(a, b int)) {
 	start := -1
 	for i, r := range s {
 		switch {
 		case isBertSpace(r):
 			if start >= 0 {
-				emit(s[start:i])
+				emit(start, i)
 			}
 			start = -1
 		case isBertPunct(r):
 			if start >= 0 {
-				emit(s[start:i])
+				emit(start, i)
 			}
 			start = -1
-			emit(s[i : i+utf8.RuneLen(r)])
+			emit(i, i+utf8.RuneLen(r))
 		default:
 			if start < 0 {
 				start = i
@@ -651,7 +657,7 @@ func bertWords(s string, emit func(w string)) {
 		}
 	}
 	if start >= 0 {
-		emit(s[start:])
+		emit(start, len(s))
 	}
 }
 
@@ -707,12 +713,24 @@ func (t *WordPiece) Unknown() int { return int(t.unknown.Load()) }
 // tokenizers' decode with skip_special_tokens false. Without a decoder
 // the tokens are joined by spaces.
 func (t *WordPiece) Decode(ids []int) (string, error) {
-	var b strings.Builder
+	toks := make([]string, len(ids))
 	for i, id := range ids {
 		tok, ok := t.token(id)
 		if !ok {
 			return "", fmt.Errorf("datasets: decode: id %d at position %d has no token", id, i)
 		}
+		toks[i] = tok
+	}
+	return t.DecodeTokens(toks), nil
+}
+
+// DecodeTokens is Decode on tokens given as strings, transformers'
+// convert_tokens_to_string: the token-classification pipeline joins an
+// entity's tokens with it, an unknown token replaced by the text it stands
+// for.
+func (t *WordPiece) DecodeTokens(toks []string) string {
+	var b strings.Builder
+	for i, tok := range toks {
 		if !t.decWordPiece {
 			if i > 0 {
 				b.WriteByte(' ')
@@ -732,7 +750,7 @@ func (t *WordPiece) Decode(ids []int) (string, error) {
 		}
 		b.WriteString(tok)
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // wordPieceCleanup is tokenizers' decoders::wordpiece::cleanup, applied

@@ -501,24 +501,17 @@ func (e *qaEncoder) features(ex []datasets.SquadExample, labelled bool) (out []q
 		if room < 1 {
 			return nil, 0, fmt.Errorf("question %s: its %d tokens leave no room for the context in max_seq_length %d; lower max_query_length", x.ID, len(qids), e.win.maxSeq)
 		}
-		var spans [][2]int // [start, length) of each window in the context's tokens
-		for s := 0; ; {
-			n := min(len(cids)-s, room)
-			spans = append(spans, [2]int{s, n})
-			if s+n >= len(cids) {
-				break
-			}
-			s += min(n, e.win.stride)
+		wins, err := bert.QAWindows(e.cls, e.sep, qids, cids, room, e.win.stride)
+		if err != nil {
+			return nil, 0, fmt.Errorf("question %s: %w", x.ID, err)
 		}
-		for k, sp := range spans {
-			f := qaFeature{example: i, ctxOff: len(qids) + 2, ctxStart: sp[0], ctxLen: sp[1], words: words}
-			f.ids = make([]int, 0, len(qids)+sp[1]+3)
-			f.ids = append(append(append(f.ids, e.cls), qids...), e.sep)
-			f.ids = append(append(f.ids, cids[sp[0]:sp[0]+sp[1]]...), e.sep)
-			f.types = make([]int, len(f.ids))
-			for j := f.ctxOff; j < len(f.types); j++ {
-				f.types[j] = 1
-			}
+		spans := make([][2]int, len(wins)) // [start, length) of each window in the context's tokens
+		for k, w := range wins {
+			spans[k] = [2]int{w.ContextStart, w.ContextLen}
+		}
+		for k, w := range wins {
+			sp := spans[k]
+			f := qaFeature{example: i, ids: w.IDs, types: w.TypeIDs, ctxOff: w.ContextOffset, ctxStart: sp[0], ctxLen: sp[1], words: words}
 			f.maxContext = make([]bool, sp[1])
 			for j := range f.maxContext {
 				f.maxContext[j] = isMaxContext(spans, k, sp[0]+j)

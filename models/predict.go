@@ -24,8 +24,10 @@ type Label struct {
 
 // Entity is one entity of token classification grouped as Hugging Face's
 // aggregation_strategy="simple": consecutive tokens of one entity type (B-
-// and I- tags merged), its mean score, the text it covers and its byte
-// offsets [Start, End) in the input.
+// and I- tags merged), its mean score, its word (its tokens through the
+// tokenizer's decoder, as the pipeline's "word": lowercased by an uncased
+// tokenizer; input[Start:End] is the text itself) and its byte offsets
+// [Start, End) in the input.
 type Entity struct {
 	Group string  `json:"entity_group"`
 	Score float64 `json:"score"`

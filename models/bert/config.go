@@ -2,7 +2,10 @@
 // encoder with word, position and token-type embeddings and a [CLS]
 // pooler, built from the zoo's shared layers, with Hugging Face's
 // parameter names and checkpoint layout, its pretraining heads (masked LM
-// and next-sentence prediction) and a sequence classifier.
+// and next-sentence prediction) and a sequence classifier; and Hugging
+// Face's pipelines as one call each: LoadTextClassification,
+// LoadTokenClassification, LoadQuestionAnswering, LoadFillMask and
+// LoadFeatureExtraction, then Predict on strings.
 package bert
 
 import (
