@@ -30,7 +30,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/datasets"
-	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/train"
@@ -83,13 +82,7 @@ func DefaultClassify() ClassifyConfig {
 // ReadClassifyConfig reads a JSON config file over base; unknown keys and
 // wrong types are errors.
 func ReadClassifyConfig(path string, base ClassifyConfig) (ClassifyConfig, error) {
-	var notes []string
-	cfg, err := jsonconfig.Read(path, base, jsonconfig.Renames(train.DeprecatedNames, &notes))
-	if err != nil {
-		return cfg, err
-	}
-	cfg.Deprecated = append(cfg.Deprecated, notes...)
-	return cfg, nil
+	return train.ReadConfig(path, base, func(c *ClassifyConfig) *train.Args { return &c.Args }, "", nil)
 }
 
 // ClassifyResult is what a fine-tuning run produced.

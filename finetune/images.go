@@ -26,7 +26,6 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/heatmap"
-	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/vit"
@@ -119,13 +118,7 @@ func DefaultImages() ImagesConfig {
 // ReadImagesConfig reads a JSON config file over base; unknown keys and
 // wrong types are errors.
 func ReadImagesConfig(path string, base ImagesConfig) (ImagesConfig, error) {
-	var notes []string
-	cfg, err := jsonconfig.Read(path, base, jsonconfig.Renames(train.DeprecatedNames, &notes))
-	if err != nil {
-		return cfg, err
-	}
-	cfg.Deprecated = append(cfg.Deprecated, notes...)
-	return cfg, nil
+	return train.ReadConfig(path, base, func(c *ImagesConfig) *train.Args { return &c.Args }, "", nil)
 }
 
 // ImagesResult is what an image classification run produced.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
-	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
@@ -49,13 +48,7 @@ func DefaultQA() QAConfig {
 // ReadQAConfig reads a JSON config file over base; unknown keys and wrong
 // types are errors.
 func ReadQAConfig(path string, base QAConfig) (QAConfig, error) {
-	var notes []string
-	cfg, err := jsonconfig.Read(path, base, jsonconfig.Renames(train.DeprecatedNames, &notes))
-	if err != nil {
-		return cfg, err
-	}
-	cfg.Deprecated = append(cfg.Deprecated, notes...)
-	return cfg, nil
+	return train.ReadConfig(path, base, func(c *QAConfig) *train.Args { return &c.Args }, "", nil)
 }
 
 // Validate reports settings that cannot run, naming them: its own, the

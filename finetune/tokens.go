@@ -12,7 +12,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/d73a19ff/zoo/datasets"
-	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
@@ -49,13 +48,7 @@ func DefaultTokens() TokensConfig {
 // ReadTokensConfig reads a JSON config file over base; unknown keys and
 // wrong types are errors.
 func ReadTokensConfig(path string, base TokensConfig) (TokensConfig, error) {
-	var notes []string
-	cfg, err := jsonconfig.Read(path, base, jsonconfig.Renames(train.DeprecatedNames, &notes))
-	if err != nil {
-		return cfg, err
-	}
-	cfg.Deprecated = append(cfg.Deprecated, notes...)
-	return cfg, nil
+	return train.ReadConfig(path, base, func(c *TokensConfig) *train.Args { return &c.Args }, "", nil)
 }
 
 // Validate reports a configuration that cannot run: its own settings,

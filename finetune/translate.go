@@ -88,12 +88,10 @@ func DefaultTranslation() TranslationConfig {
 // and wrong types are errors. The model block is also kept as written, for
 // init_from to read over the checkpoint's config (pretrain.Seq2SeqTrainConfig.ModelJSON).
 func ReadTranslationConfig(path string, base TranslationConfig) (TranslationConfig, error) {
-	var notes []string
-	cfg, err := jsonconfig.Read(path, base, jsonconfig.Renames(train.DeprecatedNames, &notes))
+	cfg, err := train.ReadConfig(path, base, func(c *TranslationConfig) *train.Args { return &c.Args }, "", nil)
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Deprecated = append(cfg.Deprecated, notes...)
 	cfg.ModelJSON, err = jsonconfig.Section(path, "model")
 	return cfg, err
 }

@@ -1,5 +1,10 @@
 package models
 
+import (
+	"cmp"
+	"slices"
+)
+
 // What the one-call inference of every family returns (issue 36: the Go
 // counterpart of Hugging Face's pipelines). Each family's pipeline type
 // (bert.TextClassification, vit.ImageClassification, …) takes strings or
@@ -44,4 +49,24 @@ type Answer struct {
 	Start  int     `json:"start"`
 	End    int     `json:"end"`
 	Answer string  `json:"answer"`
+}
+
+// TopLabels pairs names with their probabilities probs (one each) and
+// returns the k most probable (all for k ≤ 0), best first, ties in name
+// order: Python's stable sort, as the classification pipelines sort, and
+// torch.topk's order for distinct scores.
+func TopLabels(probs []float64, names []string, k int) []Label {
+	idx := make([]int, len(probs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(probs[b], probs[a]) })
+	if k > 0 && k < len(idx) {
+		idx = idx[:k]
+	}
+	out := make([]Label, len(idx))
+	for i, j := range idx {
+		out[i] = Label{Label: names[j], Score: probs[j]}
+	}
+	return out
 }

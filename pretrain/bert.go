@@ -64,12 +64,10 @@ func DefaultBERT() BERTConfig {
 // ReadBERTConfig reads a JSON config file over base; unknown keys (in the
 // model section too) and wrong types are errors.
 func ReadBERTConfig(path string, base BERTConfig) (BERTConfig, error) {
-	var notes []string
-	cfg, err := jsonconfig.ReadSection(path, base, "model", func(c *BERTConfig) any { return bert.Strict(&c.Model) }, jsonconfig.Renames(train.DeprecatedNames, &notes))
+	cfg, err := train.ReadConfig(path, base, func(c *BERTConfig) *train.Args { return &c.Args }, "model", func(c *BERTConfig) any { return bert.Strict(&c.Model) })
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Deprecated = append(cfg.Deprecated, notes...)
 	if cfg.ModelJSON, err = jsonconfig.Section(path, "model"); err != nil {
 		return base, err
 	}

@@ -37,12 +37,10 @@ func DefaultSeq2Seq() Seq2SeqConfig {
 // wrong types are errors. The model block is also kept as written, for
 // init_from to read over the checkpoint's config (Seq2SeqTrainConfig.ModelJSON).
 func ReadSeq2SeqConfig(path string, base Seq2SeqConfig) (Seq2SeqConfig, error) {
-	var notes []string
-	cfg, err := jsonconfig.Read(path, base, jsonconfig.Renames(train.DeprecatedNames, &notes))
+	cfg, err := train.ReadConfig(path, base, func(c *Seq2SeqConfig) *train.Args { return &c.Args }, "", nil)
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Deprecated = append(cfg.Deprecated, notes...)
 	cfg.ModelJSON, err = jsonconfig.Section(path, "model")
 	return cfg, err
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/atomicfile"
-	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models/vit"
 	"github.com/d73a19ff/zoo/train"
@@ -89,13 +88,7 @@ func DefaultMAE() MAEConfig {
 // types are errors, and the model section refuses what it does not
 // implement, by name.
 func ReadMAEConfig(path string, base MAEConfig) (MAEConfig, error) {
-	var notes []string
-	cfg, err := jsonconfig.ReadSection(path, base, "model", func(c *MAEConfig) any { return &c.Model }, jsonconfig.Renames(train.DeprecatedNames, &notes))
-	if err != nil {
-		return cfg, err
-	}
-	cfg.Deprecated = append(cfg.Deprecated, notes...)
-	return cfg, nil
+	return train.ReadConfig(path, base, func(c *MAEConfig) *train.Args { return &c.Args }, "model", func(c *MAEConfig) any { return &c.Model })
 }
 
 // PeakLR is the peak learning rate: LR, or blr × the images per step / 256

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
 )
 
 // Args are the arguments every training run shares, named as Hugging
@@ -185,4 +187,22 @@ func (a Args) Engine(schedule Schedule) Config {
 		AdamW: a.AdamW(), Schedule: schedule, LogEvery: a.LoggingSteps, LoadBestAtEnd: a.LoadBestModelAtEnd,
 		Scoring: Scoring{BestBy: a.MetricForBestModel, HigherIsBetter: a.GreaterIsBetter},
 	}
+}
+
+// ReadConfig reads a pipeline's JSON config file at path over base:
+// keys the file leaves out keep base's values; unknown keys and wrong
+// types are errors naming the file; the old names of DeprecatedNames are
+// read as the new ones, each with a deprecation line appended to the
+// config's Args (args returns them), which Run prints. A section key other
+// than "" is decoded alone into section(&cfg) first: a model's config,
+// whose own UnmarshalJSON refuses what it does not implement.
+func ReadConfig[T any](path string, base T, args func(*T) *Args, key string, section func(*T) any) (T, error) {
+	var notes []string
+	cfg, err := jsonconfig.ReadSection(path, base, key, section, jsonconfig.Renames(DeprecatedNames, &notes))
+	if err != nil {
+		return cfg, err
+	}
+	a := args(&cfg)
+	a.Deprecated = append(a.Deprecated, notes...)
+	return cfg, nil
 }

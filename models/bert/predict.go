@@ -406,7 +406,7 @@ func (t *TextClassification) predict(ctx context.Context, where string, n int, i
 		}
 		k := len(t.Model.Labels)
 		for i := lo; i < hi; i++ {
-			out[i] = rankLabels(t.Model.Labels, applyFunction(fn, vals[0][(i-lo)*k:(i-lo+1)*k]), t.TopK)
+			out[i] = models.TopLabels(applyFunction(fn, vals[0][(i-lo)*k:(i-lo+1)*k]), t.Model.Labels, t.TopK)
 		}
 		return nil
 	})
@@ -429,29 +429,6 @@ func applyFunction(fn ClassFunction, logits []float64) []float64 {
 		return out
 	}
 	return slices.Clone(logits)
-}
-
-// rankLabels pairs labels with scores, sorted by score, best first, ties
-// in label order (Python's stable sort, as the pipeline sorts), and keeps
-// the first k (all for 0).
-func rankLabels(labels []string, scores []float64, k int) []models.Label {
-	out := make([]models.Label, len(labels))
-	for i, l := range labels {
-		out[i] = models.Label{Label: l, Score: scores[i]}
-	}
-	slices.SortStableFunc(out, func(a, b models.Label) int {
-		switch {
-		case a.Score > b.Score:
-			return -1
-		case a.Score < b.Score:
-			return 1
-		}
-		return 0
-	})
-	if k > 0 && k < len(out) {
-		out = out[:k]
-	}
-	return out
 }
 
 // Features are what feature extraction gives for one text.

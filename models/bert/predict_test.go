@@ -176,9 +176,9 @@ func TestTextClassificationRules(t *testing.T) {
 	sm := applyFunction(FunctionSoftmax, []float64{0, math.Log(3)})
 	require.InDelta(t, 0.25, sm[0], 1e-15)
 	// Best first; ties keep label order; top-k cuts.
-	got := rankLabels([]string{"a", "b", "c", "d"}, []float64{0.1, 0.4, 0.1, 0.4}, 0)
+	got := models.TopLabels([]float64{0.1, 0.4, 0.1, 0.4}, []string{"a", "b", "c", "d"}, 0)
 	require.Equal(t, []models.Label{{Label: "b", Score: 0.4}, {Label: "d", Score: 0.4}, {Label: "a", Score: 0.1}, {Label: "c", Score: 0.1}}, got)
-	require.Equal(t, got[:2], rankLabels([]string{"a", "b", "c", "d"}, []float64{0.1, 0.4, 0.1, 0.4}, 2))
+	require.Equal(t, got[:2], models.TopLabels([]float64{0.1, 0.4, 0.1, 0.4}, []string{"a", "b", "c", "d"}, 2))
 	// tokenizers' longest_first (cases measured against the npm package
 	// tokenizers 0.23.2; finetune's classification tests hold the rest).
 	for _, c := range []struct{ n1, n2, maxLen, specials, k1, k2 int }{

@@ -399,7 +399,7 @@ func (p *TextClassification) Predict(ctx context.Context, texts []string) ([][]m
 	}
 	out := make([][]models.Label, len(probs))
 	for i, row := range probs {
-		out[i] = topLabels(row, p.Model.Labels, p.TopK)
+		out[i] = models.TopLabels(row, p.Model.Labels, p.TopK)
 	}
 	return out, nil
 }
@@ -554,24 +554,6 @@ func softmax(z []float64) []float64 {
 		p[j] /= s
 	}
 	return p
-}
-
-// topLabels are the k most probable labels of probs (all for k ≤ 0),
-// best first, ties in label order.
-func topLabels(probs []float64, names []string, k int) []models.Label {
-	idx := make([]int, len(probs))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(probs[b], probs[a]) })
-	if k > 0 && k < len(idx) {
-		idx = idx[:k]
-	}
-	out := make([]models.Label, len(idx))
-	for i, j := range idx {
-		out[i] = models.Label{Label: names[j], Score: probs[j]}
-	}
-	return out
 }
 
 // checkTexts reports no texts, too many, and one too long; what names a

@@ -274,7 +274,7 @@ func TestTextClassificationEqualsLogits(t *testing.T) {
 		got, err := p.Predict(ctx, texts)
 		require.NoError(t, err)
 		for i, labels := range got {
-			want := topLabels(softmax(z[i*3:(i+1)*3]), p.Model.Labels, 0)
+			want := models.TopLabels(softmax(z[i*3:(i+1)*3]), p.Model.Labels, 0)
 			require.Len(t, labels, 3)
 			for k := range labels {
 				require.Equal(t, want[k].Label, labels[k].Label, "batch %d, text %d", batch, i)
@@ -330,8 +330,8 @@ func TestSoftmaxTopLabels(t *testing.T) {
 	p = softmax([]float64{1, 2, 2})
 	require.InDelta(t, 1, p[0]+p[1]+p[2], 1e-15)
 	require.InDelta(t, 1/(1+2*2.718281828459045), p[0], 1e-12)
-	require.Equal(t, []models.Label{{Label: "b", Score: p[1]}, {Label: "c", Score: p[2]}}, topLabels(p, []string{"a", "b", "c"}, 2))
-	require.Len(t, topLabels(p, []string{"a", "b", "c"}, 9), 3)
+	require.Equal(t, []models.Label{{Label: "b", Score: p[1]}, {Label: "c", Score: p[2]}}, models.TopLabels(p, []string{"a", "b", "c"}, 2))
+	require.Len(t, models.TopLabels(p, []string{"a", "b", "c"}, 9), 3)
 }
 
 // TestWritePipelineTestdata writes testdata/pipeline (a tiny untrained

@@ -1,11 +1,9 @@
 package vit
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"image"
-	"slices"
 
 	"gorgonia.org/gorgonia"
 
@@ -160,26 +158,7 @@ func (p *ImageClassification) probabilities(ctx context.Context, src source) ([]
 func (p *ImageClassification) labels(probs [][]float64) [][]models.Label {
 	out := make([][]models.Label, len(probs))
 	for i, row := range probs {
-		out[i] = topLabels(row, p.Model.Labels, p.TopK)
-	}
-	return out
-}
-
-// topLabels are the k most probable labels of probs (all for k ≤ 0),
-// best first, ties in label order: torch.topk's order for distinct
-// scores.
-func topLabels(probs []float64, names []string, k int) []models.Label {
-	idx := make([]int, len(probs))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(probs[b], probs[a]) })
-	if k > 0 && k < len(idx) {
-		idx = idx[:k]
-	}
-	out := make([]models.Label, len(idx))
-	for i, j := range idx {
-		out[i] = models.Label{Label: names[j], Score: probs[j]}
+		out[i] = models.TopLabels(row, p.Model.Labels, p.TopK)
 	}
 	return out
 }

@@ -83,7 +83,7 @@ func TestImageClassificationPredict(t *testing.T) {
 			require.Len(t, got, len(images))
 			for i, labels := range got {
 				require.Len(t, labels, 5, "top_k 5 of 7 labels")
-				top := topLabels(want[i], p.Model.Labels, 0)
+				top := models.TopLabels(want[i], p.Model.Labels, 0)
 				for k, l := range labels {
 					require.Equal(t, top[k].Label, l.Label, "%s pooling, batch %d, image %d, rank %d", pool, batch, i, k)
 					require.InDelta(t, top[k].Score, l.Score, 1e-6)
@@ -142,7 +142,7 @@ func TestTopLabels(t *testing.T) {
 		{5, []models.Label{{Label: "y", Score: 0.5}, {Label: "x", Score: 0.2}, {Label: "z", Score: 0.2}, {Label: "w", Score: 0.1}}},
 		{0, []models.Label{{Label: "y", Score: 0.5}, {Label: "x", Score: 0.2}, {Label: "z", Score: 0.2}, {Label: "w", Score: 0.1}}},
 	} {
-		require.Equal(t, c.want, topLabels(probs, names, c.k), "k %d", c.k)
+		require.Equal(t, c.want, models.TopLabels(probs, names, c.k), "k %d", c.k)
 	}
 }
 
