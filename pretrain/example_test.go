@@ -95,3 +95,34 @@ func ExampleNewMAERecipe() {
 	fmt.Println(res.Steps, "steps; reconstructions drawn:", err == nil)
 	// Output: 2 steps; reconstructions drawn: true
 }
+
+// GPT pretraining as a recipe on the run skeleton, here on a tiny model
+// for a few steps; the samples it generates at the end are the recipe's.
+// pretrain.RunGPT does the same.
+func ExampleNewGPTRecipe() {
+	dir, err := os.MkdirTemp("", "gpt")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	cfg := pretrain.DefaultGPT()
+	cfg.Corpus, cfg.OutputDir = filepath.Join(dir, "corpus.txt"), filepath.Join(dir, "run")
+	if err := os.WriteFile(cfg.Corpus, []byte(strings.Repeat("the quick brown fox jumps over the lazy dog. ", 100)), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	cfg.Model.NLayer, cfg.Model.NHead, cfg.Model.NEmbd, cfg.Model.NPositions = 1, 2, 16, 16
+	cfg.BatchSize, cfg.MaxSteps, cfg.WarmupSteps, cfg.EvalSteps, cfg.SaveSteps = 4, 5, 1, 5, 0
+	cfg.Samples, cfg.SampleLen = 1, 10
+
+	ctx := context.Background()
+	recipe, err := pretrain.NewGPTRecipe(ctx, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := train.Run(ctx, cfg.Args, recipe, io.Discard)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Steps, "steps;", len(recipe.Samples), "sample")
+	// Output: 5 steps; 1 sample
+}
