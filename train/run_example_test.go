@@ -41,7 +41,9 @@ func (l *lineTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) erro
 	return loss, load, err
 }
 
-func (l *lineTask) Save(dir string) error { return l.s.Save(filepath.Join(dir, layers.WeightsFile), nil) }
+func (l *lineTask) Save(dir string) error {
+	return l.s.Save(filepath.Join(dir, layers.WeightsFile), nil)
+}
 func (l *lineTask) Load(dir string) error { return l.s.Load(filepath.Join(dir, layers.WeightsFile)) }
 
 type lineBatch struct{ x, y []float64 }
