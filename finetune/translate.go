@@ -57,7 +57,7 @@ type TranslationConfig struct {
 	// per, as val_scores in metrics.jsonl and on the log line (Hugging
 	// Face's Seq2SeqTrainer with predict_with_generate).
 	PredictWithGenerate bool `json:"predict_with_generate"`
-	// ExportIDs writes the encoded pairs to run_dir/ids/{train,valid,test}.jsonl,
+	// ExportIDs writes the encoded pairs to output_dir/ids/{train,valid,test}.jsonl,
 	// one {"src": [...], "tgt": [...]} per line (ids without bos and eos),
 	// so that another implementation can train on exactly the same ids
 	// (tools/pytorch/train_seq2seq.py).
@@ -108,7 +108,7 @@ type TranslationScores struct {
 }
 
 // TranslationResult is what a run produced; it is also written to
-// run_dir/results.json.
+// output_dir/results.json.
 type TranslationResult struct {
 	Steps        int                 `json:"steps"`
 	ValLoss      float64             `json:"val_loss"`

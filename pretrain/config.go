@@ -38,7 +38,7 @@ type GPTConfig struct {
 	Model     gpt.Config `json:"model"`          // vocab_size comes from the tokenizer, n_positions is the block size
 	train.Args
 	ValFraction float64 `json:"val_fraction"`
-	CacheDir    string  `json:"cache_dir"`     // token cache; empty: <run_dir>/../cache
+	CacheDir    string  `json:"cache_dir"`     // token cache; empty: <output_dir>/../cache
 	Samples     int     `json:"samples"`       // samples printed at the end
 	SampleLen   int     `json:"sample_tokens"` // tokens per sample
 	InitFrom    string  `json:"init_from"`     // start from this checkpoint (model, config, tokenizer): LM fine-tuning

@@ -202,7 +202,7 @@ func Latest(run string) (string, error) {
 // checkpoint averaging (models.Average). step-N and final count, best
 // does not (it repeats one of them); of two checkpoints at one step, final
 // is kept. Fewer than n checkpoints is an error that says how many there
-// are and how often the run saved (save_interval).
+// are and how often the run saved (save_steps).
 func LastCheckpoints(run string, n int) ([]string, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("train: last checkpoints: n is %d; give at least 1", n)
@@ -243,7 +243,7 @@ func LastCheckpoints(run string, n int) ([]string, error) {
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].step < all[j].step })
 	if len(all) < n {
-		return nil, fmt.Errorf("train: %s has %d checkpoints at distinct steps, fewer than the %d asked for; save_interval sets how often a run saves one", run, len(all), n)
+		return nil, fmt.Errorf("train: %s has %d checkpoints at distinct steps, fewer than the %d asked for; save_steps (--save-steps) sets how often a run saves one", run, len(all), n)
 	}
 	var dirs []string
 	for _, c := range all[len(all)-n:] {
