@@ -8,12 +8,15 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/d73a19ff/zoo/internal/jsonconfig"
 )
 
-// One codec for the families whose Config holds a Hugging Face config.json
-// under its own key names (gpt, bert, vit, vit_mae): a Descriptor says what
-// differs between them, and Codec does the rest. seq2seq's Marian codec
-// renames and pairs fields and reads an older format too; it is its own.
+// One codec for every family's Hugging Face config.json: gpt, bert, vit
+// and vit_mae hold it in their Config under its own key names; seq2seq
+// holds Marian's in a private mirror of it, which it converts to and from
+// its Config. A Descriptor says what differs between them, and Codec does
+// the rest.
 
 // Alias is a config.json key that transformers reads as another, an
 // entry of a config class's attribute_map: GPT-2's hidden_size sets
@@ -56,6 +59,26 @@ type Descriptor[T any] struct {
 	// copy that is written: names transformers spells another way (GPT-2's
 	// activation gelu_tanh is gelu_new).
 	Canon func(*T)
+	// NullAsAbsent reads a null for a field as if the key were left out
+	// (Marian's), instead of refusing it; a ZeroAsNull field still reads
+	// null as its zero.
+	NullAsAbsent bool
+	// OmitDefault are fields written only when they differ from their
+	// value in Defaults, as transformers' save_pretrained leaves out
+	// PretrainedConfig's own defaults (Marian's tie_word_embeddings true).
+	OmitDefault []string
+	// Inert, when set, gives the keys, with their values for a config,
+	// that the family keeps in Extra but that a config written from
+	// scratch has (Marian's bos_token_id, the decoder start id): Marshal
+	// writes each that Extra lacks, and Unmarshal drops from Extra one
+	// that a config.json sets to its value, so that it follows the config
+	// when written again. The keys may not be fields; an inert
+	// architectures is kept in Extra like the others, and the arch given
+	// to Marshal is not written.
+	Inert func(T) map[string]any
+	// SortKeys writes every key in name order, as transformers'
+	// to_json_string(sort_keys=True) does, rather than the fields first.
+	SortKeys bool
 }
 
 // Codec reads and writes one family's config.json as its Descriptor
@@ -78,20 +101,24 @@ type Codec[T any] struct {
 	modeled  map[string]bool
 	extra    int // index of Extra
 	id2label int // index of the id2label field, -1 without one
+	// inertArch: Inert has architectures, which is then kept in Extra.
+	inertArch bool
 }
 
 // codecField is one field of T that holds a config.json key.
 type codecField struct {
-	key        string
-	index      int
-	omitEmpty  bool
-	zeroAsNull bool
+	key         string
+	index       int
+	omitEmpty   bool
+	zeroAsNull  bool
+	omitDefault bool
 }
 
 // NewCodec builds the codec that d describes. It panics if T is not a
 // struct as Descriptor says (an unexported or untagged field, no Extra),
-// or if a ZeroAsNull or Alias key is not one of its fields: a mistake in
-// the family's code, which its package's initialisation then reports.
+// or if a ZeroAsNull, OmitDefault or Alias key is not one of its fields, or
+// an Inert key is one: a mistake in the family's code, which its package's
+// initialisation then reports.
 func NewCodec[T any](d Descriptor[T]) *Codec[T] {
 	t := reflect.TypeFor[T]()
 	if t.Kind() != reflect.Struct {
@@ -111,7 +138,7 @@ func NewCodec[T any](d Descriptor[T]) *Codec[T] {
 			panic(fmt.Sprintf("models.NewCodec: %v.%s needs a json key name", t, f.Name))
 		}
 		cf := codecField{key: name, index: i, omitEmpty: slices.Contains(strings.Split(opts, ","), "omitempty"),
-			zeroAsNull: slices.Contains(d.ZeroAsNull, name)}
+			zeroAsNull: slices.Contains(d.ZeroAsNull, name), omitDefault: slices.Contains(d.OmitDefault, name)}
 		if cf.zeroAsNull && f.Type.Kind() != reflect.Int {
 			panic(fmt.Sprintf("models.NewCodec: ZeroAsNull %s is not an int", name))
 		}
@@ -122,7 +149,7 @@ func NewCodec[T any](d Descriptor[T]) *Codec[T] {
 			}
 		}
 		k := f.Type.Kind()
-		c.modeled[name] = k == reflect.Pointer || k == reflect.Map || cf.zeroAsNull
+		c.modeled[name] = k == reflect.Pointer || k == reflect.Map || cf.zeroAsNull || d.NullAsAbsent
 		c.fields = append(c.fields, cf)
 	}
 	if c.extra < 0 {
@@ -131,6 +158,22 @@ func NewCodec[T any](d Descriptor[T]) *Codec[T] {
 	for _, k := range d.ZeroAsNull {
 		if !slices.Contains(c.fieldKeys(), k) {
 			panic(fmt.Sprintf("models.NewCodec: ZeroAsNull %s is not a field of %v", k, t))
+		}
+	}
+	for _, k := range d.OmitDefault {
+		if !slices.Contains(c.fieldKeys(), k) {
+			panic(fmt.Sprintf("models.NewCodec: OmitDefault %s is not a field of %v", k, t))
+		}
+	}
+	if d.Inert != nil {
+		for k := range d.Inert(d.Defaults()) {
+			if slices.Contains(c.fieldKeys(), k) {
+				panic(fmt.Sprintf("models.NewCodec: Inert %s is a field of %v", k, t))
+			}
+			if k == "architectures" {
+				c.inertArch = true
+				delete(c.modeled, k)
+			}
 		}
 	}
 	for _, a := range d.Aliases {
@@ -162,9 +205,11 @@ func (c *Codec[T]) extraOf(v reflect.Value) map[string]json.RawMessage {
 }
 
 // Marshal writes cfg as a config.json: its fields in T's order (a
-// ZeroAsNull field's zero as null, after the others), model_type,
-// architectures [arch], label2id (inverting a non-empty id2label), then
-// the Extra keys in name order. Extra must pass CheckExtra.
+// ZeroAsNull field's zero as null, after the others; an OmitDefault field
+// only when it is not its default), model_type, architectures [arch],
+// label2id (inverting a non-empty id2label), then the Extra keys in name
+// order, then the Inert keys that Extra lacks; with SortKeys, all of them
+// in name order. Extra must pass CheckExtra.
 func (c *Codec[T]) Marshal(cfg T, arch string) ([]byte, error) {
 	if err := c.CheckExtra(cfg); err != nil {
 		return nil, err
@@ -173,26 +218,28 @@ func (c *Codec[T]) Marshal(cfg T, arch string) ([]byte, error) {
 		c.d.Canon(&cfg)
 	}
 	v := reflect.ValueOf(cfg)
-	var buf bytes.Buffer
-	buf.WriteByte('{')
+	type entry struct {
+		key string
+		val []byte
+	}
+	var out []entry
 	put := func(key string, x any) error {
 		b, err := json.Marshal(x)
 		if err != nil {
 			return err
 		}
-		if buf.Len() > 1 {
-			buf.WriteByte(',')
-		}
-		k, _ := json.Marshal(key)
-		buf.Write(k)
-		buf.WriteByte(':')
-		buf.Write(b)
+		out = append(out, entry{key, b})
 		return nil
+	}
+	var def reflect.Value
+	if len(c.d.OmitDefault) > 0 {
+		def = reflect.ValueOf(c.d.Defaults())
 	}
 	for _, nulls := range []bool{false, true} {
 		for _, f := range c.fields {
 			fv := v.Field(f.index)
-			if f.zeroAsNull != nulls || f.omitEmpty && isEmpty(fv) {
+			if f.zeroAsNull != nulls || f.omitEmpty && isEmpty(fv) ||
+				f.omitDefault && reflect.DeepEqual(fv.Interface(), def.Field(f.index).Interface()) {
 				continue
 			}
 			var x any = fv.Interface()
@@ -207,8 +254,10 @@ func (c *Codec[T]) Marshal(cfg T, arch string) ([]byte, error) {
 	if err := put("model_type", c.d.ModelType); err != nil {
 		return nil, err
 	}
-	if err := put("architectures", []string{arch}); err != nil {
-		return nil, err
+	if !c.inertArch {
+		if err := put("architectures", []string{arch}); err != nil {
+			return nil, err
+		}
 	}
 	if c.id2label >= 0 {
 		l2i, err := Label2ID(v.Field(c.id2label).Interface().(map[string]string), c.d.Family)
@@ -221,8 +270,39 @@ func (c *Codec[T]) Marshal(cfg T, arch string) ([]byte, error) {
 			}
 		}
 	}
+	extra := c.extraOf(v)
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		if !json.Valid(extra[k]) {
+			return nil, fmt.Errorf("%s: Extra[%q] is not valid JSON", c.d.Family, k)
+		}
+		out = append(out, entry{k, extra[k]})
+	}
+	if c.d.Inert != nil {
+		inert := c.d.Inert(cfg)
+		for _, k := range slices.Sorted(maps.Keys(inert)) {
+			if _, ok := extra[k]; !ok {
+				if err := put(k, inert[k]); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if c.d.SortKeys {
+		slices.SortStableFunc(out, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, e := range out {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		k, _ := json.Marshal(e.key)
+		buf.Write(k)
+		buf.WriteByte(':')
+		buf.Write(e.val)
+	}
 	buf.WriteByte('}')
-	return appendExtra(buf.Bytes(), c.extraOf(v), c.d.Family)
+	return buf.Bytes(), nil
 }
 
 // isEmpty is encoding/json's omitempty test.
@@ -301,6 +381,9 @@ func (c *Codec[T]) Unmarshal(b []byte, cfg *T) error {
 			dst.SetInt(0)
 			continue
 		}
+		if c.d.NullAsAbsent && isNull(v) {
+			continue
+		}
 		if err := json.Unmarshal(v, dst.Addr().Interface()); err != nil {
 			return fmt.Errorf("%s: %s: %w", fam, f.key, err)
 		}
@@ -308,7 +391,10 @@ func (c *Codec[T]) Unmarshal(b []byte, cfg *T) error {
 	// Written from what is saved, but read for their types, as
 	// transformers does.
 	var mt string
-	written := map[string]any{"model_type": &mt, "architectures": new([]string)}
+	written := map[string]any{"model_type": &mt}
+	if !c.inertArch {
+		written["architectures"] = new([]string)
+	}
 	if c.id2label >= 0 {
 		written["label2id"] = new(map[string]int)
 	}
@@ -333,8 +419,18 @@ func (c *Codec[T]) Unmarshal(b []byte, cfg *T) error {
 		}
 		f.Set(reflect.ValueOf(l))
 	}
-	ef := sv.Field(c.extra)
-	ef.Set(reflect.ValueOf(keepExtra(raw, c.modeled, c.extraOf(sv))))
+	extra := keepExtra(raw, c.modeled, c.extraOf(sv))
+	if c.d.Inert != nil {
+		for k, x := range c.d.Inert(start) {
+			if v, ok := raw[k]; ok && jsonconfig.Same(v, x) {
+				delete(extra, k)
+				if len(extra) == 0 {
+					extra = nil
+				}
+			}
+		}
+	}
+	sv.Field(c.extra).Set(reflect.ValueOf(extra))
 	*cfg = start
 	return nil
 }

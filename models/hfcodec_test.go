@@ -303,4 +303,68 @@ func TestNewCodecRefusesBadTypes(t *testing.T) {
 	require.Panics(t, func() { NewCodec(Descriptor[ok]{ZeroAsNull: []string{"m"}}) })
 	require.Panics(t, func() { NewCodec(Descriptor[ok]{Aliases: []Alias{{Alias: "x", Key: "m"}}}) })
 	require.NotPanics(t, func() { NewCodec(Descriptor[ok]{ZeroAsNull: []string{"n"}, Aliases: []Alias{{Alias: "x", Key: "n"}}}) })
+	okDefaults := func() ok { return ok{} }
+	require.Panics(t, func() { NewCodec(Descriptor[ok]{Defaults: okDefaults, OmitDefault: []string{"m"}}) })
+	require.PanicsWithValue(t, "models.NewCodec: Inert n is a field of models.ok", func() {
+		NewCodec(Descriptor[ok]{Defaults: okDefaults, Inert: func(ok) map[string]any { return map[string]any{"n": 1} }})
+	})
+	require.NotPanics(t, func() {
+		NewCodec(Descriptor[ok]{Defaults: okDefaults, OmitDefault: []string{"n"}, Inert: func(ok) map[string]any { return map[string]any{"m": 1} }})
+	})
+}
+
+// marianToy is a config like Marian's: null reads as absent, keys are
+// sorted, tie is written only when it is not its default, and start (with
+// architectures) is inert.
+type marianToy struct {
+	Width int                        `json:"width"`
+	Start int                        `json:"start"`
+	Tie   bool                       `json:"tie"`
+	Pad   *int                       `json:"pad,omitempty"`
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+var marianToyCodec = NewCodec(Descriptor[marianToy]{
+	Family: "mt config", ModelType: "mt", Defaults: func() marianToy { return marianToy{Width: 4, Start: 1, Tie: true} },
+	NullAsAbsent: true, SortKeys: true, OmitDefault: []string{"tie"},
+	Inert: func(c marianToy) map[string]any {
+		return map[string]any{"architectures": []string{"MTModel"}, "bos": c.Start, "init_std": 0.02}
+	},
+})
+
+// The hooks a Marian-like family needs: NullAsAbsent, SortKeys,
+// OmitDefault and Inert, the last with architectures among its keys.
+func TestCodecMarianHooks(t *testing.T) {
+	five := 5
+	for _, tc := range []struct {
+		name, in string
+		start    marianToy
+		want     marianToy
+		out      string
+	}{
+		{name: "from scratch: inert keys written, tie left out, all sorted", in: `{}`,
+			want: marianToy{Width: 4, Start: 1, Tie: true},
+			out:  `{"architectures":["MTModel"],"bos":1,"init_std":0.02,"model_type":"mt","start":1,"width":4}`},
+		{name: "null is absent", in: `{"width":null,"tie":null,"pad":null}`, start: marianToy{Width: 7, Start: 2, Pad: &five},
+			want: marianToy{Width: 7, Start: 2, Pad: &five},
+			out:  `{"architectures":["MTModel"],"bos":2,"init_std":0.02,"model_type":"mt","pad":5,"start":2,"tie":false,"width":7}`},
+		{name: "inert keys at their value are dropped and follow the config", in: `{"start":3,"bos":3,"architectures":["MTModel"],"init_std":0.02}`,
+			want: marianToy{Width: 4, Start: 3, Tie: true},
+			out:  `{"architectures":["MTModel"],"bos":3,"init_std":0.02,"model_type":"mt","start":3,"width":4}`},
+		{name: "inert keys at other values are kept; architectures is not checked", in: `{"bos":0,"architectures":"Other","z":[1, 2]}`,
+			want: marianToy{Width: 4, Start: 1, Tie: true, Extra: map[string]json.RawMessage{
+				"bos": json.RawMessage(`0`), "architectures": json.RawMessage(`"Other"`), "z": json.RawMessage(`[1, 2]`)}},
+			out: `{"architectures":"Other","bos":0,"init_std":0.02,"model_type":"mt","start":1,"width":4,"z":[1, 2]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.start
+			require.NoError(t, marianToyCodec.Unmarshal([]byte(tc.in), &c))
+			require.Equal(t, tc.want, c)
+			b, err := marianToyCodec.Marshal(c, "Ignored")
+			require.NoError(t, err)
+			require.Equal(t, tc.out, string(b))
+		})
+	}
+	require.Equal(t, map[string]bool{"width": true, "start": true, "tie": true, "pad": true, "model_type": true}, marianToyCodec.modeled,
+		"null reads as absent for every field; architectures is inert")
 }

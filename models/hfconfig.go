@@ -143,29 +143,6 @@ func Label2ID(id2label map[string]string, family string) (map[string]int, error)
 	return out, nil
 }
 
-// appendExtra adds the keys of extra, in name order, to the JSON object b
-// (a config.json the family marshalled): inert keys written back as read.
-// A value that is not valid JSON is an error.
-func appendExtra(b []byte, extra map[string]json.RawMessage, family string) ([]byte, error) {
-	if len(extra) == 0 {
-		return b, nil
-	}
-	var buf bytes.Buffer
-	buf.Write(b[:len(b)-1]) // without the closing brace
-	for _, k := range slices.Sorted(maps.Keys(extra)) {
-		if !json.Valid(extra[k]) {
-			return nil, fmt.Errorf("%s: Extra[%q] is not valid JSON", family, k)
-		}
-		key, _ := json.Marshal(k)
-		buf.WriteByte(',')
-		buf.Write(key)
-		buf.WriteByte(':')
-		buf.Write(extra[k])
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
-}
-
 // checkNotNull refuses a null value for a key the family reads (modeled)
 // and that may not be null (modeled[key] false), in name order:
 // transformers would read null differently from any value the config can

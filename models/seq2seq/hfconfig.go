@@ -2,7 +2,9 @@ package seq2seq
 
 // This file reads and writes config.json: Hugging Face Marian's fields
 // (MarianConfig, and those of transformers 3's BART that OPUS-MT configs
-// still carry), and the zoo's older "seq2seq" form, which Load still reads.
+// still carry), through the models.Codec of every family (marianCodec, on a
+// mirror of Config under Marian's names), and the zoo's older "seq2seq"
+// form, which Load still reads.
 //
 // A field that changes the computation in a way the zoo does not implement
 // is an error naming it (see refused). Fields that change nothing the model
@@ -16,7 +18,10 @@ package seq2seq
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
+	"strconv"
 
 	"github.com/d73a19ff/zoo/internal/jsonconfig"
 	"github.com/d73a19ff/zoo/layers"
@@ -38,47 +43,64 @@ func marianDefaults() Config {
 	}
 }
 
-// marianFile is config.json's fields that map onto Config; a nil pointer is
-// a field the file leaves out (or sets to null).
-type marianFile struct {
-	VocabSize         *int     `json:"vocab_size"`
-	DecoderVocabSize  *int     `json:"decoder_vocab_size"` // null: vocab_size
-	DModel            *int     `json:"d_model"`
-	EncoderLayers     *int     `json:"encoder_layers"`
-	DecoderLayers     *int     `json:"decoder_layers"`
-	EncoderHeads      *int     `json:"encoder_attention_heads"`
-	DecoderHeads      *int     `json:"decoder_attention_heads"`
-	EncoderFFNDim     *int     `json:"encoder_ffn_dim"`
-	DecoderFFNDim     *int     `json:"decoder_ffn_dim"`
-	Activation        *string  `json:"activation_function"`
-	Dropout           *float64 `json:"dropout"`
-	AttentionDropout  *float64 `json:"attention_dropout"`
-	ActivationDropout *float64 `json:"activation_dropout"`
-	ScaleEmbedding    *bool    `json:"scale_embedding"`
-	Share             *bool    `json:"share_encoder_decoder_embeddings"`
-	Tie               *bool    `json:"tie_word_embeddings"`
-	MaxPositions      *int     `json:"max_position_embeddings"`
-	PadTokenID        *int     `json:"pad_token_id"`
-	EOSTokenID        any      `json:"eos_token_id"` // an id, or a list, which the zoo refuses
-	DecoderStart      *int     `json:"decoder_start_token_id"`
-	NormalizeBefore   *bool    `json:"normalize_before"`
-	AddFinalLayerNorm *bool    `json:"add_final_layer_norm"`
-	// The zoo's own keys, for what Marian cannot say.
-	LayerNormEps *float64                 `json:"layer_norm_eps"`
-	Layout       *layers.SinusoidalLayout `json:"sinusoidal_layout"`
+// marianJSON is config.json's keys that map onto Config, under Marian's
+// names (MarianConfig's, and the zoo's own where Marian has none); every
+// other key is kept in Extra. Config is converted to it (mirror) to be
+// written, and from it (readMarian) once marianCodec has read it.
+type marianJSON struct {
+	VocabSize         int             `json:"vocab_size"`
+	DecoderVocabSize  int             `json:"decoder_vocab_size"` // null: vocab_size
+	DModel            int             `json:"d_model"`
+	EncoderLayers     int             `json:"encoder_layers"`
+	DecoderLayers     int             `json:"decoder_layers"`
+	EncoderHeads      int             `json:"encoder_attention_heads"`
+	DecoderHeads      int             `json:"decoder_attention_heads"`
+	EncoderFFNDim     int             `json:"encoder_ffn_dim"`
+	DecoderFFNDim     int             `json:"decoder_ffn_dim"`
+	Activation        string          `json:"activation_function"`
+	Dropout           float64         `json:"dropout"`
+	AttentionDropout  float64         `json:"attention_dropout"`
+	ActivationDropout float64         `json:"activation_dropout"`
+	ScaleEmbedding    bool            `json:"scale_embedding"`
+	Share             bool            `json:"share_encoder_decoder_embeddings"`
+	Tie               bool            `json:"tie_word_embeddings"` // true, PretrainedConfig's default, is left out
+	MaxPositions      int             `json:"max_position_embeddings"`
+	PadTokenID        int             `json:"pad_token_id"`
+	EOSTokenID        json.RawMessage `json:"eos_token_id"` // one id; a list is refused
+	DecoderStart      int             `json:"decoder_start_token_id"`
+	// The zoo's own keys, for what Marian cannot say, written only when
+	// they are not Marian's.
+	LayerNormEps float64                 `json:"layer_norm_eps"`
+	Layout       layers.SinusoidalLayout `json:"sinusoidal_layout"`
+	// normalize_before and add_final_layer_norm (pre-norm, Config.NormFirst)
+	// are Extra's: false, they are inert and kept as read; true, they are
+	// taken out of Extra when read and put in when written.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
-// mapped are the keys that marianFile turns into Config fields; they are
-// never in Config.Extra. normalize_before and add_final_layer_norm are
-// mapped only when true (pre-norm); false, they are inert and kept.
-var mapped = map[string]bool{
-	"model_type": true, "vocab_size": true, "decoder_vocab_size": true, "d_model": true,
-	"encoder_layers": true, "decoder_layers": true, "encoder_attention_heads": true, "decoder_attention_heads": true,
-	"encoder_ffn_dim": true, "decoder_ffn_dim": true, "activation_function": true, "dropout": true,
-	"attention_dropout": true, "activation_dropout": true, "scale_embedding": true,
-	"share_encoder_decoder_embeddings": true, "tie_word_embeddings": true, "max_position_embeddings": true,
-	"pad_token_id": true, "eos_token_id": true, "decoder_start_token_id": true,
-	"layer_norm_eps": true, "sinusoidal_layout": true,
+// marianCodec reads and writes config.json as MarianConfig does: a null
+// reads as the key left out, the keys are sorted, and a config written
+// from scratch gets inertDefaults.
+var marianCodec = models.NewCodec(models.Descriptor[marianJSON]{
+	Family: "seq2seq config", ModelType: ModelType,
+	Defaults:     func() marianJSON { return mirror(marianDefaults()) },
+	Refused:      refused,
+	NullAsAbsent: true, SortKeys: true,
+	OmitDefault: []string{"tie_word_embeddings", "layer_norm_eps", "sinusoidal_layout"},
+	Inert:       inertDefaults,
+})
+
+// mirror is c under config.json's names, its Extra as it is.
+func mirror(c Config) marianJSON {
+	return marianJSON{
+		VocabSize: c.SrcVocabSize, DecoderVocabSize: c.TgtVocabSize, DModel: c.DModel,
+		EncoderLayers: c.NumEncoderLayers, DecoderLayers: c.NumDecoderLayers,
+		EncoderHeads: c.NumHeads, DecoderHeads: c.NumHeads, EncoderFFNDim: c.DFF, DecoderFFNDim: c.DFF,
+		Activation: c.Activation, Dropout: c.Dropout, AttentionDropout: c.AttentionDropout,
+		ActivationDropout: c.ActivationDropout, ScaleEmbedding: c.ScaleEmbedding, Share: c.ShareEmbeddings,
+		Tie: c.TieOutput, MaxPositions: c.MaxLen, PadTokenID: c.PadTokenID, EOSTokenID: json.RawMessage(strconv.Itoa(c.EOSTokenID)),
+		DecoderStart: c.BOSTokenID, LayerNormEps: c.LayerNormEps, Layout: c.PositionLayout, Extra: c.Extra,
+	}
 }
 
 // refused are the fields whose other values change the computation in
@@ -109,8 +131,8 @@ var refused = func() []models.Refusal {
 }()
 
 // aliases are the attribute_map names of MarianConfig: inert copies of
-// mapped fields, which must agree with them and are written back with the
-// current value.
+// mapped fields, kept in Extra, which must agree with them and are written
+// back with the current value.
 var aliases = []struct {
 	key string
 	get func(Config) int
@@ -125,65 +147,47 @@ var aliases = []struct {
 // from MarianConfig's defaults (bos_token_id, forced_eos_token_id), and the
 // init_std that transformers initialises new weights with (the zoo uses
 // fairseq's initialisation instead; see New).
-func inertDefaults(c Config) map[string]any {
+func inertDefaults(m marianJSON) map[string]any {
 	return map[string]any{
-		"architectures": []string{"MarianMTModel"}, "bos_token_id": c.BOSTokenID,
-		"forced_eos_token_id": c.EOSTokenID, "init_std": 0.02,
+		"architectures": []string{"MarianMTModel"}, "bos_token_id": m.DecoderStart,
+		"forced_eos_token_id": m.EOSTokenID, "init_std": 0.02,
 	}
 }
 
 // MarshalJSON writes Hugging Face Marian's config.json: the fields of c
-// under Marian's names, then c.Extra, then the zoo's own keys where Marian
-// has no way to say what c does (pre-norm, an ε other than 1e-5, the
-// interleaved position table). Keys are sorted, as transformers writes them.
+// under Marian's names, c.Extra, and the zoo's own keys where Marian has
+// no way to say what c does (pre-norm, an ε other than 1e-5, the
+// interleaved position table). Keys are sorted, as transformers writes
+// them, and c.Extra's values are compacted.
 func (c Config) MarshalJSON() ([]byte, error) {
-	out := map[string]any{}
-	for k, v := range inertDefaults(c) {
-		out[k] = v
-	}
-	if err := models.CheckRefused(c.Extra, refused, "seq2seq config"); err != nil {
+	m := mirror(c)
+	m.Layout = c.layout()
+	if err := marianCodec.CheckExtra(m); err != nil {
 		return nil, err
 	}
-	for k, v := range c.Extra {
-		if k == "normalize_before" || k == "add_final_layer_norm" {
-			var on bool
-			if json.Unmarshal(v, &on) == nil && on && !c.NormFirst {
-				return nil, fmt.Errorf("seq2seq config: Extra has %s true but NormFirst is false", k)
-			}
+	for _, k := range []string{"normalize_before", "add_final_layer_norm"} {
+		var on bool
+		if v, ok := c.Extra[k]; ok && json.Unmarshal(v, &on) == nil && on && !c.NormFirst {
+			return nil, fmt.Errorf("seq2seq config: Extra has %s true but NormFirst is false", k)
 		}
-		out[k] = v
+	}
+	m.Extra = make(map[string]json.RawMessage, len(c.Extra)+2)
+	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
+		b, err := json.Marshal(c.Extra[k]) // compacted, as encoding/json writes it
+		if err != nil {
+			return nil, err
+		}
+		m.Extra[k] = b
 	}
 	for _, a := range aliases {
-		if _, ok := out[a.key]; ok {
-			out[a.key] = a.get(c)
+		if _, ok := m.Extra[a.key]; ok {
+			m.Extra[a.key] = json.RawMessage(strconv.Itoa(a.get(c)))
 		}
 	}
-	fields := map[string]any{
-		"model_type": ModelType, "vocab_size": c.SrcVocabSize, "decoder_vocab_size": c.TgtVocabSize,
-		"d_model": c.DModel, "encoder_layers": c.NumEncoderLayers, "decoder_layers": c.NumDecoderLayers,
-		"encoder_attention_heads": c.NumHeads, "decoder_attention_heads": c.NumHeads,
-		"encoder_ffn_dim": c.DFF, "decoder_ffn_dim": c.DFF, "activation_function": c.Activation,
-		"dropout": c.Dropout, "attention_dropout": c.AttentionDropout, "activation_dropout": c.ActivationDropout,
-		"scale_embedding": c.ScaleEmbedding, "share_encoder_decoder_embeddings": c.ShareEmbeddings,
-		"max_position_embeddings": c.MaxLen, "pad_token_id": c.PadTokenID, "eos_token_id": c.EOSTokenID,
-		"decoder_start_token_id": c.BOSTokenID,
-	}
-	for k, v := range fields {
-		out[k] = v
-	}
-	if !c.TieOutput { // true is PretrainedConfig's default, which save_pretrained leaves out
-		out["tie_word_embeddings"] = false
-	}
 	if c.NormFirst {
-		out["normalize_before"], out["add_final_layer_norm"] = true, true
+		m.Extra["normalize_before"], m.Extra["add_final_layer_norm"] = json.RawMessage("true"), json.RawMessage("true")
 	}
-	if c.LayerNormEps != marianEps {
-		out["layer_norm_eps"] = c.LayerNormEps
-	}
-	if c.layout() != layers.SinCosConcat {
-		out["sinusoidal_layout"] = c.layout()
-	}
-	return json.Marshal(out)
+	return marianCodec.Marshal(m, "MarianMTModel")
 }
 
 // UnmarshalJSON reads a config.json. With model_type "marian" it is
@@ -215,70 +219,48 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	return fmt.Errorf("seq2seq config: model_type %q is another model family; this needs a %q (Hugging Face Marian) checkpoint, or the zoo's older %q", mt, ModelType, legacyModelType)
 }
 
+// readMarian reads Marian's config.json b (raw, as keys) with marianCodec,
+// then what is Marian's: the encoder's and the decoder's settings the zoo
+// has once, decoder_vocab_size's default, pre-norm and the aliases.
 func (c *Config) readMarian(b []byte, raw map[string]json.RawMessage) error {
 	n := marianDefaults()
+	var m marianJSON
 	if !reflect.ValueOf(*c).IsZero() {
-		n = *c
-	}
-	var f marianFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return fmt.Errorf("seq2seq config: %w", err)
-	}
-	for _, p := range []struct {
-		dst *int
-		src *int
-	}{
-		{&n.SrcVocabSize, f.VocabSize}, {&n.DModel, f.DModel}, {&n.NumEncoderLayers, f.EncoderLayers},
-		{&n.NumDecoderLayers, f.DecoderLayers}, {&n.MaxLen, f.MaxPositions}, {&n.PadTokenID, f.PadTokenID},
-		{&n.BOSTokenID, f.DecoderStart},
-	} {
-		if p.src != nil {
-			*p.dst = *p.src
+		n, m = *c, mirror(*c)
+		if m.Extra == nil { // so that m is not zero either, and the codec reads over it
+			m.Extra = map[string]json.RawMessage{}
 		}
 	}
-	for _, p := range []struct {
-		dst *float64
-		src *float64
-	}{{&n.Dropout, f.Dropout}, {&n.AttentionDropout, f.AttentionDropout}, {&n.ActivationDropout, f.ActivationDropout}, {&n.LayerNormEps, f.LayerNormEps}} {
-		if p.src != nil {
-			*p.dst = *p.src
-		}
+	if err := marianCodec.Unmarshal(b, &m); err != nil {
+		return err
 	}
-	for _, p := range []struct {
-		dst *bool
-		src *bool
-	}{{&n.ScaleEmbedding, f.ScaleEmbedding}, {&n.ShareEmbeddings, f.Share}, {&n.TieOutput, f.Tie}} {
-		if p.src != nil {
-			*p.dst = *p.src
-		}
-	}
-	if f.Activation != nil {
-		n.Activation = *f.Activation
-	}
+	set := func(k string) bool { v, ok := raw[k]; return ok && string(v) != "null" }
+	n.SrcVocabSize, n.TgtVocabSize, n.DModel, n.NumEncoderLayers, n.NumDecoderLayers = m.VocabSize, m.DecoderVocabSize, m.DModel, m.EncoderLayers, m.DecoderLayers
+	n.Activation, n.Dropout, n.AttentionDropout, n.ActivationDropout = m.Activation, m.Dropout, m.AttentionDropout, m.ActivationDropout
+	n.ScaleEmbedding, n.ShareEmbeddings, n.TieOutput, n.MaxLen = m.ScaleEmbedding, m.Share, m.Tie, m.MaxPositions
+	n.PadTokenID, n.BOSTokenID = m.PadTokenID, m.DecoderStart
+	n.LayerNormEps, n.PositionLayout = m.LayerNormEps, m.Layout
 	if _, err := layers.ParseActivation(n.Activation); err != nil {
 		return fmt.Errorf("seq2seq config: activation_function: %w", err)
 	}
-	if f.Layout != nil {
-		n.PositionLayout = *f.Layout
-	}
-	switch {
-	case f.DecoderVocabSize != nil:
-		n.TgtVocabSize = *f.DecoderVocabSize
-	case f.VocabSize != nil: // MarianConfig: decoder_vocab_size or vocab_size
+	if !set("decoder_vocab_size") && set("vocab_size") { // MarianConfig: decoder_vocab_size or vocab_size
 		n.TgtVocabSize = n.SrcVocabSize
 	}
 	if n.ShareEmbeddings && n.TgtVocabSize != n.SrcVocabSize {
 		return fmt.Errorf("seq2seq config: decoder_vocab_size %d differs from vocab_size %d, but share_encoder_decoder_embeddings is true", n.TgtVocabSize, n.SrcVocabSize)
 	}
 	var err error
-	if n.NumHeads, err = pair("encoder_attention_heads", f.EncoderHeads, "decoder_attention_heads", f.DecoderHeads, n.NumHeads); err != nil {
+	if n.NumHeads, err = pair("encoder_attention_heads", m.EncoderHeads, "decoder_attention_heads", m.DecoderHeads, set); err != nil {
 		return err
 	}
-	if n.DFF, err = pair("encoder_ffn_dim", f.EncoderFFNDim, "decoder_ffn_dim", f.DecoderFFNDim, n.DFF); err != nil {
+	if n.DFF, err = pair("encoder_ffn_dim", m.EncoderFFNDim, "decoder_ffn_dim", m.DecoderFFNDim, set); err != nil {
 		return err
 	}
-	switch id := f.EOSTokenID.(type) {
-	case nil:
+	var eos any
+	if err := json.Unmarshal(m.EOSTokenID, &eos); err != nil {
+		return fmt.Errorf("seq2seq config: eos_token_id: %w", err)
+	}
+	switch id := eos.(type) {
 	case float64:
 		if id != float64(int(id)) {
 			return fmt.Errorf("seq2seq config: eos_token_id %g is not an id", id)
@@ -287,34 +269,31 @@ func (c *Config) readMarian(b []byte, raw map[string]json.RawMessage) error {
 	default:
 		return fmt.Errorf("seq2seq config: eos_token_id %v is not supported: the zoo ends sequences with one id", id)
 	}
+	var pre [2]*bool // normalize_before, add_final_layer_norm
+	for i, k := range []string{"normalize_before", "add_final_layer_norm"} {
+		if set(k) {
+			pre[i] = new(bool)
+			if err := json.Unmarshal(raw[k], pre[i]); err != nil {
+				return fmt.Errorf("seq2seq config: %s: %w", k, err)
+			}
+		}
+	}
 	switch {
-	case f.NormalizeBefore != nil && f.AddFinalLayerNorm != nil && *f.NormalizeBefore && *f.AddFinalLayerNorm:
+	case pre[0] != nil && pre[1] != nil && *pre[0] && *pre[1]:
 		n.NormFirst = true
-	case f.NormalizeBefore != nil && *f.NormalizeBefore:
+	case pre[0] != nil && *pre[0]:
 		return fmt.Errorf("seq2seq config: normalize_before true is not supported without add_final_layer_norm true: the zoo's pre-norm stacks end with a LayerNorm")
-	case f.AddFinalLayerNorm != nil && *f.AddFinalLayerNorm:
+	case pre[1] != nil && *pre[1]:
 		return fmt.Errorf("seq2seq config: add_final_layer_norm true is not supported without normalize_before true: the zoo's post-norm stacks have no final LayerNorm")
-	case f.NormalizeBefore != nil || f.AddFinalLayerNorm != nil:
+	case pre[0] != nil || pre[1] != nil:
 		n.NormFirst = false
 	}
-
-	extra := map[string]json.RawMessage{}
-	for k, v := range n.Extra {
-		extra[k] = v
-	}
-	defaults := inertDefaults(n)
-	if err := models.CheckRefused(raw, refused, "seq2seq config"); err != nil {
-		return err
-	}
-	for k, v := range raw {
-		if mapped[k] || (n.NormFirst && (k == "normalize_before" || k == "add_final_layer_norm")) {
-			continue
+	if n.NormFirst { // the keys say what NormFirst does
+		for _, k := range []string{"normalize_before", "add_final_layer_norm"} {
+			if _, ok := raw[k]; ok {
+				delete(m.Extra, k)
+			}
 		}
-		if d, ok := defaults[k]; ok && jsonconfig.Same(v, d) {
-			delete(extra, k)
-			continue
-		}
-		extra[k] = v
 	}
 	for _, a := range aliases {
 		if v, ok := raw[a.key]; ok && !jsonconfig.Same(v, a.get(n)) {
@@ -322,25 +301,24 @@ func (c *Config) readMarian(b []byte, raw map[string]json.RawMessage) error {
 		}
 	}
 	n.Extra = nil
-	if len(extra) > 0 {
-		n.Extra = extra
+	if len(m.Extra) > 0 {
+		n.Extra = m.Extra
 	}
 	*c = n
 	return nil
 }
 
 // pair reads the encoder's and the decoder's value of a setting the zoo
-// has once: they must be equal.
-func pair(encKey string, enc *int, decKey string, dec *int, current int) (int, error) {
+// has once: they must be equal. set says which keys config.json sets;
+// the value of one it leaves out is the current one.
+func pair(encKey string, enc int, decKey string, dec int, set func(string) bool) (int, error) {
 	switch {
-	case enc != nil && dec != nil && *enc != *dec:
-		return 0, fmt.Errorf("seq2seq config: %s %d differs from %s %d; the zoo's encoder and decoder share one value", encKey, *enc, decKey, *dec)
-	case enc != nil:
-		return *enc, nil
-	case dec != nil:
-		return *dec, nil
+	case set(encKey) && set(decKey) && enc != dec:
+		return 0, fmt.Errorf("seq2seq config: %s %d differs from %s %d; the zoo's encoder and decoder share one value", encKey, enc, decKey, dec)
+	case set(encKey) || !set(decKey):
+		return enc, nil
 	}
-	return current, nil
+	return dec, nil
 }
 
 // legacyConfig is the zoo's config.json before it was Marian's.

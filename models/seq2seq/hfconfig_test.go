@@ -174,6 +174,10 @@ func TestMarianConfigRefusesWhatItCannotCompute(t *testing.T) {
 	c.Extra = map[string]json.RawMessage{"normalize_before": json.RawMessage("true")}
 	_, err = json.Marshal(c)
 	require.ErrorContains(t, err, "normalize_before true but NormFirst is false")
+	// Nor a key that Config models: Extra would contradict the field.
+	c.Extra = map[string]json.RawMessage{"d_model": json.RawMessage("64")}
+	_, err = json.Marshal(c)
+	require.ErrorContains(t, err, `seq2seq config: Extra has "d_model", which Config models: set the field instead`)
 
 	// Pre-norm in transformers 3's words is the zoo's NormFirst.
 	m := opusConfig(t)
@@ -261,4 +265,18 @@ func parityLogits(t *testing.T, dir string) []float64 {
 		require.InDelta(t, want[i], got[i], 1e-10, "logits[%d]", i)
 	}
 	return got
+}
+
+// Keys match exactly, as transformers reads them: Dropout is not dropout
+// but an inert key, kept; and null reads as the key left out.
+func TestMarianConfigKeysMatchExactly(t *testing.T) {
+	m := opusConfig(t)
+	delete(m, "dropout")
+	m["Dropout"], m["decoder_layers"] = 0.5, nil
+	c, err := decodeConfig(t, m)
+	require.NoError(t, err)
+	require.Equal(t, 0.1, c.Dropout, "MarianConfig's default")
+	require.Equal(t, 12, c.NumDecoderLayers, "MarianConfig's default")
+	require.Equal(t, json.RawMessage("0.5"), c.Extra["Dropout"])
+	require.NotContains(t, c.Extra, "decoder_layers")
 }
