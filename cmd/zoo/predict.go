@@ -389,6 +389,9 @@ func readPredictLines(r io.Reader, name string, jsonl bool) ([]predictInput, err
 		if len(line) > limit {
 			return nil, fmt.Errorf("%s is longer than %d bytes (models.MaxPredictTextBytes): shorten it", where, limit)
 		}
+		if !utf8.ValidString(line) { // before JSON, which would read the bytes as U+FFFD
+			return nil, fmt.Errorf("%s is not valid UTF-8", where)
+		}
 		x := predictInput{where: where}
 		if !jsonl {
 			x.Input = &line
