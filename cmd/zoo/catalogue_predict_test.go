@@ -122,7 +122,7 @@ func predictCatalogue(mlm, qa string) []badInput {
 		{"predict QA without a question", predict(ask, nil, "the fox ran"), 1, "argument 1: question answering needs a question and a context: give --question"},
 		{"predict QA with a third text", predict(ask, in(`{"input": "x"}`), "--question", "who", "--context", "the fox ran", "--file", "-"), 1, "would be a third text"},
 		{"predict QA with an empty context", predict(ask, in(`{"question": "who", "context": " "}`)), 1, "stdin line 1: question answering needs a question and a context, both non-empty"},
-		{"predict a fill-mask text without a mask", predict(fill, nil, "the [MASK] ran", "the fox ran"), 1, "argument 2: bert fill-mask: text 2"},
+		{"predict a fill-mask text without a mask", predict(fill, nil, "the [MASK] ran", "the fox ran"), 1, "argument 2: no [MASK]"},
 		{"predict a missing image", func(_ *testing.T, f fixture, d string) []string {
 			return []string{"predict", "--checkpoint", f.vitCkpt, f.png, filepath.Join(d, "gone.png")}
 		}, 1, "gone.png"},

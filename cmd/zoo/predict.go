@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -530,13 +531,42 @@ func vecHead(v []float64) string {
 	return "[" + b.String() + "]"
 }
 
+// predictChunk is about how many inputs zoo predict hands a pipeline at
+// once (rounded up to whole batches): results print as each chunk is done.
+var predictChunk = 256
+
+// chunked runs predict on consecutive chunks [lo, hi) of the n inputs,
+// each a whole number of batches of --batch-size (so that a pipeline that
+// batches in input order computes what one call would), and prints each
+// result with emit(input index, result) as its chunk is done.
+func chunked[T any](j *predictJob, n int, predict func(lo, hi int) ([]T, error), emit func(i int, r T) error) error {
+	size := cmp.Or(j.batch, bert.DefaultBatchSize)
+	chunk := (predictChunk + size - 1) / size * size
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
+		out, err := predict(lo, hi)
+		if err != nil {
+			if n > chunk {
+				return fmt.Errorf("inputs %d to %d: %w", lo+1, hi, err)
+			}
+			return err
+		}
+		for r, x := range out {
+			if err := emit(lo+r, x); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func predictTextClassification(j *predictJob) error {
 	texts, err := j.texts("text-classification", false)
 	if err != nil {
 		return err
 	}
 	k := max(j.topK, 1) // the pipeline's top_k default, 1
-	var out [][]models.Label
+	var predict func(ctx context.Context, texts []string) ([][]models.Label, error)
 	switch j.family {
 	case "bert":
 		p, err := bert.LoadTextClassification(j.dir)
@@ -544,27 +574,21 @@ func predictTextClassification(j *predictJob) error {
 			return err
 		}
 		p.TopK, p.BatchSize = k, j.batch
-		if out, err = p.Predict(j.ctx, texts); err != nil {
-			return err
-		}
+		predict = p.Predict
 	case "gpt":
 		p, err := gpt.LoadTextClassification(j.dir)
 		if err != nil {
 			return err
 		}
 		p.TopK, p.BatchSize = k, j.batch
-		if out, err = p.Predict(j.ctx, texts); err != nil {
-			return err
-		}
+		predict = p.Predict
 	default:
 		return fmt.Errorf("text-classification needs a bert or gpt checkpoint, not %s", j.family)
 	}
-	for i, labels := range out {
-		if err := j.emit(i, labels, func(w io.Writer) { printLabels(w, texts[i], labels) }); err != nil {
-			return err
-		}
-	}
-	return nil
+	return chunked(j, len(texts), func(lo, hi int) ([][]models.Label, error) { return predict(j.ctx, texts[lo:hi]) },
+		func(i int, labels []models.Label) error {
+			return j.emit(i, labels, func(w io.Writer) { printLabels(w, texts[i], labels) })
+		})
 }
 
 func predictTokenClassification(j *predictJob) error {
@@ -577,28 +601,21 @@ func predictTokenClassification(j *predictJob) error {
 		return err
 	}
 	p.BatchSize = j.batch
-	out, err := p.Predict(j.ctx, texts)
-	if err != nil {
-		return err
-	}
-	for i, es := range out {
-		if es == nil {
-			es = []models.Entity{} // JSON [], as the pipeline's empty list
-		}
-		err := j.emit(i, es, func(w io.Writer) {
-			fmt.Fprintln(w, oneLine(texts[i]))
-			if len(es) == 0 {
-				fmt.Fprintln(w, "  (no entities)")
+	return chunked(j, len(texts), func(lo, hi int) ([][]models.Entity, error) { return p.Predict(j.ctx, texts[lo:hi]) },
+		func(i int, es []models.Entity) error {
+			if es == nil {
+				es = []models.Entity{} // JSON [], as the pipeline's empty list
 			}
-			for _, e := range es {
-				fmt.Fprintf(w, "  %s\t%s\t%.4f\tbytes %d–%d\n", e.Group, e.Word, e.Score, e.Start, e.End)
-			}
+			return j.emit(i, es, func(w io.Writer) {
+				fmt.Fprintln(w, oneLine(texts[i]))
+				if len(es) == 0 {
+					fmt.Fprintln(w, "  (no entities)")
+				}
+				for _, e := range es {
+					fmt.Fprintf(w, "  %s\t%s\t%.4f\tbytes %d–%d\n", e.Group, e.Word, e.Score, e.Start, e.End)
+				}
+			})
 		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func predictQuestionAnswering(j *predictJob) error {
@@ -611,35 +628,28 @@ func predictQuestionAnswering(j *predictJob) error {
 		return err
 	}
 	p.BatchSize, p.TopK = j.batch, max(j.topK, 1)
-	all, err := p.PredictAll(j.ctx, in)
-	if err != nil {
-		return err
-	}
-	for i, as := range all {
-		if as == nil {
-			as = []models.Answer{}
-		}
-		var v any = as // the pipeline's list for top_k > 1
-		if p.TopK == 1 {
-			v = models.Answer{} // Predict's zero Answer when no span qualifies
-			if len(as) > 0 {
-				v = as[0]
+	return chunked(j, len(in), func(lo, hi int) ([][]models.Answer, error) { return p.PredictAll(j.ctx, in[lo:hi]) },
+		func(i int, as []models.Answer) error {
+			if as == nil {
+				as = []models.Answer{}
 			}
-		}
-		err := j.emit(i, v, func(w io.Writer) {
-			fmt.Fprintln(w, oneLine(in[i].Question))
-			if len(as) == 0 {
-				fmt.Fprintln(w, "  (no answer)")
+			var v any = as // the pipeline's list for top_k > 1
+			if p.TopK == 1 {
+				v = models.Answer{} // Predict's zero Answer when no span qualifies
+				if len(as) > 0 {
+					v = as[0]
+				}
 			}
-			for _, a := range as {
-				fmt.Fprintf(w, "  %q\t%.4f\tbytes %d–%d of the context\n", a.Answer, a.Score, a.Start, a.End)
-			}
+			return j.emit(i, v, func(w io.Writer) {
+				fmt.Fprintln(w, oneLine(in[i].Question))
+				if len(as) == 0 {
+					fmt.Fprintln(w, "  (no answer)")
+				}
+				for _, a := range as {
+					fmt.Fprintf(w, "  %q\t%.4f\tbytes %d–%d of the context\n", a.Answer, a.Score, a.Start, a.End)
+				}
+			})
 		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func predictFillMask(j *predictJob) error {
@@ -652,19 +662,15 @@ func predictFillMask(j *predictJob) error {
 		return err
 	}
 	p.BatchSize, p.TopK = j.batch, j.topK // 0: bert.DefaultTopK
-	out, err := p.Predict(j.ctx, texts)
-	if te := (*bert.TextError)(nil); errors.As(err, &te) && te.Index >= 0 && te.Index < len(j.inputs) {
-		return fmt.Errorf("%s: %w", j.inputs[te.Index].where, err)
-	}
-	if err != nil {
-		return err
-	}
-	for i, fills := range out { // plain: a blank line after each
-		if err := printFills(j.w, texts[i], fills, j.asJSON); err != nil {
-			return err
+	return chunked(j, len(texts), func(lo, hi int) ([][][]bert.Fill, error) {
+		out, err := p.Predict(j.ctx, texts[lo:hi])
+		if te := (*bert.TextError)(nil); errors.As(err, &te) && lo+te.Index < hi {
+			return nil, fmt.Errorf("%s: %s", j.inputs[lo+te.Index].where, te.Err)
 		}
-	}
-	return nil
+		return out, err
+	}, func(i int, fills [][]bert.Fill) error {
+		return printFills(j.w, texts[i], fills, j.asJSON) // plain: a blank line after each
+	})
 }
 
 func predictFeatureExtraction(j *predictJob) error {
@@ -677,27 +683,21 @@ func predictFeatureExtraction(j *predictJob) error {
 		return err
 	}
 	p.BatchSize, p.Normalize = j.batch, j.normalize
-	out, err := p.Predict(j.ctx, texts)
-	if err != nil {
-		return err
-	}
-	for i, x := range out {
-		err := j.emit(i, x, func(w io.Writer) {
-			fmt.Fprintln(w, oneLine(texts[i]))
-			fmt.Fprintf(w, "  last_hidden_state\t(%d, %d)\n", len(x.Hidden), len(x.Mean))
-			if x.Pooled != nil {
-				fmt.Fprintf(w, "  pooler_output\t(%d)\t%s\n", len(x.Pooled), vecHead(x.Pooled))
-			}
-			fmt.Fprintf(w, "  sentence_embedding\t(%d)\t%s\n", len(x.Mean), vecHead(x.Mean))
+	err = chunked(j, len(texts), func(lo, hi int) ([]bert.Features, error) { return p.Predict(j.ctx, texts[lo:hi]) },
+		func(i int, x bert.Features) error {
+			return j.emit(i, x, func(w io.Writer) {
+				fmt.Fprintln(w, oneLine(texts[i]))
+				fmt.Fprintf(w, "  last_hidden_state\t(%d, %d)\n", len(x.Hidden), len(x.Mean))
+				if x.Pooled != nil {
+					fmt.Fprintf(w, "  pooler_output\t(%d)\t%s\n", len(x.Pooled), vecHead(x.Pooled))
+				}
+				fmt.Fprintf(w, "  sentence_embedding\t(%d)\t%s\n", len(x.Mean), vecHead(x.Mean))
+			})
 		})
-		if err != nil {
-			return err
-		}
-	}
-	if !j.asJSON {
+	if err == nil && !j.asJSON {
 		fmt.Fprintln(j.w, "\n(--json for the values)")
 	}
-	return nil
+	return err
 }
 
 func predictTextGeneration(j *predictJob) error {
@@ -730,24 +730,19 @@ func predictTextGeneration(j *predictJob) error {
 	if set("num-beams") {
 		cfg.Beam = j.beams
 	}
-	stream := !j.asJSON && len(prompts) == 1
-	if stream { // the continuation as it comes
+	if !j.asJSON && len(prompts) == 1 { // stream the continuation as it comes
 		fmt.Fprint(j.w, prompts[0])
 		cfg.OnText = func(_ int, piece string) { fmt.Fprint(j.w, piece) }
-	}
-	out, err := p.Generate(j.ctx, prompts, cfg)
-	if stream {
+		_, err := p.Generate(j.ctx, prompts, cfg)
 		fmt.Fprintln(j.w)
-	}
-	if err != nil || stream {
 		return err
 	}
-	for i, g := range out {
-		if err := j.emit(i, []gpt.Generated{g}, func(w io.Writer) { fmt.Fprintln(w, g.Text) }); err != nil {
-			return err
-		}
-	}
-	return nil
+	// Chunks of whole batches: a sampled text depends only on its row in
+	// its batch (gpt.TextGenerationConfig.Seed), as in one call.
+	return chunked(j, len(prompts), func(lo, hi int) ([]gpt.Generated, error) { return p.Generate(j.ctx, prompts[lo:hi], cfg) },
+		func(i int, g gpt.Generated) error {
+			return j.emit(i, []gpt.Generated{g}, func(w io.Writer) { fmt.Fprintln(w, g.Text) })
+		})
 }
 
 func predictImageClassification(j *predictJob) error {
@@ -763,16 +758,10 @@ func predictImageClassification(j *predictJob) error {
 	if j.topK > 0 {
 		p.TopK = j.topK
 	}
-	out, err := p.PredictFiles(j.ctx, paths)
-	if err != nil {
-		return err
-	}
-	for i, labels := range out {
-		if err := j.emit(i, labels, func(w io.Writer) { printLabels(w, paths[i], labels) }); err != nil {
-			return err
-		}
-	}
-	return nil
+	return chunked(j, len(paths), func(lo, hi int) ([][]models.Label, error) { return p.PredictFiles(j.ctx, paths[lo:hi]) },
+		func(i int, labels []models.Label) error {
+			return j.emit(i, labels, func(w io.Writer) { printLabels(w, paths[i], labels) })
+		})
 }
 
 func predictImageFeatures(j *predictJob) error {
@@ -785,24 +774,18 @@ func predictImageFeatures(j *predictJob) error {
 		return err
 	}
 	p.BatchSize = j.batch
-	out, err := p.PredictFiles(j.ctx, paths)
-	if err != nil {
-		return err
-	}
-	for i, x := range out {
-		err := j.emit(i, x, func(w io.Writer) {
-			fmt.Fprintln(w, paths[i])
-			fmt.Fprintf(w, "  last_hidden_state\t(%d, %d)\n", len(x.LastHidden), len(x.Pooled))
-			fmt.Fprintf(w, "  pooled\t(%d)\t%s\n", len(x.Pooled), vecHead(x.Pooled))
+	err = chunked(j, len(paths), func(lo, hi int) ([]vit.ImageFeatures, error) { return p.PredictFiles(j.ctx, paths[lo:hi]) },
+		func(i int, x vit.ImageFeatures) error {
+			return j.emit(i, x, func(w io.Writer) {
+				fmt.Fprintln(w, paths[i])
+				fmt.Fprintf(w, "  last_hidden_state\t(%d, %d)\n", len(x.LastHidden), len(x.Pooled))
+				fmt.Fprintf(w, "  pooled\t(%d)\t%s\n", len(x.Pooled), vecHead(x.Pooled))
+			})
 		})
-		if err != nil {
-			return err
-		}
-	}
-	if !j.asJSON {
+	if err == nil && !j.asJSON {
 		fmt.Fprintln(j.w, "\n(--json for the values)")
 	}
-	return nil
+	return err
 }
 
 // translated is the translation pipeline's output for one text.
@@ -823,14 +806,8 @@ func predictTranslation(j *predictJob) error {
 	if j.f.isSet("num-beams") {
 		p.Decode.Beam = j.beams
 	}
-	out, err := p.Translate(j.ctx, texts)
-	if err != nil {
-		return err
-	}
-	for i, s := range out {
-		if err := j.emit(i, []translated{{s}}, func(w io.Writer) { fmt.Fprintf(w, "%s\n  %s\n", oneLine(texts[i]), s) }); err != nil {
-			return err
-		}
-	}
-	return nil
+	return chunked(j, len(texts), func(lo, hi int) ([]string, error) { return p.Translate(j.ctx, texts[lo:hi]) },
+		func(i int, s string) error {
+			return j.emit(i, []translated{{s}}, func(w io.Writer) { fmt.Fprintf(w, "%s\n  %s\n", oneLine(texts[i]), s) })
+		})
 }

@@ -617,3 +617,57 @@ func TestPredictRefusals(t *testing.T) {
 	require.Equal(t, 2, run([]string{"predict", "--checkpoint", gptLM}, &out, &errb))
 	require.Contains(t, errb.String(), "no inputs")
 }
+
+// Inputs go to the pipeline in chunks of whole batches, printed as each is
+// done: the results are one library call's, and an error in a later chunk
+// names its input.
+func TestPredictChunks(t *testing.T) {
+	old := predictChunk
+	predictChunk = 3 // 4 inputs with --batch-size 2
+	defer func() { predictChunk = old }()
+	ctx := context.Background()
+	b := bertHeads(t)
+	texts := []string{"the cat", "a dog ran", "paris is in france", "the mat", "a park"}
+	lines := func(vs any) string {
+		var s strings.Builder
+		raw, err := json.Marshal(vs)
+		require.NoError(t, err)
+		var rows []json.RawMessage
+		require.NoError(t, json.Unmarshal(raw, &rows))
+		for _, r := range rows {
+			s.Write(r)
+			s.WriteString("\n")
+		}
+		return s.String()
+	}
+
+	clf, err := bert.LoadTextClassification(b["BertForSequenceClassification"])
+	require.NoError(t, err)
+	clf.TopK, clf.BatchSize = 1, 2
+	want, err := clf.Predict(ctx, texts)
+	require.NoError(t, err)
+	code, out, errs := predictCLI(t, "", append([]string{"predict", "--checkpoint", b["BertForSequenceClassification"], "--json", "--batch-size", "2"}, texts...)...)
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, lines(want), out)
+
+	gen, err := gpt.LoadTextGeneration("../../models/gpt/testdata/pipeline")
+	require.NoError(t, err)
+	gen.BatchSize = 2
+	cfg := gen.Defaults()
+	cfg.Temperature, cfg.MaxNewTokens = 1, 4
+	got, err := gen.Generate(ctx, texts, cfg)
+	require.NoError(t, err)
+	wrapped := make([][]gpt.Generated, len(got))
+	for i, g := range got {
+		wrapped[i] = []gpt.Generated{g}
+	}
+	code, out, errs = predictCLI(t, "", append([]string{"predict", "--checkpoint", "../../models/gpt/testdata/pipeline", "--json", "--batch-size", "2", "--temperature", "1", "--max-new-tokens", "4"}, texts...)...)
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, lines(wrapped), out, "sampled texts as in one call")
+
+	code, out, errs = predictCLI(t, "", "predict", "--checkpoint", b["BertForMaskedLM"], "--json", "--batch-size", "1",
+		"the [MASK] sat", "a [MASK] ran", "paris [MASK]", "no mask here")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "inputs 4 to 4: argument 4: no [MASK]")
+	require.Equal(t, 3, strings.Count(out, "\n"), "the first chunk's results are out")
+}
