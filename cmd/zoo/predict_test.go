@@ -654,14 +654,17 @@ func TestPredictChunks(t *testing.T) {
 	require.NoError(t, err)
 	gen.BatchSize = 2
 	cfg := gen.Defaults()
-	cfg.Temperature, cfg.MaxNewTokens = 1, 4
+	cfg.Temperature, cfg.MaxNewTokens = 5, 8
 	got, err := gen.Generate(ctx, texts, cfg)
 	require.NoError(t, err)
+	alone, err := gen.Generate(ctx, texts[3:], cfg) // the 4th prompt as row 0, not row 1
+	require.NoError(t, err)
+	require.NotEqual(t, got[3].Text, alone[0].Text, "the test tells batches apart")
 	wrapped := make([][]gpt.Generated, len(got))
 	for i, g := range got {
 		wrapped[i] = []gpt.Generated{g}
 	}
-	code, out, errs = predictCLI(t, "", append([]string{"predict", "--checkpoint", "../../models/gpt/testdata/pipeline", "--json", "--batch-size", "2", "--temperature", "1", "--max-new-tokens", "4"}, texts...)...)
+	code, out, errs = predictCLI(t, "", append([]string{"predict", "--checkpoint", "../../models/gpt/testdata/pipeline", "--json", "--batch-size", "2", "--temperature", "5", "--max-new-tokens", "8"}, texts...)...)
 	require.Equal(t, 0, code, errs)
 	require.Equal(t, lines(wrapped), out, "sampled texts as in one call")
 
