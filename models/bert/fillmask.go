@@ -21,10 +21,10 @@ const DefaultTopK = 5
 // Fill is one candidate for a [MASK], a row of transformers'
 // FillMaskPipeline output.
 type Fill struct {
-	Score    float64 // softmax probability of the token at the mask, over the whole vocabulary
-	TokenID  int     // the token's id ("token")
-	Token    string  // the token decoded alone ("token_str"), e.g. "paris" or "##s"
-	Sequence string  // the text with this mask filled, decoded as the pipeline does ("sequence")
+	Score    float64 `json:"score"`     // softmax probability of the token at the mask, over the whole vocabulary
+	TokenID  int     `json:"token"`     // the token's id ("token")
+	Token    string  `json:"token_str"` // the token decoded alone ("token_str"), e.g. "paris" or "##s"
+	Sequence string  `json:"sequence"`  // the text with this mask filled, decoded as the pipeline does ("sequence")
 }
 
 // FillMask predicts the tokens behind each [MASK] of text, as

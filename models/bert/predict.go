@@ -431,19 +431,21 @@ func applyFunction(fn ClassFunction, logits []float64) []float64 {
 	return slices.Clone(logits)
 }
 
-// Features are what feature extraction gives for one text.
+// Features are what feature extraction gives for one text. Its JSON
+// names are transformers' (last_hidden_state, pooler_output) and
+// sentence-transformers' (sentence_embedding).
 type Features struct {
 	// Hidden is the last hidden state (T, H), transformers'
 	// last_hidden_state and the feature-extraction pipeline's output: one
 	// row per token, [CLS] and [SEP] included.
-	Hidden [][]float64
+	Hidden [][]float64 `json:"last_hidden_state"`
 	// Pooled is the pooler output (H), tanh(dense(Hidden[0])); nil when
 	// the checkpoint has no pooler (a token classifier's or QA model's).
-	Pooled []float64
+	Pooled []float64 `json:"pooler_output,omitempty"`
 	// Mean is the sentence embedding (H) of sentence-transformers' mean
 	// pooling: the mean of Hidden's rows (the attention mask's tokens, so
 	// all of them), L2-normalised when the pipeline's Normalize is set.
-	Mean []float64
+	Mean []float64 `json:"sentence_embedding"`
 }
 
 // FeatureExtraction is the feature-extraction pipeline (transformers'
