@@ -363,7 +363,9 @@ func TestQuestionAnsweringPredict(t *testing.T) {
 		best := slices.MaxFunc(all, func(a, b cand) int { return cmpFloat(a.score, b.score) })
 		require.NotEmpty(t, got[i])
 		require.Equal(t, best.text, got[i][0].Answer, "input %d", i)
-		require.GreaterOrEqual(t, got[i][0].Score, best.score-1e-12)
+		// float32 logits: a batch of windows and one window alone may round
+		// differently under another GEMM (-tags openblas).
+		require.GreaterOrEqual(t, got[i][0].Score, best.score*(1-1e-5))
 		for _, a := range got[i] {
 			require.Equal(t, x.Context[a.Start:a.End], a.Answer)
 			require.LessOrEqual(t, len(a.Answer), len(x.Context))
@@ -513,7 +515,7 @@ func TestFeatureExtractionPredict(t *testing.T) {
 			n += v * v
 		}
 		require.InDelta(t, 1, n, 1e-12)
-		require.InDelta(t, got[i].Mean[0]/norm[i].Mean[0], got[i].Mean[1]/norm[i].Mean[1], 1e-9)
+		require.InEpsilon(t, got[i].Mean[0]/norm[i].Mean[0], got[i].Mean[1]/norm[i].Mean[1], 1e-5) // float32, batched twice
 	}
 	// A QA checkpoint has no pooler: no Pooled.
 	q, err := LoadFeatureExtraction(dirs["qa"])
