@@ -57,6 +57,15 @@ func FillMask(m *ForMaskedLM, tok *datasets.WordPiece, text string, topK int) ([
 // (B, T) with the padding masked: out[i] is FillMask(texts[i]). Safe for
 // concurrent use, as FillMask is.
 func FillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK int) ([][][]Fill, error) {
+	if m == nil {
+		return nil, fmt.Errorf("bert fill-mask: no model or no tokenizer")
+	}
+	return fillMaskBatch(m, tok, texts, topK, m.scores)
+}
+
+// fillMaskBatch is FillMaskBatch with the masked-LM scores of a batch
+// from scores (ForMaskedLM.scores, or a pipeline's on cached graphs).
+func fillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK int, scores func(ids, types, at [][]int) ([]float64, error)) ([][][]Fill, error) {
 	if m == nil || tok == nil {
 		return nil, fmt.Errorf("bert fill-mask: no model or no tokenizer")
 	}
@@ -93,7 +102,7 @@ func FillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK
 				n, m.Config.MaxPositionEmbeddings)}
 		}
 	}
-	scores, err := m.scores(ids, types, masks)
+	flat, err := scores(ids, types, masks)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +110,7 @@ func FillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK
 	out := make([][][]Fill, len(texts))
 	for r := range texts {
 		for _, pos := range masks[r] {
-			probs := softmax(scores[n*v : (n+1)*v])
+			probs := softmax(flat[n*v : (n+1)*v])
 			n++
 			fills := make([]Fill, 0, k)
 			for _, id := range topIndices(probs, k, sp.token) {
@@ -139,61 +148,34 @@ func (e *TextError) Unwrap() error { return e.Err }
 // through the head: the scores of every position, (B, T, V), would take
 // B·T·V floats (a gigabyte for 8 × 512 tokens of bert-base).
 func (m *ForMaskedLM) scores(ids, types, at [][]int) ([]float64, error) {
+	// The graph is built and compiled for this batch alone; a
+	// FillMaskPipeline keeps its graphs by shape instead (its scores).
+	flat, err := maskRows(ids, at)
+	if err != nil {
+		return nil, err
+	}
 	b, err := newBatch(m.Config, ids, types)
 	if err != nil {
 		return nil, fmt.Errorf("bert fill-mask: %w", err)
-	}
-	var flat []int // positions in the (B·T) rows of the hidden states
-	for r, ps := range at {
-		for _, p := range ps {
-			if p < 0 || p >= len(ids[r]) {
-				return nil, fmt.Errorf("bert fill-mask: position %d is outside sequence %d of %d tokens", p, r, len(ids[r]))
-			}
-			flat = append(flat, r*b.t+p)
-		}
-	}
-	if len(flat) == 0 {
-		return nil, fmt.Errorf("bert fill-mask: no positions to score")
 	}
 	g := m.Store.NewGraph()
 	in, err := b.inputs(g)
 	if err != nil {
 		return nil, fmt.Errorf("bert fill-mask: %w", err)
 	}
-	h, err := m.Hidden(g, in) // (B, T, D)
-	if err != nil {
-		return nil, err
-	}
-	d := m.Config.HiddenSize
-	if h, err = gorgonia.Reshape(h, []int{b.b * b.t, d}); err != nil {
-		return nil, fmt.Errorf("bert fill-mask: %w", err)
-	}
 	pos, err := g.IntConstant("mask_positions", flat, len(flat))
 	if err != nil {
 		return nil, fmt.Errorf("bert fill-mask: %w", err)
 	}
-	if h, err = layers.GatherRows(h, pos); err != nil { // (M, D)
-		return nil, fmt.Errorf("bert fill-mask: %w", err)
-	}
-	logits, err := m.MLM.Forward(g, h) // (M, V)
-	if err != nil {
-		return nil, fmt.Errorf("bert fill-mask: mlm head: %w", err)
-	}
-	var val gorgonia.Value
-	gorgonia.Read(logits, &val)
-	vm, err := g.Machine()
+	logits, err := m.maskedLogits(g, in, pos)
 	if err != nil {
 		return nil, err
 	}
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
+	v, err := g.Evaluate(logits)
+	if err != nil {
 		return nil, fmt.Errorf("bert fill-mask: %w", err)
 	}
-	scores, err := layers.Float64s(val)
-	if err != nil {
-		return nil, fmt.Errorf("bert fill-mask: scores: %w", err)
-	}
-	return scores, nil
+	return v[0], nil
 }
 
 // fillSpecials are the tokenizer's ids FillMask needs: the mask, and the
@@ -304,4 +286,49 @@ func clip(s string) string {
 		return string(r[:59]) + "…"
 	}
 	return s
+}
+
+// maskRows flattens the positions at[r]… of each row r of ids into rows
+// of the padded batch (B·T, T the longest row), checking each.
+func maskRows(ids, at [][]int) ([]int, error) {
+	t := 0
+	for _, s := range ids {
+		t = max(t, len(s))
+	}
+	var flat []int
+	for r, ps := range at {
+		for _, p := range ps {
+			if p < 0 || p >= len(ids[r]) {
+				return nil, fmt.Errorf("bert fill-mask: position %d is outside sequence %d of %d tokens", p, r, len(ids[r]))
+			}
+			flat = append(flat, r*t+p)
+		}
+	}
+	if len(flat) == 0 {
+		return nil, fmt.Errorf("bert fill-mask: no positions to score")
+	}
+	return flat, nil
+}
+
+// maskedLogits builds on g the masked-LM logits (M, V) of the M rows pos
+// (an int node of flat rows of the (B·T) hidden states): only those rows
+// go through the head, as the scores of every position, (B, T, V), would
+// take B·T·V floats (a gigabyte for 8 × 512 tokens of bert-base).
+func (m *ForMaskedLM) maskedLogits(g *layers.Graph, in Inputs, pos *gorgonia.Node) (*gorgonia.Node, error) {
+	h, err := m.Hidden(g, in) // (B, T, D)
+	if err != nil {
+		return nil, err
+	}
+	shape := h.Shape()
+	if h, err = gorgonia.Reshape(h, []int{shape[0] * shape[1], m.Config.HiddenSize}); err != nil {
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
+	}
+	if h, err = layers.GatherRows(h, pos); err != nil { // (M, D)
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
+	}
+	logits, err := m.MLM.Forward(g, h) // (M, V)
+	if err != nil {
+		return nil, fmt.Errorf("bert fill-mask: mlm head: %w", err)
+	}
+	return logits, nil
 }

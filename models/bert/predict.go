@@ -174,6 +174,7 @@ const (
 // goroutine runs it at a time.
 type compiled struct {
 	ids, types, mask *gorgonia.Node
+	at               *gorgonia.Node // positions (M) the graph gathers; nil without
 	out              []gorgonia.Value
 	vm               *layers.Machine
 }
@@ -186,8 +187,8 @@ type compiled struct {
 // Its zero value is ready; it is safe for concurrent use.
 type graphs struct {
 	mu       sync.Mutex
-	idle     map[[2]int][]*compiled
-	compiles atomic.Int64 // graphs compiled, for the tests
+	idle     map[[3]int][]*compiled // by (B, T, M): M positions gathered, 0 for none
+	compiles atomic.Int64           // graphs compiled, for the tests
 }
 
 // evaluate runs ids (with their types, nil for all 0) as one padded batch
@@ -195,20 +196,30 @@ type graphs struct {
 // and returns their values flat and the batch. build must make the same
 // nodes for every call of one cache.
 func (c *graphs) evaluate(m *Model, ids, types [][]int, build func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error)) ([][]float64, *batch, error) {
+	return c.evaluateAt(m, ids, types, nil, func(g *layers.Graph, in Inputs, _ *gorgonia.Node) ([]*gorgonia.Node, error) { return build(g, in) })
+}
+
+// evaluateAt is evaluate with the flat positions at (M, in the B·T rows
+// of the batch) given to build as an int input node: the graph is keyed by
+// (B, T, M), so that a fill-mask batch with as many masks reuses it.
+func (c *graphs) evaluateAt(m *Model, ids, types [][]int, at []int, build func(g *layers.Graph, in Inputs, at *gorgonia.Node) ([]*gorgonia.Node, error)) ([][]float64, *batch, error) {
 	b, err := newBatch(m.Config, ids, types)
 	if err != nil {
 		return nil, nil, err
 	}
-	key := [2]int{b.b, b.t}
+	key := [3]int{b.b, b.t, len(at)}
 	x := c.take(key)
 	if x == nil {
-		if x, err = compile(m, b.b, b.t, build); err != nil {
+		if x, err = compile(m, b.b, b.t, len(at), build); err != nil {
 			return nil, nil, err
 		}
 		c.compiles.Add(1)
 	}
 	copy(x.ids.Value().Data().([]int), b.ids)
 	copy(x.types.Value().Data().([]int), b.types)
+	if x.at != nil {
+		copy(x.at.Value().Data().([]int), at)
+	}
 	if err := layers.SetFloats(x.mask, b.mask); err != nil {
 		return nil, nil, err
 	}
@@ -226,10 +237,13 @@ func (c *graphs) evaluate(m *Model, ids, types [][]int, build func(g *layers.Gra
 }
 
 // compile builds and compiles the graph of a (B, T) batch.
-func compile(m *Model, bs, t int, build func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error)) (*compiled, error) {
+func compile(m *Model, bs, t, at int, build func(g *layers.Graph, in Inputs, at *gorgonia.Node) ([]*gorgonia.Node, error)) (*compiled, error) {
 	g := m.Store.NewGraph()
 	x := &compiled{ids: g.IntInput("input_ids", bs, t), types: g.IntInput("token_type_ids", bs, t), mask: g.Input("attention_mask", bs, t)}
-	nodes, err := build(g, Inputs{IDs: x.ids, TokenTypes: x.types, Mask: x.mask})
+	if at > 0 {
+		x.at = g.IntInput("positions", at)
+	}
+	nodes, err := build(g, Inputs{IDs: x.ids, TokenTypes: x.types, Mask: x.mask}, x.at)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +258,7 @@ func compile(m *Model, bs, t int, build func(g *layers.Graph, in Inputs) ([]*gor
 }
 
 // take returns an idle compiled graph of the shape key, or nil.
-func (c *graphs) take(key [2]int) *compiled {
+func (c *graphs) take(key [3]int) *compiled {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	free := c.idle[key]
@@ -258,11 +272,11 @@ func (c *graphs) take(key [2]int) *compiled {
 
 // put keeps x for the next run of its shape, within the cache's bounds
 // (a machine past them is closed).
-func (c *graphs) put(key [2]int, x *compiled) {
+func (c *graphs) put(key [3]int, x *compiled) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.idle == nil {
-		c.idle = map[[2]int][]*compiled{}
+		c.idle = map[[3]int][]*compiled{}
 	}
 	free, ok := c.idle[key]
 	if len(free) >= maxIdlePerShape || !ok && len(c.idle) >= maxShapes {
@@ -583,6 +597,8 @@ type FillMaskPipeline struct {
 	BatchSize int
 	// TopK is how many fills each [MASK] gets; 0 means DefaultTopK.
 	TopK int
+
+	cache graphs // compiled graphs by (B, T, masks)
 }
 
 // LoadFillMask reads a masked-LM checkpoint (transformers'
@@ -630,7 +646,7 @@ func (f *FillMaskPipeline) Predict(ctx context.Context, texts []string) ([][][]F
 	}
 	out := make([][][]Fill, 0, len(texts))
 	err := inBatches(ctx, where, len(texts), f.BatchSize, func(lo, hi int) error {
-		fills, err := FillMaskBatch(f.Model, f.Tokenizer, texts[lo:hi], f.TopK)
+		fills, err := fillMaskBatch(f.Model, f.Tokenizer, texts[lo:hi], f.TopK, f.scores)
 		if te := (*TextError)(nil); errors.As(err, &te) {
 			return &TextError{Index: lo + te.Index, Text: te.Text, Err: te.Err}
 		}
@@ -644,4 +660,22 @@ func (f *FillMaskPipeline) Predict(ctx context.Context, texts []string) ([][][]F
 		return nil, err
 	}
 	return out, nil
+}
+
+// scores is ForMaskedLM.scores on the pipeline's cached graphs: the
+// masked-LM scores (M, V) flat at the positions at[r]… of each row.
+func (f *FillMaskPipeline) scores(ids, types, at [][]int) ([]float64, error) {
+	flat, err := maskRows(ids, at)
+	if err != nil {
+		return nil, err
+	}
+	m := f.Model
+	vals, _, err := f.cache.evaluateAt(m.Model, ids, types, flat, func(g *layers.Graph, in Inputs, pos *gorgonia.Node) ([]*gorgonia.Node, error) {
+		logits, err := m.maskedLogits(g, in, pos)
+		return []*gorgonia.Node{logits}, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bert fill-mask: %w", err)
+	}
+	return vals[0], nil
 }

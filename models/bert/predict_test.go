@@ -587,3 +587,25 @@ func TestPipelineReusesGraphs(t *testing.T) {
 		require.LessOrEqual(t, len(free), maxIdlePerShape)
 	}
 }
+
+// The fill-mask pipeline keeps its graphs by (batch, length, masks): the
+// same texts again compile nothing, and the fills equal FillMaskBatch's.
+func TestFillMaskPipelineReusesGraphs(t *testing.T) {
+	dirs, _ := predictCheckpoints(t)
+	p, err := LoadFillMask(dirs["mlm"])
+	require.NoError(t, err)
+	texts := []string{"the [MASK] sat on the mat", "a [MASK] ran [MASK] home"}
+	p.BatchSize = 1
+	first, err := p.Predict(context.Background(), texts)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, p.cache.compiles.Load())
+	again, err := p.Predict(context.Background(), texts)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, p.cache.compiles.Load(), "no new graph for the same shapes")
+	require.Equal(t, first, again)
+	for i, text := range texts {
+		want, err := FillMaskBatch(p.Model, p.Tokenizer, []string{text}, 0)
+		require.NoError(t, err)
+		require.Equal(t, want[0], first[i])
+	}
+}
