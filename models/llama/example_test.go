@@ -71,3 +71,35 @@ func ExampleConfig_Rope() {
 	// llama3 500000 64
 	// 1 3.06893e-07
 }
+
+// CheckLength refuses a sequence the model cannot attend over as
+// transformers does: here past Mistral's sliding window, which zoo does
+// not implement.
+func ExampleConfig_CheckLength() {
+	c := llama.TinyMistral()
+	fmt.Println(c.CheckLength(16))
+	fmt.Println(c.CheckLength(17))
+	// Output:
+	// <nil>
+	// llama: a sequence of 17 tokens is longer than sliding_window 16, and zoo does not implement sliding-window attention: shorten it to 16 tokens
+}
+
+// Tensors lists a checkpoint's tensors under Hugging Face's names, with
+// Qwen2's q, k and v biases.
+func ExampleConfig_Tensors() {
+	c := llama.TinyQwen2()
+	for _, t := range c.Tensors()[:8] {
+		fmt.Println(t.Name, t.Shape)
+	}
+	fmt.Println(len(c.Tensors()), "tensors")
+	// Output:
+	// model.embed_tokens.weight [96 32]
+	// model.layers.0.self_attn.q_proj.weight [32 32]
+	// model.layers.0.self_attn.q_proj.bias [32]
+	// model.layers.0.self_attn.k_proj.weight [16 32]
+	// model.layers.0.self_attn.k_proj.bias [16]
+	// model.layers.0.self_attn.v_proj.weight [16 32]
+	// model.layers.0.self_attn.v_proj.bias [16]
+	// model.layers.0.self_attn.o_proj.weight [32 32]
+	// 26 tensors
+}
