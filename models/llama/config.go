@@ -31,8 +31,10 @@ var ModelTypes = []string{ModelLlama, ModelQwen2, ModelMistral}
 // model_type and its keys (Fields), under Hugging Face's names, read and
 // written as transformers' LlamaConfig, Qwen2Config and MistralConfig do.
 // The zero Config is not valid; start from a preset (TinyLlama, Tiny, …)
-// or ReadConfig. A Config is a value: copy it freely; its methods may be
-// called from several goroutines at once.
+// or ReadConfig. Its methods do not change it and may be called from
+// several goroutines at once. A copy shares the ids, rope settings and maps
+// its pointers and maps hold: replace them rather than change them in
+// place.
 //
 // What the model types share and where they differ:
 //
@@ -200,7 +202,8 @@ var ropeKeys = []string{"rope_type", "type", "rope_theta", "factor", "low_freq_f
 // MarshalJSON writes the keys that are set, then Extra.
 func (r Rope) MarshalJSON() ([]byte, error) {
 	m := map[string]any{}
-	for k, v := range r.Extra {
+	for _, k := range slices.Sorted(maps.Keys(r.Extra)) {
+		v := r.Extra[k]
 		if slices.Contains(ropeKeys, k) && !(k == "type" && !r.legacyType) {
 			return nil, fmt.Errorf("rope: Extra has %q, which Rope models: set the field instead", k)
 		}
@@ -270,9 +273,11 @@ func (r *Rope) UnmarshalJSON(b []byte) error {
 	case hasLT:
 		out.Type, out.legacyType = lt, true
 	}
-	for k, dst := range map[string]*float64{"rope_theta": &out.Theta, "factor": &out.Factor,
-		"low_freq_factor": &out.LowFreqFactor, "high_freq_factor": &out.HighFreqFactor} {
-		if err := num(k, dst); err != nil {
+	for _, f := range []struct {
+		key string
+		dst *float64
+	}{{"rope_theta", &out.Theta}, {"factor", &out.Factor}, {"low_freq_factor", &out.LowFreqFactor}, {"high_freq_factor", &out.HighFreqFactor}} {
+		if err := num(f.key, f.dst); err != nil {
 			return err
 		}
 	}
