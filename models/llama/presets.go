@@ -66,7 +66,7 @@ func Tiny() Config {
 }
 
 // TinyLlama3 is a llama for unit tests with plain multi-head attention (4
-// key/value heads), a tied head and Llama 3.1's rope scaling (factor 4,
+// key/value heads), a tied head, rope_theta 500000 and Llama 3.1's rope scaling (factor 4,
 // low_freq_factor 1, high_freq_factor 4, original_max_position_embeddings
 // 16, so that one of its 4 frequencies is interpolated and 3 divided):
 // 23,712 parameters.
