@@ -142,7 +142,10 @@ func (e *LoadError) Error() string {
 // Load copies a safetensors file into the store's parameters and buffers.
 // Loading is strict: a missing, unexpected or mismatched tensor is a
 // *LoadError naming all of them, and then nothing is changed. F64, F32, F16
-// and BF16 tensors are converted to the store's dtype.
+// and BF16 tensors are converted to the store's dtype. When path is absent
+// and path+".index.json" is there (a sharded checkpoint, as Hugging Face
+// saves models of more than a few GB), its shards are read as one file
+// (safetensors.ReadCheckpoint).
 func (s *Store) Load(path string) error { return s.LoadMapped(path, nil) }
 
 // LoadMapped is Load through a KeyMap. Several keys may map to one
@@ -150,7 +153,7 @@ func (s *Store) Load(path string) error { return s.LoadMapped(path, nil) }
 // hold equal values. See OptionalKeys and SkipChecker for what a KeyMap may
 // add.
 func (s *Store) LoadMapped(path string, km KeyMap) error {
-	f, err := safetensors.ReadFile(path)
+	f, err := safetensors.ReadCheckpoint(path)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/models"
@@ -15,7 +16,7 @@ import (
 // model_type, its sizes and files) or lists a safetensors file's tensors.
 func runInspect(args []string, w io.Writer) error {
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprintln(w, "usage: zoo inspect DIR|FILE.safetensors\n\nA checkpoint directory: its family (from config.json's model_type), sizes, tokenizer and training state, then its tensors. A .safetensors file: every tensor's name, dtype and shape, and the metadata.")
+		fmt.Fprintln(w, "usage: zoo inspect DIR|FILE.safetensors\n\nA checkpoint directory: its family (from config.json's model_type), sizes, tokenizer and training state, then its tensors. A .safetensors file (or a sharded checkpoint's model.safetensors.index.json): every tensor's name, dtype and shape, and the metadata.")
 		return nil
 	}
 	if len(args) != 1 {
@@ -60,8 +61,15 @@ func inspectDir(dir string, w io.Writer) error {
 	return inspectFile(filepath.Join(dir, models.WeightsFile), w)
 }
 
+// inspectFile lists a safetensors file's tensors: path itself, a sharded
+// checkpoint's index (model.safetensors.index.json), or the one-file name
+// of a sharded checkpoint (model.safetensors beside its index).
 func inspectFile(path string, w io.Writer) error {
-	f, err := safetensors.ReadFile(path)
+	read := safetensors.ReadCheckpoint
+	if strings.HasSuffix(path, safetensors.IndexSuffix) {
+		read = safetensors.ReadSharded
+	}
+	f, err := read(path)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -54,4 +55,27 @@ func TestInspect(t *testing.T) {
 	errb.Reset()
 	require.Equal(t, 2, run([]string{"inspect"}, &out, &errb))
 	require.Contains(t, errb.String(), "usage: zoo inspect")
+}
+
+// A sharded checkpoint (model.safetensors.index.json and its shards) is
+// inspected as one: by its directory, its index or its one-file name.
+func TestInspectSharded(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := os.ReadFile(filepath.Join("..", "..", "models", "gpt", "testdata", "parity", "config.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644))
+	for i, name := range []string{"a.weight", "b.weight"} {
+		x, err := safetensors.FromFloat32s(name, []int{2, 2}, make([]float32, 4))
+		require.NoError(t, err)
+		require.NoError(t, safetensors.WriteFile(filepath.Join(dir, fmt.Sprintf("model-%05d-of-00002.safetensors", i+1)), []safetensors.Tensor{x}, map[string]string{"format": "pt"}))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"),
+		[]byte(`{"metadata":{"total_size":32},"weight_map":{"a.weight":"model-00001-of-00002.safetensors","b.weight":"model-00002-of-00002.safetensors"}}`), 0o644))
+	for _, arg := range []string{dir, filepath.Join(dir, "model.safetensors.index.json"), filepath.Join(dir, "model.safetensors")} {
+		var out, errb bytes.Buffer
+		require.Equal(t, 0, run([]string{"inspect", arg}, &out, &errb), errb.String())
+		require.Contains(t, out.String(), "a.weight", arg)
+		require.Contains(t, out.String(), "b.weight", arg)
+		require.Contains(t, out.String(), "2 tensors, 8 values", arg)
+	}
 }

@@ -43,7 +43,10 @@ func (d DType) Size() (int, error) {
 }
 
 // halfToFloat32 converts IEEE 754 binary16 bits to a float32 exactly,
-// including subnormals, infinities and NaNs (the NaN payload is kept).
+// including subnormals and infinities. A NaN keeps its sign and payload
+// and comes out quiet, as IEEE 754's conversion, x86's vcvtph2ps and
+// PyTorch's .float() make it: a signalling one gains the quiet bit (bit
+// 22), so that the bits are PyTorch's (TestHalfConversionAllPatterns).
 func halfToFloat32(h uint16) float32 {
 	sign := uint32(h>>15) << 31
 	exp := uint32(h>>10) & 0x1f
@@ -57,15 +60,19 @@ func halfToFloat32(h uint16) float32 {
 		}
 		return v
 	case 0x1f:
-		// Infinity (mant == 0) or NaN.
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+		if mant == 0 {
+			return math.Float32frombits(sign | 0x7f800000) // infinity
+		}
+		return math.Float32frombits(sign | 0x7fc00000 | mant<<13) // quiet NaN
 	default:
 		// Normal: rebias the exponent from 15 to 127.
 		return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
 	}
 }
 
-// bf16ToFloat32 converts bfloat16 bits to a float32 exactly.
+// bf16ToFloat32 converts bfloat16 bits to a float32 exactly: the bits
+// are the top half of the float32's, NaN payloads included, as PyTorch's
+// .float() leaves them.
 func bf16ToFloat32(b uint16) float32 {
 	return math.Float32frombits(uint32(b) << 16)
 }
