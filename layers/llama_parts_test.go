@@ -270,3 +270,65 @@ func TestGroupedQueryCacheMemory(t *testing.T) {
 	t.Logf("cached step's intermediates: %d bytes before, %d after", bytesBefore, bytesAfter)
 	require.LessOrEqual(t, bytesAfter, bytesBefore-int64(2*b*(h-kvh)*capacity*hd*8))
 }
+
+// A LLaMA-shaped stack (RMSNorm, SwiGLU, rotary grouped-query attention)
+// trains through a pooled Machine, its ops' kept buffers (RMSNorm's 1/rms,
+// SwiGLU's σ(gate), the fused attention's log-sum-exp) planned in the
+// pool: loss and every gradient equal, bit for bit and run after run, a
+// plain tape machine's with buffers of its own.
+func TestLlamaStackPooledTraining(t *testing.T) {
+	s, err := NewStore(WithSeed(4))
+	require.NoError(t, err)
+	rot, err := NewRotary(4, 10000)
+	require.NoError(t, err)
+	c := BlockConfig{Dim: 16, Heads: 4, KVHeads: 2, HeadDim: 4, FFNDim: 24, Activation: "silu", Norm: PreNorm,
+		Causal: true, Positions: rot, NewNorm: RMSNorms(1e-6), NewMLP: SwiGLUs("mlp", false)}
+	enc, err := NewEncoder(s.Root().Sub("model"), c, 2)
+	require.NoError(t, err)
+	emb, err := NewEmbedding(s.Root().Sub("embed_tokens"), poolVocab, c.Dim)
+	require.NoError(t, err)
+	build := func() (*Graph, []*gorgonia.Value) {
+		g := s.NewGraph(Training())
+		ids, tg := make([]int, 2*5), make([]int, 2*5)
+		for i := range ids {
+			ids[i], tg[i] = (i*7+3)%poolVocab, (i*5+1)%poolVocab
+		}
+		idn, err := g.IntConstant("ids", ids, 2, 5)
+		require.NoError(t, err)
+		tgn, err := g.IntConstant("targets", tg, 2, 5)
+		require.NoError(t, err)
+		x, err := emb.Forward(g, idn)
+		require.NoError(t, err)
+		x, err = enc.Forward(g, x, nil)
+		require.NoError(t, err)
+		logits, err := emb.Logits(g, x)
+		require.NoError(t, err)
+		loss, err := CrossEntropy(logits, tgn, -100, 0)
+		require.NoError(t, err)
+		vals := []*gorgonia.Value{new(gorgonia.Value)}
+		gorgonia.Read(loss, vals[0])
+		grads, err := gorgonia.Grad(loss, g.Learnables()...)
+		require.NoError(t, err)
+		for _, gr := range grads {
+			v := new(gorgonia.Value)
+			gorgonia.Read(gr, v)
+			vals = append(vals, v)
+		}
+		return g, vals
+	}
+	g, pv := build()
+	pm, err := g.Machine(SharedOutputs())
+	require.NoError(t, err)
+	defer pm.Close()
+	g2, qv := build()
+	plain := gorgonia.NewTapeMachine(g2.ExprGraph)
+	defer plain.Close()
+	for round := range 2 {
+		require.NoError(t, pm.RunAll())
+		got := copies(t, pv)
+		require.NoError(t, plain.RunAll())
+		plain.Reset()
+		require.Equal(t, copies(t, qv), got, "round %d", round)
+	}
+	require.Zero(t, s.Pool().Misses())
+}
