@@ -239,21 +239,7 @@ func TestGroupedQueryCacheMemory(t *testing.T) {
 			y, err = gqa.ForwardCached(g, x, mask, kv)
 			require.NoError(t, err)
 		} else { // ForwardCached as it was: the cache's heads repeated for the kernel
-			q, k, v, err := gqa.Project(g, x, x)
-			require.NoError(t, err)
-			k, err = ops.WriteSlots(kv.K, k, kv.Slot)
-			require.NoError(t, err)
-			v, err = ops.WriteSlots(kv.V, v, kv.Slot)
-			require.NoError(t, err)
-			k, err = gqa.repeatKV(k)
-			require.NoError(t, err)
-			v, err = gqa.repeatKV(v)
-			require.NoError(t, err)
-			ctx, err := ops.Attention(q, k, v, mask, gqa.scale(), NoCausal)
-			require.NoError(t, err)
-			merged, err := ops.MergeHeads(ctx, h)
-			require.NoError(t, err)
-			y, err = gqa.Out.Forward(g, merged)
+			y, err = forwardCachedRepeated(g, gqa, x, mask, kv)
 			require.NoError(t, err)
 		}
 		var bytes int64
@@ -331,4 +317,99 @@ func TestLlamaStackPooledTraining(t *testing.T) {
 		require.Equal(t, copies(t, qv), got, "round %d", round)
 	}
 	require.Zero(t, s.Pool().Misses())
+}
+
+// forwardCachedRepeated is a single-token ForwardCached without a position
+// encoder as it was before the fused kernel read grouped heads in place:
+// the cache's kvh heads repeated to h for the kernel.
+func forwardCachedRepeated(g *Graph, a *MultiHeadAttention, x, mask *gorgonia.Node, kv *KVCache) (*gorgonia.Node, error) {
+	q, k, v, err := a.Project(g, x, x)
+	if err != nil {
+		return nil, err
+	}
+	if k, err = ops.WriteSlots(kv.K, k, kv.Slot); err != nil {
+		return nil, err
+	}
+	if v, err = ops.WriteSlots(kv.V, v, kv.Slot); err != nil {
+		return nil, err
+	}
+	if k, err = a.repeatKV(k); err != nil {
+		return nil, err
+	}
+	if v, err = a.repeatKV(v); err != nil {
+		return nil, err
+	}
+	ctx, err := ops.Attention(q, k, v, mask, a.scale(), NoCausal)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := ops.MergeHeads(ctx, a.Heads)
+	if err != nil {
+		return nil, err
+	}
+	return a.Out.Forward(g, merged)
+}
+
+// BenchmarkGQADecodeStep times one grouped-query attention layer's cached
+// decoding step in float32 at TinyLlama's attention shapes (width 2048, 32
+// query heads, 4 key-value heads of 64), batch 1, over a cache of capacity
+// 1024 with 512 slots occupied: the kernel reading the kvh heads in place,
+// and the same step with the heads repeated first (the path before).
+func BenchmarkGQADecodeStep(b *testing.B) {
+	const d, h, kvh, hd, capacity, filled = 2048, 32, 4, 64, 1024, 512
+	for _, repeated := range []bool{false, true} {
+		name := "B1_d2048_h32_kvh4_dh64_C1024_n512/in_place"
+		if repeated {
+			name = "B1_d2048_h32_kvh4_dh64_C1024_n512/repeated"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := NewStore(WithSeed(1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			a, err := NewMultiHeadAttention(s.Root(), AttentionConfig{Dim: d, Heads: h, KVHeads: kvh, HeadDim: hd})
+			if err != nil {
+				b.Fatal(err)
+			}
+			caches := NewKVCaches([]*MultiHeadAttention{a}, 1, capacity, tensor.Float32)
+			for _, c := range caches.Tensors {
+				for i, v := range c.Data().([]float32) {
+					c.Data().([]float32)[i] = v + float32(i%13)/13
+				}
+			}
+			g := s.NewGraph()
+			occupied := make([]float32, capacity)
+			for j := range filled + 1 {
+				occupied[j] = 1
+			}
+			mask := g.Bind("occupied", tensor.New(tensor.WithShape(1, capacity), tensor.WithBacking(occupied)))
+			slot, err := g.IntConstant("slot", []int{filled}, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			x := g.Bind("x", tensor.New(tensor.WithShape(1, 1, d), tensor.Of(tensor.Float32)))
+			kv := caches.Bind(g, slot, nil)[0]
+			var y *gorgonia.Node
+			if repeated {
+				y, err = forwardCachedRepeated(g, a, x, mask, kv)
+			} else {
+				y, err = a.ForwardCached(g, x, mask, kv)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = y
+			m, err := g.Machine()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			b.ResetTimer()
+			for range b.N {
+				if err := m.RunAll(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
