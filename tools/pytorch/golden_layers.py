@@ -524,6 +524,9 @@ def case_rotary(case):
 # LLaMA's parts as transformers' modeling_llama.py writes them (LlamaRMSNorm,
 # LlamaMLP, repeat_kv, LlamaAttention's eager path, LlamaDecoderLayer,
 # LlamaModel, LlamaForCausalLM's lm_head), re-implemented with its names.
+# One deliberate difference: transformers' LlamaRMSNorm and eager softmax
+# compute in float32 whatever the input dtype; here float64 inputs stay in
+# float64 (the goldens are float64), float32 ones follow transformers.
 
 
 class LlamaRMSNorm(torch.nn.Module):
