@@ -17,7 +17,8 @@ import (
 //	y = weight · x / sqrt(mean(x²) + eps)
 //
 // x has shape (..., D), weight (D); y has x's shape. The mean of squares
-// is accumulated in float64; in float32 x·rsqrt is rounded to float32
+// is accumulated in float64 (in float32 work, in float32 vector lanes, as
+// LlamaRMSNorm's float32 mean); in float32 x·rsqrt is rounded to float32
 // before the gain multiplies it, as LlamaRMSNorm's float32 computation
 // followed by weight · hidden.to(dtype) does.
 func RMSNorm(x, weight *gorgonia.Node, eps float64) (*gorgonia.Node, error) {
@@ -86,7 +87,7 @@ func (op *rmsNormOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		rstd = op.rstd
 	}
 	if isFloat32(dt) {
-		rmsNormFwd(data[float32](ts[0]), data[float32](ts[1]), data[float32](y), rstd, op.eps)
+		rmsNormFwd32(data[float32](ts[0]), data[float32](ts[1]), data[float32](y), rstd, op.eps)
 	} else {
 		rmsNormFwd(data[float64](ts[0]), data[float64](ts[1]), data[float64](y), rstd, op.eps)
 	}
@@ -107,11 +108,25 @@ func (op *rmsNormOp) bufBytes(n *gorgonia.Node) (buf, side int64, outputInBuf bo
 
 // rmsRstd is 1/sqrt(mean(row²) + eps), accumulated in float64.
 func rmsRstd[T Float](row []T, eps float64) float64 {
-	var s float64
-	for _, v := range row {
-		s += float64(v) * float64(v)
+	return 1 / math.Sqrt(dot64(row, row)/float64(len(row))+eps)
+}
+
+// dot64 is Σ a·b accumulated in float64, in four interleaved partial sums
+// (added in a fixed order) so that the additions do not wait on each other.
+func dot64[T Float](a, b []T) float64 {
+	var s0, s1, s2, s3 float64
+	n := len(a) &^ 3
+	b = b[:len(a)]
+	for i := 0; i < n; i += 4 {
+		s0 += float64(a[i]) * float64(b[i])
+		s1 += float64(a[i+1]) * float64(b[i+1])
+		s2 += float64(a[i+2]) * float64(b[i+2])
+		s3 += float64(a[i+3]) * float64(b[i+3])
 	}
-	return 1 / math.Sqrt(s/float64(len(row))+eps)
+	for i := n; i < len(a); i++ {
+		s0 += float64(a[i]) * float64(b[i])
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // rmsNormFwd writes y = w · T(x·rstd) row by row; rstd, if not nil,
@@ -202,7 +217,7 @@ func (op *rmsNormGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 		return nil, fmt.Errorf("%s: gradient ran before its forward pass", op.name)
 	}
 	if isFloat32(dt) {
-		rmsNormBwd(data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), data[float32](out), op.fwd.rstd, op.wrtInput)
+		rmsNormBwd32(data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), data[float32](out), op.fwd.rstd, op.wrtInput)
 	} else {
 		rmsNormBwd(data[float64](ts[0]), data[float64](ts[1]), data[float64](ts[2]), data[float64](out), op.fwd.rstd, op.wrtInput)
 	}
@@ -231,14 +246,57 @@ func rmsNormBwd[T Float](x, w, dy, out []T, rstd []float64, wrtInput bool) {
 		for r := lo; r < hi; r++ {
 			xr, dyr, or := x[r*d:(r+1)*d], dy[r*d:(r+1)*d], out[r*d:(r+1)*d]
 			rs := rstd[r]
-			var sgx float64
-			for i, v := range xr {
-				sgx += float64(dyr[i]) * float64(w[i]) * float64(v)
+			// ĝ = dy·w into the output row first, then Σ ĝ·x.
+			for i, v := range dyr {
+				or[i] = v * w[i]
 			}
-			m := sgx * rs * rs / float64(d) // mean(ĝ·x̂)/rstd
+			m := T(dot64(or, xr) * rs * rs / float64(d)) // mean(ĝ·x̂)/rstd
+			s := T(rs)
 			for i, v := range xr {
-				or[i] = T(rs * (float64(dyr[i])*float64(w[i]) - float64(v)*m))
+				or[i] = s * (or[i] - v*m)
 			}
+		}
+	})
+}
+
+// rmsNormFwd32 is rmsNormFwd on the row primitives of vec.go (LayerNorm's,
+// with mean 0): Σx² in float32 lanes, as Hugging Face's float32 mean.
+func rmsNormFwd32(x, w, y []float32, rstd []float64, eps float64) {
+	d := len(w)
+	if d == 0 {
+		return
+	}
+	parallel.For(len(x)/d, d, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr := x[r*d : (r+1)*d]
+			rs := 1 / math.Sqrt(float64(vecDot(xr, xr))/float64(d)+eps)
+			vecLNAffine(xr, w, nil, y[r*d:(r+1)*d], 0, float32(rs))
+			if rstd != nil {
+				rstd[r] = rs
+			}
+		}
+	})
+}
+
+// rmsNormBwd32 is rmsNormBwd on the row primitives of vec.go.
+func rmsNormBwd32(x, w, dy, out []float32, rstd []float64, wrtInput bool) {
+	d := len(w)
+	rows := len(x) / d
+	if !wrtInput {
+		parallel.For(d, rows, func(lo, hi int) {
+			for r := 0; r < rows; r++ {
+				vecLNGammaAcc(x[r*d+lo:r*d+hi], dy[r*d+lo:r*d+hi], out[lo:hi], 0, float32(rstd[r]))
+			}
+		})
+		return
+	}
+	parallel.For(rows, 2*d, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, dyr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d]
+			rs := rstd[r]
+			_, sgx := vecLNGradSums(xr, w, dyr, 0)
+			c2 := float32(float64(sgx) * rs * rs / float64(d)) // mean(ĝ·x̂)/rstd
+			vecLNGradApply(xr, w, dyr, out[r*d:(r+1)*d], 0, float32(rs), c2, 0)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -49,6 +50,19 @@ func TestRMSNormAndSwiGLU(t *testing.T) {
 		y, err = SwiGLU(input(g, "gate", asDtype(gate, dt)), input(g, "up", asDtype(up, dt)))
 		require.NoError(t, err)
 		requireClose(t, wantGLU, floatsOf(t, eval(t, g, y)), tol, "swiglu "+dt.String())
+	}
+	// float32 (the vector kernels) agrees with float64 in value and gradients.
+	for _, rc := range []refCase{
+		{name: "rmsnorm", inputs: []*tensor.Dense{randDense(1, 4, 3, 37), randDense(2, 37)}, nDiff: 2,
+			fused: func(in []*gorgonia.Node) (*gorgonia.Node, error) { return RMSNorm(in[0], in[1], 1e-5) }},
+		{name: "swiglu", inputs: []*tensor.Dense{randDense(3, 4, 37), randDense(4, 4, 37)}, nDiff: 2,
+			fused: func(in []*gorgonia.Node) (*gorgonia.Node, error) { return SwiGLU(in[0], in[1]) }},
+	} {
+		want, got := runRef(t, rc, tensor.Float64, rc.fused), runRef(t, rc, tensor.Float32, rc.fused)
+		requireClose(t, want.out, got.out, 1e-5, rc.name+" float32 value")
+		for i := range want.grads {
+			requireClose(t, want.grads[i], got.grads[i], 1e-5, fmt.Sprintf("%s float32 gradient %d", rc.name, i))
+		}
 	}
 	for name, build := range map[string]gradcheck.Build{
 		"rmsnorm": func(g *gorgonia.ExprGraph) (*gorgonia.Node, gorgonia.Nodes, error) {
