@@ -14,8 +14,9 @@ import (
 // improve Transformer"), silu(gate) ⊙ up elementwise, with
 // silu(g) = g·σ(g), as Hugging Face's LlamaMLP computes
 // act_fn(gate_proj(x)) * up_proj(x). gate and up have the same shape and
-// dtype; so has the result. σ(g) is computed in float64 and silu(g)
-// rounded to the element type before the product, which is rounded again.
+// dtype; so has the result. σ(g) is computed in float64 (in float32 work
+// in float32, with exp32) and silu(g) rounded to the element type before
+// the product, which is rounded again.
 // With gradients the forward pass keeps σ(gate) (one element per element),
 // so the backward pass computes no exponential.
 func SwiGLU(gate, up *gorgonia.Node) (*gorgonia.Node, error) {
@@ -63,7 +64,9 @@ func (op *swigluOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	}
 	out := op.output(dt, ts[0].Shape(), false)
 	n := ts[0].Size()
-	if isFloat32(dt) {
+	if isFloat32(dt) && op.wrt < 0 {
+		swigluForward32(data[float32](ts[0]), data[float32](ts[1]), data[float32](out), op.sigma32(n))
+	} else if isFloat32(dt) {
 		swigluKernel(op.wrt, data[float32](ts[0]), data[float32](ts[1]), dyOf2[float32](ts), data[float32](out), op.sigma32(n))
 	} else {
 		swigluKernel(op.wrt, data[float64](ts[0]), data[float64](ts[1]), dyOf2[float64](ts), data[float64](out), op.sigma64(n))
@@ -172,6 +175,26 @@ func swigluKernel[T Float](wrt int, g, u, dy, out, sig []T) {
 				}
 				out[i] = dy[i] * T(v*sg)
 			}
+		}
+	})
+}
+
+// swigluForward32 is swigluKernel's forward pass in float32 work, σ from
+// exp32 (within 3e-7 of math.Exp).
+func swigluForward32(g, u, out, sig []float32) {
+	parallel.For(len(g), 8, func(lo, hi int) {
+		g, u, out := g[lo:hi], u[lo:hi], out[lo:hi]
+		if sig == nil {
+			for i, v := range g {
+				out[i] = v / (1 + exp32(-v)) * u[i]
+			}
+			return
+		}
+		s := sig[lo:hi]
+		for i, v := range g {
+			sg := 1 / (1 + exp32(-v))
+			s[i] = sg
+			out[i] = v * sg * u[i]
 		}
 	})
 }
