@@ -319,19 +319,23 @@ func (a *MultiHeadAttention) Attend(g *Graph, q, k, v, mask *gorgonia.Node, caus
 // which never materialises the (B·h, Tq, Tk) scores and reads only the keys
 // some query sees, and probs is nil. Dropout on the probabilities needs
 // them materialised, so it keeps the unfused path.
+//
+// With grouped-query attention the fused kernel reads each key-value head
+// for its group of query heads where it lies (a KV cache's kvh heads, not
+// h repeated ones); the unfused path repeats them (repeatKV).
 func (a *MultiHeadAttention) attend(g *Graph, q, k, v, mask *gorgonia.Node, causalOffset int, withProbs bool) (out, probs *gorgonia.Node, err error) {
-	if k, err = a.repeatKV(k); err != nil {
-		return nil, nil, err
-	}
-	if v, err = a.repeatKV(v); err != nil {
-		return nil, nil, err
-	}
 	var ctx *gorgonia.Node // (B·h, Tq, d_head)
 	if !withProbs && (!g.IsTraining() || a.dropout.P == 0) {
 		if ctx, err = ops.Attention(q, k, v, mask, a.scale(), causalOffset); err != nil {
 			return nil, nil, fmt.Errorf("attention %s: %w", a.name(), err)
 		}
 	} else {
+		if k, err = a.repeatKV(k); err != nil {
+			return nil, nil, err
+		}
+		if v, err = a.repeatKV(v); err != nil {
+			return nil, nil, err
+		}
 		scores, err := ops.BatchedMatMul(q, k, false, true) // (B·h, Tq, Tk)
 		if err != nil {
 			return nil, nil, fmt.Errorf("attention %s: scores: %w", a.name(), err)

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"fmt"
+
 	"testing"
 
 	"gorgonia.org/gorgonia"
@@ -136,6 +138,47 @@ func BenchmarkCrossEntropy(b *testing.B) {
 				logits := input32(g, "logits", 6, 3, n, vocab)
 				loss, err := v.ce(g, logits)
 				return loss, gorgonia.Nodes{logits}, err
+			})
+		})
+	}
+}
+
+// BenchmarkRMSNorm times the fused RMSNorm forward and backward in
+// float32 at a LLaMA width (TinyLlama's 2048) and a small one.
+func BenchmarkRMSNorm(b *testing.B) {
+	for _, s := range []struct{ n, d int }{{2048, 256}, {512, 2048}} {
+		b.Run(fmt.Sprintf("N%d_D%d", s.n, s.d), func(b *testing.B) {
+			benchForwardBackward(b, s.n, func(g *gorgonia.ExprGraph) (*gorgonia.Node, gorgonia.Nodes, error) {
+				x, w := input32(g, "x", 1, 1, s.n, s.d), input32(g, "w", 2, 1, s.d)
+				y, err := RMSNorm(x, w, 1e-5)
+				return y, gorgonia.Nodes{x, w}, err
+			})
+		})
+	}
+}
+
+// BenchmarkSwiGLU times silu(gate)·up forward and backward in float32,
+// fused and as Activate then HadamardProd; rows/s counts tokens.
+func BenchmarkSwiGLU(b *testing.B) {
+	const n, d = 512, 5632 // TinyLlama's intermediate_size
+	for _, v := range []struct {
+		name string
+		f    func(gate, up *gorgonia.Node) (*gorgonia.Node, error)
+	}{
+		{"fused", SwiGLU},
+		{"composed", func(gate, up *gorgonia.Node) (*gorgonia.Node, error) {
+			s, err := Activate(gate, SiLU)
+			if err != nil {
+				return nil, err
+			}
+			return gorgonia.HadamardProd(s, up)
+		}},
+	} {
+		b.Run(fmt.Sprintf("N%d_D%d/%s", n, d, v.name), func(b *testing.B) {
+			benchForwardBackward(b, n, func(g *gorgonia.ExprGraph) (*gorgonia.Node, gorgonia.Nodes, error) {
+				gate, up := input32(g, "gate", 1, 1, n, d), input32(g, "up", 2, 1, n, d)
+				y, err := v.f(gate, up)
+				return y, gorgonia.Nodes{gate, up}, err
 			})
 		})
 	}

@@ -16,8 +16,12 @@ import (
 // (Dao 2023, "FlashAttention-2: faster attention with better parallelism and
 // work partitioning", Algorithms 1 and 2), on the CPU.
 //
-// q is (N, Tq, d), k is (N, Tk, d) and v is (N, Tk, dv), with N = B·h; the
-// result is the context (N, Tq, dv). It equals
+// q is (N, Tq, d), k is (Nk, Tk, d) and v is (Nk, Tk, dv), with N = B·h
+// and Nk = B·kvh, kvh dividing h; the result is the context (N, Tq, dv).
+// With Nk < N (grouped-query attention) row z of q reads row z/(N/Nk) of k
+// and v, each key-value head serving N/Nk query heads in a row, as Hugging
+// Face's repeat_kv lays them out, without the keys and values ever being
+// repeated; the gradients of k and v sum over each group. It equals
 //
 //	BatchedMatMul(CausalSoftmax(BatchedMatMul(q, k, false, true), mask, scale, causalOffset), v, false, false)
 //
@@ -47,8 +51,8 @@ func Attention(q, k, v, mask *gorgonia.Node, scale float64, causalOffset int) (*
 		}
 	}
 	qs, ks, vs := q.Shape(), k.Shape(), v.Shape()
-	if ks[0] != qs[0] || vs[0] != qs[0] || ks[2] != qs[2] || vs[1] != ks[1] {
-		return nil, fmt.Errorf("flash attention: queries %v, keys %v and values %v do not fit, want (N, Tq, d), (N, Tk, d) and (N, Tk, dv)", qs, ks, vs)
+	if ks[0] == 0 || qs[0]%ks[0] != 0 || vs[0] != ks[0] || ks[2] != qs[2] || vs[1] != ks[1] {
+		return nil, fmt.Errorf("flash attention: queries %v, keys %v and values %v do not fit, want (N, Tq, d), (Nk, Tk, d) and (Nk, Tk, dv) with Nk dividing N", qs, ks, vs)
 	}
 	if dq, dk, dv := q.Dtype(), k.Dtype(), v.Dtype(); dq != dk || dq != dv {
 		return nil, fmt.Errorf("flash attention: queries, keys and values have dtypes %v, %v and %v", dq, dk, dv)
@@ -106,7 +110,7 @@ func (op *flashOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
 // flashShape reads the problem's sizes off q, k, v and the mask (or nil).
 func (op *flashOp) flashShape(q, k, v, mask *tensor.Dense) flashShape {
 	p := flashShape{n: q.Shape()[0], tq: q.Shape()[1], tk: k.Shape()[1], d: q.Shape()[2], dv: v.Shape()[2],
-		scale: op.scale, causal: op.causal, offset: op.offset, heads: 1}
+		scale: op.scale, causal: op.causal, offset: op.offset, heads: 1, group: q.Shape()[0] / max(k.Shape()[0], 1)}
 	if mask != nil {
 		p.heads = p.n / mask.Shape()[0]
 	}
@@ -146,7 +150,7 @@ func (op *flashOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 // which Let may have replaced.
 func checkFlashValues(name string, q, k, v, mask *tensor.Dense) error {
 	qs, ks, vs := q.Shape(), k.Shape(), v.Shape()
-	if len(qs) != 3 || len(ks) != 3 || len(vs) != 3 || ks[0] != qs[0] || vs[0] != qs[0] || ks[2] != qs[2] || vs[1] != ks[1] {
+	if len(qs) != 3 || len(ks) != 3 || len(vs) != 3 || ks[0] == 0 || qs[0]%ks[0] != 0 || vs[0] != ks[0] || ks[2] != qs[2] || vs[1] != ks[1] {
 		return fmt.Errorf("%s: queries %v, keys %v and values %v do not fit", name, qs, ks, vs)
 	}
 	if mask != nil {
@@ -189,18 +193,21 @@ func (op *flashOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgoni
 	off := 0
 	for i := range 3 {
 		sh := in[i].Shape().Clone()
-		part := &flashPartOp{base: base{name: fmt.Sprintf("FlashAttentionGradPart(%d,%d,%v)", i, off, sh), arity: 1}, off: off, shape: sh}
+		group := in[0].Shape()[0] / sh[0] // query heads per head of this input
+		part := &flashPartOp{base: base{name: fmt.Sprintf("FlashAttentionGradPart(%d,%d,%v,%d)", i, off, sh, group), arity: 1}, off: off, shape: sh, group: group}
 		if grads[i], err = gorgonia.ApplyOp(part, packed); err != nil {
 			return nil, fmt.Errorf("flash attention grad %d: %w", i, err)
 		}
-		off += sh.TotalSize()
+		off += sh.TotalSize() * group
 	}
 	return grads, nil
 }
 
 // flashGradOp maps (q, k, v, out, dout[, mask]) to one vector holding dq,
 // dk and dv one after the other, then D = rowsum(dout ⊙ out) (N·Tq), which
-// the kernel needs once per query row.
+// the kernel needs once per query row. dk and dv have one head per query
+// head, (N, Tk, d) and (N, Tk, dv): with grouped-query attention the part
+// ops sum each group's heads.
 type flashGradOp struct {
 	base
 	fwd *flashOp // whose lse of this run the gradient reads
@@ -216,7 +223,7 @@ func (op *flashGradOp) Type() hm.Type {
 
 // flashPackedSize is the length of the gradient op's output.
 func flashPackedSize(q, k, v tensor.Shape) int {
-	return q.TotalSize() + k.TotalSize() + v.TotalSize() + q[0]*q[1]
+	return q.TotalSize() + q[0]*k[1]*k[2] + q[0]*v[1]*v[2] + q[0]*q[1]
 }
 
 func (op *flashGradOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
@@ -260,11 +267,13 @@ func (op *flashGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 }
 
 // flashPartOp copies one gradient, of the given shape, out of the packed
-// vector from offset off.
+// vector from offset off; with group > 1 the packed vector holds group
+// consecutive heads for each of shape's, which it sums in order.
 type flashPartOp struct {
 	base
 	off   int
 	shape tensor.Shape
+	group int
 }
 
 func (op *flashPartOp) Type() hm.Type { return hm.NewFnType(tt(1, typeA), tt(len(op.shape), typeA)) }
@@ -278,15 +287,34 @@ func (op *flashPartOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := op.shape.TotalSize()
-	if ts[0].Size() < op.off+n {
+	n, group := op.shape.TotalSize(), max(op.group, 1)
+	if ts[0].Size() < op.off+n*group {
 		return nil, fmt.Errorf("%s: packed gradient of %d elements is too short", op.name, ts[0].Size())
 	}
 	out := op.output(dt, op.shape, false)
 	if isFloat32(dt) {
-		copy(data[float32](out), data[float32](ts[0])[op.off:op.off+n])
+		flashSumGroups(data[float32](out), data[float32](ts[0])[op.off:op.off+n*group], op.shape[0], group)
 	} else {
-		copy(data[float64](out), data[float64](ts[0])[op.off:op.off+n])
+		flashSumGroups(data[float64](out), data[float64](ts[0])[op.off:op.off+n*group], op.shape[0], group)
 	}
 	return out, nil
+}
+
+// flashSumGroups writes into out (heads rows) the sums of each row's group
+// consecutive rows of in, in order; with group 1 it copies.
+func flashSumGroups[T Float](out, in []T, heads, group int) {
+	if group == 1 {
+		copy(out, in)
+		return
+	}
+	size := len(out) / max(heads, 1)
+	for h := range heads {
+		o := out[h*size:][:size]
+		copy(o, in[h*group*size:][:size])
+		for i := 1; i < group; i++ {
+			for e, v := range in[(h*group+i)*size:][:size] {
+				o[e] += v
+			}
+		}
+	}
 }

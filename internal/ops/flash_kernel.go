@@ -29,11 +29,12 @@ var (
 // blocks then query blocks. Both give bit-identical results; tests set it.
 var flashBackwardMode = 0
 
-// flashShape is one problem: q (n, tq, d), k (n, tk, d), v (n, tk, dv),
-// heads rows of q per mask row.
+// flashShape is one problem: q (n, tq, d), k (n/group, tk, d), v
+// (n/group, tk, dv), heads rows of q per mask row, group rows of q per row
+// of k and v (grouped-query attention; 0 or 1 for none).
 type flashShape struct {
 	n, tq, tk, d, dv int
-	heads            int
+	heads, group     int
 	scale            float64
 	causal           bool
 	offset           int
@@ -76,10 +77,14 @@ type flashHead[T Float] struct {
 }
 
 func flashHeadOf[T Float](q, k, v, mask []T, p *flashShape, z int) flashHead[T] {
+	kz := z // the key-value head query head z reads
+	if p.group > 1 {
+		kz = z / p.group
+	}
 	h := flashHead[T]{
 		q: q[z*p.tq*p.d:][:p.tq*p.d],
-		k: k[z*p.tk*p.d:][:p.tk*p.d],
-		v: v[z*p.tk*p.dv:][:p.tk*p.dv],
+		k: k[kz*p.tk*p.d:][:p.tk*p.d],
+		v: v[kz*p.tk*p.dv:][:p.tk*p.dv],
 	}
 	if mask != nil {
 		h.m = mask[z/p.heads*p.tk:][:p.tk]

@@ -1,5 +1,6 @@
 // Package ops holds the project's custom Gorgonia operations: fused kernels
-// (LayerNorm, GELU, scaled masked softmax, cross-entropy), a BLAS-backed
+// (LayerNorm, RMSNorm, GELU, SwiGLU, scaled masked softmax, fused attention
+// with grouped key-value heads, cross-entropy), a BLAS-backed
 // linear map and batched matmul, gathers, dropout and the head split/merge
 // permutations used by attention, and rotary position embeddings.
 //

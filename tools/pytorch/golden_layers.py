@@ -521,6 +521,217 @@ def case_rotary(case):
                                "grads of sum(q_embed*r_q) + sum(k_embed*r_k)")
 
 
+# LLaMA's parts as transformers' modeling_llama.py writes them (LlamaRMSNorm,
+# LlamaMLP, repeat_kv, LlamaAttention's eager path, LlamaDecoderLayer,
+# LlamaModel, LlamaForCausalLM's lm_head), re-implemented with its names.
+# One deliberate difference: transformers' LlamaRMSNorm and eager softmax
+# compute in float32 whatever the input dtype; here float64 inputs stay in
+# float64 (the goldens are float64), float32 ones follow transformers.
+
+
+class LlamaRMSNorm(torch.nn.Module):
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32) if input_dtype != torch.float64 else hidden_states
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+class LlamaMLP(torch.nn.Module):
+    def __init__(self, hidden_size, intermediate_size, mlp_bias):
+        super().__init__()
+        self.gate_proj = torch.nn.Linear(hidden_size, intermediate_size, bias=mlp_bias)
+        self.up_proj = torch.nn.Linear(hidden_size, intermediate_size, bias=mlp_bias)
+        self.down_proj = torch.nn.Linear(intermediate_size, hidden_size, bias=mlp_bias)
+        self.act_fn = torch.nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+def load_params(module, P, prefix=""):
+    """Copy P's tensors into module's parameters of the same names."""
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            p.copy_(P.get(prefix + name))
+
+
+def case_rmsnorm(case, eps):
+    P = Params()
+    P.add("weight", 1.0 + randn(6, std=0.1))
+    x = randn(2, 3, 6).requires_grad_(True)
+    # the formula, on the leaf parameters (for the gradients) ...
+    y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * P.get("weight")
+    # ... is LlamaRMSNorm's in float64, and in float32 (HF's precision):
+    m = LlamaRMSNorm(6, eps)
+    load_params(m, P)
+    with torch.no_grad():
+        assert torch.allclose(m(x), y, atol=1e-14, rtol=0)
+        m32 = LlamaRMSNorm(6, eps).float()
+        load_params(m32, P)
+        y32 = m32(x.detach().float())
+    return finish_grad_case(case, P, {"x": x}, y, extra_out={"y32": y32}, grad_inputs=["x"],
+                            meta=base_meta(case, eps=repr(eps), note="out.y32: LlamaRMSNorm in float32 "
+                                           "(float32 input and weight)"))
+
+
+def case_swiglu(case, bias):
+    d, inter = 6, 10
+    P = Params()
+    P.linear("gate_proj.", d, inter, bias=bias)
+    P.linear("up_proj.", d, inter, bias=bias)
+    P.linear("down_proj.", inter, d, bias=bias)
+    x = randn(2, 3, d).requires_grad_(True)
+    y = linear(P, "down_proj.", F.silu(linear(P, "gate_proj.", x)) * linear(P, "up_proj.", x))
+    m = LlamaMLP(d, inter, bias)
+    load_params(m, P)
+    with torch.no_grad():
+        assert torch.allclose(m(x), y, atol=1e-14, rtol=0)
+    return finish_grad_case(case, P, {"x": x}, y, grad_inputs=["x"],
+                            meta=base_meta(case, hidden_size=d, intermediate_size=inter, mlp_bias=bias))
+
+
+def repeat_kv(hidden_states, n_rep):
+    batch, num_key_value_heads, slen, head_dim = hidden_states.shape
+    if n_rep == 1:
+        return hidden_states
+    hidden_states = hidden_states[:, :, None, :, :].expand(batch, num_key_value_heads, n_rep, slen, head_dim)
+    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
+
+
+class LlamaAttention(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.head_dim = c["head_dim"]
+        self.num_heads, self.num_key_value_heads = c["num_attention_heads"], c["num_key_value_heads"]
+        self.num_key_value_groups = self.num_heads // self.num_key_value_heads
+        self.scaling = self.head_dim ** -0.5
+        b = c["attention_bias"]
+        self.q_proj = torch.nn.Linear(c["hidden_size"], self.num_heads * self.head_dim, bias=b)
+        self.k_proj = torch.nn.Linear(c["hidden_size"], self.num_key_value_heads * self.head_dim, bias=b)
+        self.v_proj = torch.nn.Linear(c["hidden_size"], self.num_key_value_heads * self.head_dim, bias=b)
+        self.o_proj = torch.nn.Linear(self.num_heads * self.head_dim, c["hidden_size"], bias=b)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        # eager_attention_forward
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) * self.scaling
+        attn_weights = attn_weights + attention_mask
+        attn_weights = torch.softmax(attn_weights, dim=-1, dtype=torch.float32 if query_states.dtype != torch.float64
+                                     else torch.float64).to(query_states.dtype)
+        attn_output = torch.matmul(attn_weights, value_states).transpose(1, 2).contiguous()
+        return self.o_proj(attn_output.reshape(*input_shape, -1).contiguous())
+
+
+class LlamaDecoderLayer(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.self_attn = LlamaAttention(c)
+        self.mlp = LlamaMLP(c["hidden_size"], c["intermediate_size"], c["mlp_bias"])
+        self.input_layernorm = LlamaRMSNorm(c["hidden_size"], eps=c["rms_norm_eps"])
+        self.post_attention_layernorm = LlamaRMSNorm(c["hidden_size"], eps=c["rms_norm_eps"])
+
+    def forward(self, hidden_states, attention_mask, position_embeddings):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        return residual + hidden_states
+
+
+class LlamaModel(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.embed_tokens = torch.nn.Embedding(c["vocab_size"], c["hidden_size"])
+        self.layers = torch.nn.ModuleList([LlamaDecoderLayer(c) for _ in range(c["num_hidden_layers"])])
+        self.norm = LlamaRMSNorm(c["hidden_size"], eps=c["rms_norm_eps"])
+
+    def forward(self, input_ids, attention_mask, position_ids):
+        inputs_embeds = self.embed_tokens(input_ids)
+        B, T = input_ids.shape
+        # the 4D causal mask of _prepare_4d_causal_attention_mask: min where
+        # a key is in the future or padding
+        minv = torch.finfo(inputs_embeds.dtype).min
+        causal = torch.triu(torch.full((T, T), minv), diagonal=1)[None, None]
+        pad = (1.0 - attention_mask[:, None, None, :].to(inputs_embeds.dtype)) * minv
+        mask = (causal + pad).clamp(min=minv)
+        position_embeddings = llama_rotary_embedding(inputs_embeds, position_ids, self.c["head_dim"],
+                                                     self.c["rope_theta"], torch.float64)
+        hidden_states = inputs_embeds
+        for layer in self.layers:
+            hidden_states = layer(hidden_states, mask, position_embeddings)
+        return self.norm(hidden_states)
+
+
+class LlamaForCausalLM(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.model = LlamaModel(c)
+        self.lm_head = torch.nn.Linear(c["hidden_size"], c["vocab_size"], bias=False)
+
+    def forward(self, input_ids, attention_mask):
+        # position ids as generate() derives them from the attention mask
+        position_ids = attention_mask.long().cumsum(-1) - 1
+        position_ids.masked_fill_(attention_mask == 0, 1)
+        return self.lm_head(self.model(input_ids, attention_mask, position_ids))
+
+
+LLAMA_TINY = OrderedDict(vocab_size=24, hidden_size=16, intermediate_size=24, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=4, rms_norm_eps=1e-6,
+                         rope_theta=10000.0, attention_bias=False, mlp_bias=False, tie_word_embeddings=False)
+
+
+def case_llama_tiny(case):
+    c = LLAMA_TINY
+    m = LlamaForCausalLM(c)
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if name.endswith("layernorm.weight") or name == "model.norm.weight":
+                p.copy_(1.0 + randn(*p.shape, std=0.1))
+            else:
+                p.copy_(randn(*p.shape, std=0.4))
+    B, T, new = 2, 6, 5
+    input_ids = torch.randint(0, c["vocab_size"], (B, T))
+    attention_mask = torch.ones(B, T, dtype=torch.long)
+    attention_mask[1, :2] = 0  # row 1 is left-padded: 4 tokens
+    input_ids[1, :2] = 0
+    with torch.no_grad():
+        logits = m(input_ids, attention_mask) * attention_mask[:, :, None]
+        # greedy generation, recomputing the whole left-padded batch each step
+        ids, am = input_ids.clone(), attention_mask.clone()
+        for _ in range(new):
+            nxt = m(ids, am)[:, -1].argmax(-1)
+            ids = torch.cat([ids, nxt[:, None]], 1)
+            am = torch.cat([am, torch.ones(B, 1, dtype=am.dtype)], 1)
+    T_ = OrderedDict((k, v.detach()) for k, v in m.named_parameters())
+    T_["in.input_ids"] = input_ids.to(torch.float64)
+    T_["in.attention_mask"] = attention_mask.to(torch.float64)
+    T_["out.logits"] = logits
+    T_["out.generated"] = ids[:, T:].to(torch.float64)
+    return T_, base_meta(case, config=dict(c), new_tokens=new,
+                         note="LlamaForCausalLM (eager attention) on a left-padded batch, position ids "
+                              "from the attention mask as generate() derives them; out.logits is zero at "
+                              "padding; out.generated: greedy tokens, full recompute each step")
+
+
 CASES = OrderedDict([
     ("linear", lambda c: case_linear(c, True)),
     ("linear_nobias", lambda c: case_linear(c, False)),
@@ -538,6 +749,10 @@ CASES = OrderedDict([
     ("sinusoidal", case_sinusoidal),
     ("cross_entropy", case_cross_entropy),
     ("rotary", case_rotary),
+    ("rmsnorm", lambda c: case_rmsnorm(c, 1e-6)),
+    ("swiglu", lambda c: case_swiglu(c, False)),
+    ("swiglu_bias", lambda c: case_swiglu(c, True)),
+    ("llama_tiny", case_llama_tiny),
 ])
 
 
