@@ -1,0 +1,341 @@
+package datasets
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+		"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// llamaHF is testdata/llama_bpe_hf.json: tokenizers' (npm) ids and
+// decodes for testdata/llama_bpe.json under three layouts, written by
+// tools/hftokenizers/llama.js.
+type llamaHF struct {
+	Tokenizers string `json:"tokenizers"`
+	Variants   []struct {
+		Name  string                     `json:"name"`
+		Patch map[string]json.RawMessage `json:"patch"`
+		Texts []struct {
+			Text       string `json:"text"`
+			IDs        []int  `json:"ids"`
+			IDsSpecial []int  `json:"ids_special"`
+			Decoded    string `json:"decoded"`
+		} `json:"texts"`
+		Pair struct {
+			A       string `json:"a"`
+			B       string `json:"b"`
+			IDs     []int  `json:"ids"`
+			TypeIDs []int  `json:"type_ids"`
+		} `json:"pair"`
+		Opticks struct {
+			Bytes     int    `json:"bytes"`
+			IDs       int    `json:"ids"`
+			SHA256    string `json:"sha256"`
+			Head      []int  `json:"head"`
+			RoundTrip bool   `json:"round_trip"`
+		} `json:"opticks"`
+		Decodes []llamaDecode `json:"decodes"`
+	} `json:"variants"`
+	// Added holds two more added tokens and their ids on the first
+	// layout.
+	Added struct {
+		Tokens []hfAddedToken `json:"tokens"`
+		Texts  []struct {
+			Text string `json:"text"`
+			IDs  []int  `json:"ids"`
+		} `json:"texts"`
+		Decodes []llamaDecode `json:"decodes"`
+	} `json:"added"`
+}
+
+type llamaDecode struct {
+	IDs  []int  `json:"ids"`
+	Text string `json:"text"`
+}
+
+// readLlamaHF reads testdata/llama_bpe_hf.json.
+func readLlamaHF(t *testing.T) llamaHF {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/llama_bpe_hf.json")
+	require.NoError(t, err)
+	var hf llamaHF
+	require.NoError(t, json.Unmarshal(raw, &hf))
+	return hf
+}
+
+// llamaFile returns testdata/llama_bpe.json with the top-level keys of
+// patch replaced.
+func llamaFile(t testing.TB, patch map[string]json.RawMessage) []byte {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/llama_bpe.json")
+	require.NoError(t, err)
+	if len(patch) == 0 {
+		return raw
+	}
+	var f map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &f))
+	for k, v := range patch {
+		f[k] = v
+	}
+	out, err := json.Marshal(f)
+	require.NoError(t, err)
+	return out
+}
+
+// idsHash is llama.js's sha256 of the ids joined by commas.
+func idsHash(ids []int) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(id)
+	}
+	h := sha256.Sum256([]byte(strings.Join(s, ",")))
+	return hex.EncodeToString(h[:])
+}
+
+// TestLlamaBPEMatchesHuggingFace checks a Llama-2-style tokenizer
+// (byte-fallback BPE trained by tokenizers' own BpeTrainer on Opticks)
+// id for id against tokenizers 0.23.2: texts with tabs, emoji, CJK,
+// special tokens and random Unicode, with and without the template's
+// <s>, a pair, decodes of random ids (byte tokens that are invalid
+// UTF-8 included), and all of Opticks as one text (by the hash of its
+// ids).
+func TestLlamaBPEMatchesHuggingFace(t *testing.T) {
+	hf := readLlamaHF(t)
+	require.Len(t, hf.Variants, 3)
+	for _, v := range hf.Variants {
+		t.Run(v.Name, func(t *testing.T) {
+			tok, err := parseTokenizer(llamaFile(t, v.Patch))
+			require.NoError(t, err)
+			h, ok := tok.(*hfTemplated)
+			require.True(t, ok, "a TemplateProcessing makes a PairEncoder, got %T", tok)
+			require.True(t, h.native)
+			for _, c := range v.Texts {
+				ids, err := tok.Encode(c.Text)
+				require.NoError(t, err)
+				assert.Equal(t, c.IDs, ids, "encode %q", c.Text)
+				withSpecials, types, err := h.EncodeWithSpecials(c.Text)
+				require.NoError(t, err)
+				assert.Equal(t, c.IDsSpecial, withSpecials, "encode with <s> %q", c.Text)
+				assert.Equal(t, make([]int, len(withSpecials)), types)
+				text, err := tok.Decode(c.IDs)
+				require.NoError(t, err)
+				assert.Equal(t, c.Decoded, text, "decode %v", c.IDs)
+			}
+			ids, types, err := h.EncodePair(v.Pair.A, v.Pair.B)
+			require.NoError(t, err)
+			assert.Equal(t, v.Pair.IDs, ids)
+			assert.Equal(t, v.Pair.TypeIDs, types)
+			for _, c := range v.Decodes {
+				text, err := tok.Decode(c.IDs)
+				require.NoError(t, err)
+				assert.Equal(t, c.Text, text, "decode %v", c.IDs)
+			}
+
+			text := opticks(t)
+			require.Equal(t, v.Opticks.Bytes, len(text))
+			ids, err = tok.Encode(text)
+			require.NoError(t, err)
+			assert.Equal(t, v.Opticks.IDs, len(ids))
+			assert.Equal(t, v.Opticks.Head, ids[:len(v.Opticks.Head)])
+			assert.Equal(t, v.Opticks.SHA256, idsHash(ids), "the ids of Opticks differ from tokenizers'")
+			back, err := tok.Decode(ids)
+			require.NoError(t, err)
+			assert.Equal(t, v.Opticks.RoundTrip, back == text)
+		})
+	}
+}
+
+// TestLlamaBPERoundTrip checks decode(encode(x)) == x for the Llama 2
+// layout, whose normalizer and decoder undo each other, on texts with
+// tabs, emoji, CJK, characters outside the vocabulary (byte fallback)
+// and the special tokens written out; and that a byte token sequence
+// that is not UTF-8 decodes to one U+FFFD per byte, as tokenizers'
+// ByteFallback does. Text that is not UTF-8 cannot be encoded.
+func TestLlamaBPERoundTrip(t *testing.T) {
+	tok, err := parseTokenizer(llamaFile(t, nil))
+	require.NoError(t, err)
+	texts := []string{
+		"Hello world", "\tindented\ttabs\t\t", " leading and trailing space ", "a  b   c",
+		"emoji 😀🎉👍🏽🇫🇷 mixed", "日本語 中文 한국어 ไทย", "ǅ ﬁ Å e\u0301 \u200d \U0010FFFD",
+		"</s><unk>", "line\r\nbreaks\n\n", strings.Repeat("x", 5000), randomText(3, 2000),
+	}
+	if text := opticks(t); text != "" {
+		texts = append(texts, text[:100000])
+	}
+	for _, text := range texts {
+		ids, err := tok.Encode(text)
+		require.NoError(t, err)
+		back, err := tok.Decode(ids)
+		require.NoError(t, err)
+		if back != text {
+			t.Errorf("round trip of %.60q gives %.60q", text, back)
+		}
+	}
+	b := func(x byte) int { return 3 + int(x) }
+	for _, c := range []struct {
+		ids  []int
+		want string
+	}{
+		{[]int{b(0xE6), b(0x97), b(0xA5)}, "日"},
+		{[]int{b(0xE6), b(0x97)}, "\uFFFD\uFFFD"},       // cut short
+		{[]int{b(0xFF), b(0x41)}, "\uFFFD\uFFFD"},       // one bad byte spoils its run
+		{[]int{b(0xC3), 1, b(0xA9)}, "\uFFFD<s>\uFFFD"}, // a token between breaks the run
+	} {
+		text, err := tok.Decode(c.ids)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, text, "%v", c.ids)
+	}
+	_, err = tok.Encode("bad \xff byte")
+	assert.ErrorContains(t, err, "not valid UTF-8")
+}
+
+// TestHFPipelineRefusals checks that parts not implemented are named,
+// and that a BPE file mixing them with parts run here is refused rather
+// than handed to sugarme.
+func TestHFPipelineRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		patch map[string]string
+		want  string
+	}{
+		{"Lowercase with Prepend", map[string]string{"normalizer": `{"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"}, {"type": "Lowercase"}]}`}, `normalizer "Lowercase" is not implemented`},
+		{"regex Replace", map[string]string{"normalizer": `{"type": "Replace", "pattern": {"Regex": " +"}, "content": "▁"}`}, `normalizer "Replace" with a "Regex" pattern is not implemented`},
+		{"Whitespace pre-tokenizer", map[string]string{"pre_tokenizer": `{"type": "Whitespace"}`}, `pre_tokenizer "Whitespace" is not implemented`},
+		{"CTC decoder", map[string]string{"decoder": `{"type": "Sequence", "decoders": [{"type": "ByteFallback"}, {"type": "CTC"}]}`}, `decoder "CTC" is not implemented`},
+		{"Metaspace with add_prefix_space false", map[string]string{"normalizer": "null", "pre_tokenizer": `{"type": "Metaspace", "replacement": "▁", "add_prefix_space": false}`}, "add_prefix_space false does not match prepend_scheme"},
+		{"bad prepend_scheme", map[string]string{"normalizer": "null", "pre_tokenizer": `{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "sometimes"}`}, `prepend_scheme "sometimes"`},
+		{"Strip without stop", map[string]string{"decoder": `{"type": "Strip", "content": " ", "start": 1}`}, `decoder "Strip" needs`},
+		{"two templates", map[string]string{"post_processor": `{"type": "Sequence", "processors": [
+			{"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}}], "pair": [], "special_tokens": {}},
+			{"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}}], "pair": [], "special_tokens": {}}]}`}, "two templates"},
+		{"template id unknown", map[string]string{"post_processor": `{"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<x>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}], "pair": [], "special_tokens": {"<x>": {"id": "<x>", "ids": [99999], "tokens": ["<x>"]}}}`}, "special token id 99999"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			patch := map[string]json.RawMessage{}
+			for k, v := range c.patch {
+				patch[k] = json.RawMessage(v)
+			}
+			_, err := parseTokenizer(llamaFile(t, patch))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
+// TestHFPipelineParts checks the parts run here on small cases worked out
+// from tokenizers' Rust sources.
+func TestHFPipelineParts(t *testing.T) {
+	m := &metaspace{repl: "▁", split: true}
+	var words []string
+	require.NoError(t, m.words("a  b c ", true, func(w string) error { words = append(words, w); return nil }))
+	assert.Equal(t, []string{"▁a", "▁", "▁b", "▁c", "▁"}, words)
+	for _, c := range []struct {
+		scheme int
+		first  bool
+		in     string
+		want   string
+	}{
+		{prependAlways, false, "a b", "▁a▁b"},
+		{prependFirst, true, "a b", "▁a▁b"},
+		{prependFirst, false, "a b", "a▁b"},
+		{prependNever, true, "a b", "a▁b"},
+		{prependAlways, true, " a", "▁a"}, // already starts with ▁
+		{prependAlways, true, "", ""},     // nothing to prepend to
+	} {
+		m := &metaspace{repl: "▁", scheme: c.scheme}
+		var got string
+		require.NoError(t, m.words(c.in, c.first, func(w string) error { got += w; return nil }))
+		assert.Equal(t, c.want, got, "%+v", c)
+	}
+	assert.Equal(t, []string{"ab", "▁ c", ""}, decodeChain([]decStep{{kind: decStepStrip, text: "▁", start: 2, stop: 1}}, []string{"▁▁ab▁", "▁▁▁ c", "▁"}))
+	assert.Equal(t, []string{"ab", " c d"}, decodeChain([]decStep{{kind: decStepMetaspace, meta: &metaspace{repl: "▁"}}}, []string{"▁a▁b", "▁c▁d"}))
+	assert.Equal(t, []string{" a b", " c d"}, decodeChain([]decStep{{kind: decStepMetaspace, meta: &metaspace{repl: "▁", scheme: prependNever}}}, []string{"▁a▁b", "▁c▁d"}))
+	assert.Equal(t, []string{"x", "é", "<0xZZ>", "\uFFFD", "\uFFFD", "-", "\n"},
+		decodeByteFallback([]string{"x", "<0xC3>", "<0xa9>", "<0xZZ>", "<0xC3>", "<0x41>", "-", "<0x+A>"}))
+	n := hfNormalizer{{kind: normNFKC}, {kind: normReplace, text: " ", with: "▁"}, {kind: normPrepend, text: "▁"}}
+	assert.Equal(t, "▁fi▁1", n.apply("ﬁ ①"))
+	assert.Equal(t, "", n.apply(""))
+}
+
+// TestLlamaNormalizedAddedToken checks an added token marked "normalized":
+// it is matched by its normalized content ("▁hi" under Prepend and
+// Replace) in the normalized text, and decodes to that content; and an
+// lstrip/rstrip token takes the spaces around it. The ids are
+// tokenizers 0.23.2's (npm) for the same file (llama.js).
+func TestLlamaNormalizedAddedToken(t *testing.T) {
+	hf := readLlamaHF(t)
+	var f map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(llamaFile(t, nil), &f))
+	var added []hfAddedToken
+	require.NoError(t, json.Unmarshal(f["added_tokens"], &added))
+	require.Len(t, hf.Added.Tokens, 2)
+	patch, err := json.Marshal(append(added, hf.Added.Tokens...))
+	require.NoError(t, err)
+	tok, err := parseTokenizer(llamaFile(t, map[string]json.RawMessage{"added_tokens": patch}))
+	require.NoError(t, err)
+	require.NotEmpty(t, hf.Added.Texts)
+	for _, c := range hf.Added.Texts {
+		ids, err := tok.Encode(c.Text)
+		require.NoError(t, err)
+		assert.Equal(t, c.IDs, ids, "%q", c.Text)
+	}
+	for _, c := range hf.Added.Decodes {
+		text, err := tok.Decode(c.IDs)
+		require.NoError(t, err)
+		assert.Equal(t, c.Text, text, "%v", c.IDs)
+	}
+}
+
+// TestBPEEncodeLinear fails if a 1 MB text with no spaces (one word:
+// Llama's tokenizers have no whitespace pre-split) takes more than a few
+// seconds to encode. Merging pair by pair over the whole word, as
+// sugarme's pipeline did, takes seconds for 16 KB.
+func TestBPEEncodeLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("encodes 1 MB")
+	}
+	tok, err := parseTokenizer(llamaFile(t, nil))
+	require.NoError(t, err)
+	text := noSpaces(t, 1<<20)
+	start := time.Now()
+	ids, err := tok.Encode(text)
+	require.NoError(t, err)
+	took := time.Since(start)
+	t.Logf("1 MB without spaces: %d ids in %v", len(ids), took)
+	assert.Less(t, took, 5*time.Second)
+}
+
+// noSpaces returns n bytes of Opticks with its white space removed
+// (repeated as needed, cut at a character boundary).
+func noSpaces(t testing.TB, n int) string {
+	t.Helper()
+	words := strings.Join(strings.Fields(opticks(t)), "")
+	s := strings.Repeat(words, n/len(words)+1)[:n]
+	return strings.ToValidUTF8(s, "")
+}
+
+func BenchmarkBPEEncodeNoSpaces(b *testing.B) {
+	tok, err := parseTokenizer(llamaFile(b, nil))
+	require.NoError(b, err)
+	for _, c := range []struct {
+		name string
+		size int
+	}{{"16KB", 16 << 10}, {"256KB", 256 << 10}, {"1MB", 1 << 20}} {
+		text := noSpaces(b, c.size)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for range b.N {
+				if _, err := tok.Encode(text); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
