@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-		"os"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
