@@ -293,49 +293,93 @@ func TestLlamaNormalizedAddedToken(t *testing.T) {
 	}
 }
 
-// TestBPEEncodeLinear fails if a 1 MB text with no spaces (one word:
-// Llama's tokenizers have no whitespace pre-split) takes more than a few
-// seconds to encode. Merging pair by pair over the whole word, as
-// sugarme's pipeline did, takes seconds for 16 KB.
+// TestBPEEncodeLinear fails if 1 MB of text takes more than a few
+// seconds to encode, without spaces (one word: Llama's tokenizers have
+// no whitespace pre-split) or with them (each becomes "▁"). Before, the
+// layout went through sugarme/tokenizer, whose Replace normalizer took
+// 5.9 s for 16 KB of Opticks and 3m41s for 64 KB; and with NFKC and
+// Metaspace, 30 s for 1 MB without spaces.
 func TestBPEEncodeLinear(t *testing.T) {
 	if testing.Short() {
 		t.Skip("encodes 1 MB")
 	}
-	tok, err := parseTokenizer(llamaFile(t, nil))
-	require.NoError(t, err)
-	text := noSpaces(t, 1<<20)
-	start := time.Now()
-	ids, err := tok.Encode(text)
-	require.NoError(t, err)
-	took := time.Since(start)
-	t.Logf("1 MB without spaces: %d ids in %v", len(ids), took)
-	assert.Less(t, took, 5*time.Second)
+	for _, layout := range llamaLayouts {
+		tok, err := parseTokenizer(llamaFile(t, layout.patch))
+		require.NoError(t, err)
+		for _, spaces := range []bool{false, true} {
+			text := opticksOf(t, 1<<20, spaces)
+			start := time.Now()
+			done := make(chan error, 1)
+			go func() {
+				_, err := tok.Encode(text)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+				t.Logf("%s, 1 MB, spaces %v: %v", layout.name, spaces, time.Since(start))
+			case <-time.After(5 * time.Second):
+				// The encoding goes on in the background until the test
+				// binary exits.
+				t.Fatalf("%s, spaces %v: encoding 1 MB takes more than 5 s", layout.name, spaces)
+			}
+		}
+	}
 }
 
-// noSpaces returns n bytes of Opticks with its white space removed
-// (repeated as needed, cut at a character boundary).
-func noSpaces(t testing.TB, n int) string {
+// llamaLayouts are the Llama 2 layout of testdata/llama_bpe.json and one
+// with NFKC and a splitting Metaspace.
+var llamaLayouts = []struct {
+	name  string
+	patch map[string]json.RawMessage
+}{
+	{"llama2", nil},
+	{"nfkc-metaspace", map[string]json.RawMessage{
+		"normalizer":    json.RawMessage(`{"type": "NFKC"}`),
+		"pre_tokenizer": json.RawMessage(`{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}`),
+	}},
+}
+
+// opticksOf returns n bytes of Opticks, repeated as needed and cut at a
+// character boundary; without spaces, its white space removed.
+func opticksOf(t testing.TB, n int, spaces bool) string {
 	t.Helper()
-	words := strings.Join(strings.Fields(opticks(t)), "")
-	s := strings.Repeat(words, n/len(words)+1)[:n]
+	text := opticks(t)
+	if !spaces {
+		text = strings.Join(strings.Fields(text), "")
+	}
+	s := strings.Repeat(text, n/len(text)+1)[:n]
 	return strings.ToValidUTF8(s, "")
 }
 
-func BenchmarkBPEEncodeNoSpaces(b *testing.B) {
-	tok, err := parseTokenizer(llamaFile(b, nil))
-	require.NoError(b, err)
-	for _, c := range []struct {
-		name string
-		size int
-	}{{"16KB", 16 << 10}, {"256KB", 256 << 10}, {"1MB", 1 << 20}} {
-		text := noSpaces(b, c.size)
-		b.Run(c.name, func(b *testing.B) {
-			b.SetBytes(int64(len(text)))
-			for range b.N {
-				if _, err := tok.Encode(text); err != nil {
-					b.Fatal(err)
-				}
+// BenchmarkBPEEncodeNoSpaces encodes Opticks without its white space
+// (one word) with the Llama 2 layout, and BenchmarkBPEEncodeText with
+// it; the "nfkc-metaspace" sub-benchmarks use the other layout.
+func BenchmarkBPEEncodeNoSpaces(b *testing.B) { benchmarkLlama(b, false) }
+
+func BenchmarkBPEEncodeText(b *testing.B) { benchmarkLlama(b, true) }
+
+func benchmarkLlama(b *testing.B, spaces bool) {
+	for _, layout := range llamaLayouts {
+		tok, err := parseTokenizer(llamaFile(b, layout.patch))
+		require.NoError(b, err)
+		for _, c := range []struct {
+			name string
+			size int
+		}{{"16KB", 16 << 10}, {"256KB", 256 << 10}, {"1MB", 1 << 20}} {
+			text := opticksOf(b, c.size, spaces)
+			name := c.name
+			if layout.patch != nil {
+				name = layout.name + "/" + name
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				b.SetBytes(int64(len(text)))
+				for range b.N {
+					if _, err := tok.Encode(text); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
