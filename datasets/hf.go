@@ -28,9 +28,9 @@ import (
 // BPE merges (bpeModel, with byte_fallback, fuse_unk, ignore_merges,
 // dropout, continuing_subword_prefix and end_of_word_suffix); the
 // decoders ByteLevel, Fuse, ByteFallback, Strip, Replace, Metaspace and
-// Sequence; and a TemplateProcessing post-processor (hffile.go,
-// hfpipeline.go). That covers GPT-2's layout, TrainBPE's and
-// Llama-2's (byte-fallback BPE, Metaspace or Prepend and Replace).
+// Sequence; and a TemplateProcessing post-processor (hfpipeline.go).
+// That covers GPT-2's layout, TrainBPE's and Llama 2's (byte-fallback
+// BPE, Metaspace or Prepend and Replace).
 //
 // Any other layout is run by sugarme/tokenizer, with two of its parts
 // replaced by ours: a BPE model by bpeModel (sugarme v0.3.0 breaks ties

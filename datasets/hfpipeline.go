@@ -214,11 +214,15 @@ func (m *metaspace) words(piece string, first bool, word func(string) error) err
 	// Each replacement character starts a word (tokenizers' split with
 	// MergedWithNext).
 	for piece != "" {
-		end := strings.Index(piece[len(m.repl):], m.repl)
+		skip := 0
+		if strings.HasPrefix(piece, m.repl) {
+			skip = len(m.repl)
+		}
+		end := strings.Index(piece[skip:], m.repl)
 		if end < 0 {
 			end = len(piece)
 		} else {
-			end += len(m.repl)
+			end += skip
 		}
 		if err := word(piece[:end]); err != nil {
 			return err

@@ -236,6 +236,12 @@ func TestHFPipelineParts(t *testing.T) {
 	var words []string
 	require.NoError(t, m.words("a  b c ", true, func(w string) error { words = append(words, w); return nil }))
 	assert.Equal(t, []string{"▁a", "▁", "▁b", "▁c", "▁"}, words)
+	for in, want := range map[string][]string{"a b": {"a", "▁b"}, "a": {"a"}, "": nil, "  ": {"▁", "▁"}} {
+		words = nil
+		m := &metaspace{repl: "▁", split: true, scheme: prependNever}
+		require.NoError(t, m.words(in, true, func(w string) error { words = append(words, w); return nil }))
+		assert.Equal(t, want, words, "%q", in)
+	}
 	for _, c := range []struct {
 		scheme int
 		first  bool
