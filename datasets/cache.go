@@ -29,7 +29,7 @@ import (
 //	28     4    CRC-32C (Castagnoli) of the token bytes
 //	32     32   key: SHA-256 of the corpus's files and the tokenizer
 const (
-	cacheMagic   = "ZOOTOKS\x00"
+	cacheMagic = "ZOOTOKS\x00"
 	// 2: BPE encodes as Hugging Face does (ties between equal-rank
 	// merges), so version-1 ids are stale. 3: BPE tokenizer.json files
 	// with Metaspace, Prepend, Replace, NFKC … run natively; the ids
