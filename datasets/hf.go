@@ -186,7 +186,7 @@ func parseHF(raw []byte) (*hfTokenizer, error) {
 // parsePipeline reads the normalizer, pre-tokenizer (of type preType),
 // decoder and post-processor, and sets native when the model is a BPE
 // and every part is run here. Without a BPE, only a ByteLevel
-// pre-tokenizer is read (for sugarme), and the decoder is sugarme's.
+// pre-tokenizer (for sugarme) and a ByteLevel or Fuse decoder are read.
 func (t *hfTokenizer) parsePipeline(head hfHead, preType string) error {
 	if preType == "ByteLevel" {
 		var bl struct {
@@ -199,9 +199,17 @@ func (t *hfTokenizer) parsePipeline(head hfHead, preType string) error {
 		t.pre = &byteLevel{addPrefixSpace: bl.AddPrefixSpace, useRegex: bl.UseRegex == nil || *bl.UseRegex}
 	}
 	if t.bpe == nil {
-		t.dec = decOther
-		if isNull(head.Decoder) {
+		// As before, GPT-2's ByteLevel decoder and a Fuse are ours.
+		var d typed
+		switch {
+		case isNull(head.Decoder):
 			t.dec = decNone
+		case json.Unmarshal(head.Decoder, &d) == nil && d.Type == "ByteLevel":
+			t.dec, t.decSteps = decSteps, []decStep{{kind: decStepByteLevel}}
+		case d.Type == "Fuse":
+			t.dec, t.decSteps = decSteps, []decStep{{kind: decStepFuse}}
+		default:
+			t.dec = decOther
 		}
 		return nil
 	}
