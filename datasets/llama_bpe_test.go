@@ -400,3 +400,18 @@ func TestSugarmeLayoutDecodesByteLevelHere(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "\uFFFDa\uFFFD", text)
 }
+
+// TestBPEIgnoreMergesNeedsNoDropout checks that ignore_merges applies
+// only without dropout, as in tokenizers (model.rs takes the shortcut in
+// tokenize_with_cache, which dropout skips): with dropout 1 every merge
+// is skipped, so a word that is a token is its characters.
+func TestBPEIgnoreMergesNeedsNoDropout(t *testing.T) {
+	const file = `{"model": {"type": "BPE", "ignore_merges": true, "dropout": %s, "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}}`
+	for dropout, want := range map[string][]int{"null": {2}, "1.0": {0, 1}} {
+		tok, err := parseTokenizer([]byte(strings.Replace(file, "%s", dropout, 1)))
+		require.NoError(t, err)
+		ids, err := tok.Encode("ab")
+		require.NoError(t, err)
+		assert.Equal(t, want, ids, "dropout %s", dropout)
+	}
+}
