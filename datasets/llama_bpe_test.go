@@ -15,7 +15,7 @@ import (
 )
 
 // llamaHF is testdata/llama_bpe_hf.json: tokenizers' (npm) ids and
-// decodes for testdata/llama_bpe.json under three layouts, written by
+// decodes for testdata/llama_bpe.json under four layouts, written by
 // tools/hftokenizers/llama.js.
 type llamaHF struct {
 	Tokenizers string `json:"tokenizers"`
@@ -108,7 +108,7 @@ func idsHash(ids []int) string {
 // ids).
 func TestLlamaBPEMatchesHuggingFace(t *testing.T) {
 	hf := readLlamaHF(t)
-	require.Len(t, hf.Variants, 3)
+	require.Len(t, hf.Variants, 4)
 	for _, v := range hf.Variants {
 		t.Run(v.Name, func(t *testing.T) {
 			tok, err := parseTokenizer(llamaFile(t, v.Patch))

@@ -19,13 +19,14 @@
 // file is loaded back with Tokenizer.fromString, so every id written is
 // tokenizers' own.
 //
-// Three layouts share the model (the "variants"): Llama 2's (normalizer
+// Four layouts share the model (the "variants"): Llama 2's (normalizer
 // Prepend("▁") and Replace(" ", "▁"), no pre-tokenizer, decoder Replace,
 // ByteFallback, Fuse, Strip), the newer conversion's (Metaspace with
 // prepend_scheme "first" and split false, decoder Metaspace,
 // ByteFallback, Fuse), and a third (NFKC, Metaspace "always" with
 // split, decoder Sequence of Metaspace and ByteFallback, no Fuse: tokens
-// joined as they are).
+// joined as they are); and a fourth, not Llama's, with NFC in front of
+// GPT-2's ByteLevel pre-tokenizer and decoder.
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -167,6 +168,17 @@ async function main() {
           type: "Sequence",
           decoders: [{ type: "Metaspace", replacement: "▁", prepend_scheme: "always", split: true }, { type: "ByteFallback" }],
         },
+      },
+    },
+    {
+      // Not a Llama layout: a normalizer in front of GPT-2's ByteLevel
+      // pre-tokenizer, which also runs natively now. The vocabulary has
+      // few byte-level symbols ("Ġ" is not one): byte fallback covers them.
+      name: "NFC, ByteLevel",
+      patch: {
+        normalizer: { type: "NFC" },
+        pre_tokenizer: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
+        decoder: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
       },
     },
   ];
