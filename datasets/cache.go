@@ -22,15 +22,19 @@ import (
 //
 //	offset size
 //	0      8    magic "ZOOTOKS\x00"
-//	8      4    format version (1)
+//	8      4    format version (cacheVersion)
 //	12     4    bytes per token (2 or 4)
 //	16     8    number of tokens
 //	24     4    vocabulary size
 //	28     4    CRC-32C (Castagnoli) of the token bytes
 //	32     32   key: SHA-256 of the corpus's files and the tokenizer
 const (
-	cacheMagic   = "ZOOTOKS\x00"
-	cacheVersion = 2 // 2: BPE encodes as Hugging Face does (ties between equal-rank merges), so version-1 ids are stale
+	cacheMagic = "ZOOTOKS\x00"
+	// 2: BPE encodes as Hugging Face does (ties between equal-rank
+	// merges), so version-1 ids are stale. 3: BPE tokenizer.json files
+	// with Metaspace, Prepend, Replace, NFKC … run natively; the ids
+	// sugarme gave some of them differ.
+	cacheVersion = 3
 	headerSize   = 64
 )
 

@@ -12,10 +12,17 @@
 //
 // Tokenizers are Hugging Face tokenizer.json files, and encode and decode
 // as Hugging Face's tokenizers library does, id for id (hf.go; checked
-// on the whole of Opticks by tools/hftokenizers). GPT-2's layout, which
-// TrainBPE writes, runs entirely here: added tokens, GPT-2's
-// pre-tokenization (bytelevel.go) and the BPE merges; other layouts run
-// on github.com/sugarme/tokenizer with our BPE model. TrainBPE has its own
+// on the whole of Opticks by tools/hftokenizers). A BPE runs entirely
+// here in GPT-2's layout, which TrainBPE writes (added tokens, GPT-2's
+// pre-tokenization in bytelevel.go, the BPE merges), and in Llama 2's
+// (byte-fallback BPE; the normalizers Prepend, Replace, NFC, NFKC and
+// Sequence; the Metaspace pre-tokenizer; the decoders ByteFallback,
+// Fuse, Strip, Replace, Metaspace and Sequence; a TemplateProcessing,
+// which makes the tokenizer a PairEncoder: hfpipeline.go). Merging is a
+// priority queue, O(n log n) in the length of a word. Other layouts run
+// on github.com/sugarme/tokenizer with our BPE model, unless they mix in
+// one of the parts above: that is refused, naming the part not
+// implemented. TrainBPE has its own
 // trainer (bpe_train.go says why it does not use that module's). The
 // character tokenizer is a tokenizer.json too, with an unknown token
 // [UNK] (char.go); files in zoo's older zoo-char format still load.

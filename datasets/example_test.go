@@ -159,3 +159,24 @@ func ExamplePerChannel() {
 	// [0.485 0.456 0.406]
 	// [0.5]
 }
+
+// A Llama-2-style tokenizer.json (a byte-fallback BPE with Prepend and
+// Replace normalizers, a TemplateProcessing that puts <s> first) loads
+// as a PairEncoder: Encode adds no special token, EncodeWithSpecials
+// adds the template's. A character outside the vocabulary becomes its
+// UTF-8 bytes (<0xXX> tokens), and decoding gives the text back.
+func ExampleLoadTokenizer_llama() {
+	tok, err := datasets.LoadTokenizer(filepath.Join("testdata", "llama_bpe.json"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ids, _ := tok.Encode("Light 光")
+	text, _ := tok.Decode(ids)
+	withBOS, _, _ := tok.(datasets.PairEncoder).EncodeWithSpecials("Light 光")
+	fmt.Println(ids, withBOS[0])
+	fmt.Printf("%q\n", text)
+	// Output:
+	// [1748 232 136 140] 1
+	// "Light 光"
+}

@@ -21,22 +21,40 @@ import (
 // hfTokenizer is a Hugging Face tokenizer.json, encoded and decoded as
 // Hugging Face's tokenizers library (v0.23) does, id for id.
 //
-// The layout of GPT-2's tokenizer and of TrainBPE's (no normalizer, a
-// ByteLevel pre-tokenizer or none, a BPE model, and a ByteLevel, Fuse or
-// no decoder) is run entirely here: added tokens (addedVocab), GPT-2's
-// pre-tokenization (gpt2Pieces), the BPE merges (bpeModel) and the
-// decoder. Any other layout is run by sugarme/tokenizer, with two of its
-// parts replaced by ours: a BPE model by bpeModel (sugarme v0.3.0 breaks
-// ties between equal-rank merges on a field it never sets, so "-----"
-// splits differently) and a ByteLevel pre-tokenizer by byteLevel; added
-// tokens are still split here, and ByteLevel and Fuse decoders are ours.
+// A BPE model is run entirely here when every other part of the file is
+// one implemented here: added tokens (addedVocab); the normalizers
+// Prepend, Replace, NFC, NFKC and Sequence; a ByteLevel (GPT-2's
+// pre-tokenization, gpt2Pieces) or Metaspace pre-tokenizer, or none; the
+// BPE merges (bpeModel, with byte_fallback, fuse_unk, ignore_merges,
+// dropout, continuing_subword_prefix and end_of_word_suffix); the
+// decoders ByteLevel, Fuse, ByteFallback, Strip, Replace, Metaspace and
+// Sequence; and a TemplateProcessing post-processor (hfpipeline.go).
+// That covers GPT-2's layout, TrainBPE's and Llama 2's (byte-fallback
+// BPE, Metaspace or Prepend and Replace).
+//
+// Any other layout is run by sugarme/tokenizer, with two of its parts
+// replaced by ours: a BPE model by bpeModel (sugarme v0.3.0 breaks ties
+// between equal-rank merges on a field it never sets, so "-----" splits
+// differently) and a ByteLevel pre-tokenizer by byteLevel; added tokens
+// are still split here. A BPE file that mixes a part sugarme would run
+// with one of the parts above that only GPT-2's ByteLevel and Fuse
+// predate (Metaspace, Prepend, Replace, NFC, NFKC, a Sequence,
+// ByteFallback, Strip) is refused, naming the part not implemented:
+// sugarme runs those differently from tokenizers (and in time quadratic
+// in the length of a word).
 type hfTokenizer struct {
 	raw   []byte // the tokenizer.json it was made from, written back by Save
 	vocab int    // largest id + 1
 	added addedVocab
 	bpe   *bpeModel  // the model when it is a BPE, else nil
 	pre   *byteLevel // the ByteLevel pre-tokenizer, or nil for none or another
-	dec   decoderKind
+	meta  *metaspace // the Metaspace pre-tokenizer, or nil
+	norm  hfNormalizer
+	// dec is the decoder: decNone (tokens joined by spaces), decSteps
+	// (decSteps run in turn, the result concatenated) or decOther.
+	dec      decoderKind
+	decSteps []decStep
+	post     *wordPiecePost // a TemplateProcessing post-processor, or nil
 	// native is set when the whole pipeline is run here; otherwise tk is
 	// sugarme's Tokenizer for the rest.
 	native bool
@@ -64,10 +82,9 @@ const (
 type decoderKind int
 
 const (
-	decNone      decoderKind = iota // null: tokens joined by spaces
-	decByteLevel                    // bytes of the byte-level symbols
-	decFuse                         // tokens concatenated
-	decOther                        // run by sugarme
+	decNone  decoderKind = iota // null: tokens joined by spaces
+	decSteps                    // run here
+	decOther                    // run by sugarme
 )
 
 // addedToken is an entry of tokenizer.json's "added_tokens".
@@ -75,11 +92,12 @@ type addedToken = hfAddedToken
 
 // hfHead is the part of tokenizer.json read here.
 type hfHead struct {
-	AddedTokens  []addedToken    `json:"added_tokens"`
-	Normalizer   json.RawMessage `json:"normalizer"`
-	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
-	Decoder      json.RawMessage `json:"decoder"`
-	Model        json.RawMessage `json:"model"`
+	AddedTokens   []addedToken    `json:"added_tokens"`
+	Normalizer    json.RawMessage `json:"normalizer"`
+	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage `json:"post_processor"`
+	Decoder       json.RawMessage `json:"decoder"`
+	Model         json.RawMessage `json:"model"`
 }
 
 // typed is any tokenizer.json component: only its "type" is read.
@@ -101,11 +119,11 @@ func parseHF(raw []byte) (*hfTokenizer, error) {
 	if isNull(head.Model) {
 		return nil, errors.New(`tokenizer.json has no "model"`)
 	}
-	var model, pre, dec typed
+	var model, pre typed
 	for _, c := range []struct {
 		raw json.RawMessage
 		to  *typed
-	}{{head.Model, &model}, {head.PreTokenizer, &pre}, {head.Decoder, &dec}} {
+	}{{head.Model, &model}, {head.PreTokenizer, &pre}} {
 		if !isNull(c.raw) {
 			if err := json.Unmarshal(c.raw, c.to); err != nil {
 				return nil, err
@@ -113,33 +131,15 @@ func parseHF(raw []byte) (*hfTokenizer, error) {
 		}
 	}
 	t := &hfTokenizer{raw: bytes.Clone(raw)}
-	if pre.Type == "ByteLevel" {
-		var bl struct {
-			AddPrefixSpace bool  `json:"add_prefix_space"`
-			UseRegex       *bool `json:"use_regex"` // absent means true
-		}
-		if err := json.Unmarshal(head.PreTokenizer, &bl); err != nil {
-			return nil, fmt.Errorf("pre_tokenizer: %w", err)
-		}
-		t.pre = &byteLevel{addPrefixSpace: bl.AddPrefixSpace, useRegex: bl.UseRegex == nil || *bl.UseRegex}
-	}
-	switch {
-	case isNull(head.Decoder):
-		t.dec = decNone
-	case dec.Type == "ByteLevel":
-		t.dec = decByteLevel
-	case dec.Type == "Fuse":
-		t.dec = decFuse
-	default:
-		t.dec = decOther
-	}
 	if model.Type == "BPE" {
 		var err error
 		if t.bpe, err = parseBPE(head.Model); err != nil {
 			return nil, fmt.Errorf("model: %w", err)
 		}
 	}
-	t.native = t.bpe != nil && isNull(head.Normalizer) && (isNull(head.PreTokenizer) || t.pre != nil) && t.dec != decOther
+	if err := t.parsePipeline(head, pre.Type); err != nil {
+		return nil, err
+	}
 	if !t.native {
 		tk, err := t.sugarme()
 		if err != nil {
@@ -163,10 +163,113 @@ func parseHF(raw []byte) (*hfTokenizer, error) {
 	for id := range t.added.byID {
 		t.vocab = max(t.vocab, id+1)
 	}
+	if err := t.added.normalize(t.norm); err != nil {
+		return nil, err
+	}
+	if t.post != nil {
+		for _, it := range append(slices.Clone(t.post.single), t.post.pair...) {
+			for _, id := range it.ids {
+				if _, ok := t.added.byID[id]; !ok {
+					if _, ok := t.modelToken(id); !ok {
+						return nil, fmt.Errorf("post_processor: special token id %d is not in the vocabulary", id)
+					}
+				}
+			}
+		}
+	}
 	if t.vocab == 0 {
 		return nil, errors.New("empty vocabulary")
 	}
 	return t, nil
+}
+
+// parsePipeline reads the normalizer, pre-tokenizer (of type preType),
+// decoder and post-processor, and sets native when the model is a BPE
+// and every part is run here. Without a BPE, only a ByteLevel
+// pre-tokenizer (for sugarme) and a ByteLevel or Fuse decoder are read.
+func (t *hfTokenizer) parsePipeline(head hfHead, preType string) error {
+	if preType == "ByteLevel" {
+		var bl struct {
+			AddPrefixSpace bool  `json:"add_prefix_space"`
+			UseRegex       *bool `json:"use_regex"` // absent means true
+		}
+		if err := json.Unmarshal(head.PreTokenizer, &bl); err != nil {
+			return fmt.Errorf("pre_tokenizer: %w", err)
+		}
+		t.pre = &byteLevel{addPrefixSpace: bl.AddPrefixSpace, useRegex: bl.UseRegex == nil || *bl.UseRegex}
+	}
+	if t.bpe == nil {
+		// As before, GPT-2's ByteLevel decoder and a Fuse are ours.
+		var d typed
+		switch {
+		case isNull(head.Decoder):
+			t.dec = decNone
+		case json.Unmarshal(head.Decoder, &d) == nil && d.Type == "ByteLevel":
+			t.dec, t.decSteps = decSteps, []decStep{{kind: decStepByteLevel}}
+		case d.Type == "Fuse":
+			t.dec, t.decSteps = decSteps, []decStep{{kind: decStepFuse}}
+		default:
+			t.dec = decOther
+		}
+		return nil
+	}
+	// mine lists the parts read here that sugarme would run differently
+	// from tokenizers; notMine the parts not implemented here
+	// (unsupportedError from the parsers). Other errors are the file's.
+	var mine, notMine []string
+	part := func(err error) (ok bool, _ error) {
+		var u *unsupportedError
+		if errors.As(err, &u) {
+			notMine = append(notMine, u.what)
+			return false, nil
+		}
+		return err == nil, err
+	}
+	if !isNull(head.Normalizer) {
+		if _, err := part(parseNormalizer(head.Normalizer, &t.norm, &mine)); err != nil {
+			return err
+		}
+	}
+	switch preType {
+	case "", "ByteLevel":
+	case "Metaspace":
+		var err error
+		if t.meta, err = parseMetaspace(head.PreTokenizer, "pre_tokenizer"); err != nil {
+			return err
+		}
+		mine = append(mine, `pre_tokenizer "Metaspace"`)
+	default:
+		notMine = append(notMine, fmt.Sprintf("pre_tokenizer %q", preType))
+	}
+	t.dec = decNone
+	if !isNull(head.Decoder) {
+		t.dec = decOther
+		var seen []string
+		ok, err := part(parseDecoder(head.Decoder, &t.decSteps, &seen))
+		if err != nil {
+			return err
+		}
+		if ok {
+			t.dec = decSteps
+		}
+		// GPT-2's ByteLevel and a Fuse are run here for sugarme too, as
+		// before.
+		if !slices.Equal(seen, []string{`decoder "ByteLevel"`}) && !slices.Equal(seen, []string{`decoder "Fuse"`}) {
+			mine = append(mine, seen...)
+		}
+	}
+	if len(notMine) > 0 {
+		if len(mine) > 0 {
+			return fmt.Errorf("%s: zoo runs %s itself and does not mix them with parts it leaves to sugarme/tokenizer",
+				(&unsupportedError{strings.Join(notMine, ", ")}).Error(), strings.Join(slices.Compact(mine), ", "))
+		}
+		t.norm, t.meta = nil, nil
+		return nil
+	}
+	t.native = true
+	var err error
+	t.post, err = parsePost(head.PostProcessor)
+	return err
 }
 
 // sugarme builds sugarme's Tokenizer for the file, with bpeModel and
@@ -251,46 +354,87 @@ func (t *hfTokenizer) modelID(tok string) (int, bool) {
 }
 
 // Encode returns the ids of text. Added tokens are cut out first, as
-// tokenizers does (addedVocab.split), and the text between them is
-// pre-tokenized and run through the model. With a normalizer (a layout
-// sugarme runs), added tokens marked "normalized" are still matched in
-// the text before normalization.
+// tokenizers does (addedVocab.split): those marked "normalized" false in
+// the text, then, in each stretch between them normalized, those marked
+// true (by their normalized content); each stretch left is
+// pre-tokenized and run through the model. In a layout sugarme runs,
+// added tokens marked "normalized" are matched in the text before
+// normalization.
 func (t *hfTokenizer) Encode(text string) ([]int, error) {
 	if !utf8.ValidString(text) {
 		return nil, errors.New("datasets: encode: text is not valid UTF-8")
 	}
 	ids := make([]int, 0, len(text)/4+1)
-	var enc bpeScratch
-	if t.native && t.bpe.dropout == 0 && t.cacheMu.TryLock() {
-		defer t.cacheMu.Unlock()
-		if t.cache == nil {
-			t.cache = make(map[string][]int)
-		}
-		enc.cache = t.cache
-	}
-	err := t.added.split(text, func(piece string, id int) error {
-		if id >= 0 {
-			ids = append(ids, id)
-			return nil
-		}
-		var err error
-		if t.native {
-			ids, err = t.encodeNative(ids, piece, &enc)
-		} else {
+	var err error
+	if t.native {
+		ids, err = t.encodeNative(ids, text)
+	} else {
+		err = t.added.split(text, func(piece string, id int) error {
+			if id >= 0 {
+				ids = append(ids, id)
+				return nil
+			}
+			var err error
 			ids, err = t.encodeSugarme(ids, piece)
-		}
-		return err
-	})
+			return err
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("datasets: encode: %w", err)
 	}
 	return ids, nil
 }
 
-// encodeNative appends the ids of text, which has no added tokens:
-// tokenizers' ByteLevel pre-tokenizer (when there is one), then the BPE.
-func (t *hfTokenizer) encodeNative(ids []int, text string, s *bpeScratch) ([]int, error) {
-	if t.pre == nil {
+// encodeNative appends the ids of text through the pipeline run here.
+func (t *hfTokenizer) encodeNative(ids []int, text string) ([]int, error) {
+	var enc bpeScratch
+	if t.bpe.dropout == 0 && t.cacheMu.TryLock() {
+		defer t.cacheMu.Unlock()
+		if t.cache == nil {
+			t.cache = make(map[string][]int)
+		}
+		enc.cache = t.cache
+	}
+	at := 0 // the offset of the piece in text
+	err := t.added.find(text, t.added.raw, func(piece string, id int) error {
+		first := at == 0
+		at += len(piece)
+		if id >= 0 {
+			ids = append(ids, id)
+			return nil
+		}
+		piece = t.norm.apply(piece)
+		sub := 0
+		return t.added.find(piece, t.added.norm, func(piece string, id int) error {
+			// Metaspace's "first": the piece starts the input (in
+			// tokenizers, its original offset is 0).
+			first := first && sub == 0
+			sub += len(piece)
+			if id >= 0 {
+				ids = append(ids, id)
+				return nil
+			}
+			var err error
+			ids, err = t.encodePiece(ids, piece, first, &enc)
+			return err
+		})
+	})
+	return ids, err
+}
+
+// encodePiece appends the ids of a normalized piece of text between added
+// tokens: the pre-tokenizer (ByteLevel, Metaspace or none), then the BPE.
+// first says the piece starts the input.
+func (t *hfTokenizer) encodePiece(ids []int, text string, first bool, s *bpeScratch) ([]int, error) {
+	var err error
+	switch {
+	case t.meta != nil:
+		err = t.meta.words(text, first, func(w string) error {
+			ids, err = t.bpe.word(ids, w, false, s)
+			return err
+		})
+		return ids, err
+	case t.pre == nil:
 		return t.bpe.word(ids, text, false, s)
 	}
 	if t.pre.addPrefixSpace && !strings.HasPrefix(text, " ") {
@@ -299,7 +443,6 @@ func (t *hfTokenizer) encodeNative(ids []int, text string, s *bpeScratch) ([]int
 	if !t.pre.useRegex {
 		return t.bpe.word(ids, text, true, s)
 	}
-	var err error
 	gpt2Pieces(text, func(lo, hi int) {
 		if err == nil {
 			ids, err = t.bpe.word(ids, text[lo:hi], true, s)
@@ -330,14 +473,14 @@ func (t *hfTokenizer) encodeSugarme(ids []int, text string) (out []int, err erro
 }
 
 // Decode returns the text of ids: their tokens (an added token's content,
-// or the model's token) through the tokenizer.json's decoder, or joined
-// by spaces when it has none, as tokenizers' decode with
-// skip_special_tokens false. An id with no token is an error (tokenizers
-// leaves it out).
+// normalized when it is marked "normalized", or the model's token)
+// through the tokenizer.json's decoder, or joined by spaces when it has
+// none, as tokenizers' decode with skip_special_tokens false. An id with
+// no token is an error (tokenizers leaves it out).
 func (t *hfTokenizer) Decode(ids []int) (text string, err error) {
 	toks := make([]string, len(ids))
 	for i, id := range ids {
-		if c, ok := t.added.byID[id]; ok {
+		if c, ok := t.added.decoded(id); ok {
 			toks[i] = c
 		} else if tok, ok := t.modelToken(id); ok {
 			toks[i] = tok
@@ -348,10 +491,8 @@ func (t *hfTokenizer) Decode(ids []int) (text string, err error) {
 	switch t.dec {
 	case decNone:
 		return strings.Join(toks, " "), nil
-	case decByteLevel:
-		return decodeByteLevel(toks), nil
-	case decFuse:
-		return strings.Join(toks, ""), nil
+	case decSteps:
+		return strings.Join(decodeChain(t.decSteps, toks), ""), nil
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -385,6 +526,13 @@ type addedVocab struct {
 	// tokenizers matches the first in the text, then the second in the
 	// (normalized) text between those matches.
 	raw, norm []int
+	// pattern is what is matched of each token: its content, normalized
+	// for a normalized token of a tokenizer with a normalizer (nil: the
+	// contents). normed maps the id of such a token whose content
+	// normalization changed to the normalized content, which decoding
+	// writes (tokenizers ≥ 0.23).
+	pattern []string
+	normed  map[int]string
 }
 
 // init checks the added tokens against the model's vocabulary and indexes
@@ -416,6 +564,49 @@ func (a *addedVocab) init(tokens []addedToken, modelToken func(int) (string, boo
 		}
 	}
 	return nil
+}
+
+// normalize sets the patterns of the normalized tokens to their contents
+// normalized, as tokenizers does.
+func (a *addedVocab) normalize(n hfNormalizer) error {
+	if len(n) == 0 || len(a.norm) == 0 {
+		return nil
+	}
+	a.pattern = make([]string, len(a.tokens))
+	for i, tok := range a.tokens {
+		a.pattern[i] = tok.Content
+	}
+	for _, i := range a.norm {
+		tok := a.tokens[i]
+		p := n.apply(tok.Content)
+		if p == "" {
+			return fmt.Errorf("added token %q is empty once normalized", tok.Content)
+		}
+		if p != tok.Content {
+			if a.normed == nil {
+				a.normed = make(map[int]string)
+			}
+			a.pattern[i], a.normed[tok.ID] = p, p
+		}
+	}
+	return nil
+}
+
+// content returns what is matched of token i.
+func (a *addedVocab) content(i int) string {
+	if a.pattern != nil {
+		return a.pattern[i]
+	}
+	return a.tokens[i].Content
+}
+
+// decoded returns the text decoding gives the added token with the id.
+func (a *addedVocab) decoded(id int) (string, bool) {
+	if c, ok := a.normed[id]; ok {
+		return c, true
+	}
+	c, ok := a.byID[id]
+	return c, ok
 }
 
 // split calls emit with each piece of text in order: an added token with
@@ -450,7 +641,7 @@ func (a *addedVocab) find(text string, set []int, emit func(piece string, id int
 	for {
 		best, at := -1, len(text)
 		for k, ti := range set {
-			c := a.tokens[ti].Content
+			c := a.content(ti)
 			if next[k] == unsearched || next[k] >= 0 && next[k] < pos {
 				if i := strings.Index(text[pos:], c); i >= 0 {
 					next[k] = pos + i
@@ -458,7 +649,7 @@ func (a *addedVocab) find(text string, set []int, emit func(piece string, id int
 					next[k] = -1
 				}
 			}
-			if next[k] >= 0 && (next[k] < at || next[k] == at && len(c) > len(a.tokens[set[best]].Content)) {
+			if next[k] >= 0 && (next[k] < at || next[k] == at && len(c) > len(a.content(set[best]))) {
 				best, at = k, next[k]
 			}
 		}
@@ -466,7 +657,7 @@ func (a *addedVocab) find(text string, set []int, emit func(piece string, id int
 			break
 		}
 		tok := &a.tokens[set[best]]
-		start, stop := at, at+len(tok.Content)
+		start, stop := at, at+len(a.content(set[best]))
 		pos = stop
 		if tok.SingleWord && (start > 0 && endsWithWord(text[:start]) || stop < len(text) && startsWithWord(text[stop:])) {
 			continue
@@ -530,6 +721,9 @@ type bpeModel struct {
 	// fuseUnk makes a run of unknown characters one unknown token;
 	// ignoreMerges makes a word that is a token that token, unmerged.
 	fuseUnk, byteFallback, ignoreMerges bool
+	// byteIDs are the ids of the <0x00> … <0xFF> tokens, -1 where the
+	// vocabulary has none (byte_fallback).
+	byteIDs [256]int32
 	// dropout is the probability of skipping each merge (BPE-dropout,
 	// Provilkov et al. 2020); 0 for none. With dropout, encoding is random
 	// and nothing is cached, as in tokenizers.
@@ -597,6 +791,12 @@ func parseBPE(raw json.RawMessage) (*bpeModel, error) {
 			return nil, fmt.Errorf("tokens %q and %q share id %d", min(tok, other), max(tok, other), id)
 		}
 		m.tokens[id] = tok
+	}
+	for b := range m.byteIDs {
+		m.byteIDs[b] = -1
+		if id, ok := f.Vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+			m.byteIDs[b] = int32(id)
+		}
 	}
 	rank := 0
 	for i, raw := range f.Merges {
@@ -728,7 +928,8 @@ func (m *bpeModel) merge(seq string, s *bpeScratch) ([]bpeSymbol, error) {
 		}
 		syms = append(syms, bpeSymbol{id: int32(id), prev: i - 1, next: -1, n: int32(n)})
 	}
-	if id, ok := m.vocab[seq]; ok && m.ignoreMerges {
+	// As tokenizers, ignore_merges only applies without dropout.
+	if id, ok := m.vocab[seq]; ok && m.ignoreMerges && m.dropout == 0 {
 		add(id, len(seq))
 		s.syms = syms
 		return syms, nil
@@ -828,16 +1029,13 @@ func (m *bpeModel) merge(seq string, s *bpeScratch) ([]bpeSymbol, error) {
 // addBytes adds the <0xXX> token of each byte of key, if the vocabulary
 // has them all, and reports whether it did.
 func (m *bpeModel) addBytes(key string, add func(id, n int)) bool {
-	ids := make([]int, len(key))
 	for j := range len(key) {
-		id, ok := m.vocab[fmt.Sprintf("<0x%02X>", key[j])]
-		if !ok {
+		if m.byteIDs[key[j]] < 0 {
 			return false
 		}
-		ids[j] = id
 	}
-	for _, id := range ids {
-		add(id, 1)
+	for j := range len(key) {
+		add(int(m.byteIDs[key[j]]), 1)
 	}
 	return true
 }

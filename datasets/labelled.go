@@ -29,7 +29,9 @@ type Example struct {
 
 // PairEncoder is a tokenizer with a post-processor that puts the special
 // tokens around one text or a pair (BERT's [CLS] a [SEP] b [SEP]) and
-// gives each token its segment (token type) id. *WordPiece is one.
+// gives each token its segment (token type) id. *WordPiece is one, and so
+// is a BPE tokenizer.json with a TemplateProcessing post-processor
+// (Llama's "<s> $A") that LoadTokenizer returns.
 type PairEncoder interface {
 	// EncodeWithSpecials returns the ids (T) of text inside the
 	// single-sequence template and their token type ids (T).

@@ -135,7 +135,14 @@ func parseTokenizer(raw []byte) (Tokenizer, error) {
 				return t, nil
 			}
 		}
-		return parseHF(raw)
+		t, err := parseHF(raw)
+		if err != nil {
+			return nil, err
+		}
+		if t.post != nil {
+			return &hfTemplated{t}, nil
+		}
+		return t, nil
 	}
 	return nil, errors.New(`neither a tokenizer.json (no "model") nor a character tokenizer (no "type": "` + charType + `")`)
 }

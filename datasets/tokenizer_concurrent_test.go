@@ -16,7 +16,7 @@ import (
 	"github.com/d73a19ff/zoo/internal/racetest"
 )
 
-// TestConcurrentTokenizers runs Encode and Decode (and WordPiece's
+// TestConcurrentTokenizers runs Encode and Decode (and a PairEncoder's
 // EncodeWithSpecials and EncodePair) of every kind of tokenizer from 8
 // goroutines at once, one tokenizer shared by all of them, and checks
 // that every answer equals the same call made alone, and that an
@@ -24,8 +24,8 @@ import (
 // byte-level BPE as TrainBPE writes it (its word cache), GPT-2's layout,
 // layouts that sugarme/tokenizer runs (a BPE behind a normalizer, a
 // Unigram), WordPiece (trained, and a Hugging Face file), the character
-// tokenizer and WordLevel (their unknown counts). Run it with -race (the
-// CI does).
+// tokenizer and WordLevel (their unknown counts), and a Llama-2-style
+// BPE (a PairEncoder, its word cache). Run it with -race (the CI does).
 func TestConcurrentTokenizers(t *testing.T) {
 	texts := []string{"hello world, hello there", "the prism refracts the light\n", "héllo wörld ☃ <s>"}
 	corpus := texts[0] + "\n" + texts[1]
@@ -57,6 +57,8 @@ func TestConcurrentTokenizers(t *testing.T) {
 	require.NoError(t, err)
 	wl, err := TrainWordLevelTexts(context.Background(), texts[:2], WordLevelOptions{})
 	require.NoError(t, err)
+	llama, err := LoadTokenizer(filepath.Join("testdata", "llama_bpe.json"))
+	require.NoError(t, err)
 
 	const rounds = 2
 	for _, c := range []struct {
@@ -72,6 +74,7 @@ func TestConcurrentTokenizers(t *testing.T) {
 		{"WordPiece file", hfwp, "[CLS] Café PRISM rays 中x"},
 		{"character", char, texts[2]},
 		{"WordLevel", wl, texts[2]},
+		{"Llama 2 layout", llama, texts[2] + " 光 😀"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ids, err := c.tok.Encode(c.text)
@@ -80,7 +83,11 @@ func TestConcurrentTokenizers(t *testing.T) {
 				{Name: "Encode", Run: func() (any, error) { return c.tok.Encode(c.text) }},
 				{Name: "Decode", Run: func() (any, error) { return c.tok.Decode(ids) }},
 			}
-			if h, ok := c.tok.(*hfTokenizer); ok && h.native {
+			h, ok := c.tok.(*hfTokenizer)
+			if tt, templated := c.tok.(*hfTemplated); templated {
+				h, ok = tt.hfTokenizer, true
+			}
+			if ok && h.native {
 				// Words no call has encoded yet, so that concurrent calls
 				// write the word cache, checked against a copy of the
 				// tokenizer that only this test's lock lets encode.
@@ -106,7 +113,7 @@ func TestConcurrentTokenizers(t *testing.T) {
 					return "as encoded alone", err
 				}})
 			}
-			if w, ok := c.tok.(*WordPiece); ok {
+			if w, ok := c.tok.(PairEncoder); ok {
 				calls = append(calls,
 					racetest.Call{Name: "EncodeWithSpecials", Run: func() (any, error) {
 						ids, types, err := w.EncodeWithSpecials(c.text)

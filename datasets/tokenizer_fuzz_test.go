@@ -70,6 +70,15 @@ func FuzzParseTokenizer(f *testing.F) {
 		`{"model":{"type":"WordPiece","unk_token":"[UNK]","continuing_subword_prefix":"##","max_input_chars_per_word":100,"vocab":{"[UNK]":0,"hello":1,"##s":2}},"pre_tokenizer":{"type":"BertPreTokenizer"},"decoder":{"type":"WordPiece","prefix":"##","cleanup":true}}`,
 		`{"model":{"type":"WordLevel","vocab":{"[UNK]":0,"a":1},"unk_token":"[UNK]"},"pre_tokenizer":{"type":"Whitespace"}}`,
 		`{"model":{"type":"Unigram","vocab":[["<unk>",0],["a",-1]],"unk_id":0}}`,
+		// Llama 2's layouts: byte-fallback BPE, Prepend and Replace or
+		// Metaspace, a decoder sequence, a template.
+		`{"added_tokens":[{"id":0,"content":"<unk>","special":true},{"id":1,"content":"<s>","special":true},{"id":7,"content":"lo","normalized":true,"lstrip":true}],` +
+			`"normalizer":{"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"▁"},{"type":"Replace","pattern":{"String":" "},"content":"▁"},{"type":"NFKC"}]},` +
+			`"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],"pair":[],"special_tokens":{"<s>":{"id":"<s>","ids":[1],"tokens":["<s>"]}}},` +
+			`"decoder":{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},{"type":"ByteFallback"},{"type":"Fuse"},{"type":"Strip","content":" ","start":1,"stop":1}]},` +
+			`"model":{"type":"BPE","unk_token":"<unk>","fuse_unk":true,"byte_fallback":true,"vocab":{"<unk>":0,"<s>":1,"<0x68>":2,"<0xC3>":3,"▁":4,"h":5,"▁h":6},"merges":["▁ h"]}}`,
+		`{"pre_tokenizer":{"type":"Metaspace","replacement":"▁","prepend_scheme":"first","split":true},"decoder":{"type":"Metaspace","replacement":"▁","prepend_scheme":"never"},` +
+			`"model":{"type":"BPE","unk_token":"<unk>","byte_fallback":true,"vocab":{"<unk>":0,"<0xE2>":1,"▁":2,"a":3,"▁a":4},"merges":[["▁","a"]]}}`,
 		"{not json",
 		`{"name": "x"}`,
 		`{"model": {"type": "BPE", "vocab": 3, "merges": []}}`,

@@ -395,6 +395,11 @@ func (t *WordPiece) EncodePair(a, b string) (ids, typeIDs []int, err error) {
 
 // apply fills a template with the sequences a and b.
 func (t *WordPiece) apply(tmpl []templateItem, a, b []int) (ids, typeIDs []int) {
+	return applyTemplate(tmpl, a, b)
+}
+
+// applyTemplate fills a template with the sequences a and b.
+func applyTemplate(tmpl []templateItem, a, b []int) (ids, typeIDs []int) {
 	for _, it := range tmpl {
 		part := it.ids
 		switch it.seq {
