@@ -212,7 +212,7 @@ func TestClassifyBERTPairs(t *testing.T) {
 
 	// The saved classifier scores the same file through zoo eval's path,
 	// pairs and all.
-	conf, err := EvalClassifyWith(res.Final, path, 8, datasets.LabelledOptions{TextColumn: "premise", TextPairColumn: "hypothesis"}, io.Discard)
+	conf, err := EvalClassifyWith(context.Background(), res.Final, path, 8, datasets.LabelledOptions{TextColumn: "premise", TextPairColumn: "hypothesis"}, io.Discard)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, conf.Accuracy(), 0.9)
 

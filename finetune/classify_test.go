@@ -73,7 +73,7 @@ func TestClassifyLearnsToySet(t *testing.T) {
 	require.GreaterOrEqual(t, res.Confusion.MacroF1(), 0.95)
 	_, err = os.Stat(filepath.Join(res.Final, "tokenizer.json"))
 	require.NoError(t, err)
-	conf, err := EvalClassify(res.Final, csv, 8) // zoo eval's path, from the saved checkpoint
+	conf, err := EvalClassify(context.Background(), res.Final, csv, 8) // zoo eval's path, from the saved checkpoint
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, conf.Accuracy(), 0.95)
 
@@ -136,7 +136,7 @@ func TestClassifyBERT(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out.String(), "bert classifier: 2 labels")
 	require.GreaterOrEqual(t, res.Confusion.Accuracy(), 0.95, "%v", res.Confusion)
-	conf, err := EvalClassify(res.Final, csv, 8)
+	conf, err := EvalClassify(context.Background(), res.Final, csv, 8)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, conf.Accuracy(), 0.95)
 }

@@ -11,9 +11,9 @@ import (
 
 // EvalClassify scores a classifier checkpoint of any family on a labelled
 // file of single texts in columns "text" and "label": accuracy, macro-F1
-// and the confusion matrix.
-func EvalClassify(checkpoint, file string, batch int) (Confusion, error) {
-	return EvalClassifyWith(checkpoint, file, batch, datasets.LabelledOptions{}, io.Discard)
+// and the confusion matrix. A cancelled ctx stops it between batches.
+func EvalClassify(ctx context.Context, checkpoint, file string, batch int) (Confusion, error) {
+	return EvalClassifyWith(ctx, checkpoint, file, batch, datasets.LabelledOptions{}, io.Discard)
 }
 
 // EvalClassifyWith is EvalClassify with the file's columns named by opts
@@ -21,7 +21,7 @@ func EvalClassify(checkpoint, file string, batch int) (Confusion, error) {
 // encodes them (special tokens, token types, truncation to the model's
 // max length); notes on truncated and skipped examples, and on text mapped
 // to the unknown token, go to out.
-func EvalClassifyWith(checkpoint, file string, batch int, opts datasets.LabelledOptions, out io.Writer) (Confusion, error) {
+func EvalClassifyWith(ctx context.Context, checkpoint, file string, batch int, opts datasets.LabelledOptions, out io.Writer) (Confusion, error) {
 	if batch <= 0 {
 		return Confusion{}, fmt.Errorf("eval: batch %d must be positive", batch)
 	}
@@ -67,5 +67,5 @@ func EvalClassifyWith(checkpoint, file string, batch int, opts datasets.Labelled
 	fmt.Fprint(out, datasets.UnknownNoteFor(tok, e.unknown, "the texts"))
 	e.notes(out, file, len(ex))
 	d := newClsData(nil, enc, batch, t, c.PadID(), 0)
-	return evaluate(context.Background(), &clsTask{c: c, tok: tok, b: batch, t: t, types: typeVocab > 0}, d.val, c.ClassNames())
+	return evaluate(ctx, &clsTask{c: c, tok: tok, b: batch, t: t, types: typeVocab > 0}, d.val, c.ClassNames())
 }

@@ -48,9 +48,9 @@ func TestClassifyRefusesHugeBatch(t *testing.T) {
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "clf")
 	require.NoError(t, models.SaveText(dir, clf, tok))
-	_, err = EvalClassify(dir, csv, 4)
+	_, err = EvalClassify(context.Background(), dir, csv, 4)
 	require.NoError(t, err)
-	refusesBeforeAllocating(t, func() error { _, err := EvalClassify(dir, csv, huge); return err },
+	refusesBeforeAllocating(t, func() error { _, err := EvalClassify(context.Background(), dir, csv, huge); return err },
 		"eval: batch_size 1000000000 × max_length 32", "lower the batch size (zoo eval --batch-size)")
 }
 

@@ -265,13 +265,14 @@ func (r *TokensRecipe) Finish(ctx context.Context, _ *train.Trainer, _ train.Res
 // saved) on a CoNLL file: word accuracy, and seqeval's chunk scores when
 // the tags are BIO. Sentences longer than max_position_embeddings word
 // pieces are truncated, counted, and their dropped words scored as errors.
-func EvalTokens(checkpoint, file string, batch int) (TokenScores, error) {
-	return EvalTokensWith(checkpoint, file, batch, io.Discard)
+// A cancelled ctx stops it between batches.
+func EvalTokens(ctx context.Context, checkpoint, file string, batch int) (TokenScores, error) {
+	return EvalTokensWith(ctx, checkpoint, file, batch, io.Discard)
 }
 
 // EvalTokensWith is EvalTokens with notes to out: the pooler tensors of
 // an older checkpoint that were dropped, and the words mapped to [UNK].
-func EvalTokensWith(checkpoint, file string, batch int, out io.Writer) (TokenScores, error) {
+func EvalTokensWith(ctx context.Context, checkpoint, file string, batch int, out io.Writer) (TokenScores, error) {
 	if batch <= 0 {
 		return TokenScores{}, fmt.Errorf("eval: batch %d must be positive", batch)
 	}
@@ -314,7 +315,7 @@ func EvalTokensWith(checkpoint, file string, batch int, out io.Writer) (TokenSco
 	}
 	task := &tagTask{c: clf, tok: wp, b: batch, t: t}
 	d := newTagData(nil, va, batch, t, enc.pad, 0)
-	pred, err := predictTags(context.Background(), task, d.val, va)
+	pred, err := predictTags(ctx, task, d.val, va)
 	if err != nil {
 		return TokenScores{}, err
 	}

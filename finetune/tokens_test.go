@@ -70,7 +70,7 @@ func TestTokensLearnsToySet(t *testing.T) {
 			require.Less(t, res.Baseline.Accuracy, 0.97, "the baseline cannot tag the ambiguous words")
 			require.Nil(t, res.Scores.Entities, "pos tags are not BIO")
 			require.Equal(t, res.Scores.Words, res.Baseline.Words)
-			got, err := EvalTokens(res.Final, file, 7)
+			got, err := EvalTokens(context.Background(), res.Final, file, 7)
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, got.Accuracy, 0.97)
 			if !scratch { // a tagger has no pooler (add_pooling_layer=False): dropped at load, not saved

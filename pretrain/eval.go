@@ -1,6 +1,7 @@
 package pretrain
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/d73a19ff/zoo/datasets"
@@ -11,8 +12,10 @@ import (
 
 // EvalGPT is the mean next-token cross-entropy of a GPT checkpoint on a
 // corpus, over every non-overlapping window of the checkpoint's context
-// (the validation loss RunGPT reports), batch windows at a time.
-func EvalGPT(checkpoint, corpus string, batch int) (loss float64, tokens int, err error) {
+// (the validation loss RunGPT reports), batch windows at a time. A
+// cancelled ctx stops the tokenizing and the evaluation with an error
+// wrapping ctx.Err().
+func EvalGPT(ctx context.Context, checkpoint, corpus string, batch int) (loss float64, tokens int, err error) {
 	if batch <= 0 {
 		return 0, 0, fmt.Errorf("eval: batch %d must be positive", batch)
 	}
@@ -33,7 +36,7 @@ func EvalGPT(checkpoint, corpus string, batch int) (loss float64, tokens int, er
 	if err != nil {
 		return 0, 0, err
 	}
-	toks, err := datasets.Tokenize(c, tok, "")
+	toks, err := datasets.TokenizeContext(ctx, c, tok, "")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -41,5 +44,5 @@ func EvalGPT(checkpoint, corpus string, batch int) (loss float64, tokens int, er
 	if err != nil {
 		return 0, 0, fmt.Errorf("eval: %w", err)
 	}
-	return train.Evaluate(&LMTask{Model: m, Tok: tok, B: batch, T: t}, batches)
+	return train.EvaluateContext(ctx, &LMTask{Model: m, Tok: tok, B: batch, T: t}, batches)
 }

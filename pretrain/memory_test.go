@@ -46,9 +46,9 @@ func TestGPTRefusesHugeBatch(t *testing.T) {
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "ckpt")
 	require.NoError(t, models.SaveText(dir, m, tok))
-	_, _, err = EvalGPT(dir, corpus, 4)
+	_, _, err = EvalGPT(context.Background(), dir, corpus, 4)
 	require.NoError(t, err)
-	refusesBeforeAllocating(t, func() error { _, _, err := EvalGPT(dir, corpus, huge); return err },
+	refusesBeforeAllocating(t, func() error { _, _, err := EvalGPT(context.Background(), dir, corpus, huge); return err },
 		"eval: batch 1000000000 × n_positions 16", "lower the batch size (zoo eval --batch-size)")
 }
 

@@ -95,7 +95,9 @@ func runEvalClassifier(args []string, stdout io.Writer) error {
 	if *ckpt == "" || *labelled == "" {
 		return fmt.Errorf("%w: give --checkpoint and --labelled", errUsage)
 	}
-	conf, err := finetune.EvalClassifyWith(*ckpt, *labelled, *batch, opts, stdout)
+	ctx, stop := signalContext()
+	defer stop()
+	conf, err := finetune.EvalClassifyWith(ctx, *ckpt, *labelled, *batch, opts, stdout)
 	if err != nil {
 		return err
 	}

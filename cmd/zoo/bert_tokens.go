@@ -68,7 +68,9 @@ func runEvalBERTTokens(args []string, stdout io.Writer) error {
 	if *ckpt == "" || *conll == "" {
 		return fmt.Errorf("%w: give --checkpoint and --conll", errUsage)
 	}
-	s, err := finetune.EvalTokensWith(*ckpt, *conll, *batch, stdout)
+	ctx, stop := signalContext()
+	defer stop()
+	s, err := finetune.EvalTokensWith(ctx, *ckpt, *conll, *batch, stdout)
 	if err != nil {
 		return err
 	}

@@ -144,6 +144,8 @@ func runEvalGPT(args []string, stdout io.Writer) error {
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
+	ctx, stop := signalContext()
+	defer stop()
 	switch {
 	case *ckpt == "" || (*corpus == "") == (*labelled == ""):
 		return fmt.Errorf("%w: give --checkpoint and one of --corpus or --labelled", errUsage)
@@ -151,13 +153,13 @@ func runEvalGPT(args []string, stdout io.Writer) error {
 		if err := noteCorpusUnknowns(stdout, *ckpt, *corpus); err != nil {
 			return err
 		}
-		loss, n, err := pretrain.EvalGPT(*ckpt, *corpus, *batch)
+		loss, n, err := pretrain.EvalGPT(ctx, *ckpt, *corpus, *batch)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "loss %.4f, perplexity %.3f over %d tokens\n", loss, math.Exp(loss), n)
 	default:
-		conf, err := evalClassify(stdout, *ckpt, *labelled, *batch)
+		conf, err := evalClassify(ctx, stdout, *ckpt, *labelled, *batch)
 		if err != nil {
 			return err
 		}

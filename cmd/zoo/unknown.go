@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -11,8 +12,8 @@ import (
 
 // evalClassify is finetune.EvalClassify with its notes (truncated and
 // skipped examples, text mapped to the unknown token) written to w.
-func evalClassify(w io.Writer, checkpoint, labelled string, batch int) (finetune.Confusion, error) {
-	return finetune.EvalClassifyWith(checkpoint, labelled, batch, datasets.LabelledOptions{}, w)
+func evalClassify(ctx context.Context, w io.Writer, checkpoint, labelled string, batch int) (finetune.Confusion, error) {
+	return finetune.EvalClassifyWith(ctx, checkpoint, labelled, batch, datasets.LabelledOptions{}, w)
 }
 
 // noteUnknowns writes the note on what tok has mapped to its unknown token
