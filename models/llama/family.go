@@ -47,9 +47,12 @@ func (c Config) Describe() string {
 	if c.TieWordEmbeddings {
 		tied = ", tied embeddings"
 	}
-	rope := "rope_theta ?"
+	rope := "rope unresolved"
 	if r, err := c.Rope(); err == nil {
-		rope = ropeText(r)
+		rope = fmt.Sprintf("rope θ %g", r.Theta)
+		if r.Type == RopeLlama3 {
+			rope += fmt.Sprintf(" with llama3 scaling ×%g (from %d positions)", r.Factor, r.OriginalMaxPositionEmbeddings)
+		}
 	}
 	return fmt.Sprintf("%s: %d layers, %d wide (SwiGLU %d), %d query and %d key-value heads of %d, %s, context %d, vocabulary %d%s; %s",
 		c.ModelType, c.NumHiddenLayers, c.HiddenSize, c.IntermediateSize, c.NumAttentionHeads, c.KVHeads(), c.HeadDimension(),
