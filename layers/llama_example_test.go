@@ -108,3 +108,27 @@ func ExampleSwiGLUs() {
 	// Output:
 	// block.mlp.gate_proj.bias (4)
 }
+
+// NewRotaryFreqs rotates at frequencies given, such as Llama 3.1's scaled
+// ones (llama.Rope.InvFreq): here a head of width 4 whose second pair
+// turns a thousand times slower than the first.
+func ExampleNewRotaryFreqs() {
+	r, err := layers.NewRotaryFreqs(4, []float64{1, 0.001})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s, _ := layers.NewStore(layers.WithDtype(tensor.Float64))
+	g := s.NewGraph()
+	q, _ := g.Constant("q", []float64{1, 1, 0, 0}, 1, 1, 4) // pairs (1, 0) and (1, 0)
+	pos, _ := g.IntConstant("pos", []int{1000}, 1, 1)
+	qe, _, err := r.Apply(g, q, q, pos, pos)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ := g.Evaluate(qe)
+	fmt.Printf("%.4f\n", out[0]) // (cos 1000, cos 1, sin 1000, sin 1)
+	// Output:
+	// [0.5624 0.5403 0.8269 0.8415]
+}

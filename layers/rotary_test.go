@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -106,4 +107,72 @@ func TestRotaryErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = g.Evaluate(qe)
 	require.ErrorContains(t, err, "position 4 is negative")
+}
+
+// Rotary with inverse frequencies given (NewRotaryFreqs) equals the
+// base's rotation bit for bit when they are the base's (float64), turns
+// each pair by position·InvFreq[i] when they are not (a direct computation,
+// 1e-15), its gradient rotating back; it refuses frequencies that do not
+// fit the heads. (Seen to fail with the base's frequencies used whatever
+// InvFreq held.)
+func TestRotaryFreqs(t *testing.T) {
+	const d = 8
+	base, err := NewRotary(d, 10000)
+	require.NoError(t, err)
+	inv := make([]float64, d/2)
+	for i := range inv {
+		inv[i] = 1 / math.Pow(10000, float64(2*i)/d)
+	}
+	same, err := NewRotaryFreqs(d, inv)
+	require.NoError(t, err)
+	scaled := []float64{1, 0.3, 0.01 / 8, 1e-4 / 8}
+	sc, err := NewRotaryFreqs(d, scaled)
+	require.NoError(t, err)
+	run := func(r *Rotary) (qe, gq []float64, q []float64, pos []int) {
+		s := newStore64(t)
+		g := s.NewGraph()
+		qn := randInput(g, "q", 3, 2*2, 5, d) // B=2, h=2, T=5
+		pos = []int{0, 1, 2, 3, 4, 0, 0, 7, 100, 4000}
+		p, err := g.IntConstant("pos", pos, 2, 5)
+		require.NoError(t, err)
+		out, _, err := r.Apply(g, qn, qn, p, p)
+		require.NoError(t, err)
+		sum, err := gorgonia.Sum(out)
+		require.NoError(t, err)
+		grads, err := gorgonia.Grad(sum, qn)
+		require.NoError(t, err)
+		v := runRead(t, g, out, grads[0], qn)
+		return v[0].(*tensor.Dense).Data().([]float64), v[1].(*tensor.Dense).Data().([]float64), v[2].(*tensor.Dense).Data().([]float64), pos
+	}
+	wq, wg, _, _ := run(base)
+	gq, gg, _, _ := run(same)
+	require.Equal(t, wq, gq, "the base's frequencies given: the same rotation, bit for bit")
+	require.Equal(t, wg, gg)
+
+	out, grad, q, pos := run(sc)
+	for bh := range 4 {
+		for j := range 5 {
+			p := float64(pos[(bh/2)*5+j])
+			row := (bh*5 + j) * d
+			for i := range d / 2 {
+				c, s := math.Cos(p*scaled[i]), math.Sin(p*scaled[i])
+				x1, x2 := q[row+i], q[row+i+d/2]
+				require.InDelta(t, x1*c-x2*s, out[row+i], 1e-15)
+				require.InDelta(t, x2*c+x1*s, out[row+i+d/2], 1e-15)
+				require.InDelta(t, c+s, grad[row+i], 1e-15) // d/dx1 of Σ: cos + sin
+				require.InDelta(t, c-s, grad[row+i+d/2], 1e-15)
+			}
+		}
+	}
+
+	for _, c := range []struct {
+		inv  []float64
+		want string
+	}{{[]float64{1, 2}, "2 inverse frequencies for heads of width 8; need 4"},
+		{[]float64{1, 0, 1, 1}, "inverse frequency 1 is 0"},
+		{[]float64{1, 1, math.Inf(1), 1}, "inverse frequency 2 is +Inf"},
+		{[]float64{1, 1, 1, math.NaN()}, "inverse frequency 3 is NaN"}} {
+		_, err := NewRotaryFreqs(d, c.inv)
+		require.ErrorContains(t, err, c.want)
+	}
 }

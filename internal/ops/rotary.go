@@ -42,10 +42,58 @@ func Rotary(x, pos *gorgonia.Node, theta float64) (*gorgonia.Node, error) {
 	return gorgonia.ApplyOp(&rotaryOp{base: base{name: fmt.Sprintf("Rotary(%g)", theta), arity: 2}, theta: theta}, x, pos)
 }
 
+// RotaryFreqs is Rotary with the inverse frequencies given: invFreq has
+// d/2 finite values, inv_freq[i] of the pair (i, i+d/2), such as Llama
+// 3.1's scaled ones (transformers' rope init functions). In float32 each
+// is rounded to float32 (transformers computes them in float32; its
+// rounding may differ in the last bit), θ and its cosines as in Rotary.
+func RotaryFreqs(x, pos *gorgonia.Node, invFreq []float64) (*gorgonia.Node, error) {
+	if err := checkFloatNode("rotary", "x", x); err != nil {
+		return nil, err
+	}
+	if err := checkIntNode("rotary", "positions", pos); err != nil {
+		return nil, err
+	}
+	xs, ps := x.Shape(), pos.Shape()
+	if x.Dims() != 3 || pos.Dims() != 2 || ps[0] == 0 || xs[0]%ps[0] != 0 || xs[1] != ps[1] || xs[2]%2 != 0 {
+		return nil, fmt.Errorf("rotary: heads %v and positions %v must be (B·h, T, d) and (B, T) with d even", xs, ps)
+	}
+	if len(invFreq) != xs[2]/2 {
+		return nil, fmt.Errorf("rotary: %d inverse frequencies for heads of width %d; need %d", len(invFreq), xs[2], xs[2]/2)
+	}
+	for i, f := range invFreq {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("rotary: inverse frequency %d is %g; it must be finite", i, f)
+		}
+	}
+	freq := append([]float64(nil), invFreq...)
+	return gorgonia.ApplyOp(&rotaryOp{base: base{name: fmt.Sprintf("Rotary(%v)", freq), arity: 2}, freq: freq}, x, pos)
+}
+
 type rotaryOp struct {
 	base
 	theta   float64
-	inverse bool // rotate by −θ: the gradient
+	freq    []float64 // the inverse frequencies given (RotaryFreqs); nil: theta's
+	inverse bool      // rotate by −θ: the gradient
+}
+
+// freqs64 and freqs32 are the op's inverse frequencies for heads of width d.
+func (op *rotaryOp) freqs64(d int) []float64 {
+	if op.freq != nil {
+		return op.freq
+	}
+	return invFreq64(op.theta, d)
+}
+
+func (op *rotaryOp) freqs32(d int) []float32 {
+	if op.freq == nil {
+		return invFreq32(op.theta, d)
+	}
+	f := make([]float32, len(op.freq))
+	for i, v := range op.freq {
+		f[i] = float32(v)
+	}
+	return f
 }
 
 func (op *rotaryOp) Type() hm.Type {
@@ -73,10 +121,13 @@ func (op *rotaryOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	shape := ts[0].Shape()
 	out := op.output(dt, shape, false)
 	heads := shape[0] * shape[1] / len(pos)
+	if op.freq != nil && len(op.freq) != shape[2]/2 {
+		return nil, fmt.Errorf("rotary: %d inverse frequencies for heads of width %d", len(op.freq), shape[2])
+	}
 	if isFloat32(dt) {
-		rotaryKernel(data[float32](ts[0]), data[float32](out), pos, invFreq32(op.theta, shape[2]), heads, shape[1], shape[2], op.inverse)
+		rotaryKernel(data[float32](ts[0]), data[float32](out), pos, op.freqs32(shape[2]), heads, shape[1], shape[2], op.inverse)
 	} else {
-		rotaryKernel(data[float64](ts[0]), data[float64](out), pos, invFreq64(op.theta, shape[2]), heads, shape[1], shape[2], op.inverse)
+		rotaryKernel(data[float64](ts[0]), data[float64](out), pos, op.freqs64(shape[2]), heads, shape[1], shape[2], op.inverse)
 	}
 	return out, nil
 }
@@ -141,7 +192,11 @@ func (op *rotaryOp) DiffWRT(int) []bool { return []bool{true, false} }
 
 // SymDiff: the rotation is orthogonal, so dx is dy rotated back by −θ.
 func (op *rotaryOp) SymDiff(in gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	dx, err := gorgonia.ApplyOp(&rotaryOp{base: base{name: fmt.Sprintf("RotaryGrad(%g)", op.theta), arity: 2}, theta: op.theta, inverse: !op.inverse}, grad, in[1])
+	name := fmt.Sprintf("RotaryGrad(%g)", op.theta)
+	if op.freq != nil {
+		name = fmt.Sprintf("RotaryGrad(%v)", op.freq)
+	}
+	dx, err := gorgonia.ApplyOp(&rotaryOp{base: base{name: name, arity: 2}, theta: op.theta, freq: op.freq, inverse: !op.inverse}, grad, in[1])
 	if err != nil {
 		return nil, fmt.Errorf("rotary grad: %w", err)
 	}
