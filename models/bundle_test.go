@@ -42,7 +42,7 @@ func TestOpenDispatchesOnModelType(t *testing.T) {
 	require.Equal(t, "seq2seq", c.Family.Name)
 
 	_, err = models.Open(writeConfig(t, `{"model_type": "mamba", "hidden_size": 8}`))
-	require.ErrorContains(t, err, `model_type "llama" is not one zoo knows`)
+	require.ErrorContains(t, err, `model_type "mamba" is not one zoo knows`)
 	require.ErrorContains(t, err, "gpt2 (gpt)")
 	_, err = models.Open(writeConfig(t, `{"hidden_size": 8}`))
 	require.ErrorContains(t, err, "has no model_type")
