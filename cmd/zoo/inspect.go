@@ -10,6 +10,7 @@ import (
 
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/models"
+	_ "github.com/d73a19ff/zoo/models/llama" // registers llama, qwen2 and mistral, which have no commands yet
 )
 
 // runInspect describes a checkpoint directory (its family from config.json's
