@@ -1,0 +1,132 @@
+package datasets
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// llama3HF is testdata/llama3_bpe_hf.json: tokenizers' (npm) ids and
+// decodes for testdata/llama3_bpe.json and qwen2_bpe.json under several
+// pre-tokenizers, written by tools/hftokenizers/llama3.js.
+type llama3HF struct {
+	Tokenizers string `json:"tokenizers"`
+	Variants   []struct {
+		Name  string                     `json:"name"`
+		Base  string                     `json:"base"`
+		Patch map[string]json.RawMessage `json:"patch"`
+		Texts []struct {
+			Text       string   `json:"text"`
+			Pieces     []string `json:"pieces"`
+			IDs        []int    `json:"ids"`
+			IDsSpecial []int    `json:"ids_special"`
+			Decoded    string   `json:"decoded"`
+		} `json:"texts"`
+		Opticks struct {
+			Bytes     int    `json:"bytes"`
+			IDs       int    `json:"ids"`
+			SHA256    string `json:"sha256"`
+			Head      []int  `json:"head"`
+			RoundTrip bool   `json:"round_trip"`
+		} `json:"opticks"`
+		Decodes []llamaDecode `json:"decodes"`
+	} `json:"variants"`
+}
+
+// llama3File returns testdata/<base> with the top-level keys of patch
+// replaced.
+func llama3File(t testing.TB, base string, patch map[string]json.RawMessage) []byte {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/" + base)
+	require.NoError(t, err)
+	var f map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &f))
+	for k, v := range patch {
+		f[k] = v
+	}
+	out, err := json.Marshal(f)
+	require.NoError(t, err)
+	return out
+}
+
+// TestLlama3BPEMatchesHuggingFace checks Llama-3- and Qwen2-style
+// tokenizers (a byte-level BPE trained by tokenizers' own BpeTrainer on
+// Opticks behind a Split with the model's regular expression and a
+// ByteLevel without its own) id for id against tokenizers 0.23.2: texts
+// with contractions in any case, digit runs, mixed scripts, \r\n runs,
+// leading and trailing white space, emoji and random Unicode, with and
+// without the template's <|begin_of_text|>, decodes of random ids (byte
+// tokens that are invalid UTF-8 included), and all of Opticks as one
+// text (by the hash of its ids), and the words of the pre-tokenizer
+// alone (which show a wrong split even where the small vocabulary would
+// give the same ids); and the same file under GPT-2's pattern
+// in a Split, a ByteLevel with its own regex after the Split, and a
+// String pattern and Llama 3's with every Split behavior, inverted or
+// not.
+func TestLlama3BPEMatchesHuggingFace(t *testing.T) {
+	raw, err := os.ReadFile("testdata/llama3_bpe_hf.json")
+	require.NoError(t, err)
+	var hf llama3HF
+	require.NoError(t, json.Unmarshal(raw, &hf))
+	require.Len(t, hf.Variants, 20)
+	text := opticks(t)
+	for _, v := range hf.Variants {
+		t.Run(v.Name, func(t *testing.T) {
+			tok, err := parseTokenizer(llama3File(t, v.Base, v.Patch))
+			require.NoError(t, err)
+			var h *hfTokenizer
+			switch x := tok.(type) {
+			case *hfTemplated:
+				h = x.hfTokenizer
+			case *hfTokenizer:
+				h = x
+			default:
+				t.Fatalf("got a %T", tok)
+			}
+			require.True(t, h.native, "the layout is run natively")
+			require.NotEmpty(t, v.Texts)
+			for _, c := range v.Texts {
+				pieces := []string{}
+				require.NoError(t, h.preTokenize(c.Text, true, func(w string, byteLevel bool) error {
+					if byteLevel {
+						w = byteSymbolsOf(w)
+					}
+					pieces = append(pieces, w)
+					return nil
+				}))
+				assert.Equal(t, c.Pieces, pieces, "pre-tokenize %q", c.Text)
+				ids, err := tok.Encode(c.Text)
+				require.NoError(t, err)
+				assert.Equal(t, c.IDs, ids, "encode %q", c.Text)
+				if pe, ok := tok.(PairEncoder); ok {
+					withSpecials, _, err := pe.EncodeWithSpecials(c.Text)
+					require.NoError(t, err)
+					assert.Equal(t, c.IDsSpecial, withSpecials, "encode with the template %q", c.Text)
+				} else {
+					assert.Equal(t, c.IDs, c.IDsSpecial, "no template: no special tokens added")
+				}
+				text, err := tok.Decode(c.IDs)
+				require.NoError(t, err)
+				assert.Equal(t, c.Decoded, text, "decode %v", c.IDs)
+			}
+			for _, c := range v.Decodes {
+				text, err := tok.Decode(c.IDs)
+				require.NoError(t, err)
+				assert.Equal(t, c.Text, text, "decode %v", c.IDs)
+			}
+
+			require.Equal(t, v.Opticks.Bytes, len(text))
+			ids, err := tok.Encode(text)
+			require.NoError(t, err)
+			assert.Equal(t, v.Opticks.IDs, len(ids))
+			assert.Equal(t, v.Opticks.Head, ids[:min(len(ids), len(v.Opticks.Head))])
+			assert.Equal(t, v.Opticks.SHA256, idsHash(ids), "the ids of Opticks differ from tokenizers'")
+			back, err := tok.Decode(ids)
+			require.NoError(t, err)
+			assert.Equal(t, v.Opticks.RoundTrip, back == text)
+		})
+	}
+}
