@@ -3,7 +3,10 @@ package datasets
 import (
 	"encoding/json"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -128,5 +131,107 @@ func TestLlama3BPEMatchesHuggingFace(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, v.Opticks.RoundTrip, back == text)
 		})
+	}
+}
+
+// hostileTexts are 1 MB texts that make a backtracking matcher of Llama
+// 3's pattern slow, or make one piece of the whole text: white space
+// only, white space before a word, line breaks with spaces between,
+// Opticks without white space, digits, punctuation, and Opticks itself.
+func hostileTexts(t testing.TB, n int) []struct{ name, text string } {
+	return []struct{ name, text string }{
+		{"spaces", strings.Repeat(" ", n)},
+		{"spaces-then-word", strings.Repeat(" ", n-1) + "x"},
+		{"newlines-and-spaces", strings.Repeat(" \n", n/2)},
+		{"crlf-runs", strings.Repeat("\r\n\r\n  \t", n/7)},
+		{"nospaces", opticksOf(t, n, false)},
+		{"digits", strings.Repeat("1234567890", n/10)},
+		{"punctuation", strings.Repeat("!?.,;", n/5)},
+		{"apostrophes", strings.Repeat("'", n)},
+		{"text", opticksOf(t, n, true)},
+	}
+}
+
+// TestLlama3EncodeLinear fails if a 1 MB hostile text takes more than a
+// few seconds to encode with Llama 3's layout (tokenizers takes 0.3 s for
+// Opticks); each runs in well under a second.
+func TestLlama3EncodeLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("encodes 1 MB texts")
+	}
+	tok, err := parseTokenizer(llama3File(t, "llama3_bpe.json", nil))
+	require.NoError(t, err)
+	for _, c := range hostileTexts(t, 1<<20) {
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() {
+			_, err := tok.Encode(c.text)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			t.Logf("%s, %d bytes: %v", c.name, len(c.text), time.Since(start))
+		case <-time.After(5 * time.Second):
+			// The encoding goes on in the background until the test
+			// binary exits.
+			t.Fatalf("%s: encoding 1 MB takes more than 5 s", c.name)
+		}
+	}
+}
+
+// BenchmarkLlama3Encode encodes the hostile texts (Opticks among them)
+// of 256 KB and 1 MB with Llama 3's layout: the time per byte is the same
+// at both sizes.
+func BenchmarkLlama3Encode(b *testing.B) {
+	tok, err := parseTokenizer(llama3File(b, "llama3_bpe.json", nil))
+	require.NoError(b, err)
+	var cases []struct{ name, text string }
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"256KB", 256 << 10}, {"1MB", 1 << 20}} {
+		for _, c := range hostileTexts(b, size.n) {
+			cases = append(cases, struct{ name, text string }{c.name + "/" + size.name, c.text})
+		}
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.text)))
+			for range b.N {
+				if _, err := tok.Encode(c.text); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestSplitBehaviors checks each Split behavior on the example of
+// tokenizers' documentation (pattern "-" in "the-final--countdown"), and
+// inverted (worked out from NormalizedString::split: the two gaps "-" and
+// "-" stay two pieces; the cross-check runs the same on Opticks).
+func TestSplitBehaviors(t *testing.T) {
+	for _, c := range []struct {
+		behavior string
+		invert   bool
+		want     []string
+	}{
+		{"Removed", false, []string{"the", "final", "countdown"}},
+		{"Isolated", false, []string{"the", "-", "final", "-", "-", "countdown"}},
+		{"MergedWithPrevious", false, []string{"the-", "final-", "-", "countdown"}},
+		{"MergedWithNext", false, []string{"the", "-final", "-", "-countdown"}},
+		{"Contiguous", false, []string{"the", "-", "final", "--", "countdown"}},
+		{"Removed", true, []string{"-", "-", "-"}},
+		{"Isolated", true, []string{"the", "-", "final", "-", "-", "countdown"}},
+		{"MergedWithPrevious", true, []string{"the", "-final", "-", "-countdown"}},
+		{"MergedWithNext", true, []string{"the-", "final-", "-", "countdown"}},
+		{"Contiguous", true, []string{"the", "-", "final", "--", "countdown"}},
+	} {
+		sp, err := parseSplit(json.RawMessage(`{"type": "Split", "pattern": {"String": "-"}, "behavior": "` + c.behavior + `", "invert": ` + strconv.FormatBool(c.invert) + `}`))
+		require.NoError(t, err)
+		var got []string
+		require.NoError(t, sp.split("the-final--countdown", func(p string) error { got = append(got, p); return nil }))
+		assert.Equal(t, c.want, got, "%s, invert %v", c.behavior, c.invert)
 	}
 }
