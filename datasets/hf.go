@@ -24,13 +24,16 @@ import (
 // A BPE model is run entirely here when every other part of the file is
 // one implemented here: added tokens (addedVocab); the normalizers
 // Prepend, Replace, NFC, NFKC and Sequence; a ByteLevel (GPT-2's
-// pre-tokenization, gpt2Pieces) or Metaspace pre-tokenizer, or none; the
+// pre-tokenization, gpt2Pieces) or Metaspace pre-tokenizer, a Split (a
+// String pattern, or GPT-2's, Llama 3's or Qwen2's regex: split.go) or a
+// Sequence of Splits ending with a ByteLevel, or none; the
 // BPE merges (bpeModel, with byte_fallback, fuse_unk, ignore_merges,
 // dropout, continuing_subword_prefix and end_of_word_suffix); the
 // decoders ByteLevel, Fuse, ByteFallback, Strip, Replace, Metaspace and
 // Sequence; and a TemplateProcessing post-processor (hfpipeline.go).
-// That covers GPT-2's layout, TrainBPE's and Llama 2's (byte-fallback
-// BPE, Metaspace or Prepend and Replace).
+// That covers GPT-2's layout, TrainBPE's, Llama 2's (byte-fallback
+// BPE, Metaspace or Prepend and Replace), and Llama 3's and Qwen2's (a
+// Split with the model's regex, then ByteLevel without its own).
 //
 // Any other layout is run by sugarme/tokenizer, with two of its parts
 // replaced by ours: a BPE model by bpeModel (sugarme v0.3.0 breaks ties
@@ -38,8 +41,10 @@ import (
 // differently) and a ByteLevel pre-tokenizer by byteLevel; added tokens
 // are still split here. A BPE file that mixes a part sugarme would run
 // with one of the parts above that only GPT-2's ByteLevel and Fuse
-// predate (Metaspace, Prepend, Replace, NFC, NFKC, a Sequence,
-// ByteFallback, Strip) is refused, naming the part not implemented:
+// predate (Metaspace, Prepend, Replace, NFC, NFKC, a Sequence, a
+// Split, ByteFallback, Strip) is refused, naming the part not
+// implemented, as is a layout sugarme fails to load (a Split whose regex
+// has a look-ahead, which Go's regexp lacks):
 // sugarme runs those differently from tokenizers (and in time quadratic
 // in the length of a word).
 type hfTokenizer struct {

@@ -235,3 +235,56 @@ func TestSplitBehaviors(t *testing.T) {
 		assert.Equal(t, c.want, got, "%s, invert %v", c.behavior, c.invert)
 	}
 }
+
+// TestSplitRefusals checks that a Split or pre-tokenizer Sequence not run
+// here is refused by name: alone, after sugarme/tokenizer fails on it
+// (Go's regexp has no look-ahead); beside parts run here (Qwen2's NFC),
+// at once. A Split with a regex sugarme runs, and nothing else of ours,
+// still goes to sugarme, as before.
+func TestSplitRefusals(t *testing.T) {
+	seq := func(pre ...string) string {
+		return `{"type": "Sequence", "pretokenizers": [` + strings.Join(pre, ", ") + `]}`
+	}
+	const byteLevel = `{"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}`
+	split := func(pattern, behavior string) string {
+		return `{"type": "Split", "pattern": ` + pattern + `, "behavior": "` + behavior + `", "invert": false}`
+	}
+	llama3, _ := json.Marshal(llama3Pattern)
+	lookahead := split(`{"Regex": "\\s+(?!\\S)|x"}`, "Isolated")
+	for _, c := range []struct {
+		name, base, pre string
+		want            []string
+	}{
+		{"other regex, alone", "llama3_bpe.json", seq(lookahead, byteLevel),
+			[]string{`pre_tokenizer "Split" with the Regex "\\s+(?!\\S)|x" (zoo runs GPT-2's, Llama 3's and Qwen2's patterns) is not implemented`, "sugarme/tokenizer cannot run it"}},
+		{"other regex, beside NFC", "qwen2_bpe.json", seq(lookahead, byteLevel),
+			[]string{`pre_tokenizer "Split" with the Regex "\\s+(?!\\S)|x"`, `zoo runs normalizer "NFC" itself`}},
+		{"ByteLevel first", "qwen2_bpe.json", seq(byteLevel, split(`{"Regex": `+string(llama3)+`}`, "Isolated")),
+			[]string{`pre_tokenizer "Sequence" with a "ByteLevel" before its last pre-tokenizer is not implemented`}},
+		{"Metaspace in a Sequence", "qwen2_bpe.json", seq(`{"type": "Metaspace", "replacement": "▁"}`, byteLevel),
+			[]string{`pre_tokenizer "Sequence" holding "Metaspace" is not implemented`}},
+		{"empty String", "qwen2_bpe.json", seq(split(`{"String": ""}`, "Isolated"), byteLevel),
+			[]string{`pre_tokenizer "Split" with an empty pattern is not implemented`}},
+		{"bad behavior", "qwen2_bpe.json", seq(split(`{"String": " "}`, "Merged"), byteLevel),
+			[]string{`behavior "Merged" is none of`}},
+		{"no pattern", "qwen2_bpe.json", split(`{}`, "Isolated"),
+			[]string{`"pattern" is neither`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parseTokenizer(llama3File(t, c.base, map[string]json.RawMessage{"pre_tokenizer": json.RawMessage(c.pre)}))
+			require.Error(t, err)
+			for _, w := range c.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+
+	tok, err := parseTokenizer(llama3File(t, "llama3_bpe.json", map[string]json.RawMessage{"pre_tokenizer": json.RawMessage(seq(split(`{"Regex": "\\d+"}`, "Isolated"), byteLevel))}))
+	require.NoError(t, err)
+	h, ok := tok.(*hfTokenizer)
+	require.True(t, ok, "got a %T", tok)
+	require.False(t, h.native, "left to sugarme")
+	ids, err := tok.Encode("abc 123")
+	require.NoError(t, err)
+	assert.NotEmpty(t, ids)
+}
