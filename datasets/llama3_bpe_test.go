@@ -36,6 +36,11 @@ type llama3HF struct {
 			RoundTrip bool   `json:"round_trip"`
 		} `json:"opticks"`
 		Decodes []llamaDecode `json:"decodes"`
+		// Random holds short random texts and their words.
+		Random []struct {
+			Text   string   `json:"text"`
+			Pieces []string `json:"pieces"`
+		} `json:"random"`
 	} `json:"variants"`
 }
 
@@ -65,7 +70,7 @@ func llama3File(t testing.TB, base string, patch map[string]json.RawMessage) []b
 // tokens that are invalid UTF-8 included), and all of Opticks as one
 // text (by the hash of its ids), and the words of the pre-tokenizer
 // alone (which show a wrong split even where the small vocabulary would
-// give the same ids); and the same file under GPT-2's pattern
+// give the same ids), also of 300 short random texts; and the same file under GPT-2's pattern
 // in a Split, a ByteLevel with its own regex after the Split, and a
 // String pattern and Llama 3's with every Split behavior, inverted or
 // not.
@@ -91,16 +96,22 @@ func TestLlama3BPEMatchesHuggingFace(t *testing.T) {
 			}
 			require.True(t, h.native, "the layout is run natively")
 			require.NotEmpty(t, v.Texts)
-			for _, c := range v.Texts {
+			words := func(text string) []string {
 				pieces := []string{}
-				require.NoError(t, h.preTokenize(c.Text, true, func(w string, byteLevel bool) error {
+				require.NoError(t, h.preTokenize(text, true, func(w string, byteLevel bool) error {
 					if byteLevel {
 						w = byteSymbolsOf(w)
 					}
 					pieces = append(pieces, w)
 					return nil
 				}))
-				assert.Equal(t, c.Pieces, pieces, "pre-tokenize %q", c.Text)
+				return pieces
+			}
+			for _, c := range v.Random {
+				assert.Equal(t, c.Pieces, words(c.Text), "pre-tokenize %q", c.Text)
+			}
+			for _, c := range v.Texts {
+				assert.Equal(t, c.Pieces, words(c.Text), "pre-tokenize %q", c.Text)
 				ids, err := tok.Encode(c.Text)
 				require.NoError(t, err)
 				assert.Equal(t, c.IDs, ids, "encode %q", c.Text)

@@ -241,6 +241,18 @@ async function main() {
     const back = await tok.decode(all, false);
     res.opticks = { bytes: Buffer.byteLength(text), ids: all.length, sha256: sha256(all), head: all.slice(0, 50), round_trip: back === text, encode_ms: ms };
     if (v.decodes) {
+      // Many short random texts of the characters the patterns tell
+      // apart: their words only.
+      const rr = rng(11);
+      const pool = [..." \t\n\r\r\n  \u00a0\u3000\u2028'''sStTlLrReEvVmMdDſxy0123456789①٣.,!?😀\u0301日"];
+      res.random = [];
+      for (let i = 0; i < 300; i++) {
+        let t = "";
+        const n = 1 + Math.floor(rr() * 24);
+        for (let j = 0; j < n; j++) t += pool[Math.floor(rr() * pool.length)];
+        res.random.push({ text: t, pieces: pre.preTokenizeString(t).map((p) => p[0]) });
+      }
+
       const r = rng(7);
       const size = Object.keys(json.model.vocab).length + json.added_tokens.length;
       const decodes = [];
