@@ -30,7 +30,7 @@ import (
 // github.com/dlclark/regexp2/v2 v2.13.0, a backtracking engine, finds
 // the same matches of Llama 3's pattern on Opticks and on 1 MB of spaces,
 // digits, line breaks and text without spaces, also in linear time, but
-// 2.5 to 9 times slower (1 MB of digits: 88 ms against 23 ms). A Split
+// 2 to 9 times slower (1 MB of digits: 88 ms against 23 ms). A Split
 // with any other regex is refused by name; a String pattern (a literal)
 // is run here too.
 
