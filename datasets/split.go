@@ -123,7 +123,7 @@ func parseSplit(raw json.RawMessage) (*splitPre, error) {
 }
 
 // splitSpan is a stretch of the text: a match of the pattern or a gap
-// between matches; remove marks one a Removed behavior drops.
+// between matches (match false).
 type splitSpan struct {
 	lo, hi int
 	match  bool
