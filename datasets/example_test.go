@@ -180,3 +180,24 @@ func ExampleLoadTokenizer_llama() {
 	// [1748 232 136 140] 1
 	// "Light 光"
 }
+
+// A Llama-3-style tokenizer.json (a byte-level BPE behind a Split with
+// Llama 3's regular expression, then ByteLevel without its own) runs
+// natively, as Qwen2's does. Its words here are "Light", "'s", " ",
+// "123", "456", "7" and "\r\n" (digits go in threes), the ids are those
+// of Hugging Face's tokenizers, and decoding gives the text back.
+func ExampleLoadTokenizer_llama3() {
+	tok, err := datasets.LoadTokenizer(filepath.Join("testdata", "llama3_bpe.json"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ids, _ := tok.Encode("Light's 1234567\r\n")
+	text, _ := tok.Decode(ids)
+	withBOS, _, _ := tok.(datasets.PairEncoder).EncodeWithSpecials("Light")
+	fmt.Println(ids, withBOS)
+	fmt.Printf("%q\n", text)
+	// Output:
+	// [1019 677 32 1010 51 2251 54 55 13 10] [2256 1019]
+	// "Light's 1234567\r\n"
+}

@@ -24,13 +24,16 @@ import (
 // A BPE model is run entirely here when every other part of the file is
 // one implemented here: added tokens (addedVocab); the normalizers
 // Prepend, Replace, NFC, NFKC and Sequence; a ByteLevel (GPT-2's
-// pre-tokenization, gpt2Pieces) or Metaspace pre-tokenizer, or none; the
+// pre-tokenization, gpt2Pieces) or Metaspace pre-tokenizer, a Split (a
+// String pattern, or GPT-2's, Llama 3's or Qwen2's regex: split.go) or a
+// Sequence of Splits ending with a ByteLevel, or none; the
 // BPE merges (bpeModel, with byte_fallback, fuse_unk, ignore_merges,
 // dropout, continuing_subword_prefix and end_of_word_suffix); the
 // decoders ByteLevel, Fuse, ByteFallback, Strip, Replace, Metaspace and
 // Sequence; and a TemplateProcessing post-processor (hfpipeline.go).
-// That covers GPT-2's layout, TrainBPE's and Llama 2's (byte-fallback
-// BPE, Metaspace or Prepend and Replace).
+// That covers GPT-2's layout, TrainBPE's, Llama 2's (byte-fallback
+// BPE, Metaspace or Prepend and Replace), and Llama 3's and Qwen2's (a
+// Split with the model's regex, then ByteLevel without its own).
 //
 // Any other layout is run by sugarme/tokenizer, with two of its parts
 // replaced by ours: a BPE model by bpeModel (sugarme v0.3.0 breaks ties
@@ -38,8 +41,10 @@ import (
 // differently) and a ByteLevel pre-tokenizer by byteLevel; added tokens
 // are still split here. A BPE file that mixes a part sugarme would run
 // with one of the parts above that only GPT-2's ByteLevel and Fuse
-// predate (Metaspace, Prepend, Replace, NFC, NFKC, a Sequence,
-// ByteFallback, Strip) is refused, naming the part not implemented:
+// predate (Metaspace, Prepend, Replace, NFC, NFKC, a Sequence, a
+// Split, ByteFallback, Strip) is refused, naming the part not
+// implemented, as is a layout sugarme fails to load (a Split whose regex
+// has a look-ahead, which Go's regexp lacks):
 // sugarme runs those differently from tokenizers (and in time quadratic
 // in the length of a word).
 type hfTokenizer struct {
@@ -49,7 +54,13 @@ type hfTokenizer struct {
 	bpe   *bpeModel  // the model when it is a BPE, else nil
 	pre   *byteLevel // the ByteLevel pre-tokenizer, or nil for none or another
 	meta  *metaspace // the Metaspace pre-tokenizer, or nil
-	norm  hfNormalizer
+	// splits are the Split pre-tokenizers run in turn before pre (a
+	// Sequence, as Llama 3's and Qwen2's), or nil.
+	splits []*splitPre
+	// notMine names the parts of a layout left to sugarme, for its
+	// errors.
+	notMine []string
+	norm    hfNormalizer
 	// dec is the decoder: decNone (tokens joined by spaces), decSteps
 	// (decSteps run in turn, the result concatenated) or decOther.
 	dec      decoderKind
@@ -142,6 +153,9 @@ func parseHF(raw []byte) (*hfTokenizer, error) {
 	}
 	if !t.native {
 		tk, err := t.sugarme()
+		if err != nil && len(t.notMine) > 0 {
+			return nil, fmt.Errorf("%s, and sugarme/tokenizer cannot run it: %w", (&unsupportedError{strings.Join(t.notMine, ", ")}).Error(), err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -238,6 +252,14 @@ func (t *hfTokenizer) parsePipeline(head hfHead, preType string) error {
 			return err
 		}
 		mine = append(mine, `pre_tokenizer "Metaspace"`)
+	case "Split", "Sequence":
+		ok, err := part(t.parsePreSequence(head.PreTokenizer))
+		if err != nil {
+			return err
+		}
+		if ok {
+			mine = append(mine, fmt.Sprintf("pre_tokenizer %q", preType))
+		}
 	default:
 		notMine = append(notMine, fmt.Sprintf("pre_tokenizer %q", preType))
 	}
@@ -263,7 +285,7 @@ func (t *hfTokenizer) parsePipeline(head hfHead, preType string) error {
 			return fmt.Errorf("%s: zoo runs %s itself and does not mix them with parts it leaves to sugarme/tokenizer",
 				(&unsupportedError{strings.Join(notMine, ", ")}).Error(), strings.Join(slices.Compact(mine), ", "))
 		}
-		t.norm, t.meta = nil, nil
+		t.norm, t.meta, t.notMine = nil, nil, notMine
 		return nil
 	}
 	t.native = true
@@ -423,32 +445,50 @@ func (t *hfTokenizer) encodeNative(ids []int, text string) ([]int, error) {
 }
 
 // encodePiece appends the ids of a normalized piece of text between added
-// tokens: the pre-tokenizer (ByteLevel, Metaspace or none), then the BPE.
-// first says the piece starts the input.
+// tokens: its words (preTokenize), each through the BPE. first says the
+// piece starts the input.
 func (t *hfTokenizer) encodePiece(ids []int, text string, first bool, s *bpeScratch) ([]int, error) {
-	var err error
-	switch {
-	case t.meta != nil:
-		err = t.meta.words(text, first, func(w string) error {
-			ids, err = t.bpe.word(ids, w, false, s)
-			return err
-		})
-		return ids, err
-	case t.pre == nil:
-		return t.bpe.word(ids, text, false, s)
+	err := t.preTokenize(text, first, func(w string, byteLevel bool) error {
+		var err error
+		ids, err = t.bpe.word(ids, w, byteLevel, s)
+		return err
+	})
+	return ids, err
+}
+
+// preTokenize calls word with each word the pre-tokenizer (Metaspace;
+// Splits, then ByteLevel or none; ByteLevel; or none) makes of a
+// normalized piece of text; byteLevel says the word is to be mapped to
+// GPT-2's byte symbols. first says the piece starts the input.
+func (t *hfTokenizer) preTokenize(text string, first bool, word func(w string, byteLevel bool) error) error {
+	if t.meta != nil {
+		return t.meta.words(text, first, func(w string) error { return word(w, false) })
+	}
+	return t.preSplits(text, 0, word)
+}
+
+// preSplits runs the Splits from t.splits[i] on, then the ByteLevel
+// pre-tokenizer if any.
+func (t *hfTokenizer) preSplits(text string, i int, word func(w string, byteLevel bool) error) error {
+	if i < len(t.splits) {
+		return t.splits[i].split(text, func(piece string) error { return t.preSplits(piece, i+1, word) })
+	}
+	if t.pre == nil {
+		return word(text, false)
 	}
 	if t.pre.addPrefixSpace && !strings.HasPrefix(text, " ") {
 		text = " " + text
 	}
 	if !t.pre.useRegex {
-		return t.bpe.word(ids, text, true, s)
+		return word(text, true)
 	}
+	var err error
 	gpt2Pieces(text, func(lo, hi int) {
 		if err == nil {
-			ids, err = t.bpe.word(ids, text[lo:hi], true, s)
+			err = word(text[lo:hi], true)
 		}
 	})
-	return ids, err
+	return err
 }
 
 // encodeSugarme appends the ids sugarme's pipeline gives text, which has
