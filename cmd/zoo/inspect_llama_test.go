@@ -24,3 +24,16 @@ func TestInspectLlama(t *testing.T) {
 	require.Contains(t, out.String(), "llama")
 	require.Contains(t, out.String(), "model.layers.0.self_attn.q_proj.bias")
 }
+
+// A LLaMA checkpoint given to a command of a family with one is refused,
+// naming what the family lacks.
+func TestEvalLlamaRefused(t *testing.T) {
+	m, err := llama.NewForCausalLM(llama.Tiny(), layers.WithSeed(1))
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "llama")
+	require.NoError(t, m.Save(dir))
+	var out, errb bytes.Buffer
+	code := run([]string{"eval", "--checkpoint", dir, "--corpus", "x"}, &out, &errb)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errb.String(), "the llama family has no eval command")
+}
