@@ -46,10 +46,14 @@ type hfTokenizer struct {
 	raw   []byte // the tokenizer.json it was made from, written back by Save
 	vocab int    // largest id + 1
 	added addedVocab
-	bpe   *bpeModel  // the model when it is a BPE, else nil
-	pre   *byteLevel // the ByteLevel pre-tokenizer, or nil for none or another
-	meta  *metaspace // the Metaspace pre-tokenizer, or nil
-	norm  hfNormalizer
+	bpe   *bpeModel     // the model when it is a BPE, else nil
+	uni   *unigramModel // the model when it is a Unigram, else nil
+	// ws is a Whitespace (1) or WhitespaceSplit (2) pre-tokenizer before
+	// a Unigram, 0 for none.
+	ws   int
+	pre  *byteLevel // the ByteLevel pre-tokenizer, or nil for none or another
+	meta *metaspace // the Metaspace pre-tokenizer, or nil
+	norm hfNormalizer
 	// dec is the decoder: decNone (tokens joined by spaces), decSteps
 	// (decSteps run in turn, the result concatenated) or decOther.
 	dec      decoderKind
@@ -131,9 +135,15 @@ func parseHF(raw []byte) (*hfTokenizer, error) {
 		}
 	}
 	t := &hfTokenizer{raw: bytes.Clone(raw)}
-	if model.Type == "BPE" {
+	switch model.Type {
+	case "BPE":
 		var err error
 		if t.bpe, err = parseBPE(head.Model); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+	case "Unigram":
+		var err error
+		if t.uni, err = parseUnigram(head.Model); err != nil {
 			return nil, fmt.Errorf("model: %w", err)
 		}
 	}
@@ -198,7 +208,7 @@ func (t *hfTokenizer) parsePipeline(head hfHead, preType string) error {
 		}
 		t.pre = &byteLevel{addPrefixSpace: bl.AddPrefixSpace, useRegex: bl.UseRegex == nil || *bl.UseRegex}
 	}
-	if t.bpe == nil {
+	if t.bpe == nil && t.uni == nil {
 		// As before, GPT-2's ByteLevel decoder and a Fuse are ours.
 		var d typed
 		switch {
@@ -232,6 +242,15 @@ func (t *hfTokenizer) parsePipeline(head hfHead, preType string) error {
 	}
 	switch preType {
 	case "", "ByteLevel":
+	case "Whitespace", "WhitespaceSplit":
+		if t.uni == nil {
+			notMine = append(notMine, fmt.Sprintf("pre_tokenizer %q", preType))
+			break
+		}
+		t.ws = 1
+		if preType == "WhitespaceSplit" {
+			t.ws = 2
+		}
 	case "Metaspace":
 		var err error
 		if t.meta, err = parseMetaspace(head.PreTokenizer, "pre_tokenizer"); err != nil {
@@ -257,6 +276,13 @@ func (t *hfTokenizer) parsePipeline(head hfHead, preType string) error {
 		if !slices.Equal(seen, []string{`decoder "ByteLevel"`}) && !slices.Equal(seen, []string{`decoder "Fuse"`}) {
 			mine = append(mine, seen...)
 		}
+	}
+	if len(notMine) > 0 && t.uni != nil {
+		// sugarme's Unigram differs from tokenizers' (issue 37): a
+		// Unigram runs here or not at all.
+		return fmt.Errorf("%s: zoo runs a Unigram model itself, with the normalizers Prepend, Replace, NFC, NFKC and Sequence, "+
+			"the pre-tokenizers Metaspace, ByteLevel, Whitespace and WhitespaceSplit, and the decoders ByteLevel, Fuse, ByteFallback, Strip, Replace, Metaspace and Sequence",
+			(&unsupportedError{strings.Join(notMine, ", ")}).Error())
 	}
 	if len(notMine) > 0 {
 		if len(mine) > 0 {
@@ -328,6 +354,9 @@ func (t *hfTokenizer) modelVocab() map[int]string {
 	if t.bpe != nil {
 		return t.bpe.tokens
 	}
+	if t.uni != nil {
+		return t.uni.tokens()
+	}
 	out := make(map[int]string)
 	for tok, id := range t.tk.GetModel().GetVocab() {
 		out[id] = tok
@@ -341,6 +370,9 @@ func (t *hfTokenizer) modelToken(id int) (string, bool) {
 		tok, ok := t.bpe.tokens[id]
 		return tok, ok
 	}
+	if t.uni != nil {
+		return t.uni.token(id)
+	}
 	return t.tk.GetModel().IdToToken(id)
 }
 
@@ -348,6 +380,10 @@ func (t *hfTokenizer) modelToken(id int) (string, bool) {
 func (t *hfTokenizer) modelID(tok string) (int, bool) {
 	if t.bpe != nil {
 		id, ok := t.bpe.vocab[tok]
+		return id, ok
+	}
+	if t.uni != nil {
+		id, ok := t.uni.vocab[tok]
 		return id, ok
 	}
 	return t.tk.GetModel().TokenToId(tok)
@@ -388,7 +424,7 @@ func (t *hfTokenizer) Encode(text string) ([]int, error) {
 // encodeNative appends the ids of text through the pipeline run here.
 func (t *hfTokenizer) encodeNative(ids []int, text string) ([]int, error) {
 	var enc bpeScratch
-	if t.bpe.dropout == 0 && t.cacheMu.TryLock() {
+	if (t.bpe == nil || t.bpe.dropout == 0) && t.cacheMu.TryLock() {
 		defer t.cacheMu.Unlock()
 		if t.cache == nil {
 			t.cache = make(map[string][]int)
@@ -423,32 +459,59 @@ func (t *hfTokenizer) encodeNative(ids []int, text string) ([]int, error) {
 }
 
 // encodePiece appends the ids of a normalized piece of text between added
-// tokens: the pre-tokenizer (ByteLevel, Metaspace or none), then the BPE.
-// first says the piece starts the input.
+// tokens: the pre-tokenizer (ByteLevel, Metaspace, Whitespace,
+// WhitespaceSplit or none), then the model. first says the piece starts
+// the input.
 func (t *hfTokenizer) encodePiece(ids []int, text string, first bool, s *bpeScratch) ([]int, error) {
 	var err error
 	switch {
 	case t.meta != nil:
 		err = t.meta.words(text, first, func(w string) error {
-			ids, err = t.bpe.word(ids, w, false, s)
+			ids, err = t.word(ids, w, false, s)
+			return err
+		})
+		return ids, err
+	case t.ws != 0:
+		err = whitespaceWords(text, t.ws == 2, func(w string) error {
+			ids, err = t.word(ids, w, false, s)
 			return err
 		})
 		return ids, err
 	case t.pre == nil:
-		return t.bpe.word(ids, text, false, s)
+		return t.word(ids, text, false, s)
 	}
 	if t.pre.addPrefixSpace && !strings.HasPrefix(text, " ") {
 		text = " " + text
 	}
 	if !t.pre.useRegex {
-		return t.bpe.word(ids, text, true, s)
+		return t.word(ids, text, true, s)
 	}
 	gpt2Pieces(text, func(lo, hi int) {
 		if err == nil {
-			ids, err = t.bpe.word(ids, text[lo:hi], true, s)
+			ids, err = t.word(ids, text[lo:hi], true, s)
 		}
 	})
 	return ids, err
+}
+
+// word appends the model's ids of one pre-tokenized word. With byteLevel,
+// w is raw text whose bytes are mapped to their byte-level symbols first.
+func (t *hfTokenizer) word(ids []int, w string, byteLevel bool, s *bpeScratch) ([]int, error) {
+	if t.uni == nil {
+		return t.bpe.word(ids, w, byteLevel, s)
+	}
+	if byteLevel {
+		if hit, ok := s.cache[w]; ok {
+			return append(ids, hit...), nil
+		}
+		start := len(ids)
+		ids, err := t.uni.word(ids, byteSymbolsOf(w), &bpeScratch{lattice: s.lattice, spans: s.spans})
+		if err == nil && s.cache != nil && len(w) < maxCachedWord && len(s.cache) < maxCachedWords {
+			s.cache[strings.Clone(w)] = slices.Clone(ids[start:])
+		}
+		return ids, err
+	}
+	return t.uni.word(ids, w, s)
 }
 
 // encodeSugarme appends the ids sugarme's pipeline gives text, which has
@@ -838,6 +901,9 @@ type bpeScratch struct {
 	queue []bpeCandidate
 	skip  []bpeCandidate
 	cache map[string][]int
+	// lattice and spans are a Unigram's (unigramModel.word).
+	lattice []uniNode
+	spans   []int32
 }
 
 // bpeSymbol is a token of a word being merged: its id, the indices of its
