@@ -32,6 +32,12 @@ import (
 // That covers GPT-2's layout, TrainBPE's and Llama 2's (byte-fallback
 // BPE, Metaspace or Prepend and Replace).
 //
+// A Unigram model (unigramModel, unigram.go) is always run here, with the
+// same parts and the Whitespace and WhitespaceSplit pre-tokenizers; a
+// Unigram file with any other part (SentencePiece's Precompiled
+// normalizer, Lowercase, …) is refused, naming it: sugarme's Unigram
+// gives other ids than tokenizers'.
+//
 // Any other layout is run by sugarme/tokenizer, with two of its parts
 // replaced by ours: a BPE model by bpeModel (sugarme v0.3.0 breaks ties
 // between equal-rank merges on a field it never sets, so "-----" splits
