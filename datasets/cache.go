@@ -33,8 +33,9 @@ const (
 	// 2: BPE encodes as Hugging Face does (ties between equal-rank
 	// merges), so version-1 ids are stale. 3: BPE tokenizer.json files
 	// with Metaspace, Prepend, Replace, NFKC … run natively; the ids
-	// sugarme gave some of them differ.
-	cacheVersion = 3
+	// sugarme gave some of them differ. 4: Unigram files run natively
+	// (sugarme's ids differ).
+	cacheVersion = 4
 	headerSize   = 64
 )
 

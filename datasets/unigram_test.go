@@ -12,7 +12,7 @@ import (
 )
 
 // unigramHF is testdata/unigram_hf.json: tokenizers' (npm) ids and
-// decodes for testdata/unigram.json under four layouts, written by
+// decodes for testdata/unigram.json under five layouts, written by
 // tools/hftokenizers/unigram.js.
 type unigramHF struct {
 	Tokenizers string `json:"tokenizers"`
@@ -57,10 +57,10 @@ func unigramFile(t testing.TB, patch map[string]json.RawMessage) []byte {
 
 // TestUnigramMatchesHuggingFace checks a Unigram tokenizer (trained by
 // tokenizers' own UnigramTrainer on Opticks) id for id against
-// tokenizers 0.23.2 under four layouts (Metaspace with and without
-// split, Whitespace, no pre-tokenizer; with and without byte fallback; a
-// vocabulary without most single characters, so unknown runs are fused
-// and then fall back to bytes): texts with tabs, emoji, CJK, the special
+// tokenizers 0.23.2 under five layouts (Metaspace with and without
+// split, Whitespace, no pre-tokenizer, GPT-2's ByteLevel; with and
+// without byte fallback; a vocabulary without most single characters, so
+// unknown runs are fused and then fall back to bytes): texts with tabs, emoji, CJK, the special
 // and byte pieces written out, and random Unicode, with the template's
 // <s> where there is one, decodes of random ids, and all of Opticks as
 // one text (by the hash of its ids).
@@ -69,7 +69,7 @@ func TestUnigramMatchesHuggingFace(t *testing.T) {
 	require.NoError(t, err)
 	var hf unigramHF
 	require.NoError(t, json.Unmarshal(raw, &hf))
-	require.Len(t, hf.Variants, 4)
+	require.Len(t, hf.Variants, 5)
 	for _, v := range hf.Variants {
 		t.Run(v.Name, func(t *testing.T) {
 			tok, err := parseTokenizer(unigramFile(t, v.Patch))

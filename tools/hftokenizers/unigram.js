@@ -18,7 +18,7 @@
 // the trainer's order (by score). The edited file is loaded back with
 // Tokenizer.fromString, so every id written is tokenizers' own.
 //
-// Four layouts share the model (the "variants"): T5's (unk_id 0, no byte
+// Five layouts share the model (the "variants"): T5's (unk_id 0, no byte
 // fallback, Metaspace "always" with split, decoder Metaspace); a
 // byte-fallback one (NFKC, Metaspace "first" without split, so a whole
 // text is one word of the lattice, decoder Replace, ByteFallback, Fuse,
@@ -27,7 +27,8 @@
 // with Prepend and Replace normalizers, no pre-tokenizer, byte fallback
 // and the pieces of one character other than "▁" and letters removed, so
 // the unknown piece is fused over runs (fuse_unk) and then falls back to
-// bytes.
+// bytes; and GPT-2's ByteLevel pre-tokenizer and decoder (the model sees
+// byte-level symbols, which are mostly unknown pieces).
 "use strict";
 const fs = require("fs");
 const crypto = require("crypto");
@@ -153,6 +154,16 @@ async function main() {
         pre_tokenizer: null,
         decoder: llamaDecoder,
         model: { type: "Unigram", unk_id: 0, vocab: sparse, byte_fallback: true },
+      },
+    },
+    {
+      // GPT-2's ByteLevel before a Unigram: the model sees byte-level
+      // symbols, most of them ("Ġ" for a space) unknown pieces.
+      name: "NFC, ByteLevel",
+      patch: {
+        normalizer: { type: "NFC" },
+        pre_tokenizer: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
+        decoder: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
       },
     },
   ];
