@@ -34,8 +34,9 @@ const (
 	// merges), so version-1 ids are stale. 3: BPE tokenizer.json files
 	// with Metaspace, Prepend, Replace, NFKC … run natively; the ids
 	// sugarme gave some of them differ. 4: so do files with a Split
-	// pre-tokenizer (a String pattern), now run natively too.
-	cacheVersion = 4
+	// pre-tokenizer (a String pattern), now run natively too. 5: Unigram
+	// files run natively (sugarme's ids differ).
+	cacheVersion = 5
 	headerSize   = 64
 )
 

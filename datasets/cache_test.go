@@ -64,7 +64,7 @@ func TestTokenizeHeader(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, raw, headerSize+6)
 	assert.Equal(t, "ZOOTOKS\x00", string(raw[:8]))
-	assert.EqualValues(t, 4, binary.LittleEndian.Uint32(raw[8:]), "version")
+	assert.EqualValues(t, 5, binary.LittleEndian.Uint32(raw[8:]), "version")
 	assert.EqualValues(t, 2, binary.LittleEndian.Uint32(raw[12:]), "bytes per token")
 	assert.EqualValues(t, 3, binary.LittleEndian.Uint64(raw[16:]), "count")
 	assert.EqualValues(t, 256, binary.LittleEndian.Uint32(raw[24:]), "vocabulary")

@@ -19,11 +19,17 @@
 // Sequence; the Metaspace pre-tokenizer; the decoders ByteFallback,
 // Fuse, Strip, Replace, Metaspace and Sequence; a TemplateProcessing,
 // which makes the tokenizer a PairEncoder: hfpipeline.go). Merging is a
-// priority queue, O(n log n) in the length of a word. Other layouts run
-// on github.com/sugarme/tokenizer with our BPE model, unless they mix in
-// one of the parts above: that is refused, naming the part not
-// implemented. TrainBPE has its own
-// trainer (bpe_train.go says why it does not use that module's). The
+// priority queue, O(n log n) in the length of a word. A Unigram model
+// (SentencePiece's unigram language model, unigram.go) runs here with
+// the same parts and the Whitespace and WhitespaceSplit pre-tokenizers,
+// as tokenizers' Viterbi over a trie of its pieces, linear in the text;
+// a Unigram file with another part (the Precompiled normalizer of
+// SentencePiece conversions, Lowercase, …) is refused, naming it. Other
+// layouts (BPE, and WordLevel and WordPiece files zoo's own tokenizers do
+// not cover) run on github.com/sugarme/tokenizer, a BPE with our BPE
+// model, unless they mix in one of the parts above: that is refused,
+// naming the part not implemented. TrainBPE has its own trainer
+// (bpe_train.go says why it does not use that module's). The
 // character tokenizer is a tokenizer.json too, with an unknown token
 // [UNK] (char.go); files in zoo's older zoo-char format still load.
 package datasets

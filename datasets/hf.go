@@ -35,6 +35,12 @@ import (
 // BPE, Metaspace or Prepend and Replace), and Llama 3's and Qwen2's (a
 // Split with the model's regex, then ByteLevel without its own).
 //
+// A Unigram model (unigramModel, unigram.go) is always run here, with the
+// same parts and the Whitespace and WhitespaceSplit pre-tokenizers; a
+// Unigram file with any other part (SentencePiece's Precompiled
+// normalizer, Lowercase, …) is refused, naming it: sugarme's Unigram
+// gives other ids than tokenizers'.
+//
 // Any other layout is run by sugarme/tokenizer, with two of its parts
 // replaced by ours: a BPE model by bpeModel (sugarme v0.3.0 breaks ties
 // between equal-rank merges on a field it never sets, so "-----" splits
@@ -51,9 +57,13 @@ type hfTokenizer struct {
 	raw   []byte // the tokenizer.json it was made from, written back by Save
 	vocab int    // largest id + 1
 	added addedVocab
-	bpe   *bpeModel  // the model when it is a BPE, else nil
-	pre   *byteLevel // the ByteLevel pre-tokenizer, or nil for none or another
-	meta  *metaspace // the Metaspace pre-tokenizer, or nil
+	bpe   *bpeModel     // the model when it is a BPE, else nil
+	uni   *unigramModel // the model when it is a Unigram, else nil
+	// ws is a Whitespace (1) or WhitespaceSplit (2) pre-tokenizer before
+	// a Unigram, 0 for none.
+	ws   int
+	pre  *byteLevel // the ByteLevel pre-tokenizer, or nil for none or another
+	meta *metaspace // the Metaspace pre-tokenizer, or nil
 	// splits are the Split pre-tokenizers run in turn before pre (a
 	// Sequence, as Llama 3's and Qwen2's), or nil.
 	splits []*splitPre
@@ -142,9 +152,15 @@ func parseHF(raw []byte) (*hfTokenizer, error) {
 		}
 	}
 	t := &hfTokenizer{raw: bytes.Clone(raw)}
-	if model.Type == "BPE" {
+	switch model.Type {
+	case "BPE":
 		var err error
 		if t.bpe, err = parseBPE(head.Model); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+	case "Unigram":
+		var err error
+		if t.uni, err = parseUnigram(head.Model); err != nil {
 			return nil, fmt.Errorf("model: %w", err)
 		}
 	}
@@ -212,7 +228,7 @@ func (t *hfTokenizer) parsePipeline(head hfHead, preType string) error {
 		}
 		t.pre = &byteLevel{addPrefixSpace: bl.AddPrefixSpace, useRegex: bl.UseRegex == nil || *bl.UseRegex}
 	}
-	if t.bpe == nil {
+	if t.bpe == nil && t.uni == nil {
 		// As before, GPT-2's ByteLevel decoder and a Fuse are ours.
 		var d typed
 		switch {
@@ -246,6 +262,15 @@ func (t *hfTokenizer) parsePipeline(head hfHead, preType string) error {
 	}
 	switch preType {
 	case "", "ByteLevel":
+	case "Whitespace", "WhitespaceSplit":
+		if t.uni == nil {
+			notMine = append(notMine, fmt.Sprintf("pre_tokenizer %q", preType))
+			break
+		}
+		t.ws = 1
+		if preType == "WhitespaceSplit" {
+			t.ws = 2
+		}
 	case "Metaspace":
 		var err error
 		if t.meta, err = parseMetaspace(head.PreTokenizer, "pre_tokenizer"); err != nil {
@@ -279,6 +304,13 @@ func (t *hfTokenizer) parsePipeline(head hfHead, preType string) error {
 		if !slices.Equal(seen, []string{`decoder "ByteLevel"`}) && !slices.Equal(seen, []string{`decoder "Fuse"`}) {
 			mine = append(mine, seen...)
 		}
+	}
+	if len(notMine) > 0 && t.uni != nil {
+		// sugarme's Unigram differs from tokenizers' (issue 37): a
+		// Unigram runs here or not at all.
+		return fmt.Errorf("%s: zoo runs a Unigram model itself, with the normalizers Prepend, Replace, NFC, NFKC and Sequence, "+
+			"the pre-tokenizers Metaspace, ByteLevel, Whitespace and WhitespaceSplit, and the decoders ByteLevel, Fuse, ByteFallback, Strip, Replace, Metaspace and Sequence",
+			(&unsupportedError{strings.Join(notMine, ", ")}).Error())
 	}
 	if len(notMine) > 0 {
 		if len(mine) > 0 {
@@ -350,6 +382,9 @@ func (t *hfTokenizer) modelVocab() map[int]string {
 	if t.bpe != nil {
 		return t.bpe.tokens
 	}
+	if t.uni != nil {
+		return t.uni.tokens()
+	}
 	out := make(map[int]string)
 	for tok, id := range t.tk.GetModel().GetVocab() {
 		out[id] = tok
@@ -363,6 +398,9 @@ func (t *hfTokenizer) modelToken(id int) (string, bool) {
 		tok, ok := t.bpe.tokens[id]
 		return tok, ok
 	}
+	if t.uni != nil {
+		return t.uni.token(id)
+	}
 	return t.tk.GetModel().IdToToken(id)
 }
 
@@ -370,6 +408,10 @@ func (t *hfTokenizer) modelToken(id int) (string, bool) {
 func (t *hfTokenizer) modelID(tok string) (int, bool) {
 	if t.bpe != nil {
 		id, ok := t.bpe.vocab[tok]
+		return id, ok
+	}
+	if t.uni != nil {
+		id, ok := t.uni.vocab[tok]
 		return id, ok
 	}
 	return t.tk.GetModel().TokenToId(tok)
@@ -410,7 +452,7 @@ func (t *hfTokenizer) Encode(text string) ([]int, error) {
 // encodeNative appends the ids of text through the pipeline run here.
 func (t *hfTokenizer) encodeNative(ids []int, text string) ([]int, error) {
 	var enc bpeScratch
-	if t.bpe.dropout == 0 && t.cacheMu.TryLock() {
+	if (t.bpe == nil || t.bpe.dropout == 0) && t.cacheMu.TryLock() {
 		defer t.cacheMu.Unlock()
 		if t.cache == nil {
 			t.cache = make(map[string][]int)
@@ -445,24 +487,28 @@ func (t *hfTokenizer) encodeNative(ids []int, text string) ([]int, error) {
 }
 
 // encodePiece appends the ids of a normalized piece of text between added
-// tokens: its words (preTokenize), each through the BPE. first says the
-// piece starts the input.
+// tokens: its words (preTokenize), each through the model (BPE or
+// Unigram). first says the piece starts the input.
 func (t *hfTokenizer) encodePiece(ids []int, text string, first bool, s *bpeScratch) ([]int, error) {
 	err := t.preTokenize(text, first, func(w string, byteLevel bool) error {
 		var err error
-		ids, err = t.bpe.word(ids, w, byteLevel, s)
+		ids, err = t.word(ids, w, byteLevel, s)
 		return err
 	})
 	return ids, err
 }
 
 // preTokenize calls word with each word the pre-tokenizer (Metaspace;
-// Splits, then ByteLevel or none; ByteLevel; or none) makes of a
+// Whitespace or WhitespaceSplit; Splits, then ByteLevel or none;
+// ByteLevel; or none) makes of a
 // normalized piece of text; byteLevel says the word is to be mapped to
 // GPT-2's byte symbols. first says the piece starts the input.
 func (t *hfTokenizer) preTokenize(text string, first bool, word func(w string, byteLevel bool) error) error {
 	if t.meta != nil {
 		return t.meta.words(text, first, func(w string) error { return word(w, false) })
+	}
+	if t.ws != 0 {
+		return whitespaceWords(text, t.ws == 2, func(w string) error { return word(w, false) })
 	}
 	return t.preSplits(text, 0, word)
 }
@@ -489,6 +535,26 @@ func (t *hfTokenizer) preSplits(text string, i int, word func(w string, byteLeve
 		}
 	})
 	return err
+}
+
+// word appends the model's ids of one pre-tokenized word. With byteLevel,
+// w is raw text whose bytes are mapped to their byte-level symbols first.
+func (t *hfTokenizer) word(ids []int, w string, byteLevel bool, s *bpeScratch) ([]int, error) {
+	if t.uni == nil {
+		return t.bpe.word(ids, w, byteLevel, s)
+	}
+	if byteLevel {
+		if hit, ok := s.cache[w]; ok {
+			return append(ids, hit...), nil
+		}
+		start := len(ids)
+		ids, err := t.uni.word(ids, byteSymbolsOf(w), &bpeScratch{lattice: s.lattice, spans: s.spans})
+		if err == nil && s.cache != nil && len(w) < maxCachedWord && len(s.cache) < maxCachedWords {
+			s.cache[strings.Clone(w)] = slices.Clone(ids[start:])
+		}
+		return ids, err
+	}
+	return t.uni.word(ids, w, s)
 }
 
 // encodeSugarme appends the ids sugarme's pipeline gives text, which has
@@ -878,6 +944,9 @@ type bpeScratch struct {
 	queue []bpeCandidate
 	skip  []bpeCandidate
 	cache map[string][]int
+	// lattice and spans are a Unigram's (unigramModel.word).
+	lattice []uniNode
+	spans   []int32
 }
 
 // bpeSymbol is a token of a word being merged: its id, the indices of its

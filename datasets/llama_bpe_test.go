@@ -391,8 +391,9 @@ func benchmarkLlama(b *testing.B, spaces bool) {
 }
 
 // TestSugarmeLayoutDecodesByteLevelHere checks that a model other than a
-// BPE (run by sugarme) still decodes with our ByteLevel decoder, which
-// replaces invalid UTF-8 as tokenizers does (sugarme's writes the bytes).
+// BPE (a Unigram, once run by sugarme, now natively) still decodes with
+// our ByteLevel decoder, which replaces invalid UTF-8 as tokenizers does
+// (sugarme's writes the bytes).
 func TestSugarmeLayoutDecodesByteLevelHere(t *testing.T) {
 	tok, err := parseTokenizer([]byte(`{"model":{"type":"Unigram","unk_id":0,"vocab":[["<unk>",0],["Ã",-1],["a",-1],["ł",-1]]},"decoder":{"type":"ByteLevel"}}`))
 	require.NoError(t, err)

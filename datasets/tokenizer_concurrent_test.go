@@ -22,8 +22,8 @@ import (
 // that every answer equals the same call made alone, and that an
 // UnknownCounter counted every call's unknown tokens. The kinds: a
 // byte-level BPE as TrainBPE writes it (its word cache), GPT-2's layout,
-// layouts that sugarme/tokenizer runs (a BPE behind a normalizer, a
-// Unigram), WordPiece (trained, and a Hugging Face file), the character
+// a layout that sugarme/tokenizer runs (a BPE behind a normalizer), a
+// Unigram (its word cache), WordPiece (trained, and a Hugging Face file), the character
 // tokenizer and WordLevel (their unknown counts), and a Llama-2-style
 // BPE (a PairEncoder, its word cache). Run it with -race (the CI does).
 func TestConcurrentTokenizers(t *testing.T) {
@@ -69,7 +69,7 @@ func TestConcurrentTokenizers(t *testing.T) {
 		{"byte-level BPE", bpe, texts[2]},
 		{"GPT-2 layout", gpt2, "hello world"},
 		{"BPE run by sugarme", sugarBPE, "Hello world, HELLO there"},
-		{"Unigram run by sugarme", unigram, "hello the world"},
+		{"Unigram", unigram, "hello the world"},
 		{"WordPiece", wp, texts[2]},
 		{"WordPiece file", hfwp, "[CLS] Café PRISM rays 中x"},
 		{"character", char, texts[2]},

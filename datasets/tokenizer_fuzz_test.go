@@ -18,7 +18,7 @@ import (
 //
 // The seeds cover each format LoadTokenizer reads: byte-level BPE as
 // TrainBPE writes it, with and without added tokens; GPT-2's layout as
-// Hugging Face saves it; a layout sugarme runs (WordLevel, Unigram); the character
+// Hugging Face saves it; a WordLevel run by sugarme; a Unigram; the character
 // tokenizer's tokenizer.json and its older zoo-char file; WordPiece as
 // TrainWordPiece writes it and testdata/wordpiece_tiny.json; and the
 // malformed files of TestLoadTokenizerErrors.
