@@ -14,11 +14,8 @@ package gpt
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 
-	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 )
 
@@ -138,49 +135,20 @@ func (m *Model) load(dir string, strict, newHead bool) (LoadReport, error) {
 	if strict {
 		return LoadReport{}, m.LoadWeights(path)
 	}
-	k := &headKeys{hfKeys: hfKeys{tied: m.LMHead == nil}, store: m.Store, newHead: newHead, seen: map[string]bool{}}
-	if err := m.Store.LoadMapped(path, k); err != nil {
+	var fresh []string
+	if newHead {
+		fresh = []string{"score.weight"}
+	}
+	r, err := models.LoadFitted(m.Store, path, hfKeys{tied: m.LMHead == nil}, isBackbone, fresh...)
+	if err != nil {
 		return LoadReport{}, fmt.Errorf("gpt: %w", err)
 	}
-	var r LoadReport
-	for _, p := range m.Store.Params() {
-		if !k.seen[p.Name] {
-			r.Created = append(r.Created, p.Name)
-		}
-	}
-	r.Dropped = slices.Clone(k.dropped)
-	sort.Strings(r.Dropped)
 	return r, nil
 }
 
-// headKeys is hfKeys fitting a checkpoint of the other head (see Load).
-type headKeys struct {
-	hfKeys
-	store   *layers.Store
-	newHead bool            // drop the file's classifier: the model's is new
-	seen    map[string]bool // parameter names the file provides
-	dropped []string
-}
-
+// isBackbone says a parameter is the backbone's, which every checkpoint
+// of the family holds (models.LoadFitted).
 func isBackbone(name string) bool { return strings.HasPrefix(name, "transformer.") }
-
-// FromFile implements layers.KeyMap.
-func (k *headKeys) FromFile(key string) (name string, transpose, skip bool) {
-	name, transpose, skip = k.hfKeys.FromFile(key)
-	if skip {
-		return name, transpose, skip
-	}
-	if _, ok := k.store.Param(name); (!ok || k.newHead && name == "score.weight") && !isBackbone(name) {
-		k.dropped = append(k.dropped, key)
-		return "", false, true
-	}
-	k.seen[name] = true
-	return name, transpose, false
-}
-
-// Optional implements layers.OptionalKeys: the model's head parameters may
-// be absent.
-func (k *headKeys) Optional(name string) bool { return !isBackbone(name) }
 
 // LoadWeights reads GPT-2 weights from a safetensors file into the model.
 func (m *Model) LoadWeights(path string) error {
