@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
-	"fmt"
-	"math"
 	"slices"
 
 	"github.com/d73a19ff/zoo/datasets"

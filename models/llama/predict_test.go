@@ -299,4 +299,3 @@ func TestConcurrentPredict(t *testing.T) {
 		racetest.Call{Name: "Predict", Run: func() (any, error) { return cls.Predict(ctx, []string{"the cat", "a dog sat", "é"}) }},
 	)
 }
-
