@@ -21,6 +21,7 @@ import (
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
 	"github.com/d73a19ff/zoo/models/gpt"
+	"github.com/d73a19ff/zoo/models/llama"
 	"github.com/d73a19ff/zoo/models/seq2seq"
 	"github.com/d73a19ff/zoo/models/vit"
 )
@@ -72,6 +73,12 @@ var predictHeads = []predictHead{
 	{"bert", "BertModel", []string{"feature-extraction"}},
 	{"gpt", "GPT2LMHeadModel", []string{"text-generation"}},
 	{"gpt", "GPT2ForSequenceClassification", []string{"text-classification"}},
+	{"llama", "LlamaForCausalLM", []string{"text-generation"}},
+	{"llama", "Qwen2ForCausalLM", []string{"text-generation"}},
+	{"llama", "MistralForCausalLM", []string{"text-generation"}},
+	{"llama", "LlamaForSequenceClassification", []string{"text-classification"}},
+	{"llama", "Qwen2ForSequenceClassification", []string{"text-classification"}},
+	{"llama", "MistralForSequenceClassification", []string{"text-classification"}},
 	{"vit", "ViTForImageClassification", []string{"image-classification", "image-feature-extraction"}},
 	{"vit", "ZooViTForImageClassificationMeanPooling", []string{"image-classification", "image-feature-extraction"}},
 	{"vit", "ViTModel", []string{"image-feature-extraction"}},
@@ -582,8 +589,15 @@ func predictTextClassification(j *predictJob) error {
 		}
 		p.TopK, p.BatchSize = k, j.batch
 		predict = p.Predict
+	case "llama":
+		p, err := llama.LoadTextClassification(j.dir)
+		if err != nil {
+			return err
+		}
+		p.TopK, p.BatchSize = k, j.batch
+		predict = p.Predict
 	default:
-		return fmt.Errorf("text-classification needs a bert or gpt checkpoint, not %s", j.family)
+		return fmt.Errorf("text-classification needs a bert, gpt or llama checkpoint, not %s", j.family)
 	}
 	return chunked(j, len(texts), func(lo, hi int) ([][]models.Label, error) { return predict(j.ctx, texts[lo:hi]) },
 		func(i int, labels []models.Label) error {
@@ -705,12 +719,21 @@ func predictTextGeneration(j *predictJob) error {
 	if err != nil {
 		return err
 	}
-	p, err := gpt.LoadTextGeneration(j.dir)
-	if err != nil {
-		return err
+	var cfg models.TextGenerationConfig
+	var generate func(ctx context.Context, prompts []string, cfg models.TextGenerationConfig) ([]models.Generated, error)
+	if j.family == "llama" {
+		p, err := llama.LoadTextGeneration(j.dir)
+		if err != nil {
+			return err
+		}
+		p.BatchSize, cfg, generate = j.batch, p.Defaults(), p.Generate
+	} else {
+		p, err := gpt.LoadTextGeneration(j.dir)
+		if err != nil {
+			return err
+		}
+		p.BatchSize, cfg, generate = j.batch, p.Defaults(), p.Generate
 	}
-	p.BatchSize = j.batch
-	cfg := p.Defaults()
 	set := j.f.isSet
 	if set("max-new-tokens") {
 		cfg.MaxNewTokens, cfg.MaxLength = j.maxNew, 0
@@ -733,15 +756,15 @@ func predictTextGeneration(j *predictJob) error {
 	if !j.asJSON && len(prompts) == 1 { // stream the continuation as it comes
 		fmt.Fprint(j.w, prompts[0])
 		cfg.OnText = func(_ int, piece string) { fmt.Fprint(j.w, piece) }
-		_, err := p.Generate(j.ctx, prompts, cfg)
+		_, err := generate(j.ctx, prompts, cfg)
 		fmt.Fprintln(j.w)
 		return err
 	}
 	// Chunks of whole batches: a sampled text depends only on its row in
-	// its batch (gpt.TextGenerationConfig.Seed), as in one call.
-	return chunked(j, len(prompts), func(lo, hi int) ([]gpt.Generated, error) { return p.Generate(j.ctx, prompts[lo:hi], cfg) },
-		func(i int, g gpt.Generated) error {
-			return j.emit(i, []gpt.Generated{g}, func(w io.Writer) { fmt.Fprintln(w, g.Text) })
+	// its batch (models.TextGenerationConfig.Seed), as in one call.
+	return chunked(j, len(prompts), func(lo, hi int) ([]models.Generated, error) { return generate(j.ctx, prompts[lo:hi], cfg) },
+		func(i int, g models.Generated) error {
+			return j.emit(i, []models.Generated{g}, func(w io.Writer) { fmt.Fprintln(w, g.Text) })
 		})
 }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
-	"unicode/utf8"
 
 	"gorgonia.org/gorgonia"
 
@@ -54,53 +52,14 @@ type TextGeneration struct {
 }
 
 // TextGenerationConfig sets how TextGeneration.Generate decodes: start
-// from TextGeneration.Defaults (the checkpoint's settings).
-type TextGenerationConfig struct {
-	// MaxNewTokens is the most tokens added to each prompt (at most
-	// MaxNewTokensLimit). 0 takes MaxLength less the longest prompt of
-	// the batch (transformers' max_length over a left-padded batch).
-	MaxNewTokens int
-	MaxLength    int     // the prompt and the new tokens, read when MaxNewTokens is 0
-	Temperature  float64 // 0 is greedy (argmax); > 0 samples from softmax(logits/Temperature)
-	TopK         int     // sample among the k most likely tokens; 0 keeps all
-	TopP         float64 // nucleus sampling mass in (0, 1]; 1 keeps all
-	// Seed seeds sampling. Row r of a batch draws from PCG(Seed, r)
-	// (decode.Sample), so a sampled text depends on its prompt's place in
-	// its batch of BatchSize; greedy and beam-search texts do not.
-	Seed uint64
-	// Beam > 1 decodes by beam search (deterministic), returning the best
-	// hypothesis, with LengthPenalty (α), LengthPenaltyStyle and
-	// EarlyStopping as in BeamConfig; 0 or 1 samples (or is greedy).
-	Beam               int
-	LengthPenalty      float64
-	LengthPenaltyStyle decode.LengthPenaltyStyle
-	EarlyStopping      decode.Stopping
-	// EOS are the tokens that end a text (transformers' eos_token_id),
-	// left out of Text and Tokens (skip_special_tokens).
-	EOS []int
-	// StopStrings end a text once its new text holds one of them (kept).
-	StopStrings []string
-	// NewTextOnly returns the continuation without its prompt
-	// (transformers' return_full_text=False); the zero value returns the
-	// prompt and its continuation, the pipeline's default.
-	NewTextOnly bool
-	// OnText, when set, is called with each new piece of a prompt's
-	// continuation as it is decoded, prompt being the index in Generate's
-	// prompts: pieces never split a UTF-8 character (bytes of an
-	// incomplete one wait for the tokens that complete it), and a
-	// prompt's pieces joined are its continuation (Generated.Text without
-	// the prompt) for byte-level BPE tokenizers, GPT-2's. Beam search
-	// calls it once per prompt, with the whole continuation, at the end
-	// of its batch. It is called on Generate's goroutine.
-	OnText func(prompt int, piece string)
-}
+// from TextGeneration.Defaults (the checkpoint's settings). It is
+// models.TextGenerationConfig, which LLaMA's pipeline shares; MaxNewTokens
+// is at most MaxNewTokensLimit.
+type TextGenerationConfig = models.TextGenerationConfig
 
 // Generated is one prompt's generated text: the text-generation
-// pipeline's {"generated_text"}, and its new tokens.
-type Generated struct {
-	Text   string `json:"generated_text"` // the prompt and its continuation, or the continuation alone (NewTextOnly)
-	Tokens []int  `json:"-"`              // the new token ids, without an EOS token that ended them
-}
+// pipeline's {"generated_text"}, and its new tokens (models.Generated).
+type Generated = models.Generated
 
 // LoadTextGeneration reads a GPT-2 language model checkpoint (config.json,
 // model.safetensors, tokenizer.json; Load, with its options), checks its
@@ -262,14 +221,14 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 	}
 	gc := GenerateConfig{MaxNewTokens: n, Temperature: cfg.Temperature, TopK: cfg.TopK, TopP: cfg.TopP, Seed: cfg.Seed,
 		EOS: cfg.EOS, StopStrings: cfg.StopStrings, Decode: decodeText, Generation: gen}
-	var streams []streamer
+	var streams []models.TextStreamer
 	if cfg.OnText != nil {
-		streams = make([]streamer, len(prompts))
+		streams = make([]models.TextStreamer, len(prompts))
 		gc.OnToken = func(row, token int) {
 			if slices.Contains(cfg.EOS, token) {
 				return
 			}
-			if piece := streams[row].add(token, t.Tokenizer); piece != "" {
+			if piece := streams[row].Add(token, t.Tokenizer); piece != "" {
 				cfg.OnText(lo+row, piece)
 			}
 		}
@@ -279,63 +238,14 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 		return nil, err
 	}
 	for i := range toks {
-		toks[i] = withoutEOS(toks[i], cfg.EOS)
+		toks[i] = models.WithoutEOS(toks[i], cfg.EOS)
 	}
 	for r := range streams {
-		if piece := streams[r].flush(t.Tokenizer); piece != "" {
+		if piece := streams[r].Flush(t.Tokenizer); piece != "" {
 			cfg.OnText(lo+r, piece)
 		}
 	}
 	return toks, nil
-}
-
-// withoutEOS is tokens without a last token that is one of eos.
-func withoutEOS(tokens, eos []int) []int {
-	if n := len(tokens); n > 0 && slices.Contains(eos, tokens[n-1]) {
-		return tokens[:n-1]
-	}
-	return tokens
-}
-
-// streamer turns one row's tokens, as they come, into text pieces that
-// never end inside a UTF-8 character: it decodes all the row's tokens so
-// far and holds back a trailing U+FFFD, which a byte-level decoder writes
-// for the bytes of a character whose rest is still to come.
-type streamer struct {
-	tokens []int
-	sent   int // bytes of the decoded text already given out
-}
-
-// add appends token and returns the new text that is complete.
-func (s *streamer) add(token int, tok datasets.Tokenizer) string {
-	s.tokens = append(s.tokens, token)
-	text, err := tok.Decode(s.tokens)
-	if err != nil {
-		return ""
-	}
-	return s.piece(strings.TrimRight(text, string(utf8.RuneError)))
-}
-
-// flush returns whatever text is left at the end of the row.
-func (s *streamer) flush(tok datasets.Tokenizer) string {
-	if len(s.tokens) == 0 {
-		return ""
-	}
-	text, err := tok.Decode(s.tokens)
-	if err != nil {
-		return ""
-	}
-	return s.piece(text)
-}
-
-// piece is text past what was sent, if text extends it.
-func (s *streamer) piece(text string) string {
-	if len(text) <= s.sent || !utf8.ValidString(text[s.sent:]) {
-		return ""
-	}
-	p := text[s.sent:]
-	s.sent = len(text)
-	return p
 }
 
 // TextClassification is the text-classification pipeline for a GPT-2

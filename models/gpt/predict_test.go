@@ -112,7 +112,7 @@ func TestTextGenerationEqualsGenerate(t *testing.T) {
 		require.NoError(t, err, c.name)
 		require.Len(t, got, len(prompts))
 		for i, g := range got {
-			tokens := withoutEOS(want[i], cfg.EOS)
+			tokens := models.WithoutEOS(want[i], cfg.EOS)
 			require.Equal(t, tokens, g.Tokens, "%s, prompt %d", c.name, i)
 			text, err := p.Tokenizer.Decode(tokens)
 			require.NoError(t, err)
@@ -190,20 +190,20 @@ func TestStreamerRunes(t *testing.T) {
 	ids, err := tok.Encode("aé€b")
 	require.NoError(t, err)
 	require.Len(t, ids, 1+2+3+1, "one token a byte")
-	var s streamer
+	var s models.TextStreamer
 	var pieces []string
 	for _, id := range ids {
-		if piece := s.add(id, tok); piece != "" {
+		if piece := s.Add(id, tok); piece != "" {
 			pieces = append(pieces, piece)
 		}
 	}
 	require.Equal(t, []string{"a", "é", "€", "b"}, pieces)
-	require.Empty(t, s.flush(tok))
+	require.Empty(t, s.Flush(tok))
 
 	// A character cut off at the end comes out as U+FFFD, as the text has it.
-	s = streamer{}
-	require.Empty(t, s.add(ids[1], tok))
-	require.Equal(t, "\uFFFD", s.flush(tok))
+	s = models.TextStreamer{}
+	require.Empty(t, s.Add(ids[1], tok))
+	require.Equal(t, "\uFFFD", s.Flush(tok))
 }
 
 // Generation stops when its context is done, before the first token or

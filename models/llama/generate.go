@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -38,6 +39,11 @@ type BeamConfig struct {
 // takes graphs and KV caches of its own (the model keeps compiled graphs
 // between calls; see ReleaseGraphs).
 func (m *ForCausalLM) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, error) {
+	return m.generate(context.Background(), prompts, cfg)
+}
+
+// generate is Generate checking ctx before every step.
+func (m *ForCausalLM) generate(ctx context.Context, prompts [][]int, cfg GenerateConfig) ([][]int, error) {
 	if err := cfg.SampleConfig.Validate(); err != nil {
 		return nil, fmt.Errorf("llama generate: %w", err)
 	}
@@ -49,7 +55,7 @@ func (m *ForCausalLM) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, er
 		return nil, err
 	}
 	defer st.Close()
-	return decode.Sample(st, prompts, cfg.SampleConfig)
+	return decode.Sample(withContext(ctx, st), prompts, cfg.SampleConfig)
 }
 
 // BeamSearch continues each of B prompts keeping cfg.Beam hypotheses and
@@ -58,6 +64,11 @@ func (m *ForCausalLM) Generate(prompts [][]int, cfg GenerateConfig) ([][]int, er
 // cache, reordered as beams move. Prompts are checked as Generate's. Safe
 // for concurrent use by multiple goroutines, as Generate is.
 func (m *ForCausalLM) BeamSearch(prompts [][]int, cfg BeamConfig) ([][]decode.Hypothesis, error) {
+	return m.beamSearch(context.Background(), prompts, cfg)
+}
+
+// beamSearch is BeamSearch checking ctx before every step.
+func (m *ForCausalLM) beamSearch(ctx context.Context, prompts [][]int, cfg BeamConfig) ([][]decode.Hypothesis, error) {
 	if err := cfg.BeamConfig.Validate(); err != nil {
 		return nil, fmt.Errorf("llama beam search: %w", err)
 	}
@@ -72,7 +83,7 @@ func (m *ForCausalLM) BeamSearch(prompts [][]int, cfg BeamConfig) ([][]decode.Hy
 		return nil, err
 	}
 	defer st.Close()
-	return decode.BeamSearch(st, prompts, cfg.BeamConfig)
+	return decode.BeamSearch(withContext(ctx, st), prompts, cfg.BeamConfig)
 }
 
 // ReleaseGraphs frees the compiled graphs, and the KV caches bound into
@@ -137,4 +148,27 @@ func (m *ForCausalLM) causalLM() *layers.CausalLM {
 // context never slides (checkPrompts refuses what would not fit).
 func (m *ForCausalLM) newStepper(maxNew int, noCache bool) (*layers.CausalStepper, error) {
 	return m.causalLM().NewStepper(layers.CausalOptions{MaxNewTokens: maxNew, NoCache: noCache, NoSlidingWindow: true})
+}
+
+// ctxStepper is a decode.Stepper that refuses to step once ctx is done.
+type ctxStepper struct {
+	ctx context.Context
+	decode.Stepper
+}
+
+// withContext is st checking ctx before each step (st itself when ctx
+// is never done).
+func withContext(ctx context.Context, st decode.Stepper) decode.Stepper {
+	if ctx.Done() == nil {
+		return st
+	}
+	return ctxStepper{ctx, st}
+}
+
+// Step returns ctx's error, wrapped, once ctx is done, else st's logits.
+func (s ctxStepper) Step(seqs [][]int) ([][]float64, error) {
+	if err := s.ctx.Err(); err != nil {
+		return nil, fmt.Errorf("llama: stopped: %w", err)
+	}
+	return s.Stepper.Step(seqs)
 }

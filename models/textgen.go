@@ -1,0 +1,115 @@
+package models
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/decode"
+)
+
+// This file holds what the decoder-only families' text-generation
+// pipelines (gpt.TextGeneration, llama.TextGeneration) share: their
+// config, their output and the UTF-8-safe streaming of pieces.
+
+// TextGenerationConfig sets how a family's TextGeneration.Generate
+// decodes: start from its Defaults (the checkpoint's settings).
+type TextGenerationConfig struct {
+	// MaxNewTokens is the most tokens added to each prompt (at most the
+	// family's MaxNewTokensLimit). 0 takes MaxLength less the longest
+	// prompt of the batch (transformers' max_length over a left-padded
+	// batch).
+	MaxNewTokens int
+	MaxLength    int     // the prompt and the new tokens, read when MaxNewTokens is 0
+	Temperature  float64 // 0 is greedy (argmax); > 0 samples from softmax(logits/Temperature)
+	TopK         int     // sample among the k most likely tokens; 0 keeps all
+	TopP         float64 // nucleus sampling mass in (0, 1]; 1 keeps all
+	// Seed seeds sampling. Row r of a batch draws from PCG(Seed, r)
+	// (decode.Sample), so a sampled text depends on its prompt's place in
+	// its batch of BatchSize; greedy and beam-search texts do not.
+	Seed uint64
+	// Beam > 1 decodes by beam search (deterministic), returning the best
+	// hypothesis, with LengthPenalty (α), LengthPenaltyStyle and
+	// EarlyStopping as in BeamConfig; 0 or 1 samples (or is greedy).
+	Beam               int
+	LengthPenalty      float64
+	LengthPenaltyStyle decode.LengthPenaltyStyle
+	EarlyStopping      decode.Stopping
+	// EOS are the tokens that end a text (transformers' eos_token_id),
+	// left out of Text and Tokens (skip_special_tokens).
+	EOS []int
+	// StopStrings end a text once its new text holds one of them (kept).
+	StopStrings []string
+	// NewTextOnly returns the continuation without its prompt
+	// (transformers' return_full_text=False); the zero value returns the
+	// prompt and its continuation, the pipeline's default.
+	NewTextOnly bool
+	// OnText, when set, is called with each new piece of a prompt's
+	// continuation as it is decoded, prompt being the index in Generate's
+	// prompts: pieces never split a UTF-8 character (bytes of an
+	// incomplete one wait for the tokens that complete it), and a
+	// prompt's pieces joined are its continuation (Generated.Text without
+	// the prompt) for byte-level BPE tokenizers, GPT-2's. Beam search
+	// calls it once per prompt, with the whole continuation, at the end
+	// of its batch. It is called on Generate's goroutine.
+	OnText func(prompt int, piece string)
+}
+
+// Generated is one prompt's generated text: the text-generation
+// pipeline's {"generated_text"}, and its new tokens.
+type Generated struct {
+	Text   string `json:"generated_text"` // the prompt and its continuation, or the continuation alone (NewTextOnly)
+	Tokens []int  `json:"-"`              // the new token ids, without an EOS token that ended them
+}
+
+// WithoutEOS is tokens without a last token that is one of eos.
+func WithoutEOS(tokens, eos []int) []int {
+	if n := len(tokens); n > 0 && slices.Contains(eos, tokens[n-1]) {
+		return tokens[:n-1]
+	}
+	return tokens
+}
+
+// TextStreamer turns one row's tokens, as they come, into text pieces
+// that never end inside a UTF-8 character: it decodes all the row's
+// tokens so far and holds back a trailing U+FFFD, which a byte-level or
+// byte-fallback decoder writes for the bytes of a character whose rest is
+// still to come. The zero value is ready; it is not safe for concurrent
+// use.
+type TextStreamer struct {
+	tokens []int
+	sent   int // bytes of the decoded text already given out
+}
+
+// Add appends token and returns the new text that is complete.
+func (s *TextStreamer) Add(token int, tok datasets.Tokenizer) string {
+	s.tokens = append(s.tokens, token)
+	text, err := tok.Decode(s.tokens)
+	if err != nil {
+		return ""
+	}
+	return s.piece(strings.TrimRight(text, string(utf8.RuneError)))
+}
+
+// Flush returns whatever text is left at the end of the row.
+func (s *TextStreamer) Flush(tok datasets.Tokenizer) string {
+	if len(s.tokens) == 0 {
+		return ""
+	}
+	text, err := tok.Decode(s.tokens)
+	if err != nil {
+		return ""
+	}
+	return s.piece(text)
+}
+
+// piece is text past what was sent, if text extends it.
+func (s *TextStreamer) piece(text string) string {
+	if len(text) <= s.sent || !utf8.ValidString(text[s.sent:]) {
+		return ""
+	}
+	p := text[s.sent:]
+	s.sent = len(text)
+	return p
+}
