@@ -11,8 +11,8 @@ import (
 	"github.com/d73a19ff/zoo/models/llama"
 )
 
-// zoo inspect knows the LLaMA family (llama, qwen2, mistral), which has
-// no other command yet.
+// zoo inspect knows the LLaMA family (llama, qwen2, mistral), whose only
+// other command so far is zoo predict.
 func TestInspectLlama(t *testing.T) {
 	m, err := llama.NewForCausalLM(llama.TinyQwen2(), layers.WithSeed(1))
 	require.NoError(t, err)
