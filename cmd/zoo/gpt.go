@@ -174,7 +174,7 @@ func runGenerate(args []string, stdout io.Writer) error {
 	f := newFlags("zoo generate", "usage: zoo generate --checkpoint DIR [--prompt TEXT] [flags]")
 	ckpt := f.String("checkpoint", "", "checkpoint directory (config.json, model.safetensors, tokenizer.json)")
 	prompt := f.String("prompt", "\n", "text to continue")
-	n := f.Int("max-new-tokens", 200, "tokens to generate, at most gpt.MaxNewTokensLimit (default: the checkpoint's max_new_tokens, or max_length less the prompt, else 200)")
+	n := f.Int("max-new-tokens", 200, "tokens to generate, at most gpt.MaxNewTokensLimit (llama.MaxNewTokensLimit for LLaMA-family checkpoints) (default: the checkpoint's max_new_tokens, or max_length less the prompt, else 200)")
 	temp := f.Float64("temperature", 0.8, "sampling temperature; 0 is greedy (default: 0 when the checkpoint says do_sample false; its temperature, else 1, when true; else 0.8)")
 	topK := f.Int("top-k", 0, "sample among the k most likely tokens; 0 keeps all (default: the checkpoint's top_k, else 50, when it says do_sample true; else 0)")
 	topP := f.Float64("top-p", 1, "nucleus sampling mass in (0, 1] (default: the checkpoint's top_p when it says do_sample true; else 1)")
@@ -186,7 +186,7 @@ func runGenerate(args []string, stdout io.Writer) error {
 	style := f.String("length-penalty-style", "gnmt", "with --beam: gnmt (log P / ((5+|y|)/6)^α) or hf (log P / |y|^α, Hugging Face's length_penalty; the default when α is the checkpoint's)")
 	stopping := f.String("early-stopping", "true", "with --beam: true, false or never, as Hugging Face's early_stopping (default: the checkpoint's, else true)")
 	var stops stopList
-	f.Var(&stops, "stop", "end the text once its new text holds this string (kept); repeat for several")
+	f.Var(&stops, "stop", "end the text once its new text holds this `string` (kept); repeat for several")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
