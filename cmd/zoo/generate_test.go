@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,4 +37,22 @@ func TestGenerateRefusesSmallerTokenizer(t *testing.T) {
 	require.Contains(t, errb.String(), "vocab_size 40")
 	require.Contains(t, errb.String(), "the tokenizer has")
 	require.Empty(t, out.String())
+}
+
+// --stop ends a GPT's text once its new text holds the stop string (kept):
+// with a character tokenizer, right after its first occurrence.
+func TestGenerateGPTStopString(t *testing.T) {
+	ckpt := gptCheckpoint(t)
+	base := []string{"generate", "--checkpoint", ckpt, "--prompt", "ab", "--temperature", "0", "--max-new-tokens", "12"}
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run(base, &out, &errb), errb.String())
+	cont := strings.TrimSuffix(strings.TrimPrefix(out.String(), "ab"), "\n")
+	require.Len(t, cont, 12)
+	stop := cont[3:4]
+	want := "ab" + cont[:strings.Index(cont, stop)+1] + "\n"
+	for _, beam := range []string{"1", "2"} {
+		out.Reset()
+		require.Equal(t, 0, run(append(cloneArgs(base), "--stop", stop, "--beam", beam), &out, &errb), errb.String())
+		require.Equal(t, want, out.String(), "beam %s", beam)
+	}
 }

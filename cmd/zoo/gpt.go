@@ -174,7 +174,7 @@ func runGenerate(args []string, stdout io.Writer) error {
 	f := newFlags("zoo generate", "usage: zoo generate --checkpoint DIR [--prompt TEXT] [flags]")
 	ckpt := f.String("checkpoint", "", "checkpoint directory (config.json, model.safetensors, tokenizer.json)")
 	prompt := f.String("prompt", "\n", "text to continue")
-	n := f.Int("max-new-tokens", 200, "tokens to generate, at most gpt.MaxNewTokensLimit (default: the checkpoint's max_new_tokens, or max_length less the prompt, else 200)")
+	n := f.Int("max-new-tokens", 200, "tokens to generate, at most gpt.MaxNewTokensLimit (llama.MaxNewTokensLimit for LLaMA-family checkpoints) (default: the checkpoint's max_new_tokens, or max_length less the prompt, else 200)")
 	temp := f.Float64("temperature", 0.8, "sampling temperature; 0 is greedy (default: 0 when the checkpoint says do_sample false; its temperature, else 1, when true; else 0.8)")
 	topK := f.Int("top-k", 0, "sample among the k most likely tokens; 0 keeps all (default: the checkpoint's top_k, else 50, when it says do_sample true; else 0)")
 	topP := f.Float64("top-p", 1, "nucleus sampling mass in (0, 1] (default: the checkpoint's top_p when it says do_sample true; else 1)")
@@ -185,6 +185,8 @@ func runGenerate(args []string, stdout io.Writer) error {
 	alpha := f.Float64("length-penalty", 0, "with --beam: length penalty α; 0 ranks by log-probability (default: the checkpoint's length_penalty, in Hugging Face's style, else 0)")
 	style := f.String("length-penalty-style", "gnmt", "with --beam: gnmt (log P / ((5+|y|)/6)^α) or hf (log P / |y|^α, Hugging Face's length_penalty; the default when α is the checkpoint's)")
 	stopping := f.String("early-stopping", "true", "with --beam: true, false or never, as Hugging Face's early_stopping (default: the checkpoint's, else true)")
+	var stops stopList
+	f.Var(&stops, "stop", "end the text once its new text holds this `string` (kept); repeat for several")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
@@ -193,6 +195,10 @@ func runGenerate(args []string, stdout io.Writer) error {
 	}
 	if *ckpt == "" {
 		return fmt.Errorf("%w: --checkpoint is required", errUsage)
+	}
+	fl := generateFlags{n: n, temp: temp, topK: topK, topP: topP, beam: beam, nbest: nbest, alpha: alpha, style: style, stopping: stopping}
+	if c, err := models.Open(*ckpt); err == nil && c.Family.Name == "llama" {
+		return generateLlama(f, *ckpt, *prompt, fl, *seed, stops, stdout)
 	}
 	if err := expectFamily(*ckpt, "gpt"); err != nil {
 		return err
@@ -214,7 +220,7 @@ func runGenerate(args []string, stdout io.Writer) error {
 		return fmt.Errorf("prompt: %w", err)
 	}
 	noteUnknowns(stderr, tok, unk, "the prompt")
-	gen, err := generationDefaults(f, *ckpt, m.Config, len(ids), generateFlags{n: n, temp: temp, topK: topK, topP: topP, beam: beam, nbest: nbest, alpha: alpha, style: style, stopping: stopping})
+	gen, err := generationDefaults(f, *ckpt, m.Config, len(ids), fl)
 	if err != nil {
 		return err
 	}
@@ -228,7 +234,7 @@ func runGenerate(args []string, stdout io.Writer) error {
 			return fmt.Errorf("%w: --early-stopping: %v", errUsage, err)
 		}
 		hyps, err := m.BeamSearch([][]int{ids}, gpt.BeamConfig{Beam: *beam, NBest: *nbest, LengthPenalty: *alpha, LengthPenaltyStyle: ps,
-			EarlyStopping: stop, MaxNewTokens: *n, NoCache: *noCache, Generation: &gen})
+			EarlyStopping: stop, MaxNewTokens: *n, NoCache: *noCache, Generation: &gen, StopStrings: stops, Decode: decodeText(tok)})
 		if err != nil {
 			return err
 		}
@@ -244,7 +250,8 @@ func runGenerate(args []string, stdout io.Writer) error {
 		}
 		return nil
 	}
-	cfg := gpt.GenerateConfig{MaxNewTokens: *n, Temperature: *temp, TopK: *topK, TopP: *topP, Seed: *seed, NoCache: *noCache, Generation: &gen}
+	cfg := gpt.GenerateConfig{MaxNewTokens: *n, Temperature: *temp, TopK: *topK, TopP: *topP, Seed: *seed, NoCache: *noCache, Generation: &gen,
+		StopStrings: stops, Decode: decodeText(tok)}
 	var out []int
 	printed := ""
 	var decodeErr error // the first; OnToken cannot stop generation, so it is returned after
@@ -273,6 +280,15 @@ func runGenerate(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout)
 	return nil
+}
+
+// decodeText is tok's text of tokens, "" where they do not decode: the
+// text stop strings are looked for in.
+func decodeText(tok datasets.Tokenizer) func([]int) string {
+	return func(tokens []int) string {
+		s, _ := tok.Decode(tokens)
+		return s
+	}
 }
 
 // generateFlags are zoo generate's decoding flags.

@@ -103,3 +103,14 @@ func ExampleConfig_Tensors() {
 	// model.layers.0.self_attn.o_proj.weight [32 32]
 	// 26 tensors
 }
+
+// The memory a decoding's forward pass and KV cache take, as Generate
+// and BeamSearch check it before building anything: TinyLlama-1.1B, one
+// prompt of 2048 tokens.
+func ExampleConfig_ActivationBytes() {
+	c := llama.TinyLlama()
+	act, kv := c.ActivationBytes(1, 2048, true, false), c.KVCacheBytes(1, 2048)
+	fmt.Printf("activations %.2f GiB, KV cache %.0f MiB\n", float64(act)/(1<<30), float64(kv)/(1<<20))
+	// Output:
+	// activations 10.02 GiB, KV cache 88 MiB
+}

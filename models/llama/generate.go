@@ -50,6 +50,9 @@ func (m *ForCausalLM) generate(ctx context.Context, prompts [][]int, cfg Generat
 	if err := m.checkPrompts(prompts, cfg.MaxNewTokens, "llama generate"); err != nil {
 		return nil, err
 	}
+	if err := m.checkDecodeMemory(prompts, len(prompts), cfg.MaxNewTokens, "llama generate"); err != nil {
+		return nil, err
+	}
 	st, err := m.newStepper(cfg.MaxNewTokens, cfg.NoCache)
 	if err != nil {
 		return nil, err
@@ -77,6 +80,9 @@ func (m *ForCausalLM) beamSearch(ctx context.Context, prompts [][]int, cfg BeamC
 	}
 	if cfg.Beam > math.MaxInt/len(prompts) {
 		return nil, fmt.Errorf("llama beam search: %d prompts × beam %d rows overflow int; lower the beam", len(prompts), cfg.Beam)
+	}
+	if err := m.checkDecodeMemory(prompts, len(prompts)*cfg.Beam, cfg.MaxNewTokens, "llama beam search"); err != nil {
+		return nil, err
 	}
 	st, err := m.newStepper(cfg.MaxNewTokens, cfg.NoCache)
 	if err != nil {
@@ -123,10 +129,6 @@ func (m *ForCausalLM) checkPrompts(prompts [][]int, maxNew int, where string) er
 // position (the stepper counts them from each row's first token), the LM
 // head; the graphs are the model's.
 func (m *ForCausalLM) causalLM() *layers.CausalLM {
-	ctx := m.Config.MaxPositionEmbeddings
-	if w := m.Config.Window(); w > 0 && w < ctx {
-		ctx = w
-	}
 	return &layers.CausalLM{
 		Name:  "llama",
 		Store: m.Store,
@@ -139,9 +141,22 @@ func (m *ForCausalLM) causalLM() *layers.CausalLM {
 		},
 		Stack:   m.Layers,
 		Head:    m.head,
-		Context: ctx,
-		Graphs:  &m.graphs,
+		Context: m.causalContext(),
+		ActivationBytes: func(rows, t int) int64 {
+			return m.Config.ActivationBytes(rows, t, true, false)
+		},
+		Graphs: &m.graphs,
 	}
+}
+
+// causalContext is the most positions one decoding step attends to:
+// max_position_embeddings, or Mistral's sliding window when shorter.
+func (m *ForCausalLM) causalContext() int {
+	ctx := m.Config.MaxPositionEmbeddings
+	if w := m.Config.Window(); w > 0 && w < ctx {
+		ctx = w
+	}
+	return ctx
 }
 
 // newStepper is the stepper of one Generate or BeamSearch call; its

@@ -12,10 +12,12 @@ import (
 	"path/filepath"
 	"slices"
 
+	"gorgonia.org/gorgonia"
+
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/decode"
+	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
-	"github.com/d73a19ff/zoo/models/internal/graphrun"
 )
 
 // This file is the LLaMA family's one-call inference (issue 36/37):
@@ -307,9 +309,12 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 
 // TextClassification is the text-classification pipeline for a
 // LLaMA-family sequence classifier (LlamaForSequenceClassification,
-// Qwen2…, Mistral…) and its tokenizer. Predict may be called from many
-// goroutines at once (the fields must not change while it runs): each
-// batch builds and runs a graph of its own.
+// Qwen2…, Mistral…) and its tokenizer. It keeps the graphs it compiles,
+// by batch size and rounded length, for later batches and calls (see
+// ReleaseGraphs); make it with LoadTextClassification and do not copy
+// it. Predict may be called from many goroutines at once (the fields must
+// not change while it runs): each batch runs a compiled graph that no
+// other call holds meanwhile.
 type TextClassification struct {
 	Model     *ForSequenceClassification
 	Tokenizer datasets.Tokenizer
@@ -321,6 +326,8 @@ type TextClassification struct {
 	// by length, so that batches pad little); 0 or less is
 	// DefaultBatchSize.
 	BatchSize int
+
+	graphs layers.GraphCache[clsKey, *clsGraph]
 }
 
 // LoadTextClassification reads a LLaMA-family sequence classifier
@@ -404,9 +411,9 @@ func (p *TextClassification) Probabilities(ctx context.Context, texts []string) 
 		for i, j := range part {
 			rows[i] = ids[j]
 		}
-		z, err := graphrun.ClassLogits(p.Model, rows, nil)
+		z, err := p.classLogits(rows)
 		if err != nil {
-			return nil, fmt.Errorf("llama classifier: %w", err)
+			return nil, err
 		}
 		for i, j := range part {
 			out[j] = softmax(z[i*k : (i+1)*k])
@@ -414,6 +421,92 @@ func (p *TextClassification) Probabilities(ctx context.Context, texts []string) 
 	}
 	return out, nil
 }
+
+// lengthBucket rounds the classification graphs' lengths up, so that
+// batches of nearby lengths share one compiled graph: right padding does
+// not change a row's last token under the causal mask.
+const lengthBucket = 8
+
+// clsKey is the shape of a compiled classification graph: B texts of T
+// tokens through classifier c.
+type clsKey struct {
+	c    *ForSequenceClassification
+	b, t int
+}
+
+// clsGraph is a compiled classification graph: its inputs (token ids and
+// last positions, bound buffers) and its logits as the last run left them.
+type clsGraph struct {
+	vm     *layers.Machine
+	ids    []int // (B, T)
+	last   []int // (B)
+	logits gorgonia.Value
+}
+
+// Close releases the graph's machine.
+func (g *clsGraph) Close() { g.vm.Close() }
+
+// classLogits runs p's classifier on rows of token ids (each at most
+// MaxLength), right-padded with its pad id to a multiple of lengthBucket
+// (at most MaxLength), reading each row's last token, through the graph
+// compiled for the shape, and returns the class scores (B, num_labels)
+// flat. A batch whose graph would not fit in memory
+// (Config.ActivationBytes) is refused before it is built.
+func (p *TextClassification) classLogits(rows [][]int) ([]float64, error) {
+	c := p.Model
+	b, t := len(rows), 0
+	for _, r := range rows {
+		t = max(t, len(r))
+	}
+	t = min(layers.RoundUp(t, lengthBucket), c.MaxLength())
+	bytes := c.Config.ActivationBytes(b, t, false, false)
+	if err := models.CheckMemory(bytes, fmt.Sprintf("llama: classify %d texts of up to %d tokens", b, t), "lower the batch size"); err != nil {
+		return nil, err
+	}
+	k := clsKey{c, b, t}
+	cg, err := p.graphs.Get(k, func() (*clsGraph, error) {
+		g := c.Store.NewGraph()
+		ids, last := g.IntInput("input_ids", b, t), g.IntInput("last", b)
+		logits, err := c.Logits(g, Inputs{IDs: ids}, last)
+		if err != nil {
+			return nil, err
+		}
+		cg := &clsGraph{ids: layers.Ints(ids), last: layers.Ints(last)}
+		gorgonia.Read(logits, &cg.logits) // memory of its own (layers.Machine)
+		if cg.vm, err = g.Machine(); err != nil {
+			return nil, err
+		}
+		return cg, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("llama classifier: %w", err)
+	}
+	for r, s := range rows {
+		for i := range t {
+			cg.ids[r*t+i] = c.PadID()
+			if i < len(s) {
+				cg.ids[r*t+i] = s[i]
+			}
+		}
+		cg.last[r] = len(s) - 1
+	}
+	if err := cg.vm.RunAll(); err != nil {
+		cg.Close()
+		return nil, fmt.Errorf("llama classifier: %w", err)
+	}
+	z, err := layers.Float64s(cg.logits)
+	if err != nil {
+		cg.Close()
+		return nil, fmt.Errorf("llama classifier: %w", err)
+	}
+	p.graphs.Put(k, cg, bytes)
+	return z, nil
+}
+
+// ReleaseGraphs frees the graphs the pipeline compiled, by batch and
+// rounded length, for later calls (at most layers.DefaultMaxGraphs). It
+// is safe to call while other goroutines predict.
+func (p *TextClassification) ReleaseGraphs() { p.graphs.Reset() }
 
 // softmax is exp(z − max z) normalised, in float64: the pipeline's.
 func softmax(z []float64) []float64 {

@@ -299,3 +299,38 @@ func TestConcurrentPredict(t *testing.T) {
 		racetest.Call{Name: "Predict", Run: func() (any, error) { return cls.Predict(ctx, []string{"the cat", "a dog sat", "é"}) }},
 	)
 }
+
+// The classification pipeline compiles one graph per batch size and
+// rounded length: a second call with the same shapes compiles nothing and
+// gives the same probabilities, texts of nearby lengths share a graph, and
+// ReleaseGraphs frees them.
+func TestTextClassificationReusesGraphs(t *testing.T) {
+	dir, _ := savedTextClassifier(t)
+	p, err := LoadTextClassification(dir)
+	require.NoError(t, err)
+	ctx := context.Background()
+	texts := []string{"the cat sat on the mat", "a dog", "the sun is hot today", "é"}
+	p.BatchSize = 2
+	first, err := p.Probabilities(ctx, texts)
+	require.NoError(t, err)
+	builds := p.graphs.Builds()
+	require.Positive(t, builds)
+	require.LessOrEqual(t, builds, 2, "two batches of two")
+	again, err := p.Probabilities(ctx, texts)
+	require.NoError(t, err)
+	require.Equal(t, first, again)
+	require.Equal(t, builds, p.graphs.Builds(), "no new graph for shapes seen before")
+	n, _ := p.graphs.Len()
+	require.Equal(t, builds, n)
+
+	_, err = p.Probabilities(ctx, []string{"a cat", "a dog"})
+	require.NoError(t, err)
+	require.Equal(t, builds, p.graphs.Builds(), "two short texts round up to a length seen before")
+
+	p.ReleaseGraphs()
+	n, _ = p.graphs.Len()
+	require.Zero(t, n)
+	_, err = p.Probabilities(ctx, texts[:1])
+	require.NoError(t, err)
+	require.Equal(t, builds+1, p.graphs.Builds(), "released graphs are compiled again")
+}
