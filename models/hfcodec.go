@@ -31,7 +31,10 @@ type Alias struct {
 // The config type T is a struct whose fields are the config.json keys the
 // family computes, each named by its json tag (omitempty is honoured on
 // write), plus Extra map[string]json.RawMessage (tag "-"), which holds the
-// keys it keeps without modelling. A field tagged id2label
+// keys it keeps without modelling. Other fields tagged "-" are not
+// config.json keys (another file's, such as generation_config.json): the
+// codec neither reads nor writes them, and reading into a set config
+// keeps them. A field tagged id2label
 // (map[string]string) makes the family a classifier's: num_labels and
 // _num_labels are read, and label2id is written.
 type Descriptor[T any] struct {
@@ -132,6 +135,9 @@ func NewCodec[T any](d Descriptor[T]) *Codec[T] {
 		if f.Name == "Extra" && tag == "-" && f.Type == reflect.TypeFor[map[string]json.RawMessage]() {
 			c.extra = i
 			continue
+		}
+		if tag == "-" && f.IsExported() {
+			continue // not a config.json key: another file's (gpt's GenerationConfig)
 		}
 		name, opts, _ := strings.Cut(tag, ",")
 		if !f.IsExported() || f.Anonymous || name == "" || name == "-" {

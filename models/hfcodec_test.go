@@ -281,6 +281,23 @@ func TestCodecModeled(t *testing.T) {
 	require.Equal(t, `{"n":1,"model_type":"nl","architectures":["NL"],"label2id":{"a":"b"},"num_labels":2}`, string(b))
 }
 
+// A field tagged "-" other than Extra is another file's: the codec
+// neither reads nor writes it, and reading into a set config keeps it.
+func TestCodecSkipsOtherFiles(t *testing.T) {
+	type withFile struct {
+		N     int                        `json:"n"`
+		File  json.RawMessage            `json:"-"`
+		Extra map[string]json.RawMessage `json:"-"`
+	}
+	c := NewCodec(Descriptor[withFile]{Family: "wf config", ModelType: "wf", Defaults: func() withFile { return withFile{N: 1} }})
+	v := withFile{N: 2, File: json.RawMessage(`{"a": 1}`)}
+	b, err := c.Marshal(v, "WF")
+	require.NoError(t, err)
+	require.Equal(t, `{"n":2,"model_type":"wf","architectures":["WF"]}`, string(b))
+	require.NoError(t, c.Unmarshal([]byte(`{"n": 3, "File": {"b": 2}}`), &v))
+	require.Equal(t, withFile{N: 3, File: json.RawMessage(`{"a": 1}`), Extra: map[string]json.RawMessage{"File": json.RawMessage(`{"b": 2}`)}}, v)
+}
+
 // A config type the codec cannot handle is the family's mistake, found
 // when its package initialises.
 func TestNewCodecRefusesBadTypes(t *testing.T) {

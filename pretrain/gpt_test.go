@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/d73a19ff/zoo/decode"
 )
 
 // tinyConfig is a small, fast pretraining run on corpus.
@@ -87,8 +89,15 @@ func TestInitFrom(t *testing.T) {
 	ft := tinyConfig(t, writeCorpus(t, strings.Repeat("a short text to learn. ", 40)))
 	ft.InitFrom, ft.MaxSteps, ft.WarmupSteps = res.Final, 20, 2
 	ft.Model.NLayer = 7 // ignored: the checkpoint's config wins
+	// The checkpoint's own generation_config.json goes on into the new
+	// run's checkpoints byte for byte, as from_pretrained keeps it.
+	gen := "{\n  \"bos_token_id\": 0,\n  \"do_sample\": false,\n  \"eos_token_id\": 0\n}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(res.Final, decode.GenerationFile), []byte(gen), 0o644))
 	out, err := RunGPT(context.Background(), ft, io.Discard)
 	require.NoError(t, err)
+	kept, err := os.ReadFile(filepath.Join(out.Final, decode.GenerationFile))
+	require.NoError(t, err)
+	require.Equal(t, gen, string(kept))
 	recs, err := os.ReadFile(filepath.Join(ft.OutputDir, "metrics.jsonl"))
 	require.NoError(t, err)
 	var first struct{ Loss float64 }

@@ -43,10 +43,16 @@ func generationCases() []badInput {
 		}, 1, "MaxNewTokensLimit"},
 		{"generate with repetition_penalty in config.json", func(t *testing.T, f fixture, d string) []string {
 			c := withJSON(t, f.gptCkpt, d, "config.json", map[string]any{"repetition_penalty": 1.3})
+			require.NoError(t, os.Remove(filepath.Join(c, "generation_config.json"))) // else config.json's is not read
 			return []string{"generate", "--checkpoint", c, "--max-new-tokens", "2"}
 		}, 1, "repetition_penalty 1.3 is not supported"},
+		{"generate with repetition_penalty in generation_config.json", func(t *testing.T, f fixture, d string) []string {
+			c := withJSON(t, f.gptCkpt, d, "generation_config.json", map[string]any{"repetition_penalty": 1.3})
+			return []string{"generate", "--checkpoint", c, "--max-new-tokens", "2"}
+		}, 1, "generation_config.json: repetition_penalty 1.3 is not supported"},
 		{"generate past config.json's max_length", func(t *testing.T, f fixture, d string) []string {
 			c := withJSON(t, f.gptCkpt, d, "config.json", map[string]any{"max_length": 3})
+			require.NoError(t, os.Remove(filepath.Join(c, "generation_config.json"))) // else config.json's is not read
 			return []string{"generate", "--checkpoint", c, "--prompt", "the quick"}
 		}, 1, "max_length 3 leaves no room after the prompt's"},
 		{"translate with min_length in generation_config.json", func(t *testing.T, f fixture, d string) []string {
@@ -104,6 +110,7 @@ func TestGenerationDefaultsFromCheckpoint(t *testing.T) {
 
 	g := withJSON(t, f.gptCkpt, filepath.Join(d, "gpt"), "config.json", map[string]any{"do_sample": false,
 		"task_specific_params": map[string]any{"text-generation": map[string]any{"do_sample": true, "max_length": 50}}})
+	require.NoError(t, os.Remove(filepath.Join(g, "generation_config.json"))) // else config.json's is not read
 	var outs []string
 	for _, seed := range []string{"1", "2"} {
 		code, stderr := runLimited(t, 2048, "generate", "--checkpoint", g, "--max-new-tokens", "8", "--seed", seed)

@@ -39,7 +39,7 @@ func TestPretrainThenGenerate(t *testing.T) {
 	require.Less(t, strings.Count(out.String(), "\n"), 100, out.String())
 	require.NotContains(t, out.String(), "\r")
 	require.Contains(t, out.String(), "zoo generate --checkpoint")
-	for _, f := range []string{"metrics.jsonl", "loss.png", "checkpoints/final/model.safetensors", "checkpoints/final/tokenizer.json", "checkpoints/step-000010/trainer.json"} {
+	for _, f := range []string{"metrics.jsonl", "loss.png", "checkpoints/final/model.safetensors", "checkpoints/final/tokenizer.json", "checkpoints/final/generation_config.json", "checkpoints/step-000010/trainer.json"} {
 		_, err := os.Stat(filepath.Join(run_, f))
 		require.NoError(t, err, f)
 	}

@@ -92,6 +92,14 @@ type Config struct {
 	// (see above); Save writes them back. Keys Config models, and refused
 	// values, are errors in Validate and MarshalJSON.
 	Extra map[string]json.RawMessage `json:"-"`
+	// GenerationConfig is the checkpoint's generation_config.json, as
+	// read (a JSON object), when it is not the one Save derives from the
+	// config (see GenerationConfigJSON): a Hugging Face checkpoint's, or
+	// one edited by hand. Save writes it back byte for byte, and Generate
+	// follows it instead of config.json's generation fields, as
+	// transformers' generate does (see Generation). It is nil otherwise,
+	// and then Save writes the derived one. It is not a config.json key.
+	GenerationConfig json.RawMessage `json:"-"`
 }
 
 // defaults are GPT-2's config defaults, for fields a config.json leaves out.

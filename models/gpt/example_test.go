@@ -140,6 +140,33 @@ func ExampleReadGeneration() {
 	// gpt: DIR/generation_config.json: typical_p 0.9 is not supported: the zoo's decoders do not implement it; remove it (or set it to 1)
 }
 
+// The generation_config.json that Save writes for a language model: the
+// one it was loaded with, byte for byte, else the one transformers
+// derives from its config.json (GenerationConfig.from_model_config).
+func ExampleConfig_GenerationConfigJSON() {
+	c := gpt.GPT2Small()
+	c.Extra = map[string]json.RawMessage{"num_beams": json.RawMessage("4"), "use_cache": json.RawMessage("true")}
+	b, err := c.GenerationConfigJSON()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(string(b))
+	c.GenerationConfig = json.RawMessage(`{"_from_model_config": true, "bos_token_id": 50256, "eos_token_id": 50256}`)
+	if b, err = c.GenerationConfigJSON(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(b))
+	// Output:
+	// {
+	//   "bos_token_id": 50256,
+	//   "eos_token_id": 50256,
+	//   "num_beams": 4
+	// }
+	// {"_from_model_config": true, "bos_token_id": 50256, "eos_token_id": 50256}
+}
+
 // Read every layer's hidden states, transformers' output_hidden_states:
 // n_layer+1 of them, the last after ln_f (the LM head's input).
 func ExampleModel_HiddenStates() {

@@ -61,10 +61,14 @@ func (k hfKeys) ToFile(name string) (key string, transpose bool) {
 }
 
 // Save writes the model as a Hugging Face GPT-2 checkpoint: dir/config.json
-// and dir/model.safetensors in GPT-2's layout, each written atomically. The
-// config's architectures names the layout written, GPT2ForSequenceClassification
-// when the model has a classifier's score head and GPT2LMHeadModel
-// otherwise; the keys in Config.Extra are written as they were read.
+// and dir/model.safetensors in GPT-2's layout and, for a language model,
+// dir/generation_config.json (see Config.GenerationConfigJSON: the one the
+// model was loaded with, else the one transformers derives from
+// config.json), each written atomically. The config's architectures names
+// the layout written, GPT2ForSequenceClassification when the model has a
+// classifier's score head (which, as in transformers, cannot generate and
+// gets no generation_config.json) and GPT2LMHeadModel otherwise; the keys
+// in Config.Extra are written as they were read.
 func (m *Model) Save(dir string) error {
 	if err := m.Config.checkExtra(); err != nil {
 		return fmt.Errorf("gpt: save: %w", err)
@@ -73,8 +77,18 @@ func (m *Model) Save(dir string) error {
 	if _, ok := m.Store.Param("score.weight"); ok {
 		arch = archClassifier
 	}
+	if arch == archLM {
+		if _, err := m.Config.GenerationConfigJSON(); err != nil {
+			return fmt.Errorf("gpt: %w", err) // before anything is written
+		}
+	}
 	if err := models.SaveModel(dir, codec.Saved(m.Config, arch), m.Store, hfKeys{tied: m.LMHead == nil}); err != nil {
 		return fmt.Errorf("gpt: %w", err)
+	}
+	if arch == archLM {
+		if err := m.Config.writeGenerationConfig(dir); err != nil {
+			return fmt.Errorf("gpt: %w", err)
+		}
 	}
 	return nil
 }
@@ -92,8 +106,10 @@ type LoadReport = models.LoadReport
 // model's head parameters the file lacks are created, both reported; the
 // backbone (transformer.*) must fit either way.
 
-// Load reads a GPT-2 checkpoint directory (config.json and
-// model.safetensors), ours or Hugging Face's, into a new model. Keys or
+// Load reads a GPT-2 checkpoint directory (config.json,
+// model.safetensors and, if there is one, generation_config.json, which
+// Config.GenerationConfig keeps unless it is the one Save derives from
+// config.json), ours or Hugging Face's, into a new model. Keys or
 // shapes of the backbone that do not fit the config are all reported by
 // name in a *layers.LoadError.
 func Load(dir string, opts ...models.LoadOption) (*Model, LoadReport, error) {
@@ -112,6 +128,11 @@ func LoadEdited(dir string, edit func(*Config) error, opts ...models.LoadOption)
 	if err := models.ReadConfig(dir, "gpt", &cfg); err != nil {
 		return nil, LoadReport{}, fmt.Errorf("gpt: %w", err)
 	}
+	gen, err := readGenerationConfig(dir, cfg)
+	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	cfg.GenerationConfig = gen
 	if edit != nil {
 		if err := edit(&cfg); err != nil {
 			return nil, LoadReport{}, err

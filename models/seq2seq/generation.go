@@ -3,10 +3,7 @@ package seq2seq
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,15 +150,7 @@ func (c Config) GenerationConfigJSON() ([]byte, error) {
 	if err := json.Unmarshal(b, &file); err != nil {
 		return nil, fmt.Errorf("seq2seq config: %w", err)
 	}
-	out := map[string]json.RawMessage{}
-	for k, v := range file {
-		if def, ok := decode.GenerationDefaults[k]; ok && !jsonconfig.Same(v, def) {
-			out[k] = v
-		}
-	}
-	if v, ok := file["transformers_version"]; ok {
-		out["transformers_version"] = v
-	}
+	out := decode.FromModelConfig(file)
 	var bad [][]int
 	if v, ok := out["bad_words_ids"]; ok {
 		if err := json.Unmarshal(v, &bad); err != nil {
@@ -180,24 +169,15 @@ func (c Config) GenerationConfigJSON() ([]byte, error) {
 	if !set(file, "max_length") && !set(file, "max_new_tokens") && c.MaxLen+1 != decode.HFMaxLength {
 		out["max_length"] = json.RawMessage(strconv.Itoa(c.MaxLen + 1))
 	}
-	js, err := json.MarshalIndent(out, "", "  ")
+	js, err := decode.MarshalGenerationConfig(out)
 	if err != nil {
 		return nil, fmt.Errorf("seq2seq config: %w", err)
 	}
-	return append(js, '\n'), nil
+	return js, nil
 }
 
 // jsonObject decodes b, which must be a JSON object.
-func jsonObject(b []byte) (map[string]json.RawMessage, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(b, &obj); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
-	}
-	if obj == nil {
-		return nil, errors.New("null, not a JSON object")
-	}
-	return obj, nil
-}
+func jsonObject(b []byte) (map[string]json.RawMessage, error) { return decode.GenerationObject(b) }
 
 // set reports whether the JSON object raw has key, not null.
 func set(raw map[string]json.RawMessage, key string) bool {
@@ -218,33 +198,17 @@ func (c Config) writeGenerationConfig(dir string) error {
 	return nil
 }
 
-// maxGenerationBytes bounds a generation_config.json read: real ones are
-// a few hundred bytes.
-const maxGenerationBytes = 1 << 20
-
 // readGenerationConfig reads dir/generation_config.json for c, the
-// config read from dir: nil when there is none or when it is the one
-// GenerationConfigJSON derives from c (a checkpoint the zoo wrote), else
-// its bytes, which must be a JSON object.
+// config read from dir (decode.ReadGenerationConfig): nil when there is
+// none or when it is the one GenerationConfigJSON derives from c (a
+// checkpoint the zoo wrote), else its bytes, which must be a JSON object.
 func readGenerationConfig(dir string, c Config) (json.RawMessage, error) {
-	path := filepath.Join(dir, decode.GenerationFile)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("seq2seq: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxGenerationBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("seq2seq: %s: %w", path, err)
-	}
-	if len(b) > maxGenerationBytes {
-		return nil, fmt.Errorf("seq2seq: %s is larger than %d KB: not a generation config", path, maxGenerationBytes>>10)
-	}
-	if _, err := jsonObject(b); err != nil {
-		return nil, fmt.Errorf("seq2seq: %s: %w; fix or remove it (transformers then reads config.json's generation fields)", path, err)
+	b, err := decode.ReadGenerationConfig(dir)
+	if err != nil || b == nil {
+		if err != nil {
+			err = fmt.Errorf("seq2seq: %w", err)
+		}
+		return nil, err
 	}
 	c.GenerationConfig = nil
 	if derived, err := c.GenerationConfigJSON(); err == nil && bytes.Equal(derived, b) {
