@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"slices"
 
 	"gorgonia.org/gorgonia"
@@ -142,7 +141,7 @@ func (t *TextGeneration) Generate(ctx context.Context, prompts []string, cfg Tex
 	if t.Model == nil || t.Tokenizer == nil {
 		return nil, fmt.Errorf("gpt: text generation needs a model and a tokenizer")
 	}
-	if err := checkTexts(prompts, "prompt"); err != nil {
+	if err := models.CheckTexts("gpt", prompts, "prompt"); err != nil {
 		return nil, err
 	}
 	if cfg.MaxNewTokens < 0 || cfg.MaxNewTokens == 0 && cfg.MaxLength <= 0 {
@@ -267,7 +266,7 @@ type TextClassification struct {
 	// DefaultBatchSize.
 	BatchSize int
 
-	graphs layers.GraphCache[clsKey, *clsGraph]
+	graphs models.LastTokenGraphs
 }
 
 // LoadTextClassification reads a GPT-2 sequence classifier checkpoint
@@ -320,165 +319,18 @@ func (p *TextClassification) Probabilities(ctx context.Context, texts []string) 
 	if p.Model == nil || p.Tokenizer == nil {
 		return nil, fmt.Errorf("gpt: text classification needs a classifier and a tokenizer")
 	}
-	if err := checkTexts(texts, "text"); err != nil {
-		return nil, err
-	}
-	ids := make([][]int, len(texts))
-	for i, s := range texts {
-		if s == "" {
-			return nil, fmt.Errorf("gpt: text %d is empty", i)
-		}
-		tk, err := p.Tokenizer.Encode(s)
-		if err != nil {
-			return nil, fmt.Errorf("gpt: text %d: %w", i, err)
-		}
-		if len(tk) == 0 {
-			return nil, fmt.Errorf("gpt: text %d has no tokens", i)
-		}
-		ids[i] = tk[:min(len(tk), p.Model.Config.NPositions)]
-	}
-	order := make([]int, len(ids))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return len(ids[a]) - len(ids[b]) })
-	batch := cmp.Or(max(p.BatchSize, 0), DefaultBatchSize)
-	k := len(p.Model.Labels)
-	out := make([][]float64, len(ids))
-	for lo := 0; lo < len(order); lo += batch {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("gpt: classify: %d of %d texts done: %w", lo, len(order), err)
-		}
-		part := order[lo:min(lo+batch, len(order))]
-		rows := make([][]int, len(part))
-		for i, j := range part {
-			rows[i] = ids[j]
-		}
-		z, err := p.classLogits(rows)
-		if err != nil {
-			return nil, err
-		}
-		for i, j := range part {
-			out[j] = softmax(z[i*k : (i+1)*k])
-		}
-	}
-	return out, nil
-}
-
-// lengthBucket rounds the classification graphs' lengths up, so that
-// batches of nearby lengths share one compiled graph: right padding does
-// not change a row's last token under the causal mask.
-const lengthBucket = 8
-
-// clsKey is the shape of a compiled classification graph: B texts of T
-// tokens through classifier c.
-type clsKey struct {
-	c    *Classifier
-	b, t int
-}
-
-// clsGraph is a compiled classification graph: its inputs (token ids and
-// last positions, bound buffers) and its logits as the last run left them.
-type clsGraph struct {
-	vm     *layers.Machine
-	ids    []int // (B, T)
-	last   []int // (B)
-	logits gorgonia.Value
-}
-
-// Close releases the graph's machine.
-func (g *clsGraph) Close() { g.vm.Close() }
-
-// classLogits runs p's classifier on rows of token ids, right-padded with
-// its pad id to a multiple of lengthBucket (at most n_positions), reading
-// each row's last token, through the graph compiled for the shape, and
-// returns the class scores (B, num_labels) flat.
-func (p *TextClassification) classLogits(rows [][]int) ([]float64, error) {
 	c := p.Model
-	b, t := len(rows), 0
-	for _, r := range rows {
-		t = max(t, len(r))
-	}
-	t = min(layers.RoundUp(t, lengthBucket), c.Config.NPositions) // texts hold at most n_positions tokens
-	if err := models.CheckMemory(c.StepBytes(b, t, false), fmt.Sprintf("gpt: classify %d texts of up to %d tokens", b, t), "lower the batch size"); err != nil {
-		return nil, err
-	}
-	k := clsKey{c, b, t}
-	cg, err := p.graphs.Get(k, func() (*clsGraph, error) {
-		g := c.Store.NewGraph()
-		ids, last := g.IntInput("input_ids", b, t), g.IntInput("last", b)
-		logits, err := c.Logits(g, Inputs{IDs: ids}, last)
-		if err != nil {
-			return nil, err
-		}
-		cg := &clsGraph{ids: layers.Ints(ids), last: layers.Ints(last)}
-		gorgonia.Read(logits, &cg.logits) // memory of its own (layers.Machine)
-		if cg.vm, err = g.Machine(); err != nil {
-			return nil, err
-		}
-		return cg, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for r, s := range rows {
-		for i := range t {
-			cg.ids[r*t+i] = c.PadID()
-			if i < len(s) {
-				cg.ids[r*t+i] = s[i]
-			}
-		}
-		cg.last[r] = len(s) - 1
-	}
-	if err := cg.vm.RunAll(); err != nil {
-		cg.Close()
-		return nil, fmt.Errorf("gpt classifier: %w", err)
-	}
-	z, err := layers.Float64s(cg.logits)
-	if err != nil {
-		cg.Close()
-		return nil, fmt.Errorf("gpt classifier: %w", err)
-	}
-	p.graphs.Put(k, cg, c.StepBytes(b, t, false))
-	return z, nil
+	return models.LastTokenProbabilities(ctx, models.LastTokenClassifier{
+		Family: "gpt", Model: c, Store: c.Store, Labels: c.Labels, PadID: c.PadID(), MaxLen: c.Config.NPositions,
+		Encode: p.Tokenizer.Encode,
+		Bytes:  func(b, t int) int64 { return c.StepBytes(b, t, false) },
+		Logits: func(g *layers.Graph, ids, last *gorgonia.Node) (*gorgonia.Node, error) {
+			return c.Logits(g, Inputs{IDs: ids}, last)
+		},
+	}, &p.graphs, texts, cmp.Or(max(p.BatchSize, 0), DefaultBatchSize))
 }
 
 // ReleaseGraphs frees the graphs the pipeline compiled, by batch and
 // rounded length, for later calls (at most layers.DefaultMaxGraphs). It
 // is safe to call while other goroutines predict.
 func (p *TextClassification) ReleaseGraphs() { p.graphs.Reset() }
-
-// softmax is exp(z − max z) normalised, in float64: the pipeline's.
-func softmax(z []float64) []float64 {
-	top := math.Inf(-1)
-	for _, v := range z {
-		top = max(top, v)
-	}
-	p := make([]float64, len(z))
-	var s float64
-	for j, v := range z {
-		p[j] = math.Exp(v - top)
-		s += p[j]
-	}
-	for j := range p {
-		p[j] /= s
-	}
-	return p
-}
-
-// checkTexts reports no texts, too many, and one too long; what names a
-// text in errors.
-func checkTexts(texts []string, what string) error {
-	if len(texts) == 0 {
-		return fmt.Errorf("gpt: no %ss", what)
-	}
-	if len(texts) > models.MaxPredictInputs {
-		return fmt.Errorf("gpt: %d %ss is more than %d (models.MaxPredictInputs): split them into calls", len(texts), what, models.MaxPredictInputs)
-	}
-	for i, s := range texts {
-		if len(s) > models.MaxPredictTextBytes {
-			return fmt.Errorf("gpt: %s %d has %d bytes, more than %d (models.MaxPredictTextBytes)", what, i, len(s), models.MaxPredictTextBytes)
-		}
-	}
-	return nil
-}

@@ -274,7 +274,7 @@ func TestTextClassificationEqualsLogits(t *testing.T) {
 		got, err := p.Predict(ctx, texts)
 		require.NoError(t, err)
 		for i, labels := range got {
-			want := models.TopLabels(softmax(z[i*3:(i+1)*3]), p.Model.Labels, 0)
+			want := models.TopLabels(models.Softmax(z[i*3:(i+1)*3]), p.Model.Labels, 0)
 			require.Len(t, labels, 3)
 			for k := range labels {
 				require.Equal(t, want[k].Label, labels[k].Label, "batch %d, text %d", batch, i)
@@ -296,7 +296,7 @@ func TestTextClassificationEqualsLogits(t *testing.T) {
 	require.NoError(t, err)
 	probs, err := p.Probabilities(ctx, []string{long})
 	require.NoError(t, err)
-	require.InDeltaSlice(t, softmax(z), probs[0], 1e-9)
+	require.InDeltaSlice(t, models.Softmax(z), probs[0], 1e-9)
 
 	for _, c := range []struct {
 		name  string
@@ -325,9 +325,9 @@ func TestTextClassificationEqualsLogits(t *testing.T) {
 // The pipelines' softmax and top-k, by hand: probabilities that sum to
 // 1 in the logits' order, then the k best, ties in label order.
 func TestSoftmaxTopLabels(t *testing.T) {
-	p := softmax([]float64{0, 0, 1000})
+	p := models.Softmax([]float64{0, 0, 1000})
 	require.Equal(t, []float64{0, 0, 1}, p)
-	p = softmax([]float64{1, 2, 2})
+	p = models.Softmax([]float64{1, 2, 2})
 	require.InDelta(t, 1, p[0]+p[1]+p[2], 1e-15)
 	require.InDelta(t, 1/(1+2*2.718281828459045), p[0], 1e-12)
 	require.Equal(t, []models.Label{{Label: "b", Score: p[1]}, {Label: "c", Score: p[2]}}, models.TopLabels(p, []string{"a", "b", "c"}, 2))

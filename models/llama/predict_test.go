@@ -212,7 +212,7 @@ func TestTextClassificationEqualsLogits(t *testing.T) {
 		require.NoError(t, err)
 		v, err := graphrun.Run(g, z)
 		require.NoError(t, err)
-		want[i] = softmax(v)
+		want[i] = models.Softmax(v)
 	}
 	for _, batch := range []int{1, 3, 0} {
 		p.BatchSize, p.TopK = batch, 0

@@ -2,7 +2,6 @@ package vit
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 
 	"gorgonia.org/gorgonia"
@@ -185,25 +184,12 @@ func (c *ForImageClassification) ProbabilitiesAt(pixels []float32, b, h, w int) 
 	return softmaxRows(z, b, len(c.Labels)), nil
 }
 
-// softmaxRows is the softmax of each row of z (b, k), in float64.
+// softmaxRows is the softmax of each row of z (b, k), in float64
+// (models.Softmax).
 func softmaxRows(z []float64, b, k int) [][]float64 {
 	out := make([][]float64, b)
 	for i := range out {
-		row := z[i*k : (i+1)*k]
-		top := math.Inf(-1)
-		for _, v := range row {
-			top = max(top, v)
-		}
-		p := make([]float64, k)
-		var s float64
-		for j, v := range row {
-			p[j] = math.Exp(v - top)
-			s += p[j]
-		}
-		for j := range p {
-			p[j] /= s
-		}
-		out[i] = p
+		out[i] = models.Softmax(z[i*k : (i+1)*k])
 	}
 	return out
 }
