@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -313,22 +314,7 @@ func TestBPEEncodeLinear(t *testing.T) {
 		tok, err := parseTokenizer(llamaFile(t, layout.patch))
 		require.NoError(t, err)
 		for _, spaces := range []bool{false, true} {
-			text := opticksOf(t, 1<<20, spaces)
-			start := time.Now()
-			done := make(chan error, 1)
-			go func() {
-				_, err := tok.Encode(text)
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-				t.Logf("%s, 1 MB, spaces %v: %v", layout.name, spaces, time.Since(start))
-			case <-time.After(5 * time.Second):
-				// The encoding goes on in the background until the test
-				// binary exits.
-				t.Fatalf("%s, spaces %v: encoding 1 MB takes more than 5 s", layout.name, spaces)
-			}
+			encodesWithin(t, tok, opticksOf(t, 1<<20, spaces), fmt.Sprintf("%s, spaces %v", layout.name, spaces), 5*time.Second)
 		}
 	}
 }
@@ -414,5 +400,25 @@ func TestBPEIgnoreMergesNeedsNoDropout(t *testing.T) {
 		ids, err := tok.Encode("ab")
 		require.NoError(t, err)
 		assert.Equal(t, want, ids, "dropout %s", dropout)
+	}
+}
+
+// encodesWithin fails t if tok takes more than limit to encode text (name
+// says which), logging the time it took. An encoding past the limit goes
+// on in the background until the test binary exits.
+func encodesWithin(t *testing.T, tok Tokenizer, text, name string, limit time.Duration) {
+	t.Helper()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := tok.Encode(text)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+		t.Logf("%s, %d bytes: %v", name, len(text), time.Since(start))
+	case <-time.After(limit):
+		t.Fatalf("%s: encoding %d bytes takes more than %v", name, len(text), limit)
 	}
 }

@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -273,20 +274,7 @@ func TestUnigramEncodeLinear(t *testing.T) {
 		tok, err := parseTokenizer(unigramFile(t, layout.patch))
 		require.NoError(t, err)
 		for _, spaces := range []bool{false, true} {
-			text := opticksOf(t, 1<<20, spaces)
-			start := time.Now()
-			done := make(chan error, 1)
-			go func() {
-				_, err := tok.Encode(text)
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-				t.Logf("%s, 1 MB, spaces %v: %v", layout.name, spaces, time.Since(start))
-			case <-time.After(5 * time.Second):
-				t.Fatalf("%s, spaces %v: encoding 1 MB takes more than 5 s", layout.name, spaces)
-			}
+			encodesWithin(t, tok, opticksOf(t, 1<<20, spaces), fmt.Sprintf("%s, spaces %v", layout.name, spaces), 5*time.Second)
 		}
 	}
 }
