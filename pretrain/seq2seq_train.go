@@ -201,7 +201,7 @@ func (r *Seq2SeqRecipe) SetupModel(ctx context.Context, resume string, out io.Wr
 }
 
 // MemoryNeed is the activation memory of a training step over Train and
-// Held (see CheckSeq2SeqMemory).
+// Held (see seq2seqMemoryNeed).
 func (r *Seq2SeqRecipe) MemoryNeed() train.MemoryNeed {
 	return seq2seqMemoryNeed(r.Model.Config, r.Config.BatchSize, r.Train, r.Held)
 }
@@ -314,18 +314,13 @@ func seq2seqModelOverride(ckpt seq2seq.Config, given json.RawMessage, out io.Wri
 	return ckpt, nil
 }
 
-// CheckSeq2SeqMemory refuses a batch of rows pairs whose training steps would not
-// fit in the machine's memory, before any batch is made. NewSeq2SeqData buckets
+// seq2seqMemoryNeed is the memory a batch of rows pairs needs for its
+// training steps, which train.Run checks before any batch is made. NewSeq2SeqData buckets
 // each pair by its longer side into the smallest of Seq2SeqBounds(max_len)
 // that holds it, and the engine keeps one compiled graph, with its
 // buffers, per bucket shape; so the need is the sum, over the buckets the
 // examples fill, of seq2seq.Config.ActivationBytes for a step of rows pairs. The
 // error says to lower batch_size, or the length of the longest pairs.
-func CheckSeq2SeqMemory(cfg seq2seq.Config, rows int, examples ...[]seq2seq.Example) error {
-	return train.CheckMemory(seq2seqMemoryNeed(cfg, rows, examples...))
-}
-
-// seq2seqMemoryNeed is what CheckSeq2SeqMemory checks.
 func seq2seqMemoryNeed(cfg seq2seq.Config, rows int, examples ...[]seq2seq.Example) train.MemoryNeed {
 	bounds := Seq2SeqBounds(cfg.MaxLen)
 	filled := map[int]bool{}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/models/seq2seq"
+	"github.com/d73a19ff/zoo/train"
 )
 
 // lr_scheduler_type picks the schedule: noam by default (lr_factor scales the
@@ -95,14 +96,14 @@ func TestSeq2SeqModelOverride(t *testing.T) {
 	require.ErrorContains(t, err, "config: model: seq2seq config: model_type \"gpt2\" is another model family")
 }
 
-// CheckSeq2SeqMemory refuses an absurd batch before any batch is made, naming
+// The seq2seq memory check refuses an absurd batch before any batch is made, naming
 // batch_size and the buckets (lengths 4 and 10 fill the buckets of 8 and
 // 12), and lets a small one through.
-func TestCheckSeq2SeqMemoryBatch(t *testing.T) {
+func TestSeq2SeqMemoryNeedBatch(t *testing.T) {
 	c := seq2seq.Tiny()
 	ex := []seq2seq.Example{{Src: []int{3, 4, 5}, Tgt: []int{6, 7}}, {Src: []int{3, 4, 5, 6, 7, 8, 9, 10, 3}, Tgt: []int{6}}}
-	require.NoError(t, CheckSeq2SeqMemory(c, 8, ex))
-	err := CheckSeq2SeqMemory(c, 1_000_000_000, ex)
+	require.NoError(t, train.CheckMemory(seq2seqMemoryNeed(c, 8, ex)))
+	err := train.CheckMemory(seq2seqMemoryNeed(c, 1_000_000_000, ex))
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "seq2seq: batch_size 1000000000, in buckets of up to 12 tokens (graph shapes: 2)")
 	assert.ErrorContains(t, err, "lower batch_size")
