@@ -408,7 +408,12 @@ func (b *llamaMerger) run(ctx context.Context) error {
 		}
 		at := b.where[k]
 		delete(b.where, k)
-		slices.Sort(at) // left to right in each word, as tokenizers' Word::merge
+		// Left to right in each word, as tokenizers' Word::merge. The
+		// positions of a pair are recorded in increasing order within one
+		// merge; only a token made by two merges (a+bc, ab+c) can record
+		// them out of order, and then overlapping runs (x x x) merge from
+		// the left.
+		slices.Sort(at)
 		clear(grown)
 		for _, p := range at {
 			if b.sym[p] != x {
