@@ -14,7 +14,7 @@ import (
 // 0-2 and the template puts <s> first; the byte tokens <0x00> … <0xFF>
 // are ids 3-258, then come the corpus's characters and the merged tokens
 // ("▁the" is 280, "▁light" 298). The corpus runs out of pairs at 301
-// tokens. Digits stay single with SplitDigits ("▁", then 1 7 0 4 as
+// tokens. Digits stay single, as in Llama 2 ("▁", then 1 7 0 4 as
 // 260 262 259 261); a character the corpus never had ("光", and the
 // line end) is written as its UTF-8 bytes (232 136 140 is E5 85 89 + 3);
 // decoding gives the text back. The file Save writes loads in Hugging Face's tokenizers
@@ -29,7 +29,7 @@ func ExampleTrainLlamaBPE() {
 		fmt.Println(err)
 		return
 	}
-	tok, err := datasets.TrainLlamaBPE(context.Background(), c, datasets.LlamaBPEOptions{VocabSize: 320, SplitDigits: true})
+	tok, err := datasets.TrainLlamaBPE(context.Background(), c, datasets.LlamaBPEOptions{VocabSize: 320})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,25 +26,37 @@ import (
 // TrainLlamaBPE's settings, cut to 8000 tokens, and the ids tokenizers
 // gives with them.
 type llamaTrainHF struct {
-	Tokenizers   string      `json:"tokenizers"`
-	VocabSize    int         `json:"vocab_size"`
-	Alphabet     int         `json:"alphabet"`
-	Merges       int         `json:"merges"`
-	VocabSHA256  string      `json:"vocab_sha256"`
-	MergesSHA256 string      `json:"merges_sha256"`
-	FirstMerges  [][2]string `json:"first_merges"`
-	LastMerges   [][2]string `json:"last_merges"`
-	Texts        []struct {
-		Text       string `json:"text"`
-		IDs        []int  `json:"ids"`
-		IDsSpecial []int  `json:"ids_special"`
-	} `json:"texts"`
-	Opticks struct {
-		Bytes  int    `json:"bytes"`
-		IDs    int    `json:"ids"`
-		SHA256 string `json:"sha256"`
-		Head   []int  `json:"head"`
-	} `json:"opticks"`
+	Tokenizers   string            `json:"tokenizers"`
+	VocabSize    int               `json:"vocab_size"`
+	Alphabet     int               `json:"alphabet"`
+	Merges       int               `json:"merges"`
+	VocabSHA256  string            `json:"vocab_sha256"`
+	MergesSHA256 string            `json:"merges_sha256"`
+	FirstMerges  [][2]string       `json:"first_merges"`
+	LastMerges   [][2]string       `json:"last_merges"`
+	Texts        []llamaTrainText  `json:"texts"`
+	Opticks      llamaTrainOpticks `json:"opticks"`
+	// ZooDefaults holds tokenizers' ids with the tokenizer TrainLlamaBPE
+	// learns with its defaults.
+	ZooDefaults struct {
+		VocabSize int               `json:"vocab_size"`
+		Merges    int               `json:"merges"`
+		Texts     []llamaTrainText  `json:"texts"`
+		Opticks   llamaTrainOpticks `json:"opticks"`
+	} `json:"zoo_defaults"`
+}
+
+type llamaTrainText struct {
+	Text       string `json:"text"`
+	IDs        []int  `json:"ids"`
+	IDsSpecial []int  `json:"ids_special"`
+}
+
+type llamaTrainOpticks struct {
+	Bytes  int    `json:"bytes"`
+	IDs    int    `json:"ids"`
+	SHA256 string `json:"sha256"`
+	Head   []int  `json:"head"`
 }
 
 func sha256Hex(s string) string {
@@ -72,12 +85,14 @@ func trainedModel(t testing.TB, tok Tokenizer) ([]string, [][2]string) {
 	return vocab, f.Model.Merges
 }
 
-// TestTrainLlamaBPEMatchesHuggingFace trains 8000 tokens on Opticks and
-// checks the vocabulary and the merges, in order, against tokenizers'
-// BpeTrainer's (by their sha256, count, first and last), and the ids of
-// a few texts and of all of Opticks against tokenizers' encoding with
-// its own result. With ZOO_LLAMA_TRAIN_OUT set, it saves the tokenizer
-// there for llama_train.js to load in tokenizers.
+// TestTrainLlamaBPEMatchesHuggingFace trains 8000 tokens on Opticks
+// with tokenizers' settings and checks the vocabulary and the merges, in
+// order, against tokenizers' BpeTrainer's (by their sha256, count, first
+// and last), and the ids of a few texts and of all of Opticks against
+// tokenizers' encoding with its own result; then trains with the
+// defaults and checks the ids against tokenizers' with zoo's file. With
+// ZOO_LLAMA_TRAIN_OUT set to a folder, it saves the two tokenizers there
+// (hf-settings.json, defaults.json) for llama_train.js.
 func TestTrainLlamaBPEMatchesHuggingFace(t *testing.T) {
 	raw, err := os.ReadFile("testdata/llama_bpe_train_hf.json")
 	require.NoError(t, err)
@@ -85,11 +100,16 @@ func TestTrainLlamaBPEMatchesHuggingFace(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &hf))
 	c, err := OpenCorpus(opticksPath(t), CorpusOptions{})
 	require.NoError(t, err)
-	// tokenizers' trainer has no length limit (max_token_length None).
-	tok, err := TrainLlamaBPE(context.Background(), c, LlamaBPEOptions{VocabSize: 8000, MaxPieceLength: -1})
+	out := os.Getenv("ZOO_LLAMA_TRAIN_OUT")
+	if out != "" {
+		require.NoError(t, os.MkdirAll(out, 0o755))
+	}
+	// tokenizers' trainer has no length limit (max_token_length None),
+	// merges digits and keeps every character.
+	tok, err := TrainLlamaBPE(context.Background(), c, LlamaBPEOptions{VocabSize: 8000, MaxPieceLength: -1, MergeDigits: true, CharacterCoverage: 1})
 	require.NoError(t, err)
-	if out := os.Getenv("ZOO_LLAMA_TRAIN_OUT"); out != "" {
-		require.NoError(t, tok.Save(out))
+	if out != "" {
+		require.NoError(t, tok.Save(filepath.Join(out, "hf-settings.json")))
 	}
 	vocab, merges := trainedModel(t, tok)
 	assert.Equal(t, hf.VocabSize, len(vocab))
@@ -105,11 +125,28 @@ func TestTrainLlamaBPEMatchesHuggingFace(t *testing.T) {
 		joined[i] = m[0] + " " + m[1]
 	}
 	assert.Equal(t, hf.MergesSHA256, sha256Hex(strings.Join(joined, "\n")), "merges")
+	checkLlamaTrainIDs(t, tok, hf.Texts, hf.Opticks)
 
+	tok, err = TrainLlamaBPE(context.Background(), c, LlamaBPEOptions{VocabSize: 8000})
+	require.NoError(t, err)
+	if out != "" {
+		require.NoError(t, tok.Save(filepath.Join(out, "defaults.json")))
+	}
+	vocab, merges = trainedModel(t, tok)
+	assert.Equal(t, hf.ZooDefaults.VocabSize, len(vocab))
+	assert.Equal(t, hf.ZooDefaults.Merges, len(merges))
+	checkLlamaTrainIDs(t, tok, hf.ZooDefaults.Texts, hf.ZooDefaults.Opticks)
+}
+
+// checkLlamaTrainIDs checks tok's ids, with and without the template's
+// <s>, against tokenizers', and those of all of Opticks by their hash.
+func checkLlamaTrainIDs(t *testing.T, tok Tokenizer, texts []llamaTrainText, want llamaTrainOpticks) {
+	t.Helper()
 	h, ok := tok.(*hfTemplated)
 	require.True(t, ok, "got %T", tok)
 	require.True(t, h.native)
-	for _, c := range hf.Texts {
+	require.NotEmpty(t, texts)
+	for _, c := range texts {
 		ids, err := tok.Encode(c.Text)
 		require.NoError(t, err)
 		assert.Equal(t, c.IDs, ids, "%q", c.Text)
@@ -118,12 +155,12 @@ func TestTrainLlamaBPEMatchesHuggingFace(t *testing.T) {
 		assert.Equal(t, c.IDsSpecial, ids, "%q with <s>", c.Text)
 	}
 	text := opticks(t)
-	require.Equal(t, hf.Opticks.Bytes, len(text))
+	require.Equal(t, want.Bytes, len(text))
 	ids, err := tok.Encode(text)
 	require.NoError(t, err)
-	assert.Equal(t, hf.Opticks.IDs, len(ids))
-	assert.Equal(t, hf.Opticks.Head, ids[:len(hf.Opticks.Head)])
-	assert.Equal(t, hf.Opticks.SHA256, idsHash(ids), "the ids of Opticks differ from tokenizers'")
+	assert.Equal(t, want.IDs, len(ids))
+	assert.Equal(t, want.Head, ids[:len(want.Head)])
+	assert.Equal(t, want.SHA256, idsHash(ids), "the ids of Opticks differ from tokenizers'")
 	back, err := tok.Decode(ids)
 	require.NoError(t, err)
 	assert.Equal(t, text, back)
@@ -193,7 +230,7 @@ func TestTrainLlamaBPEMatchesReference(t *testing.T) {
 		minCount := 1 + r.IntN(3)
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			want, wantMerges := referenceLlamaBPE(t, texts, vocabSize, minCount)
-			m, err := learnLlamaBPE(context.Background(), textList(texts), LlamaBPEOptions{VocabSize: vocabSize, MinFrequency: minCount, MaxPieceLength: -1})
+			m, err := learnLlamaBPE(context.Background(), textList(texts), LlamaBPEOptions{VocabSize: vocabSize, MinFrequency: minCount, MaxPieceLength: -1, MergeDigits: true, CharacterCoverage: 1})
 			require.NoError(t, err)
 			assert.Equal(t, want, m.vocab)
 			assert.Equal(t, wantMerges, m.merges)
@@ -266,29 +303,38 @@ func TestTrainLlamaBPESettings(t *testing.T) {
 	plain := train(LlamaBPEOptions{VocabSize: 4000})
 	assert.Equal(t, 4000, plain.VocabSize())
 	assert.Equal(t, 16, longest(plain), "MaxPieceLength 0 means SentencePiece's 16")
-	assert.Greater(t, longest(train(LlamaBPEOptions{VocabSize: 8000, MaxPieceLength: -1})), 16)
+	full := train(LlamaBPEOptions{VocabSize: 8000, MaxPieceLength: -1, MergeDigits: true, CharacterCoverage: 1})
+	assert.Greater(t, longest(full), 16)
 	assert.Equal(t, 5, longest(train(LlamaBPEOptions{VocabSize: 4000, MaxPieceLength: 5})))
 
-	// Digits: merged by default, one by one with SplitDigits, as Llama 2.
-	assert.Equal(t, []string{"▁In", "▁17", "0", "4"}, tokensOf(t, plain, "In 1704"))
-	digits := train(LlamaBPEOptions{VocabSize: 4000, SplitDigits: true})
-	assert.Equal(t, []string{"▁In", "▁", "1", "7", "0", "4"}, tokensOf(t, digits, "In 1704"))
+	// Digits: one by one by default, as Llama 2; merged with MergeDigits.
+	assert.Equal(t, []string{"▁In", "▁", "1", "7", "0", "4"}, tokensOf(t, plain, "In 1704"))
+	assert.Equal(t, []string{"▁In", "▁17", "04"}, tokensOf(t, full, "In 1704"))
 
 	// A line end is not trained on: it is a byte token, as in Llama 2;
 	// so is a character outside the alphabet.
 	assert.Equal(t, []string{"▁light", "<0x0A>", "l", "ight"}, tokensOf(t, plain, "light\nlight"))
 	assert.Equal(t, []string{"▁", "<0xD0>", "<0xB6>"}, tokensOf(t, plain, "ж"))
 
-	// The alphabet: every character by default; the rare ones fall back to
-	// bytes under a coverage; cut to fit a small vocabulary.
-	vocab, _ := trainedModel(t, plain)
+	// The alphabet: every character with CharacterCoverage 1; the rarest
+	// fall back to bytes by default (0.99995), more under a lower
+	// coverage; cut to fit a small vocabulary.
+	vocab, _ := trainedModel(t, full)
 	assert.Contains(t, vocab, "û", "once in Opticks")
 	assert.Contains(t, vocab, "§")
+	// Opticks has 566,098 characters (with "▁"); 0.99995 leaves out 27
+	// of them, the 6 rarest: * (10 times), ê, ·, §, \\ and û (once).
+	vocab, _ = trainedModel(t, plain)
+	assert.Equal(t, 84, slices.IndexFunc(vocab, func(s string) bool { return s == "▁" })-258, "the alphabet")
+	for _, r := range []string{"*", "ê", "·", "§", "\\", "û"} {
+		assert.NotContains(t, vocab, r)
+	}
+	assert.Contains(t, vocab, "×", "13 times in Opticks")
+	assert.Equal(t, []string{"▁", "<0xC2>", "<0xA7>"}, tokensOf(t, plain, "§"))
 	covered := train(LlamaBPEOptions{VocabSize: 4000, CharacterCoverage: 0.9995})
 	vocab, _ = trainedModel(t, covered)
-	assert.NotContains(t, vocab, "§", "4 times in Opticks")
+	assert.NotContains(t, vocab, "×")
 	assert.Contains(t, vocab, "a")
-	assert.Equal(t, []string{"▁", "<0xC2>", "<0xA7>"}, tokensOf(t, covered, "§"))
 	small := train(LlamaBPEOptions{VocabSize: 269})
 	vocab, merges := trainedModel(t, small)
 	assert.Len(t, vocab, 269)
