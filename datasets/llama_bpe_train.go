@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"unicode"
@@ -296,6 +297,9 @@ func learnLlamaBPE(ctx context.Context, src textSource, opts LlamaBPEOptions) (*
 				return nil, err
 			}
 		}
+		if len(b.sym)+utf8.RuneCountInString(k) > maxLlamaSymbols {
+			return nil, fmt.Errorf("the corpus's distinct words hold more than %d characters, the most positions the trainer indexes; train on part of it", maxLlamaSymbols)
+		}
 		b.addWord(k, counts[k])
 	}
 	if err := b.run(ctx); err != nil {
@@ -346,6 +350,10 @@ func (b *llamaMerger) addToken(t string) {
 func (b *llamaMerger) allowed(x, y int32) bool {
 	return !b.digit[x] && !b.digit[y] && int(b.length[x])+int(b.length[y]) <= b.s.maxLen
 }
+
+// maxLlamaSymbols is the most characters the distinct words of a corpus
+// may hold: positions are int32.
+var maxLlamaSymbols = math.MaxInt32 // a variable for a test
 
 // addWord appends a word occurring n times; a character outside the
 // alphabet ends one run of symbols and starts the next.

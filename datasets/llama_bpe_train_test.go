@@ -472,3 +472,14 @@ func seq(n uint64) []uint64 {
 	}
 	return out
 }
+
+// TestTrainLlamaBPETooManyCharacters checks the bound on the characters
+// of the distinct words (positions are int32), lowered for the test.
+func TestTrainLlamaBPETooManyCharacters(t *testing.T) {
+	defer func(n int) { maxLlamaSymbols = n }(maxLlamaSymbols)
+	maxLlamaSymbols = 100
+	_, err := TrainLlamaBPE(context.Background(), openText(t, randomText(4, 1000)), LlamaBPEOptions{VocabSize: 500})
+	assert.ErrorContains(t, err, "distinct words hold more than 100 characters")
+	_, err = TrainLlamaBPE(context.Background(), openText(t, "the light of the prism\n"), LlamaBPEOptions{VocabSize: 500})
+	assert.NoError(t, err)
+}
