@@ -370,7 +370,8 @@ func TestTrainLlamaBPESpecialsInText(t *testing.T) {
 }
 
 // TestTrainLlamaBPEDeterministic checks that two runs give the same file,
-// which round-trips texts with characters outside the alphabet.
+// which round-trips texts with characters outside the alphabet, and
+// encodes the same once saved and loaded.
 func TestTrainLlamaBPEDeterministic(t *testing.T) {
 	c := openText(t, randomText(1, 20000))
 	a, err := TrainLlamaBPE(context.Background(), c, LlamaBPEOptions{VocabSize: 500})
@@ -380,12 +381,19 @@ func TestTrainLlamaBPEDeterministic(t *testing.T) {
 	ja, _ := a.MarshalJSON()
 	jb, _ := b.MarshalJSON()
 	assert.Equal(t, string(ja), string(jb))
+	path := filepath.Join(t.TempDir(), "tokenizer.json")
+	require.NoError(t, a.Save(path))
+	loaded, err := LoadTokenizer(path)
+	require.NoError(t, err)
 	for _, text := range []string{"the light\n\tof  rays ", "日本語 😀 é ﬁ", " leading", "1704", ""} {
 		ids, err := a.Encode(text)
 		require.NoError(t, err)
 		back, err := a.Decode(ids)
 		require.NoError(t, err)
 		assert.Equal(t, text, back)
+		again, err := loaded.Encode(text)
+		require.NoError(t, err)
+		assert.Equal(t, ids, again, "saved and loaded: %q", text)
 	}
 }
 
