@@ -98,7 +98,7 @@ func ExampleParseGeneration() {
 		fmt.Println("note:", n)
 	}
 
-	raw["repetition_penalty"] = json.RawMessage("1.2")
+	raw["encoder_repetition_penalty"] = json.RawMessage("1.2")
 	_, err = decode.ParseGeneration(raw, []int{1})
 	fmt.Println("error:", err)
 	// Output:
@@ -108,7 +108,7 @@ func ExampleParseGeneration() {
 	// forced eos: [1] true
 	// max_length set: false
 	// note: task_specific_params {"translation":{"num_beams":6}} is not applied: transformers' pipelines read it for their task, generate does not
-	// error: repetition_penalty 1.2 is not supported: the zoo's decoders do not implement it; remove it (or set it to 1)
+	// error: encoder_repetition_penalty 1.2 is not supported: the zoo's decoders do not implement it; remove it (or set it to 1)
 }
 
 // The two length penalties that beam search divides a hypothesis's log P
