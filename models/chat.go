@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -211,7 +212,9 @@ func isJSONNull(v json.RawMessage) bool { return strings.TrimSpace(string(v)) ==
 // it may write (see ChatTemplate.SpecialTokens). A source over
 // MaxChatTemplateBytes is an error, and so is one that uses what the zoo
 // does not render: a statement the library lacks (include, import,
-// extends, call, …, named in the error), list and dict methods that
+// extends, call, …, named in the error), Python's %-formatting of a
+// string literal ('%d' % n, which the library gets wrong), list and dict
+// methods that
 // modify them (append, update, …: transformers' ImmutableSandboxedEnvironment
 // forbids them too), and macros or namespace attributes that refer to
 // themselves (recursion the renderer could not end).
@@ -475,6 +478,9 @@ func checkTemplate(src string) error {
 	var macro string              // the macro whose body is being read
 	for _, tag := range tags {
 		code := stripStrings(tag.code)
+		if percentFormat.MatchString(code) {
+			return fmt.Errorf("%s (line %d) formats a string with %% ('…' %% value): the zoo's Jinja renderer does not implement Python's %%-formatting; join with ~ instead", tag.kind, tag.line)
+		}
 		for _, m := range mutators {
 			if strings.Contains(code, "."+m+"(") {
 				return fmt.Errorf("%s (line %d) calls .%s(): lists and dicts are immutable in chat templates (transformers' ImmutableSandboxedEnvironment refuses it too)", tag.kind, tag.line, m)
@@ -557,6 +563,10 @@ func checkTemplate(src string) error {
 	}
 	return nil
 }
+
+// percentFormat finds a string literal (emptied by stripStrings) followed
+// by the % operator.
+var percentFormat = regexp.MustCompile(`['"]\s*%`)
 
 // mutators are the list and dict methods that modify them.
 var mutators = []string{"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "sort", "reverse"}

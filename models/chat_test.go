@@ -110,6 +110,7 @@ func TestChatTemplateRefusals(t *testing.T) {
 		{"update", `{% set d = {} %}{{ d.update({'a': 1}) }}`, ".update()"},
 		{"too long", strings.Repeat("x", MaxChatTemplateBytes+1), "models.MaxChatTemplateBytes"},
 		{"unknown statement", `{% import 'x' as y %}`, "import"},
+		{"percent formatting", `{{ "%d items" % messages|length }}`, "does not implement Python's %-formatting"},
 	}
 	for _, c := range compile {
 		t.Run(c.name, func(t *testing.T) {
@@ -123,6 +124,7 @@ func TestChatTemplateRefusals(t *testing.T) {
 		`{% set x = 'a' %}{% set x = x ~ 'b' %}{{ x }}`,
 		`{% macro show(m) %}{{ m.content }}{% endmacro %}{% macro all() %}{% for m in messages %}{{ show(m) }}{% endfor %}{% endmacro %}{{ all() }}`,
 		`{{ 'a.append(b)' }}{# l.append(x) #}`,
+		`{% if loop.index0 % 2 == 0 %}{{ '100%' }}{% endif %}`,
 	} {
 		_, err := NewChatTemplate(ok, nil)
 		require.NoError(t, err, ok)
@@ -179,4 +181,26 @@ func TestChatTemplateVars(t *testing.T) {
 	got, err = now.Apply(context.Background(), []ChatMessage{{Role: "user"}}, ChatOptions{Now: time.Date(2024, 7, 5, 15, 4, 9, 0, time.UTC)})
 	require.NoError(t, err)
 	require.Equal(t, "05 Jul 2024, Friday July  5 187 03PM 15:04:09 24 07 %", got) // Python's strftime
+}
+
+// BenchmarkChatTemplateApply renders a 1,000-turn conversation (250
+// words a turn) with each real template: docs/chat.md's measurement.
+func BenchmarkChatTemplateApply(b *testing.B) {
+	msgs := make([]ChatMessage, 1000)
+	for i := range msgs {
+		msgs[i] = ChatMessage{Role: []string{"user", "assistant"}[i%2], Content: strings.Repeat("word ", 50)}
+	}
+	for _, name := range []string{"meta-llama-Llama-3.2-3B-Instruct", "Qwen-Qwen2.5-7B-Instruct", "HuggingFaceTB-SmolLM2-135M-Instruct"} {
+		b.Run(name, func(b *testing.B) {
+			src, err := os.ReadFile(filepath.Join("testdata/chat", name+".jinja"))
+			require.NoError(b, err)
+			tmpl, err := NewChatTemplate(string(src), map[string]any{"bos_token": "<s>"})
+			require.NoError(b, err)
+			for b.Loop() {
+				if _, err := tmpl.Apply(context.Background(), msgs, ChatOptions{AddGenerationPrompt: true, Now: chatNow}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ Writes models/testdata/chat/golden.json, which models/chat_test.go checks byte f
 (TestChatTemplateGolden). Run from the repository root with a Python that has jinja2 (3.1.6 was used):
 
     python3 tools/hftokenizers/chat_golden.py
+    python3 tools/hftokenizers/chat_golden.py --bench   # render times, for docs/chat.md
 
 The environment is built exactly as transformers builds it (utils/chat_template_utils.py,
 _compile_jinja_template, 4.4x to 5.x):
@@ -87,7 +88,27 @@ def compile_template(source):
     return env.from_string(source)
 
 
+def bench(reps=20):
+    """Median render time of a 1,000-turn conversation, as models' BenchmarkChatTemplateApply."""
+    import time
+    msgs = [{"role": ("user", "assistant")[i % 2], "content": "word " * 50} for i in range(1000)]
+    for name in ("meta-llama-Llama-3.2-3B-Instruct", "Qwen-Qwen2.5-7B-Instruct", "HuggingFaceTB-SmolLM2-135M-Instruct"):
+        with open(os.path.join(DATA, name + ".jinja"), encoding="utf-8") as f:
+            tmpl = compile_template(f.read())
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            tmpl.render(messages=msgs, tools=None, documents=None, add_generation_prompt=True, bos_token="<s>")
+            times.append(time.perf_counter() - t)
+        times.sort()
+        print(f"{name}: {times[len(times) // 2] * 1e3:.2f} ms (min {times[0] * 1e3:.2f}, max {times[-1] * 1e3:.2f})")
+
+
 def main():
+    import sys
+    if sys.argv[1:] == ["--bench"]:
+        bench()
+        return
     cases = []
     for name, specials in TEMPLATES.items():
         with open(os.path.join(DATA, name + ".jinja"), encoding="utf-8") as f:
