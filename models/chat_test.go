@@ -204,3 +204,36 @@ func BenchmarkChatTemplateApply(b *testing.B) {
 		})
 	}
 }
+
+// TestChatTemplateConcurrent: Apply from 8 goroutines at once gives each
+// the text of a call alone (run with -race in CI).
+func TestChatTemplateConcurrent(t *testing.T) {
+	src, err := os.ReadFile("testdata/chat/meta-llama-Llama-3.2-3B-Instruct.jinja")
+	require.NoError(t, err)
+	tmpl, err := NewChatTemplate(string(src), map[string]any{"bos_token": "<|begin_of_text|>"})
+	require.NoError(t, err)
+	conv := func(i int) []ChatMessage {
+		return []ChatMessage{{Role: "system", Content: strings.Repeat("s", i)}, {Role: "user", Content: strings.Repeat("u", i)}}
+	}
+	want := make([]string, 8)
+	for i := range want {
+		want[i], err = tmpl.Apply(context.Background(), conv(i), ChatOptions{AddGenerationPrompt: true, Now: chatNow})
+		require.NoError(t, err)
+	}
+	got := make([]string, 8)
+	errs := make([]error, 8)
+	done := make(chan int)
+	for i := range got {
+		go func() {
+			got[i], errs[i] = tmpl.Apply(context.Background(), conv(i), ChatOptions{AddGenerationPrompt: true, Now: chatNow})
+			done <- i
+		}()
+	}
+	for range got {
+		<-done
+	}
+	for i := range got {
+		require.NoError(t, errs[i])
+		require.Equal(t, want[i], got[i])
+	}
+}
