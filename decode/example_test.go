@@ -190,3 +190,23 @@ func ExampleConstraints() {
 	// beam, bad words [[3]]: [2], P = 0.150
 	// decode: suppressed token -1 is negative
 }
+
+// A repetition penalty (Hugging Face's repetition_penalty) makes the
+// tokens a row already holds less likely: after bos and "a", plain greedy
+// decoding comes back to bos (0) and "a" (2), which the row holds; with a
+// penalty of 2 it takes "b" (3), which it does not, after eos's uniform
+// row.
+func ExampleConstraints_repetitionPenalty() {
+	st := decode.StepFunc(step)
+	plain, _ := decode.Sample(st, [][]int{{0, 2}}, decode.Greedy(3))
+	cfg := decode.Greedy(3)
+	cfg.RepetitionPenalty = 2 // scores of seen tokens: negative ones doubled, positive ones halved
+	penalized, err := decode.Sample(st, [][]int{{0, 2}}, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("plain:", plain[0], "penalized:", penalized[0])
+	// Output:
+	// plain: [1 0 2] penalized: [1 3 1]
+}
