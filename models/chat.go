@@ -534,7 +534,7 @@ func checkTemplate(src string) error {
 		switch state[n] {
 		case 1:
 			i := slices.Index(path, n)
-			return fmt.Errorf("%s refers to itself (%s): a recursive macro or a value that holds itself, which the zoo's Jinja renderer would follow without end", n, strings.Join(append(path[i:], n), " → "))
+			return fmt.Errorf("%s refers to itself (%s): a recursive macro or a value that holds itself, which the zoo's Jinja renderer cannot bound (tool-use templates walk JSON schemas this way; the zoo renders no tools)", n, strings.Join(append(path[i:], n), " → "))
 		case 2:
 			return nil
 		}
