@@ -473,6 +473,9 @@ func Strftime(t time.Time, format string) (string, error) {
 // directly or through others (recursion, or a namespace holding itself,
 // which the renderer would follow without end).
 func checkTemplate(src string) error {
+	if err := checkTrimming(src); err != nil {
+		return err
+	}
 	tags := templateTags(src)
 	refs := map[string][]string{} // name → the names its body or value refers to
 	var macro string              // the macro whose body is being read

@@ -111,6 +111,9 @@ func TestChatTemplateRefusals(t *testing.T) {
 		{"too long", strings.Repeat("x", MaxChatTemplateBytes+1), "models.MaxChatTemplateBytes"},
 		{"unknown statement", `{% import 'x' as y %}`, "import"},
 		{"percent formatting", `{{ "%d items" % messages|length }}`, "does not implement Python's %-formatting"},
+		// jinja2 renders "A: x" and "   ": the library would drop the spaces.
+		{"trim across a tag", `{%- if true -%}A: {{ "x" }}{%- endif -%}`, `line 1: the zoo's Jinja library (ardanlabs/jinja v1.8.0) trims the whitespace of the text "A: " to "A:"`},
+		{"lstrip after a tag", `{{ "a" }}   {% if true %}{% endif %}`, `trims the whitespace of the text "   " to ""`},
 	}
 	for _, c := range compile {
 		t.Run(c.name, func(t *testing.T) {
@@ -125,6 +128,7 @@ func TestChatTemplateRefusals(t *testing.T) {
 		`{% macro show(m) %}{{ m.content }}{% endmacro %}{% macro all() %}{% for m in messages %}{{ show(m) }}{% endfor %}{% endmacro %}{{ all() }}`,
 		`{{ 'a.append(b)' }}{# l.append(x) #}`,
 		`{% if loop.index0 % 2 == 0 %}{{ '100%' }}{% endif %}`,
+		"A: {{ 'x' }}{% if true %}{% endif %}\n  {% if true %}\n{{ 'y' }}  {%- endif %}",
 	} {
 		_, err := NewChatTemplate(ok, nil)
 		require.NoError(t, err, ok)
