@@ -1,6 +1,6 @@
 module github.com/d73a19ff/zoo
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/chewxy/hm v1.0.0
@@ -22,6 +22,7 @@ require (
 	git.sr.ht/~sbinet/gg v0.3.1 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/apache/arrow/go/arrow v0.0.0-20211112161151-bc219186db40 // indirect
+	github.com/ardanlabs/jinja v1.8.0 // indirect
 	github.com/awalterschulze/gographviz v2.0.3+incompatible // indirect
 	github.com/chewxy/math32 v1.10.1 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect

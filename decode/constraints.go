@@ -36,6 +36,17 @@ type Constraints struct {
 	// beam search the 0 is its log-probability: the forced token adds
 	// nothing to a hypothesis's log P. Empty forces nothing.
 	ForcedEOS []int
+	// RepetitionPenalty is repetition_penalty
+	// (RepetitionPenaltyLogitsProcessor): with p > 0 other than 1, the
+	// score of every token the row already holds (its prompt and its new
+	// tokens, each token once) becomes score·p where it is negative and
+	// score/p otherwise, before the other constraints; p > 1 makes
+	// repeats less likely. In beam search it acts on the log-softmax, as
+	// in transformers. 0 and 1 turn it off. Hugging Face's input_ids of a
+	// left-padded batch also hold the pad tokens, so there the pad
+	// token's score is penalized in the shorter prompts' rows; the zoo's
+	// rows hold no pads.
+	RepetitionPenalty float64
 	// Renormalize is renormalize_logits (LogitNormalization): in beam
 	// search, the log-softmax is taken again after the other
 	// constraints, so that the banned tokens' mass goes to the others.
@@ -45,8 +56,12 @@ type Constraints struct {
 
 // active reports whether c bans anything.
 func (c Constraints) active() bool {
-	return len(c.Suppress) > 0 || len(c.BadWords) > 0 || c.NoRepeatNGramSize > 0 || len(c.ForcedEOS) > 0 || c.Renormalize
+	return len(c.Suppress) > 0 || len(c.BadWords) > 0 || c.NoRepeatNGramSize > 0 || len(c.ForcedEOS) > 0 || c.Renormalize ||
+		c.Penalizes()
 }
+
+// Penalizes reports whether RepetitionPenalty is on (not 0 or 1).
+func (c Constraints) Penalizes() bool { return c.RepetitionPenalty != 0 && c.RepetitionPenalty != 1 }
 
 // Validate reports ids that cannot be tokens and empty bad words.
 func (c Constraints) Validate() error {
@@ -72,6 +87,9 @@ func (c Constraints) Validate() error {
 	}
 	if c.NoRepeatNGramSize < 0 {
 		return fmt.Errorf("decode: no_repeat_ngram_size %d is negative; 0 turns it off", c.NoRepeatNGramSize)
+	}
+	if p := c.RepetitionPenalty; !(p >= 0) || math.IsInf(p, 0) {
+		return fmt.Errorf("decode: repetition_penalty %g must be a positive number (1 turns it off, > 1 penalizes repeats)", p)
 	}
 	return nil
 }
@@ -102,6 +120,9 @@ func (c Constraints) suppress(row []float64) {
 // (and on the raw logits elsewhere) to row, the scores of the token that
 // follows seq; last says whether this is the row's last step.
 func (c Constraints) after(seq []int, row []float64, last bool) {
+	if c.Penalizes() {
+		penalize(seq, row, c.RepetitionPenalty)
+	}
 	for _, w := range c.BadWords {
 		prefix, tok := w[:len(w)-1], w[len(w)-1]
 		if len(prefix) <= len(seq) && slices.Equal(seq[len(seq)-len(prefix):], prefix) {
@@ -171,4 +192,22 @@ func (c Constraints) logSoftmax(seq []int, logits, dst []float64, last bool) ([]
 		}
 	}
 	return dst, nil
+}
+
+// penalize applies RepetitionPenaltyLogitsProcessor to row, the scores of
+// the token after seq: each token of seq, once, gets score·p where its
+// score is negative and score/p otherwise.
+func penalize(seq []int, row []float64, p float64) {
+	seen := slices.Clone(seq)
+	slices.Sort(seen)
+	for _, tok := range slices.Compact(seen) {
+		if tok < 0 || tok >= len(row) {
+			continue
+		}
+		if x := row[tok]; x < 0 {
+			row[tok] = x * p
+		} else {
+			row[tok] = x / p
+		}
+	}
 }

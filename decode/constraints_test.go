@@ -184,6 +184,13 @@ func TestParseGeneration(t *testing.T) {
 	require.Len(t, g.Notes, 1)
 	require.Contains(t, g.Notes[0], "task_specific_params")
 
+	require.Equal(t, 1.0, g.RepetitionPenalty)
+	require.False(t, g.Penalizes())
+	g, err = parse(`{"repetition_penalty": 1.3}`)
+	require.NoError(t, err)
+	require.Equal(t, 1.3, g.RepetitionPenalty)
+	require.True(t, g.Penalizes())
+
 	g, err = parse(`{"forced_eos_token_id": null, "early_stopping": true}`)
 	require.NoError(t, err)
 	require.True(t, g.ForcedEOSSet)
@@ -191,7 +198,10 @@ func TestParseGeneration(t *testing.T) {
 	require.Equal(t, StopAtBeam, *g.EarlyStopping)
 
 	for _, c := range []struct{ json, want string }{
-		{`{"repetition_penalty": 1.3}`, "repetition_penalty 1.3 is not supported"},
+		{`{"encoder_repetition_penalty": 1.3}`, "encoder_repetition_penalty 1.3 is not supported"},
+		{`{"repetition_penalty": 0}`, "repetition_penalty 0: want a number > 0"},
+		{`{"repetition_penalty": -1.2}`, "repetition_penalty -1.2"},
+		{`{"repetition_penalty": "high"}`, "repetition_penalty"},
 		{`{"min_length": 5}`, "min_length 5 is not supported"},
 		{`{"suppress_tokens": [1, 2]}`, "suppress_tokens"},
 		{`{"num_beams": 0}`, "num_beams 0"},
@@ -218,10 +228,10 @@ func TestReadGenerationPrefersGenerationConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, GenerationFile, g.From)
 	require.Equal(t, 6, *g.NumBeams)
-	require.NoError(t, writeFile(dir+"/"+GenerationFile, `{"repetition_penalty": 2}`))
+	require.NoError(t, writeFile(dir+"/"+GenerationFile, `{"encoder_repetition_penalty": 2}`))
 	_, err = ReadGeneration(dir, cfg, nil)
 	require.ErrorContains(t, err, GenerationFile)
-	require.True(t, strings.Contains(err.Error(), "repetition_penalty"))
+	require.True(t, strings.Contains(err.Error(), "encoder_repetition_penalty"))
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }

@@ -98,7 +98,7 @@ func ExampleParseGeneration() {
 		fmt.Println("note:", n)
 	}
 
-	raw["repetition_penalty"] = json.RawMessage("1.2")
+	raw["encoder_repetition_penalty"] = json.RawMessage("1.2")
 	_, err = decode.ParseGeneration(raw, []int{1})
 	fmt.Println("error:", err)
 	// Output:
@@ -108,7 +108,7 @@ func ExampleParseGeneration() {
 	// forced eos: [1] true
 	// max_length set: false
 	// note: task_specific_params {"translation":{"num_beams":6}} is not applied: transformers' pipelines read it for their task, generate does not
-	// error: repetition_penalty 1.2 is not supported: the zoo's decoders do not implement it; remove it (or set it to 1)
+	// error: encoder_repetition_penalty 1.2 is not supported: the zoo's decoders do not implement it; remove it (or set it to 1)
 }
 
 // The two length penalties that beam search divides a hypothesis's log P
@@ -189,4 +189,24 @@ func ExampleConstraints() {
 	// beam, bad words []: [3], P = 0.360
 	// beam, bad words [[3]]: [2], P = 0.150
 	// decode: suppressed token -1 is negative
+}
+
+// A repetition penalty (Hugging Face's repetition_penalty) makes the
+// tokens a row already holds less likely: after bos and "a", plain greedy
+// decoding comes back to bos (0) and "a" (2), which the row holds; with a
+// penalty of 2 it takes "b" (3), which it does not, after eos's uniform
+// row.
+func ExampleConstraints_repetitionPenalty() {
+	st := decode.StepFunc(step)
+	plain, _ := decode.Sample(st, [][]int{{0, 2}}, decode.Greedy(3))
+	cfg := decode.Greedy(3)
+	cfg.RepetitionPenalty = 2 // scores of seen tokens: negative ones doubled, positive ones halved
+	penalized, err := decode.Sample(st, [][]int{{0, 2}}, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("plain:", plain[0], "penalized:", penalized[0])
+	// Output:
+	// plain: [1 0 2] penalized: [1 3 1]
 }

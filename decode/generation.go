@@ -39,8 +39,8 @@ type Generation struct {
 	NumReturnSequences *int
 	// Constraints holds bad_words_ids (less any single-token entry that
 	// is an eos token, as NoBadWordsLogitsProcessor drops it),
-	// no_repeat_ngram_size, renormalize_logits and, where ForcedEOSSet,
-	// forced_eos_token_id (null: none).
+	// no_repeat_ngram_size, repetition_penalty, renormalize_logits and,
+	// where ForcedEOSSet, forced_eos_token_id (null: none).
 	Constraints
 	ForcedEOSSet bool
 	// Notes say, one line each, which fields were read but are not
@@ -56,7 +56,7 @@ var generationRefused = []struct {
 	key string
 	off any
 }{
-	{"repetition_penalty", 1.0}, {"encoder_repetition_penalty", 1.0}, {"min_length", 0.0},
+	{"encoder_repetition_penalty", 1.0}, {"min_length", 0.0},
 	{"min_new_tokens", 0.0}, {"num_beam_groups", 1.0}, {"diversity_penalty", 0.0}, {"typical_p", 1.0},
 	{"epsilon_cutoff", 0.0}, {"eta_cutoff", 0.0}, {"min_p", nil}, {"top_h", nil}, {"penalty_alpha", nil},
 	{"encoder_no_repeat_ngram_size", 0.0}, {"exponential_decay_length_penalty", nil},
@@ -173,6 +173,13 @@ func ParseGeneration(raw map[string]json.RawMessage, eos []int) (Generation, err
 		if err := json.Unmarshal(v, &g.NoRepeatNGramSize); err != nil || g.NoRepeatNGramSize < 0 {
 			return g, fmt.Errorf("no_repeat_ngram_size %s: want an integer ≥ 0", jsonconfig.Compact(v))
 		}
+	}
+	if v, ok := raw["repetition_penalty"]; ok && !isNull(v) {
+		var p float64
+		if err := json.Unmarshal(v, &p); err != nil || !(p > 0) || math.IsInf(p, 0) {
+			return g, fmt.Errorf("repetition_penalty %s: want a number > 0 (1 turns it off)", jsonconfig.Compact(v))
+		}
+		g.RepetitionPenalty = p
 	}
 	if v, ok := raw["bad_words_ids"]; ok && !isNull(v) {
 		var words [][]int

@@ -36,6 +36,15 @@ type TextGenerationConfig struct {
 	LengthPenalty      float64
 	LengthPenaltyStyle decode.LengthPenaltyStyle
 	EarlyStopping      decode.Stopping
+	// RepetitionPenalty is Hugging Face's repetition_penalty
+	// (decode.Constraints.RepetitionPenalty), in sampling, greedy and
+	// beam search: > 1 makes tokens of the prompt and of the text so far
+	// less likely. 0 and 1 turn it off. It replaces the checkpoint's
+	// repetition_penalty, which Defaults copies here.
+	RepetitionPenalty float64
+	// NoCache recomputes the whole context at every step instead of
+	// using the KV cache: the same tokens, slower (a check of the cache).
+	NoCache bool
 	// EOS are the tokens that end a text (transformers' eos_token_id),
 	// left out of Text and Tokens (skip_special_tokens).
 	EOS []int

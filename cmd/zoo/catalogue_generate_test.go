@@ -41,15 +41,22 @@ func generationCases() []badInput {
 		{"generate 4e18 tokens by beam search", func(_ *testing.T, f fixture, _ string) []string {
 			return []string{"generate", "--checkpoint", f.gptCkpt, "--beam", "2", "--max-new-tokens", "4000000000000000000"}
 		}, 1, "MaxNewTokensLimit"},
-		{"generate with repetition_penalty in config.json", func(t *testing.T, f fixture, d string) []string {
-			c := withJSON(t, f.gptCkpt, d, "config.json", map[string]any{"repetition_penalty": 1.3})
+		{"generate with encoder_repetition_penalty in config.json", func(t *testing.T, f fixture, d string) []string {
+			c := withJSON(t, f.gptCkpt, d, "config.json", map[string]any{"encoder_repetition_penalty": 1.3})
 			require.NoError(t, os.Remove(filepath.Join(c, "generation_config.json"))) // else config.json's is not read
 			return []string{"generate", "--checkpoint", c, "--max-new-tokens", "2"}
-		}, 1, "repetition_penalty 1.3 is not supported"},
-		{"generate with repetition_penalty in generation_config.json", func(t *testing.T, f fixture, d string) []string {
-			c := withJSON(t, f.gptCkpt, d, "generation_config.json", map[string]any{"repetition_penalty": 1.3})
+		}, 1, "encoder_repetition_penalty 1.3 is not supported"},
+		{"generate with encoder_repetition_penalty in generation_config.json", func(t *testing.T, f fixture, d string) []string {
+			c := withJSON(t, f.gptCkpt, d, "generation_config.json", map[string]any{"encoder_repetition_penalty": 1.3})
 			return []string{"generate", "--checkpoint", c, "--max-new-tokens", "2"}
-		}, 1, "generation_config.json: repetition_penalty 1.3 is not supported"},
+		}, 1, "generation_config.json: encoder_repetition_penalty 1.3 is not supported"},
+		{"generate with repetition_penalty 0 in generation_config.json", func(t *testing.T, f fixture, d string) []string {
+			c := withJSON(t, f.gptCkpt, d, "generation_config.json", map[string]any{"repetition_penalty": 0})
+			return []string{"generate", "--checkpoint", c, "--max-new-tokens", "2"}
+		}, 1, "generation_config.json: repetition_penalty 0: want a number > 0"},
+		{"generate with --repetition-penalty -1", func(_ *testing.T, f fixture, _ string) []string {
+			return []string{"generate", "--checkpoint", f.gptCkpt, "--repetition-penalty", "-1", "--max-new-tokens", "2"}
+		}, 2, "--repetition-penalty -1"},
 		{"generate past config.json's max_length", func(t *testing.T, f fixture, d string) []string {
 			c := withJSON(t, f.gptCkpt, d, "config.json", map[string]any{"max_length": 3})
 			require.NoError(t, os.Remove(filepath.Join(c, "generation_config.json"))) // else config.json's is not read

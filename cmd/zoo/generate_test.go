@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,4 +57,32 @@ func TestGenerateGPTStopString(t *testing.T) {
 		require.Equal(t, 0, run(append(cloneArgs(base), "--stop", stop, "--beam", beam), &out, &errb), errb.String())
 		require.Equal(t, want, out.String(), "beam %s", beam)
 	}
+}
+
+// --repetition-penalty on a GPT is gpt.TextGeneration's RepetitionPenalty
+// (greedy and beam search), and a penalty of 3 breaks the micro model.s
+// run of one letter.
+func TestGenerateGPTRepetitionPenalty(t *testing.T) {
+	ckpt := gptCheckpoint(t)
+	p, err := gpt.LoadTextGeneration(ckpt)
+	require.NoError(t, err)
+	base := []string{"generate", "--checkpoint", ckpt, "--prompt", "ab", "--temperature", "0", "--max-new-tokens", "12"}
+	var plain, out, errb bytes.Buffer
+	require.Equal(t, 0, run(base, &plain, &errb), errb.String())
+	for _, beam := range []int{1, 2} {
+		cfg := p.Defaults()
+		cfg.Temperature, cfg.MaxNewTokens, cfg.Beam, cfg.RepetitionPenalty = 0, 12, beam, 3
+		cfg.EOS = nil // zoo generate on a GPT does not stop at eos
+		want, err := p.Generate(context.Background(), []string{"ab"}, cfg)
+		require.NoError(t, err)
+		out.Reset()
+		require.Equal(t, 0, run(append(cloneArgs(base), "--repetition-penalty", "3", "--beam", fmt.Sprint(beam)), &out, &errb), errb.String())
+		require.Equal(t, want[0].Text+"\n", out.String(), "beam %d", beam)
+		if beam == 1 {
+			require.NotEqual(t, plain.String(), out.String())
+		}
+	}
+	out.Reset()
+	require.Equal(t, 2, run(append(cloneArgs(base), "--chat"), &out, &errb))
+	require.Contains(t, errb.String(), "--chat, --system and --messages are for LLaMA-family checkpoints")
 }

@@ -185,10 +185,17 @@ func runGenerate(args []string, stdout io.Writer) error {
 	alpha := f.Float64("length-penalty", 0, "with --beam: length penalty α; 0 ranks by log-probability (default: the checkpoint's length_penalty, in Hugging Face's style, else 0)")
 	style := f.String("length-penalty-style", "gnmt", "with --beam: gnmt (log P / ((5+|y|)/6)^α) or hf (log P / |y|^α, Hugging Face's length_penalty; the default when α is the checkpoint's)")
 	stopping := f.String("early-stopping", "true", "with --beam: true, false or never, as Hugging Face's early_stopping (default: the checkpoint's, else true)")
+	rep := f.Float64("repetition-penalty", 1, "Hugging Face's repetition_penalty: > 1 makes tokens of the prompt and the text so far less likely; 1 is off (default: the checkpoint's repetition_penalty, else 1)")
+	chat := f.Bool("chat", false, "LLaMA family: apply the checkpoint's chat template (tokenizer_config.json) to the conversation, --prompt being the user's turn, and print the assistant's answer")
+	system := f.String("system", "", "with --chat: a system turn before the user's")
+	messages := f.String("messages", "", "with --chat: a JSON `file` of the conversation, [{\"role\": \"user\", \"content\": \"…\"}, …]; --prompt, if given, is one more user turn")
 	var stops stopList
 	f.Var(&stops, "stop", "end the text once its new text holds this `string` (kept); repeat for several")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
+	}
+	if f.isSet("repetition-penalty") && !(*rep > 0 && *rep < math.Inf(1)) {
+		return fmt.Errorf("%w: --repetition-penalty %g must be a positive number (1 is off)", errUsage, *rep)
 	}
 	if *beam < 1 || *nbest < 1 || *nbest > *beam {
 		return fmt.Errorf("%w: --beam %d and --nbest %d: need 1 ≤ nbest ≤ beam", errUsage, *beam, *nbest)
@@ -196,12 +203,16 @@ func runGenerate(args []string, stdout io.Writer) error {
 	if *ckpt == "" {
 		return fmt.Errorf("%w: --checkpoint is required", errUsage)
 	}
-	fl := generateFlags{n: n, temp: temp, topK: topK, topP: topP, beam: beam, nbest: nbest, alpha: alpha, style: style, stopping: stopping}
+	fl := generateFlags{n: n, temp: temp, topK: topK, topP: topP, beam: beam, nbest: nbest, alpha: alpha, style: style, stopping: stopping,
+		rep: rep, noCache: noCache, chat: chat, system: system, messages: messages}
 	if c, err := models.Open(*ckpt); err == nil && c.Family.Name == "llama" {
 		return generateLlama(f, *ckpt, *prompt, fl, *seed, stops, stdout)
 	}
 	if err := expectFamily(*ckpt, "gpt"); err != nil {
 		return err
+	}
+	if *chat || f.isSet("system") || f.isSet("messages") {
+		return fmt.Errorf("%w: --chat, --system and --messages are for LLaMA-family checkpoints, whose tokenizer_config.json has a chat template; a GPT-2 checkpoint continues --prompt", errUsage)
 	}
 	m, _, err := gpt.Load(*ckpt)
 	if err != nil {
@@ -293,9 +304,11 @@ func decodeText(tok datasets.Tokenizer) func([]int) string {
 
 // generateFlags are zoo generate's decoding flags.
 type generateFlags struct {
-	n, topK, beam, nbest *int
-	temp, topP, alpha    *float64
-	style, stopping      *string
+	n, topK, beam, nbest   *int
+	temp, topP, alpha, rep *float64
+	style, stopping        *string
+	noCache, chat          *bool
+	system, messages       *string
 }
 
 // generationDefaults reads the generation settings of the checkpoint in
@@ -360,6 +373,9 @@ func generationDefaults(f *cmdFlags, dir string, c gpt.Config, promptLen int, g 
 	}
 	if unset("early-stopping") && gen.EarlyStopping != nil {
 		*g.stopping = gen.EarlyStopping.String()
+	}
+	if !unset("repetition-penalty") {
+		gen.RepetitionPenalty = *g.rep
 	}
 	if *g.beam < 1 || *g.nbest < 1 || *g.nbest > *g.beam {
 		return gen, fmt.Errorf("%w: --beam %d and --nbest %d: need 1 ≤ nbest ≤ beam", errUsage, *g.beam, *g.nbest)

@@ -57,11 +57,17 @@ func TestGenerationRulesFromConfig(t *testing.T) {
 		require.NotEqual(t, free[0][0], h.Tokens[0])
 	}
 
+	m.Config.Extra = map[string]json.RawMessage{"encoder_repetition_penalty": json.RawMessage(`1.3`)}
+	_, err = m.Generate(prompt, Greedy(6))
+	require.ErrorContains(t, err, "encoder_repetition_penalty 1.3 is not supported")
+	_, err = m.BeamSearch(prompt, BeamConfig{Beam: 2, MaxNewTokens: 6})
+	require.ErrorContains(t, err, "encoder_repetition_penalty")
+	m.Config.Extra = map[string]json.RawMessage{"repetition_penalty": json.RawMessage(`0`)}
+	_, err = m.Generate(prompt, Greedy(6))
+	require.ErrorContains(t, err, "repetition_penalty 0: want a number > 0")
 	m.Config.Extra = map[string]json.RawMessage{"repetition_penalty": json.RawMessage(`1.3`)}
 	_, err = m.Generate(prompt, Greedy(6))
-	require.ErrorContains(t, err, "repetition_penalty 1.3 is not supported")
-	_, err = m.BeamSearch(prompt, BeamConfig{Beam: 2, MaxNewTokens: 6})
-	require.ErrorContains(t, err, "repetition_penalty")
+	require.NoError(t, err, "repetition_penalty is applied (decode's TestRepetitionPenaltyGolden checks how)")
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, decode.GenerationFile), []byte(`{"no_repeat_ngram_size": 2}`), 0o644))

@@ -125,6 +125,7 @@ func (t *TextGeneration) Defaults() TextGenerationConfig {
 	if g.EarlyStopping != nil {
 		c.EarlyStopping = *g.EarlyStopping
 	}
+	c.RepetitionPenalty = g.RepetitionPenalty
 	return c
 }
 
@@ -199,11 +200,13 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 		s, _ := t.Tokenizer.Decode(tokens)
 		return s
 	}
-	gen := &t.Generation
+	g := t.Generation
+	g.RepetitionPenalty = cfg.RepetitionPenalty
+	gen := &g
 	if cfg.Beam > 1 {
 		hyps, err := t.Model.BeamSearchContext(ctx, prompts, BeamConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty,
 			LengthPenaltyStyle: cfg.LengthPenaltyStyle, EarlyStopping: cfg.EarlyStopping, MaxNewTokens: n, EOS: cfg.EOS,
-			StopStrings: cfg.StopStrings, Decode: decodeText, Generation: gen})
+			StopStrings: cfg.StopStrings, Decode: decodeText, Generation: gen, NoCache: cfg.NoCache})
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +222,7 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 		return out, nil
 	}
 	gc := GenerateConfig{MaxNewTokens: n, Temperature: cfg.Temperature, TopK: cfg.TopK, TopP: cfg.TopP, Seed: cfg.Seed,
-		EOS: cfg.EOS, StopStrings: cfg.StopStrings, Decode: decodeText, Generation: gen}
+		EOS: cfg.EOS, StopStrings: cfg.StopStrings, Decode: decodeText, Generation: gen, NoCache: cfg.NoCache}
 	var streams []models.TextStreamer
 	if cfg.OnText != nil {
 		streams = make([]models.TextStreamer, len(prompts))

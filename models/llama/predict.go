@@ -71,6 +71,12 @@ type TextGeneration struct {
 	// batch (DefaultBatchSize from the loader; 0 or less is
 	// DefaultBatchSize).
 	BatchSize int
+	// ChatTemplate is the checkpoint's chat template
+	// (tokenizer_config.json's chat_template), which Chat applies; nil for
+	// a base model.
+	ChatTemplate *models.ChatTemplate
+
+	chatErr error // why the checkpoint's chat template could not be read, for Chat
 }
 
 // LoadTextGeneration reads a LLaMA-family language model checkpoint
@@ -106,7 +112,9 @@ func LoadTextGeneration(dir string, opts ...models.LoadOption) (*TextGeneration,
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("llama: %w", err)
 	}
-	return &TextGeneration{Model: m, Tokenizer: tok, Generation: gen, EOS: eos, BatchSize: DefaultBatchSize}, nil
+	chat, chatErr := loadChatTemplate(dir)
+	return &TextGeneration{Model: m, Tokenizer: tok, Generation: gen, EOS: eos, BatchSize: DefaultBatchSize,
+		ChatTemplate: chat, chatErr: chatErr}, nil
 }
 
 // loadTokenizer reads dir's tokenizer.json and refuses one with more
@@ -166,6 +174,7 @@ func (t *TextGeneration) Defaults() TextGenerationConfig {
 	if g.EarlyStopping != nil {
 		c.EarlyStopping = *g.EarlyStopping
 	}
+	c.RepetitionPenalty = g.RepetitionPenalty
 	return c
 }
 
@@ -197,11 +206,8 @@ func (t *TextGeneration) Generate(ctx context.Context, prompts []string, cfg Tex
 	if err := models.CheckTexts("llama", prompts, "prompt"); err != nil {
 		return nil, err
 	}
-	if cfg.MaxNewTokens < 0 || cfg.MaxNewTokens == 0 && cfg.MaxLength <= 0 {
-		return nil, fmt.Errorf("llama: generate: max_new_tokens %d and max_length %d: set one, or start from TextGeneration.Defaults", cfg.MaxNewTokens, cfg.MaxLength)
-	}
-	if cfg.MaxNewTokens > MaxNewTokensLimit {
-		return nil, fmt.Errorf("llama: max_new_tokens %d is more than %d (llama.MaxNewTokensLimit); generate in parts", cfg.MaxNewTokens, MaxNewTokensLimit)
+	if err := checkGenerateConfig(cfg); err != nil {
+		return nil, err
 	}
 	ids := make([][]int, len(prompts))
 	for i, p := range prompts {
@@ -242,6 +248,18 @@ func (t *TextGeneration) Generate(ctx context.Context, prompts []string, cfg Tex
 	return out, nil
 }
 
+// checkGenerateConfig refuses a config without a length, or with too
+// many new tokens.
+func checkGenerateConfig(cfg TextGenerationConfig) error {
+	if cfg.MaxNewTokens < 0 || cfg.MaxNewTokens == 0 && cfg.MaxLength <= 0 {
+		return fmt.Errorf("llama: generate: max_new_tokens %d and max_length %d: set one, or start from TextGeneration.Defaults", cfg.MaxNewTokens, cfg.MaxLength)
+	}
+	if cfg.MaxNewTokens > MaxNewTokensLimit {
+		return fmt.Errorf("llama: max_new_tokens %d is more than %d (llama.MaxNewTokensLimit); generate in parts", cfg.MaxNewTokens, MaxNewTokensLimit)
+	}
+	return nil
+}
+
 // generate decodes one batch of prompts, the first being prompt lo.
 func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, cfg TextGenerationConfig) ([][]int, error) {
 	n := cfg.MaxNewTokens
@@ -258,11 +276,13 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 		s, _ := t.Tokenizer.Decode(tokens)
 		return s
 	}
+	rules := t.Generation.Constraints
+	rules.RepetitionPenalty = cfg.RepetitionPenalty
 	if cfg.Beam > 1 {
 		bc := decode.BeamConfig{Beam: cfg.Beam, LengthPenalty: cfg.LengthPenalty, LengthPenaltyStyle: cfg.LengthPenaltyStyle,
 			EarlyStopping: cfg.EarlyStopping, MaxNewTokens: n, EOS: cfg.EOS, StopStrings: cfg.StopStrings, Decode: decodeText,
-			Constraints: t.Generation.Constraints}
-		hyps, err := t.Model.beamSearch(ctx, prompts, BeamConfig{BeamConfig: bc})
+			Constraints: rules}
+		hyps, err := t.Model.beamSearch(ctx, prompts, BeamConfig{BeamConfig: bc, NoCache: cfg.NoCache})
 		if err != nil {
 			return nil, err
 		}
@@ -278,7 +298,7 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 		return out, nil
 	}
 	sc := decode.SampleConfig{MaxNewTokens: n, Temperature: cfg.Temperature, TopK: cfg.TopK, TopP: cfg.TopP, Seed: cfg.Seed,
-		EOS: cfg.EOS, StopStrings: cfg.StopStrings, Decode: decodeText, Constraints: t.Generation.Constraints}
+		EOS: cfg.EOS, StopStrings: cfg.StopStrings, Decode: decodeText, Constraints: rules}
 	var streams []models.TextStreamer
 	if cfg.OnText != nil {
 		streams = make([]models.TextStreamer, len(prompts))
@@ -291,7 +311,7 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 			}
 		}
 	}
-	toks, err := t.Model.generate(ctx, prompts, GenerateConfig{SampleConfig: sc})
+	toks, err := t.Model.generate(ctx, prompts, GenerateConfig{SampleConfig: sc, NoCache: cfg.NoCache})
 	if err != nil {
 		return nil, err
 	}

@@ -33,17 +33,17 @@ func ExampleConfig_Generation() {
 	fmt.Println("from:", g.From)
 	fmt.Println("num_beams:", *g.NumBeams, "bad words:", g.BadWords, "no repeat:", g.NoRepeatNGramSize, "forced eos:", g.ForcedEOS)
 
-	c.Extra["repetition_penalty"] = json.RawMessage("1.1")
+	c.Extra["encoder_repetition_penalty"] = json.RawMessage("1.1")
 	_, err = c.Generation()
 	fmt.Println(err)
-	delete(c.Extra, "repetition_penalty")
+	delete(c.Extra, "encoder_repetition_penalty")
 	c.Extra["do_sample"] = json.RawMessage("true")
 	_, err = c.Generation()
 	fmt.Println(err)
 	// Output:
 	// from: config.json
 	// num_beams: 4 bad words: [[0] [5 6]] no repeat: 3 forced eos: [2]
-	// seq2seq config: repetition_penalty 1.1 is not supported: the zoo's decoders do not implement it; remove it (or set it to 1)
+	// seq2seq config: encoder_repetition_penalty 1.1 is not supported: the zoo's decoders do not implement it; remove it (or set it to 1)
 	// seq2seq: config.json: do_sample true is not supported: the zoo decodes translations greedily or by beam search; set it to false
 }
 

@@ -296,3 +296,17 @@ func TestGenerationConfigForHF(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "zoo_decode.json"), append(b, '\n'), 0o644))
 }
+
+// repetition_penalty from a Marian checkpoint's generation settings
+// reaches its decoders' rules, and keeps renormalize_logits, which then
+// renormalizes the penalized log-softmax as Hugging Face's beam search
+// does.
+func TestRulesKeepRepetitionPenalty(t *testing.T) {
+	c := Config{PadTokenID: 7}
+	r := c.rules(decode.Generation{Constraints: decode.Constraints{RepetitionPenalty: 1.3, Renormalize: true}})
+	require.Equal(t, 1.3, r.RepetitionPenalty)
+	require.True(t, r.Renormalize)
+	require.Equal(t, []int{7}, r.Suppress)
+	r = c.rules(decode.Generation{Constraints: decode.Constraints{Renormalize: true}})
+	require.False(t, r.Renormalize, "nothing left to renormalize for")
+}

@@ -110,7 +110,7 @@ func (c Config) rules(g decode.Generation) decode.Constraints {
 	if len(r.BadWords) == 0 {
 		r.BadWords = nil
 	}
-	if r.Renormalize && len(r.BadWords) == 0 && r.NoRepeatNGramSize == 0 {
+	if r.Renormalize && len(r.BadWords) == 0 && r.NoRepeatNGramSize == 0 && !r.Penalizes() {
 		r.Renormalize = false
 	}
 	return r
