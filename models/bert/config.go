@@ -41,7 +41,7 @@ type Config struct {
 	// "" (or "bert") for BERT, RobertaModelType for RoBERTa (see
 	// RobertaBase). It is config.json's model_type, read and written by
 	// UnmarshalJSON and MarshalJSON, which pick the type's codec by it.
-	ModelType string `json:"-"`
+	ModelType                 string  `json:"-"`
 	VocabSize                 int     `json:"vocab_size"`
 	HiddenSize                int     `json:"hidden_size"`
 	NumHiddenLayers           int     `json:"num_hidden_layers"`
