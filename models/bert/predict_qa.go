@@ -126,11 +126,11 @@ func LoadQuestionAnswering(dir string, opts ...models.LoadOption) (*QuestionAnsw
 	if n := q.Config.TypeVocabSize; n < 2 {
 		return nil, fmt.Errorf("bert: %s: checkpoint %s has type_vocab_size %d: question answering types the question 0 and the context 1, which needs 2", where, dir, n)
 	}
-	p, err := newPipe(where, dir, q.Config)
+	p, err := newPipe(where, dir, q.Config, true)
 	if err != nil {
 		return nil, err
 	}
-	return &QuestionAnswering{Model: q, Tokenizer: p.tok, Report: r, pipe: p}, nil
+	return &QuestionAnswering{Model: q, Tokenizer: p.wp, Report: r, pipe: p}, nil
 }
 
 // Predict answers each question from its context: out[i] is in[i]'s best
@@ -230,7 +230,7 @@ func (q *QuestionAnswering) predict(ctx context.Context, in []QAInput, topK int)
 			return nil, fmt.Errorf("bert: %s: input %d: question: %w", where, i+1, err)
 		}
 		qids = qids[:min(len(qids), s.maxQuestion)]
-		cids, words, err := q.tok.EncodeWords(x.Context)
+		cids, words, err := q.wp.EncodeWords(x.Context)
 		if err != nil {
 			return nil, fmt.Errorf("bert: %s: input %d: context: %w", where, i+1, err)
 		}

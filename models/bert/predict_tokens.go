@@ -65,11 +65,11 @@ func LoadTokenClassification(dir string, opts ...models.LoadOption) (*TokenClass
 	if err := refuseCreated(where, dir, r, "token classifier"); err != nil {
 		return nil, err
 	}
-	p, err := newPipe(where, dir, c.Config)
+	p, err := newPipe(where, dir, c.Config, true)
 	if err != nil {
 		return nil, err
 	}
-	return &TokenClassification{Model: c, Tokenizer: p.tok, Report: r, pipe: p}, nil
+	return &TokenClassification{Model: c, Tokenizer: p.wp, Report: r, pipe: p}, nil
 }
 
 // Predict tags each text and groups its tokens into entities as the
@@ -95,7 +95,7 @@ func (t *TokenClassification) Predict(ctx context.Context, texts []string) ([][]
 	}
 	out := make([][]models.Entity, len(toks))
 	for i, x := range toks {
-		out[i] = t.ignore(groupEntities(x, t.tok.DecodeTokens))
+		out[i] = t.ignore(groupEntities(x, t.wp.DecodeTokens))
 	}
 	return out, nil
 }
@@ -140,7 +140,7 @@ func (t *TokenClassification) tag(ctx context.Context, texts []string) ([][]Tagg
 		ids := make([][]int, hi-lo)
 		offs := make([][]datasets.WordSpan, hi-lo)
 		for i := lo; i < hi; i++ {
-			x, o, err := t.tok.EncodeOffsets(texts[i])
+			x, o, err := t.wp.EncodeOffsets(texts[i])
 			if err != nil {
 				return fmt.Errorf("bert: %s: input %d: %w", where, i+1, err)
 			}

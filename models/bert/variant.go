@@ -45,6 +45,10 @@ type variant struct {
 	mlmPooler bool
 	// mask is the mask token the fill-mask pipeline looks for.
 	mask string
+	// specials are the tokenizer's [CLS], [SEP] and [UNK] (<s>, </s>,
+	// <unk>), and tokenizer what the pipelines take, for errors.
+	specials  [3]string
+	tokenizer string
 }
 
 // mlmNames are the tensor names of the masked-LM head and whether its
@@ -59,14 +63,16 @@ var bertVariant = &variant{
 	modelType: ModelType, name: "BERT", family: "bert config", class: "Bert", prefix: "bert",
 	mlm: mlmNames{dense: "cls.predictions.transform.dense", norm: "cls.predictions.transform.LayerNorm", bias: "cls.predictions.bias",
 		decoderWeight: "cls.predictions.decoder.weight", decoderBias: "cls.predictions.decoder.bias"},
-	mlmPooler: true, mask: "[MASK]",
+	mlmPooler: true, mask: MaskToken, specials: [3]string{"[CLS]", "[SEP]", "[UNK]"},
+	tokenizer: "a WordPiece tokenizer (BERT's, with the BertNormalizer and BertPreTokenizer)",
 }
 
 var robertaVariant = &variant{
 	modelType: RobertaModelType, configType: RobertaModelType, name: "RoBERTa", family: "roberta config", class: "Roberta", prefix: "roberta",
 	mlm: mlmNames{dense: "lm_head.dense", norm: "lm_head.layer_norm", bias: "lm_head.bias",
 		decoderWeight: "lm_head.decoder.weight", decoderBias: "lm_head.decoder.bias", gelu: true},
-	paddedPositions: true, denseClassifier: true, mask: "<mask>",
+	paddedPositions: true, denseClassifier: true, mask: RobertaMaskToken, specials: [3]string{"<s>", "</s>", "<unk>"},
+	tokenizer: "RoBERTa's byte-level BPE tokenizer with its RobertaProcessing post-processor",
 }
 
 func init() {

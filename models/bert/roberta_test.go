@@ -1,0 +1,244 @@
+package bert
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/internal/graphrun"
+)
+
+// robertaTokenizer is datasets' RoBERTa-layout fixture: a byte-level BPE
+// with <s> <pad> </s> <unk> <mask> and RobertaProcessing, whose ids
+// datasets checks against npm tokenizers.
+func robertaTokenizer(t *testing.T) Tokenizer {
+	t.Helper()
+	tok, err := datasets.LoadTokenizer(filepath.Join("..", "..", "datasets", "testdata", "roberta_bpe.json"))
+	require.NoError(t, err)
+	pt, ok := tok.(Tokenizer)
+	require.True(t, ok, "%T", tok)
+	return pt
+}
+
+// tinyRoberta is a small RoBERTa for the tokenizer: 24 tokens (26
+// positions, from pad_token_id 1 + 1), one token type.
+func tinyRoberta(tok Tokenizer) Config {
+	cfg := RobertaBase()
+	cfg.NumHiddenLayers, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.IntermediateSize = 2, 32, 2, 64
+	cfg.VocabSize, cfg.MaxPositionEmbeddings = tok.VocabSize(), 26
+	cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb = 0, 0
+	cfg.InitializerRange = 0.3
+	return cfg
+}
+
+var robertaTexts = []string{"The light of the Sun", "Rays of light are refracted by the prism.", "colours", "The Rays which are refracted"}
+
+func TestRobertaConfig(t *testing.T) {
+	c := RobertaBase()
+	require.NoError(t, c.Validate())
+	require.EqualValues(t, 124645632, c.NumParams(), "roberta-base's RobertaModel")
+	require.Equal(t, 512, c.MaxTokens())
+	b, err := json.Marshal(c)
+	require.NoError(t, err)
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal(b, &raw))
+	require.Equal(t, "roberta", raw["model_type"])
+	require.Equal(t, []any{"RobertaModel"}, raw["architectures"])
+	require.EqualValues(t, 0, raw["bos_token_id"])
+	require.EqualValues(t, 2, raw["eos_token_id"])
+	require.EqualValues(t, 1, raw["pad_token_id"])
+	var back Config
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, c, back)
+	// RobertaConfig's defaults for what a config.json leaves out.
+	var d Config
+	require.NoError(t, json.Unmarshal([]byte(`{"model_type": "roberta"}`), &d))
+	require.Equal(t, robertaDefaults(), d)
+	require.Equal(t, 1, d.PadTokenID)
+	require.Equal(t, 50265, d.VocabSize)
+
+	for _, bad := range []struct{ json, want string }{
+		{`{"model_type": "roberta", "max_position_embeddings": 2}`, "max_position_embeddings 2 leaves no position after padding_idx"},
+		{`{"model_type": "roberta", "is_decoder": true}`, "is_decoder"},
+		{`{"model_type": "roberta", "add_cross_attention": true}`, "add_cross_attention"},
+		{`{"model_type": "roberta", "position_embedding_type": "relative_key"}`, "position_embedding_type"},
+		{`{"model_type": "roberta", "tie_word_embeddings": false}`, "tie_word_embeddings"},
+		{`{"model_type": "roberta", "chunk_size_feed_forward": 64}`, "chunk_size_feed_forward"},
+		{`{"model_type": "roberta", "pruned_heads": {"0": [1]}}`, "pruned_heads"},
+		{`{"model_type": "distilbert"}`, `model_type "distilbert" is not bert or roberta`},
+	} {
+		var c Config
+		err := json.Unmarshal([]byte(bad.json), &c)
+		if err == nil {
+			err = c.Validate()
+		}
+		require.ErrorContains(t, err, bad.want, bad.json)
+	}
+}
+
+// Bad input: a text past max_position_embeddings − padding_idx − 1, and
+// token types given to a model with one.
+func TestRobertaBadInput(t *testing.T) {
+	cfg := tinyRoberta(robertaTokenizer(t))
+	m, err := New(cfg, layers.WithSeed(1))
+	require.NoError(t, err)
+	g := m.Store.NewGraph()
+	_, err = m.Hidden(g, Inputs{IDs: g.IntInput("ids", 1, 25)})
+	require.ErrorContains(t, err, "25 tokens exceed the 24 a RoBERTa takes (max_position_embeddings 26 − padding_idx 1 − 1")
+	_, err = newBatch(cfg, [][]int{{0, 5, 2, 2, 7, 2}}, [][]int{{0, 0, 0, 1, 1, 1}})
+	require.ErrorContains(t, err, "given to a model without token types (type_vocab_size 1")
+	_, err = newBatch(cfg, [][]int{make([]int, 25)}, nil)
+	require.ErrorContains(t, err, "at most 24 (max_position_embeddings − pad_token_id − 1)")
+}
+
+// robertaCheckpoints saves a RoBERTa sequence classifier ("seq") and
+// masked LM ("mlm") with the tokenizer.
+func robertaCheckpoints(t *testing.T) (map[string]string, Tokenizer) {
+	tok := robertaTokenizer(t)
+	cfg := tinyRoberta(tok)
+	dirs := map[string]string{"seq": t.TempDir(), "mlm": t.TempDir()}
+	m, err := New(cfg, layers.WithSeed(2))
+	require.NoError(t, err)
+	seq, err := NewForSequenceClassification(m, []string{"neg", "pos", "mixed"})
+	require.NoError(t, err)
+	require.NoError(t, models.SaveText(dirs["seq"], seq, tok))
+	mlm, err := NewForMaskedLM(cfg, layers.WithSeed(5))
+	require.NoError(t, err)
+	require.NoError(t, models.SaveText(dirs["mlm"], mlm, tok))
+	return dirs, tok
+}
+
+// The text-classification pipeline on a RoBERTa checkpoint: <s> A </s>
+// and <s> A </s></s> B </s> as the tokenizer's RobertaProcessing gives
+// them, RobertaClassificationHead's scores, truncation to 24 tokens.
+func TestRobertaTextClassificationPipeline(t *testing.T) {
+	dirs, tok := robertaCheckpoints(t)
+	p, err := LoadTextClassification(dirs["seq"])
+	require.NoError(t, err)
+	require.NotNil(t, p.Model.Dense)
+	require.Nil(t, p.Model.Pooler)
+	p.BatchSize = len(robertaTexts)
+	check := func(got [][]models.Label, ids, types [][]int) {
+		t.Helper()
+		logits, err := graphrun.ClassLogits(p.Model, ids, types)
+		require.NoError(t, err)
+		for i := range ids {
+			probs := softmax(logits[i*3 : i*3+3])
+			for _, l := range got[i] {
+				require.InDelta(t, probs[slices.Index(p.Model.Labels, l.Label)], l.Score, 1e-9, "text %d", i)
+			}
+		}
+	}
+	got, err := p.Predict(context.Background(), robertaTexts)
+	require.NoError(t, err)
+	var ids, types [][]int
+	for _, s := range robertaTexts {
+		x, ty, err := tok.EncodeWithSpecials(s)
+		require.NoError(t, err)
+		require.Equal(t, 0, x[0])
+		require.Equal(t, 2, x[len(x)-1])
+		ids, types = append(ids, x), append(types, ty)
+	}
+	check(got, ids, types)
+
+	pairs := [][2]string{{robertaTexts[0], robertaTexts[2]}, {robertaTexts[2], robertaTexts[3]}}
+	gotPairs, err := p.PredictPairs(context.Background(), pairs)
+	require.NoError(t, err)
+	ids, types = nil, nil
+	for _, pr := range pairs {
+		x, ty, err := tok.EncodePair(pr[0], pr[1])
+		require.NoError(t, err)
+		a, _ := tok.Encode(pr[0])
+		require.Equal(t, []int{2, 2}, x[len(a)+1:len(a)+3], "<s> A </s></s> B </s>")
+		ids, types = append(ids, x), append(types, ty)
+	}
+	check(gotPairs, ids, types)
+
+	// A long text is cut to the 24 tokens the model takes.
+	long := strings.Repeat("The light of the Sun ", 10)
+	x, err := tok.Encode(long)
+	require.NoError(t, err)
+	require.Greater(t, len(x), 22)
+	gotLong, err := p.Predict(context.Background(), []string{long})
+	require.NoError(t, err)
+	check(gotLong, [][]int{append(append([]int{0}, x[:22]...), 2)}, [][]int{make([]int, 24)})
+}
+
+// The fill-mask pipeline on a RoBERTa checkpoint fills <mask> (the
+// tokenizer's lstrip token), as FillMaskBatch does on one graph, and
+// decodes each sequence without <s> and </s>.
+func TestRobertaFillMaskPipeline(t *testing.T) {
+	dirs, tok := robertaCheckpoints(t)
+	p, err := LoadFillMask(dirs["mlm"])
+	require.NoError(t, err)
+	require.Empty(t, p.Report.Created)
+	require.Nil(t, p.Model.Pooler, "RobertaForMaskedLM has no pooler")
+	texts := []string{"The <mask> of the Sun", "Rays of <mask> are refracted by the <mask>."}
+	p.TopK = 3
+	got, err := p.Predict(context.Background(), texts)
+	require.NoError(t, err)
+	want, err := FillMaskBatch(p.Model, tok, texts, 3)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Len(t, got[1], 2)
+	for i := range want {
+		for j := range want[i] {
+			for k := range want[i][j] {
+				require.InDelta(t, want[i][j][k].Score, got[i][j][k].Score, 1e-6)
+				require.Equal(t, want[i][j][k].TokenID, got[i][j][k].TokenID)
+			}
+		}
+	}
+	f := got[0][0][0]
+	tokStr, err := tok.Decode([]int{f.TokenID})
+	require.NoError(t, err)
+	require.Equal(t, tokStr, f.Token)
+	require.Equal(t, "The"+tokStr+" of the Sun", f.Sequence, "the mask's lstrip took the space; <s> and </s> skipped")
+	require.NotContains(t, got[0][0][0].Sequence, "</s>")
+	require.True(t, strings.HasPrefix(got[1][0][0].Sequence, "<s>Rays of"), "with two masks the special tokens stay, as transformers decodes them")
+	require.Contains(t, got[1][0][0].Sequence, "<mask>", "with two masks the other one stays")
+
+	_, err = p.Predict(context.Background(), []string{"no mask here", "a [MASK] is not RoBERTa's"})
+	require.ErrorContains(t, err, "no <mask>")
+}
+
+// Feature extraction loads a RoBERTa backbone; its hidden states are the
+// model's.
+func TestRobertaFeatureExtraction(t *testing.T) {
+	tok := robertaTokenizer(t)
+	m, err := New(tinyRoberta(tok), layers.WithSeed(3))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, models.SaveText(dir, m, tok))
+	p, err := LoadFeatureExtraction(dir)
+	require.NoError(t, err)
+	got, err := p.Predict(context.Background(), robertaTexts[:2])
+	require.NoError(t, err)
+	ids, _, err := tok.EncodeWithSpecials(robertaTexts[0])
+	require.NoError(t, err)
+	g := p.Model.Store.NewGraph()
+	in := Inputs{IDs: g.IntInput("ids", 1, len(ids))}
+	setInts(t, in.IDs, ids)
+	h, err := p.Model.Hidden(g, in)
+	require.NoError(t, err)
+	vm := gorgonia.NewTapeMachine(g.ExprGraph)
+	defer vm.Close()
+	require.NoError(t, vm.RunAll())
+	flat := asFloat64s(h.Value())
+	require.Len(t, got[0].Hidden, len(ids))
+	for i, row := range got[0].Hidden {
+		for j, x := range row {
+			require.InDelta(t, flat[i*len(row)+j], x, 1e-5)
+		}
+	}
+	require.NotNil(t, got[0].Pooled, "RobertaModel has its pooler")
+}
