@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -41,9 +40,7 @@ func TestWriteRobertaFixture(t *testing.T) {
 	if os.Getenv("ZOO_ROBERTA_FIXTURE") == "" {
 		t.Skip("set ZOO_ROBERTA_FIXTURE to rewrite testdata/roberta_bpe.json")
 	}
-	b, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
-	require.NoError(t, err)
-	paras := strings.Split(string(b), "\n\n")
+	paras := strings.Split(opticks(t), "\n\n")
 	tok, err := TrainBPETexts(paras[:400], 600, []string{"<s>", "<pad>", "</s>", "<unk>", "<mask>"})
 	require.NoError(t, err)
 	raw, err := tok.MarshalJSON()
