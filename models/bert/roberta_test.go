@@ -3,6 +3,7 @@ package bert
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/internal/graphrun"
@@ -241,4 +243,72 @@ func TestRobertaFeatureExtraction(t *testing.T) {
 		}
 	}
 	require.NotNil(t, got[0].Pooled, "RobertaModel has its pooler")
+}
+
+// A checkpoint as the Hub's roberta-base holds it loads into
+// RobertaForMaskedLM strictly: the tied lm_head.decoder.weight (equal to
+// the word embeddings) and lm_head.decoder.bias (lm_head.bias) are read,
+// and roberta.pooler.*, which RobertaForMaskedLM lacks, is dropped and
+// reported (transformers warns of the same two). A decoder that is not
+// the word embeddings is refused. The checkpoint also fits a new
+// sequence classifier, its lm_head dropped and the classification head
+// created.
+func TestRobertaLoadsHubLayout(t *testing.T) {
+	src := filepath.Join("testdata", "roberta", "mlm")
+	f, err := safetensors.ReadFile(filepath.Join(src, models.WeightsFile))
+	require.NoError(t, err)
+	var ts []safetensors.Tensor
+	for _, n := range f.Names() {
+		x, _ := f.Tensor(n)
+		ts = append(ts, x)
+	}
+	words, _ := f.Tensor("roberta.embeddings.word_embeddings.weight")
+	bias, _ := f.Tensor("lm_head.bias")
+	dense, _ := f.Tensor("lm_head.dense.weight")
+	denseBias, _ := f.Tensor("lm_head.dense.bias")
+	hub := append(slices.Clone(ts),
+		safetensors.Tensor{Name: "lm_head.decoder.weight", DType: words.DType, Shape: words.Shape, Data: words.Data},
+		safetensors.Tensor{Name: "lm_head.decoder.bias", DType: bias.DType, Shape: bias.Shape, Data: bias.Data},
+		safetensors.Tensor{Name: "roberta.pooler.dense.weight", DType: dense.DType, Shape: dense.Shape, Data: dense.Data},
+		safetensors.Tensor{Name: "roberta.pooler.dense.bias", DType: denseBias.DType, Shape: denseBias.Shape, Data: denseBias.Data})
+	write := func(ts []safetensors.Tensor) string {
+		dir := t.TempDir()
+		require.NoError(t, safetensors.WriteFile(filepath.Join(dir, models.WeightsFile), ts, map[string]string{"format": "pt"}))
+		b, err := os.ReadFile(filepath.Join(src, models.ConfigFile))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, models.ConfigFile), b, 0o644))
+		return dir
+	}
+	dir := write(hub)
+	p, r, err := LoadForMaskedLM(dir, models.Strict())
+	require.NoError(t, err)
+	require.Equal(t, []string{"roberta.pooler.dense.bias", "roberta.pooler.dense.weight"}, r.Dropped)
+	require.Empty(t, r.Created)
+	require.Nil(t, p.Pooler)
+
+	// An untied decoder is not RobertaForMaskedLM's.
+	other := slices.Clone(hub)
+	for i, x := range other {
+		if x.Name == "lm_head.decoder.weight" {
+			d := slices.Clone(x.Data)
+			d[0] ^= 0x40
+			other[i].Data = d
+		}
+	}
+	_, _, err = LoadForMaskedLM(write(other), models.Strict())
+	require.ErrorContains(t, err, "lm_head.decoder.weight")
+
+	c, r, err := LoadForSequenceClassification(dir, models.WithLabels("a", "b"))
+	require.NoError(t, err)
+	require.True(t, r.NewHead)
+	require.Equal(t, []string{"classifier.dense.bias", "classifier.dense.weight", "classifier.out_proj.bias", "classifier.out_proj.weight"}, sorted(r.Created))
+	require.Contains(t, r.Dropped, "lm_head.dense.weight")
+	require.Contains(t, r.Dropped, "lm_head.decoder.weight")
+	require.NotNil(t, c.Dense)
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }
