@@ -80,8 +80,13 @@ type ForPreTraining struct {
 	NSP *layers.Linear // cls.seq_relationship
 }
 
-// NewForPreTraining builds a BERT with both pretraining heads.
+// NewForPreTraining builds a BERT with both pretraining heads. A RoBERTa
+// has no next-sentence prediction (transformers has no
+// RobertaForPreTraining): it is an error; pretrain one as a masked LM.
 func NewForPreTraining(cfg Config, opts ...layers.Option) (*ForPreTraining, error) {
+	if v, err := cfg.variantOf(); err == nil && v != bertVariant {
+		return nil, fmt.Errorf("bert: %s has no next-sentence prediction head (transformers has no %sForPreTraining): use NewForMaskedLM (LoadForMaskedLM)", v.name, v.class)
+	}
 	m, err := New(cfg, opts...)
 	if err != nil {
 		return nil, err

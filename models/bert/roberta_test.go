@@ -98,6 +98,10 @@ func TestRobertaBadInput(t *testing.T) {
 	require.ErrorContains(t, err, "25 tokens exceed the 24 a RoBERTa takes (max_position_embeddings 26 − padding_idx 1 − 1")
 	_, err = newBatch(cfg, [][]int{{0, 5, 2, 2, 7, 2}}, [][]int{{0, 0, 0, 1, 1, 1}})
 	require.ErrorContains(t, err, "given to a model without token types (type_vocab_size 1")
+	_, err = NewForPreTraining(cfg)
+	require.ErrorContains(t, err, "RoBERTa has no next-sentence prediction head")
+	_, _, err = LoadForPreTraining(filepath.Join("testdata", "roberta", "mlm"))
+	require.ErrorContains(t, err, "use NewForMaskedLM")
 	_, err = newBatch(cfg, [][]int{make([]int, 25)}, nil)
 	require.ErrorContains(t, err, "at most 24 (max_position_embeddings − pad_token_id − 1)")
 }
