@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -97,4 +99,32 @@ func robertaPredictCases(t *testing.T) []predictCase {
 				return []string{fmt.Sprintf("last_hidden_state   (%d, 16)", len(f.Hidden)), "pooler_output", vecHead(f.Mean)}
 			}},
 	}
+}
+
+// zoo predict's bad input on RoBERTa checkpoints, in the catalogue's
+// style: a clear message, no panic, the checkpoints' files unchanged.
+func TestPredictRobertaBadInput(t *testing.T) {
+	r := robertaHeads(t) // 32 tokens at most: max_position_embeddings 34 − pad 1 − 1
+	dir := filepath.Dir(r["RobertaForMaskedLM"])
+	before := digest(t, dir)
+	long := "The <mask> of" + strings.Repeat(" the Sun", 20)
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"a text past max_position_embeddings − padding_idx − 1", []string{"predict", "--checkpoint", r["RobertaForMaskedLM"], long}, 1,
+			"argument 1: 47 tokens with <s> and </s>; the model takes at most 32 (max_position_embeddings − pad_token_id − 1): shorten it"},
+		{"BERT's [MASK] in a RoBERTa text", []string{"predict", "--checkpoint", r["RobertaForMaskedLM"], "The [MASK] of the Sun"}, 1, "argument 1: no <mask>: write <mask> where the word to predict goes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(c.args, &out, &errb)
+			require.Equal(t, c.code, code, "%s%s", out.String(), errb.String())
+			require.Contains(t, errb.String(), c.msg)
+			require.NotContains(t, out.String()+errb.String(), "panic:")
+		})
+	}
+	require.Equal(t, before, digest(t, dir), "no file of the checkpoints changed")
 }
