@@ -6,6 +6,13 @@
 // Face's pipelines as one call each: LoadTextClassification,
 // LoadTokenClassification, LoadQuestionAnswering, LoadFillMask and
 // LoadFeatureExtraction, then Predict on strings.
+//
+// RoBERTa (model_type "roberta") is a model type of this package, not a
+// package of its own: a Config with ModelType RobertaModelType (RobertaBase,
+// or a RoBERTa config.json) builds it, and every constructor, loader, Save
+// and pipeline serves it with transformers' RobertaFor… names: positions
+// from pad_token_id + 1, RobertaLMHead, RobertaClassificationHead, no
+// pooler in its heads, and its byte-level BPE tokenizer (see variant.go).
 package bert
 
 import (

@@ -20,7 +20,9 @@ const ModelType = "bert"
 // transformers builds them (add_pooling_layer=False). Parameter names are Hugging Face's keys under "bert."
 // (bert.embeddings.word_embeddings.weight,
 // bert.encoder.layer.0.attention.self.query.weight, …), so a checkpoint
-// loads key by key (hf.go).
+// loads key by key (hf.go). A RoBERTa (Config.ModelType
+// RobertaModelType) is transformers' RobertaModel: the same under
+// "roberta.", with position ids from pad_token_id + 1 (see embed).
 //
 // A Model, and every head on it, is safe for concurrent use by multiple
 // goroutines for inference: Attentions, HiddenStates, FillMask and graphs
