@@ -128,3 +128,46 @@ func TestPredictRobertaBadInput(t *testing.T) {
 	}
 	require.Equal(t, before, digest(t, dir), "no file of the checkpoints changed")
 }
+
+// finetune → eval → predict through the CLI from a RoBERTa masked LM: the
+// classification recipe puts RobertaClassificationHead on it, the colour
+// gives the label away, and zoo predict serves the result.
+func TestRobertaFinetuneEvalPredict(t *testing.T) {
+	tok, err := datasets.LoadTokenizer(filepath.Join("..", "..", "datasets", "testdata", "roberta_bpe.json"))
+	require.NoError(t, err)
+	cfg := bert.RobertaBase()
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumAttentionHeads, cfg.NumHiddenLayers = 32, 64, 2, 2
+	cfg.MaxPositionEmbeddings, cfg.VocabSize = 34, tok.VocabSize()
+	cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb = 0, 0
+	mlm, err := bert.NewForMaskedLM(cfg, layers.WithSeed(5))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "mlm")
+	require.NoError(t, models.SaveText(ckpt, mlm, tok))
+	var rows strings.Builder
+	rows.WriteString("text\tlabel\n")
+	for i := range 64 {
+		c, label := "red", "warm"
+		if i%2 == 1 {
+			c, label = "blue", "cold"
+		}
+		fmt.Fprintf(&rows, "The %s light of the Sun.\t%s\n", c, label)
+	}
+	data := write(t, filepath.Join(dir, "train.tsv"), rows.String())
+	runDir := filepath.Join(dir, "cls")
+	var out, errb bytes.Buffer
+	code := run([]string{"finetune", "bert", "--task", "classify", "--init-from", ckpt, "--train-file", data, "--run", runDir,
+		"--max-steps", "60", "--batch-size", "8", "--learning-rate", "3e-3"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	final := filepath.Join(runDir, "checkpoints", "final")
+	ck, err := models.Open(final)
+	require.NoError(t, err)
+	require.Equal(t, []string{"RobertaForSequenceClassification"}, ck.Architectures)
+	out.Reset()
+	code = run([]string{"eval", "--checkpoint", final, "--labelled", data}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Contains(t, out.String(), "accuracy 1.0000", errb.String())
+	code, stdout, stderr := predictCLI(t, "", "predict", "--checkpoint", final, "The blue light of the Sun.")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "cold")
+}
