@@ -217,7 +217,10 @@ type ForSequenceClassification struct {
 
 // NewForSequenceClassification puts a classification head for labels on
 // m (often a pretrained backbone), initialised N(0, initializer_range²)
-// with a zero bias, and records the labels in m.Config.ID2Label.
+// with a zero bias, and records the labels in m.Config.ID2Label. On a
+// RoBERTa it is RobertaClassificationHead (Dense and Classifier) and it
+// removes m's pooler, which RobertaForSequenceClassification does not
+// have.
 func NewForSequenceClassification(m *Model, labels []string) (*ForSequenceClassification, error) {
 	if len(labels) < 2 {
 		return nil, fmt.Errorf("bert classifier: %d labels; need at least 2", len(labels))
