@@ -18,10 +18,10 @@ import (
 // NFC, NFKC and Sequence (src/normalizers/); the Metaspace pre-tokenizer
 // (src/pre_tokenizers/metaspace.rs); the decoders ByteLevel, Fuse,
 // ByteFallback, Strip, Replace, Metaspace and Sequence (src/decoders/);
-// and the post-processors TemplateProcessing, ByteLevel (offsets only:
-// nothing to do for ids) and a Sequence of them (src/processors/). These
-// are what Llama-2-style (SentencePiece-converted, byte-fallback BPE)
-// tokenizers use.
+// and the post-processors TemplateProcessing, RobertaProcessing (RoBERTa's
+// <s> A </s></s> B </s>), ByteLevel (offsets only: nothing to do for ids)
+// and a Sequence of them (src/processors/). These are what Llama-2-style
+// (SentencePiece-converted, byte-fallback BPE) tokenizers use.
 
 // unsupportedError names a component of a tokenizer.json that is not run
 // here, such as `normalizer "Lowercase"`.
