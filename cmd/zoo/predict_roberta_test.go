@@ -171,3 +171,20 @@ func TestRobertaFinetuneEvalPredict(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "cold")
 }
+
+// The older verb zoo fill-mask reads a RoBERTa masked LM and its
+// byte-level BPE too, filling <mask> as zoo predict does.
+func TestFillMaskCLIRoberta(t *testing.T) {
+	ckpt := robertaHeads(t)["RobertaForMaskedLM"]
+	var out, errb bytes.Buffer
+	code := run([]string{"fill-mask", "--checkpoint", ckpt, "--json", "--top-k", "2", "--", "The <mask> of the Sun"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	code, want, stderr := predictCLI(t, "", "predict", "--checkpoint", ckpt, "--json", "--top-k", "2", "The <mask> of the Sun")
+	require.Equal(t, 0, code, stderr)
+	require.JSONEq(t, want, out.String())
+	out.Reset()
+	errb.Reset()
+	code = run([]string{"fill-mask", "--checkpoint", ckpt, "The [MASK] of the Sun"}, &out, &errb)
+	require.Equal(t, 1, code)
+	require.Contains(t, errb.String(), "no <mask>")
+}
