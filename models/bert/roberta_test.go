@@ -13,6 +13,7 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/racetest"
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
@@ -315,4 +316,25 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+// RoBERTa's pipelines and graph-level calls give the same results alone
+// and from several goroutines at once (run with -race).
+func TestRobertaConcurrentInference(t *testing.T) {
+	dirs, tok := robertaCheckpoints(t)
+	fill, err := LoadFillMask(dirs["mlm"])
+	require.NoError(t, err)
+	clf, err := LoadTextClassification(dirs["seq"])
+	require.NoError(t, err)
+	ids, _, err := tok.EncodePair(robertaTexts[0], robertaTexts[2])
+	require.NoError(t, err)
+	racetest.Check(t, 2,
+		racetest.Call{Name: "FillMaskPipeline", Run: func() (any, error) {
+			return fill.Predict(context.Background(), []string{"The <mask> of the Sun", "Rays of <mask> are refracted"})
+		}},
+		racetest.Call{Name: "FillMaskBatch", Run: func() (any, error) { return FillMaskBatch(fill.Model, tok, []string{"The <mask> of the Sun"}, 0) }},
+		racetest.Call{Name: "TextClassification", Run: func() (any, error) { return clf.Predict(context.Background(), robertaTexts) }},
+		racetest.Call{Name: "HiddenStates", Run: func() (any, error) { return fill.Model.HiddenStates(ids, nil) }},
+		racetest.Call{Name: "Attentions", Run: func() (any, error) { return clf.Model.Attentions(ids, nil) }},
+	)
 }
