@@ -21,8 +21,9 @@ type robertaHF struct {
 	Singles    []struct {
 		Text       string `json:"text"`
 		IDs        []int  `json:"ids"`
-		IDsSpecial []int  `json:"ids_special"`
-		TypeIDs    []int  `json:"type_ids"`
+		IDsSpecial []int    `json:"ids_special"`
+		TypeIDs    []int    `json:"type_ids"`
+		Offsets    [][2]int `json:"offsets"`
 	} `json:"singles"`
 	Pairs []struct {
 		A       string `json:"a"`
@@ -61,7 +62,9 @@ func TestWriteRobertaFixture(t *testing.T) {
 
 // RoBERTa's tokenizer.json loads as a PairEncoder whose RobertaProcessing
 // gives <s> A </s> and <s> A </s></s> B </s> with tokenizers' ids and token
-// type ids, and whose Encode adds nothing.
+// type ids, and whose Encode adds nothing; EncodeOffsets gives tokenizers'
+// offsets (trim_offsets, characters split across tokens, lstrip <mask>),
+// in bytes.
 func TestRobertaProcessingMatchesHuggingFace(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("testdata", "roberta_bpe_hf.json"))
 	require.NoError(t, err)
@@ -81,6 +84,16 @@ func TestRobertaProcessingMatchesHuggingFace(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, s.IDsSpecial, ids, "%q", s.Text)
 		require.Equal(t, s.TypeIDs, types, "%q", s.Text)
+		ids, offs, err := tok.(interface {
+			EncodeOffsets(string) ([]int, []WordSpan, error)
+		}).EncodeOffsets(s.Text)
+		require.NoError(t, err)
+		require.Equal(t, s.IDs, ids, "%q offsets' ids", s.Text)
+		got := make([][2]int, len(offs))
+		for i, o := range offs {
+			got[i] = [2]int{o.Start, o.End}
+		}
+		require.Equal(t, s.Offsets, got, "%q offsets in bytes", s.Text)
 	}
 	for _, p := range hf.Pairs {
 		ids, types, err := pe.EncodePair(p.A, p.B)
