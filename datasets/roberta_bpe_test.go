@@ -19,8 +19,8 @@ import (
 type robertaHF struct {
 	Tokenizers string `json:"tokenizers"`
 	Singles    []struct {
-		Text       string `json:"text"`
-		IDs        []int  `json:"ids"`
+		Text       string   `json:"text"`
+		IDs        []int    `json:"ids"`
 		IDsSpecial []int    `json:"ids_special"`
 		TypeIDs    []int    `json:"type_ids"`
 		Offsets    [][2]int `json:"offsets"`
