@@ -56,10 +56,11 @@ type pipe struct {
 	// RoBERTa's </s></s> 2) and pairType the second text's token type
 	// (BERT's 1, RoBERTa's 0).
 	pairSeps, pairType int
-	unk                int      // the unknown token's id, -1 for none
-	vocab              []string // tokens by id
-	maxLen             int      // the most tokens the model takes (Config.MaxTokens)
-	cache              *graphs  // compiled graphs by batch shape
+	unk                int            // the unknown token's id, -1 for none
+	vocab              []string       // tokens by id
+	ids                map[string]int // ids by token, for a tokenizer other than a WordPiece
+	maxLen             int            // the most tokens the model takes (Config.MaxTokens)
+	cache              *graphs        // compiled graphs by batch shape
 }
 
 // newPipe reads dir's tokenizer.json, which must be the model type's
@@ -87,6 +88,14 @@ func newPipe(where, dir string, cfg Config, wordPiece bool) (pipe, error) {
 	p := pipe{tok: pt, wp: wp, cls: -1, sep: -1, unk: -1, pairSeps: 1, pairType: 1, vocab: pt.Vocab(), maxLen: cfg.MaxTokens(), cache: &graphs{}}
 	if v.paddedPositions {
 		p.pairSeps, p.pairType = 2, 0
+	}
+	if wp == nil {
+		p.ids = make(map[string]int, len(p.vocab))
+		for id, s := range p.vocab {
+			if _, dup := p.ids[s]; !dup && s != "" {
+				p.ids[s] = id
+			}
+		}
 	}
 	for id, s := range p.vocab {
 		switch s {

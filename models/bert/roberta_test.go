@@ -338,3 +338,72 @@ func TestRobertaConcurrentInference(t *testing.T) {
 		racetest.Call{Name: "Attentions", Run: func() (any, error) { return clf.Model.Attentions(ids, nil) }},
 	)
 }
+
+// The token-classification pipeline on a RoBERTa checkpoint: every token
+// but <s> and </s> with its tag from the model's logits, the token as the
+// tokenizer writes it ("Ġlight"), the byte offsets tokenizers gives it
+// (trim_offsets), entities decoded through the byte-level decoder.
+func TestRobertaTokenClassificationPipeline(t *testing.T) {
+	tok := robertaTokenizer(t)
+	m, err := New(tinyRoberta(tok), layers.WithSeed(4))
+	require.NoError(t, err)
+	c, err := NewForTokenClassification(m, []string{"O", "B-PER", "I-PER", "B-LOC", "I-LOC"})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, models.SaveText(dir, c, tok))
+	p, err := LoadTokenClassification(dir)
+	require.NoError(t, err)
+	p.BatchSize, p.IgnoreLabels = len(robertaTexts), []string{}
+	got, err := p.PredictTokens(context.Background(), robertaTexts)
+	require.NoError(t, err)
+	var ids [][]int
+	for _, s := range robertaTexts {
+		x, _, err := tok.EncodeWithSpecials(s)
+		require.NoError(t, err)
+		ids = append(ids, x)
+	}
+	b, err := newBatch(p.Model.Config, ids, nil)
+	require.NoError(t, err)
+	g := p.Model.Store.NewGraph()
+	in, err := b.inputs(g)
+	require.NoError(t, err)
+	logits, err := p.Model.Logits(g, in)
+	require.NoError(t, err)
+	vals, err := g.Evaluate(logits)
+	require.NoError(t, err)
+	k := len(p.Model.Labels)
+	enc := tok.(interface {
+		EncodeOffsets(string) ([]int, []datasets.WordSpan, error)
+	})
+	for i, s := range robertaTexts {
+		require.Len(t, got[i], len(ids[i])-2)
+		_, offs, err := enc.EncodeOffsets(s)
+		require.NoError(t, err)
+		for j, x := range got[i] {
+			off := (i*b.t + x.Index) * k
+			probs := softmax(vals[0][off : off+k])
+			best := slices.Index(probs, slices.Max(probs))
+			require.Equal(t, p.Model.Labels[best], x.Entity)
+			require.InDelta(t, probs[best], x.Score, 1e-9)
+			require.Equal(t, tok.Vocab()[ids[i][x.Index]], x.Word)
+			require.Equal(t, offs[j], datasets.WordSpan{Start: x.Start, End: x.End})
+		}
+	}
+	// On ASCII text each token covers its own text, without the space
+	// its "Ġ" stands for.
+	for i, s := range robertaTexts {
+		for _, x := range got[i] {
+			require.Equal(t, strings.TrimPrefix(p.decodeTokens([]string{x.Word}), " "), s[x.Start:x.End], "%q %q", s, x.Word)
+		}
+	}
+	ents, err := p.Predict(context.Background(), robertaTexts)
+	require.NoError(t, err)
+	for i := range robertaTexts {
+		require.Equal(t, groupEntities(got[i], p.decodeTokens), ents[i])
+	}
+	require.Equal(t, " of the", p.decodeTokens([]string{"Ġof", "Ġthe"}))
+	// Truncated to the 24 tokens the model takes, with <s> and </s>.
+	toks, err := p.PredictTokens(context.Background(), []string{strings.Repeat("The light of the Sun ", 10)})
+	require.NoError(t, err)
+	require.Len(t, toks[0], 22)
+}
