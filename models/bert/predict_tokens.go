@@ -39,7 +39,7 @@ type TaggedToken struct {
 // afterwards.
 type TokenClassification struct {
 	Model     *ForTokenClassification
-	Tokenizer Tokenizer // with EncodeOffsets: a WordPiece, or RoBERTa's byte-level BPE
+	Tokenizer Tokenizer  // with EncodeOffsets: a WordPiece, or RoBERTa's byte-level BPE
 	Report    LoadReport // how the checkpoint was fitted (pooler tensors dropped)
 
 	// BatchSize is how many texts run in one forward pass; 0 means
