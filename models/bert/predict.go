@@ -66,18 +66,13 @@ type pipe struct {
 // newPipe reads dir's tokenizer.json, which must be the model type's
 // (BERT's WordPiece, RoBERTa's byte-level BPE with RobertaProcessing), with
 // its [CLS] and [SEP] (<s> and </s>) and ids within cfg's vocabulary.
-// wordPiece requires a WordPiece (token classification and question
-// answering read its word offsets).
-func newPipe(where, dir string, cfg Config, wordPiece bool) (pipe, error) {
+func newPipe(where, dir string, cfg Config) (pipe, error) {
 	v := cfg.variant()
 	tok, err := models.LoadTokenizer(dir)
 	if err != nil {
 		return pipe{}, fmt.Errorf("bert: %s: %w", where, err)
 	}
 	wp, _ := tok.(*datasets.WordPiece)
-	if wordPiece && wp == nil {
-		return pipe{}, fmt.Errorf("bert: %s: %s is a %T, not a WordPiece tokenizer (BERT's, with the BertNormalizer and BertPreTokenizer); this pipeline reads WordPiece word offsets, and zoo has no %s version of it yet", where, filepath.Join(dir, models.TokenizerFile), tok, v.name)
-	}
 	pt, ok := tok.(Tokenizer)
 	if !ok || v == bertVariant && wp == nil {
 		return pipe{}, fmt.Errorf("bert: %s: %s is a %T, not %s", where, filepath.Join(dir, models.TokenizerFile), tok, v.tokenizer)
@@ -403,7 +398,7 @@ func LoadTextClassification(dir string, opts ...models.LoadOption) (*TextClassif
 	if err := refuseCreated(where, dir, r, "sequence classifier"); err != nil {
 		return nil, err
 	}
-	p, err := newPipe(where, dir, c.Config, false)
+	p, err := newPipe(where, dir, c.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -548,7 +543,7 @@ func LoadFeatureExtraction(dir string, opts ...models.LoadOption) (*FeatureExtra
 			return nil, refuseCreated("LoadFeatureExtraction", dir, r, "backbone")
 		}
 	}
-	p, err := newPipe("LoadFeatureExtraction", dir, m.Config, false)
+	p, err := newPipe("LoadFeatureExtraction", dir, m.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -664,7 +659,7 @@ func LoadFillMask(dir string, opts ...models.LoadOption) (*FillMaskPipeline, err
 	if err := refuseCreated(where, dir, used, "masked-LM head"); err != nil {
 		return nil, err
 	}
-	p, err := newPipe(where, dir, m.Config, false)
+	p, err := newPipe(where, dir, m.Config)
 	if err != nil {
 		return nil, err
 	}

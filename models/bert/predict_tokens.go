@@ -68,7 +68,7 @@ func LoadTokenClassification(dir string, opts ...models.LoadOption) (*TokenClass
 	if err := refuseCreated(where, dir, r, "token classifier"); err != nil {
 		return nil, err
 	}
-	p, err := newPipe(where, dir, c.Config, false)
+	p, err := newPipe(where, dir, c.Config)
 	if err != nil {
 		return nil, err
 	}

@@ -407,3 +407,85 @@ func TestRobertaTokenClassificationPipeline(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, toks[0], 22)
 }
+
+// The question-answering pipeline on a RoBERTa checkpoint: windows
+// <s> question </s></s> context </s> (type 0 throughout), the best span
+// of every window scored from the logits as the pipeline scores it, cut
+// from the context at its tokens' offsets.
+func TestRobertaQuestionAnsweringPipeline(t *testing.T) {
+	tok := robertaTokenizer(t)
+	m, err := New(tinyRoberta(tok), layers.WithSeed(6))
+	require.NoError(t, err)
+	qa, err := NewForQuestionAnswering(m)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, models.SaveText(dir, qa, tok))
+	p, err := LoadQuestionAnswering(dir)
+	require.NoError(t, err)
+	in := []QAInput{
+		{Question: "What is refracted?", Context: "Rays of light are refracted by the prism."},
+		{Question: "Which light?", Context: "The light of the Sun is refracted by the prism, and the Rays which are refracted make colours."},
+	}
+	p.MaxSeqLen, p.DocStride, p.TopK, p.MaxAnswerLen = 20, 3, 3, 4
+	got, err := p.PredictAll(context.Background(), in)
+	require.NoError(t, err)
+	enc := tok.(interface {
+		EncodeOffsets(string) ([]int, []datasets.WordSpan, error)
+	})
+	for i, x := range in {
+		q, err := tok.Encode(x.Question)
+		require.NoError(t, err)
+		c, offs, err := enc.EncodeOffsets(x.Context)
+		require.NoError(t, err)
+		room := 20 - len(q) - 4
+		wins, err := qaWindows(p.cls, p.sep, 2, 0, q, c, room, room-3)
+		require.NoError(t, err)
+		require.Equal(t, []int{2, 2}, wins[0].IDs[len(q)+1:len(q)+3], "<s> question </s></s> context </s>")
+		if i == 1 {
+			require.Greater(t, len(wins), 1, "a long context is windowed")
+		}
+		type cand struct {
+			text  string
+			score float64
+		}
+		var all []cand
+		for _, w := range wins {
+			require.Equal(t, make([]int, len(w.IDs)), w.TypeIDs)
+			b, err := newBatch(p.Model.Config, [][]int{w.IDs}, nil)
+			require.NoError(t, err)
+			g := p.Model.Store.NewGraph()
+			gin, err := b.inputs(g)
+			require.NoError(t, err)
+			st, en, err := p.Model.Logits(g, gin)
+			require.NoError(t, err)
+			v, err := g.Evaluate(st, en)
+			require.NoError(t, err)
+			prob := func(x []float64) []float64 {
+				m := slices.Clone(x)
+				for j := range m {
+					if j > 0 && (j < w.ContextOffset || j >= w.ContextOffset+w.ContextLen) {
+						m[j] = -10000
+					}
+				}
+				return softmax(m)
+			}
+			ps, pe := prob(v[0]), prob(v[1])
+			for s := w.ContextOffset; s < w.ContextOffset+w.ContextLen; s++ {
+				for e := s; e < w.ContextOffset+w.ContextLen && e-s < 4; e++ {
+					a, z := offs[w.ContextStart+s-w.ContextOffset], offs[w.ContextStart+e-w.ContextOffset]
+					all = append(all, cand{x.Context[a.Start:z.End], ps[s] * pe[e]})
+				}
+			}
+		}
+		best := slices.MaxFunc(all, func(a, b cand) int { return cmpFloat(a.score, b.score) })
+		require.NotEmpty(t, got[i])
+		require.Equal(t, best.text, got[i][0].Answer, "input %d", i)
+		require.GreaterOrEqual(t, got[i][0].Score, best.score*(1-1e-5))
+		for _, a := range got[i] {
+			require.Equal(t, x.Context[a.Start:a.End], a.Answer)
+		}
+	}
+	p.MaxSeqLen = 30 // more than the 24 tokens the model takes
+	_, err = p.Predict(context.Background(), in)
+	require.ErrorContains(t, err, "MaxSeqLen 30 is more than the model's 24 positions (max_position_embeddings − pad_token_id − 1)")
+}
