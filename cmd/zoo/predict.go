@@ -73,6 +73,8 @@ var predictHeads = []predictHead{
 	{"bert", "BertModel", []string{"feature-extraction"}},
 	{"bert", "RobertaForSequenceClassification", []string{"text-classification", "feature-extraction"}},
 	{"bert", "RobertaForMaskedLM", []string{"fill-mask", "feature-extraction"}},
+	{"bert", "RobertaForTokenClassification", []string{"token-classification", "feature-extraction"}},
+	{"bert", "RobertaForQuestionAnswering", []string{"question-answering", "feature-extraction"}},
 	{"bert", "RobertaModel", []string{"feature-extraction"}},
 	{"gpt", "GPT2LMHeadModel", []string{"text-generation"}},
 	{"gpt", "GPT2ForSequenceClassification", []string{"text-classification"}},

@@ -28,7 +28,7 @@ func robertaHeads(t *testing.T) map[string]string {
 	cfg.MaxPositionEmbeddings, cfg.VocabSize = 34, tok.VocabSize()
 	dir := t.TempDir()
 	out := map[string]string{}
-	for _, arch := range []string{"RobertaModel", "RobertaForSequenceClassification", "RobertaForMaskedLM"} {
+	for _, arch := range []string{"RobertaModel", "RobertaForSequenceClassification", "RobertaForMaskedLM", "RobertaForTokenClassification", "RobertaForQuestionAnswering"} {
 		m, err := bert.New(cfg, layers.WithSeed(3))
 		require.NoError(t, err)
 		var w models.Weights = m
@@ -37,6 +37,10 @@ func robertaHeads(t *testing.T) map[string]string {
 			w, err = bert.NewForSequenceClassification(m, []string{"negative", "positive"})
 		case "RobertaForMaskedLM":
 			w, err = bert.NewForMaskedLM(cfg, layers.WithSeed(3))
+		case "RobertaForTokenClassification":
+			w, err = bert.NewForTokenClassification(m, []string{"O", "B-LOC", "I-LOC"})
+		case "RobertaForQuestionAnswering":
+			w, err = bert.NewForQuestionAnswering(m)
 		}
 		require.NoError(t, err)
 		out[arch] = filepath.Join(dir, arch)
@@ -86,6 +90,46 @@ func robertaPredictCases(t *testing.T) []predictCase {
 					fills = v.([][]bert.Fill)[1]
 				}
 				return []string{fmt.Sprintf("%.4f", fills[0].Score), fills[0].Sequence}
+			}},
+		{head: "RobertaForTokenClassification", dir: r["RobertaForTokenClassification"], task: "token-classification", inputs: texts,
+			lib: func(t *testing.T, in []string) []any {
+				p, err := bert.LoadTokenClassification(r["RobertaForTokenClassification"])
+				require.NoError(t, err)
+				out, err := p.Predict(ctx, in)
+				require.NoError(t, err)
+				got := anys(out)
+				for i, es := range out {
+					if es == nil {
+						got[i] = []models.Entity{}
+					}
+				}
+				return got
+			}, plain: func(v any) []string {
+				var out []string
+				for _, e := range v.([]models.Entity) {
+					out = append(out, fmt.Sprintf("%s  %s  %.4f  bytes %d–%d", e.Group, strings.TrimSpace(e.Word), e.Score, e.Start, e.End))
+				}
+				if len(out) == 0 {
+					out = []string{"(no entities)"}
+				}
+				return out
+			}},
+		{head: "RobertaForQuestionAnswering", dir: r["RobertaForQuestionAnswering"], task: "question-answering",
+			inputs: texts, flags: []string{"--question", "What is it?"},
+			jsonl: []string{`{"question": "What is it?", "context": "The light of the Sun"}`, `{"question": "What is it?", "context": "Rays of light are refracted"}`},
+			lib: func(t *testing.T, in []string) []any {
+				p, err := bert.LoadQuestionAnswering(r["RobertaForQuestionAnswering"])
+				require.NoError(t, err)
+				qs := make([]bert.QAInput, len(in))
+				for i, c := range in {
+					qs[i] = bert.QAInput{Question: "What is it?", Context: c}
+				}
+				out, err := p.Predict(ctx, qs)
+				require.NoError(t, err)
+				return anys(out)
+			}, plain: func(v any) []string {
+				a := v.(models.Answer)
+				return []string{"What is it?", fmt.Sprintf("%q  %.4f  bytes %d–%d of the context", a.Answer, a.Score, a.Start, a.End)}
 			}},
 		{head: "RobertaModel", dir: r["RobertaModel"], task: "feature-extraction", inputs: texts,
 			lib: func(t *testing.T, in []string) []any {
