@@ -328,7 +328,27 @@ func TestRobertaConcurrentInference(t *testing.T) {
 	require.NoError(t, err)
 	ids, _, err := tok.EncodePair(robertaTexts[0], robertaTexts[2])
 	require.NoError(t, err)
+	m, err := New(tinyRoberta(tok), layers.WithSeed(7))
+	require.NoError(t, err)
+	tagger, err := NewForTokenClassification(m, []string{"O", "B-LOC", "I-LOC"})
+	require.NoError(t, err)
+	m, err = New(tinyRoberta(tok), layers.WithSeed(8))
+	require.NoError(t, err)
+	span, err := NewForQuestionAnswering(m)
+	require.NoError(t, err)
+	for name, w := range map[string]models.Weights{"tokens": tagger, "qa": span} {
+		dirs[name] = t.TempDir()
+		require.NoError(t, models.SaveText(dirs[name], w, tok))
+	}
+	tags, err := LoadTokenClassification(dirs["tokens"])
+	require.NoError(t, err)
+	qa, err := LoadQuestionAnswering(dirs["qa"])
+	require.NoError(t, err)
 	racetest.Check(t, 2,
+		racetest.Call{Name: "TokenClassification", Run: func() (any, error) { return tags.Predict(context.Background(), robertaTexts) }},
+		racetest.Call{Name: "QuestionAnswering", Run: func() (any, error) {
+			return qa.Predict(context.Background(), []QAInput{{Question: "What is refracted?", Context: robertaTexts[1]}})
+		}},
 		racetest.Call{Name: "FillMaskPipeline", Run: func() (any, error) {
 			return fill.Predict(context.Background(), []string{"The <mask> of the Sun", "Rays of <mask> are refracted"})
 		}},
