@@ -69,6 +69,16 @@ func TestRobertaConfig(t *testing.T) {
 	require.Equal(t, 1, d.PadTokenID)
 	require.Equal(t, 50265, d.VocabSize)
 
+	// roberta-base's config.json as the Hub has it is RobertaBase, nothing
+	// left in Extra (bos_token_id and eos_token_id are the inert defaults).
+	var hub Config
+	require.NoError(t, json.Unmarshal([]byte(`{"architectures": ["RobertaForMaskedLM"], "attention_probs_dropout_prob": 0.1,
+		"bos_token_id": 0, "eos_token_id": 2, "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 768,
+		"initializer_range": 0.02, "intermediate_size": 3072, "layer_norm_eps": 1e-05, "max_position_embeddings": 514,
+		"model_type": "roberta", "num_attention_heads": 12, "num_hidden_layers": 12, "pad_token_id": 1,
+		"type_vocab_size": 1, "vocab_size": 50265}`), &hub))
+	require.Equal(t, RobertaBase(), hub)
+
 	for _, bad := range []struct{ json, want string }{
 		{`{"model_type": "roberta", "max_position_embeddings": 2}`, "max_position_embeddings 2 leaves no position after padding_idx"},
 		{`{"model_type": "roberta", "is_decoder": true}`, "is_decoder"},
