@@ -17,8 +17,9 @@
 // pre-tokenization in bytelevel.go, the BPE merges), and in Llama 2's
 // (byte-fallback BPE; the normalizers Prepend, Replace, NFC, NFKC and
 // Sequence; the Metaspace pre-tokenizer; the decoders ByteFallback,
-// Fuse, Strip, Replace, Metaspace and Sequence; a TemplateProcessing,
-// which makes the tokenizer a PairEncoder: hfpipeline.go). Merging is a
+// Fuse, Strip, Replace, Metaspace and Sequence; a TemplateProcessing
+// or RoBERTa's RobertaProcessing, which makes the tokenizer a PairEncoder:
+// hfpipeline.go). Merging is a
 // priority queue, O(n log n) in the length of a word. A Unigram model
 // (SentencePiece's unigram language model, unigram.go) runs here with
 // the same parts and the Whitespace and WhitespaceSplit pre-tokenizers,

@@ -392,6 +392,33 @@ func (t *hfTokenizer) modelVocab() map[int]string {
 	return out
 }
 
+// Vocab returns the tokens by id (VocabSize of them): the added tokens'
+// contents and the model's tokens as the model spells them (a byte-level
+// BPE's "Ġthe"); "" for an id with neither. The slice is new.
+func (t *hfTokenizer) Vocab() []string {
+	out := make([]string, t.vocab)
+	for id := range out {
+		if c, ok := t.added.byID[id]; ok {
+			out[id] = c
+		} else if tok, ok := t.modelToken(id); ok {
+			out[id] = tok
+		}
+	}
+	return out
+}
+
+// Special reports whether id is an added token marked "special" in the
+// tokenizer.json (as <s>, </s>, <pad>, <mask>), which decoding with
+// skip_special_tokens leaves out.
+func (t *hfTokenizer) Special(id int) bool {
+	for _, a := range t.added.tokens {
+		if a.ID == id {
+			return a.Special
+		}
+	}
+	return false
+}
+
 // modelToken returns the model's token with the id.
 func (t *hfTokenizer) modelToken(id int) (string, bool) {
 	if t.bpe != nil {

@@ -18,10 +18,10 @@ import (
 // NFC, NFKC and Sequence (src/normalizers/); the Metaspace pre-tokenizer
 // (src/pre_tokenizers/metaspace.rs); the decoders ByteLevel, Fuse,
 // ByteFallback, Strip, Replace, Metaspace and Sequence (src/decoders/);
-// and the post-processors TemplateProcessing, ByteLevel (offsets only:
-// nothing to do for ids) and a Sequence of them (src/processors/). These
-// are what Llama-2-style (SentencePiece-converted, byte-fallback BPE)
-// tokenizers use.
+// and the post-processors TemplateProcessing, RobertaProcessing (RoBERTa's
+// <s> A </s></s> B </s>), ByteLevel (offsets only: nothing to do for ids)
+// and a Sequence of them (src/processors/). These are what Llama-2-style
+// (SentencePiece-converted, byte-fallback BPE) tokenizers use.
 
 // unsupportedError names a component of a tokenizer.json that is not run
 // here, such as `normalizer "Lowercase"`.
@@ -399,11 +399,13 @@ func stripRune(tok, c string, start, stop int) string {
 }
 
 // parsePost reads the post-processor of a tokenizer.json whose pipeline
-// is run here: TemplateProcessing, ByteLevel (it only trims offsets, so
-// it is nothing for ids), or a Sequence of them with at most one
-// template. The result is nil for none. Another kind (BertProcessing,
-// RobertaProcessing) is ignored, as before: Encode adds no special
-// tokens, and only a TemplateProcessing makes the tokenizer a
+// is run here: TemplateProcessing, RobertaProcessing (<s> A </s> and
+// <s> A </s></s> B </s>, every token type id 0, as tokenizers 0.23
+// gives them; its trim_offsets and add_prefix_space only move offsets),
+// ByteLevel (it only trims offsets, so it is nothing for ids), or a
+// Sequence of them with at most one template. The result is nil for
+// none. Another kind (BertProcessing) is ignored, as before: Encode adds
+// no special tokens, and only a template makes the tokenizer a
 // PairEncoder.
 func parsePost(raw json.RawMessage) (*wordPiecePost, error) {
 	if isNull(raw) {
@@ -420,6 +422,8 @@ func parsePost(raw json.RawMessage) (*wordPiecePost, error) {
 	case "TemplateProcessing":
 		post, _, err := parseWordPiecePost(raw)
 		return post, err
+	case "RobertaProcessing":
+		return parseRobertaPost(raw)
 	case "Sequence":
 		var found *wordPiecePost
 		for _, r := range f.Processors {
@@ -473,4 +477,31 @@ func (t *hfTemplated) EncodePair(a, b string) (ids, typeIDs []int, err error) {
 	}
 	ids, typeIDs = applyTemplate(t.post.pair, ea, eb)
 	return ids, typeIDs, nil
+}
+
+// parseRobertaPost reads a RobertaProcessing post-processor
+// ({"cls": ["<s>", 0], "sep": ["</s>", 2], …}) as the templates it
+// applies (tokenizers' processors/roberta.rs).
+func parseRobertaPost(raw json.RawMessage) (*wordPiecePost, error) {
+	var p struct {
+		Sep []json.RawMessage `json:"sep"`
+		Cls []json.RawMessage `json:"cls"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("post_processor: RobertaProcessing: %w", err)
+	}
+	var cls, sep int
+	for _, c := range []struct {
+		raw []json.RawMessage
+		to  *int
+	}{{p.Cls, &cls}, {p.Sep, &sep}} {
+		if len(c.raw) != 2 || json.Unmarshal(c.raw[1], c.to) != nil {
+			return nil, errors.New(`post_processor: RobertaProcessing's "cls" and "sep" are ["token", id]`)
+		}
+	}
+	s := func(id int) templateItem { return templateItem{ids: []int{id}} }
+	return &wordPiecePost{
+		single: []templateItem{s(cls), {seq: "A"}, s(sep)},
+		pair:   []templateItem{s(cls), {seq: "A"}, s(sep), s(sep), {seq: "B"}, s(sep)},
+	}, nil
 }

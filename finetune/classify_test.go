@@ -140,3 +140,42 @@ func TestClassifyBERT(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, conf.Accuracy(), 0.95)
 }
+
+// A RoBERTa masked LM fine-tunes as a classifier through the same recipe:
+// its byte-level BPE's RobertaProcessing gives <s> text </s>, the new head
+// is RobertaClassificationHead, and the saved classifier is a
+// RobertaForSequenceClassification.
+func TestClassifyRoBERTa(t *testing.T) {
+	csv, _ := toySet(t, 200, 4)
+	tok, err := datasets.LoadTokenizer(filepath.Join("..", "datasets", "testdata", "roberta_bpe.json"))
+	require.NoError(t, err)
+	rc := bert.RobertaBase()
+	rc.NumHiddenLayers, rc.NumAttentionHeads = 2, 2
+	rc.VocabSize, rc.HiddenSize, rc.IntermediateSize, rc.MaxPositionEmbeddings = tok.VocabSize(), 32, 64, 34
+	rc.HiddenDropoutProb, rc.AttentionProbsDropoutProb = 0, 0
+	m, err := bert.NewForMaskedLM(rc, layers.WithSeed(5))
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "roberta")
+	require.NoError(t, models.SaveText(dir, m, tok))
+
+	cfg := DefaultClassify()
+	cfg.Checkpoint, cfg.TrainFile, cfg.OutputDir = dir, csv, filepath.Join(t.TempDir(), "cls")
+	cfg.BatchSize, cfg.MaxSteps, cfg.LearningRate, cfg.WarmupSteps, cfg.EvalSteps, cfg.ValFraction = 16, 120, 3e-3, 10, 60, 0.2
+	var out strings.Builder
+	res, err := RunClassify(context.Background(), cfg, &out)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, res.Confusion.Accuracy(), 0.95, "%v", res.Confusion)
+	c, _, err := bert.LoadForSequenceClassification(res.Final, models.Strict())
+	require.NoError(t, err)
+	require.Equal(t, bert.RobertaModelType, c.Config.ModelType)
+	require.NotNil(t, c.Dense)
+	ck, err := models.Open(res.Final)
+	require.NoError(t, err)
+	require.Equal(t, []string{"RobertaForSequenceClassification"}, ck.Architectures)
+	p, err := bert.LoadTextClassification(res.Final)
+	require.NoError(t, err)
+	got, err := p.Predict(context.Background(), []string{"good great nice", "bad awful poor"})
+	require.NoError(t, err)
+	require.Equal(t, "pos", got[0][0].Label)
+	require.Equal(t, "neg", got[1][0].Label)
+}

@@ -133,9 +133,10 @@ func printFills(w io.Writer, text string, fills [][]bert.Fill, asJSON bool) erro
 }
 
 // loadMaskedLM reads a BERT checkpoint with its masked-LM head, and its
-// WordPiece tokenizer. A checkpoint without the head (a classifier's) is
-// an error: its predictions would come from an untrained head.
-func loadMaskedLM(dir string) (*bert.ForMaskedLM, *datasets.WordPiece, error) {
+// WordPiece tokenizer (a RoBERTa one: lm_head and its byte-level BPE). A
+// checkpoint without the head (a classifier's) is an error: its
+// predictions would come from an untrained head.
+func loadMaskedLM(dir string) (*bert.ForMaskedLM, bert.Tokenizer, error) {
 	if err := expectFamily(dir, "bert"); err != nil {
 		return nil, nil, err
 	}
@@ -143,10 +144,25 @@ func loadMaskedLM(dir string) (*bert.ForMaskedLM, *datasets.WordPiece, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	head := "cls.predictions"
+	if m.Config.ModelType == bert.RobertaModelType {
+		head = "lm_head"
+	}
 	for _, name := range rep.Created {
-		if strings.HasPrefix(name, "cls.predictions.") {
-			return nil, nil, fmt.Errorf("checkpoint %s has no masked-LM head (cls.predictions): fill-mask needs a pretraining or masked-LM checkpoint, such as zoo pretrain bert's", dir)
+		if strings.HasPrefix(name, head+".") {
+			return nil, nil, fmt.Errorf("checkpoint %s has no masked-LM head (%s): fill-mask needs a pretraining or masked-LM checkpoint, such as zoo pretrain bert's", dir, head)
 		}
+	}
+	if m.Config.ModelType == bert.RobertaModelType {
+		t, err := models.LoadTokenizer(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		tok, ok := t.(bert.Tokenizer)
+		if !ok || t.VocabSize() > m.Config.VocabSize {
+			return nil, nil, fmt.Errorf("checkpoint %s: tokenizer.json is a %T of %d ids, not RoBERTa's byte-level BPE with RobertaProcessing within the model's vocabulary of %d", dir, t, t.VocabSize(), m.Config.VocabSize)
+		}
+		return m, tok, nil
 	}
 	tok, err := loadWordPiece(dir, m.Config.VocabSize)
 	if err != nil {

@@ -96,8 +96,8 @@ func newBatch(cfg Config, ids, typeIDs [][]int) (*batch, error) {
 		if len(s) == 0 {
 			return nil, fmt.Errorf("sequence %d is empty", r)
 		}
-		if len(s) > cfg.MaxPositionEmbeddings {
-			return nil, fmt.Errorf("sequence %d is %d tokens; the model takes at most %d (max_position_embeddings): shorten it", r, len(s), cfg.MaxPositionEmbeddings)
+		if len(s) > cfg.MaxTokens() {
+			return nil, fmt.Errorf("sequence %d is %d tokens; the model takes at most %d (%s): shorten it", r, len(s), cfg.MaxTokens(), maxWhat(cfg))
 		}
 		if typeIDs != nil && len(typeIDs[r]) != len(s) {
 			return nil, fmt.Errorf("sequence %d has %d tokens but %d token type ids", r, len(s), len(typeIDs[r]))
@@ -118,7 +118,9 @@ func newBatch(cfg Config, ids, typeIDs [][]int) (*batch, error) {
 			}
 			b.ids[k], b.mask[k] = s[i], 1
 			if typeIDs != nil {
-				if ty := typeIDs[r][i]; ty < 0 || ty >= cfg.TypeVocabSize {
+				if ty := typeIDs[r][i]; ty != 0 && cfg.TypeVocabSize == 1 {
+					return nil, fmt.Errorf("sequence %d: token type %d at position %d given to a model without token types (type_vocab_size 1, as RoBERTa's): leave every token type 0", r, ty, i)
+				} else if ty < 0 || ty >= cfg.TypeVocabSize {
 					return nil, fmt.Errorf("sequence %d: token type %d at position %d is outside 0…%d (type_vocab_size)", r, ty, i, cfg.TypeVocabSize-1)
 				}
 				b.types[k] = typeIDs[r][i]

@@ -6,6 +6,13 @@
 // Face's pipelines as one call each: LoadTextClassification,
 // LoadTokenClassification, LoadQuestionAnswering, LoadFillMask and
 // LoadFeatureExtraction, then Predict on strings.
+//
+// RoBERTa (model_type "roberta") is a model type of this package, not a
+// package of its own: a Config with ModelType RobertaModelType (RobertaBase,
+// or a RoBERTa config.json) builds it, and every constructor, loader, Save
+// and pipeline serves it with transformers' RobertaFor… names: positions
+// from pad_token_id + 1, RobertaLMHead, RobertaClassificationHead, no
+// pooler in its heads, and its byte-level BPE tokenizer (see variant.go).
 package bert
 
 import (
@@ -34,9 +41,14 @@ import (
 //   - kept: every other key (use_cache, torch_dtype, gradient_checkpointing,
 //     transformers_version, …) goes to Extra, and Save writes it back.
 //
-// model_type must be "bert"; architectures and label2id are written from
-// what Save saves, not kept.
+// model_type must be "bert" or "roberta" (ModelType); architectures and
+// label2id are written from what Save saves, not kept.
 type Config struct {
+	// ModelType is the model type of the BERT family this config builds:
+	// "" (or "bert") for BERT, RobertaModelType for RoBERTa (see
+	// RobertaBase). It is config.json's model_type, read and written by
+	// UnmarshalJSON and MarshalJSON, which pick the type's codec by it.
+	ModelType                 string  `json:"-"`
 	VocabSize                 int     `json:"vocab_size"`
 	HiddenSize                int     `json:"hidden_size"`
 	NumHiddenLayers           int     `json:"num_hidden_layers"`
@@ -132,6 +144,14 @@ func (c Config) Validate() error {
 	case c.PositionEmbeddingType != "absolute":
 		return fmt.Errorf("bert config: position_embedding_type %q is not supported: zoo's BERT has learned absolute positions only", c.PositionEmbeddingType)
 	}
+	v, err := c.variantOf()
+	if err != nil {
+		return err
+	}
+	if v.paddedPositions && c.MaxPositionEmbeddings-c.PadTokenID-1 < 1 {
+		return fmt.Errorf("%s: max_position_embeddings %d leaves no position after padding_idx (pad_token_id) %d: %s's positions start at padding_idx + 1; use at least %d",
+			v.family, c.MaxPositionEmbeddings, c.PadTokenID, v.name, c.PadTokenID+2)
+	}
 	ps := []struct {
 		name string
 		v    float64
@@ -214,7 +234,13 @@ var codec = models.NewCodec(models.Descriptor[Config]{
 })
 
 // checkExtra rejects Extra keys that Config models and refused values.
-func (c Config) checkExtra() error { return codec.CheckExtra(c) }
+func (c Config) checkExtra() error {
+	v, err := c.variantOf()
+	if err != nil {
+		return err
+	}
+	return v.codec.CheckExtra(c)
+}
 
 // The architectures Save writes: transformers' class for the layout.
 const (
@@ -245,11 +271,15 @@ func (c Config) classifierDropout() float64 {
 // else BertModel; Save writes the head it saves) and label2id, then the
 // Extra keys in name order.
 func (c Config) MarshalJSON() ([]byte, error) {
+	v, err := c.variantOf()
+	if err != nil {
+		return nil, err
+	}
 	arch := archModel
 	if len(c.ID2Label) > 0 {
 		arch = archClassifier
 	}
-	return codec.Marshal(c, arch)
+	return v.codec.Marshal(c, v.arch(arch))
 }
 
 // Strict returns c as the decoder of a pipeline config file's "model"
@@ -263,10 +293,30 @@ func Strict(c *Config) json.Unmarshaler { return &strictConfig{c} }
 type strictConfig struct{ c *Config }
 
 func (s *strictConfig) UnmarshalJSON(b []byte) error {
-	return codec.UnmarshalStrict(b, s.c, "a BERT model section")
+	v, err := variantOfJSON(b, s.c.ModelType)
+	if err != nil {
+		return err
+	}
+	if err := v.codec.UnmarshalStrict(b, s.c, "a "+v.name+" model section"); err != nil {
+		return err
+	}
+	s.c.ModelType = v.configType
+	return nil
 }
 
-// UnmarshalJSON reads a config.json as the Config doc describes. Fields it
+// UnmarshalJSON reads a config.json as the Config doc describes, as the
+// model type its model_type names (absent: c's ModelType). Fields it
 // leaves out keep their values when c is already set, as encoding/json
-// does, and otherwise take BertConfig's defaults.
-func (c *Config) UnmarshalJSON(b []byte) error { return codec.Unmarshal(b, c) }
+// does, and otherwise take the type's defaults (BertConfig's or
+// RobertaConfig's).
+func (c *Config) UnmarshalJSON(b []byte) error {
+	v, err := variantOfJSON(b, c.ModelType)
+	if err != nil {
+		return err
+	}
+	if err := v.codec.Unmarshal(b, c); err != nil {
+		return err
+	}
+	c.ModelType = v.configType
+	return nil
+}

@@ -13,7 +13,7 @@ import (
 func init() {
 	models.Register(models.Family{
 		Name:       "bert",
-		ModelTypes: []string{ModelType},
+		ModelTypes: []string{ModelType, RobertaModelType},
 		NewClassifier: func(dir string, labels []string) (models.Classifier, error) {
 			c, _, err := LoadForSequenceClassification(dir, models.WithLabels(labels...))
 			return c, err
@@ -51,8 +51,8 @@ func init() {
 			if len(c.ID2Label) > 0 {
 				head += fmt.Sprintf(", %d labels", len(c.ID2Label))
 			}
-			return fmt.Sprintf("BERT: %d layers, %d heads, %d wide, %d inner, %d positions, vocabulary %d, %d token types; %s",
-				c.NumHiddenLayers, c.NumAttentionHeads, c.HiddenSize, c.IntermediateSize, c.MaxPositionEmbeddings, c.VocabSize, c.TypeVocabSize, head), nil
+			return fmt.Sprintf("%s: %d layers, %d heads, %d wide, %d inner, %d positions, vocabulary %d, %d token types; %s",
+				c.variant().name, c.NumHiddenLayers, c.NumAttentionHeads, c.HiddenSize, c.IntermediateSize, c.MaxPositionEmbeddings, c.VocabSize, c.TypeVocabSize, head), nil
 		},
 	})
 }
@@ -73,8 +73,10 @@ func (c *ForSequenceClassification) ParamStore() *layers.Store { return c.Store 
 // ClassNames implements models.Classifier.
 func (c *ForSequenceClassification) ClassNames() []string { return c.Labels }
 
-// MaxLength implements models.Classifier: max_position_embeddings.
-func (c *ForSequenceClassification) MaxLength() int { return c.Config.MaxPositionEmbeddings }
+// MaxLength implements models.Classifier: max_position_embeddings (for
+// RoBERTa, max_position_embeddings − pad_token_id − 1; see
+// Config.MaxTokens).
+func (c *ForSequenceClassification) MaxLength() int { return c.Config.MaxTokens() }
 
 // PadID implements models.Classifier: pad_token_id.
 func (c *ForSequenceClassification) PadID() int { return c.Config.PadTokenID }

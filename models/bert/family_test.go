@@ -20,3 +20,14 @@ func TestStepBytes(t *testing.T) {
 	require.Greater(t, big, small)
 	require.Equal(t, int64(math.MaxInt64), c.StepBytes(math.MaxInt32, math.MaxInt32, true))
 }
+
+// The family registers RoBERTa's model type, and describes a RoBERTa
+// checkpoint by its name and head.
+func TestRobertaFamily(t *testing.T) {
+	f, err := models.ForModelType("roberta")
+	require.NoError(t, err)
+	require.Equal(t, "bert", f.Name)
+	s, err := f.Describe("testdata/roberta/seq")
+	require.NoError(t, err)
+	require.Equal(t, "RoBERTa: 2 layers, 4 heads, 16 wide, 32 inner, 12 positions, vocabulary 24, 1 token types; RobertaForSequenceClassification, 3 labels", s)
+}

@@ -11,8 +11,21 @@ import (
 	"github.com/d73a19ff/zoo/layers"
 )
 
-// MaskToken is the token FillMask fills, BERT's mask_token.
+// MaskToken is the token FillMask fills, BERT's mask_token. RoBERTa's is
+// RobertaMaskToken.
 const MaskToken = "[MASK]"
+
+// RobertaMaskToken is RoBERTa's mask_token, which FillMask fills in a
+// RoBERTa model's texts.
+const RobertaMaskToken = "<mask>"
+
+// maxWhat names the length limit of cfg in errors.
+func maxWhat(cfg Config) string {
+	if cfg.variant().paddedPositions {
+		return "max_position_embeddings − pad_token_id − 1"
+	}
+	return "max_position_embeddings"
+}
 
 // DefaultTopK is how many fills FillMask returns per [MASK] when asked for
 // 0, transformers' FillMaskPipeline default (top_k=5).
@@ -39,13 +52,16 @@ type Fill struct {
 // several the other masks stay [MASK] and the special tokens are kept, as
 // the pipeline does (it fills each mask independently).
 //
+// A RoBERTa model (Config.ModelType RobertaModelType) takes
+// RobertaMaskToken (<mask>) instead, and its tokenizer's <s> text </s>.
+//
 // A text without [MASK], longer than max_position_embeddings with [CLS]
 // and [SEP], or a tokenizer with ids the model's vocabulary lacks is an
 // error.
 //
 // Safe for concurrent use by multiple goroutines sharing m and tok: each
 // call builds and runs a graph of its own.
-func FillMask(m *ForMaskedLM, tok *datasets.WordPiece, text string, topK int) ([][]Fill, error) {
+func FillMask(m *ForMaskedLM, tok Tokenizer, text string, topK int) ([][]Fill, error) {
 	out, err := FillMaskBatch(m, tok, []string{text}, topK)
 	if err != nil {
 		return nil, err
@@ -56,7 +72,7 @@ func FillMask(m *ForMaskedLM, tok *datasets.WordPiece, text string, topK int) ([
 // FillMaskBatch is FillMask for several texts, run as one padded batch
 // (B, T) with the padding masked: out[i] is FillMask(texts[i]). Safe for
 // concurrent use, as FillMask is.
-func FillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK int) ([][][]Fill, error) {
+func FillMaskBatch(m *ForMaskedLM, tok Tokenizer, texts []string, topK int) ([][][]Fill, error) {
 	if m == nil {
 		return nil, fmt.Errorf("bert fill-mask: no model or no tokenizer")
 	}
@@ -65,7 +81,7 @@ func FillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK
 
 // fillMaskBatch is FillMaskBatch with the masked-LM scores of a batch
 // from scores (ForMaskedLM.scores, or a pipeline's on cached graphs).
-func fillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK int, scores func(ids, types, at [][]int) ([]float64, error)) ([][][]Fill, error) {
+func fillMaskBatch(m *ForMaskedLM, tok Tokenizer, texts []string, topK int, scores func(ids, types, at [][]int) ([]float64, error)) ([][][]Fill, error) {
 	if m == nil || tok == nil {
 		return nil, fmt.Errorf("bert fill-mask: no model or no tokenizer")
 	}
@@ -95,11 +111,12 @@ func fillMaskBatch(m *ForMaskedLM, tok *datasets.WordPiece, texts []string, topK
 			}
 		}
 		if len(masks[r]) == 0 {
-			return nil, &TextError{Index: r, Text: text, Err: fmt.Errorf("no %s: write %s where the word to predict goes", MaskToken, MaskToken)}
+			return nil, &TextError{Index: r, Text: text, Err: fmt.Errorf("no %s: write %s where the word to predict goes", sp.maskToken, sp.maskToken)}
 		}
-		if n := len(ids[r]); n > m.Config.MaxPositionEmbeddings {
-			return nil, &TextError{Index: r, Text: text, Err: fmt.Errorf("%d tokens with [CLS] and [SEP]; the model takes at most %d (max_position_embeddings): shorten it",
-				n, m.Config.MaxPositionEmbeddings)}
+		if n := len(ids[r]); n > m.Config.MaxTokens() {
+			v := m.Config.variant()
+			return nil, &TextError{Index: r, Text: text, Err: fmt.Errorf("%d tokens with %s and %s; the model takes at most %d (%s): shorten it",
+				n, v.specials[0], v.specials[1], m.Config.MaxTokens(), maxWhat(m.Config))}
 		}
 	}
 	flat, err := scores(ids, types, masks)
@@ -181,33 +198,39 @@ func (m *ForMaskedLM) scores(ids, types, at [][]int) ([]float64, error) {
 // fillSpecials are the tokenizer's ids FillMask needs: the mask, and the
 // special tokens the pipeline skips when decoding a sequence.
 type fillSpecials struct {
-	mask    int
-	special map[int]bool
-	token   []bool // by id: the tokenizer has a token for it
+	mask      int
+	maskToken string // [MASK], or RoBERTa's <mask>
+	special   map[int]bool
+	token     []bool // by id: the tokenizer has a token for it
 }
 
-// findSpecials checks that tok fits cfg's vocabulary and keeps [MASK]
-// whole, and finds the special tokens.
-func findSpecials(cfg Config, tok *datasets.WordPiece) (fillSpecials, error) {
+// findSpecials checks that tok fits cfg's vocabulary and keeps the mask
+// token ([MASK], RoBERTa's <mask>) whole, and finds the special tokens:
+// datasets.WordPieceSpecials for a WordPiece, else the tokenizer.json's
+// added tokens marked special.
+func findSpecials(cfg Config, tok Tokenizer) (fillSpecials, error) {
 	if n := tok.VocabSize(); n > cfg.VocabSize {
 		return fillSpecials{}, fmt.Errorf("bert fill-mask: the tokenizer has %d ids but the model's vocabulary is %d (vocab_size): the tokenizer.json does not belong to this checkpoint", n, cfg.VocabSize)
 	}
 	vocab := tok.Vocab()
-	sp := fillSpecials{mask: -1, special: map[int]bool{}, token: make([]bool, len(vocab))}
+	maskToken := cfg.variant().mask
+	sp := fillSpecials{mask: -1, maskToken: maskToken, special: map[int]bool{}, token: make([]bool, len(vocab))}
+	marked, _ := tok.(interface{ Special(id int) bool })
+	_, wp := tok.(*datasets.WordPiece)
 	for id, s := range vocab {
 		sp.token[id] = s != ""
-		if slices.Contains(datasets.WordPieceSpecials, s) {
+		if wp && slices.Contains(datasets.WordPieceSpecials, s) || !wp && marked != nil && marked.Special(id) {
 			sp.special[id] = true
 		}
-		if s == MaskToken {
+		if s == maskToken {
 			sp.mask = id
 		}
 	}
 	if sp.mask < 0 {
-		return fillSpecials{}, fmt.Errorf("bert fill-mask: the tokenizer has no %s token", MaskToken)
+		return fillSpecials{}, fmt.Errorf("bert fill-mask: the tokenizer has no %s token", maskToken)
 	}
-	if got, err := tok.Encode(MaskToken); err != nil || len(got) != 1 || got[0] != sp.mask {
-		return fillSpecials{}, fmt.Errorf("bert fill-mask: the tokenizer splits %s (into %v): it must be an added special token of tokenizer.json", MaskToken, got)
+	if got, err := tok.Encode(maskToken); err != nil || len(got) != 1 || got[0] != sp.mask {
+		return fillSpecials{}, fmt.Errorf("bert fill-mask: the tokenizer splits %s (into %v): it must be an added special token of tokenizer.json", maskToken, got)
 	}
 	return sp, nil
 }
@@ -215,7 +238,7 @@ func findSpecials(cfg Config, tok *datasets.WordPiece) (fillSpecials, error) {
 // fill is the candidate id at position pos of ids: its token alone and the
 // sequence with it in place, decoded as transformers' FillMaskPipeline
 // (skip_special_tokens when the text has a single mask).
-func (sp fillSpecials) fill(tok *datasets.WordPiece, ids []int, pos, id int, single bool) (Fill, error) {
+func (sp fillSpecials) fill(tok Tokenizer, ids []int, pos, id int, single bool) (Fill, error) {
 	token, err := tok.Decode([]int{id})
 	if err != nil {
 		return Fill{}, err

@@ -3,6 +3,7 @@ package bert
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"gorgonia.org/gorgonia"
 
@@ -13,30 +14,38 @@ import (
 
 // MLMHead is transformers' BertLMPredictionHead (cls.predictions): a
 // transform dense → hidden_act → LayerNorm, then a decoder tied to the word
-// embeddings plus its own bias.
+// embeddings plus its own bias. RoBERTa's RobertaLMHead is the same with
+// other names (lm_head.dense, lm_head.layer_norm, lm_head.bias) and GELU
+// whatever hidden_act says.
 type MLMHead struct {
-	Transform *layers.Linear    // cls.predictions.transform.dense (d, d)
-	Norm      *layers.LayerNorm // cls.predictions.transform.LayerNorm
-	Bias      *layers.Param     // cls.predictions.bias (V)
+	Transform *layers.Linear    // cls.predictions.transform.dense (d, d); RoBERTa: lm_head.dense
+	Norm      *layers.LayerNorm // cls.predictions.transform.LayerNorm; RoBERTa: lm_head.layer_norm
+	Bias      *layers.Param     // cls.predictions.bias (V); RoBERTa: lm_head.bias
 	words     *layers.Embedding
 	act       layers.Activation
+	decoder   string // the tied decoder's name, for errors
 }
 
 func newMLMHead(m *Model) (*MLMHead, error) {
-	s := m.Store.Root().Sub("cls").Sub("predictions")
+	names := m.Config.variant().mlm
 	d := m.Config.HiddenSize
-	h := &MLMHead{words: m.WordEmbeddings}
+	h := &MLMHead{words: m.WordEmbeddings, decoder: strings.TrimSuffix(names.decoderWeight, ".weight")}
+	act := m.Config.HiddenAct
+	if names.gelu {
+		act = "gelu"
+	}
 	var err error
-	if h.act, err = layers.ParseActivation(m.Config.HiddenAct); err != nil {
+	if h.act, err = layers.ParseActivation(act); err != nil {
 		return nil, err
 	}
-	if h.Transform, err = layers.NewLinear(s.Sub("transform").Sub("dense"), d, d, true); err != nil {
+	if h.Transform, err = layers.NewLinear(scope(m.Store, names.dense), d, d, true); err != nil {
 		return nil, err
 	}
-	if h.Norm, err = layers.NewLayerNorm(s.Sub("transform").Sub("LayerNorm"), d, m.Config.LayerNormEps, true); err != nil {
+	if h.Norm, err = layers.NewLayerNorm(scope(m.Store, names.norm), d, m.Config.LayerNormEps, true); err != nil {
 		return nil, err
 	}
-	if h.Bias, err = s.Param("bias", []int{m.Config.VocabSize}, layers.Constant(0)); err != nil {
+	dir, base := names.bias[:strings.LastIndex(names.bias, ".")], names.bias[strings.LastIndex(names.bias, ".")+1:]
+	if h.Bias, err = scope(m.Store, dir).Param(base, []int{m.Config.VocabSize}, layers.Constant(0)); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -57,7 +66,7 @@ func (h *MLMHead) Forward(g *layers.Graph, x *gorgonia.Node) (*gorgonia.Node, er
 	// The decoder, tied to the word embeddings, with the bias fused into
 	// the matmul's output (one pass over the (B, T, V) scores, not two).
 	if y, err = ops.Linear(y, g.Node(h.words.Weight), g.Node(h.Bias)); err != nil {
-		return nil, fmt.Errorf("cls.predictions.decoder: %w", err)
+		return nil, fmt.Errorf("%s: %w", h.decoder, err)
 	}
 	return y, nil
 }
@@ -71,8 +80,13 @@ type ForPreTraining struct {
 	NSP *layers.Linear // cls.seq_relationship
 }
 
-// NewForPreTraining builds a BERT with both pretraining heads.
+// NewForPreTraining builds a BERT with both pretraining heads. A RoBERTa
+// has no next-sentence prediction (transformers has no
+// RobertaForPreTraining): it is an error; pretrain one as a masked LM.
 func NewForPreTraining(cfg Config, opts ...layers.Option) (*ForPreTraining, error) {
+	if v, err := cfg.variantOf(); err == nil && v != bertVariant {
+		return nil, fmt.Errorf("bert: %s has no next-sentence prediction head (transformers has no %sForPreTraining): use NewForMaskedLM (LoadForMaskedLM)", v.name, v.class)
+	}
 	m, err := New(cfg, opts...)
 	if err != nil {
 		return nil, err
@@ -136,10 +150,11 @@ func (p *ForPreTraining) Loss(g *layers.Graph, in Inputs, labels, nextSentence *
 	return &out, nil
 }
 
-// ForMaskedLM is transformers' BertForMaskedLM: the backbone and the
-// masked-LM head, without next-sentence prediction. (transformers'
-// BertForMaskedLM has no pooler; this one keeps it, so its checkpoints
-// load into every head, and its gradient is simply zero.)
+// ForMaskedLM is transformers' BertForMaskedLM (or RobertaForMaskedLM):
+// the backbone and the masked-LM head, without next-sentence prediction.
+// (transformers' BertForMaskedLM has no pooler; zoo's BERT one keeps it,
+// so its checkpoints load into every head, and its gradient is simply
+// zero. A RoBERTa one has none, as transformers' RobertaForMaskedLM.)
 type ForMaskedLM struct {
 	*Model
 	MLM *MLMHead
@@ -151,10 +166,16 @@ func NewForMaskedLM(cfg Config, opts ...layers.Option) (*ForMaskedLM, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !cfg.variant().mlmPooler {
+		if err := m.dropPooler(); err != nil {
+			return nil, err
+		}
+	}
 	h, err := newMLMHead(m)
 	if err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
+	m.arch = archMaskedLM
 	return &ForMaskedLM{Model: m, MLM: h}, nil
 }
 
@@ -182,17 +203,24 @@ func (p *ForMaskedLM) Loss(g *layers.Graph, in Inputs, labels *gorgonia.Node) (l
 // ForSequenceClassification is transformers'
 // BertForSequenceClassification: dropout (classifier_dropout, else
 // hidden_dropout_prob) and a linear "classifier" (num_labels, d) on the
-// pooled output.
+// pooled output. A RoBERTa one is RobertaForSequenceClassification: no
+// pooler, and RobertaClassificationHead on the first token (<s>): dropout,
+// "classifier.dense" (d, d), tanh, dropout, "classifier.out_proj"
+// (num_labels, d).
 type ForSequenceClassification struct {
 	*Model
-	Classifier *layers.Linear // classifier
+	Classifier *layers.Linear // classifier; RoBERTa: classifier.out_proj
+	Dense      *layers.Linear // RoBERTa's classifier.dense; nil for BERT
 	Labels     []string       // class names by id
 	drop       layers.Dropout
 }
 
 // NewForSequenceClassification puts a classification head for labels on
 // m (often a pretrained backbone), initialised N(0, initializer_range²)
-// with a zero bias, and records the labels in m.Config.ID2Label.
+// with a zero bias, and records the labels in m.Config.ID2Label. On a
+// RoBERTa it is RobertaClassificationHead (Dense and Classifier) and it
+// removes m's pooler, which RobertaForSequenceClassification does not
+// have.
 func NewForSequenceClassification(m *Model, labels []string) (*ForSequenceClassification, error) {
 	if len(labels) < 2 {
 		return nil, fmt.Errorf("bert classifier: %d labels; need at least 2", len(labels))
@@ -200,8 +228,19 @@ func NewForSequenceClassification(m *Model, labels []string) (*ForSequenceClassi
 	if len(labels) > models.MaxLabels {
 		return nil, fmt.Errorf("bert classifier: %d labels is too many", len(labels))
 	}
-	cl, err := layers.NewLinear(m.Store.Root().Sub("classifier"), m.Config.HiddenSize, len(labels), true)
-	if err != nil {
+	c := &ForSequenceClassification{Model: m, Labels: append([]string(nil), labels...), drop: layers.Dropout{P: m.Config.classifierDropout()}}
+	d, s := m.Config.HiddenSize, m.Store.Root().Sub("classifier")
+	var err error
+	if m.Config.variant().denseClassifier {
+		if err := m.dropPooler(); err != nil {
+			return nil, err
+		}
+		if c.Dense, err = layers.NewLinear(s.Sub("dense"), d, d, true); err != nil {
+			return nil, fmt.Errorf("bert classifier: %w", err)
+		}
+		s = s.Sub("out_proj")
+	}
+	if c.Classifier, err = layers.NewLinear(s, d, len(labels), true); err != nil {
 		return nil, fmt.Errorf("bert classifier: %w", err)
 	}
 	m.Config.ID2Label = map[string]string{}
@@ -209,11 +248,14 @@ func NewForSequenceClassification(m *Model, labels []string) (*ForSequenceClassi
 		m.Config.ID2Label[strconv.Itoa(i)] = l
 	}
 	m.arch = archClassifier
-	return &ForSequenceClassification{Model: m, Classifier: cl, Labels: append([]string(nil), labels...), drop: layers.Dropout{P: m.Config.classifierDropout()}}, nil
+	return c, nil
 }
 
 // Logits maps a batch (B, T) to class scores (B, num_labels).
 func (c *ForSequenceClassification) Logits(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
+	if c.Dense != nil {
+		return c.denseLogits(g, in)
+	}
 	pooled, err := c.Pooled(g, in)
 	if err != nil {
 		return nil, err
@@ -235,4 +277,34 @@ func (c *ForSequenceClassification) Loss(g *layers.Graph, in Inputs, labels *gor
 		return nil, nil, fmt.Errorf("bert classifier: %w", err)
 	}
 	return loss, logits, nil
+}
+
+// denseLogits is RobertaClassificationHead on the first token's last
+// hidden state, which the last layer computes alone
+// (layers.Encoder.ForwardFirst), as Pooled does.
+func (c *ForSequenceClassification) denseLogits(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
+	h, err := c.embed(g, in)
+	if err != nil {
+		return nil, err
+	}
+	if h, err = c.Encoder.ForwardFirst(g, h, in.Mask); err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	x, err := gorgonia.Reshape(h, []int{h.Shape()[0], h.Shape()[2]})
+	if err != nil {
+		return nil, fmt.Errorf("bert classifier: %w", err)
+	}
+	if x, err = c.drop.Forward(g, x); err != nil {
+		return nil, fmt.Errorf("bert classifier: %w", err)
+	}
+	if x, err = c.Dense.Forward(g, x); err != nil {
+		return nil, fmt.Errorf("bert classifier: %w", err)
+	}
+	if x, err = gorgonia.Tanh(x); err != nil {
+		return nil, fmt.Errorf("bert classifier: %w", err)
+	}
+	if x, err = c.drop.Forward(g, x); err != nil {
+		return nil, fmt.Errorf("bert classifier: %w", err)
+	}
+	return c.Classifier.Forward(g, x)
 }

@@ -16,6 +16,11 @@ package bert
 //     pooler (add_pooling_layer=False): a file's bert.pooler.* (zoo wrote
 //     them before it followed this) load into these heads dropped and
 //     reported, even when loading strictly.
+//
+// RoBERTa (variant.go) differs only in names: "roberta." for "bert.",
+// lm_head.dense, lm_head.layer_norm and lm_head.bias for the masked-LM
+// head, whose tied decoder is lm_head.decoder.weight (and .bias), and
+// classifier.dense and classifier.out_proj; none of its heads has a pooler.
 
 import (
 	"fmt"
@@ -35,6 +40,7 @@ type LoadReport = models.LoadReport
 // hfKeys maps BERT checkpoint keys to the model's parameter names.
 type hfKeys struct {
 	store *layers.Store
+	v     *variant
 	// heads lets a checkpoint of another head load (see LoadReport);
 	// otherwise every head tensor must match, as when resuming.
 	heads bool
@@ -44,7 +50,12 @@ type hfKeys struct {
 	dropped []string
 }
 
-func isBackbone(name string) bool { return strings.HasPrefix(name, "bert.") }
+func (k *hfKeys) isBackbone(name string) bool { return strings.HasPrefix(name, k.v.prefix+".") }
+
+// newKeys is the key map of m's store and model type.
+func (m *Model) newKeys(heads, newHead bool) *hfKeys {
+	return &hfKeys{store: m.Store, v: m.Config.variant(), heads: heads, newHead: newHead}
+}
 
 // FromFile implements layers.KeyMap.
 func (k *hfKeys) FromFile(key string) (name string, transpose, skip bool) {
@@ -54,7 +65,7 @@ func (k *hfKeys) FromFile(key string) (name string, transpose, skip bool) {
 	name = key
 	for _, p := range []string{"embeddings.", "encoder.", "pooler."} {
 		if strings.HasPrefix(key, p) { // a BertModel checkpoint: no "bert." prefix
-			name = "bert." + key
+			name = k.v.prefix + "." + key
 		}
 	}
 	if strings.Contains(name, ".LayerNorm.") { // older checkpoints: gamma and beta
@@ -65,21 +76,21 @@ func (k *hfKeys) FromFile(key string) (name string, transpose, skip bool) {
 		}
 	}
 	switch name {
-	case "cls.predictions.decoder.weight":
-		name = "bert.embeddings.word_embeddings.weight" // tied; must be equal
-		if _, ok := k.store.Param("cls.predictions.bias"); !ok && k.heads {
+	case k.v.mlm.decoderWeight:
+		name = k.v.prefix + ".embeddings.word_embeddings.weight" // tied; must be equal
+		if _, ok := k.store.Param(k.v.mlm.bias); !ok && k.heads {
 			k.dropped = append(k.dropped, key)
 			return "", false, true
 		}
 		return name, false, false
-	case "cls.predictions.decoder.bias":
-		name = "cls.predictions.bias"
+	case k.v.mlm.decoderBias:
+		name = k.v.mlm.bias
 	}
-	if _, ok := k.store.Param(name); !ok && strings.HasPrefix(name, "bert.pooler.") {
+	if _, ok := k.store.Param(name); !ok && strings.HasPrefix(name, k.v.prefix+".pooler.") {
 		k.dropped = append(k.dropped, key) // the model is a head without a pooler
 		return "", false, true
 	}
-	if _, ok := k.store.Param(name); (!ok || k.newHead && strings.HasPrefix(name, "classifier.")) && k.heads && !isBackbone(name) {
+	if _, ok := k.store.Param(name); (!ok || k.newHead && strings.HasPrefix(name, "classifier.")) && k.heads && !k.isBackbone(name) {
 		k.dropped = append(k.dropped, key)
 		return "", false, true
 	}
@@ -98,7 +109,7 @@ func (k *hfKeys) ToFile(name string) (key string, transpose bool) { return name,
 // model's head parameters may be absent, and so may the pooler
 // (transformers' BertForMaskedLM has none).
 func (k *hfKeys) Optional(name string) bool {
-	return k.heads && (!isBackbone(name) || strings.HasPrefix(name, "bert.pooler."))
+	return k.heads && (!k.isBackbone(name) || strings.HasPrefix(name, k.v.prefix+".pooler."))
 }
 
 // load reads path into the store through k and reports what was fitted.
@@ -120,22 +131,24 @@ func (k *hfKeys) load(path string) (LoadReport, error) {
 
 // architecture is transformers' class for the model's heads.
 func (m *Model) architecture() string {
+	v := m.Config.variant()
 	if m.arch != "" {
-		return m.arch
+		return v.arch(m.arch)
 	}
 	s := m.Store
-	_, mlm := s.Param("cls.predictions.bias")
+	_, mlm := s.Param(v.mlm.bias)
 	_, nsp := s.Param("cls.seq_relationship.weight")
 	_, cl := s.Param("classifier.weight")
+	_, dense := s.Param("classifier.out_proj.weight")
 	switch {
-	case cl:
-		return archClassifier
+	case cl || dense:
+		return v.arch(archClassifier)
 	case mlm && nsp:
-		return archPreTraining
+		return v.arch(archPreTraining)
 	case mlm:
-		return archMaskedLM
+		return v.arch(archMaskedLM)
 	}
-	return archModel
+	return v.arch(archModel)
 }
 
 // Save writes the model, with whatever heads its store holds, as a
@@ -145,7 +158,7 @@ func (m *Model) Save(dir string) error {
 	if err := m.Config.checkExtra(); err != nil {
 		return fmt.Errorf("bert: save: %w", err)
 	}
-	if err := models.SaveModel(dir, codec.Saved(m.Config, m.architecture()), m.Store, &hfKeys{store: m.Store}); err != nil {
+	if err := models.SaveModel(dir, m.Config.variant().codec.Saved(m.Config, m.architecture()), m.Store, m.newKeys(false, false)); err != nil {
 		return fmt.Errorf("bert: %w", err)
 	}
 	return nil
@@ -164,27 +177,29 @@ func (m *Model) LoadWeights(path string) error {
 
 // loadStrict is LoadWeights, reporting the pooler tensors it dropped.
 func (m *Model) loadStrict(path string) (LoadReport, error) {
-	return (&hfKeys{store: m.Store}).load(path)
+	return m.newKeys(false, false).load(path)
 }
 
 // loadHeads reads dir's weights into m, fitting another head's checkpoint
 // unless strict.
 func (m *Model) loadHeads(dir string, strict bool) (LoadReport, error) {
-	return (&hfKeys{store: m.Store, heads: !strict}).load(filepath.Join(dir, models.WeightsFile))
+	return m.newKeys(!strict, false).load(filepath.Join(dir, models.WeightsFile))
 }
 
 // checkClassifierKind refuses a checkpoint whose architectures name the
 // other classifier: sequence and token classifiers both call their head
 // "classifier", with the same shape, so one would load as the other.
-func checkClassifierKind(dir, want string) error {
+func checkClassifierKind(dir string, cfg Config, want string) error {
 	var a struct {
 		Architectures []string `json:"architectures"`
 	}
 	if err := layers.ReadConfig(dir, &a); err != nil {
 		return fmt.Errorf("bert: %w", err)
 	}
+	v := cfg.variant()
+	want = v.arch(want)
 	for _, got := range a.Architectures {
-		if (got == archClassifier || got == archTokenClassifier) && got != want {
+		if (got == v.arch(archClassifier) || got == v.arch(archTokenClassifier)) && got != want {
 			return fmt.Errorf("bert: %s is a %s checkpoint; its classifier is not a %s's: load it with its own head, or a checkpoint without a classifier",
 				filepath.Join(dir, models.ConfigFile), got, want)
 		}
@@ -265,7 +280,7 @@ func loadClassifier[T any](dir, where, arch, what string, opts []models.LoadOpti
 	if err != nil {
 		return zero, LoadReport{}, err
 	}
-	if err := checkClassifierKind(dir, arch); err != nil {
+	if err := checkClassifierKind(dir, cfg, arch); err != nil {
 		return zero, LoadReport{}, err
 	}
 	saved, err := cfg.Labels()
@@ -288,7 +303,7 @@ func loadClassifier[T any](dir, where, arch, what string, opts []models.LoadOpti
 	if s.Strict {
 		r, err = m.loadStrict(filepath.Join(dir, models.WeightsFile))
 	} else {
-		r, err = (&hfKeys{store: m.Store, heads: true, newHead: newHead}).load(filepath.Join(dir, models.WeightsFile))
+		r, err = m.newKeys(true, newHead).load(filepath.Join(dir, models.WeightsFile))
 	}
 	if err != nil {
 		return zero, LoadReport{}, err

@@ -20,7 +20,9 @@ const ModelType = "bert"
 // transformers builds them (add_pooling_layer=False). Parameter names are Hugging Face's keys under "bert."
 // (bert.embeddings.word_embeddings.weight,
 // bert.encoder.layer.0.attention.self.query.weight, …), so a checkpoint
-// loads key by key (hf.go).
+// loads key by key (hf.go). A RoBERTa (Config.ModelType
+// RobertaModelType) is transformers' RobertaModel: the same under
+// "roberta.", with position ids from pad_token_id + 1 (see embed).
 //
 // A Model, and every head on it, is safe for concurrent use by multiple
 // goroutines for inference: Attentions, HiddenStates, FillMask and graphs
@@ -79,7 +81,8 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{Config: cfg, Store: s, drop: layers.Dropout{P: cfg.HiddenDropoutProb}}
-	root := s.Root().Sub("bert")
+	v := cfg.variant()
+	root := s.Root().Sub(v.prefix)
 	emb := root.Sub("embeddings")
 	d := cfg.HiddenSize
 	if m.WordEmbeddings, err = layers.NewEmbedding(emb.Sub("word_embeddings"), cfg.VocabSize, d); err != nil {
@@ -101,6 +104,9 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
 	zeroRow(m.WordEmbeddings.Weight, cfg.PadTokenID)
+	if v.paddedPositions { // RobertaEmbeddings' position table has padding_idx too
+		zeroRow(m.PositionEmbeddings.Weight, cfg.PadTokenID)
+	}
 	return m, nil
 }
 
@@ -139,12 +145,19 @@ func (m *Model) Hidden(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 }
 
 // embed maps a batch (B, T) to LN(word + position + token type) with
-// dropout, (B, T, D).
+// dropout, (B, T, D). BERT's positions are 0…T−1; RoBERTa's are computed
+// from the ids (ops.PaddedPositions): padding_idx + 1 on, counting only
+// the non-pad tokens, padding_idx for a pad.
 func (m *Model) embed(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 	if in.IDs == nil || in.IDs.Dims() != 2 {
 		return nil, fmt.Errorf("bert: token ids must be (B, T)")
 	}
 	b, t := in.IDs.Shape()[0], in.IDs.Shape()[1]
+	v := m.Config.variant()
+	if v.paddedPositions && t > m.Config.MaxTokens() {
+		return nil, fmt.Errorf("bert: %d tokens exceed the %d a %s takes (max_position_embeddings %d − padding_idx %d − 1: its positions start at padding_idx + 1); truncate the input",
+			t, m.Config.MaxTokens(), v.name, m.Config.MaxPositionEmbeddings, m.Config.PadTokenID)
+	}
 	if t > m.Config.MaxPositionEmbeddings {
 		return nil, fmt.Errorf("bert: %d tokens exceed the %d positions (max_position_embeddings); truncate the input", t, m.Config.MaxPositionEmbeddings)
 	}
@@ -168,7 +181,15 @@ func (m *Model) embed(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 	if h, err = ops.Add(h, tt); err != nil {
 		return nil, fmt.Errorf("bert: embeddings: %w", err)
 	}
-	if h, err = m.PositionEmbeddings.Forward(g, h); err != nil {
+	if v.paddedPositions {
+		pos, err := ops.PaddedPositions(in.IDs, m.Config.PadTokenID)
+		if err != nil {
+			return nil, fmt.Errorf("bert: position ids: %w", err)
+		}
+		if h, err = m.PositionEmbeddings.ForwardIDs(g, h, pos); err != nil {
+			return nil, fmt.Errorf("bert: %w", err)
+		}
+	} else if h, err = m.PositionEmbeddings.Forward(g, h); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
 	if h, err = m.EmbeddingsNorm.Forward(g, h); err != nil {

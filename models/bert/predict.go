@@ -31,47 +31,82 @@ import (
 // when its BatchSize is 0.
 const DefaultBatchSize = 8
 
+// Tokenizer is what the text-classification, feature-extraction and
+// fill-mask pipelines need of a tokenizer: Encode, the post-processor's
+// templates (datasets.PairEncoder) and the tokens by id. *datasets.WordPiece
+// (BERT's) is one; so is the byte-level BPE with RobertaProcessing that
+// models.LoadTokenizer reads from a RoBERTa checkpoint's tokenizer.json.
+// Implementations must be safe for concurrent use.
+type Tokenizer interface {
+	datasets.Tokenizer
+	datasets.PairEncoder
+	// Vocab returns the tokens by id.
+	Vocab() []string
+}
+
+var _ Tokenizer = (*datasets.WordPiece)(nil)
+
 // pipe is what every BERT pipeline holds besides its model: the
 // tokenizer, its special tokens and the model's length limit.
 type pipe struct {
-	tok      *datasets.WordPiece
+	tok      Tokenizer
+	wp       *datasets.WordPiece // tok when it is a WordPiece, else nil
 	cls, sep int
-	unk      int      // the unknown token's id, -1 for none
-	vocab    []string // tokens by id
-	maxLen   int      // max_position_embeddings
-	cache    *graphs  // compiled graphs by batch shape
+	// pairSeps are the separators between a pair's texts (BERT's 1,
+	// RoBERTa's </s></s> 2) and pairType the second text's token type
+	// (BERT's 1, RoBERTa's 0).
+	pairSeps, pairType int
+	unk                int            // the unknown token's id, -1 for none
+	vocab              []string       // tokens by id
+	ids                map[string]int // ids by token, for a tokenizer other than a WordPiece
+	maxLen             int            // the most tokens the model takes (Config.MaxTokens)
+	cache              *graphs        // compiled graphs by batch shape
 }
 
-// newPipe reads dir's tokenizer.json, which must be BERT's WordPiece with
-// [CLS] and [SEP] and ids within cfg's vocabulary.
+// newPipe reads dir's tokenizer.json, which must be the model type's
+// (BERT's WordPiece, RoBERTa's byte-level BPE with RobertaProcessing), with
+// its [CLS] and [SEP] (<s> and </s>) and ids within cfg's vocabulary.
 func newPipe(where, dir string, cfg Config) (pipe, error) {
+	v := cfg.variant()
 	tok, err := models.LoadTokenizer(dir)
 	if err != nil {
 		return pipe{}, fmt.Errorf("bert: %s: %w", where, err)
 	}
-	wp, ok := tok.(*datasets.WordPiece)
-	if !ok {
-		return pipe{}, fmt.Errorf("bert: %s: %s is a %T, not a WordPiece tokenizer (BERT's, with the BertNormalizer and BertPreTokenizer)", where, filepath.Join(dir, models.TokenizerFile), tok)
+	wp, _ := tok.(*datasets.WordPiece)
+	pt, ok := tok.(Tokenizer)
+	if !ok || v == bertVariant && wp == nil {
+		return pipe{}, fmt.Errorf("bert: %s: %s is a %T, not %s", where, filepath.Join(dir, models.TokenizerFile), tok, v.tokenizer)
 	}
-	if n := wp.VocabSize(); n > cfg.VocabSize {
+	if n := pt.VocabSize(); n > cfg.VocabSize {
 		return pipe{}, fmt.Errorf("bert: %s: the tokenizer has %d ids but the model's vocabulary is %d (vocab_size): %s does not belong to this checkpoint", where, n, cfg.VocabSize, models.TokenizerFile)
 	}
-	p := pipe{tok: wp, cls: -1, sep: -1, unk: -1, vocab: wp.Vocab(), maxLen: cfg.MaxPositionEmbeddings, cache: &graphs{}}
+	p := pipe{tok: pt, wp: wp, cls: -1, sep: -1, unk: -1, pairSeps: 1, pairType: 1, vocab: pt.Vocab(), maxLen: cfg.MaxTokens(), cache: &graphs{}}
+	if v.paddedPositions {
+		p.pairSeps, p.pairType = 2, 0
+	}
+	if wp == nil {
+		p.ids = make(map[string]int, len(p.vocab))
+		for id, s := range p.vocab {
+			if _, dup := p.ids[s]; !dup && s != "" {
+				p.ids[s] = id
+			}
+		}
+	}
 	for id, s := range p.vocab {
 		switch s {
-		case "[UNK]":
-			p.unk = id
-		case "[CLS]":
+		case v.specials[0]:
 			p.cls = id
-		case "[SEP]":
+		case v.specials[1]:
 			p.sep = id
+		case v.specials[2]:
+			p.unk = id
 		}
 	}
 	if p.cls < 0 || p.sep < 0 {
-		return pipe{}, fmt.Errorf("bert: %s: the tokenizer has no [CLS] or [SEP] token; BERT encodes [CLS] text [SEP]", where)
+		return pipe{}, fmt.Errorf("bert: %s: the tokenizer has no %s or %s token; %s encodes %s text %s", where, v.specials[0], v.specials[1], v.name, v.specials[0], v.specials[1])
 	}
 	if p.maxLen < 3 {
-		return pipe{}, fmt.Errorf("bert: %s: max_position_embeddings %d leaves no room for a text between [CLS] and [SEP]", where, p.maxLen)
+		return pipe{}, fmt.Errorf("bert: %s: max_position_embeddings %d leaves no room for a text between %s and %s", where, cfg.MaxPositionEmbeddings, v.specials[0], v.specials[1])
 	}
 	return p, nil
 }
@@ -132,9 +167,10 @@ func inBatches(ctx context.Context, where string, n, size int, run func(lo, hi i
 }
 
 // encode is the tokenizer's call on a text, or a pair when pair: [CLS] a
-// [SEP] (b [SEP]), token types 0 for a and 1 for b, truncated to the
-// model's max_position_embeddings as transformers' truncation=True
-// (longest_first) truncates. It returns how many tokens were cut.
+// [SEP] (b [SEP]), token types 0 for a and 1 for b (RoBERTa: <s> a </s>
+// (</s> b </s>), all type 0), truncated to the model's length as
+// transformers' truncation=True (longest_first) truncates. It returns how
+// many tokens were cut.
 func (p pipe) encode(a, b string, pair bool) (ids, types []int, cut int, err error) {
 	x, err := p.tok.Encode(a)
 	if err != nil {
@@ -146,17 +182,21 @@ func (p pipe) encode(a, b string, pair bool) (ids, types []int, cut int, err err
 		if y, err = p.tok.Encode(b); err != nil {
 			return nil, nil, 0, err
 		}
-		specials++
+		specials += p.pairSeps
 	}
 	na, nb := datasets.LongestFirst(len(x), len(y), p.maxLen, specials)
 	cut = len(x) + len(y) - na - nb
-	ids = make([]int, 0, na+nb+3)
+	ids = make([]int, 0, na+nb+specials)
 	ids = append(append(append(ids, p.cls), x[:na]...), p.sep)
-	types = make([]int, len(ids), na+nb+3)
+	types = make([]int, len(ids), na+nb+specials)
 	if pair {
+		for range p.pairSeps - 1 {
+			ids = append(ids, p.sep)
+			types = append(types, 0)
+		}
 		ids = append(append(ids, y[:nb]...), p.sep)
 		for range nb + 1 {
-			types = append(types, 1)
+			types = append(types, p.pairType)
 		}
 	}
 	return ids, types, cut, nil
@@ -326,7 +366,7 @@ func DefaultClassFunction(numLabels int, problemType string) ClassFunction {
 // afterwards.
 type TextClassification struct {
 	Model     *ForSequenceClassification
-	Tokenizer *datasets.WordPiece
+	Tokenizer Tokenizer
 	Report    LoadReport // how the checkpoint was fitted (tensors dropped)
 
 	// BatchSize is how many texts run in one forward pass; 0 means
@@ -472,7 +512,7 @@ type Features struct {
 // afterwards.
 type FeatureExtraction struct {
 	Model     *Model
-	Tokenizer *datasets.WordPiece
+	Tokenizer Tokenizer
 	Report    LoadReport // how the checkpoint was fitted (heads dropped)
 
 	// BatchSize is how many texts run in one forward pass; 0 means
@@ -497,7 +537,7 @@ func LoadFeatureExtraction(dir string, opts ...models.LoadOption) (*FeatureExtra
 	}
 	pooler := true
 	for _, name := range r.Created {
-		if strings.HasPrefix(name, "bert.pooler.") {
+		if strings.HasPrefix(name, m.Config.variant().prefix+".pooler.") {
 			pooler = false
 		} else {
 			return nil, refuseCreated("LoadFeatureExtraction", dir, r, "backbone")
@@ -589,7 +629,7 @@ func normalize(x []float64) {
 // fields before the first call and leave them afterwards.
 type FillMaskPipeline struct {
 	Model     *ForMaskedLM
-	Tokenizer *datasets.WordPiece
+	Tokenizer Tokenizer
 	Report    LoadReport // how the checkpoint was fitted (heads dropped)
 
 	// BatchSize is how many texts run in one forward pass; 0 means
@@ -615,7 +655,7 @@ func LoadFillMask(dir string, opts ...models.LoadOption) (*FillMaskPipeline, err
 	// The masked LM does not use the pooler, which transformers'
 	// BertForMaskedLM does not have.
 	used := r
-	used.Created = slices.DeleteFunc(slices.Clone(r.Created), func(name string) bool { return strings.HasPrefix(name, "bert.pooler.") })
+	used.Created = slices.DeleteFunc(slices.Clone(r.Created), func(name string) bool { return strings.HasPrefix(name, m.Config.variant().prefix+".pooler.") })
 	if err := refuseCreated(where, dir, used, "masked-LM head"); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package bert
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -16,7 +17,8 @@ import (
 // QAWindow is one window of a question over its context, as extractive
 // question answering encodes it: [CLS] question [SEP]
 // context[ContextStart : ContextStart+ContextLen] [SEP], with token types
-// 0 for [CLS], the question and the first [SEP], and 1 after.
+// 0 for [CLS], the question and the first [SEP], and 1 after. (A RoBERTa
+// pipeline's windows are <s> question </s></s> context </s>, all type 0.)
 type QAWindow struct {
 	IDs, TypeIDs  []int
 	ContextOffset int // position in IDs of the window's first context token
@@ -32,19 +34,29 @@ type QAWindow struct {
 // overflowing tokens) with stride room − step, the tokens two windows
 // share. room and step must be positive and context not empty.
 func QAWindows(cls, sep int, question, context []int, room, step int) ([]QAWindow, error) {
+	return qaWindows(cls, sep, 1, 1, question, context, room, step)
+}
+
+// qaWindows is QAWindows with seps separators between the question and
+// the context (RoBERTa's </s></s>: 2) and the context's token type
+// contextType (RoBERTa's 0).
+func qaWindows(cls, sep, seps, contextType int, question, context []int, room, step int) ([]QAWindow, error) {
 	if room < 1 || step < 1 || len(context) == 0 {
 		return nil, fmt.Errorf("bert qa: windows of %d tokens every %d over a context of %d tokens: need positive sizes and a context", room, step, len(context))
 	}
 	var out []QAWindow
 	for s := 0; ; {
 		n := min(len(context)-s, room)
-		w := QAWindow{ContextOffset: len(question) + 2, ContextStart: s, ContextLen: n}
-		w.IDs = make([]int, 0, len(question)+n+3)
-		w.IDs = append(append(append(w.IDs, cls), question...), sep)
+		w := QAWindow{ContextOffset: len(question) + 1 + seps, ContextStart: s, ContextLen: n}
+		w.IDs = make([]int, 0, len(question)+n+2+seps)
+		w.IDs = append(append(w.IDs, cls), question...)
+		for range seps {
+			w.IDs = append(w.IDs, sep)
+		}
 		w.IDs = append(append(w.IDs, context[s:s+n]...), sep)
 		w.TypeIDs = make([]int, len(w.IDs))
 		for j := w.ContextOffset; j < len(w.TypeIDs); j++ {
-			w.TypeIDs[j] = 1
+			w.TypeIDs[j] = contextType
 		}
 		out = append(out, w)
 		if s+n >= len(context) {
@@ -79,7 +91,7 @@ const (
 // afterwards.
 type QuestionAnswering struct {
 	Model     *ForQuestionAnswering
-	Tokenizer *datasets.WordPiece
+	Tokenizer Tokenizer  // a WordPiece, or RoBERTa's byte-level BPE
 	Report    LoadReport // how the checkpoint was fitted (pooler tensors dropped)
 
 	// BatchSize is how many windows run in one forward pass; 0 means
@@ -112,8 +124,10 @@ type QuestionAnswering struct {
 // (transformers' BertForQuestionAnswering, or zoo's fine-tuning) and its
 // tokenizer.json for Predict; opts are LoadForQuestionAnswering's. A
 // checkpoint without a trained span head (qa_outputs) is an error, and so
-// is a model with fewer than 2 token types (the question is type 0, the
-// context 1).
+// is a BERT with fewer than 2 token types (the question is type 0, the
+// context 1). A RoBERTa one (RobertaForQuestionAnswering) reads its
+// byte-level BPE: windows <s> question </s></s> context </s> without token
+// types, answers cut at its tokens' offsets, as transformers'.
 func LoadQuestionAnswering(dir string, opts ...models.LoadOption) (*QuestionAnswering, error) {
 	const where = "LoadQuestionAnswering"
 	q, r, err := LoadForQuestionAnswering(dir, opts...)
@@ -123,12 +137,15 @@ func LoadQuestionAnswering(dir string, opts ...models.LoadOption) (*QuestionAnsw
 	if err := refuseCreated(where, dir, r, "span head"); err != nil {
 		return nil, err
 	}
-	if n := q.Config.TypeVocabSize; n < 2 {
+	if n := q.Config.TypeVocabSize; n < 2 && !q.Config.variant().paddedPositions {
 		return nil, fmt.Errorf("bert: %s: checkpoint %s has type_vocab_size %d: question answering types the question 0 and the context 1, which needs 2", where, dir, n)
 	}
 	p, err := newPipe(where, dir, q.Config)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := p.tok.(offsetEncoder); !ok {
+		return nil, fmt.Errorf("bert: %s: %s is a %T, which gives no token offsets", where, filepath.Join(dir, models.TokenizerFile), p.tok)
 	}
 	return &QuestionAnswering{Model: q, Tokenizer: p.tok, Report: r, pipe: p}, nil
 }
@@ -190,7 +207,7 @@ func (q *QuestionAnswering) settings(topK int) (qaSettings, error) {
 		s.maxSeq = min(DefaultQAMaxSeqLen, q.maxLen)
 	}
 	if s.maxSeq > q.maxLen {
-		return s, fmt.Errorf("bert: question answering: MaxSeqLen %d is more than the model's %d positions (max_position_embeddings)", s.maxSeq, q.maxLen)
+		return s, fmt.Errorf("bert: question answering: MaxSeqLen %d is more than the model's %d positions (%s)", s.maxSeq, q.maxLen, maxWhat(q.Model.Config))
 	}
 	if s.stride == 0 {
 		s.stride = min(s.maxSeq/2, DefaultQADocStride)
@@ -230,19 +247,19 @@ func (q *QuestionAnswering) predict(ctx context.Context, in []QAInput, topK int)
 			return nil, fmt.Errorf("bert: %s: input %d: question: %w", where, i+1, err)
 		}
 		qids = qids[:min(len(qids), s.maxQuestion)]
-		cids, words, err := q.tok.EncodeWords(x.Context)
+		cids, words, err := q.contextWords(x.Context)
 		if err != nil {
 			return nil, fmt.Errorf("bert: %s: input %d: context: %w", where, i+1, err)
 		}
 		if len(cids) == 0 {
 			return nil, fmt.Errorf("bert: %s: input %d: the context has no tokens", where, i+1)
 		}
-		room := s.maxSeq - len(qids) - 3
+		room := s.maxSeq - len(qids) - 2 - q.pairSeps
 		if room <= s.stride && len(cids) > room {
 			return nil, fmt.Errorf("bert: %s: input %d: the question's %d tokens leave %d for the context in MaxSeqLen %d, not more than DocStride %d: shorten the question, or raise MaxSeqLen or lower DocStride",
 				where, i+1, len(qids), max(room, 0), s.maxSeq, s.stride)
 		}
-		wins, err := QAWindows(q.cls, q.sep, qids, cids, max(room, 1), max(room-s.stride, 1))
+		wins, err := qaWindows(q.cls, q.sep, q.pairSeps, q.pairType, qids, cids, max(room, 1), max(room-s.stride, 1))
 		if err != nil {
 			return nil, fmt.Errorf("bert: %s: input %d: %w", where, i+1, err)
 		}
@@ -290,6 +307,17 @@ func (q *QuestionAnswering) predict(ctx context.Context, in []QAInput, topK int)
 		out[i] = mergeAnswers(x.Context, found[i], q.HandleImpossible, null[i], s.topK)
 	}
 	return out, nil
+}
+
+// contextWords encodes a context with the span of text each token's
+// answer covers: a WordPiece's words (EncodeWords), or, for RoBERTa's
+// byte-level BPE, each token's own offsets, as the pipeline's
+// offset_mapping gives them.
+func (q *QuestionAnswering) contextWords(text string) ([]int, []datasets.WordSpan, error) {
+	if q.wp != nil {
+		return q.wp.EncodeWords(text)
+	}
+	return q.tok.(offsetEncoder).EncodeOffsets(text)
 }
 
 // qaSpan is a candidate answer: token positions in a window, then byte

@@ -3,6 +3,7 @@ package bert
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -38,7 +39,7 @@ type TaggedToken struct {
 // afterwards.
 type TokenClassification struct {
 	Model     *ForTokenClassification
-	Tokenizer *datasets.WordPiece
+	Tokenizer Tokenizer  // with EncodeOffsets: a WordPiece, or RoBERTa's byte-level BPE
 	Report    LoadReport // how the checkpoint was fitted (pooler tensors dropped)
 
 	// BatchSize is how many texts run in one forward pass; 0 means
@@ -54,8 +55,10 @@ type TokenClassification struct {
 // LoadTokenClassification reads a token-classification checkpoint (a
 // config.json with id2label, model.safetensors and tokenizer.json, as
 // transformers' BertForTokenClassification or zoo's fine-tuning writes)
-// for Predict; opts are LoadForTokenClassification's. A checkpoint without
-// a trained token classifier is an error.
+// for Predict; opts are LoadForTokenClassification's. A RoBERTa one
+// (RobertaForTokenClassification) reads its byte-level BPE, whose tokens
+// ("Ġlight") and offsets are tokenizers'. A checkpoint without a trained
+// token classifier is an error.
 func LoadTokenClassification(dir string, opts ...models.LoadOption) (*TokenClassification, error) {
 	const where = "LoadTokenClassification"
 	c, r, err := LoadForTokenClassification(dir, opts...)
@@ -68,6 +71,9 @@ func LoadTokenClassification(dir string, opts ...models.LoadOption) (*TokenClass
 	p, err := newPipe(where, dir, c.Config)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := p.tok.(offsetEncoder); !ok {
+		return nil, fmt.Errorf("bert: %s: %s is a %T, which gives no token offsets", where, filepath.Join(dir, models.TokenizerFile), p.tok)
 	}
 	return &TokenClassification{Model: c, Tokenizer: p.tok, Report: r, pipe: p}, nil
 }
@@ -95,7 +101,7 @@ func (t *TokenClassification) Predict(ctx context.Context, texts []string) ([][]
 	}
 	out := make([][]models.Entity, len(toks))
 	for i, x := range toks {
-		out[i] = t.ignore(groupEntities(x, t.tok.DecodeTokens))
+		out[i] = t.ignore(groupEntities(x, t.decodeTokens))
 	}
 	return out, nil
 }
@@ -140,7 +146,7 @@ func (t *TokenClassification) tag(ctx context.Context, texts []string) ([][]Tagg
 		ids := make([][]int, hi-lo)
 		offs := make([][]datasets.WordSpan, hi-lo)
 		for i := lo; i < hi; i++ {
-			x, o, err := t.tok.EncodeOffsets(texts[i])
+			x, o, err := t.tok.(offsetEncoder).EncodeOffsets(texts[i])
 			if err != nil {
 				return fmt.Errorf("bert: %s: input %d: %w", where, i+1, err)
 			}
@@ -182,6 +188,33 @@ func (t *TokenClassification) tag(ctx context.Context, texts []string) ([][]Tagg
 		return nil, err
 	}
 	return out, nil
+}
+
+// offsetEncoder is a tokenizer that maps its tokens back to the text:
+// datasets.WordPiece, and the byte-level BPE RoBERTa uses.
+type offsetEncoder interface {
+	EncodeOffsets(text string) (ids []int, offsets []datasets.WordSpan, err error)
+}
+
+// decodeTokens is the text of tokens as the tokenizer writes them
+// (transformers' convert_tokens_to_string): WordPiece's DecodeTokens
+// ("##" pieces glued), else the ids of the tokens through Decode (the
+// byte-level decoder: "ĠNew", "ĠYork" give " New York").
+func (t *TokenClassification) decodeTokens(toks []string) string {
+	if t.wp != nil {
+		return t.wp.DecodeTokens(toks)
+	}
+	ids := make([]int, 0, len(toks))
+	for _, s := range toks {
+		if id, ok := t.ids[s]; ok {
+			ids = append(ids, id)
+		}
+	}
+	text, err := t.tok.Decode(ids)
+	if err != nil {
+		return strings.Join(toks, "")
+	}
+	return text
 }
 
 // entityTag splits a tag as the pipeline's get_tag: "B-PER" is (B, PER),

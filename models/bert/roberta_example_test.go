@@ -1,0 +1,71 @@
+package bert_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/bert"
+)
+
+// A RoBERTa is the BERT family's model type "roberta": build a small
+// RobertaForMaskedLM, save it with its byte-level BPE tokenizer
+// (RobertaProcessing, <mask>) as transformers lays a checkpoint out, and
+// fill a <mask> through the one-call fill-mask pipeline.
+func Example_roberta() {
+	base := bert.RobertaBase()
+	fmt.Println("roberta-base:", base.NumParams(), "parameters,", base.MaxTokens(), "tokens")
+
+	tok, err := datasets.LoadTokenizer(filepath.Join("..", "..", "datasets", "testdata", "roberta_bpe.json"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cfg := bert.RobertaBase()
+	cfg.NumHiddenLayers, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.IntermediateSize = 2, 32, 2, 64
+	cfg.VocabSize, cfg.MaxPositionEmbeddings = tok.VocabSize(), 66
+	m, err := bert.NewForMaskedLM(cfg, layers.WithSeed(1))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	dir, err := os.MkdirTemp("", "roberta")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	if err := models.SaveText(dir, m, tok); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ck, err := models.Open(dir)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(ck.ModelType, ck.Architectures)
+
+	p, err := bert.LoadFillMask(dir)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p.TopK = 2
+	out, err := p.Predict(context.Background(), []string{"The <mask> of the Sun"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	best := out[0][0][0] // the first text, its one mask, the best fill
+	fmt.Println(len(out[0][0]), "fills; the best in place:", strings.HasPrefix(best.Sequence, "The") && strings.HasSuffix(best.Sequence, " of the Sun"))
+	// Output:
+	// roberta-base: 124645632 parameters, 512 tokens
+	// roberta [RobertaForMaskedLM]
+	// 2 fills; the best in place: true
+}
