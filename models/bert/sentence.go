@@ -413,18 +413,35 @@ func (s *SentenceEmbeddings) Embed(ctx context.Context, texts []string) ([][]flo
 		if err != nil {
 			return fmt.Errorf("bert: %s: %w", where, err)
 		}
-		for r, x := range e {
-			out[lo+r] = make([]float32, len(x))
-			for k, v := range x {
-				out[lo+r][k] = float32(v)
-			}
-		}
+		copy(out[lo:hi], toFloat32s(e))
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// EmbedIDs is Embed on texts already encoded, special tokens included
+// (ids[i] for text i, at most the model's limit, not truncated), run as
+// one padded batch: the embeddings in float32.
+func (s *SentenceEmbeddings) EmbedIDs(ids [][]int) ([][]float32, error) {
+	e, err := s.embedIDs(ids)
+	if err != nil {
+		return nil, fmt.Errorf("bert: sentence embeddings: %w", err)
+	}
+	return toFloat32s(e), nil
+}
+
+func toFloat32s(e [][]float64) [][]float32 {
+	out := make([][]float32, len(e))
+	for r, x := range e {
+		out[r] = make([]float32, len(x))
+		for k, v := range x {
+			out[r][k] = float32(v)
+		}
+	}
+	return out
 }
 
 // embedIDs embeds a batch of encoded texts (specials included), padded
