@@ -524,3 +524,29 @@ func L2Normalize(g *layers.Graph, x *gorgonia.Node) (*gorgonia.Node, error) {
 	}
 	return ops.Scale(y, 1/math.Sqrt(float64(d)))
 }
+
+// Similarity is sentence-transformers' similarity function of the name
+// (config_sentence_transformers.json's similarity_fn_name) on two
+// embeddings: "cosine" (also for ""), "dot", "euclidean" (the negative
+// distance) or "manhattan" (the negative L1 distance); another name is
+// cosine (LoadSentenceEmbeddings refuses one).
+func Similarity(fn string, a, b []float32) float64 {
+	var dot, na, nb, l2, l1 float64
+	for k := range a {
+		x, y := float64(a[k]), float64(b[k])
+		dot += x * y
+		na += x * x
+		nb += y * y
+		l2 += (x - y) * (x - y)
+		l1 += math.Abs(x - y)
+	}
+	switch fn {
+	case "dot":
+		return dot
+	case "euclidean":
+		return -math.Sqrt(l2)
+	case "manhattan":
+		return -l1
+	}
+	return dot / max(math.Sqrt(na), 1e-8) / max(math.Sqrt(nb), 1e-8)
+}
