@@ -67,7 +67,9 @@ func ReadSentencePairsConfig(path string, base SentencePairsConfig) (SentencePai
 // the validation pairs with the final weights.
 type SentencePairsResult struct {
 	train.Result
-	Retrieval Retrieval
+	// Retrieval is with the final weights, Before with the checkpoint's
+	// (zero for a resumed run).
+	Retrieval, Before Retrieval
 }
 
 // Retrieval scores embeddings on pairs: each anchor searches all the
@@ -93,7 +95,7 @@ func RunSentencePairs(ctx context.Context, cfg SentencePairsConfig, out io.Write
 	if err != nil {
 		return nil, err
 	}
-	return &SentencePairsResult{Result: res, Retrieval: r.Retrieval}, nil
+	return &SentencePairsResult{Result: res, Retrieval: r.Retrieval, Before: r.Before}, nil
 }
 
 // SentencePairsRecipe is sentence-embedding fine-tuning as a
@@ -103,13 +105,14 @@ type SentencePairsRecipe struct {
 	trainP, valP [][2]string
 	st           *bert.SentenceEmbeddings
 	maxLen       int
+	resume       string // the checkpoint a resumed run continues, "" for a new run
 	task         *pairTask
 	data         *pairData
 	valIDs       [2][][]int
 	out          io.Writer
 	// Retrieval is on the validation pairs with the final weights, set
-	// by Finish.
-	Retrieval Retrieval
+	// by Finish; Before with the checkpoint's, set by Build (a new run's).
+	Retrieval, Before Retrieval
 }
 
 // NewSentencePairsRecipe checks cfg and reads the pairs, splitting off
@@ -233,8 +236,8 @@ func (r *SentencePairsRecipe) Record(context.Context) (train.Record, error) { re
 
 // Setup loads the model: a sentence-transformers folder as it is, a
 // plain checkpoint's encoder with the configured pooling.
-func (r *SentencePairsRecipe) Setup(_ context.Context, _ string, out io.Writer) (train.MemoryNeed, error) {
-	r.out = out
+func (r *SentencePairsRecipe) Setup(_ context.Context, resume string, out io.Writer) (train.MemoryNeed, error) {
+	r.out, r.resume = out, resume
 	dir := r.cfg.Checkpoint
 	var err error
 	if bert.IsSentenceTransformers(dir) {
@@ -309,6 +312,14 @@ func (r *SentencePairsRecipe) Build(context.Context) (train.Plan, error) {
 		r.data.val = append(r.data.val, r.data.batch([2][][]int{va[0][lo : lo+b], va[1][lo : lo+b]}))
 	}
 	r.task = &pairTask{st: r.st, b: b, t: t, scale: r.cfg.Scale}
+	if r.resume == "" { // the baseline: the checkpoint's embeddings before training
+		ret, err := r.retrieval()
+		if err != nil {
+			return train.Plan{}, err
+		}
+		r.Before = ret
+		fmt.Fprintf(r.out, "validation retrieval before training over %d pairs: recall@1 %.4f, recall@10 %.4f\n", ret.Pairs, ret.RecallAt1, ret.RecallAt10)
+	}
 	plan := train.Plan{Task: r.task, Data: r.data, DefaultSchedule: "linear",
 		Scores: func(context.Context) (map[string]float64, error) {
 			ret, err := r.retrieval()
