@@ -320,7 +320,7 @@ func (r *SentencePairsRecipe) Build(context.Context) (train.Plan, error) {
 		r.Before = ret
 		fmt.Fprintf(r.out, "validation retrieval before training over %d pairs: recall@1 %.4f, recall@10 %.4f\n", ret.Pairs, ret.RecallAt1, ret.RecallAt10)
 	}
-	plan := train.Plan{Task: r.task, Data: r.data, DefaultSchedule: "linear",
+	plan := train.Plan{Task: r.task, Data: r.data, DefaultSchedule: "linear", Unit: "pair",
 		Scores: func(context.Context) (map[string]float64, error) {
 			ret, err := r.retrieval()
 			if err != nil {
