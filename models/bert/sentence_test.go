@@ -167,3 +167,29 @@ func writeST(t *testing.T, path, s string) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(path, []byte(strings.TrimSpace(s)+"\n"), 0o644))
 }
+
+// Embed from many goroutines at once gives what it gives alone.
+func TestSentenceEmbeddingsConcurrent(t *testing.T) {
+	dirs, _ := predictCheckpoints(t)
+	s, err := LoadSentenceEmbeddings(stFolder(t, dirs["base"], Pooling{CLSToken: true, MeanTokens: true}, true))
+	require.NoError(t, err)
+	s.BatchSize = 2
+	ctx := context.Background()
+	want, err := s.Embed(ctx, predictTexts)
+	require.NoError(t, err)
+	errs := make(chan error, 4)
+	got := make([][][]float32, 4)
+	for g := range 4 {
+		go func() {
+			var err error
+			got[g], err = s.Embed(ctx, predictTexts)
+			errs <- err
+		}()
+	}
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	for g := range 4 {
+		require.Equal(t, want, got[g])
+	}
+}
