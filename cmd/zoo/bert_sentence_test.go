@@ -157,3 +157,28 @@ func snapshot(t *testing.T, dirs ...string) map[string]string {
 	}
 	return out
 }
+
+// pretrain → finetune (embeddings) → predict, through the CLI.
+func TestBERTPretrainEmbeddingsPredict(t *testing.T) {
+	ckpt := pretrainTinyBERT(t)
+	dir := t.TempDir()
+	var rows strings.Builder
+	colours := []string{"red", "blue", "green", "brown", "black", "white"}
+	for i, c := range colours {
+		for _, d := range colours[i+1:] {
+			fmt.Fprintf(&rows, "the %s fox\tthe %s den\n", c+" "+d, c+" "+d)
+		}
+	}
+	data := filepath.Join(dir, "pairs.tsv")
+	require.NoError(t, os.WriteFile(data, []byte(rows.String()), 0o644))
+	runDir := filepath.Join(dir, "emb")
+	var out, errb bytes.Buffer
+	code := run([]string{"finetune", "bert", "--task", "embeddings", "--init-from", ckpt, "--train-file", data, "--run", runDir,
+		"--max-steps", "10", "--batch-size", "3", "--learning-rate", "1e-3", "--val-fraction", "0.2"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Contains(t, out.String(), "validation retrieval before training over 3 pairs")
+	out.Reset()
+	code = run([]string{"predict", "--checkpoint", filepath.Join(runDir, "checkpoints", "final"), "--task", "sentence-similarity", "--json", "the red fox", "the red den", "the blue den"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Equal(t, 2, strings.Count(out.String(), `{"score":`))
+}
