@@ -206,8 +206,10 @@ type SentenceEmbeddings struct {
 }
 
 // NewSentenceEmbeddings makes a sentence-embedding model of an encoder m,
-// its tokenizer tok (as a checkpoint directory's tokenizer.json) and a
-// pooling, whose word_embedding_dimension must be m's hidden_size.
+// the tokenizer.json in tokDir (m's checkpoint directory: BERT's
+// WordPiece or RoBERTa's byte-level BPE), a pooling, whose
+// word_embedding_dimension must be m's hidden_size, and, with normalize,
+// a Normalize module. MaxSeqLength is left 0 (the model's limit).
 func NewSentenceEmbeddings(m *Model, tokDir string, pool Pooling, normalize bool) (*SentenceEmbeddings, error) {
 	if err := pool.Validate(); err != nil {
 		return nil, fmt.Errorf("bert: sentence embeddings: %w", err)
