@@ -225,3 +225,41 @@ func TestSentencePairsErrors(t *testing.T) {
 	_, err = MultipleNegativesRankingLoss(g, x, x, g.IntInput("labels", 1), 20)
 	require.ErrorContains(t, err, "a contrastive batch of 1 pairs")
 }
+
+// RoBERTa (positions from padding_idx + 1, <pad> 1) trains through the
+// same recipe, with [CLS] pooling and a Normalize module, and its
+// checkpoint loads back as a RoBERTa sentence-embedding folder.
+func TestSentencePairsRoberta(t *testing.T) {
+	tok, err := datasets.LoadTokenizer(filepath.Join("..", "datasets", "testdata", "roberta_bpe.json"))
+	require.NoError(t, err)
+	cfg := bert.RobertaBase()
+	cfg.NumHiddenLayers, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.IntermediateSize = 1, 16, 2, 32
+	cfg.VocabSize, cfg.MaxPositionEmbeddings = tok.VocabSize(), 34
+	m, err := bert.New(cfg, layers.WithSeed(3))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "ckpt")
+	require.NoError(t, models.SaveText(ckpt, m, tok))
+	words := []string{"light", "Sun", "prism", "colours", "Rays", "glass"}
+	var b strings.Builder
+	for i, x := range words {
+		for _, y := range words[i+1:] {
+			fmt.Fprintf(&b, "the %s and %s\t%s, %s\n", x, y, strings.ToUpper(x), strings.ToUpper(y))
+		}
+	}
+	tsv := filepath.Join(dir, "pairs.tsv")
+	require.NoError(t, os.WriteFile(tsv, []byte(b.String()), 0o644))
+	c := DefaultSentencePairs()
+	c.Checkpoint, c.TrainFile, c.OutputDir, c.Pooling, c.Normalize = ckpt, tsv, filepath.Join(dir, "run"), "cls", true
+	c.BatchSize, c.MaxSteps, c.WarmupSteps, c.EvalSteps, c.LearningRate, c.ValFraction = 3, 10, 2, 10, 3e-3, 0.2
+	res, err := RunSentencePairs(context.Background(), c, io.Discard)
+	require.NoError(t, err)
+	s, err := bert.LoadSentenceEmbeddings(res.Final)
+	require.NoError(t, err)
+	require.Equal(t, bert.RobertaModelType, s.Model.Config.ModelType)
+	require.True(t, s.Pooling.CLSToken)
+	require.True(t, s.Normalize)
+	e, err := s.Embed(context.Background(), []string{"the light and Sun", "LIGHT, SUN"})
+	require.NoError(t, err)
+	require.Len(t, e[0], 16)
+}
