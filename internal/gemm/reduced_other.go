@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package gemm
+
+// useReducedAsm is always false here: the Go loops run.
+var useReducedAsm = false
+
+// rowsAsm is never called without the kernels.
+func (r *Reduced) rowsAsm(y, xp []float32, i0, i1 int) { panic("gemm: no reduced-precision kernels") }
