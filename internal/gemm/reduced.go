@@ -119,8 +119,11 @@ func ToBF16(v float32) uint16 {
 // FromBF16 widens a bfloat16 to float32 (exactly).
 func FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
-// Bytes is the memory the weights take.
+// Bytes is the memory the weights take (0 for a nil matrix).
 func (r *Reduced) Bytes() int64 {
+	if r == nil {
+		return 0
+	}
 	return int64(len(r.bf))*2 + int64(len(r.q)) + int64(len(r.scales))*4
 }
 
@@ -151,10 +154,8 @@ func (r *Reduced) MulVec(y, x, bias []float32) {
 	defer putVec(xp)
 	r.prepare(*xp, x)
 	parallelRows(r.Rows, func(i0, i1 int) { r.rows(y, *xp, i0, i1) })
-	if bias != nil {
-		for i, b := range bias {
-			y[i] += b
-		}
+	for i, b := range bias {
+		y[i] += b
 	}
 }
 
