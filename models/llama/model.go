@@ -178,6 +178,28 @@ func (m *ForCausalLM) WeightFormat() models.WeightFormat {
 	return m.weights
 }
 
+// matrices are the layers whose weights reduce converts: the token
+// embedding, each layer's q, k, v, o, gate, up and down projections, and
+// the untied LM head.
+func (m *ForCausalLM) matrices() ([]models.Reducible, error) {
+	ls := []models.Reducible{m.EmbedTokens}
+	for i, b := range m.Layers.Layers {
+		a := b.SelfAttn
+		if a.Key == nil {
+			return nil, fmt.Errorf("llama: layer %d has a fused query-key-value projection, which reduced weights do not implement", i)
+		}
+		mlp, ok := b.MLP.(*layers.SwiGLU)
+		if !ok {
+			return nil, fmt.Errorf("llama: layer %d's MLP is a %T, not SwiGLU", i, b.MLP)
+		}
+		ls = append(ls, a.Query, a.Key, a.Value, a.Out, mlp.Gate, mlp.Up, mlp.Down)
+	}
+	if m.LMHead != nil {
+		ls = append(ls, m.LMHead)
+	}
+	return ls, nil
+}
+
 // reduce converts every weight matrix to format f (nothing for float32),
 // dropping the float32 values: the token embedding, each layer's q, k, v
 // and o projections and its SwiGLU's gate, up and down, and the untied
@@ -187,20 +209,9 @@ func (m *ForCausalLM) reduce(f models.WeightFormat) error {
 	if err != nil || !reduced {
 		return err
 	}
-	ls := []models.Reducible{m.EmbedTokens}
-	for i, b := range m.Layers.Layers {
-		a := b.SelfAttn
-		if a.Key == nil {
-			return fmt.Errorf("llama: layer %d has a fused query-key-value projection, which %s weights do not implement", i, f)
-		}
-		mlp, ok := b.MLP.(*layers.SwiGLU)
-		if !ok {
-			return fmt.Errorf("llama: layer %d's MLP is a %T, not SwiGLU", i, b.MLP)
-		}
-		ls = append(ls, a.Query, a.Key, a.Value, a.Out, mlp.Gate, mlp.Up, mlp.Down)
-	}
-	if m.LMHead != nil {
-		ls = append(ls, m.LMHead)
+	ls, err := m.matrices()
+	if err != nil {
+		return err
 	}
 	if err := models.ReduceWeights("llama", m.Store, f, ls...); err != nil {
 		return err
