@@ -1,0 +1,35 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/llama"
+)
+
+// zoo generate --weights bf16|int8 decodes with the library's model in
+// that format; an unknown format is a usage error, and a GPT checkpoint
+// refuses a reduced one by name.
+func TestGenerateWeights(t *testing.T) {
+	ctx := context.Background()
+	dir := llamaCheckpoints(t)["LlamaForCausalLM"]
+	for _, f := range []models.WeightFormat{models.WeightsBF16, models.WeightsInt8} {
+		p, err := llama.LoadTextGeneration(dir, models.WithWeightFormat(f))
+		require.NoError(t, err)
+		require.Equal(t, f, p.Model.WeightFormat())
+		want, err := p.Generate(ctx, []string{"the cat"}, p.Defaults())
+		require.NoError(t, err)
+		code, out, errs := zoo(t, "generate", "--checkpoint", dir, "--prompt", "the cat", "--weights", string(f))
+		require.Equal(t, 0, code, errs)
+		require.Equal(t, want[0].Text+"\n", out)
+	}
+	code, _, errs := zoo(t, "generate", "--checkpoint", dir, "--weights", "int4")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errs, `--weights: weight format "int4": want f32, bf16 or int8`)
+	code, _, errs = zoo(t, "generate", "--checkpoint", gptCheckpoint(t), "--weights", "int8")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errs, "weights in int8 are implemented for the llama family's causal LM only")
+}
