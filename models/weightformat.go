@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 
 	"gorgonia.org/tensor"
@@ -116,11 +117,27 @@ func ReduceWeights(where string, s *layers.Store, f WeightFormat, ls ...Reducibl
 	if s.Dtype() != tensor.Float32 {
 		return fmt.Errorf("%s: weights in %s need a float32 model, not %v: leave layers.WithDtype out", where, f, s.Dtype())
 	}
+	// What loading left (the file's bytes) goes first, and the float32
+	// values of converted layers every gcBytes, so that the peak stays
+	// near the float32 model plus gcBytes of reduced weights: with the
+	// heap this large, the collector's own pacing would let the garbage
+	// grow to twice it.
+	debug.FreeOSMemory()
+	var since int64
 	for _, l := range ls {
+		before := s.NumParams()
 		if err := l.Reduce(s, k); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
+		}
+		if since += 4 * int64(before-s.NumParams()); since > gcBytes {
+			runtime.GC()
+			since = 0
 		}
 	}
 	debug.FreeOSMemory()
 	return nil
 }
+
+// gcBytes is how many bytes of float32 weights ReduceWeights converts
+// between collections.
+const gcBytes = 256 << 20
