@@ -19,19 +19,65 @@ func gemvBF16AVX512(k, n int, w *uint16, x, y *float32)
 //go:noescape
 func gemvInt8AVX512(k, n int, q *int8, d, x, y *float32)
 
-// useReducedAsm selects the AVX-512 kernels; tests clear it to compare
-// them with the Go loops.
-var useReducedAsm = cpu.X86.HasAVX512F
+// gemvBF16AVX2 is gemvBF16AVX512 for AVX2 with FMA.
+//
+//go:noescape
+func gemvBF16AVX2(k, n int, w *uint16, x, y *float32)
 
-// rowsAsm is rows on the AVX-512 kernels.
+// gemvInt8AVX2 is gemvInt8AVX512 for AVX2 with FMA.
+//
+//go:noescape
+func gemvInt8AVX2(k, n int, q *int8, d, x, y *float32)
+
+// hasReducedAVX2 says the AVX2 kernels can run.
+var hasReducedAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// useReducedAsm selects the vector kernels, reducedAVX512 the AVX-512
+// ones among them (else AVX2's); tests set them to compare each with the
+// Go loops.
+var (
+	reducedAVX512 = cpu.X86.HasAVX512F
+	useReducedAsm = reducedAVX512 || hasReducedAVX2
+)
+
+// rowsAsm is rows on the vector kernels.
 func (r *Reduced) rowsAsm(y, xp []float32, i0, i1 int) {
 	k := r.stride
 	switch r.Format {
 	case BF16:
 		w := r.bf[i0*k : i1*k]
-		gemvBF16AVX512(k, i1-i0, &w[0], &xp[0], &y[i0:i1][0])
+		if reducedAVX512 {
+			gemvBF16AVX512(k, i1-i0, &w[0], &xp[0], &y[i0:i1][0])
+		} else {
+			gemvBF16AVX2(k, i1-i0, &w[0], &xp[0], &y[i0:i1][0])
+		}
 	case Int8:
 		q, d := r.q[i0*k:i1*k], r.scales[i0*k/BlockSize:i1*k/BlockSize]
-		gemvInt8AVX512(k, i1-i0, &q[0], &d[0], &xp[0], &y[i0:i1][0])
+		if reducedAVX512 {
+			gemvInt8AVX512(k, i1-i0, &q[0], &d[0], &xp[0], &y[i0:i1][0])
+		} else {
+			gemvInt8AVX2(k, i1-i0, &q[0], &d[0], &xp[0], &y[i0:i1][0])
+		}
 	}
+}
+
+// reducedKernels are the kernel choices this CPU can run, for tests and
+// benchmarks: the Go loops, AVX2, AVX-512.
+func reducedKernels() []string {
+	ks := []string{"go"}
+	if hasReducedAVX2 {
+		ks = append(ks, "avx2")
+	}
+	if cpu.X86.HasAVX512F {
+		ks = append(ks, "avx512")
+	}
+	return ks
+}
+
+// setReducedKernel selects kernel k of reducedKernels and returns a
+// function that restores the choice.
+func setReducedKernel(k string) (restore func()) {
+	asm, w := useReducedAsm, reducedAVX512
+	useReducedAsm, reducedAVX512 = k != "go", k == "avx512"
+	return func() { useReducedAsm, reducedAVX512 = asm, w }
 }

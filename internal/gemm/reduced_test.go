@@ -59,14 +59,10 @@ func TestReducedMulVec(t *testing.T) {
 			}
 			want := reference(r, x, bias)
 			tol := 1e-5 * math.Sqrt(float64(cols))
-			for _, asm := range []bool{false, true} {
-				if asm && !useReducedAsm {
-					continue
-				}
-				name := fmt.Sprintf("%v/%dx%d/asm=%v", f, rows, cols, asm)
+			for _, kern := range reducedKernels() {
+				name := fmt.Sprintf("%v/%dx%d/%s", f, rows, cols, kern)
 				func() {
-					defer func(old bool) { useReducedAsm = old }(useReducedAsm)
-					useReducedAsm = asm
+					defer setReducedKernel(kern)()
 					y := make([]float32, rows)
 					r.MulVec(y, x, bias)
 					closeTo(t, name, y, want, tol)
@@ -159,7 +155,8 @@ func TestNewReducedRefuses(t *testing.T) {
 // (out×in: SmolLM-135M's 576 and 1536, TinyLlama-1.1B's 2048 and 5632,
 // a vocabulary head) for float32 weights (this package's Sgemm) and the
 // reduced formats, reporting GB/s of weight bytes read: compare with
-// ops' BenchmarkMemBandwidth. go=1 runs the Go loops.
+// ops' BenchmarkMemBandwidth. Names ending /go and /avx2 run those
+// kernels instead of the best this CPU has.
 func BenchmarkGEMV(b *testing.B) {
 	for _, s := range [][2]int{{576, 1536}, {1536, 576}, {2048, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}} {
 		out, in := s[0], s[1]
@@ -177,17 +174,13 @@ func BenchmarkGEMV(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, asm := range []bool{true, false} {
-				if asm && !useReducedAsm {
-					continue
-				}
-				suffix := ""
-				if !asm {
-					suffix = "/go=1"
+			for _, kern := range reducedKernels() {
+				suffix := "/" + kern
+				if kern == reducedKernels()[len(reducedKernels())-1] {
+					suffix = "" // the one MulVec selects
 				}
 				b.Run(f.String()+"/"+name+suffix, func(b *testing.B) {
-					defer func(old bool) { useReducedAsm = old }(useReducedAsm)
-					useReducedAsm = asm
+					defer setReducedKernel(kern)()
 					for b.Loop() {
 						r.MulVec(y, x, nil)
 					}
