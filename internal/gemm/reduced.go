@@ -130,15 +130,16 @@ func (r *Reduced) Bytes() int64 {
 // Row widens row i of W into dst (len Cols).
 func (r *Reduced) Row(i int, dst []float32) {
 	dst = dst[:r.Cols]
+	j0 := r.widenAsm(i, dst)
 	switch r.Format {
 	case BF16:
-		for j, h := range r.bf[i*r.stride:][:r.Cols] {
-			dst[j] = FromBF16(h)
+		for j, h := range r.bf[i*r.stride:][j0:r.Cols] {
+			dst[j0+j] = FromBF16(h)
 		}
 	case Int8:
 		q, sc := r.q[i*r.stride:][:r.Cols], r.scales[i*r.stride/BlockSize:]
-		for j, v := range q {
-			dst[j] = sc[j/BlockSize] * float32(v)
+		for j := j0; j < r.Cols; j++ {
+			dst[j] = sc[j/BlockSize] * float32(q[j])
 		}
 	}
 }

@@ -29,6 +29,40 @@ func gemvBF16AVX2(k, n int, w *uint16, x, y *float32)
 //go:noescape
 func gemvInt8AVX2(k, n int, q *int8, d, x, y *float32)
 
+// widenBF16AVX2 sets dst[j] to bfloat16 src[j] widened, for j < n, n a
+// multiple of 16.
+//
+//go:noescape
+func widenBF16AVX2(n int, src *uint16, dst *float32)
+
+// widenInt8AVX2 sets dst[j] = d[j/32]·q[j] for j < 32·blocks.
+//
+//go:noescape
+func widenInt8AVX2(blocks int, q *int8, d, dst *float32)
+
+// widenAsm widens the first of row i of r's Cols into dst with the AVX2
+// kernels and returns how many it did; Row does the rest.
+func (r *Reduced) widenAsm(i int, dst []float32) int {
+	if !useReducedAsm {
+		return 0
+	}
+	switch r.Format {
+	case BF16:
+		n := r.Cols &^ 15
+		if n > 0 {
+			widenBF16AVX2(n, &r.bf[i*r.stride], &dst[0])
+		}
+		return n
+	case Int8:
+		b := r.Cols / BlockSize
+		if b > 0 {
+			widenInt8AVX2(b, &r.q[i*r.stride], &r.scales[i*r.stride/BlockSize], &dst[0])
+		}
+		return b * BlockSize
+	}
+	return 0
+}
+
 // hasReducedAVX2 says the AVX2 kernels can run.
 var hasReducedAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 

@@ -125,3 +125,66 @@ iloop:
 	JNZ irow
 	VZEROUPPER
 	RET
+
+// func widenBF16AVX2(n int, src *uint16, dst *float32)
+// dst[j] = float32 of bfloat16 src[j] for j < n, n a multiple of 16.
+TEXT ·widenBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ dst+16(FP), DI
+	SHRQ $4, CX
+	JZ wdone
+
+wloop:
+	VPMOVZXWD (SI), Y0
+	VPMOVZXWD 16(SI), Y1
+	VPSLLD $16, Y0, Y0
+	VPSLLD $16, Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ wloop
+
+wdone:
+	VZEROUPPER
+	RET
+
+// func widenInt8AVX2(blocks int, q *int8, d, dst *float32)
+// dst[j] = d[j/32]·q[j] for j < 32·blocks.
+TEXT ·widenInt8AVX2(SB), NOSPLIT, $0-32
+	MOVQ blocks+0(FP), CX
+	MOVQ q+8(FP), SI
+	MOVQ d+16(FP), DX
+	MOVQ dst+24(FP), DI
+	TESTQ CX, CX
+	JZ qdone
+
+qloop:
+	VBROADCASTSS (DX), Y8
+	VPMOVSXBD (SI), Y0
+	VPMOVSXBD 8(SI), Y1
+	VPMOVSXBD 16(SI), Y2
+	VPMOVSXBD 24(SI), Y3
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VCVTDQ2PS Y3, Y3
+	VMULPS Y8, Y0, Y0
+	VMULPS Y8, Y1, Y1
+	VMULPS Y8, Y2, Y2
+	VMULPS Y8, Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $32, SI
+	ADDQ $4, DX
+	ADDQ $128, DI
+	DECQ CX
+	JNZ qloop
+
+qdone:
+	VZEROUPPER
+	RET
