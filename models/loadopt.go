@@ -16,7 +16,7 @@ import (
 // Three kinds of value are LoadOptions:
 //   - a layers.Option (layers.WithDtype, layers.WithSeed,
 //     layers.WithInitStd): passed to the new model's store;
-//   - this package's: Strict, WithLabels;
+//   - this package's: Strict, WithLabels, WithWeightFormat;
 //   - a family's own (vit.WithPooling, vit.WithInterpolation,
 //     vit.WithImageSize): the other families refuse them by name.
 //
