@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -187,6 +188,35 @@ func BenchmarkGEMV(b *testing.B) {
 					b.ReportMetric(float64(r.Bytes())*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 				})
 			}
+		}
+	}
+}
+
+// TestReducedConcurrent runs products of one matrix from several
+// goroutines (run with -race): a Reduced is read-only.
+func TestReducedConcurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	rows, cols := 300, 200
+	r, err := NewReduced(Int8, randVec(rng, rows*cols), rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := randVec(rng, cols)
+	want := make([]float32, rows)
+	r.MulVec(want, x, nil)
+	done := make(chan []float32)
+	for range 4 {
+		go func() {
+			y := make([]float32, rows)
+			for range 20 {
+				r.MulVec(y, x, nil)
+			}
+			done <- y
+		}()
+	}
+	for range 4 {
+		if got := <-done; !slices.Equal(got, want) {
+			t.Fatal("concurrent products differ")
 		}
 	}
 }
