@@ -42,8 +42,9 @@ func weightBytes(m *ForCausalLM) int64 {
 // a call for 1 (the prompt and one step), over 127; prefill_tok/s is the
 // prompt over that second call. weight_MB is what a step reads of the
 // weights (weightBytes), and GB/s that over ms/token: compare it with
-// internal/ops' BenchmarkMemBandwidth. The first, untimed call compiles
-// the graphs. SmolLM-135M always runs; TinyLlama-1.1B (4.4 GB in float32,
+// internal/ops' BenchmarkMemBandwidth. peakRSS_MB is the process's peak
+// so far (earlier sub-benchmarks included: run one per process to read
+// it). The first, untimed call compiles the graphs. SmolLM-135M always runs; TinyLlama-1.1B (4.4 GB in float32,
 // 6.6 GB at the peak of a conversion) only with ZOO_BENCH_TINYLLAMA=1.
 func BenchmarkGenerate(b *testing.B) {
 	const promptLen, newTokens = 128, 128
