@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Format is how a Reduced matrix stores its weights.
@@ -277,23 +278,37 @@ func dotInt8Go(q []int8, d, x []float32) float32 {
 	return s
 }
 
-// parallelRows runs f over [0, rows) split into GOMAXPROCS bands (fewer
-// when there are few rows), the last on the calling goroutine.
+// parallelRows runs f over [0, rows) on up to GOMAXPROCS goroutines, the
+// calling one included, which take chunks of rows in turn from a shared
+// counter: on a machine whose cores other processes share, a goroutine
+// that gets less of its core takes fewer chunks, where fixed halves would
+// wait for the slower one.
 func parallelRows(rows int, f func(i0, i1 int)) {
 	workers := min(runtime.GOMAXPROCS(0), max(1, rows/minRowsPerWorker))
 	if workers <= 1 {
 		f(0, rows)
 		return
 	}
+	chunk := max(minRowsPerWorker/4, (rows+8*workers-1)/(8*workers))
+	var next atomic.Int64
+	work := func() {
+		for {
+			i0 := int(next.Add(int64(chunk))) - chunk
+			if i0 >= rows {
+				return
+			}
+			f(i0, min(i0+chunk, rows))
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(workers - 1)
 	for w := 1; w < workers; w++ {
 		go func() {
 			defer wg.Done()
-			f(rows*w/workers, rows*(w+1)/workers)
+			work()
 		}()
 	}
-	f(0, rows/workers)
+	work()
 	wg.Wait()
 }
 

@@ -16,3 +16,6 @@ func setReducedKernel(string) (restore func()) { return func() {} }
 
 // widenAsm does nothing here: Row widens in Go.
 func (r *Reduced) widenAsm(int, []float32) int { return 0 }
+
+// defaultReducedKernel is the Go loops.
+func defaultReducedKernel() string { return "go" }

@@ -156,8 +156,8 @@ func TestNewReducedRefuses(t *testing.T) {
 // (out×in: SmolLM-135M's 576 and 1536, TinyLlama-1.1B's 2048 and 5632,
 // a vocabulary head) for float32 weights (this package's Sgemm) and the
 // reduced formats, reporting GB/s of weight bytes read: compare with
-// ops' BenchmarkMemBandwidth. Names ending /go and /avx2 run those
-// kernels instead of the best this CPU has.
+// ops' BenchmarkMemBandwidth. Names ending /go, /avx2 or /avx512 run
+// those kernels instead of the one MulVec selects.
 func BenchmarkGEMV(b *testing.B) {
 	for _, s := range [][2]int{{576, 1536}, {1536, 576}, {2048, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}} {
 		out, in := s[0], s[1]
@@ -177,7 +177,7 @@ func BenchmarkGEMV(b *testing.B) {
 			}
 			for _, kern := range reducedKernels() {
 				suffix := "/" + kern
-				if kern == reducedKernels()[len(reducedKernels())-1] {
+				if kern == defaultReducedKernel() {
 					suffix = "" // the one MulVec selects
 				}
 				b.Run(f.String()+"/"+name+suffix, func(b *testing.B) {
