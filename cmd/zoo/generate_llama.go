@@ -56,7 +56,7 @@ func generateLlama(f *cmdFlags, dir, prompt string, fl generateFlags, seed uint6
 			return err
 		}
 	}
-	p, err := llama.LoadTextGeneration(dir)
+	p, err := llama.LoadTextGeneration(dir, models.WithWeightFormat(fl.weights))
 	if err != nil {
 		return err
 	}
