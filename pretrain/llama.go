@@ -212,9 +212,10 @@ func (r *LlamaRecipe) Setup(ctx context.Context, resume string, out io.Writer) (
 }
 
 // trainLlamaTokenizer trains the tokenizer of a new LLaMA run on c: a
-// BPE of vocab tokens with LlamaSpecials first.
+// SentencePiece-style byte-fallback BPE of at most vocab tokens in Llama
+// 2's layout (datasets.TrainLlamaBPE), LlamaSpecials first.
 func trainLlamaTokenizer(ctx context.Context, c *datasets.Corpus, vocab int) (datasets.Tokenizer, error) {
-	return datasets.TrainBPEContext(ctx, c, vocab, LlamaSpecials)
+	return datasets.TrainLlamaBPE(ctx, c, datasets.LlamaBPEOptions{VocabSize: vocab, SpecialTokens: LlamaSpecials})
 }
 
 // splitText splits toks at the token boundary where the last valFraction
