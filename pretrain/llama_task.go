@@ -1,6 +1,7 @@
 package pretrain
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,8 +108,7 @@ func (k *LlamaTask) settings() (gen, tc []byte, err error) {
 		if c.PadTokenID != nil {
 			g["pad_token_id"] = *c.PadTokenID
 		}
-		gen, err = json.MarshalIndent(g, "", "  ")
-		gen = append(gen, '\n')
+		gen, err = indentJSON(g)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -150,11 +150,20 @@ func (k *LlamaTask) tokenizerConfig() ([]byte, error) {
 	if _, ok := specialID(k.Tok, "<unk>"); ok {
 		tc["unk_token"] = "<unk>"
 	}
-	b, err := json.MarshalIndent(tc, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("llama: tokenizer_config.json: %w", err)
+	return indentJSON(tc)
+}
+
+// indentJSON writes v as transformers writes its settings files: indented
+// by two spaces, "<s>" as it is (not \u003cs\u003e), a newline at the end.
+func indentJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("llama: %w", err)
 	}
-	return append(b, '\n'), nil
+	return b.Bytes(), nil
 }
 
 // fromFile reads dir/name; nil when dir is "" or has no such file.

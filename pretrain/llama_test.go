@@ -97,6 +97,7 @@ func TestLlamaBPETokenizer(t *testing.T) {
 	require.Equal(t, "<s>", tcm["bos_token"])
 	require.Equal(t, "</s>", tcm["eos_token"])
 	require.Equal(t, "<unk>", tcm["unk_token"])
+	require.Contains(t, string(tc), `"bos_token": "<s>"`, "written as transformers writes it")
 	require.Greater(t, res.ValChars, res.ValTokens, "a BPE token covers more than a character on average")
 	require.InDelta(t, res.ValLoss*float64(res.ValTokens)/float64(res.ValChars)/math.Ln2, res.BitsPerChar, 1e-12)
 }
