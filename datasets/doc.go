@@ -29,7 +29,11 @@
 // not cover) run on github.com/sugarme/tokenizer, a BPE with our BPE
 // model, unless they mix in one of the parts above: that is refused,
 // naming the part not implemented. TrainBPE has its own trainer
-// (bpe_train.go says why it does not use that module's). The
+// (bpe_train.go says why it does not use that module's), and
+// TrainLlamaBPE trains a SentencePiece-style byte-fallback BPE written
+// in Llama 2's layout (llama_bpe_train.go: the vocabulary and merges of
+// tokenizers' BpeTrainer with the same settings, in time about linear in
+// the corpus). The
 // character tokenizer is a tokenizer.json too, with an unknown token
 // [UNK] (char.go); files in zoo's older zoo-char format still load.
 package datasets

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"unicode"
@@ -12,7 +13,8 @@ import (
 )
 
 // LlamaBPEOptions are the settings of TrainLlamaBPE. The zero value of
-// each field but VocabSize is a sane default.
+// each field but VocabSize is Llama 2's setting (its SentencePiece
+// trainer's) where it has one.
 type LlamaBPEOptions struct {
 	// VocabSize is the most tokens the tokenizer has: the special
 	// tokens, the 256 byte tokens, the alphabet and one token per merge.
@@ -29,19 +31,19 @@ type LlamaBPEOptions struct {
 	MinFrequency int
 	// CharacterCoverage is SentencePiece's character_coverage: the
 	// alphabet is the most frequent characters that cover this fraction
-	// of the corpus's characters; the rest are written as byte tokens.
-	// 0 means 1 (every character; Llama 2 used 0.99995). The alphabet is
-	// also cut to fit VocabSize.
+	// of the corpus's characters (ties by code point); the others are
+	// written as byte tokens. 0 means 0.99995, Llama 2's; 1 keeps every
+	// character. The alphabet is also cut to fit VocabSize.
 	CharacterCoverage float64
 	// MaxPieceLength is the most characters a token may have
 	// (SentencePiece's max_sentencepiece_length). 0 means 16, as in
 	// SentencePiece and Llama 2; a negative value means no limit.
 	MaxPieceLength int
-	// SplitDigits keeps every digit (Unicode class Nd) a token of its
-	// own, never merged, not even with the "▁" before it (SentencePiece's
-	// split_digits, which Llama 2 was trained with: " 1704" is "▁", "1",
-	// "7", "0", "4").
-	SplitDigits bool
+	// MergeDigits lets digits (Unicode class Nd) merge as other
+	// characters do. By default each digit stays a token of its own, not
+	// even merged with the "▁" before it (SentencePiece's split_digits,
+	// which Llama 2 was trained with: " 1704" is "▁", "1", "7", "0", "4").
+	MergeDigits bool
 }
 
 // MaxLlamaBPEVocab is the largest VocabSize TrainLlamaBPE accepts.
@@ -71,36 +73,42 @@ const MaxLlamaBPEVocab = 1 << 24
 // gives the tokens encoding each word alone would. Lines longer than
 // the corpus's chunk (64 KiB) are cut into chunks, each a line here.
 //
-// The merge loop is Hugging Face tokenizers' BpeTrainer (as TrainBPE's):
-// the most frequent pair is merged first, ties going to the pair of
-// smaller ids, so training is deterministic and, with the defaults but
-// MaxPieceLength, gives the vocabulary and merges BpeTrainer gives with
-// a Metaspace pre-tokenizer (tools/hftokenizers/llama_train.js checks it
-// on Opticks). Each pair's occurrences are indexed by position, so a
-// merge costs the occurrences it changes, not the length of the words
-// holding them: training time grows about linearly with the corpus, even
-// a text without spaces (one long word).
+// The merge loop is Hugging Face tokenizers' BpeTrainer's (as
+// TrainBPE's): the most frequent pair is merged first, ties going to the
+// pair of smaller ids, so training is deterministic. With MaxPieceLength
+// -1, MergeDigits and CharacterCoverage 1, it learns the vocabulary and
+// merges BpeTrainer learns with a Metaspace pre-tokenizer
+// (tools/hftokenizers/llama_train.js checks it on Opticks, and that
+// tokenizers encodes Opticks with the file as zoo does). Each pair's
+// occurrences are indexed by position, so a merge costs the occurrences
+// it changes, not the length of the words holding them: training time
+// grows about linearly with the corpus, even for a text without spaces
+// (one long word).
 //
-// How it differs from SentencePiece's BPE trainer (spm_train
-// --model_type=bpe), which Llama 2's tokenizer was made with:
+// Where Hugging Face's BpeTrainer and SentencePiece's (spm_train
+// --model_type=bpe, which made Llama 2's tokenizer) differ:
+//   - the defaults are SentencePiece's and Llama 2's: digits split,
+//     pieces of at most 16 characters, a character coverage of 0.99995
+//     (Hugging Face's trainer merges digits, has no length limit and
+//     keeps every character unless limit_alphabet is set).
+//   - a character outside the alphabet cuts its word in two for
+//     training, as SentencePiece's unknown does (Hugging Face's
+//     limit_alphabet drops it and joins its neighbours).
+//   - the alphabet is cut to fit VocabSize (SentencePiece refuses a
+//     size below the alphabet; Hugging Face's trainer keeps the whole
+//     alphabet and goes over the size).
+//   - lines are trained on without their line end, as SentencePiece
+//     reads them, so "\n" is encoded as the byte token <0x0A>, as in
+//     Llama 2 (Hugging Face's trainer keeps "\n" in each line's last
+//     word).
 //   - ids: SentencePiece puts the merged pieces before the alphabet
-//     (ids by score), here the alphabet comes first, as Hugging Face's
-//     trainer orders them; the merges' order is the same.
-//   - ties between equally frequent pairs: here Hugging Face's rule.
-//   - pieces of white space only ("▁▁", which Llama 2 has through
-//     allow_whitespace_only_pieces) are not learnt: a run of spaces is
-//     encoded as one "▁" each.
-//   - split_by_unicode_script (a piece never mixes scripts, such as
-//     letters and punctuation) is not applied: "." may merge with a
-//     letter before it. SplitDigits, CharacterCoverage and
-//     MaxPieceLength are SentencePiece's; MaxPieceLength defaults to its
-//     16 (Hugging Face's trainer has no limit by default).
-//   - a character outside the alphabet (CharacterCoverage) cuts its
-//     word in two for training, as SentencePiece's unknown does, where
-//     Hugging Face's limit_alphabet drops it and joins its neighbours.
-//   - lines are trained on without their line end, so "\n" is encoded
-//     as the byte token <0x0A>, as in Llama 2 (Hugging Face's trainer
-//     keeps "\n" in the last word of each line).
+//     (ids by score); here the alphabet comes first, as Hugging Face's
+//     trainer orders them. Ties between equally frequent pairs follow
+//     Hugging Face's rule.
+//   - not done: pieces of white space only ("▁▁", which Llama 2 has
+//     through allow_whitespace_only_pieces; here a run of spaces is one
+//     "▁" per space), and split_by_unicode_script (characters of
+//     different scripts, such as Latin and Han, may merge here).
 //
 // It returns an error wrapping ctx.Err() once ctx is done (checked for
 // each chunk of the corpus and each merge). The tokenizer is safe for
@@ -145,7 +153,7 @@ type llamaSettings struct {
 }
 
 func (o LlamaBPEOptions) settings() (llamaSettings, error) {
-	s := llamaSettings{vocabSize: o.VocabSize, minFreq: o.MinFrequency, maxLen: o.MaxPieceLength, coverage: o.CharacterCoverage, splitDigits: o.SplitDigits}
+	s := llamaSettings{vocabSize: o.VocabSize, minFreq: o.MinFrequency, maxLen: o.MaxPieceLength, coverage: o.CharacterCoverage, splitDigits: !o.MergeDigits}
 	s.specials = slices.Clone(o.SpecialTokens)
 	if s.specials == nil {
 		s.specials = []string{"<unk>", "<s>", "</s>"}
@@ -169,9 +177,9 @@ func (o LlamaBPEOptions) settings() (llamaSettings, error) {
 	}
 	switch {
 	case s.coverage < 0 || s.coverage > 1 || s.coverage != s.coverage:
-		return s, fmt.Errorf("character coverage %v is outside [0, 1] (0 means 1, every character)", s.coverage)
+		return s, fmt.Errorf("character coverage %v is outside [0, 1] (0 means 0.99995, 1 every character)", s.coverage)
 	case s.coverage == 0:
-		s.coverage = 1
+		s.coverage = 0.99995
 	}
 	switch {
 	case s.maxLen == 0:
@@ -289,6 +297,9 @@ func learnLlamaBPE(ctx context.Context, src textSource, opts LlamaBPEOptions) (*
 				return nil, err
 			}
 		}
+		if len(b.sym)+utf8.RuneCountInString(k) > maxLlamaSymbols {
+			return nil, fmt.Errorf("the corpus's distinct words hold more than %d characters, the most positions the trainer indexes; train on part of it", maxLlamaSymbols)
+		}
 		b.addWord(k, counts[k])
 	}
 	if err := b.run(ctx); err != nil {
@@ -308,7 +319,7 @@ type llamaMerger struct {
 	vocab  []string
 	ids    map[string]int32
 	length []int32 // characters of each token
-	digit  []bool  // the token is one digit (SplitDigits)
+	digit  []bool  // the token is one digit, never merged (not MergeDigits)
 
 	sym, prev, next, word []int32
 	freq                  []int
@@ -339,6 +350,10 @@ func (b *llamaMerger) addToken(t string) {
 func (b *llamaMerger) allowed(x, y int32) bool {
 	return !b.digit[x] && !b.digit[y] && int(b.length[x])+int(b.length[y]) <= b.s.maxLen
 }
+
+// maxLlamaSymbols is the most characters the distinct words of a corpus
+// may hold: positions are int32.
+var maxLlamaSymbols = math.MaxInt32 // a variable for a test
 
 // addWord appends a word occurring n times; a character outside the
 // alphabet ends one run of symbols and starts the next.
@@ -408,7 +423,12 @@ func (b *llamaMerger) run(ctx context.Context) error {
 		}
 		at := b.where[k]
 		delete(b.where, k)
-		slices.Sort(at) // left to right in each word, as tokenizers' Word::merge
+		// Left to right in each word, as tokenizers' Word::merge. The
+		// positions of a pair are recorded in increasing order within one
+		// merge; only a token made by two merges (a+bc, ab+c) can record
+		// them out of order, and then overlapping runs (x x x) merge from
+		// the left.
+		slices.Sort(at)
 		clear(grown)
 		for _, p := range at {
 			if b.sym[p] != x {

@@ -37,6 +37,13 @@ func TestTrainVocabSizeIsAnUpperBound(t *testing.T) {
 			}
 			return tok.VocabSize(), nil
 		}},
+		{"llama-bpe", func() (int, error) {
+			tok, err := trainLlamaBPE(context.Background(), textList(texts), LlamaBPEOptions{VocabSize: MaxLlamaBPEVocab})
+			if err != nil {
+				return 0, err
+			}
+			return tok.VocabSize(), nil
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

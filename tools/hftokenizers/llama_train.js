@@ -3,17 +3,20 @@
 // with the settings datasets.TrainLlamaBPE uses, and writes the golden
 // datasets' TestTrainLlamaBPEMatchesHuggingFace checks:
 //
+//   ZOO_LLAMA_TRAIN_OUT=/tmp/zoollama go test ./datasets -run TestTrainLlamaBPEMatchesHuggingFace
 //   NODE_PATH=/tmp/hftok/node_modules node tools/hftokenizers/llama_train.js \
-//     $(go env GOROOT)/src/testdata/Isaac.Newton-Opticks.txt datasets/testdata [zoo.json]
+//     $(go env GOROOT)/src/testdata/Isaac.Newton-Opticks.txt datasets/testdata /tmp/zoollama
 //
 // writes datasets/testdata/llama_bpe_train_hf.json: the vocabulary and
-// merges (their sha256, count, first and last few) and the ids of the
-// whole text encoded by tokenizers with that tokenizer. Given zoo's
-// tokenizer.json (TrainLlamaBPE's, saved by
-// `ZOO_LLAMA_TRAIN_OUT=/tmp/zoo.json go test ./datasets -run TestTrainLlamaBPEMatchesHuggingFace`),
-// it also compares its vocabulary and merges with tokenizers' token by
-// token and encodes the whole text with it in tokenizers: the ids must be
-// the same. It exits with status 1 if anything differs.
+// merges (their sha256, count, first and last few) and the ids of a few
+// texts and of the whole text encoded by tokenizers with that tokenizer.
+// Given the folder where the Go test saved TrainLlamaBPE's two
+// tokenizers (the third argument), it compares hf-settings.json's
+// vocabulary and merges with tokenizers' token by token and encodes the
+// texts with it in tokenizers (the ids must be the same), and writes
+// tokenizers' ids with defaults.json (TrainLlamaBPE's default settings,
+// which tokenizers' trainer cannot be set to from node), which the Go
+// test compares with zoo's. It exits with status 1 if anything differs.
 //
 // The trainer: a byte-fallback BPE; normalizer Replace("\r\n", "") and
 // Replace("\n", "") (tokenizers trains on a file line by line, keeping the
@@ -47,7 +50,7 @@ function sha256(s) {
 const pairOf = (m) => (Array.isArray(m) ? m : m.split(" "));
 
 async function main() {
-  const [textPath, outDir, zooPath] = process.argv.slice(2);
+  const [textPath, outDir, zooDir] = process.argv.slice(2);
   const text = fs.readFileSync(textPath, "utf8");
 
   const trainer = new tk.Tokenizer(tk.BPE.init({}, [], { byteFallback: true }));
@@ -134,8 +137,9 @@ async function main() {
   console.error(`tokenizers' file: Opticks ${enc.opticks.ids} ids, sha256 ${enc.opticks.sha256}, round trip ${enc.opticks.round_trip}`);
 
   let bad = 0;
-  if (zooPath) {
-    const zooRaw = fs.readFileSync(zooPath, "utf8");
+  if (zooDir) {
+    // The same settings: the same vocabulary, merges and ids.
+    const zooRaw = fs.readFileSync(path.join(zooDir, "hf-settings.json"), "utf8");
     const zoo = JSON.parse(zooRaw);
     const zv = Object.entries(zoo.model.vocab).sort((x, y) => x[1] - y[1]).map(([t]) => t);
     const zm = zoo.model.merges.map(pairOf);
@@ -148,6 +152,16 @@ async function main() {
     console.error(`zoo's file in tokenizers: Opticks ${zenc.opticks.ids} ids, sha256 ${zenc.opticks.sha256}: ${idsSame ? "identical" : "DIFFERENT"} ids`);
     out.zoo = { vocab_and_merges_identical: same, ids_identical: idsSame, opticks: zenc.opticks };
     if (!same || !idsSame) bad = 1;
+
+    // TrainLlamaBPE's defaults (digits split, pieces of at most 16
+    // characters, character coverage 0.99995), which the trainer cannot
+    // be set to from node: tokenizers' ids with zoo's file, which the Go
+    // test compares with zoo's own encoding.
+    const dRaw = fs.readFileSync(path.join(zooDir, "defaults.json"), "utf8");
+    const denc = await encode(tk.Tokenizer.fromString(dRaw));
+    const d = JSON.parse(dRaw);
+    out.zoo_defaults = { vocab_size: Object.keys(d.model.vocab).length, merges: d.model.merges.length, texts: denc.texts, opticks: denc.opticks };
+    console.error(`zoo's file with the defaults in tokenizers: ${out.zoo_defaults.vocab_size} tokens, ${out.zoo_defaults.merges} merges; Opticks ${denc.opticks.ids} ids, sha256 ${denc.opticks.sha256}, round trip ${denc.opticks.round_trip}`);
   }
   fs.writeFileSync(path.join(outDir, "llama_bpe_train_hf.json"), JSON.stringify(out) + "\n");
   process.exit(bad);
