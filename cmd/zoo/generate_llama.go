@@ -141,7 +141,7 @@ func printNBest(ctx context.Context, p *llama.TextGeneration, messages []models.
 		return err
 	}
 	for _, h := range hyps {
-		text, err := p.Tokenizer.Decode(h.Tokens)
+		text, err := models.Continuation(p.Tokenizer, ids, h.Tokens)
 		if err != nil {
 			return err
 		}
