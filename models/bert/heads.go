@@ -231,14 +231,17 @@ func NewForSequenceClassification(m *Model, labels []string) (*ForSequenceClassi
 	c := &ForSequenceClassification{Model: m, Labels: append([]string(nil), labels...), drop: layers.Dropout{P: m.Config.classifierDropout()}}
 	d, s := m.Config.HiddenSize, m.Store.Root().Sub("classifier")
 	var err error
-	if m.Config.variant().denseClassifier {
+	if h := m.Config.variant().cls; h != nil {
 		if err := m.dropPooler(); err != nil {
 			return nil, err
 		}
-		if c.Dense, err = layers.NewLinear(s.Sub("dense"), d, d, true); err != nil {
+		if c.Dense, err = layers.NewLinear(scope(m.Store, h.dense), d, d, true); err != nil {
 			return nil, fmt.Errorf("bert classifier: %w", err)
 		}
-		s = s.Sub("out_proj")
+		s = scope(m.Store, h.out)
+		if h.relu {
+			c.drop = layers.Dropout{P: m.Config.SeqClassifDropout}
+		}
 	}
 	if c.Classifier, err = layers.NewLinear(s, d, len(labels), true); err != nil {
 		return nil, fmt.Errorf("bert classifier: %w", err)
@@ -294,13 +297,21 @@ func (c *ForSequenceClassification) denseLogits(g *layers.Graph, in Inputs) (*go
 	if err != nil {
 		return nil, fmt.Errorf("bert classifier: %w", err)
 	}
-	if x, err = c.drop.Forward(g, x); err != nil {
-		return nil, fmt.Errorf("bert classifier: %w", err)
+	relu := c.Config.variant().cls.relu
+	if !relu {
+		if x, err = c.drop.Forward(g, x); err != nil {
+			return nil, fmt.Errorf("bert classifier: %w", err)
+		}
 	}
 	if x, err = c.Dense.Forward(g, x); err != nil {
 		return nil, fmt.Errorf("bert classifier: %w", err)
 	}
-	if x, err = gorgonia.Tanh(x); err != nil {
+	if relu {
+		x, err = layers.Activate(x, layers.ReLU)
+	} else {
+		x, err = gorgonia.Tanh(x)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("bert classifier: %w", err)
 	}
 	if x, err = c.drop.Forward(g, x); err != nil {
