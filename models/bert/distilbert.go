@@ -34,8 +34,8 @@ var distilVariant = &variant{
 	mlm: mlmNames{dense: "vocab_transform", norm: "vocab_layer_norm", bias: "vocab_projector.bias",
 		decoderWeight: "vocab_projector.weight", decoderBias: "vocab_projector.bias"},
 	noTokenTypes: true, noPooler: true,
-	cls:  &clsHead{dense: "pre_classifier", out: "classifier", relu: true},
-	mask: MaskToken, specials: [3]string{"[CLS]", "[SEP]", "[UNK]"},
+	cls:       &clsHead{dense: "pre_classifier", out: "classifier", relu: true},
+	wordPiece: true, mask: MaskToken, specials: [3]string{"[CLS]", "[SEP]", "[UNK]"},
 	tokenizer: "a WordPiece tokenizer (BERT's, with the BertNormalizer and BertPreTokenizer)",
 }
 

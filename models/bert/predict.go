@@ -74,7 +74,7 @@ func newPipe(where, dir string, cfg Config) (pipe, error) {
 	}
 	wp, _ := tok.(*datasets.WordPiece)
 	pt, ok := tok.(Tokenizer)
-	if !ok || v == bertVariant && wp == nil {
+	if !ok || v.wordPiece && wp == nil {
 		return pipe{}, fmt.Errorf("bert: %s: %s is a %T, not %s", where, filepath.Join(dir, models.TokenizerFile), tok, v.tokenizer)
 	}
 	if n := pt.VocabSize(); n > cfg.VocabSize {
@@ -543,7 +543,7 @@ func LoadFeatureExtraction(dir string, opts ...models.LoadOption) (*FeatureExtra
 	if err != nil {
 		return nil, err
 	}
-	pooler := true
+	pooler := m.Pooler != nil // a DistilBERT has none
 	for _, name := range r.Created {
 		if strings.HasPrefix(name, m.Config.variant().prefix+".pooler.") {
 			pooler = false

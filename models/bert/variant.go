@@ -56,6 +56,7 @@ type variant struct {
 	// <unk>), and tokenizer what the pipelines take, for errors.
 	specials  [3]string
 	tokenizer string
+	wordPiece bool // the pipelines take a WordPiece only (BERT's, DistilBERT's)
 }
 
 // mlmNames are the tensor names of the masked-LM head and whether its
@@ -95,7 +96,7 @@ var bertVariant = &variant{
 	modelType: ModelType, name: "BERT", family: "bert config", class: "Bert", prefix: "bert", encoder: "encoder", blocks: blockNames,
 	mlm: mlmNames{dense: "cls.predictions.transform.dense", norm: "cls.predictions.transform.LayerNorm", bias: "cls.predictions.bias",
 		decoderWeight: "cls.predictions.decoder.weight", decoderBias: "cls.predictions.decoder.bias"},
-	mlmPooler: true, mask: MaskToken, specials: [3]string{"[CLS]", "[SEP]", "[UNK]"},
+	mlmPooler: true, wordPiece: true, mask: MaskToken, specials: [3]string{"[CLS]", "[SEP]", "[UNK]"},
 	tokenizer: "a WordPiece tokenizer (BERT's, with the BertNormalizer and BertPreTokenizer)",
 }
 
