@@ -341,3 +341,38 @@ func TestDistilBertLoadAcrossHeads(t *testing.T) {
 	_, _, err = Load(filepath.Join("testdata", "distilbert", "qa"))
 	require.NoError(t, err)
 }
+
+// Each head's dropout is DistilBertConfig's: seq_classif_dropout after
+// pre_classifier's ReLU, qa_dropout before qa_outputs, dropout before the
+// token classifier.
+func TestDistilBertDropouts(t *testing.T) {
+	cfg := sizedDistil(30, 12)
+	cfg.HiddenDropoutProb, cfg.QADropout, cfg.SeqClassifDropout = 0.1, 0.3, 0.25
+	for _, c := range []struct {
+		name string
+		p    func(*Model) (float64, error)
+		want float64
+	}{
+		{"seq_classif_dropout", func(m *Model) (float64, error) {
+			c, err := NewForSequenceClassification(m, []string{"a", "b"})
+			return c.drop.P, err
+		}, 0.25},
+		{"qa_dropout", func(m *Model) (float64, error) { q, err := NewForQuestionAnswering(m); return q.drop.P, err }, 0.3},
+		{"dropout", func(m *Model) (float64, error) {
+			c, err := NewForTokenClassification(m, []string{"a", "b"})
+			return c.drop.P, err
+		}, 0.1},
+	} {
+		m, err := New(cfg, layers.WithSeed(1))
+		require.NoError(t, err)
+		p, err := c.p(m)
+		require.NoError(t, err)
+		require.Equal(t, c.want, p, c.name)
+	}
+	// BERT's QA head has no dropout, as BertForQuestionAnswering.
+	m, err := New(sized(1, 16, 2, 32), layers.WithSeed(1))
+	require.NoError(t, err)
+	q, err := NewForQuestionAnswering(m)
+	require.NoError(t, err)
+	require.Zero(t, q.drop.P)
+}
