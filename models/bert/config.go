@@ -13,6 +13,9 @@
 // and pipeline serves it with transformers' RobertaFor… names: positions
 // from pad_token_id + 1, RobertaLMHead, RobertaClassificationHead, no
 // pooler in its heads, and its byte-level BPE tokenizer (see variant.go).
+// DistilBERT (model_type "distilbert", DistilBertBase) is one too, with
+// DistilBertConfig's keys and transformers' DistilBertFor… names: no token
+// types, no pooler, pre_classifier → ReLU → classifier (see distilbert.go).
 package bert
 
 import (
@@ -41,12 +44,13 @@ import (
 //   - kept: every other key (use_cache, torch_dtype, gradient_checkpointing,
 //     transformers_version, …) goes to Extra, and Save writes it back.
 //
-// model_type must be "bert" or "roberta" (ModelType); architectures and
+// model_type must be "bert", "roberta" or "distilbert" (ModelType; a
+// DistilBERT's keys are DistilBertConfig's, see QADropout); architectures and
 // label2id are written from what Save saves, not kept.
 type Config struct {
 	// ModelType is the model type of the BERT family this config builds:
 	// "" (or "bert") for BERT, RobertaModelType for RoBERTa (see
-	// RobertaBase). It is config.json's model_type, read and written by
+	// RobertaBase), DistilBertModelType for DistilBERT (DistilBertBase). It is config.json's model_type, read and written by
 	// UnmarshalJSON and MarshalJSON, which pick the type's codec by it.
 	ModelType                 string  `json:"-"`
 	VocabSize                 int     `json:"vocab_size"`

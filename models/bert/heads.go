@@ -16,7 +16,8 @@ import (
 // transform dense → hidden_act → LayerNorm, then a decoder tied to the word
 // embeddings plus its own bias. RoBERTa's RobertaLMHead is the same with
 // other names (lm_head.dense, lm_head.layer_norm, lm_head.bias) and GELU
-// whatever hidden_act says.
+// whatever hidden_act says. DistilBERT's is vocab_transform → activation →
+// vocab_layer_norm → vocab_projector (tied; its bias vocab_projector.bias).
 type MLMHead struct {
 	Transform *layers.Linear    // cls.predictions.transform.dense (d, d); RoBERTa: lm_head.dense
 	Norm      *layers.LayerNorm // cls.predictions.transform.LayerNorm; RoBERTa: lm_head.layer_norm
@@ -206,11 +207,13 @@ func (p *ForMaskedLM) Loss(g *layers.Graph, in Inputs, labels *gorgonia.Node) (l
 // pooled output. A RoBERTa one is RobertaForSequenceClassification: no
 // pooler, and RobertaClassificationHead on the first token (<s>): dropout,
 // "classifier.dense" (d, d), tanh, dropout, "classifier.out_proj"
-// (num_labels, d).
+// (num_labels, d). A DistilBERT one is DistilBertForSequenceClassification:
+// "pre_classifier" (d, d) on the first token, ReLU, dropout
+// (seq_classif_dropout), "classifier" (num_labels, d).
 type ForSequenceClassification struct {
 	*Model
 	Classifier *layers.Linear // classifier; RoBERTa: classifier.out_proj
-	Dense      *layers.Linear // RoBERTa's classifier.dense; nil for BERT
+	Dense      *layers.Linear // RoBERTa's classifier.dense, DistilBERT's pre_classifier; nil for BERT
 	Labels     []string       // class names by id
 	drop       layers.Dropout
 }
@@ -282,9 +285,10 @@ func (c *ForSequenceClassification) Loss(g *layers.Graph, in Inputs, labels *gor
 	return loss, logits, nil
 }
 
-// denseLogits is RobertaClassificationHead on the first token's last
-// hidden state, which the last layer computes alone
-// (layers.Encoder.ForwardFirst), as Pooled does.
+// denseLogits is RobertaClassificationHead (or DistilBERT's
+// pre_classifier → ReLU → classifier) on the first token's last hidden
+// state, which the last layer computes alone (layers.Encoder.ForwardFirst),
+// as Pooled does.
 func (c *ForSequenceClassification) denseLogits(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 	h, err := c.embed(g, in)
 	if err != nil {

@@ -21,6 +21,11 @@ package bert
 // lm_head.dense, lm_head.layer_norm and lm_head.bias for the masked-LM
 // head, whose tied decoder is lm_head.decoder.weight (and .bias), and
 // classifier.dense and classifier.out_proj; none of its heads has a pooler.
+// DistilBERT (distilbert.go) has its own names throughout: "distilbert."
+// with distilbert.transformer.layer.N (a DistilBertModel checkpoint:
+// embeddings.* and transformer.*), vocab_transform, vocab_layer_norm and
+// vocab_projector (its weight tied, its bias the head's), pre_classifier;
+// no token types and no pooler.
 
 import (
 	"fmt"
