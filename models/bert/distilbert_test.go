@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/racetest"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/internal/graphrun"
@@ -375,4 +376,32 @@ func TestDistilBertDropouts(t *testing.T) {
 	q, err := NewForQuestionAnswering(m)
 	require.NoError(t, err)
 	require.Zero(t, q.drop.P)
+}
+
+// DistilBERT's pipelines and graph-level calls give the same results alone
+// and from several goroutines at once (run with -race).
+func TestDistilBertConcurrentInference(t *testing.T) {
+	dirs, tok := distilCheckpoints(t)
+	fill, err := LoadFillMask(dirs["mlm"])
+	require.NoError(t, err)
+	clf, err := LoadTextClassification(dirs["seq"])
+	require.NoError(t, err)
+	tags, err := LoadTokenClassification(dirs["tokens"])
+	require.NoError(t, err)
+	qa, err := LoadQuestionAnswering(dirs["qa"])
+	require.NoError(t, err)
+	ids, _, err := tok.EncodeWithSpecials(predictTexts[0])
+	require.NoError(t, err)
+	racetest.Check(t, 2,
+		racetest.Call{Name: "TokenClassification", Run: func() (any, error) { return tags.Predict(context.Background(), predictTexts) }},
+		racetest.Call{Name: "QuestionAnswering", Run: func() (any, error) {
+			return qa.Predict(context.Background(), []QAInput{{Question: "where did the dog run", Context: predictTexts[1]}})
+		}},
+		racetest.Call{Name: "FillMaskPipeline", Run: func() (any, error) {
+			return fill.Predict(context.Background(), []string{"the [MASK] sat on the mat", "a dog [MASK] in the park"})
+		}},
+		racetest.Call{Name: "TextClassification", Run: func() (any, error) { return clf.Predict(context.Background(), predictTexts) }},
+		racetest.Call{Name: "HiddenStates", Run: func() (any, error) { return fill.Model.HiddenStates(ids, nil) }},
+		racetest.Call{Name: "Attentions", Run: func() (any, error) { return clf.Model.Attentions(ids, nil) }},
+	)
 }
