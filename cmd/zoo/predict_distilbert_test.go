@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -162,4 +164,91 @@ func TestFillMaskCLIDistilBert(t *testing.T) {
 	code = run([]string{"fill-mask", "--checkpoint", r["DistilBertForSequenceClassification"], "the [MASK] sat"}, &out, &errb)
 	require.Equal(t, 1, code)
 	require.Contains(t, errb.String(), "has no masked-LM head (vocab_transform)")
+}
+
+// finetune → eval → predict through the CLI from a DistilBERT masked LM:
+// the classification recipe puts pre_classifier → ReLU → classifier on
+// it, the colour gives the label away, and zoo predict serves the result.
+func TestDistilBertFinetuneEvalPredict(t *testing.T) {
+	var rows strings.Builder
+	var texts []string
+	rows.WriteString("text\tlabel\n")
+	for i := range 64 {
+		c, label := "red", "warm"
+		if i%2 == 1 {
+			c, label = "blue", "cold"
+		}
+		texts = append(texts, fmt.Sprintf("the %s light of the sun.", c))
+		fmt.Fprintf(&rows, "%s\t%s\n", texts[i], label)
+	}
+	tok, err := datasets.TrainWordPieceTexts(context.Background(), texts, datasets.WordPieceOptions{VocabSize: 60, MinFrequency: 1, Lowercase: true})
+	require.NoError(t, err)
+	cfg := bert.DistilBertBase()
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumAttentionHeads, cfg.NumHiddenLayers = 32, 64, 2, 2
+	cfg.MaxPositionEmbeddings, cfg.VocabSize = 32, tok.VocabSize()
+	cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb, cfg.SeqClassifDropout = 0, 0, 0
+	mlm, err := bert.NewForMaskedLM(cfg, layers.WithSeed(5))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "mlm")
+	require.NoError(t, models.SaveText(ckpt, mlm, tok))
+	data := write(t, filepath.Join(dir, "train.tsv"), rows.String())
+	runDir := filepath.Join(dir, "cls")
+	var out, errb bytes.Buffer
+	code := run([]string{"finetune", "bert", "--task", "classify", "--init-from", ckpt, "--train-file", data, "--run", runDir,
+		"--max-steps", "60", "--batch-size", "8", "--learning-rate", "3e-3"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	final := filepath.Join(runDir, "checkpoints", "final")
+	ck, err := models.Open(final)
+	require.NoError(t, err)
+	require.Equal(t, []string{"DistilBertForSequenceClassification"}, ck.Architectures)
+	out.Reset()
+	code = run([]string{"eval", "--checkpoint", final, "--labelled", data}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Contains(t, out.String(), "accuracy 1.0000", errb.String())
+	code, stdout, stderr := predictCLI(t, "", "predict", "--checkpoint", final, "the blue light of the sun.")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "cold")
+	out.Reset()
+	code = run([]string{"inspect", final}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), "DistilBERT: 2 layers, 2 heads, 32 wide")
+}
+
+// zoo predict's bad input on DistilBERT checkpoints, in the catalogue's
+// style: a clear message, no panic, the checkpoints' files unchanged.
+func TestPredictDistilBertBadInput(t *testing.T) {
+	r := distilHeads(t)
+	dir := filepath.Dir(r["DistilBertForMaskedLM"])
+	// A config with the sinusoidal position table zoo does not implement.
+	sin := filepath.Join(t.TempDir(), "sinusoidal")
+	ck, _, err := bert.LoadForMaskedLM(r["DistilBertForMaskedLM"])
+	require.NoError(t, err)
+	ck.Config.Extra = map[string]json.RawMessage{}
+	require.NoError(t, ck.Save(sin))
+	raw, err := os.ReadFile(filepath.Join(sin, "config.json"))
+	require.NoError(t, err)
+	write(t, filepath.Join(sin, "config.json"), strings.Replace(string(raw), `"sinusoidal_pos_embds": false`, `"sinusoidal_pos_embds": true`, 1))
+	before := digest(t, dir)
+	long := "the [MASK] sat" + strings.Repeat(" on the mat", 20)
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"a text past max_position_embeddings", []string{"predict", "--checkpoint", r["DistilBertForMaskedLM"], long}, 1,
+			"the model takes at most 32 (max_position_embeddings): shorten it"},
+		{"RoBERTa's <mask> in a DistilBERT text", []string{"predict", "--checkpoint", r["DistilBertForMaskedLM"], "the <mask> sat"}, 1, "no [MASK]"},
+		{"sinusoidal_pos_embds true", []string{"predict", "--checkpoint", sin, "the [MASK] sat"}, 1, "sinusoidal_pos_embds"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(c.args, &out, &errb)
+			require.Equal(t, c.code, code, "%s%s", out.String(), errb.String())
+			require.Contains(t, errb.String(), c.msg)
+			require.NotContains(t, out.String()+errb.String(), "panic:")
+		})
+	}
+	require.Equal(t, before, digest(t, dir), "no file of the checkpoints changed")
 }
