@@ -3,6 +3,7 @@ package bert
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/racetest"
+	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/internal/graphrun"
@@ -404,4 +406,66 @@ func TestDistilBertConcurrentInference(t *testing.T) {
 		racetest.Call{Name: "HiddenStates", Run: func() (any, error) { return fill.Model.HiddenStates(ids, nil) }},
 		racetest.Call{Name: "Attentions", Run: func() (any, error) { return clf.Model.Attentions(ids, nil) }},
 	)
+}
+
+// Checkpoints as transformers may write them load: a DistilBertForMaskedLM
+// file with the tied vocab_projector.weight (equal to the word
+// embeddings; an untied one is refused) and the position_ids buffer, and a
+// bare DistilBertModel file (embeddings.*, transformer.*, no prefix).
+func TestDistilBertLoadsHubLayout(t *testing.T) {
+	src := filepath.Join("testdata", "distilbert", "mlm")
+	f, err := safetensors.ReadFile(filepath.Join(src, models.WeightsFile))
+	require.NoError(t, err)
+	var ts []safetensors.Tensor
+	for _, n := range f.Names() {
+		x, _ := f.Tensor(n)
+		ts = append(ts, x)
+	}
+	words, _ := f.Tensor("distilbert.embeddings.word_embeddings.weight")
+	hub := append(slices.Clone(ts),
+		safetensors.Tensor{Name: "vocab_projector.weight", DType: words.DType, Shape: words.Shape, Data: words.Data},
+		safetensors.Tensor{Name: "distilbert.embeddings.position_ids", DType: "I64", Shape: []int{1, 12}, Data: make([]byte, 8*12)})
+	write := func(ts []safetensors.Tensor, config string) string {
+		dir := t.TempDir()
+		require.NoError(t, safetensors.WriteFile(filepath.Join(dir, models.WeightsFile), ts, map[string]string{"format": "pt"}))
+		b, err := os.ReadFile(filepath.Join(src, models.ConfigFile))
+		require.NoError(t, err)
+		if config != "" {
+			b = []byte(strings.Replace(string(b), "DistilBertForMaskedLM", config, 1))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, models.ConfigFile), b, 0o644))
+		return dir
+	}
+	_, r, err := LoadForMaskedLM(write(hub, ""), models.Strict())
+	require.NoError(t, err)
+	require.Empty(t, r.Created)
+	require.Empty(t, r.Dropped)
+
+	other := slices.Clone(hub)
+	for i, x := range other {
+		if x.Name == "vocab_projector.weight" {
+			d := slices.Clone(x.Data)
+			d[0] ^= 0x40
+			other[i].Data = d
+		}
+	}
+	_, _, err = LoadForMaskedLM(write(other, ""), models.Strict())
+	require.ErrorContains(t, err, "vocab_projector.weight")
+
+	var bare []safetensors.Tensor
+	for _, x := range ts {
+		if n, ok := strings.CutPrefix(x.Name, "distilbert."); ok {
+			x.Name = n
+			bare = append(bare, x)
+		}
+	}
+	m, r, err := Load(write(bare, "DistilBertModel"), models.Strict())
+	require.NoError(t, err)
+	require.Empty(t, r.Created)
+	require.Empty(t, r.Dropped)
+	out := t.TempDir()
+	require.NoError(t, m.Save(out))
+	ck, err := models.Open(out)
+	require.NoError(t, err)
+	require.Equal(t, []string{"DistilBertModel"}, ck.Architectures)
 }
