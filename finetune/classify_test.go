@@ -179,3 +179,44 @@ func TestClassifyRoBERTa(t *testing.T) {
 	require.Equal(t, "pos", got[0][0].Label)
 	require.Equal(t, "neg", got[1][0].Label)
 }
+
+// A DistilBERT masked LM fine-tunes as a classifier through the same
+// recipe: no token types are fed, the new head is pre_classifier → ReLU →
+// classifier, and the saved classifier is a
+// DistilBertForSequenceClassification that the pipeline serves.
+func TestClassifyDistilBERT(t *testing.T) {
+	csv, corpus := toySet(t, 200, 4)
+	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
+	require.NoError(t, err)
+	tok, err := datasets.TrainWordPiece(context.Background(), c, datasets.WordPieceOptions{VocabSize: 100, MinFrequency: 1, Lowercase: true})
+	require.NoError(t, err)
+	dc := bert.DistilBertBase()
+	dc.NumHiddenLayers, dc.NumAttentionHeads = 2, 2
+	dc.VocabSize, dc.HiddenSize, dc.IntermediateSize, dc.MaxPositionEmbeddings = tok.VocabSize(), 32, 64, 32
+	dc.HiddenDropoutProb, dc.AttentionProbsDropoutProb, dc.SeqClassifDropout = 0, 0, 0
+	m, err := bert.NewForMaskedLM(dc, layers.WithSeed(5))
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "distilbert")
+	require.NoError(t, models.SaveText(dir, m, tok))
+
+	cfg := DefaultClassify()
+	cfg.Checkpoint, cfg.TrainFile, cfg.OutputDir = dir, csv, filepath.Join(t.TempDir(), "cls")
+	cfg.BatchSize, cfg.MaxSteps, cfg.LearningRate, cfg.WarmupSteps, cfg.EvalSteps, cfg.ValFraction = 16, 120, 3e-3, 10, 60, 0.2
+	var out strings.Builder
+	res, err := RunClassify(context.Background(), cfg, &out)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, res.Confusion.Accuracy(), 0.95, "%v", res.Confusion)
+	cl, _, err := bert.LoadForSequenceClassification(res.Final, models.Strict())
+	require.NoError(t, err)
+	require.Equal(t, bert.DistilBertModelType, cl.Config.ModelType)
+	require.Equal(t, "pre_classifier.weight", cl.Dense.Weight.Name)
+	ck, err := models.Open(res.Final)
+	require.NoError(t, err)
+	require.Equal(t, []string{"DistilBertForSequenceClassification"}, ck.Architectures)
+	p, err := bert.LoadTextClassification(res.Final)
+	require.NoError(t, err)
+	got, err := p.Predict(context.Background(), []string{"good great nice", "bad awful poor"})
+	require.NoError(t, err)
+	require.Equal(t, "pos", got[0][0].Label)
+	require.Equal(t, "neg", got[1][0].Label)
+}

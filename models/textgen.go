@@ -91,6 +91,41 @@ type TextStreamer struct {
 	sent   int // bytes of the decoded text already given out
 }
 
+// Prime starts the row after prompt (its token ids): the pieces are then
+// the text the tokens add to the prompt's, as Continuation cuts it, so a
+// decoder that strips a text's leading space (Llama 2's) keeps the space
+// between the prompt and its continuation. Call it before the first Add.
+func (s *TextStreamer) Prime(prompt []int, tok datasets.Tokenizer) {
+	head, err := tok.Decode(prompt)
+	if err != nil {
+		return // Add decodes the tokens alone
+	}
+	s.tokens, s.sent = slices.Clone(prompt), len(head)
+}
+
+// Continuation is the text tokens add after prompt (token ids), as
+// transformers' text-generation pipeline cuts it: the text of prompt and
+// tokens decoded together, less the text of prompt alone. Decoding tokens
+// on their own differs where the decoder treats a text's start apart:
+// Llama 2's strips its leading space, so "Light" + "▁in" would read
+// "Lightin". Where the prompt's text is not a prefix of the whole (no
+// decoder zoo reads does that) it is the tokens' own text.
+func Continuation(tok datasets.Tokenizer, prompt, tokens []int) (string, error) {
+	own, err := tok.Decode(tokens)
+	if err != nil || len(prompt) == 0 || len(tokens) == 0 {
+		return own, err
+	}
+	whole, err := tok.Decode(append(slices.Clip(prompt), tokens...))
+	if err != nil {
+		return "", err
+	}
+	head, err := tok.Decode(prompt)
+	if err != nil || !strings.HasPrefix(whole, head) {
+		return own, nil
+	}
+	return whole[len(head):], nil
+}
+
 // Add appends token and returns the new text that is complete.
 func (s *TextStreamer) Add(token int, tok datasets.Tokenizer) string {
 	s.tokens = append(s.tokens, token)

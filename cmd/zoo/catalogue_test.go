@@ -138,7 +138,7 @@ func catalogue() []badInput {
 		{"unknown command", fixed("dance"), 2, `unknown command "dance"`},
 		{"pretrain without a family", fixed("pretrain"), 2, "needs a model family: gpt, seq2seq"},
 		{"pretrain of an unknown family", fixed("pretrain", "resnet"), 2, `unknown model family "resnet"; known families: gpt, seq2seq`},
-		{"finetune of an unknown family", fixed("finetune", "llama"), 2, `unknown model family "llama"`},
+		{"finetune of an unknown family", fixed("finetune", "resnet"), 2, `unknown model family "resnet"`},
 		{"an unknown flag", fixed("pretrain", "gpt", "--learning-rat", "1"), 2, "flag provided but not defined: -learning-rat"},
 		{"a flag without its value", fixed("generate", "--checkpoint"), 2, "flag needs an argument: -checkpoint"},
 		{"a number that is not one", fixed("pretrain", "gpt", "--max-steps", "many"), 2, `invalid value "many" for flag -max-steps`},
@@ -235,7 +235,7 @@ func catalogue() []badInput {
 		{"a model_type zoo does not know", func(t *testing.T, _ fixture, d string) []string {
 			write(t, filepath.Join(d, "c", "config.json"), `{"model_type": "mamba"}`)
 			return []string{"eval", "--checkpoint", filepath.Join(d, "c"), "--corpus", "x"}
-		}, 1, `model_type "mamba" is not one zoo knows; known model types: bert (bert), roberta (bert), gpt2 (gpt), llama (llama), qwen2 (llama), mistral (llama), marian (seq2seq)`},
+		}, 1, `model_type "mamba" is not one zoo knows; known model types: bert (bert), roberta (bert), distilbert (bert), gpt2 (gpt), llama (llama), qwen2 (llama), mistral (llama), marian (seq2seq)`},
 		{"a GPT checkpoint to translate", func(_ *testing.T, f fixture, _ string) []string {
 			return []string{"translate", "--checkpoint", ckpt(f)}
 		}, 1, "is a gpt checkpoint (model_type gpt2), another model family"},
@@ -427,7 +427,7 @@ func Example_badInput() {
 	fmt.Print(errb.String())
 	// Output:
 	// 2
-	// zoo pretrain: unknown model family "resnet"; known families: gpt, seq2seq, bert, vit
+	// zoo pretrain: unknown model family "resnet"; known families: gpt, seq2seq, bert, vit, llama
 	// usage: zoo pretrain FAMILY [flags] (zoo pretrain -h for help)
 }
 

@@ -145,8 +145,11 @@ func loadMaskedLM(dir string) (*bert.ForMaskedLM, bert.Tokenizer, error) {
 		return nil, nil, err
 	}
 	head := "cls.predictions"
-	if m.Config.ModelType == bert.RobertaModelType {
+	switch m.Config.ModelType {
+	case bert.RobertaModelType:
 		head = "lm_head"
+	case bert.DistilBertModelType:
+		head = "vocab_transform"
 	}
 	for _, name := range rep.Created {
 		if strings.HasPrefix(name, head+".") {

@@ -56,7 +56,7 @@ func generateLlama(f *cmdFlags, dir, prompt string, fl generateFlags, seed uint6
 			return err
 		}
 	}
-	p, err := llama.LoadTextGeneration(dir)
+	p, err := llama.LoadTextGeneration(dir, models.WithWeightFormat(fl.weights))
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func printNBest(ctx context.Context, p *llama.TextGeneration, messages []models.
 		return err
 	}
 	for _, h := range hyps {
-		text, err := p.Tokenizer.Decode(h.Tokens)
+		text, err := models.Continuation(p.Tokenizer, ids, h.Tokens)
 		if err != nil {
 			return err
 		}

@@ -25,9 +25,10 @@ func TestInspectLlama(t *testing.T) {
 	require.Contains(t, out.String(), "model.layers.0.self_attn.q_proj.bias")
 }
 
-// A LLaMA checkpoint given to a command of a family with one is refused,
-// naming what the family lacks.
-func TestEvalLlamaRefused(t *testing.T) {
+// zoo eval scores a LLaMA checkpoint (the family has an eval command
+// since it trains; TestLlamaPretrainFinetuneGenerate scores one); one
+// without its tokenizer is refused, naming the file.
+func TestEvalLlamaNeedsTokenizer(t *testing.T) {
 	m, err := llama.NewForCausalLM(llama.Tiny(), layers.WithSeed(1))
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "llama")
@@ -35,5 +36,5 @@ func TestEvalLlamaRefused(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run([]string{"eval", "--checkpoint", dir, "--corpus", "x"}, &out, &errb)
 	require.NotEqual(t, 0, code)
-	require.Contains(t, errb.String(), "the llama family has no eval command")
+	require.Contains(t, errb.String(), "has no tokenizer.json")
 }

@@ -358,7 +358,7 @@ func predictCases(t *testing.T) []predictCase {
 // line is the library call's result, marshalled, and the plain output
 // shows it readably.
 func TestPredictEveryHead(t *testing.T) {
-	cases := append(append(predictCases(t), llamaPredictCases(t)...), robertaPredictCases(t)...)
+	cases := append(append(append(predictCases(t), llamaPredictCases(t)...), robertaPredictCases(t)...), distilPredictCases(t)...)
 	vitModel := vitBackbone(t)
 	imgs := predictImages(t)
 	cases = append(cases, predictCase{head: "ViTModel", dir: vitModel, task: "image-feature-extraction", inputs: imgs,

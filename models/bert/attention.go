@@ -79,6 +79,7 @@ type batch struct {
 	mask       []float64 // (B, T)
 	b, t       int
 	padded     bool
+	noTypes    bool // the model has no token types: TokenTypes stays nil
 }
 
 // newBatch checks and pads sequences for cfg: each non-empty, at most
@@ -91,10 +92,18 @@ func newBatch(cfg Config, ids, typeIDs [][]int) (*batch, error) {
 	if typeIDs != nil && len(typeIDs) != len(ids) {
 		return nil, fmt.Errorf("%d token type sequences for %d sequences", len(typeIDs), len(ids))
 	}
+	noTypes := cfg.variant().noTokenTypes
 	t := 0
 	for r, s := range ids {
 		if len(s) == 0 {
 			return nil, fmt.Errorf("sequence %d is empty", r)
+		}
+		if noTypes && typeIDs != nil {
+			for i, ty := range typeIDs[r] {
+				if ty != 0 {
+					return nil, fmt.Errorf("sequence %d: token type %d at position %d given to a %s, which has no token types: pass none (nil)", r, ty, i, cfg.variant().name)
+				}
+			}
 		}
 		if len(s) > cfg.MaxTokens() {
 			return nil, fmt.Errorf("sequence %d is %d tokens; the model takes at most %d (%s): shorten it", r, len(s), cfg.MaxTokens(), maxWhat(cfg))
@@ -104,7 +113,7 @@ func newBatch(cfg Config, ids, typeIDs [][]int) (*batch, error) {
 		}
 		t = max(t, len(s))
 	}
-	b := &batch{b: len(ids), t: t, ids: make([]int, len(ids)*t), types: make([]int, len(ids)*t), mask: make([]float64, len(ids)*t)}
+	b := &batch{noTypes: noTypes, b: len(ids), t: t, ids: make([]int, len(ids)*t), types: make([]int, len(ids)*t), mask: make([]float64, len(ids)*t)}
 	for r, s := range ids {
 		b.padded = b.padded || len(s) < t
 		for i := range t {
@@ -117,7 +126,7 @@ func newBatch(cfg Config, ids, typeIDs [][]int) (*batch, error) {
 				return nil, fmt.Errorf("sequence %d: token id %d at position %d is outside the vocabulary of %d (vocab_size): the tokenizer does not belong to this model", r, s[i], i, cfg.VocabSize)
 			}
 			b.ids[k], b.mask[k] = s[i], 1
-			if typeIDs != nil {
+			if typeIDs != nil && !noTypes {
 				if ty := typeIDs[r][i]; ty != 0 && cfg.TypeVocabSize == 1 {
 					return nil, fmt.Errorf("sequence %d: token type %d at position %d given to a model without token types (type_vocab_size 1, as RoBERTa's): leave every token type 0", r, ty, i)
 				} else if ty < 0 || ty >= cfg.TypeVocabSize {
@@ -138,8 +147,10 @@ func (b *batch) inputs(g *layers.Graph) (Inputs, error) {
 	if in.IDs, err = g.IntConstant("input_ids", b.ids, b.b, b.t); err != nil {
 		return in, err
 	}
-	if in.TokenTypes, err = g.IntConstant("token_type_ids", b.types, b.b, b.t); err != nil {
-		return in, err
+	if !b.noTypes {
+		if in.TokenTypes, err = g.IntConstant("token_type_ids", b.types, b.b, b.t); err != nil {
+			return in, err
+		}
 	}
 	if b.padded {
 		if in.Mask, err = g.Constant("attention_mask", b.mask, b.b, b.t); err != nil {

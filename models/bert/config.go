@@ -13,6 +13,9 @@
 // and pipeline serves it with transformers' RobertaFor… names: positions
 // from pad_token_id + 1, RobertaLMHead, RobertaClassificationHead, no
 // pooler in its heads, and its byte-level BPE tokenizer (see variant.go).
+// DistilBERT (model_type "distilbert", DistilBertBase) is one too, with
+// DistilBertConfig's keys and transformers' DistilBertFor… names: no token
+// types, no pooler, pre_classifier → ReLU → classifier (see distilbert.go).
 package bert
 
 import (
@@ -41,12 +44,13 @@ import (
 //   - kept: every other key (use_cache, torch_dtype, gradient_checkpointing,
 //     transformers_version, …) goes to Extra, and Save writes it back.
 //
-// model_type must be "bert" or "roberta" (ModelType); architectures and
+// model_type must be "bert", "roberta" or "distilbert" (ModelType; a
+// DistilBERT's keys are DistilBertConfig's, see QADropout); architectures and
 // label2id are written from what Save saves, not kept.
 type Config struct {
 	// ModelType is the model type of the BERT family this config builds:
 	// "" (or "bert") for BERT, RobertaModelType for RoBERTa (see
-	// RobertaBase). It is config.json's model_type, read and written by
+	// RobertaBase), DistilBertModelType for DistilBERT (DistilBertBase). It is config.json's model_type, read and written by
 	// UnmarshalJSON and MarshalJSON, which pick the type's codec by it.
 	ModelType                 string  `json:"-"`
 	VocabSize                 int     `json:"vocab_size"`
@@ -69,6 +73,17 @@ type Config struct {
 	// ClassifierDropout is the dropout before the classifier; nil (null)
 	// means hidden_dropout_prob, as transformers reads it.
 	ClassifierDropout *float64 `json:"classifier_dropout"`
+	// QADropout and SeqClassifDropout are DistilBERT's (ModelType
+	// DistilBertModelType) qa_dropout, before qa_outputs, and
+	// seq_classif_dropout, before its classifier; BERT's and RoBERTa's
+	// heads do not read them. (A DistilBERT's other keys are read into the
+	// fields above: dim is HiddenSize, hidden_dim IntermediateSize,
+	// n_layers NumHiddenLayers, n_heads NumAttentionHeads, activation
+	// HiddenAct, dropout HiddenDropoutProb, attention_dropout
+	// AttentionProbsDropoutProb; it has no token types, TypeVocabSize 0,
+	// and LayerNormEps is 1e-12.)
+	QADropout         float64 `json:"-"`
+	SeqClassifDropout float64 `json:"-"`
 	// ID2Label names the classes of a sequence classifier, by id ("0", "1", …).
 	ID2Label map[string]string `json:"id2label,omitempty"`
 	// Extra holds the config.json keys this Config does not model, as read
@@ -119,20 +134,32 @@ func Medium() Config { return sized(8, 512, 8, 2048) }
 // that fits int. Whether the model fits the machine's memory is New's
 // check (models.CheckParams).
 func (c Config) Validate() error {
-	if err := models.CheckSizes("bert config",
-		models.Size{Field: "vocab_size", V: c.VocabSize, Max: models.MaxDim},
-		models.Size{Field: "hidden_size", V: c.HiddenSize, Max: models.MaxDim},
-		models.Size{Field: "num_hidden_layers", V: c.NumHiddenLayers, Max: models.MaxLayers},
-		models.Size{Field: "num_attention_heads", V: c.NumAttentionHeads, Max: models.MaxDim},
-		models.Size{Field: "intermediate_size", V: c.IntermediateSize, Max: models.MaxDim},
-		models.Size{Field: "max_position_embeddings", V: c.MaxPositionEmbeddings, Max: models.MaxDim},
-		models.Size{Field: "type_vocab_size", V: c.TypeVocabSize, Max: models.MaxDim},
-	); err != nil {
+	v, err := c.variantOf()
+	if err != nil {
+		return err
+	}
+	k := v.key
+	sizes := []models.Size{
+		{Field: "vocab_size", V: c.VocabSize, Max: models.MaxDim},
+		{Field: k("hidden_size"), V: c.HiddenSize, Max: models.MaxDim},
+		{Field: k("num_hidden_layers"), V: c.NumHiddenLayers, Max: models.MaxLayers},
+		{Field: k("num_attention_heads"), V: c.NumAttentionHeads, Max: models.MaxDim},
+		{Field: k("intermediate_size"), V: c.IntermediateSize, Max: models.MaxDim},
+		{Field: "max_position_embeddings", V: c.MaxPositionEmbeddings, Max: models.MaxDim},
+	}
+	if v.noTokenTypes {
+		if c.TypeVocabSize != 0 {
+			return fmt.Errorf("%s: type_vocab_size %d: a %s has no token types; leave it 0", v.family, c.TypeVocabSize, v.name)
+		}
+	} else {
+		sizes = append(sizes, models.Size{Field: "type_vocab_size", V: c.TypeVocabSize, Max: models.MaxDim})
+	}
+	if err := models.CheckSizes(v.family, sizes...); err != nil {
 		return err
 	}
 	switch {
 	case c.HiddenSize%c.NumAttentionHeads != 0:
-		return fmt.Errorf("bert config: hidden_size %d is not divisible by num_attention_heads %d", c.HiddenSize, c.NumAttentionHeads)
+		return fmt.Errorf("%s: %s %d is not divisible by %s %d", v.family, k("hidden_size"), c.HiddenSize, k("num_attention_heads"), c.NumAttentionHeads)
 	case len(c.ID2Label) > models.MaxLabels:
 		return fmt.Errorf("bert config: id2label has %d labels, more than %d", len(c.ID2Label), models.MaxLabels)
 	case !(c.LayerNormEps > 0):
@@ -144,10 +171,6 @@ func (c Config) Validate() error {
 	case c.PositionEmbeddingType != "absolute":
 		return fmt.Errorf("bert config: position_embedding_type %q is not supported: zoo's BERT has learned absolute positions only", c.PositionEmbeddingType)
 	}
-	v, err := c.variantOf()
-	if err != nil {
-		return err
-	}
 	if v.paddedPositions && c.MaxPositionEmbeddings-c.PadTokenID-1 < 1 {
 		return fmt.Errorf("%s: max_position_embeddings %d leaves no position after padding_idx (pad_token_id) %d: %s's positions start at padding_idx + 1; use at least %d",
 			v.family, c.MaxPositionEmbeddings, c.PadTokenID, v.name, c.PadTokenID+2)
@@ -155,7 +178,8 @@ func (c Config) Validate() error {
 	ps := []struct {
 		name string
 		v    float64
-	}{{"hidden_dropout_prob", c.HiddenDropoutProb}, {"attention_probs_dropout_prob", c.AttentionProbsDropoutProb}}
+	}{{k("hidden_dropout_prob"), c.HiddenDropoutProb}, {k("attention_probs_dropout_prob"), c.AttentionProbsDropoutProb},
+		{"qa_dropout", c.QADropout}, {"seq_classif_dropout", c.SeqClassifDropout}}
 	if c.ClassifierDropout != nil {
 		ps = append(ps, struct {
 			name string
@@ -164,11 +188,11 @@ func (c Config) Validate() error {
 	}
 	for _, p := range ps {
 		if !(p.v >= 0 && p.v < 1) {
-			return fmt.Errorf("bert config: %s %g must be in [0, 1)", p.name, p.v)
+			return fmt.Errorf("%s: %s %g must be in [0, 1)", v.family, p.name, p.v)
 		}
 	}
 	if _, err := layers.ParseActivation(c.HiddenAct); err != nil {
-		return fmt.Errorf("bert config: hidden_act: %w", err)
+		return fmt.Errorf("%s: %s: %w", v.family, k("hidden_act"), err)
 	}
 	if n := c.NumParams(); n == math.MaxInt64 || n > math.MaxInt {
 		big := c.paramTerms()[0]
@@ -201,7 +225,7 @@ func (c Config) paramTerms() []models.Term {
 	v, p, ty, d, l, in := int64(c.VocabSize), int64(c.MaxPositionEmbeddings), int64(c.TypeVocabSize),
 		int64(c.HiddenSize), int64(c.NumHiddenLayers), int64(c.IntermediateSize)
 	perLayer := models.Sum(models.Mul(4, d, d), models.Mul(2, d, in), models.Mul(9, d), in)
-	return []models.Term{
+	terms := []models.Term{
 		{What: fmt.Sprintf("word_embeddings, vocab_size %d × hidden_size %d", v, d), Lower: "vocab_size", N: models.Mul(v, d)},
 		{What: fmt.Sprintf("position_embeddings, max_position_embeddings %d × hidden_size %d", p, d), Lower: "max_position_embeddings", N: models.Mul(p, d)},
 		{What: fmt.Sprintf("token_type_embeddings, type_vocab_size %d × hidden_size %d", ty, d), Lower: "type_vocab_size", N: models.Mul(ty, d)},
@@ -209,6 +233,10 @@ func (c Config) paramTerms() []models.Term {
 			Lower: "num_hidden_layers, hidden_size or intermediate_size", N: models.Mul(l, perLayer)},
 		{What: "the embedding LayerNorm and the pooler", Lower: "hidden_size", N: models.Sum(models.Mul(d, d), models.Mul(3, d))},
 	}
+	if c.variant().noPooler { // DistilBERT: no pooler (and no token types: ty is 0)
+		terms[len(terms)-1] = models.Term{What: "the embedding LayerNorm", Lower: c.variant().key("hidden_size"), N: models.Mul(2, d)}
+	}
+	return terms
 }
 
 // refused are the config.json keys whose values, other than their

@@ -18,7 +18,9 @@ import (
 func FuzzConfig(f *testing.F) {
 	cls := Tiny()
 	cls.ID2Label = map[string]string{"0": "neg", "1": "pos"}
-	for _, c := range []Config{Base(), Tiny(), Mini(), Small(), Medium(), cls} {
+	dcls := DistilBertBase()
+	dcls.ID2Label = map[string]string{"0": "NEGATIVE", "1": "POSITIVE"}
+	for _, c := range []Config{Base(), Tiny(), Mini(), Small(), Medium(), cls, RobertaBase(), DistilBertBase(), dcls} {
 		b, err := json.Marshal(c)
 		if err != nil {
 			f.Fatal(err)
@@ -34,6 +36,8 @@ func FuzzConfig(f *testing.F) {
 		`{"layer_norm_eps":-1}`, `{"pad_token_id":null}`, `{"classifier_dropout":null}`, `{"classifier_dropout":2}`,
 		`{"num_labels":3,"id2label":{"0":"a"}}`, `{"id2label":{"x":"a"}}`, `{"is_decoder":true}`,
 		`{"position_embedding_type":"relative_key"}`, `{"chunk_size_feed_forward":1}`,
+		`{"model_type":"distilbert","dim":8,"n_heads":3}`, `{"model_type":"distilbert","sinusoidal_pos_embds":true}`,
+		`{"model_type":"distilbert","hidden_size":8,"dim":16}`, `{"model_type":"distilbert","qa_dropout":1}`,
 	} {
 		f.Add([]byte(s))
 	}

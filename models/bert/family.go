@@ -13,7 +13,7 @@ import (
 func init() {
 	models.Register(models.Family{
 		Name:       "bert",
-		ModelTypes: []string{ModelType, RobertaModelType},
+		ModelTypes: []string{ModelType, RobertaModelType, DistilBertModelType},
 		NewClassifier: func(dir string, labels []string) (models.Classifier, error) {
 			c, _, err := LoadForSequenceClassification(dir, models.WithLabels(labels...))
 			return c, err
@@ -58,9 +58,14 @@ func init() {
 }
 
 // Decay reports whether a parameter gets weight decay: matrices do, except
-// the three embedding tables; biases and LayerNorms never do.
+// the three embedding tables (two for a DistilBERT); biases and
+// LayerNorms never do.
 func (m *Model) Decay(name string, shape []int) bool {
-	return layers.DecayExcept(m.WordEmbeddings.Weight.Name, m.PositionEmbeddings.Weight.Name, m.TokenTypeEmbeddings.Weight.Name)(name, shape)
+	tables := []string{m.WordEmbeddings.Weight.Name, m.PositionEmbeddings.Weight.Name}
+	if m.TokenTypeEmbeddings != nil {
+		tables = append(tables, m.TokenTypeEmbeddings.Weight.Name)
+	}
+	return layers.DecayExcept(tables...)(name, shape)
 }
 
 // The classifier as the shared classification pipeline sees it

@@ -16,7 +16,8 @@ import (
 // transform dense → hidden_act → LayerNorm, then a decoder tied to the word
 // embeddings plus its own bias. RoBERTa's RobertaLMHead is the same with
 // other names (lm_head.dense, lm_head.layer_norm, lm_head.bias) and GELU
-// whatever hidden_act says.
+// whatever hidden_act says. DistilBERT's is vocab_transform → activation →
+// vocab_layer_norm → vocab_projector (tied; its bias vocab_projector.bias).
 type MLMHead struct {
 	Transform *layers.Linear    // cls.predictions.transform.dense (d, d); RoBERTa: lm_head.dense
 	Norm      *layers.LayerNorm // cls.predictions.transform.LayerNorm; RoBERTa: lm_head.layer_norm
@@ -206,11 +207,13 @@ func (p *ForMaskedLM) Loss(g *layers.Graph, in Inputs, labels *gorgonia.Node) (l
 // pooled output. A RoBERTa one is RobertaForSequenceClassification: no
 // pooler, and RobertaClassificationHead on the first token (<s>): dropout,
 // "classifier.dense" (d, d), tanh, dropout, "classifier.out_proj"
-// (num_labels, d).
+// (num_labels, d). A DistilBERT one is DistilBertForSequenceClassification:
+// "pre_classifier" (d, d) on the first token, ReLU, dropout
+// (seq_classif_dropout), "classifier" (num_labels, d).
 type ForSequenceClassification struct {
 	*Model
 	Classifier *layers.Linear // classifier; RoBERTa: classifier.out_proj
-	Dense      *layers.Linear // RoBERTa's classifier.dense; nil for BERT
+	Dense      *layers.Linear // RoBERTa's classifier.dense, DistilBERT's pre_classifier; nil for BERT
 	Labels     []string       // class names by id
 	drop       layers.Dropout
 }
@@ -231,14 +234,17 @@ func NewForSequenceClassification(m *Model, labels []string) (*ForSequenceClassi
 	c := &ForSequenceClassification{Model: m, Labels: append([]string(nil), labels...), drop: layers.Dropout{P: m.Config.classifierDropout()}}
 	d, s := m.Config.HiddenSize, m.Store.Root().Sub("classifier")
 	var err error
-	if m.Config.variant().denseClassifier {
+	if h := m.Config.variant().cls; h != nil {
 		if err := m.dropPooler(); err != nil {
 			return nil, err
 		}
-		if c.Dense, err = layers.NewLinear(s.Sub("dense"), d, d, true); err != nil {
+		if c.Dense, err = layers.NewLinear(scope(m.Store, h.dense), d, d, true); err != nil {
 			return nil, fmt.Errorf("bert classifier: %w", err)
 		}
-		s = s.Sub("out_proj")
+		s = scope(m.Store, h.out)
+		if h.relu {
+			c.drop = layers.Dropout{P: m.Config.SeqClassifDropout}
+		}
 	}
 	if c.Classifier, err = layers.NewLinear(s, d, len(labels), true); err != nil {
 		return nil, fmt.Errorf("bert classifier: %w", err)
@@ -279,9 +285,10 @@ func (c *ForSequenceClassification) Loss(g *layers.Graph, in Inputs, labels *gor
 	return loss, logits, nil
 }
 
-// denseLogits is RobertaClassificationHead on the first token's last
-// hidden state, which the last layer computes alone
-// (layers.Encoder.ForwardFirst), as Pooled does.
+// denseLogits is RobertaClassificationHead (or DistilBERT's
+// pre_classifier → ReLU → classifier) on the first token's last hidden
+// state, which the last layer computes alone (layers.Encoder.ForwardFirst),
+// as Pooled does.
 func (c *ForSequenceClassification) denseLogits(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 	h, err := c.embed(g, in)
 	if err != nil {
@@ -294,13 +301,21 @@ func (c *ForSequenceClassification) denseLogits(g *layers.Graph, in Inputs) (*go
 	if err != nil {
 		return nil, fmt.Errorf("bert classifier: %w", err)
 	}
-	if x, err = c.drop.Forward(g, x); err != nil {
-		return nil, fmt.Errorf("bert classifier: %w", err)
+	relu := c.Config.variant().cls.relu
+	if !relu {
+		if x, err = c.drop.Forward(g, x); err != nil {
+			return nil, fmt.Errorf("bert classifier: %w", err)
+		}
 	}
 	if x, err = c.Dense.Forward(g, x); err != nil {
 		return nil, fmt.Errorf("bert classifier: %w", err)
 	}
-	if x, err = gorgonia.Tanh(x); err != nil {
+	if relu {
+		x, err = layers.Activate(x, layers.ReLU)
+	} else {
+		x, err = gorgonia.Tanh(x)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("bert classifier: %w", err)
 	}
 	if x, err = c.drop.Forward(g, x); err != nil {

@@ -21,6 +21,11 @@ package bert
 // lm_head.dense, lm_head.layer_norm and lm_head.bias for the masked-LM
 // head, whose tied decoder is lm_head.decoder.weight (and .bias), and
 // classifier.dense and classifier.out_proj; none of its heads has a pooler.
+// DistilBERT (distilbert.go) has its own names throughout: "distilbert."
+// with distilbert.transformer.layer.N (a DistilBertModel checkpoint:
+// embeddings.* and transformer.*), vocab_transform, vocab_layer_norm and
+// vocab_projector (its weight tied, its bias the head's), pre_classifier;
+// no token types and no pooler.
 
 import (
 	"fmt"
@@ -52,6 +57,12 @@ type hfKeys struct {
 
 func (k *hfKeys) isBackbone(name string) bool { return strings.HasPrefix(name, k.v.prefix+".") }
 
+// isClassifier reports whether name is a classifier's, which a new head
+// replaces: classifier.*, and DistilBERT's pre_classifier.*.
+func (k *hfKeys) isClassifier(name string) bool {
+	return strings.HasPrefix(name, "classifier.") || k.v.cls != nil && strings.HasPrefix(name, k.v.cls.dense+".")
+}
+
 // newKeys is the key map of m's store and model type.
 func (m *Model) newKeys(heads, newHead bool) *hfKeys {
 	return &hfKeys{store: m.Store, v: m.Config.variant(), heads: heads, newHead: newHead}
@@ -63,7 +74,7 @@ func (k *hfKeys) FromFile(key string) (name string, transpose, skip bool) {
 		return "", false, true // buffers, not parameters
 	}
 	name = key
-	for _, p := range []string{"embeddings.", "encoder.", "pooler."} {
+	for _, p := range []string{"embeddings.", k.v.encoder + ".", "pooler."} {
 		if strings.HasPrefix(key, p) { // a BertModel checkpoint: no "bert." prefix
 			name = k.v.prefix + "." + key
 		}
@@ -90,7 +101,7 @@ func (k *hfKeys) FromFile(key string) (name string, transpose, skip bool) {
 		k.dropped = append(k.dropped, key) // the model is a head without a pooler
 		return "", false, true
 	}
-	if _, ok := k.store.Param(name); (!ok || k.newHead && strings.HasPrefix(name, "classifier.")) && k.heads && !k.isBackbone(name) {
+	if _, ok := k.store.Param(name); (!ok || k.newHead && k.isClassifier(name)) && k.heads && !k.isBackbone(name) {
 		k.dropped = append(k.dropped, key)
 		return "", false, true
 	}

@@ -22,7 +22,11 @@ const ModelType = "bert"
 // bert.encoder.layer.0.attention.self.query.weight, …), so a checkpoint
 // loads key by key (hf.go). A RoBERTa (Config.ModelType
 // RobertaModelType) is transformers' RobertaModel: the same under
-// "roberta.", with position ids from pad_token_id + 1 (see embed).
+// "roberta.", with position ids from pad_token_id + 1 (see embed). A
+// DistilBERT (DistilBertModelType) is transformers' DistilBertModel:
+// distilbert.embeddings.* without token types,
+// distilbert.transformer.layer.N.* (q_lin, sa_layer_norm, ffn.lin1, …),
+// and no pooler.
 //
 // A Model, and every head on it, is safe for concurrent use by multiple
 // goroutines for inference: Attentions, HiddenStates, FillMask and graphs
@@ -36,10 +40,10 @@ type Model struct {
 	Store               *layers.Store
 	WordEmbeddings      *layers.Embedding         // bert.embeddings.word_embeddings
 	PositionEmbeddings  *layers.LearnedPositional // bert.embeddings.position_embeddings
-	TokenTypeEmbeddings *layers.Embedding         // bert.embeddings.token_type_embeddings
+	TokenTypeEmbeddings *layers.Embedding         // bert.embeddings.token_type_embeddings; nil for a DistilBERT
 	EmbeddingsNorm      *layers.LayerNorm         // bert.embeddings.LayerNorm
 	Encoder             *layers.Encoder           // bert.encoder.layer.*
-	Pooler              *layers.Linear            // bert.pooler.dense; nil for the heads without one (see dropPooler)
+	Pooler              *layers.Linear            // bert.pooler.dense; nil for the heads without one (see dropPooler) and a DistilBERT
 	drop                layers.Dropout
 	arch                string // the head class a NewFor* put on it, for Save; "" to infer it
 }
@@ -56,7 +60,7 @@ func (c Config) block() layers.BlockConfig {
 	return layers.BlockConfig{
 		Dim: c.HiddenSize, Heads: c.NumAttentionHeads, FFNDim: c.IntermediateSize, Activation: c.HiddenAct,
 		Norm: layers.PostNorm, LayerNormEps: c.LayerNormEps, Dropout: c.HiddenDropoutProb,
-		AttentionDropout: c.AttentionProbsDropoutProb, Bias: true, Names: blockNames,
+		AttentionDropout: c.AttentionProbsDropoutProb, Bias: true, Names: c.variant().blocks,
 	}
 }
 
@@ -91,17 +95,21 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 	if m.PositionEmbeddings, err = layers.NewLearnedPositional(emb.Sub("position_embeddings"), cfg.MaxPositionEmbeddings, d); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
-	if m.TokenTypeEmbeddings, err = layers.NewEmbedding(emb.Sub("token_type_embeddings"), cfg.TypeVocabSize, d); err != nil {
-		return nil, fmt.Errorf("bert: %w", err)
+	if !v.noTokenTypes {
+		if m.TokenTypeEmbeddings, err = layers.NewEmbedding(emb.Sub("token_type_embeddings"), cfg.TypeVocabSize, d); err != nil {
+			return nil, fmt.Errorf("bert: %w", err)
+		}
 	}
 	if m.EmbeddingsNorm, err = layers.NewLayerNorm(emb.Sub("LayerNorm"), d, cfg.LayerNormEps, true); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
-	if m.Encoder, err = layers.NewEncoder(root.Sub("encoder"), cfg.block(), cfg.NumHiddenLayers); err != nil {
+	if m.Encoder, err = layers.NewEncoder(root.Sub(v.encoder), cfg.block(), cfg.NumHiddenLayers); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
-	if m.Pooler, err = layers.NewLinear(root.Sub("pooler").Sub("dense"), d, d, true); err != nil {
-		return nil, fmt.Errorf("bert: %w", err)
+	if !v.noPooler {
+		if m.Pooler, err = layers.NewLinear(root.Sub("pooler").Sub("dense"), d, d, true); err != nil {
+			return nil, fmt.Errorf("bert: %w", err)
+		}
 	}
 	zeroRow(m.WordEmbeddings.Weight, cfg.PadTokenID)
 	if v.paddedPositions { // RobertaEmbeddings' position table has padding_idx too
@@ -162,7 +170,11 @@ func (m *Model) embed(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 		return nil, fmt.Errorf("bert: %d tokens exceed the %d positions (max_position_embeddings); truncate the input", t, m.Config.MaxPositionEmbeddings)
 	}
 	types := in.TokenTypes
-	if types == nil {
+	if v.noTokenTypes {
+		if types != nil {
+			return nil, fmt.Errorf("bert: token type ids given to a %s, which has no token types (no token_type_embeddings); leave Inputs.TokenTypes nil", v.name)
+		}
+	} else if types == nil {
 		var err error
 		if types, err = g.IntConstant("token_type_ids", make([]int, b*t), b, t); err != nil {
 			return nil, fmt.Errorf("bert: %w", err)
@@ -174,12 +186,14 @@ func (m *Model) embed(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
-	tt, err := m.TokenTypeEmbeddings.Forward(g, types)
-	if err != nil {
-		return nil, fmt.Errorf("bert: token types: %w", err)
-	}
-	if h, err = ops.Add(h, tt); err != nil {
-		return nil, fmt.Errorf("bert: embeddings: %w", err)
+	if !v.noTokenTypes {
+		tt, err := m.TokenTypeEmbeddings.Forward(g, types)
+		if err != nil {
+			return nil, fmt.Errorf("bert: token types: %w", err)
+		}
+		if h, err = ops.Add(h, tt); err != nil {
+			return nil, fmt.Errorf("bert: embeddings: %w", err)
+		}
 	}
 	if v.paddedPositions {
 		pos, err := ops.PaddedPositions(in.IDs, m.Config.PadTokenID)

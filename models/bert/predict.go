@@ -74,7 +74,7 @@ func newPipe(where, dir string, cfg Config) (pipe, error) {
 	}
 	wp, _ := tok.(*datasets.WordPiece)
 	pt, ok := tok.(Tokenizer)
-	if !ok || v == bertVariant && wp == nil {
+	if !ok || v.wordPiece && wp == nil {
 		return pipe{}, fmt.Errorf("bert: %s: %s is a %T, not %s", where, filepath.Join(dir, models.TokenizerFile), tok, v.tokenizer)
 	}
 	if n := pt.VocabSize(); n > cfg.VocabSize {
@@ -243,6 +243,9 @@ func (c *graphs) evaluate(m *Model, ids, types [][]int, build func(g *layers.Gra
 // of the batch) given to build as an int input node: the graph is keyed by
 // (B, T, M), so that a fill-mask batch with as many masks reuses it.
 func (c *graphs) evaluateAt(m *Model, ids, types [][]int, at []int, build func(g *layers.Graph, in Inputs, at *gorgonia.Node) ([]*gorgonia.Node, error)) ([][]float64, *batch, error) {
+	if m.Config.variant().noTokenTypes {
+		types = nil // the tokenizer's segments, which a DistilBERT does not read
+	}
 	b, err := newBatch(m.Config, ids, types)
 	if err != nil {
 		return nil, nil, err
@@ -256,7 +259,9 @@ func (c *graphs) evaluateAt(m *Model, ids, types [][]int, at []int, build func(g
 		c.compiles.Add(1)
 	}
 	copy(x.ids.Value().Data().([]int), b.ids)
-	copy(x.types.Value().Data().([]int), b.types)
+	if x.types != nil {
+		copy(x.types.Value().Data().([]int), b.types)
+	}
 	if x.at != nil {
 		copy(x.at.Value().Data().([]int), at)
 	}
@@ -279,7 +284,10 @@ func (c *graphs) evaluateAt(m *Model, ids, types [][]int, at []int, build func(g
 // compile builds and compiles the graph of a (B, T) batch.
 func compile(m *Model, bs, t, at int, build func(g *layers.Graph, in Inputs, at *gorgonia.Node) ([]*gorgonia.Node, error)) (*compiled, error) {
 	g := m.Store.NewGraph()
-	x := &compiled{ids: g.IntInput("input_ids", bs, t), types: g.IntInput("token_type_ids", bs, t), mask: g.Input("attention_mask", bs, t)}
+	x := &compiled{ids: g.IntInput("input_ids", bs, t), mask: g.Input("attention_mask", bs, t)}
+	if !m.Config.variant().noTokenTypes {
+		x.types = g.IntInput("token_type_ids", bs, t)
+	}
 	if at > 0 {
 		x.at = g.IntInput("positions", at)
 	}
@@ -535,7 +543,7 @@ func LoadFeatureExtraction(dir string, opts ...models.LoadOption) (*FeatureExtra
 	if err != nil {
 		return nil, err
 	}
-	pooler := true
+	pooler := m.Pooler != nil // a DistilBERT has none
 	for _, name := range r.Created {
 		if strings.HasPrefix(name, m.Config.variant().prefix+".pooler.") {
 			pooler = false

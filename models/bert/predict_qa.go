@@ -137,7 +137,8 @@ func LoadQuestionAnswering(dir string, opts ...models.LoadOption) (*QuestionAnsw
 	if err := refuseCreated(where, dir, r, "span head"); err != nil {
 		return nil, err
 	}
-	if n := q.Config.TypeVocabSize; n < 2 && !q.Config.variant().paddedPositions {
+	if v := q.Config.variant(); q.Config.TypeVocabSize < 2 && !v.paddedPositions && !v.noTokenTypes {
+		n := q.Config.TypeVocabSize
 		return nil, fmt.Errorf("bert: %s: checkpoint %s has type_vocab_size %d: question answering types the question 0 and the context 1, which needs 2", where, dir, n)
 	}
 	p, err := newPipe(where, dir, q.Config)

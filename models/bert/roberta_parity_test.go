@@ -29,7 +29,13 @@ import (
 // robertaHead loads testdata/roberta/<head> and returns its model, the
 // output nodes' builder and their golden names.
 func robertaHead(t *testing.T, head string, dt tensor.Dtype, strict bool) (*Model, func(string) error, LoadReport, func(*layers.Graph, Inputs) ([]*gorgonia.Node, error), []string) {
-	dir := filepath.Join("testdata", "roberta", head)
+	return variantHead(t, "roberta", head, dt, strict)
+}
+
+// variantHead loads testdata/<variant>/<head> (a reference script's
+// fixture) as robertaHead does.
+func variantHead(t *testing.T, variant, head string, dt tensor.Dtype, strict bool) (*Model, func(string) error, LoadReport, func(*layers.Graph, Inputs) ([]*gorgonia.Node, error), []string) {
+	dir := filepath.Join("testdata", variant, head)
 	opts := []models.LoadOption{layers.WithDtype(dt)}
 	if strict {
 		opts = append(opts, models.Strict())
@@ -65,20 +71,28 @@ func robertaHead(t *testing.T, head string, dt tensor.Dtype, strict bool) (*Mode
 }
 
 func TestRobertaParity(t *testing.T) {
+	variantParity(t, "roberta", func(t *testing.T, m *Model) {
+		require.Nil(t, m.Pooler, "none of RoBERTa's heads has a pooler")
+		require.Equal(t, RobertaModelType, m.Config.ModelType)
+	})
+}
+
+// variantParity runs each head of testdata/<variant> in float64 and
+// float32 against its golden logits and gradients; check sees each model.
+func variantParity(t *testing.T, variant string, check func(*testing.T, *Model)) {
 	for _, head := range []string{"mlm", "seq", "token", "qa"} {
 		for _, c := range []struct {
 			dt        tensor.Dtype
 			out, grad float64
 		}{{tensor.Float64, 1e-10, 1e-10}, {tensor.Float32, 1e-4, 1e-4}} {
 			t.Run(head+"/"+c.dt.String(), func(t *testing.T) {
-				f, err := safetensors.ReadFile(filepath.Join("testdata", "roberta", head, "golden.safetensors"))
+				f, err := safetensors.ReadFile(filepath.Join("testdata", variant, head, "golden.safetensors"))
 				require.NoError(t, err)
 				gold := golden{t, f}
-				m, _, rep, build, keys := robertaHead(t, head, c.dt, true)
+				m, _, rep, build, keys := variantHead(t, variant, head, c.dt, true)
 				require.Empty(t, rep.Dropped)
 				require.Empty(t, rep.Created)
-				require.Nil(t, m.Pooler, "none of RoBERTa's heads has a pooler")
-				require.Equal(t, RobertaModelType, m.Config.ModelType)
+				check(t, m)
 
 				ids := gold.ints("input_ids")
 				bs, tl := 2, len(ids)/2

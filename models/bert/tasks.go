@@ -74,9 +74,13 @@ func (c *ForTokenClassification) Loss(g *layers.Graph, in Inputs, labels *gorgon
 // ForQuestionAnswering is transformers' BertForQuestionAnswering
 // (extractive QA, SQuAD): a linear "qa_outputs" (2, d) on every token,
 // giving the scores of the answer span's start and end.
+//
+// A DistilBERT one (DistilBertForQuestionAnswering) has dropout
+// (qa_dropout) before qa_outputs.
 type ForQuestionAnswering struct {
 	*Model
 	QAOutputs *layers.Linear // qa_outputs
+	drop      layers.Dropout
 }
 
 // NewForQuestionAnswering puts a span head on m, initialised
@@ -93,7 +97,7 @@ func NewForQuestionAnswering(m *Model) (*ForQuestionAnswering, error) {
 		return nil, fmt.Errorf("bert qa: %w", err)
 	}
 	m.arch = archQA
-	return &ForQuestionAnswering{Model: m, QAOutputs: qa}, nil
+	return &ForQuestionAnswering{Model: m, QAOutputs: qa, drop: layers.Dropout{P: m.Config.QADropout}}, nil
 }
 
 // Logits maps a batch (B, T) to the start and end scores, each (B, T).
@@ -101,6 +105,9 @@ func (q *ForQuestionAnswering) Logits(g *layers.Graph, in Inputs) (start, end *g
 	h, err := q.Hidden(g, in)
 	if err != nil {
 		return nil, nil, err
+	}
+	if h, err = q.drop.Forward(g, h); err != nil { // P 0 but for a DistilBERT
+		return nil, nil, fmt.Errorf("bert qa: %w", err)
 	}
 	y, err := q.QAOutputs.Forward(g, h) // (B, T, 2)
 	if err != nil {

@@ -27,18 +27,25 @@ type variant struct {
 	family     string // the config errors' prefix: "bert config"
 	class      string // transformers' class prefix: "Bert" (BertForMaskedLM), "Roberta"
 	prefix     string // the backbone's scope in a head's checkpoint: "bert", "roberta"
-	codec      *models.Codec[Config]
+	encoder    string // the layer stack's scope under prefix: "encoder" (DistilBERT: "transformer")
+	blocks     layers.BlockNames
+	codec      configCodec
 	mlm        mlmNames
 	// paddedPositions: position ids start at padding_idx + 1 and count
 	// only the non-pad tokens (transformers'
 	// create_position_ids_from_input_ids), so at most
 	// max_position_embeddings − padding_idx − 1 tokens fit.
 	paddedPositions bool
-	// denseClassifier: the sequence classifier is RoBERTa's
-	// RobertaClassificationHead, dense → tanh → out_proj on the first
-	// token's hidden state, on a backbone without a pooler; otherwise
+	// cls, when set, is the sequence classifier on the first token's
+	// hidden state, on a backbone without a pooler: RoBERTa's
+	// RobertaClassificationHead or DistilBERT's pre_classifier; nil is
 	// BERT's linear classifier on the pooled output.
-	denseClassifier bool
+	cls *clsHead
+	// noTokenTypes: the model has no token_type_embeddings (DistilBERT),
+	// and token type ids given to it are an error.
+	noTokenTypes bool
+	// noPooler: no model of the type has a pooler (DistilBERT).
+	noPooler bool
 	// mlmPooler: ForMaskedLM keeps the pooler (zoo's BERT does, so that
 	// its checkpoints load into every head; RoBERTa's follows
 	// transformers' add_pooling_layer=False).
@@ -49,6 +56,7 @@ type variant struct {
 	// <unk>), and tokenizer what the pipelines take, for errors.
 	specials  [3]string
 	tokenizer string
+	wordPiece bool // the pipelines take a WordPiece only (BERT's, DistilBERT's)
 }
 
 // mlmNames are the tensor names of the masked-LM head and whether its
@@ -59,25 +67,51 @@ type mlmNames struct {
 	gelu                       bool
 }
 
+// clsHead is a sequence classifier on the first token: dense → tanh →
+// out (RobertaClassificationHead: dropout before dense and before out), or
+// dense → ReLU → out (DistilBERT: dropout before out only).
+type clsHead struct {
+	dense, out string // the two linears' names: "classifier.dense", "classifier.out_proj"
+	relu       bool   // DistilBERT's pre_classifier → ReLU, without the first dropout
+}
+
+// configCodec reads and writes a model type's config.json into Config
+// (a *models.Codec[Config], or distilCodec, which renames the keys).
+type configCodec interface {
+	Unmarshal(b []byte, c *Config) error
+	UnmarshalStrict(b []byte, c *Config, what string) error
+	Marshal(c Config, arch string) ([]byte, error)
+	Saved(c Config, arch string) json.Marshaler
+	CheckExtra(c Config) error
+}
+
+// blockNamesOf are a layer's names: the attention scope, its norm, the
+// feed-forward's two linears, the final norm, and the four projections.
+func blockNamesOf(attn, attnNorm, ffnIn, ffnOut, final, q, k, v, o string) layers.BlockNames {
+	return layers.BlockNames{SelfAttn: attn, SelfAttnNorm: attnNorm, FFNIn: ffnIn, FFNOut: ffnOut, FinalNorm: final,
+		Attention: layers.AttentionNames{Query: q, Key: k, Value: v, Out: o}, Layers: "layer"}
+}
+
 var bertVariant = &variant{
-	modelType: ModelType, name: "BERT", family: "bert config", class: "Bert", prefix: "bert",
+	modelType: ModelType, name: "BERT", family: "bert config", class: "Bert", prefix: "bert", encoder: "encoder", blocks: blockNames,
 	mlm: mlmNames{dense: "cls.predictions.transform.dense", norm: "cls.predictions.transform.LayerNorm", bias: "cls.predictions.bias",
 		decoderWeight: "cls.predictions.decoder.weight", decoderBias: "cls.predictions.decoder.bias"},
-	mlmPooler: true, mask: MaskToken, specials: [3]string{"[CLS]", "[SEP]", "[UNK]"},
+	mlmPooler: true, wordPiece: true, mask: MaskToken, specials: [3]string{"[CLS]", "[SEP]", "[UNK]"},
 	tokenizer: "a WordPiece tokenizer (BERT's, with the BertNormalizer and BertPreTokenizer)",
 }
 
 var robertaVariant = &variant{
-	modelType: RobertaModelType, configType: RobertaModelType, name: "RoBERTa", family: "roberta config", class: "Roberta", prefix: "roberta",
+	modelType: RobertaModelType, configType: RobertaModelType, name: "RoBERTa", family: "roberta config", class: "Roberta", prefix: "roberta", encoder: "encoder", blocks: blockNames,
 	mlm: mlmNames{dense: "lm_head.dense", norm: "lm_head.layer_norm", bias: "lm_head.bias",
 		decoderWeight: "lm_head.decoder.weight", decoderBias: "lm_head.decoder.bias", gelu: true},
-	paddedPositions: true, denseClassifier: true, mask: RobertaMaskToken, specials: [3]string{"<s>", "</s>", "<unk>"},
+	paddedPositions: true, cls: &clsHead{dense: "classifier.dense", out: "classifier.out_proj"}, mask: RobertaMaskToken, specials: [3]string{"<s>", "</s>", "<unk>"},
 	tokenizer: "RoBERTa's byte-level BPE tokenizer with its RobertaProcessing post-processor",
 }
 
 func init() {
 	bertVariant.codec = codec
 	robertaVariant.codec = robertaCodec
+	distilVariant.codec = distilCodec{}
 }
 
 // variantOf is c's model type.
@@ -87,8 +121,10 @@ func (c Config) variantOf() (*variant, error) {
 		return bertVariant, nil
 	case RobertaModelType:
 		return robertaVariant, nil
+	case DistilBertModelType:
+		return distilVariant, nil
 	}
-	return nil, fmt.Errorf("bert config: model type %q is not one of the BERT family's (%q, %q)", c.ModelType, ModelType, RobertaModelType)
+	return nil, fmt.Errorf("bert config: model type %q is not one of the BERT family's (%q, %q, %q)", c.ModelType, ModelType, RobertaModelType, DistilBertModelType)
 }
 
 // variant is variantOf for a validated config (New validates).
@@ -115,8 +151,23 @@ func variantOfJSON(b []byte, current string) (*variant, error) {
 		return bertVariant, nil
 	case RobertaModelType:
 		return robertaVariant, nil
+	case DistilBertModelType:
+		return distilVariant, nil
 	}
-	return nil, fmt.Errorf("bert config: model_type %q is not %s or %s (the BERT family's model types)", *head.ModelType, ModelType, RobertaModelType)
+	return nil, fmt.Errorf("bert config: model_type %q is not %s, %s or %s (the BERT family's model types)", *head.ModelType, ModelType, RobertaModelType, DistilBertModelType)
+}
+
+// distilKeys are DistilBertConfig's names for BertConfig's keys.
+var distilKeys = map[string]string{"hidden_size": "dim", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",
+	"intermediate_size": "hidden_dim", "hidden_act": "activation", "hidden_dropout_prob": "dropout",
+	"attention_probs_dropout_prob": "attention_dropout"}
+
+// key is the variant's config.json name for BertConfig's key k, for errors.
+func (v *variant) key(k string) string {
+	if n, ok := distilKeys[k]; ok && v == distilVariant {
+		return n
+	}
+	return k
 }
 
 // arch is transformers' class of the variant for BERT's class name

@@ -66,7 +66,7 @@ func (t *TextGeneration) Chat(ctx context.Context, messages []models.ChatMessage
 	if err != nil {
 		return Generated{}, err
 	}
-	text, err := t.Tokenizer.Decode(toks[0])
+	text, err := models.Continuation(t.Tokenizer, ids, toks[0])
 	if err != nil {
 		return Generated{}, fmt.Errorf("llama: chat: decode the answer: %w", err)
 	}

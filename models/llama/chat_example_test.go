@@ -44,7 +44,7 @@ func ExampleTextGeneration_Chat() {
 	fmt.Printf("%d new tokens: %q\n", len(answer.Tokens), answer.Text)
 	// Output:
 	// "<s>[system] Be brief.</s>[user] Hello</s>[assistant]" starts with bos 1 once: true
-	// 5 new tokens: "     , 2will\nbe obliquely "
+	// 5 new tokens: "      , 2will\nbe obliquely "
 }
 
 // The n best continuations of beam search, with their scores.

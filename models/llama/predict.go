@@ -235,7 +235,7 @@ func (t *TextGeneration) Generate(ctx context.Context, prompts []string, cfg Tex
 			return nil, err
 		}
 		for i, tk := range toks {
-			text, err := t.Tokenizer.Decode(tk)
+			text, err := models.Continuation(t.Tokenizer, part[i], tk)
 			if err != nil {
 				return nil, fmt.Errorf("llama: decode the text of prompt %d: %w", lo+i, err)
 			}
@@ -290,7 +290,7 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 		for i, h := range hyps {
 			out[i] = h[0].Tokens // without the EOS token that ended it
 			if cfg.OnText != nil {
-				if s := decodeText(out[i]); s != "" {
+				if s, _ := models.Continuation(t.Tokenizer, prompts[i], out[i]); s != "" {
 					cfg.OnText(lo+i, s)
 				}
 			}
@@ -302,6 +302,9 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 	var streams []models.TextStreamer
 	if cfg.OnText != nil {
 		streams = make([]models.TextStreamer, len(prompts))
+		for r := range streams {
+			streams[r].Prime(prompts[r], t.Tokenizer)
+		}
 		sc.OnToken = func(row, token int) {
 			if slices.Contains(cfg.EOS, token) {
 				return

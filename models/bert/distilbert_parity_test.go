@@ -1,0 +1,80 @@
+package bert
+
+// Parity with PyTorch DistilBertForMaskedLM, DistilBertForSequenceClassification,
+// DistilBertForTokenClassification and DistilBertForQuestionAnswering written
+// with transformers' module names (tools/pytorch/distilbert_reference.py,
+// which made testdata/distilbert/<head>: config.json and model.safetensors
+// as save_pretrained lays them out, and golden.safetensors with a padded
+// batch, the logits, a loss sum(logits·r) and the gradient of every
+// parameter, in float64). The script checks that an unmasked attention, or
+// tanh for the classifier's ReLU, moves the logits by more than 0.05.
+
+import (
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/tensor"
+
+	"github.com/d73a19ff/zoo/internal/safetensors"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+)
+
+func TestDistilBertParity(t *testing.T) {
+	variantParity(t, "distilbert", func(t *testing.T, m *Model) {
+		require.Nil(t, m.Pooler, "DistilBERT has no pooler")
+		require.Nil(t, m.TokenTypeEmbeddings, "DistilBERT has no token types")
+		require.Equal(t, DistilBertModelType, m.Config.ModelType)
+		require.Equal(t, 16, m.Config.HiddenSize)       // dim
+		require.Equal(t, 32, m.Config.IntermediateSize) // hidden_dim
+		require.Equal(t, 1e-12, m.Config.LayerNormEps)
+	})
+}
+
+// What zoo saves from each DistilBERT head has exactly the keys and shapes
+// of the reference's save_pretrained (so transformers' DistilBertFor…
+// loads it strictly), config.json names the class under DistilBertConfig's
+// keys, and it loads back strictly.
+func TestDistilBertSaveKeys(t *testing.T) {
+	for _, head := range []string{"mlm", "seq", "token", "qa"} {
+		t.Run(head, func(t *testing.T) {
+			dir := filepath.Join("testdata", "distilbert", head)
+			m, save, _, _, _ := variantHead(t, "distilbert", head, tensor.Float32, true)
+			out := t.TempDir()
+			require.NoError(t, save(out))
+			ref, err := safetensors.ReadFile(filepath.Join(dir, models.WeightsFile))
+			require.NoError(t, err)
+			ours, err := safetensors.ReadFile(filepath.Join(out, models.WeightsFile))
+			require.NoError(t, err)
+			a, b := slices.Clone(ref.Names()), slices.Clone(ours.Names())
+			sort.Strings(a)
+			sort.Strings(b)
+			require.Equal(t, a, b)
+			for _, k := range a {
+				x, _ := ref.Tensor(k)
+				y, _ := ours.Tensor(k)
+				require.Equal(t, x.Shape, y.Shape, k)
+			}
+			var want, got map[string]any
+			require.NoError(t, layers.ReadConfig(dir, &want))
+			require.NoError(t, layers.ReadConfig(out, &got))
+			require.Equal(t, want["architectures"], got["architectures"])
+			require.Equal(t, "distilbert", got["model_type"])
+			for k, v := range want {
+				if k == "label2id" {
+					continue
+				}
+				require.Contains(t, got, k)
+				require.EqualValues(t, v, got[k], k)
+			}
+			for _, k := range []string{"hidden_size", "num_hidden_layers", "type_vocab_size", "layer_norm_eps", "hidden_act"} {
+				require.NotContains(t, got, k, "BertConfig's names are not written")
+			}
+			back, _, _, _, _ := variantHead(t, "distilbert", head, tensor.Float32, true)
+			require.Equal(t, m.NumParams(), back.NumParams())
+		})
+	}
+}

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Reference DistilBERT heads (Hugging Face modeling_distilbert.py, eager attention) in plain PyTorch.
+
+Run with the Debian torch package (see tools/pytorch/README.md):
+
+    /usr/bin/python3 tools/pytorch/distilbert_reference.py [--out models/bert/testdata/distilbert]
+    /usr/bin/python3 tools/pytorch/distilbert_reference.py --check DIR   # a zoo DistilBERT checkpoint of any head
+
+No `transformers` package is available here, so this file re-implements
+transformers' modeling_distilbert.py with the same module names:
+
+    class Embeddings: word_embeddings (padding_idx), position_embeddings
+        (learned: sinusoidal_pos_embds false), LayerNorm (eps 1e-12); no token types
+    class MultiHeadSelfAttention: q_lin, k_lin, v_lin, out_lin; q / sqrt(dim_per_head),
+        masked_fill(mask == 0, finfo.min), softmax
+    class FFN: lin1, activation, lin2
+    class TransformerBlock: attention, sa_layer_norm, ffn, output_layer_norm (post-norm, eps 1e-12)
+    class Transformer: layer.N;  class DistilBertModel: embeddings, transformer (no pooler)
+    DistilBertForMaskedLM: vocab_transform, activation, vocab_layer_norm, vocab_projector
+        (weight tied to the word embeddings, its own bias)
+    DistilBertForSequenceClassification: pre_classifier on the first token, ReLU,
+        dropout (seq_classif_dropout), classifier
+    DistilBertForTokenClassification: dropout (dropout), classifier
+    DistilBertForQuestionAnswering: dropout (qa_dropout), qa_outputs
+
+For each head it writes DIR/<head>/config.json and model.safetensors as
+save_pretrained lays them out (the tied vocab_projector.weight left out, no
+position_ids buffer) and golden.safetensors: the inputs, the logits, the
+loss (a fixed random weighting of the logits, sum(logits * r), r ~ N(0, 0.25²)) and the
+gradients of every parameter, in float64.
+
+With --check DIR it loads a checkpoint zoo saved into the class its
+config.json names with load_state_dict(strict=True) (vocab_projector.weight
+filled from the word embeddings, as tie_weights does), which fails on a
+missing or an unexpected key.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections import OrderedDict
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
+
+GENERATOR = "tools/pytorch/distilbert_reference.py"
+
+# A tiny DistilBERT under DistilBertConfig's names.
+CONFIG = OrderedDict(
+    model_type="distilbert",
+    vocab_size=24, dim=16, n_layers=2, n_heads=4, hidden_dim=32, activation="gelu",
+    dropout=0.0, attention_dropout=0.0, qa_dropout=0.0, seq_classif_dropout=0.0,
+    max_position_embeddings=12, sinusoidal_pos_embds=False, initializer_range=0.02,
+    pad_token_id=0, tie_weights_=True,
+)
+EPS = 1e-12
+
+
+class Flags:
+    """Deliberate bugs, each off by default, to check the fixture catches them."""
+    no_mask = False
+    tanh_classifier = False  # RoBERTa's tanh for DistilBERT's ReLU
+
+
+def act(c, x):
+    return F.gelu(x) if c["activation"] == "gelu" else F.relu(x)
+
+
+class Embeddings(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(c["vocab_size"], c["dim"], padding_idx=c["pad_token_id"])
+        self.position_embeddings = nn.Embedding(c["max_position_embeddings"], c["dim"])
+        self.LayerNorm = nn.LayerNorm(c["dim"], eps=EPS)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1])[None].expand_as(ids)
+        return self.LayerNorm(self.word_embeddings(ids) + self.position_embeddings(pos))
+
+
+class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.n_heads, self.dim = c["n_heads"], c["dim"]
+        self.q_lin = nn.Linear(c["dim"], c["dim"])
+        self.k_lin = nn.Linear(c["dim"], c["dim"])
+        self.v_lin = nn.Linear(c["dim"], c["dim"])
+        self.out_lin = nn.Linear(c["dim"], c["dim"])
+
+    def forward(self, x, mask, flags):
+        bs, t, _ = x.shape
+        dh = self.dim // self.n_heads
+
+        def shape(y):
+            return y.view(bs, -1, self.n_heads, dh).transpose(1, 2)
+
+        q = shape(self.q_lin(x)) / math.sqrt(dh)
+        k, v = shape(self.k_lin(x)), shape(self.v_lin(x))
+        scores = torch.matmul(q, k.transpose(2, 3))
+        if not flags.no_mask:
+            m = (mask == 0).view(bs, 1, 1, t).expand_as(scores)
+            scores = scores.masked_fill(m, torch.finfo(scores.dtype).min)
+        w = F.softmax(scores, dim=-1)
+        ctx = torch.matmul(w, v).transpose(1, 2).reshape(bs, -1, self.dim)
+        return self.out_lin(ctx)
+
+
+class FFN(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.lin1 = nn.Linear(c["dim"], c["hidden_dim"])
+        self.lin2 = nn.Linear(c["hidden_dim"], c["dim"])
+
+    def forward(self, x):
+        return self.lin2(act(self.c, self.lin1(x)))
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.attention = MultiHeadSelfAttention(c)
+        self.sa_layer_norm = nn.LayerNorm(c["dim"], eps=EPS)
+        self.ffn = FFN(c)
+        self.output_layer_norm = nn.LayerNorm(c["dim"], eps=EPS)
+
+    def forward(self, x, mask, flags):
+        sa = self.sa_layer_norm(self.attention(x, mask, flags) + x)
+        return self.output_layer_norm(self.ffn(sa) + sa)
+
+
+class Transformer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.layer = nn.ModuleList([TransformerBlock(c) for _ in range(c["n_layers"])])
+
+    def forward(self, x, mask, flags):
+        for blk in self.layer:
+            x = blk(x, mask, flags)
+        return x
+
+
+class DistilBertModel(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.embeddings = Embeddings(c)
+        self.transformer = Transformer(c)
+
+    def forward(self, ids, mask, flags):
+        return self.transformer(self.embeddings(ids), mask, flags)
+
+
+class DistilBertForMaskedLM(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.distilbert = DistilBertModel(c)
+        self.vocab_transform = nn.Linear(c["dim"], c["dim"])
+        self.vocab_layer_norm = nn.LayerNorm(c["dim"], eps=EPS)
+        self.vocab_projector = nn.Linear(c["dim"], c["vocab_size"])
+        self.vocab_projector.weight = self.distilbert.embeddings.word_embeddings.weight  # tie_weights
+
+    def forward(self, ids, mask, flags=Flags()):
+        h = self.distilbert(ids, mask, flags)
+        return {"logits": self.vocab_projector(self.vocab_layer_norm(act(self.c, self.vocab_transform(h))))}
+
+
+class DistilBertForSequenceClassification(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.distilbert = DistilBertModel(c)
+        self.pre_classifier = nn.Linear(c["dim"], c["dim"])
+        self.classifier = nn.Linear(c["dim"], len(c["id2label"]))
+        self.dropout = nn.Dropout(c["seq_classif_dropout"])
+
+    def forward(self, ids, mask, flags=Flags()):
+        x = self.pre_classifier(self.distilbert(ids, mask, flags)[:, 0])
+        x = torch.tanh(x) if flags.tanh_classifier else nn.ReLU()(x)
+        return {"logits": self.classifier(self.dropout(x))}
+
+
+class DistilBertForTokenClassification(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.distilbert = DistilBertModel(c)
+        self.dropout = nn.Dropout(c["dropout"])
+        self.classifier = nn.Linear(c["dim"], len(c["id2label"]))
+
+    def forward(self, ids, mask, flags=Flags()):
+        return {"logits": self.classifier(self.dropout(self.distilbert(ids, mask, flags)))}
+
+
+class DistilBertForQuestionAnswering(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.distilbert = DistilBertModel(c)
+        self.qa_outputs = nn.Linear(c["dim"], 2)
+        self.dropout = nn.Dropout(c["qa_dropout"])
+
+    def forward(self, ids, mask, flags=Flags()):
+        start, end = self.qa_outputs(self.dropout(self.distilbert(ids, mask, flags))).split(1, dim=-1)
+        return {"start_logits": start.squeeze(-1), "end_logits": end.squeeze(-1)}
+
+
+LABELS = {"id2label": {"0": "neg", "1": "pos", "2": "mixed"}, "label2id": {"neg": 0, "pos": 1, "mixed": 2}}
+TAGS = {"id2label": {"0": "O", "1": "B-PER", "2": "I-PER"}, "label2id": {"O": 0, "B-PER": 1, "I-PER": 2}}
+HEADS = OrderedDict([
+    ("mlm", ("DistilBertForMaskedLM", DistilBertForMaskedLM, {})),
+    ("seq", ("DistilBertForSequenceClassification", DistilBertForSequenceClassification, LABELS)),
+    ("token", ("DistilBertForTokenClassification", DistilBertForTokenClassification, TAGS)),
+    ("qa", ("DistilBertForQuestionAnswering", DistilBertForQuestionAnswering, {})),
+])
+TIED = ["vocab_projector.weight"]
+
+
+def config(head):
+    arch, _, extra = HEADS[head]
+    c = OrderedDict(CONFIG)
+    c["architectures"] = [arch]
+    c.update(extra)
+    return c
+
+
+def randomise(model, gen, pad):
+    """Large random values everywhere, so that bugs show (as bert_reference.py)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight") or name.endswith("LayerNorm.weight"):
+                p.copy_(1 + 0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
+            elif name.endswith("bias"):
+                p.copy_(0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
+            else:
+                p.copy_(0.5 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
+        model.distilbert.embeddings.word_embeddings.weight[pad].zero_()
+
+
+def check(path):
+    with open(os.path.join(path, "config.json")) as fh:
+        c = json.load(fh)
+    arch = c["architectures"][0]
+    cls = {a: k for a, k, _ in HEADS.values()}[arch]
+    model = cls(c).to(torch.float64)
+    state, _ = read_safetensors(os.path.join(path, "model.safetensors"))
+    state = OrderedDict((k, v.to(torch.float64)) for k, v in state.items())
+    want = set(model.state_dict()) - (set(TIED) if arch == "DistilBertForMaskedLM" else set())
+    got = set(state)
+    assert got == want, ("missing", sorted(want - got), "unexpected", sorted(got - want))
+    if arch == "DistilBertForMaskedLM":
+        state["vocab_projector.weight"] = state["distilbert.embeddings.word_embeddings.weight"]
+    model.load_state_dict(state, strict=True)
+    print("%s: %s loads with strict=True (%d tensors)" % (path, arch, len(got)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="models/bert/testdata/distilbert")
+    ap.add_argument("--check", help="a zoo checkpoint directory to load strictly instead")
+    args = ap.parse_args()
+    torch.set_default_dtype(torch.float64)
+    if args.check:
+        check(args.check)
+        return
+    pad = CONFIG["pad_token_id"]
+    # [CLS] a a [SEP] b b [SEP], and a shorter row padded with [PAD] (0).
+    ids = torch.tensor([[1, 5, 9, 3, 7, 13, 3, 17], [1, 6, 11, 3, 8, 3, 0, 0]])
+    mask = ids.ne(pad).long()
+    for head, (arch, cls, _) in HEADS.items():
+        c = config(head)
+        gen = torch.Generator().manual_seed(1357)
+        model = cls(c)
+        randomise(model, gen, pad)
+        model.eval()
+        keys = [k for k in model.state_dict() if k not in TIED]
+        out = model(ids, mask)
+        rgen = torch.Generator().manual_seed(97)
+        # Per-token outputs are weighted 0 at the padding, whose outputs
+        # transformers computes but nobody reads.
+        rs = OrderedDict()
+        for k, v in out.items():
+            # N(0, 0.25²): DistilBERT's LayerNorms at eps 1e-12 on these large
+            # random weights give gradients up to ~90 with N(0, 1) weights, whose
+            # float32 rounding (1e-6 relative) nears the test's absolute 1e-4.
+            r = 0.25 * torch.randn(v.shape, generator=rgen)
+            if tuple(v.shape[:2]) == tuple(ids.shape):
+                r = r * mask.reshape(mask.shape + (1,) * (v.dim() - 2))
+            rs[k] = r
+        loss = sum((v * rs[k]).sum() for k, v in out.items())
+        loss.backward()
+        # Each plausible bug must move the outputs clearly.
+        for bug in ["no_mask"] + (["tanh_classifier"] if head == "seq" else []):
+            f = Flags()
+            setattr(f, bug, True)
+            with torch.no_grad():
+                o = model(ids, mask, f)
+            d = max(((o[k] - out[k]) * (rs[k] != 0)).abs().max().item() for k in out)
+            print("  %s: bug %s moves the logits by %.3g" % (head, bug, d))
+            assert d > 0.05, (head, bug, d)
+        d = os.path.join(args.out, head)
+        os.makedirs(d, exist_ok=True)
+        state = OrderedDict((k, v.detach().clone()) for k, v in model.state_dict().items() if k not in TIED)
+        write_safetensors(os.path.join(d, "model.safetensors"), state, {"format": "pt"})
+        with open(os.path.join(d, "config.json"), "w") as fh:
+            json.dump(c, fh, indent=2)
+            fh.write("\n")
+        golden = OrderedDict(input_ids=ids, attention_mask=mask)
+        for k, v in out.items():
+            golden[k] = v.detach().clone()
+            golden["r." + k] = rs[k]
+        golden["loss"] = loss.detach().reshape(())
+        for k, p in model.named_parameters():
+            if p.grad is not None:
+                golden["grad." + k] = p.grad.detach().clone()
+        write_safetensors(os.path.join(d, "golden.safetensors"), golden, {"generator": GENERATOR})
+        print("%s: %d tensors, outputs %s" % (arch, len(keys), ", ".join("%s %s" % (k, tuple(v.shape)) for k, v in out.items())))
+
+
+if __name__ == "__main__":
+    main()
