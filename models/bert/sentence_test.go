@@ -193,3 +193,62 @@ func TestSentenceEmbeddingsConcurrent(t *testing.T) {
 		require.Equal(t, want, got[g])
 	}
 }
+
+// Every model type of the family (BERT, RoBERTa, DistilBERT) embeds
+// through a sentence-transformers folder, and the training graph's
+// pooling (Forward) on a padded batch equals Embed's.
+func TestSentenceEmbeddingsVariants(t *testing.T) {
+	bertDirs, _ := predictCheckpoints(t)
+	robDirs, _ := robertaCheckpoints(t)
+	distilDirs, _ := distilCheckpoints(t)
+	for _, c := range []struct{ name, dir string }{{"bert", bertDirs["base"]}, {"roberta", robDirs["mlm"]}, {"distilbert", distilDirs["base"]}} {
+		for _, mode := range []Pooling{{MeanTokens: true}, {CLSToken: true}, {MeanSqrtLenTokens: true}} {
+			t.Run(c.name, func(t *testing.T) {
+				s, err := LoadSentenceEmbeddings(stFolder(t, c.dir, mode, true))
+				require.NoError(t, err)
+				texts := []string{"the cat sat on the mat", "a dog", "paris"}
+				want, err := s.Embed(context.Background(), texts)
+				require.NoError(t, err)
+				var ids [][]int
+				tl := 0
+				for _, x := range texts {
+					e, _, _, err := s.encode(x, "", false)
+					require.NoError(t, err)
+					ids = append(ids, e)
+					tl = max(tl, len(e))
+				}
+				require.Less(t, len(ids[1]), tl, "padded")
+				b := len(ids)
+				g := s.Model.Store.NewGraph()
+				in := Inputs{IDs: g.IntInput("input_ids", b, tl), Mask: g.Input("attention_mask", b, tl)}
+				w := g.Input("pool_weights", b, tl)
+				flat, mask, weights := make([]int, 0, b*tl), make([]float64, 0, b*tl), make([]float64, 0, b*tl)
+				for _, row := range ids {
+					for j := range tl {
+						if j < len(row) {
+							flat, mask = append(flat, row[j]), append(mask, 1)
+						} else {
+							flat, mask = append(flat, s.Model.Config.PadTokenID), append(mask, 0)
+						}
+					}
+					x, ok := s.Pooling.PoolWeights(len(row), tl)
+					require.True(t, ok)
+					weights = append(weights, x...)
+				}
+				setInts(t, in.IDs, flat)
+				setFloats(t, g, in.Mask, mask)
+				setFloats(t, g, w, weights)
+				e, err := s.Forward(g, in, w)
+				require.NoError(t, err)
+				got, err := g.Evaluate(e)
+				require.NoError(t, err)
+				d := s.Pooling.Dim()
+				for r := range b {
+					for k := range d {
+						require.InDelta(t, want[r][k], got[0][r*d+k], 1e-5, "row %d", r)
+					}
+				}
+			})
+		}
+	}
+}
