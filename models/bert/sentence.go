@@ -1,7 +1,7 @@
 package bert
 
 // Sentence embeddings (issue 38): sentence-transformers' models, a BERT-
-// family encoder (BERT, RoBERTa) followed by its Pooling module and,
+// family encoder (BERT, RoBERTa, DistilBERT) followed by its Pooling module and,
 // optionally, its Normalize module, read from and written to
 // sentence-transformers' folder layout:
 //
@@ -258,7 +258,7 @@ func readJSON(path string, v any) error {
 }
 
 // LoadSentenceEmbeddings reads a sentence-transformers folder: its
-// modules.json must list a Transformer (a BERT or RoBERTa checkpoint,
+// modules.json must list a Transformer (a BERT, RoBERTa or DistilBERT checkpoint,
 // loaded as Load with opts), a Pooling and optionally a Normalize, in
 // that order; any other module (Dense, LayerNorm, ...) is an error naming
 // it, as is a pooling mode zoo does not implement.
