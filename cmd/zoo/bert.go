@@ -10,9 +10,10 @@ import (
 	_ "github.com/d73a19ff/zoo/models/bert" // registers model_type bert
 )
 
-// runFinetuneBERT is `zoo finetune bert --task classify|tokens|qa
+// runFinetuneBERT is `zoo finetune bert --task classify|tokens|qa|embeddings
 // --init-from DIR --train-file FILE`: sequence classification (the shared
-// pipeline on BERT's pooled [CLS]), token classification or extractive QA.
+// pipeline on BERT's pooled [CLS]), token classification, extractive QA or
+// sentence embeddings.
 func runFinetuneBERT(args []string, stdout io.Writer) error {
 	switch task := preScan(args, "task"); task {
 	case "", "classify":
@@ -21,6 +22,8 @@ func runFinetuneBERT(args []string, stdout io.Writer) error {
 		return runFinetuneBERTTokens(args, stdout)
 	case "qa":
 		return runFinetuneBERTQA(args, stdout)
+	case "embeddings":
+		return runFinetuneBERTEmbeddings(args, stdout)
 	default:
 		return fmt.Errorf("%w: --task %q: BERT fine-tunes --task %s", errUsage, task, bertTasks)
 	}
@@ -75,7 +78,7 @@ func finetuneTasks(family string) string {
 }
 
 // bertTasks are the tasks of zoo finetune bert, as -h lists them.
-const bertTasks = "classify (sequence classification), tokens (token classification, CoNLL) or qa (extractive question answering, SQuAD v1.1)"
+const bertTasks = "classify (sequence classification), tokens (token classification, CoNLL), qa (extractive question answering, SQuAD v1.1) or embeddings (sentence embeddings, in-batch negatives on pairs)"
 
 // runEvalClassifier is `zoo eval --checkpoint DIR --labelled FILE` for a
 // family whose checkpoints are classifiers: accuracy, macro-F1 and the

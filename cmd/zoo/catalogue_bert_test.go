@@ -155,7 +155,7 @@ func TestBERTIssue34CLI(t *testing.T) {
 		}, 2, []string{"give --checkpoint and --squad"}, nil},
 		{"finetune bert -h lists its tasks", func(string) []string {
 			return []string{"finetune", "bert", "-h"}
-		}, 0, nil, []string{"classify (sequence classification), tokens (token classification, CoNLL) or qa (extractive question answering"}},
+		}, 0, nil, []string{"classify (sequence classification), tokens (token classification, CoNLL), qa (extractive question answering, SQuAD v1.1) or embeddings (sentence embeddings"}},
 		{"an unknown task lists them too", func(string) []string {
 			return []string{"finetune", "bert", "--task", "ner"}
 		}, 2, []string{"tokens (token classification, CoNLL)"}, nil},

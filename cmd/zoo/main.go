@@ -33,7 +33,7 @@ type command struct {
 
 var commands = []command{
 	{"pretrain", "FAMILY [flags]", "pretrain a model (zoo pretrain gpt, with no flags, is the main job: a GPT on Newton's Opticks)", runPretrain},
-	{"finetune", "FAMILY [flags]", "fine-tune a model: --task lm|classify (gpt, llama), classify|tokens|qa (bert), translation (seq2seq), image classification (vit)", runFinetune},
+	{"finetune", "FAMILY [flags]", "fine-tune a model: --task lm|classify (gpt, llama), classify|tokens|qa|embeddings (bert), translation (seq2seq), image classification (vit)", runFinetune},
 	{"eval", "--checkpoint DIR [flags]", "score a checkpoint of any family: loss, accuracy/F1, or BLEU/chrF", runEval},
 	{"predict", "--checkpoint DIR INPUT...", "run any checkpoint's pipeline on texts, QA pairs or images (its head picks the task; --json writes JSONL)", runPredict},
 	{"generate", "--checkpoint DIR", "generate text from a GPT or LLaMA-family checkpoint, streaming it", runGenerate},

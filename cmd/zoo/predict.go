@@ -49,7 +49,8 @@ var predictTasks = []predictTask{
 	{"token-classification", "texts", `entities (aggregation "simple"), byte offsets: [{"entity_group", "score", "word", "start", "end"}]`, predictTokenClassification},
 	{"question-answering", `a question and a context ({"question", "context"}, or --question/--context)`, `the answer span: {"score", "start", "end", "answer"} (a list with --top-k > 1)`, predictQuestionAnswering},
 	{"fill-mask", "texts with [MASK] (RoBERTa: <mask>)", `fills per [MASK]: [{"score", "token", "token_str", "sequence"}] (a list per mask when several)`, predictFillMask},
-	{"feature-extraction", "texts", `{"last_hidden_state" (T, H), "pooler_output" (H), "sentence_embedding" (H, mean pooling)}`, predictFeatureExtraction},
+	{"feature-extraction", "texts", `{"last_hidden_state" (T, H), "pooler_output" (H), "sentence_embedding" (H, mean pooling)}; a sentence-transformers folder: {"sentence_embedding"} (its pooling)`, predictFeatureExtraction},
+	{"sentence-similarity", "a source text, then the texts to compare with it (a sentence-transformers folder)", `one line per compared text: {"score"}, the folder's similarity (cosine) of the embeddings`, predictSentenceSimilarity},
 	{"text-generation", "prompts", `[{"generated_text"}] (prompt and continuation; one prompt streams in plain mode)`, predictTextGeneration},
 	{"image-classification", "image files", `labels with scores, best first: [{"label", "score"}]`, predictImageClassification},
 	{"image-feature-extraction", "image files", `{"last_hidden_state" (N+1, D), "pooled" (D)}`, predictImageFeatures},
@@ -277,7 +278,13 @@ func taskNames() []string {
 func resolveTask(ck *models.Checkpoint, asked string) (predictTask, error) {
 	var can []string
 	what := ""
+	if ck.Family.Name == "bert" && bert.IsSentenceTransformers(ck.Dir) {
+		can, what = []string{"feature-extraction", "sentence-similarity"}, "a sentence-transformers folder"
+	}
 	for _, h := range predictHeads {
+		if can != nil {
+			break
+		}
 		if h.family == ck.Family.Name && slices.Contains(ck.Architectures, h.arch) {
 			can, what = h.tasks, h.arch
 			break
@@ -701,6 +708,9 @@ func predictFeatureExtraction(j *predictJob) error {
 	texts, err := j.texts("feature-extraction", false)
 	if err != nil {
 		return err
+	}
+	if bert.IsSentenceTransformers(j.dir) {
+		return predictSentenceEmbeddings(j, texts)
 	}
 	p, err := bert.LoadFeatureExtraction(j.dir)
 	if err != nil {

@@ -55,6 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("wordnet2squad", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	devPercent := fl.Int("dev-percent", 10, "percent of the synsets held out in dev.json")
+	pairs := fl.Bool("pairs", false, "write train_pairs.tsv and dev_pairs.tsv (lemmas TAB definition, for zoo finetune bert --task embeddings) instead, with a TF-IDF retrieval baseline")
 	fl.Usage = func() {
 		fmt.Fprintln(stderr, "usage: wordnet2squad [-dev-percent N] WORDNET_DIR OUTDIR")
 		fmt.Fprintln(stderr, "WORDNET_DIR holds data.noun, data.verb, data.adj, data.adv (Debian: /usr/share/wordnet from wordnet-base)")
@@ -69,6 +70,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fl.NArg() != 2 || *devPercent <= 0 || *devPercent >= 100 {
 		fl.Usage()
 		return 2
+	}
+	if *pairs {
+		if err := convertPairs(fl.Arg(0), fl.Arg(1), *devPercent, stdout); err != nil {
+			fmt.Fprintf(stderr, "wordnet2squad: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	st, err := convert(fl.Arg(0), fl.Arg(1), *devPercent)
 	if err != nil {
