@@ -5,6 +5,7 @@ import (
 
 	"gorgonia.org/gorgonia"
 
+	kernels "github.com/d73a19ff/zoo/internal/gemm"
 	"github.com/d73a19ff/zoo/internal/ops"
 )
 
@@ -14,6 +15,7 @@ import (
 type Embedding struct {
 	Weight   *Param
 	Num, Dim int
+	reduced  *kernels.Reduced // the table in reduced precision, after Reduce
 }
 
 // NewEmbedding creates an embedding table in scope s.
@@ -31,6 +33,9 @@ func NewEmbedding(s Scope, num, dim int) (*Embedding, error) {
 // Forward maps int ids of shape (...) to vectors (..., Dim). An id outside
 // [0, Num) is an error when the graph runs.
 func (e *Embedding) Forward(g *Graph, ids *gorgonia.Node) (*gorgonia.Node, error) {
+	if e.reduced != nil {
+		return ops.GatherReduced(e.reduced, e.Weight.Name, ids)
+	}
 	y, err := ops.Gather(g.Node(e.Weight), ids)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", e.Weight.Name, err)
@@ -97,6 +102,9 @@ func (p *LearnedPositional) ForwardIDs(g *Graph, x, positionIDs *gorgonia.Node) 
 // row of the table: the table doubles as the output projection (tied word
 // embeddings, as in GPT-2 and BERT).
 func (e *Embedding) Logits(g *Graph, h *gorgonia.Node) (*gorgonia.Node, error) {
+	if e.reduced != nil {
+		return ops.LinearReduced(h, e.reduced, e.Weight.Name+" (tied output)", nil)
+	}
 	y, err := ops.Linear(h, g.Node(e.Weight), nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s (tied output): %w", e.Weight.Name, err)

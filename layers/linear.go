@@ -6,6 +6,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	kernels "github.com/d73a19ff/zoo/internal/gemm"
 	"github.com/d73a19ff/zoo/internal/ops"
 )
 
@@ -14,6 +15,7 @@ import (
 type Linear struct {
 	Weight, Bias *Param // Bias is nil without a bias
 	In, Out      int
+	reduced      *kernels.Reduced // the weight in reduced precision, after Reduce
 }
 
 // NewLinear creates a Linear layer in scope s.
@@ -39,6 +41,9 @@ func (l *Linear) Forward(g *Graph, x *gorgonia.Node) (*gorgonia.Node, error) {
 	var b *gorgonia.Node
 	if l.Bias != nil {
 		b = g.Node(l.Bias)
+	}
+	if l.reduced != nil {
+		return ops.LinearReduced(x, l.reduced, l.Weight.Name, b)
 	}
 	y, err := ops.Linear(x, g.Node(l.Weight), b)
 	if err != nil {

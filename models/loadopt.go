@@ -16,7 +16,7 @@ import (
 // Three kinds of value are LoadOptions:
 //   - a layers.Option (layers.WithDtype, layers.WithSeed,
 //     layers.WithInitStd): passed to the new model's store;
-//   - this package's: Strict, WithLabels;
+//   - this package's: Strict, WithLabels, WithWeightFormat;
 //   - a family's own (vit.WithPooling, vit.WithInterpolation,
 //     vit.WithImageSize): the other families refuse them by name.
 //
@@ -37,6 +37,10 @@ type LoadSettings struct {
 	Labels []string
 	// Family are the options only one family reads, in order.
 	Family []LoadOption
+	// Weights is the format the model's weights are held in
+	// (WithWeightFormat); empty is float32. A family that implements a
+	// reduced format takes it (TakeWeights) before Check, which refuses it.
+	Weights WeightFormat
 }
 
 // loadFunc is this package's kind of LoadOption.
@@ -91,9 +95,13 @@ func ReadLoadOptions(opts []LoadOption) LoadSettings {
 
 // Check refuses what a Load function cannot use: a family's options when
 // it reads none (family options are all refused here; a family that reads
-// some checks them itself), and labels when it builds no classification
+// some checks them itself), weights in a reduced format (WithWeightFormat;
+// a family that implements one takes it first), and labels when it builds no classification
 // head (classifier false). where names the function in the error.
 func (s LoadSettings) Check(where string, classifier bool) error {
+	if err := s.checkWeights(where); err != nil {
+		return err
+	}
 	if len(s.Family) > 0 {
 		return fmt.Errorf("%s: option %T is another family's (a %s option): leave it out", where, s.Family[0], familyOf(s.Family[0]))
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/d73a19ff/zoo/decode"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/llama"
 )
 
@@ -38,7 +39,7 @@ func generateLlama(f *cmdFlags, dir, prompt string, fl generateFlags, seed uint6
 	case set("max-new-tokens") && (*fl.n < 1 || *fl.n > llama.MaxNewTokensLimit):
 		return fmt.Errorf("%w: --max-new-tokens %d must be between 1 and %d (llama.MaxNewTokensLimit)", errUsage, *fl.n, llama.MaxNewTokensLimit)
 	}
-	p, err := llama.LoadTextGeneration(dir)
+	p, err := llama.LoadTextGeneration(dir, models.WithWeightFormat(fl.weights))
 	if err != nil {
 		return err
 	}

@@ -187,8 +187,13 @@ func runGenerate(args []string, stdout io.Writer) error {
 	stopping := f.String("early-stopping", "true", "with --beam: true, false or never, as Hugging Face's early_stopping (default: the checkpoint's, else true)")
 	var stops stopList
 	f.Var(&stops, "stop", "end the text once its new text holds this `string` (kept); repeat for several")
+	weights := f.String("weights", "f32", "hold the weight matrices as f32, bf16 or int8 (blocks of 32 with a scale), converted at load: fewer bytes a token, faster decoding (LLaMA-family checkpoints)")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
+	}
+	wf, err := models.ParseWeightFormat(*weights)
+	if err != nil {
+		return fmt.Errorf("%w: --weights: %v", errUsage, err)
 	}
 	if *beam < 1 || *nbest < 1 || *nbest > *beam {
 		return fmt.Errorf("%w: --beam %d and --nbest %d: need 1 ≤ nbest ≤ beam", errUsage, *beam, *nbest)
@@ -196,14 +201,14 @@ func runGenerate(args []string, stdout io.Writer) error {
 	if *ckpt == "" {
 		return fmt.Errorf("%w: --checkpoint is required", errUsage)
 	}
-	fl := generateFlags{n: n, temp: temp, topK: topK, topP: topP, beam: beam, nbest: nbest, alpha: alpha, style: style, stopping: stopping}
+	fl := generateFlags{n: n, temp: temp, topK: topK, topP: topP, beam: beam, nbest: nbest, alpha: alpha, style: style, stopping: stopping, weights: wf}
 	if c, err := models.Open(*ckpt); err == nil && c.Family.Name == "llama" {
 		return generateLlama(f, *ckpt, *prompt, fl, *seed, stops, stdout)
 	}
 	if err := expectFamily(*ckpt, "gpt"); err != nil {
 		return err
 	}
-	m, _, err := gpt.Load(*ckpt)
+	m, _, err := gpt.Load(*ckpt, models.WithWeightFormat(wf))
 	if err != nil {
 		return err
 	}
@@ -296,6 +301,7 @@ type generateFlags struct {
 	n, topK, beam, nbest *int
 	temp, topP, alpha    *float64
 	style, stopping      *string
+	weights              models.WeightFormat
 }
 
 // generationDefaults reads the generation settings of the checkpoint in

@@ -7,7 +7,9 @@
 // Every op implements gorgonia.Op and gorgonia.SDOp, runs in float32 and
 // float64, validates shapes when the node is built (InferShape), and computes
 // its gradient with further ops from this package. Gradient ops are first
-// order only: they are not themselves differentiable.
+// order only: they are not themselves differentiable. The exceptions are
+// LinearReduced and GatherReduced, over weights held in bf16 or int8 for
+// inference: float32 only, and differentiating through them is an error.
 package ops
 
 import (

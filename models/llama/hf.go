@@ -55,7 +55,13 @@ func (m *Model) save(dir string, tied bool) error {
 // MistralForCausalLM) and dir/model.safetensors under Hugging Face's
 // names, each written atomically; a tied model writes no lm_head.weight,
 // as save_pretrained does.
-func (m *ForCausalLM) Save(dir string) error { return m.save(dir, m.LMHead == nil) }
+// A model loaded with weights in a reduced format is refused.
+func (m *ForCausalLM) Save(dir string) error {
+	if m.weights != "" && m.weights != models.WeightsF32 {
+		return fmt.Errorf("llama: save %s: the model's weights are in %s, for inference only: save the float32 model", dir, m.weights)
+	}
+	return m.save(dir, m.LMHead == nil)
+}
 
 // The Load functions all have one shape, every family's (see
 // models.LoadOption): LoadX(dir, opts...) (*X, LoadReport, error). Options
@@ -72,9 +78,16 @@ func (m *ForCausalLM) Save(dir string) error { return m.save(dir, m.LMHead == ni
 // model.safetensors) of model_type llama, qwen2 or mistral, ours or
 // Hugging Face's, into a new causal LM. Keys or shapes of the backbone
 // that do not fit the config are all reported by name in a
-// *layers.LoadError.
+// *layers.LoadError. models.WithWeightFormat(models.WeightsBF16 or
+// models.WeightsInt8) converts every weight matrix (the projections, the
+// embedding, the LM head) after loading, for inference (see
+// ForCausalLM.WeightFormat).
 func LoadForCausalLM(dir string, opts ...models.LoadOption) (*ForCausalLM, LoadReport, error) {
 	s := models.ReadLoadOptions(opts)
+	weights := s.TakeWeights()
+	if _, err := weights.Reduced(); err != nil {
+		return nil, LoadReport{}, fmt.Errorf("llama: LoadForCausalLM: %w", err)
+	}
 	if err := s.Check("llama: LoadForCausalLM", false); err != nil {
 		return nil, LoadReport{}, err
 	}
@@ -89,6 +102,9 @@ func LoadForCausalLM(dir string, opts ...models.LoadOption) (*ForCausalLM, LoadR
 	}
 	r, err := m.load(dir, m.LMHead == nil, s.Strict, false)
 	if err != nil {
+		return nil, LoadReport{}, err
+	}
+	if err := m.reduce(weights); err != nil {
 		return nil, LoadReport{}, err
 	}
 	return m, r, nil

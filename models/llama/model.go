@@ -162,8 +162,62 @@ func (m *Model) Decay(name string, shape []int) bool {
 // Generate and BeamSearch each take graphs and KV caches of their own.
 type ForCausalLM struct {
 	*Model
-	LMHead *layers.Linear // lm_head; nil when tied to model.embed_tokens
-	graphs layers.CausalGraphs
+	LMHead  *layers.Linear // lm_head; nil when tied to model.embed_tokens
+	graphs  layers.CausalGraphs
+	weights models.WeightFormat // the weights' format after loading; "" is float32
+}
+
+// WeightFormat is the format the model's weight matrices are held in:
+// models.WeightsF32 unless loaded with models.WithWeightFormat. A model
+// in a reduced format is for inference: a gradient through it is an
+// error naming the weight, and Save is refused.
+func (m *ForCausalLM) WeightFormat() models.WeightFormat {
+	if m.weights == "" {
+		return models.WeightsF32
+	}
+	return m.weights
+}
+
+// matrices are the layers whose weights reduce converts: the token
+// embedding, each layer's q, k, v, o, gate, up and down projections, and
+// the untied LM head.
+func (m *ForCausalLM) matrices() ([]models.Reducible, error) {
+	ls := []models.Reducible{m.EmbedTokens}
+	for i, b := range m.Layers.Layers {
+		a := b.SelfAttn
+		if a.Key == nil {
+			return nil, fmt.Errorf("llama: layer %d has a fused query-key-value projection, which reduced weights do not implement", i)
+		}
+		mlp, ok := b.MLP.(*layers.SwiGLU)
+		if !ok {
+			return nil, fmt.Errorf("llama: layer %d's MLP is a %T, not SwiGLU", i, b.MLP)
+		}
+		ls = append(ls, a.Query, a.Key, a.Value, a.Out, mlp.Gate, mlp.Up, mlp.Down)
+	}
+	if m.LMHead != nil {
+		ls = append(ls, m.LMHead)
+	}
+	return ls, nil
+}
+
+// reduce converts every weight matrix to format f (nothing for float32),
+// dropping the float32 values: the token embedding, each layer's q, k, v
+// and o projections and its SwiGLU's gate, up and down, and the untied
+// LM head. It runs before any graph is built.
+func (m *ForCausalLM) reduce(f models.WeightFormat) error {
+	reduced, err := f.Reduced()
+	if err != nil || !reduced {
+		return err
+	}
+	ls, err := m.matrices()
+	if err != nil {
+		return err
+	}
+	if err := models.ReduceWeights("llama", m.Store, f, ls...); err != nil {
+		return err
+	}
+	m.weights = f
+	return nil
 }
 
 // NewForCausalLM builds a causal LM (see New).

@@ -1,0 +1,106 @@
+package llama
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/d73a19ff/zoo/decode"
+	"github.com/d73a19ff/zoo/internal/peakrss"
+	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
+)
+
+// weightBytes is what one decoding step reads of m's weights: every
+// matrix but an untied token embedding (a step gathers one of its rows),
+// in its format, and the float32 vectors.
+func weightBytes(m *ForCausalLM) int64 {
+	ls, err := m.matrices()
+	if err != nil {
+		panic(err)
+	}
+	var n int64
+	for _, l := range ls {
+		n += l.(interface{ ReducedBytes() int64 }).ReducedBytes()
+	}
+	if m.EmbedTokens.ReducedBytes() > 0 && m.LMHead != nil {
+		n -= m.EmbedTokens.ReducedBytes()
+	}
+	f32 := int64(m.NumParams()) // the store's parameters: all of them in float32, the vectors only once reduced
+	if m.WeightFormat() == models.WeightsF32 && m.LMHead != nil {
+		f32 -= int64(m.Config.VocabSize * m.Config.HiddenSize)
+	}
+	return n + 4*f32
+}
+
+// BenchmarkGenerate is greedy decoding at batch 1 of random-weight models
+// of published shapes, with the weights in float32, bf16 and int8
+// (models.WithWeightFormat, converted as LoadForCausalLM converts them):
+// a 128-token prompt, then 128 new tokens through the KV cache.
+// ms/token is the decoding steps alone: a call for 128 new tokens less
+// a call for 1 (the prompt and one step), over 127; prefill_tok/s is the
+// prompt over that second call. weight_MB is what a step reads of the
+// weights (weightBytes), and GB/s that over ms/token: compare it with
+// internal/ops' BenchmarkMemBandwidth. peakRSS_MB is the process's peak
+// so far (earlier sub-benchmarks included: run one per process to read
+// it). The first, untimed call compiles the graphs. SmolLM-135M always runs; TinyLlama-1.1B (4.4 GB in float32,
+// 6.6 GB at the peak of a conversion) only with ZOO_BENCH_TINYLLAMA=1.
+func BenchmarkGenerate(b *testing.B) {
+	const promptLen, newTokens = 128, 128
+	sizes := []struct {
+		name string
+		cfg  Config
+	}{{"smollm-135m", SmolLM135M()}}
+	if os.Getenv("ZOO_BENCH_TINYLLAMA") == "1" {
+		sizes = append(sizes, struct {
+			name string
+			cfg  Config
+		}{"tinyllama-1.1b", TinyLlama()})
+	}
+	for _, sz := range sizes {
+		prompt := make([]int, promptLen)
+		for i := range prompt {
+			prompt[i] = (i*7919 + 13) % sz.cfg.VocabSize
+		}
+		for _, f := range []models.WeightFormat{models.WeightsF32, models.WeightsBF16, models.WeightsInt8} {
+			b.Run(fmt.Sprintf("%s/%s/P%d_N%d_B1", sz.name, f, promptLen, newTokens), func(b *testing.B) {
+				m, err := NewForCausalLM(sz.cfg, layers.WithSeed(1))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := m.reduce(f); err != nil {
+					b.Fatal(err)
+				}
+				gen := func(n int) time.Duration {
+					began := time.Now()
+					out, err := m.Generate([][]int{prompt}, GenerateConfig{SampleConfig: decode.Greedy(n)})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(out[0]) != n {
+						b.Fatalf("%d new tokens, want %d", len(out[0]), n)
+					}
+					return time.Since(began)
+				}
+				gen(2) // compile the graphs
+				var prefill, decoding time.Duration
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					one := gen(1)
+					prefill += one
+					decoding += gen(newTokens) - one
+				}
+				msTok := decoding.Seconds() * 1000 / float64((newTokens-1)*b.N)
+				mb := float64(weightBytes(m)) / 1e6
+				b.ReportMetric(msTok, "ms/token")
+				b.ReportMetric(float64(promptLen*b.N)/prefill.Seconds(), "prefill_tok/s")
+				b.ReportMetric(mb, "weight_MB")
+				b.ReportMetric(mb/msTok, "GB/s")
+				if rss, ok := peakrss.MB(); ok {
+					b.ReportMetric(rss, "peakRSS_MB")
+				}
+			})
+		}
+	}
+}
