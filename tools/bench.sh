@@ -33,8 +33,8 @@
 #                                     weights (tools/llamabench write, made once in
 #                                     LLAMA_BENCH_DIR, default /tmp/zoo-llamabench),
 #                                     batch 1, a 128-token prompt, 128 greedy new
-#                                     tokens: zoo (each format of LLAMA_FORMATS,
-#                                     default f32), the PyTorch re-implementation
+#                                     tokens: zoo (f32, bf16 and int8 weights),
+#                                     the PyTorch re-implementation
 #                                     (float32) and, with LLAMA_CPP=/path/to/llama.cpp
 #                                     (a checkout built with cmake: build/bin/llama-bench),
 #                                     llama.cpp's llama-bench on the same weights as
@@ -42,7 +42,10 @@
 #                                     the read bandwidth; each engine in its own
 #                                     process, interleaved (default 2 rounds); the
 #                                     table against the bandwidth bound
-#                                     (LLAMA_PRESET=smollm-135m: a quick run)
+#                                     (LLAMA_PRESET=smollm-135m: a quick run;
+#                                     LLAMA_ENGINES, default "zoo pytorch llama.cpp",
+#                                     LLAMA_FORMATS, default "f32 bf16 int8" for zoo,
+#                                     LLAMA_CPP_TYPES, default "f32 bf16 q8_0", choose rows)
 #        tools/bench.sh all [rounds] all of the above in one run (issue 14's table):
 #                                     the main job, each family's step,
 #                                     decoding and the long sweep, every row
@@ -211,17 +214,20 @@ decoderound() {
 llamaround() { # one round of the llama mode: JSON lines for llamabench table
   echo "== round: $(uptime | sed 's/.*load/load/')" >&2
   "$bindir/llamabench" membw
-  local f
-  for f in ${LLAMA_FORMATS:-f32}; do
-    "$bindir/llamabench" run -dir "$ckpt" -weights "$f" -runs 1 -warmup 1 ||
-      echo "FAILED: zoo $f" >&2
-  done
-  (torchenv; /usr/bin/python3 tools/pytorch/llama_generate_bench.py --dir "$ckpt" --runs 1 --warmup 1) || echo "FAILED: pytorch" >&2
-  [ -n "${LLAMA_CPP:-}" ] || return 0
-  for f in f32 bf16 q8_0; do
-    # llama-bench: pp128 (prefill) and tg128 (128 tokens, one at a time), 2 threads, 2 repetitions after its
+  local f engines=" ${LLAMA_ENGINES:-zoo pytorch llama.cpp} "
+  if [[ $engines == *" zoo "* ]]; then
+    for f in ${LLAMA_FORMATS:-f32 bf16 int8}; do # one warm-up call compiles the graphs
+      "$bindir/llamabench" run -dir "$ckpt" -weights "$f" -runs 1 -warmup 1 || echo "FAILED: zoo $f" >&2
+    done
+  fi
+  if [[ $engines == *" pytorch "* ]]; then # nothing to compile: no warm-up
+    (torchenv; /usr/bin/python3 tools/pytorch/llama_generate_bench.py --dir "$ckpt" --runs 1 --warmup 0) || echo "FAILED: pytorch" >&2
+  fi
+  [ -n "${LLAMA_CPP:-}" ] && [[ $engines == *" llama.cpp "* ]] || return 0
+  for f in ${LLAMA_CPP_TYPES:-f32 bf16 q8_0}; do
+    # llama-bench: pp128 (prefill) and tg128 (128 tokens, one at a time), 2 threads, once after its
     # warm-up; its OpenMP threads wait passively, as PyTorch's (spinning ones collapse on a shared machine)
-    OMP_WAIT_POLICY=PASSIVE /usr/bin/time -f %M -o "$bindir/rss" "$LLAMA_CPP/build/bin/llama-bench" -m "$ckpt/$f.gguf" -p 128 -n 128 -t 2 -r 2 -o jsonl > "$bindir/lb.jsonl" 2> "$bindir/lb.err" ||
+    OMP_WAIT_POLICY=PASSIVE /usr/bin/time -f %M -o "$bindir/rss" "$LLAMA_CPP/build/bin/llama-bench" -m "$ckpt/$f.gguf" -p 128 -n 128 -t 2 -r 1 -o jsonl > "$bindir/lb.jsonl" 2> "$bindir/lb.err" ||
       { tail -3 "$bindir/lb.err" >&2; echo "FAILED: llama-bench $f" >&2; continue; }
     python3 - "$bindir/lb.jsonl" "$bindir/rss" "$f" "$(basename "$ckpt")" <<'PY'
 import json, sys
@@ -242,7 +248,7 @@ llamamode() { # $1: rounds
   [ -e "$ckpt/model.safetensors" ] || "$bindir/llamabench" write -preset "${LLAMA_PRESET:-tinyllama}" -out "$ckpt"
   if [ -n "${LLAMA_CPP:-}" ]; then
     local f
-    for f in f32 bf16 q8_0; do
+    for f in ${LLAMA_CPP_TYPES:-f32 bf16 q8_0}; do
       [ -e "$ckpt/$f.gguf" ] || /usr/bin/python3 tools/llamabench/to_gguf.py --gguf-py "$LLAMA_CPP/gguf-py" --dir "$ckpt" --out "$ckpt/$f.gguf" --type "$f"
     done
   else

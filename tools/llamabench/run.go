@@ -60,7 +60,7 @@ func cmdRun(args []string, stdout io.Writer) error {
 	if *promptLen < 1 || *newTokens < 2 || *runs < 1 || *warmup < 0 {
 		return fmt.Errorf("run: want -prompt ≥ 1, -new ≥ 2, -runs ≥ 1 and -warmup ≥ 0")
 	}
-	opts, err := loadOptions(*format)
+	opts, canon, err := loadOptions(*format)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
@@ -72,9 +72,9 @@ func cmdRun(args []string, stdout io.Writer) error {
 	load := time.Since(start).Seconds()
 	prompt := promptIDs(*promptLen, m.Config.VocabSize)
 	base := result{
-		Engine: "zoo", Format: *format, Model: filepath.Base(filepath.Clean(*dir)),
+		Engine: "zoo", Format: canon, Model: filepath.Base(filepath.Clean(*dir)),
 		Prompt: *promptLen, New: *newTokens, LoadS: load,
-		WeightBytes: weightBytes(m.Config, *format), Threads: runtime.GOMAXPROCS(0),
+		WeightBytes: weightBytes(m.Config, canon), Threads: runtime.GOMAXPROCS(0),
 	}
 	for i := 0; i < *warmup+*runs; i++ {
 		r, err := timeGenerate(m, prompt, *newTokens)
@@ -133,22 +133,22 @@ func timeGenerate(m *llama.ForCausalLM, prompt []int, newTokens int) (result, er
 }
 
 // weightBytes is the bytes of weights one decoding step of c reads in
-// format: the matrices at the format's width (int8: one byte and a
-// float32 scale per row of each matrix), the RMSNorm weights in float32,
+// format: the matrices at the format's width (int8: one byte a weight and
+// a float32 scale per block of 32, as models.WeightsInt8 holds them), the
+// RMSNorm weights in float32,
 // and the embedding table only where it is the tied head (a lookup reads
 // one row of it).
 func weightBytes(c llama.Config, format string) float64 {
 	d, ff, v, l := float64(c.HiddenSize), float64(c.IntermediateSize), float64(c.VocabSize), float64(c.NumHiddenLayers)
 	hd, q, kv := float64(c.HeadDimension()), float64(c.NumAttentionHeads), float64(c.KVHeads())
 	perLayerMatrices := d*hd*q + 2*d*hd*kv + hd*q*d + 3*d*ff
-	rowsPerLayer := hd*q + 2*hd*kv + d + 2*ff + d // output rows of q, k, v, o, gate, up, down
-	matrices, rows := l*perLayerMatrices+v*d, l*rowsPerLayer+v
+	matrices := l*perLayerMatrices + v*d
 	norms := (2*l + 1) * d * 4
 	switch format {
 	case "bf16":
 		return 2*matrices + norms
 	case "int8":
-		return matrices + 4*rows + norms
+		return matrices*(1+4.0/32) + norms
 	}
 	return 4*matrices + norms
 }

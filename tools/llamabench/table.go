@@ -183,7 +183,12 @@ func writeTable(w io.Writer, groups []*group, bws []float64) {
 		}
 		ratio := ""
 		if z := zoo[bitWidth(g.format)]; z != nil && g.engine != "zoo" {
-			ratio = fmt.Sprintf("%.2f×", median(field(z.rows, func(r result) float64 { return r.MsPerToken }))/msMed)
+			// round by round: the i-th rows of both ran side by side
+			var rs []float64
+			for i := 0; i < len(z.rows) && i < len(g.rows); i++ {
+				rs = append(rs, z.rows[i].MsPerToken/g.rows[i].MsPerToken)
+			}
+			ratio = spread(rs, "%.2f") + "×"
 		}
 		load := ""
 		if l := median(field(g.rows, func(r result) float64 { return r.LoadS })); l > 0 {
@@ -201,8 +206,9 @@ func writeTable(w io.Writer, groups []*group, bws []float64) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "ms/token: per new token after the first (steps through the KV cache), median (min–max) of the rounds;")
 	fmt.Fprintln(w, "prefill: the prompt's tokens over the time to the first new token; bound: weights MB/token over the")
-	fmt.Fprintln(w, "read bandwidth; of bandwidth: bound ÷ ms/token; zoo ÷ it: zoo's ms/token at the same bit width over")
-	fmt.Fprintln(w, "this row's (below 1: zoo is faster); greedy = zoo f32: how many leading tokens equal zoo's float32 ones.")
+	fmt.Fprintln(w, "read bandwidth; of bandwidth: bound ÷ ms/token; zoo ÷ it: zoo's ms/token at the same bit width (Q8_0:")
+	fmt.Fprintln(w, "int8) over this row's, round by round, median (min–max) (below 1: zoo is faster); greedy = zoo f32:")
+	fmt.Fprintln(w, "how many leading tokens equal zoo's float32 ones.")
 }
 
 // agreement says how many leading greedy tokens of g's first round equal

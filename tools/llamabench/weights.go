@@ -6,13 +6,15 @@ import (
 	"github.com/d73a19ff/zoo/models"
 )
 
-// weightFormatsHelp lists the formats -weights takes in this build.
-const weightFormatsHelp = "f32 (bf16 and int8 once models.WithWeightFormat exists)"
+// weightFormatsHelp lists the formats -weights takes.
+const weightFormatsHelp = "f32, bf16 or int8 (models.WithWeightFormat)"
 
-// loadOptions are the load options that decode with weights in format.
-func loadOptions(format string) ([]models.LoadOption, error) {
-	if format == "f32" {
-		return nil, nil
+// loadOptions are the load options that decode with weights in format
+// (models.ParseWeightFormat's names), and the format's canonical name.
+func loadOptions(format string) ([]models.LoadOption, string, error) {
+	f, err := models.ParseWeightFormat(format)
+	if err != nil {
+		return nil, "", fmt.Errorf("-weights: %w", err)
 	}
-	return nil, fmt.Errorf("-weights %q: this build of zoo decodes float32 weights only; want f32", format)
+	return []models.LoadOption{models.WithWeightFormat(f)}, string(f), nil
 }
