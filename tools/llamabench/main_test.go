@@ -132,3 +132,12 @@ func TestTable(t *testing.T) {
 }
 
 func datasetsWrite(path string, b []byte) error { return atomicfile.WriteBytes(path, b) }
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1}, 3}, {[]float64{9, 1, 5}, 5}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		require.Equal(t, c.want, median(c.in), "%v", c.in)
+	}
+}
