@@ -28,6 +28,24 @@
 #                                     beam search, GPT-2 small (124M) cached
 #                                     greedy, and the memory bandwidth that
 #                                     bounds the last (default 3 rounds)
+#        tools/bench.sh llama [rounds] issue 37's real-size generation: a
+#                                     TinyLlama-1.1B-shaped checkpoint with random
+#                                     weights (tools/llamabench write, made once in
+#                                     LLAMA_BENCH_DIR, default /tmp/zoo-llamabench),
+#                                     batch 1, a 128-token prompt, 128 greedy new
+#                                     tokens: zoo (f32, bf16 and int8 weights),
+#                                     the PyTorch re-implementation
+#                                     (float32) and, with LLAMA_CPP=/path/to/llama.cpp
+#                                     (a checkout built with cmake: build/bin/llama-bench),
+#                                     llama.cpp's llama-bench on the same weights as
+#                                     GGUF F32, BF16 and Q8_0 (tools/llamabench/to_gguf.py);
+#                                     the read bandwidth; each engine in its own
+#                                     process, interleaved (default 2 rounds); the
+#                                     table against the bandwidth bound
+#                                     (LLAMA_PRESET=smollm-135m: a quick run;
+#                                     LLAMA_ENGINES, default "zoo pytorch llama.cpp",
+#                                     LLAMA_FORMATS, default "f32 bf16 int8" for zoo,
+#                                     LLAMA_CPP_TYPES, default "f32 bf16 q8_0", choose rows)
 #        tools/bench.sh all [rounds] all of the above in one run (issue 14's table):
 #                                     the main job, each family's step,
 #                                     decoding and the long sweep, every row
@@ -193,6 +211,55 @@ decoderound() {
   gorow models/gpt 'GenerateGPT2Small' "$it"
   torchrow bench_gpt2_generate.py --iters "$it"
 }
+llamaround() { # one round of the llama mode: JSON lines for llamabench table
+  echo "== round: $(uptime | sed 's/.*load/load/')" >&2
+  "$bindir/llamabench" membw
+  local f engines=" ${LLAMA_ENGINES:-zoo pytorch llama.cpp} "
+  if [[ $engines == *" zoo "* ]]; then
+    for f in ${LLAMA_FORMATS:-f32 bf16 int8}; do # one warm-up call compiles the graphs
+      "$bindir/llamabench" run -dir "$ckpt" -weights "$f" -runs 1 -warmup 1 || echo "FAILED: zoo $f" >&2
+    done
+  fi
+  if [[ $engines == *" pytorch "* ]]; then # nothing to compile: no warm-up
+    (torchenv; /usr/bin/python3 tools/pytorch/llama_generate_bench.py --dir "$ckpt" --runs 1 --warmup 0) || echo "FAILED: pytorch" >&2
+  fi
+  [ -n "${LLAMA_CPP:-}" ] && [[ $engines == *" llama.cpp "* ]] || return 0
+  for f in ${LLAMA_CPP_TYPES:-f32 bf16 q8_0}; do
+    # llama-bench: pp128 (prefill) and tg128 (128 tokens, one at a time), 2 threads, once after its
+    # warm-up; its OpenMP threads wait passively, as PyTorch's (spinning ones collapse on a shared machine)
+    OMP_WAIT_POLICY=PASSIVE /usr/bin/time -f %M -o "$bindir/rss" "$LLAMA_CPP/build/bin/llama-bench" -m "$ckpt/$f.gguf" -p 128 -n 128 -t 2 -r 1 -o jsonl > "$bindir/lb.jsonl" 2> "$bindir/lb.err" ||
+      { tail -3 "$bindir/lb.err" >&2; echo "FAILED: llama-bench $f" >&2; continue; }
+    python3 - "$bindir/lb.jsonl" "$bindir/rss" "$f" "$(basename "$ckpt")" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+pp = [r for r in rows if r["n_prompt"] > 0 and r["n_gen"] == 0][0]
+tg = [r for r in rows if r["n_gen"] > 0 and r["n_prompt"] == 0][0]
+print(json.dumps({"engine": "llama.cpp", "format": sys.argv[3], "model": sys.argv[4], "prompt": pp["n_prompt"],
+                  "new": tg["n_gen"], "load_s": 0, "prefill_tok_s": pp["avg_ts"], "ms_per_token": 1e3 / tg["avg_ts"],
+                  "peak_rss_mb": int(open(sys.argv[2]).read().split()[-1]) * 1024 / 1e6, "threads": tg["n_threads"]}))
+PY
+  done
+}
+llamamode() { # $1: rounds
+  bindir=$(mktemp -d)
+  trap "rm -rf '$bindir'" EXIT
+  go build -o "$bindir/llamabench" ./tools/llamabench
+  ckpt=${LLAMA_BENCH_DIR:-/tmp/zoo-llamabench}/${LLAMA_PRESET:-tinyllama}
+  [ -e "$ckpt/model.safetensors" ] || "$bindir/llamabench" write -preset "${LLAMA_PRESET:-tinyllama}" -out "$ckpt"
+  if [ -n "${LLAMA_CPP:-}" ]; then
+    local f
+    for f in ${LLAMA_CPP_TYPES:-f32 bf16 q8_0}; do
+      [ -e "$ckpt/$f.gguf" ] || /usr/bin/python3 tools/llamabench/to_gguf.py --gguf-py "$LLAMA_CPP/gguf-py" --dir "$ckpt" --out "$ckpt/$f.gguf" --type "$f"
+    done
+  else
+    echo "note: LLAMA_CPP is not set: no llama.cpp rows (set it to a llama.cpp checkout built with cmake)" >&2
+  fi
+  local out i
+  out=$bindir/results.jsonl
+  for i in $(seq "$1"); do llamaround; done | tee "$out"
+  echo "== $(basename "$ckpt"), batch 1, 128-token prompt, 128 greedy tokens, $1 interleaved rounds ($(nproc) cores)"
+  "$bindir/llamabench" table < "$out"
+}
 case "$what" in # the interleaved modes, with their default rounds
 go | torch | both | vit) ;;
 
@@ -200,12 +267,13 @@ main) interleaved "${2:-2}" mainrow; exit 0 ;;
 steps) interleaved "${2:-3}" stepsround; exit 0 ;;
 long) interleaved "${2:-3}" longround; exit 0 ;;
 decode) interleaved "${2:-3}" decoderound; exit 0 ;;
+llama) llamamode "${2:-2}"; exit 0 ;;
 all)
   haveblas && gobuilds+=("-tags openblas") || echo "note: libopenblas-dev is not installed; pure Go only" >&2
   interleaved "${2:-1}" allround
   exit 0
   ;;
-*) echo "tools/bench.sh: unknown mode \"$what\": want go, torch, both, main, steps, vit, long, decode or all" >&2; exit 2 ;;
+*) echo "tools/bench.sh: unknown mode \"$what\": want go, torch, both, main, steps, vit, long, decode, llama or all" >&2; exit 2 ;;
 esac
 if [ "$what" = both ]; then
   out=$(mktemp)
