@@ -60,6 +60,7 @@ func (s *Store) Save(path string, metadata map[string]string) error {
 
 // SaveMapped is Save through a KeyMap.
 func (s *Store) SaveMapped(path string, metadata map[string]string, km KeyMap) error {
+	s.settle(false) // DeferInit's pending values
 	md := map[string]string{"format": "pt"}
 	for k, v := range metadata {
 		md[k] = v
@@ -250,17 +251,24 @@ func (s *Store) LoadEach(path string, km KeyMap, loaded func(p *Param) error) er
 		if err := copyInto(w.p.Value, f, w.key, w.transpose); err != nil {
 			return fmt.Errorf("load %s: %s: %w", path, w.p.Name, err)
 		}
+		s.loaded(w.p)
 		if loaded != nil {
 			if err := loaded(w.p); err != nil {
 				return fmt.Errorf("load %s: %s: %w", path, w.p.Name, err)
 			}
 		}
 	}
+	// DeferInit: the tensors the file did not provide get their initial
+	// values now.
+	s.deferInit = false
+	s.settle(false)
 	return nil
 }
 
 // all lists the parameters, then the buffers.
-func (s *Store) all() []*Param { return append(slices.Clip(s.params), s.buffers...) }
+// It is a new slice, which Remove (a LoadEach callback's Reduce) leaves
+// alone.
+func (s *Store) all() []*Param { return slices.Concat(s.params, s.buffers) }
 
 // checkSkipped hands a skipped float tensor's values to the checker.
 func checkSkipped(sc SkipChecker, f *safetensors.File, key string) error {
