@@ -146,7 +146,7 @@ const gcBytes = 256 << 20
 // them (layers.Store.LoadEach, LoadFittedEach), so that the float32 copy
 // of the whole model never exists at once: each weight's float32 values
 // leave the store as soon as they are converted, and their memory goes
-// back to the operating system every gcBytes. Make one with
+// back to the operating system every loadGCBytes. Make one with
 // NewLoadReducer, pass Loaded to the load, then call Finish.
 type LoadReducer struct {
 	where   string
@@ -198,7 +198,7 @@ func (r *LoadReducer) Loaded(p *layers.Param) error {
 		return fmt.Errorf("%s: %w", r.where, err)
 	}
 	delete(r.byParam, p)
-	if r.since += 4 * n; r.since > gcBytes {
+	if r.since += 4 * n; r.since > loadGCBytes {
 		debug.FreeOSMemory()
 		r.since = 0
 	}
@@ -217,3 +217,10 @@ func (r *LoadReducer) Finish() error {
 	}
 	return ReduceWeights(r.where, r.s, r.f, rest...)
 }
+
+// loadGCBytes is how many bytes of float32 weights a LoadReducer converts
+// between returns of their memory to the operating system: each return is
+// a collection of a heap whose weights hold no pointers, a few
+// milliseconds, and the load's peak is the reduced weights plus about
+// this much.
+const loadGCBytes = 64 << 20
