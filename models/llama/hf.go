@@ -80,8 +80,10 @@ func (m *ForCausalLM) Save(dir string) error {
 // that do not fit the config are all reported by name in a
 // *layers.LoadError. models.WithWeightFormat(models.WeightsBF16 or
 // models.WeightsInt8) converts every weight matrix (the projections, the
-// embedding, the LM head) after loading, for inference (see
-// ForCausalLM.WeightFormat).
+// embedding, the LM head) for inference (see ForCausalLM.WeightFormat),
+// each as it is read, so that the whole float32 model is never in memory
+// (models.LoadReducer). The model is built with layers.DeferInit: the
+// checkpoint's tensors are not drawn at random first.
 func LoadForCausalLM(dir string, opts ...models.LoadOption) (*ForCausalLM, LoadReport, error) {
 	s := models.ReadLoadOptions(opts)
 	weights := s.TakeWeights()
