@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/internal/safetensors"
+	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
 	"github.com/d73a19ff/zoo/models/gpt"
@@ -81,4 +83,44 @@ func TestLoadStreamedEqualsWholeFile(t *testing.T) {
 			require.Greater(t, compared, len(got.Names())/2, "most tensors compared")
 		})
 	}
+}
+
+// A LoadReducer converts each weight during the load, as it arrives: the
+// float32 weight has left the store before the next tensor is read.
+func TestLoadReducerConvertsAsRead(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, models.WeightsFile)
+	build := func(opts ...layers.Option) (*layers.Store, []*layers.Linear) {
+		s, err := layers.NewStore(opts...)
+		require.NoError(t, err)
+		var ls []*layers.Linear
+		for _, name := range []string{"a", "b", "c"} {
+			l, err := layers.NewLinear(s.Root().Sub(name), 8, 4, true)
+			require.NoError(t, err)
+			ls = append(ls, l)
+		}
+		return s, ls
+	}
+	src, _ := build(layers.WithSeed(3))
+	require.NoError(t, src.Save(path, nil))
+	s, ls := build(layers.DeferInit())
+	r, err := models.NewLoadReducer("test", s, models.WeightsInt8, ls[0], ls[1], ls[2])
+	require.NoError(t, err)
+	var order []string
+	require.NoError(t, s.LoadEach(path, nil, func(p *layers.Param) error {
+		if err := r.Loaded(p); err != nil {
+			return err
+		}
+		_, inStore := s.Param(p.Name)
+		order = append(order, fmt.Sprintf("%s %v", p.Name, inStore))
+		return nil
+	}))
+	require.Equal(t, []string{"a.weight false", "a.bias true", "b.weight false", "b.bias true", "c.weight false", "c.bias true"}, order)
+	require.NoError(t, r.Finish())
+	for _, l := range ls {
+		require.Positive(t, l.ReducedBytes())
+	}
+	nr, err := models.NewLoadReducer("test", s, models.WeightsF32)
+	require.NoError(t, err)
+	require.Nil(t, nr, "float32 needs no reducer")
 }
