@@ -60,6 +60,7 @@ func (s *Store) Save(path string, metadata map[string]string) error {
 
 // SaveMapped is Save through a KeyMap.
 func (s *Store) SaveMapped(path string, metadata map[string]string, km KeyMap) error {
+	s.settle(false) // DeferInit's pending values
 	md := map[string]string{"format": "pt"}
 	for k, v := range metadata {
 		md[k] = v
@@ -145,7 +146,14 @@ func (e *LoadError) Error() string {
 // and BF16 tensors are converted to the store's dtype. When path is absent
 // and path+".index.json" is there (a sharded checkpoint, as Hugging Face
 // saves models of more than a few GB), its shards are read as one file
-// (safetensors.ReadCheckpoint).
+// (safetensors.OpenCheckpoint).
+//
+// The file is read tensor by tensor, each straight into its parameter
+// (safetensors.File.ReadFloat32s), so that loading takes little memory
+// beyond the model's own: only a tensor stored transposed (GPT-2's) is
+// staged whole. The headers are checked before any parameter is written;
+// a file that shrinks while it is read is an error that leaves the
+// parameters read so far loaded.
 func (s *Store) Load(path string) error { return s.LoadMapped(path, nil) }
 
 // LoadMapped is Load through a KeyMap. Several keys may map to one
@@ -153,14 +161,24 @@ func (s *Store) Load(path string) error { return s.LoadMapped(path, nil) }
 // hold equal values. See OptionalKeys and SkipChecker for what a KeyMap may
 // add.
 func (s *Store) LoadMapped(path string, km KeyMap) error {
-	f, err := safetensors.ReadCheckpoint(path)
+	return s.LoadEach(path, km, nil)
+}
+
+// LoadEach is LoadMapped calling loaded, when not nil, with each
+// parameter or buffer as soon as it holds the file's values, in the
+// store's order (parameters, then buffers), so that a loader can convert
+// each weight as it arrives (Linear.Reduce) rather than after the whole
+// model is read. An error from loaded stops the load and is returned.
+func (s *Store) LoadEach(path string, km KeyMap, loaded func(p *Param) error) error {
+	f, err := safetensors.OpenCheckpoint(path)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
+	defer f.Close()
 	le := &LoadError{Path: path}
 	type pending struct {
 		p         *Param
-		t         safetensors.Tensor
+		key       string
 		transpose bool
 	}
 	found := map[string]pending{}
@@ -195,10 +213,10 @@ func (s *Store) LoadMapped(path string, km KeyMap) error {
 		case t.DType != safetensors.F64 && t.DType != safetensors.F32 && t.DType != safetensors.F16 && t.DType != safetensors.BF16:
 			le.Mismatched = append(le.Mismatched, fmt.Sprintf("%s: dtype %s is not a float", key, t.DType))
 		case !seen[name]:
-			found[name] = pending{p, t, transpose}
+			found[name] = pending{p, key, transpose}
 		case key == name: // a parameter's own key is the one the others must agree with
-			aliases[name] = append(aliases[name], found[name].t.Name)
-			found[name] = pending{p, t, transpose}
+			aliases[name] = append(aliases[name], found[name].key)
+			found[name] = pending{p, key, transpose}
 		default:
 			aliases[name] = append(aliases[name], key)
 		}
@@ -216,8 +234,8 @@ func (s *Store) LoadMapped(path string, km KeyMap) error {
 			continue // the first key is already reported
 		}
 		for _, key := range keys {
-			if err := sameValues(w.t, f, key); err != nil {
-				le.Mismatched = append(le.Mismatched, fmt.Sprintf("%s and %s, both loaded into %s, %v", w.t.Name, key, name, err))
+			if err := sameValues(f, w.key, key); err != nil {
+				le.Mismatched = append(le.Mismatched, fmt.Sprintf("%s and %s, both loaded into %s, %v", w.key, key, name, err))
 			}
 		}
 	}
@@ -230,19 +248,34 @@ func (s *Store) LoadMapped(path string, km KeyMap) error {
 		if !ok {
 			continue // optional and absent
 		}
-		if err := copyInto(w.p.Value, w.t, w.transpose); err != nil {
+		if err := copyInto(w.p.Value, f, w.key, w.transpose); err != nil {
 			return fmt.Errorf("load %s: %s: %w", path, w.p.Name, err)
 		}
+		s.loaded(w.p)
+		if loaded != nil {
+			if err := loaded(w.p); err != nil {
+				return fmt.Errorf("load %s: %s: %w", path, w.p.Name, err)
+			}
+		}
 	}
+	// DeferInit: the tensors the file did not provide get their initial
+	// values now.
+	s.deferInit = false
+	s.settle(false)
 	return nil
 }
 
 // all lists the parameters, then the buffers.
-func (s *Store) all() []*Param { return append(slices.Clip(s.params), s.buffers...) }
+// It is a new slice, which Remove (a LoadEach callback's Reduce) leaves
+// alone.
+func (s *Store) all() []*Param { return slices.Concat(s.params, s.buffers) }
 
 // checkSkipped hands a skipped float tensor's values to the checker.
 func checkSkipped(sc SkipChecker, f *safetensors.File, key string) error {
-	t, _ := f.Tensor(key)
+	t, err := f.ReadTensor(key)
+	if err != nil {
+		return err
+	}
 	v, err := t.Float64s()
 	if err != nil {
 		return err
@@ -250,17 +283,19 @@ func checkSkipped(sc SkipChecker, f *safetensors.File, key string) error {
 	return sc.CheckSkipped(key, t.Shape, v)
 }
 
-// sameValues reports whether the tensor under key holds a's values.
-func sameValues(a safetensors.Tensor, f *safetensors.File, key string) error {
-	b, _ := f.Tensor(key)
-	if !slices.Equal(a.Shape, b.Shape) {
-		return fmt.Errorf("have shapes %v and %v", a.Shape, b.Shape)
+// sameValues reports whether the tensors under keys a and b hold the same
+// values.
+func sameValues(f *safetensors.File, a, b string) error {
+	ta, _ := f.Tensor(a)
+	tb, _ := f.Tensor(b)
+	if !slices.Equal(ta.Shape, tb.Shape) {
+		return fmt.Errorf("have shapes %v and %v", ta.Shape, tb.Shape)
 	}
-	av, err := a.Float64s()
+	av, err := readFloat64s(f, ta)
 	if err != nil {
 		return err
 	}
-	bv, err := b.Float64s()
+	bv, err := readFloat64s(f, tb)
 	if err != nil {
 		return err
 	}
@@ -272,6 +307,19 @@ func sameValues(a safetensors.Tensor, f *safetensors.File, key string) error {
 	return nil
 }
 
+// readFloat64s reads t, a tensor of f, as float64s.
+func readFloat64s(f *safetensors.File, t safetensors.Tensor) ([]float64, error) {
+	if t.DType != safetensors.F64 && t.DType != safetensors.F32 && t.DType != safetensors.F16 && t.DType != safetensors.BF16 {
+		r, err := f.ReadTensor(t.Name)
+		if err != nil {
+			return nil, err
+		}
+		return r.Float64s()
+	}
+	v := make([]float64, t.NumElements())
+	return v, f.ReadFloat64s(t.Name, v)
+}
+
 func keyOf(km KeyMap, name string) string {
 	if km == nil {
 		return name
@@ -280,32 +328,46 @@ func keyOf(km KeyMap, name string) string {
 	return k
 }
 
-func copyInto(dst *tensor.Dense, t safetensors.Tensor, transpose bool) error {
+// copyInto reads the tensor under key into dst, straight into its
+// backing array unless it is stored transposed.
+func copyInto(dst *tensor.Dense, f *safetensors.File, key string, transpose bool) error {
+	t, _ := f.Tensor(key)
 	r, c := 0, 0
 	if transpose {
 		r, c = t.Shape[0], t.Shape[1]
 	}
 	switch d := dst.Data().(type) {
 	case []float32:
-		v, err := t.Float32s()
-		if err != nil {
-			return err
-		}
-		if transpose {
-			v = transposed(v, r, c)
-		}
-		copy(d, v)
+		return readInto(f, key, d, transpose, r, c)
 	case []float64:
-		v, err := t.Float64s()
-		if err != nil {
-			return err
-		}
-		if transpose {
-			v = transposed(v, r, c)
-		}
-		copy(d, v)
+		return readInto(f, key, d, transpose, r, c)
 	default:
 		return fmt.Errorf("unsupported parameter data %T", d)
+	}
+}
+
+// readInto reads key into d, transposing an (r, c) matrix when asked.
+func readInto[T float32 | float64](f *safetensors.File, key string, d []T, transpose bool, r, c int) error {
+	read := func(v []T) error {
+		switch v := any(v).(type) {
+		case []float32:
+			return f.ReadFloat32s(key, v)
+		case []float64:
+			return f.ReadFloat64s(key, v)
+		}
+		return nil
+	}
+	if !transpose {
+		return read(d)
+	}
+	v := make([]T, len(d))
+	if err := read(v); err != nil {
+		return err
+	}
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			d[j*r+i] = v[i*c+j]
+		}
 	}
 	return nil
 }

@@ -45,6 +45,7 @@ func DropoutSeed(seed uint64) GraphOption { return func(g *Graph) { g.seed = see
 
 // NewGraph starts a graph over the store's parameters.
 func (s *Store) NewGraph(opts ...GraphOption) *Graph {
+	s.settle(false) // DeferInit's pending values
 	g := &Graph{ExprGraph: gorgonia.NewGraph(), store: s, nodes: map[*Param]*gorgonia.Node{}, names: map[string]int{}}
 	for _, o := range opts {
 		o(g)

@@ -45,6 +45,12 @@ type Store struct {
 	params  []*Param
 	buffers []*Param
 	byName  map[string]*Param // parameters and buffers
+	// With DeferInit, new tensors are zero and their initialisers wait in
+	// log, in the order they would have drawn from rng, pending naming
+	// those whose values are still to come (neither loaded nor replayed).
+	deferInit bool
+	log       []initOp
+	pending   map[*Param]bool
 	// pool holds the op buffers of every graph compiled with
 	// Graph.Machine: graphs of one store share it (see Machine).
 	poolOnce sync.Once
@@ -78,6 +84,28 @@ func WithSeed(seed uint64) Option {
 // zero, as Hugging Face models do with `initializer_range`. Without it,
 // Linear layers use PyTorch's default U(±1/√fan_in) and embeddings N(0, 1).
 func WithInitStd(std float64) Option { return func(s *Store) { s.initStd = std } }
+
+// DeferInit makes the store allocate each new parameter and buffer zeroed
+// and record its initialiser (and Reinit's) rather than run it, for a
+// model that a checkpoint is about to fill: Load then writes the file's
+// tensors into the zeroed memory and runs the recorded initialisers of
+// only the tensors the file did not provide (a new head, an optional
+// buffer), drawing from the generator exactly as they would have, so
+// that every value is what it is without the option, bit for bit. A
+// model of several GB is then neither initialised at random first nor
+// touched twice. Until a Load succeeds the tensors read as zeros through
+// Param and Params; NewGraph and Save run the pending initialisers first,
+// so a graph or a checkpoint never sees them (load the store, or build a
+// graph, before using it from several goroutines). Every family's loader that
+// says so passes it; a model built to be trained should not.
+func DeferInit() Option { return func(s *Store) { s.deferInit = true } }
+
+// initOp is one initialiser DeferInit recorded: p's values from init.
+type initOp struct {
+	p     *Param
+	shape []int // p's, which stays when its values go (Linear.Reduce)
+	init  Init
+}
 
 // NewStore returns an empty store.
 func NewStore(opts ...Option) (*Store, error) {
@@ -126,6 +154,7 @@ func (s *Store) Remove(names ...string) error {
 	s.params = slices.DeleteFunc(s.params, gone)
 	s.buffers = slices.DeleteFunc(s.buffers, gone)
 	for n := range drop {
+		delete(s.pending, s.byName[n]) // its recorded draws stay in the log
 		delete(s.byName, n)
 	}
 	return nil
@@ -228,6 +257,20 @@ func (s Scope) newTensor(leaf string, shape []int, init Init) (*Param, error) {
 		}
 		n *= d
 	}
+	st := s.store
+	if st.deferInit {
+		var t *tensor.Dense
+		if st.dtype == tensor.Float64 {
+			t = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(make([]float64, n)))
+		} else {
+			t = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(make([]float32, n)))
+		}
+		p := &Param{Name: name, Value: t}
+		st.byName[name] = p
+		st.record(p, init)
+		return p, nil
+	}
+	st.settle(true)
 	v := make([]float64, n)
 	init(s.store.rng, shape, v)
 	var t *tensor.Dense
@@ -276,8 +319,18 @@ func Constant(c float64) Init {
 // use it for initialisations of their own (GPT-2's scaled residual
 // projections).
 func (s *Store) Reinit(p *Param, init Init) {
+	if s.deferInit {
+		s.record(p, init)
+		return
+	}
+	s.settle(true)
 	v := make([]float64, p.Value.Size())
 	init(s.rng, p.Value.Shape(), v)
+	setValues(p, v)
+}
+
+// setValues writes v into p, converting to its dtype.
+func setValues(p *Param, v []float64) {
 	switch d := p.Value.Data().(type) {
 	case []float64:
 		copy(d, v)
@@ -286,6 +339,61 @@ func (s *Store) Reinit(p *Param, init Init) {
 			d[i] = float32(x)
 		}
 	}
+}
+
+// record defers init of p (DeferInit): p's values are pending until a
+// load provides them or settle replays init.
+func (s *Store) record(p *Param, init Init) {
+	if s.pending == nil {
+		s.pending = map[*Param]bool{}
+	}
+	s.log = append(s.log, initOp{p, slices.Clone([]int(p.Value.Shape())), init})
+	s.pending[p] = true
+}
+
+// loaded marks p as holding a checkpoint's values: its recorded
+// initialisers still draw from the generator when replayed, but their
+// values are dropped.
+func (s *Store) loaded(p *Param) { delete(s.pending, p) }
+
+// settle replays the recorded initialisers in order, up to the last one
+// of a pending tensor (all: the whole log, as a draw from the generator
+// that follows them needs), writing the pending tensors' values and
+// dropping the others' draws, so that the generator ends where running
+// them at once would have left it. It does nothing without a log.
+func (s *Store) settle(all bool) {
+	if !all && len(s.pending) == 0 {
+		return
+	}
+	end := len(s.log)
+	if !all {
+		for end > 0 && !s.pending[s.log[end-1].p] {
+			end--
+		}
+	}
+	if end == 0 {
+		return
+	}
+	var scratch []float64
+	for _, op := range s.log[:end] {
+		n := 1
+		for _, d := range op.shape {
+			n *= d
+		}
+		if cap(scratch) < n {
+			scratch = make([]float64, n)
+		}
+		v := scratch[:n]
+		clear(v)
+		op.init(s.rng, slices.Clone(op.shape), v)
+		if s.pending[op.p] {
+			setValues(op.p, v)
+		}
+	}
+	for _, op := range s.log[:end] {
+		delete(s.pending, op.p)
+	}
+	s.log = slices.Delete(s.log, 0, end)
 }
 
 // weightInit is the store's initialiser for a weight with fan-in fanIn.

@@ -17,8 +17,14 @@ import (
 // their fresh values. The report names what was dropped (by file key) and
 // created (by parameter name), each sorted.
 func LoadFitted(s *layers.Store, path string, km layers.KeyMap, backbone func(name string) bool, newHead ...string) (LoadReport, error) {
+	return LoadFittedEach(s, path, km, backbone, nil, newHead...)
+}
+
+// LoadFittedEach is LoadFitted calling loaded with each parameter as soon
+// as it holds the file's values (layers.Store.LoadEach).
+func LoadFittedEach(s *layers.Store, path string, km layers.KeyMap, backbone func(name string) bool, loaded func(*layers.Param) error, newHead ...string) (LoadReport, error) {
 	k := &headFit{KeyMap: km, store: s, backbone: backbone, newHead: newHead, seen: map[string]bool{}}
-	if err := s.LoadMapped(path, k); err != nil {
+	if err := s.LoadEach(path, k, loaded); err != nil {
 		return LoadReport{}, err
 	}
 	var r LoadReport

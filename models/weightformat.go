@@ -141,3 +141,86 @@ func ReduceWeights(where string, s *layers.Store, f WeightFormat, ls ...Reducibl
 // gcBytes is how many bytes of float32 weights ReduceWeights converts
 // between collections.
 const gcBytes = 256 << 20
+
+// LoadReducer converts weights to a reduced format as a load provides
+// them (layers.Store.LoadEach, LoadFittedEach), so that the float32 copy
+// of the whole model never exists at once: each weight's float32 values
+// leave the store as soon as they are converted, and their memory goes
+// back to the operating system every loadGCBytes. Make one with
+// NewLoadReducer, pass Loaded to the load, then call Finish.
+type LoadReducer struct {
+	where   string
+	s       *layers.Store
+	f       WeightFormat
+	k       kernels.Format
+	ls      []Reducible
+	byParam map[*layers.Param]Reducible
+	since   int64
+}
+
+// NewLoadReducer prepares the conversion of ls, layers of s, to format f
+// during a load; nil (and no error) when f is float32. A *layers.Linear
+// or *layers.Embedding converts as its weight arrives; any other
+// Reducible, and a weight the file did not provide (a new head), at
+// Finish. The store must be float32. where names the loader in errors.
+func NewLoadReducer(where string, s *layers.Store, f WeightFormat, ls ...Reducible) (*LoadReducer, error) {
+	k, ok, err := f.kernel()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	if s.Dtype() != tensor.Float32 {
+		return nil, fmt.Errorf("%s: weights in %s need a float32 model, not %v: leave layers.WithDtype out", where, f, s.Dtype())
+	}
+	r := &LoadReducer{where: where, s: s, f: f, k: k, ls: ls, byParam: map[*layers.Param]Reducible{}}
+	for _, l := range ls {
+		switch l := l.(type) {
+		case *layers.Linear:
+			r.byParam[l.Weight] = l
+		case *layers.Embedding:
+			r.byParam[l.Weight] = l
+		}
+	}
+	return r, nil
+}
+
+// Loaded converts p's layer, when p is the weight of one of the layers,
+// now that p holds the checkpoint's values. It is a LoadEach callback.
+func (r *LoadReducer) Loaded(p *layers.Param) error {
+	l, ok := r.byParam[p]
+	if !ok {
+		return nil
+	}
+	n := int64(p.Value.Size())
+	if err := l.Reduce(r.s, r.k); err != nil {
+		return fmt.Errorf("%s: %w", r.where, err)
+	}
+	delete(r.byParam, p)
+	if r.since += 4 * n; r.since > loadGCBytes {
+		debug.FreeOSMemory()
+		r.since = 0
+	}
+	return nil
+}
+
+// Finish converts the layers that Loaded did not, and returns the freed
+// memory to the operating system.
+func (r *LoadReducer) Finish() error {
+	var rest []Reducible
+	for _, l := range r.ls {
+		if b, ok := l.(interface{ ReducedBytes() int64 }); ok && b.ReducedBytes() > 0 {
+			continue
+		}
+		rest = append(rest, l)
+	}
+	return ReduceWeights(r.where, r.s, r.f, rest...)
+}
+
+// loadGCBytes is how many bytes of float32 weights a LoadReducer converts
+// between returns of their memory to the operating system: each return is
+// a collection of a heap whose weights hold no pointers, a few
+// milliseconds, and the load's peak is the reduced weights plus about
+// this much.
+const loadGCBytes = 64 << 20

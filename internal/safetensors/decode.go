@@ -24,6 +24,15 @@ type File struct {
 	tensors  map[string]Tensor
 	names    []string
 	metadata map[string]string
+
+	// An opened file (OpenFile, OpenCheckpoint) leaves the data on disk:
+	// at says where each tensor's bytes are, files are the open files
+	// (Close closes them). dataOff and bufLen are where one file's data
+	// lies, while it is being opened.
+	at      map[string]span
+	files   []*os.File
+	dataOff int64
+	bufLen  uint64
 }
 
 // Decode parses and validates a complete safetensors file held in data. It
@@ -71,50 +80,65 @@ func ReadFile(path string) (*File, error) {
 // reports: the 8-byte length, then a header of at most MaxHeaderSize
 // bytes, then, once the header checks out against the size, the data.
 func readFrom(fh *os.File) (*File, error) {
-	fi, err := fh.Stat()
+	f, entries, err := openFrom(fh)
 	if err != nil {
 		return nil, err
 	}
+	data := make([]byte, f.bufLen)
+	if _, err := io.ReadFull(fh, data); err != nil {
+		return nil, fmt.Errorf("reading %d bytes of tensor data: %w", f.bufLen, err)
+	}
+	// The file may have grown since Stat: refuse rather than ignore.
+	var one [1]byte
+	if k, _ := fh.Read(one[:]); k != 0 {
+		return nil, fmt.Errorf("file grew beyond its %d bytes while being read", f.dataOff+int64(f.bufLen))
+	}
+	f.attach(entries, data)
+	f.dataOff, f.bufLen = 0, 0
+	return f, nil
+}
+
+// openFrom reads and validates the header of the open file fh, leaving fh
+// positioned at the data: the 8-byte length, then a header of at most
+// MaxHeaderSize bytes, checked against the size that Stat reports. The
+// File's tensors have no Data; dataOff and bufLen say where it lies.
+func openFrom(fh *os.File) (*File, []entry, error) {
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (mode %s)", fi.Mode())
+		return nil, nil, fmt.Errorf("not a regular file (mode %s)", fi.Mode())
 	}
 	size := fi.Size()
 	if size < 8 {
-		return nil, fmt.Errorf("file is %d bytes, shorter than the 8-byte header length", size)
+		return nil, nil, fmt.Errorf("file is %d bytes, shorter than the 8-byte header length", size)
 	}
 	var prefix [8]byte
 	if _, err := io.ReadFull(fh, prefix[:]); err != nil {
-		return nil, fmt.Errorf("reading the header length: %w", err)
+		return nil, nil, fmt.Errorf("reading the header length: %w", err)
 	}
 	n, err := headerLen(le.Uint64(prefix[:]), uint64(size))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	bufLen := uint64(size) - 8 - n
 	// Check the header before allocating the data: its offsets must
 	// account for exactly the bytes the file holds.
 	header := make([]byte, n)
 	if _, err := io.ReadFull(fh, header); err != nil {
-		return nil, fmt.Errorf("reading the %d-byte header: %w", n, err)
+		return nil, nil, fmt.Errorf("reading the %d-byte header: %w", n, err)
 	}
 	if declared, ok := declaredDataLen(header); ok && declared != bufLen {
-		return nil, fmt.Errorf("header declares %d bytes of tensor data but the %d-byte file holds %d after its %d-byte header (truncated or padded file?)",
+		return nil, nil, fmt.Errorf("header declares %d bytes of tensor data but the %d-byte file holds %d after its %d-byte header (truncated or padded file?)",
 			declared, size, bufLen, n)
 	}
 	f, entries, err := parseHeader(header, bufLen)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	data := make([]byte, bufLen)
-	if _, err := io.ReadFull(fh, data); err != nil {
-		return nil, fmt.Errorf("reading %d bytes of tensor data: %w", bufLen, err)
-	}
-	// The file may have grown since Stat: refuse rather than ignore.
-	if k, _ := fh.Read(prefix[:1]); k != 0 {
-		return nil, fmt.Errorf("file grew beyond its %d bytes while being read", size)
-	}
-	f.attach(entries, data)
-	return f, nil
+	f.dataOff, f.bufLen = int64(8+n), bufLen
+	return f, entries, nil
 }
 
 // declaredDataLen is the end of the furthest tensor the header declares,
@@ -146,7 +170,8 @@ func (f *File) Names() []string {
 }
 
 // Tensor returns the named tensor and whether it exists. The Shape is a copy;
-// Data aliases the decoded buffer.
+// Data aliases the decoded buffer, and is nil for a File that OpenFile or
+// OpenCheckpoint made (read it with ReadTensor or ReadFloat32s).
 func (f *File) Tensor(name string) (Tensor, bool) {
 	t, ok := f.tensors[name]
 	if ok {

@@ -60,14 +60,17 @@ func ReadCheckpoint(path string) (*File, error) {
 // index); and shards whose total size would not fit in available memory,
 // before any is read.
 func ReadSharded(indexPath string) (*File, error) {
-	f, err := readSharded(indexPath)
+	f, err := readSharded(indexPath, ReadFile, true)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: sharded checkpoint %s: %w", indexPath, err)
 	}
 	return f, nil
 }
 
-func readSharded(indexPath string) (*File, error) {
+// readSharded reads the index and each shard through open (ReadFile or
+// OpenFile), checking the shards' total size against available memory
+// when checkMem. On an error the shards opened so far are closed.
+func readSharded(indexPath string, open func(string) (*File, error), checkMem bool) (_ *File, err error) {
 	idx, err := readIndex(indexPath)
 	if err != nil {
 		return nil, err
@@ -93,15 +96,26 @@ func readSharded(indexPath string) (*File, error) {
 		}
 		total = memcheck.Sum(total, fi.Size())
 	}
-	if err := memcheck.CheckMemory(total, fmt.Sprintf("its %d shards", len(shards)), "use a machine with more memory"); err != nil {
-		return nil, err
+	if checkMem {
+		if err := memcheck.CheckMemory(total, fmt.Sprintf("its %d shards", len(shards)), "use a machine with more memory"); err != nil {
+			return nil, err
+		}
 	}
 	out := &File{tensors: map[string]Tensor{}}
+	defer func() {
+		if err != nil {
+			out.Close()
+		}
+	}()
 	where := map[string]string{} // tensor -> the shard holding it
 	for _, s := range shards {
-		f, err := ReadFile(filepath.Join(dir, s))
+		f, err := open(filepath.Join(dir, s))
 		if err != nil {
 			return nil, err
+		}
+		out.files = append(out.files, f.files...)
+		if f.at != nil && out.at == nil {
+			out.at = map[string]span{}
 		}
 		for _, name := range f.names {
 			if other, ok := where[name]; ok {
@@ -115,6 +129,9 @@ func readSharded(indexPath string) (*File, error) {
 			}
 			where[name] = s
 			out.tensors[name] = f.tensors[name]
+			if sp, ok := f.at[name]; ok {
+				out.at[name] = sp
+			}
 		}
 		for k, v := range f.metadata {
 			if _, ok := out.metadata[k]; !ok {

@@ -14,8 +14,10 @@ package gpt
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 )
 
@@ -138,7 +140,8 @@ func LoadEdited(dir string, edit func(*Config) error, opts ...models.LoadOption)
 			return nil, LoadReport{}, err
 		}
 	}
-	m, err := New(cfg, s.Store...)
+	// The checkpoint overwrites the initial values: layers.DeferInit.
+	m, err := New(cfg, slices.Concat([]layers.Option{layers.DeferInit()}, s.Store)...)
 	if err != nil {
 		return nil, LoadReport{}, fmt.Errorf("gpt: %s: %w", filepath.Join(dir, models.ConfigFile), err)
 	}

@@ -80,8 +80,10 @@ func (m *ForCausalLM) Save(dir string) error {
 // that do not fit the config are all reported by name in a
 // *layers.LoadError. models.WithWeightFormat(models.WeightsBF16 or
 // models.WeightsInt8) converts every weight matrix (the projections, the
-// embedding, the LM head) after loading, for inference (see
-// ForCausalLM.WeightFormat).
+// embedding, the LM head) for inference (see ForCausalLM.WeightFormat),
+// each as it is read, so that the whole float32 model is never in memory
+// (models.LoadReducer). The model is built with layers.DeferInit: the
+// checkpoint's tensors are not drawn at random first.
 func LoadForCausalLM(dir string, opts ...models.LoadOption) (*ForCausalLM, LoadReport, error) {
 	s := models.ReadLoadOptions(opts)
 	weights := s.TakeWeights()
@@ -96,16 +98,29 @@ func LoadForCausalLM(dir string, opts ...models.LoadOption) (*ForCausalLM, LoadR
 		return nil, LoadReport{}, fmt.Errorf("llama: %w", err)
 	}
 	cfg.ID2Label = nil // a classifier's labels: not this model's
-	m, err := NewForCausalLM(cfg, s.Store...)
+	// The checkpoint overwrites the initial values (DeferInit), and a
+	// reduced format converts each weight as it is read.
+	m, err := NewForCausalLM(cfg, slices.Concat([]layers.Option{layers.DeferInit()}, s.Store)...)
 	if err != nil {
 		return nil, LoadReport{}, fmt.Errorf("llama: %s: %w", filepath.Join(dir, models.ConfigFile), err)
 	}
-	r, err := m.load(dir, m.LMHead == nil, s.Strict, false)
+	red, err := m.loadReducer(weights)
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
-	if err := m.reduce(weights); err != nil {
+	var each func(*layers.Param) error
+	if red != nil {
+		each = red.Loaded
+	}
+	r, err := m.load(dir, m.LMHead == nil, s.Strict, false, each)
+	if err != nil {
 		return nil, LoadReport{}, err
+	}
+	if red != nil {
+		if err := red.Finish(); err != nil {
+			return nil, LoadReport{}, err
+		}
+		m.weights = weights
 	}
 	return m, r, nil
 }
@@ -117,24 +132,31 @@ func (m *ForCausalLM) LoadWeights(path string) error {
 }
 
 func (m *Model) loadWeights(path string, tied bool) error {
-	if err := m.Store.LoadMapped(path, hfKeys{tied: tied}); err != nil {
+	return m.loadWeightsEach(path, tied, nil)
+}
+
+// loadWeightsEach is loadWeights calling each with every parameter as it
+// is read (layers.Store.LoadEach).
+func (m *Model) loadWeightsEach(path string, tied bool, each func(*layers.Param) error) error {
+	if err := m.Store.LoadEach(path, hfKeys{tied: tied}, each); err != nil {
 		return fmt.Errorf("llama: %w", err)
 	}
 	return nil
 }
 
 // load reads dir's weights into m: strictly (loadWeights), or fitting a
-// checkpoint of the other head, newHead dropping the file's classifier.
-func (m *Model) load(dir string, tied, strict, newHead bool) (LoadReport, error) {
+// checkpoint of the other head, newHead dropping the file's classifier;
+// each, when not nil, is called with every parameter as it is read.
+func (m *Model) load(dir string, tied, strict, newHead bool, each func(*layers.Param) error) (LoadReport, error) {
 	path := filepath.Join(dir, models.WeightsFile)
 	if strict {
-		return LoadReport{}, m.loadWeights(path, tied)
+		return LoadReport{}, m.loadWeightsEach(path, tied, each)
 	}
 	var fresh []string
 	if newHead {
 		fresh = []string{"score.weight"}
 	}
-	r, err := models.LoadFitted(m.Store, path, hfKeys{tied: tied}, isBackbone, fresh...)
+	r, err := models.LoadFittedEach(m.Store, path, hfKeys{tied: tied}, isBackbone, each, fresh...)
 	if err != nil {
 		return LoadReport{}, fmt.Errorf("llama: %w", err)
 	}
@@ -193,11 +215,11 @@ func LoadForSequenceClassification(dir string, opts ...models.LoadOption) (*ForS
 	if err != nil {
 		return nil, LoadReport{}, fmt.Errorf("llama: %w", err)
 	}
-	c, err := NewForSequenceClassification(cfg, labels, s.Store...)
+	c, err := NewForSequenceClassification(cfg, labels, slices.Concat([]layers.Option{layers.DeferInit()}, s.Store)...)
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
-	r, err := c.load(dir, false, s.Strict, newHead)
+	r, err := c.load(dir, false, s.Strict, newHead, nil)
 	if err != nil {
 		return nil, LoadReport{}, err
 	}

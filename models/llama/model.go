@@ -220,6 +220,20 @@ func (m *ForCausalLM) reduce(f models.WeightFormat) error {
 	return nil
 }
 
+// loadReducer prepares the conversion of every weight matrix to format f
+// as a load reads it (nil for float32): see reduce.
+func (m *ForCausalLM) loadReducer(f models.WeightFormat) (*models.LoadReducer, error) {
+	reduced, err := f.Reduced()
+	if err != nil || !reduced {
+		return nil, err
+	}
+	ls, err := m.matrices()
+	if err != nil {
+		return nil, err
+	}
+	return models.NewLoadReducer("llama", m.Store, f, ls...)
+}
+
 // NewForCausalLM builds a causal LM (see New).
 func NewForCausalLM(c Config, opts ...layers.Option) (*ForCausalLM, error) {
 	m, err := New(c, opts...)

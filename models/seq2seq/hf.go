@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
@@ -184,7 +185,8 @@ func LoadEdited(dir string, edit func(Config) (Config, error), opts ...models.Lo
 			return nil, LoadReport{}, err
 		}
 	}
-	m, err := New(cfg, s.Store...)
+	// The checkpoint overwrites the initial values: layers.DeferInit.
+	m, err := New(cfg, slices.Concat([]layers.Option{layers.DeferInit()}, s.Store)...)
 	if err != nil {
 		return nil, LoadReport{}, fmt.Errorf("seq2seq: %s: %w", filepath.Join(dir, models.ConfigFile), err)
 	}
