@@ -9,6 +9,7 @@
 //
 //	go run ./tools/llamabench write -preset tinyllama -out /tmp/tinyllama
 //	go run ./tools/llamabench run -dir /tmp/tinyllama [-prompt 128] [-new 128] [-weights f32]
+//	go run ./tools/llamabench load -dir /tmp/tinyllama [-weights f32]
 //	go run ./tools/llamabench membw [-mib 1024] [-threads 2]
 //	go run ./tools/llamabench table < results.jsonl
 //
@@ -26,6 +27,9 @@
 // (the prompt's pass and the first token) in tokens/s, ms per token over
 // the later tokens, the whole call's ms per new token, the peak RSS, the
 // bytes of weights one token reads, and the tokens.
+//
+// load loads the folder alone, in -weights' format, and prints the
+// seconds it took and the peak RSS right after it (docs/memory.md).
 //
 // membw measures the read bandwidth, STREAM's idea reduced to a read:
 // -threads goroutines each sum their part of a -mib buffer, far larger than
@@ -54,17 +58,19 @@ func main() {
 // run dispatches to the subcommand args[0].
 func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("no subcommand; want write, run, membw or table (see go doc ./tools/llamabench)")
+		return fmt.Errorf("no subcommand; want write, run, load, membw or table (see go doc ./tools/llamabench)")
 	}
 	switch args[0] {
 	case "write":
 		return cmdWrite(args[1:], stdout)
 	case "run":
 		return cmdRun(args[1:], stdout)
+	case "load":
+		return cmdLoad(args[1:], stdout)
 	case "membw":
 		return cmdMembw(args[1:], stdout)
 	case "table":
 		return cmdTable(args[1:], stdin, stdout)
 	}
-	return fmt.Errorf("unknown subcommand %q; want write, run, membw or table", args[0])
+	return fmt.Errorf("unknown subcommand %q; want write, run, load, membw or table", args[0])
 }
