@@ -104,3 +104,66 @@ func BenchmarkGenerate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPrefill is the prefill alone of BenchmarkGenerate's decodings:
+// a call of Generate for one new token (the prompt through the KV cache,
+// then the one token sampled from the last position's logits) at batch 1,
+// per prompt length P, on the same random-weight models and formats. The
+// first, untimed call compiles the graphs, so prefill_tok/s is the
+// forward pass alone. cpu_ms/op is the process's CPU time per prefill
+// (both cores' together): on a machine shared with other work it moves
+// far less with the load than the wall clock does. SmolLM-135M always runs; TinyLlama-1.1B only with
+// ZOO_BENCH_TINYLLAMA=1.
+func BenchmarkPrefill(b *testing.B) {
+	sizes := []struct {
+		name string
+		cfg  Config
+	}{{"smollm-135m", SmolLM135M()}}
+	if os.Getenv("ZOO_BENCH_TINYLLAMA") == "1" {
+		sizes = append(sizes, struct {
+			name string
+			cfg  Config
+		}{"tinyllama-1.1b", TinyLlama()})
+	}
+	for _, sz := range sizes {
+		for _, f := range []models.WeightFormat{models.WeightsF32, models.WeightsBF16, models.WeightsInt8} {
+			var m *ForCausalLM
+			for _, promptLen := range []int{128} {
+				b.Run(fmt.Sprintf("%s/%s/P%d_B1", sz.name, f, promptLen), func(b *testing.B) {
+					if m == nil {
+						var err error
+						if m, err = NewForCausalLM(sz.cfg, layers.WithSeed(1)); err != nil {
+							b.Fatal(err)
+						}
+						if err := m.reduce(f); err != nil {
+							b.Fatal(err)
+						}
+					}
+					prompt := make([]int, promptLen)
+					for i := range prompt {
+						prompt[i] = (i*7919 + 13) % sz.cfg.VocabSize
+					}
+					gen := func() {
+						out, err := m.Generate([][]int{prompt}, GenerateConfig{SampleConfig: decode.Greedy(1)})
+						if err != nil {
+							b.Fatal(err)
+						}
+						if len(out[0]) != 1 {
+							b.Fatalf("%d new tokens, want 1", len(out[0]))
+						}
+					}
+					gen() // compile the graphs
+					b.ResetTimer()
+					cpu0, cpuOK := cpuTime()
+					for i := 0; i < b.N; i++ {
+						gen()
+					}
+					b.ReportMetric(float64(promptLen*b.N)/b.Elapsed().Seconds(), "prefill_tok/s")
+					if cpu1, ok := cpuTime(); ok && cpuOK {
+						b.ReportMetric(float64((cpu1-cpu0).Milliseconds())/float64(b.N), "cpu_ms/op")
+					}
+				})
+			}
+		}
+	}
+}
