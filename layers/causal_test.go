@@ -165,3 +165,36 @@ func TestCausalStepperChecks(t *testing.T) {
 	_, err = st.Step([][]int{make([]int, 11)})
 	require.ErrorContains(t, err, "more than the model's 10 positions, and the sliding window is off")
 }
+
+// Every decoding graph, the prefill's, the single token's and the
+// uncached step's, hands the head only each row's last position
+// (B, 1, D): the logits of the others would go unread. The logits stay
+// those of the whole context's last position (TestRotaryCachedEqualsFull
+// checks them at every step; here the prefill and an uncached step of
+// rows of different lengths, in float64, equal to 1e-12).
+func TestCausalHeadSeesLastPosition(t *testing.T) {
+	lm := rotaryLM(t, 16, true)
+	head := lm.Head
+	var widths []int
+	lm.Head = func(g *Graph, h *gorgonia.Node) (*gorgonia.Node, error) {
+		widths = append(widths, h.Shape()[1])
+		return head(g, h)
+	}
+	seqs := [][]int{{5, 3, 9, 1, 7, 2}, {7, 4}, {2, 8, 4}}
+	for _, noCache := range []bool{false, true} {
+		widths = widths[:0]
+		st, err := lm.NewStepper(CausalOptions{MaxNewTokens: 3, NoCache: noCache})
+		require.NoError(t, err)
+		got, err := st.Step(seqs)
+		require.NoError(t, err)
+		require.NotEmpty(t, widths, "no cache %v: the graphs were built", noCache)
+		for _, w := range widths {
+			require.Equal(t, 1, w, "no cache %v: the head's positions", noCache)
+		}
+		for r, row := range seqs {
+			require.InDeltaSlice(t, lastLogits(t, lm, row), got[r], 1e-12, "no cache %v, row %d", noCache, r)
+		}
+		st.Close()
+		lm.Graphs.Reset()
+	}
+}

@@ -193,10 +193,11 @@ func BenchmarkGEMV(b *testing.B) {
 }
 
 // TestReducedConcurrent runs products of one matrix from several
-// goroutines (run with -race): a Reduced is read-only.
+// goroutines (run with -race): a Reduced is read-only, and Mul's bands,
+// reused between calls, are each call's own.
 func TestReducedConcurrent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	rows, cols := 300, 200
+	rows, cols, n := 300, 200, 9
 	r, err := NewReduced(Int8, randVec(rng, rows*cols), rows, cols)
 	if err != nil {
 		t.Fatal(err)
@@ -204,18 +205,25 @@ func TestReducedConcurrent(t *testing.T) {
 	x := randVec(rng, cols)
 	want := make([]float32, rows)
 	r.MulVec(want, x, nil)
-	done := make(chan []float32)
+	xs := randVec(rng, n*cols)
+	wantMul := make([]float32, n*rows)
+	r.Mul(wantMul, xs, nil, n)
+	done := make(chan bool)
 	for range 4 {
 		go func() {
-			y := make([]float32, rows)
+			y, ys := make([]float32, rows), make([]float32, n*rows)
+			ok := true
 			for range 20 {
 				r.MulVec(y, x, nil)
+				ok = ok && slices.Equal(y, want)
+				r.Mul(ys, xs, nil, n)
+				ok = ok && slices.Equal(ys, wantMul)
 			}
-			done <- y
+			done <- ok
 		}()
 	}
 	for range 4 {
-		if got := <-done; !slices.Equal(got, want) {
+		if !<-done {
 			t.Fatal("concurrent products differ")
 		}
 	}

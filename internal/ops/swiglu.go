@@ -180,23 +180,33 @@ func swigluKernel[T Float](wrt int, g, u, dy, out, sig []T) {
 }
 
 // swigluForward32 is swigluKernel's forward pass in float32 work, σ from
-// exp32 (within 3e-7 of math.Exp).
+// exp32 (within 3e-7 of math.Exp), through the vector kernels of vec.go
+// (swigluGo, or its AVX2/AVX-512 form, within a few ulps of it): σ(gate)
+// is kept in sig when it is not nil.
 func swigluForward32(g, u, out, sig []float32) {
 	parallel.For(len(g), 8, func(lo, hi int) {
-		g, u, out := g[lo:hi], u[lo:hi], out[lo:hi]
-		if sig == nil {
-			for i, v := range g {
-				out[i] = v / (1 + exp32(-v)) * u[i]
-			}
-			return
+		var s []float32
+		if sig != nil {
+			s = sig[lo:hi]
 		}
-		s := sig[lo:hi]
-		for i, v := range g {
-			sg := 1 / (1 + exp32(-v))
-			s[i] = sg
-			out[i] = v * sg * u[i]
-		}
+		vecSwiGLU(g[lo:hi], u[lo:hi], out[lo:hi], s)
 	})
+}
+
+// swigluGo is the portable swiglu of vec.go: out = g/(1 + exp32(−g))·u
+// without keep, else keep = σ = 1/(1 + exp32(−g)) and out = g·σ·u.
+func swigluGo(g, u, out, keep []float32) {
+	if keep == nil {
+		for i, v := range g {
+			out[i] = v / (1 + exp32(-v)) * u[i]
+		}
+		return
+	}
+	for i, v := range g {
+		sg := 1 / (1 + exp32(-v))
+		keep[i] = sg
+		out[i] = v * sg * u[i]
+	}
 }
 
 func (op *swigluOp) DiffWRT(n int) []bool { return []bool{true, true} }

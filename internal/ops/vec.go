@@ -46,6 +46,9 @@ type vecImpl struct {
 	// (optional) or recompute them (see math32.go).
 	gelu, geluTanh         func(x, out, keep []float32)
 	geluGrad, geluTanhGrad func(x, dy, out, kept []float32)
+	// swiglu sets out = gate·σ(gate)·up and stores σ(gate) in keep
+	// (optional); swigluGo has the order of operations.
+	swiglu func(gate, up, out, keep []float32)
 }
 
 // vk is the implementation the kernels use: the fastest this CPU runs.
@@ -71,6 +74,7 @@ var goVec = &vecImpl{
 	geluTanh:     geluTanhForward32,
 	geluGrad:     geluGrad32,
 	geluTanhGrad: geluTanhGrad32,
+	swiglu:       swigluGo,
 }
 
 func sumGo(x []float32) float32 {
@@ -293,6 +297,16 @@ func vecSoftmaxGrad(p, dy, out []float32, scale, dot float32) {
 	if n := len(p); n > 0 {
 		vk.softmaxGrad(p, dy[:n], out[:n], scale, dot)
 	}
+}
+
+// vecSwiGLU sets out = gate·σ(gate)·up, keeping σ(gate) in keep when
+// it is not nil (see swigluGo).
+func vecSwiGLU(gate, up, out, keep []float32) {
+	n := len(gate)
+	if n == 0 {
+		return
+	}
+	vk.swiglu(gate, up[:n], out[:n], fit(keep, n))
 }
 
 // vecGELU runs one of the four GELU kernels (see gelu32).

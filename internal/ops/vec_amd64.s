@@ -1845,6 +1845,367 @@ done3:
 	VZEROUPPER
 	RET
 
+// func swigluAVX2(gate, up, out, keep *float32, n int) 
+// out = gate·σ(gate)·up with σ(x) = 1/(1 + exp32(−x)), stored in keep if not nil
+// (without keep out = gate/(1 + exp32(−gate))·up, swigluGo's order).
+TEXT ·swigluAVX2(SB), NOSPLIT, $0-40
+	MOVQ gate+0(FP), SI
+	MOVQ up+8(FP), DI
+	MOVQ out+16(FP), DX
+	MOVQ keep+24(FP), R8
+	MOVQ n+32(FP), CX
+	XORQ BX, BX
+	TESTQ R8, R8
+	JZ has1
+	ORQ $1, BX
+has1:
+	CMPQ BX, $0
+	JEQ variant0
+variant1:
+	XORQ AX, AX
+	MOVQ CX, BX
+	SUBQ $16, BX
+	JLT single2
+main5:
+	VMOVUPS 0(SI)(AX*4), Y0
+	VMULPS vc_mone<>(SB), Y0, Y1
+	VMOVUPS vc_exphi<>(SB), Y4
+	VMINPS Y1, Y4, Y4
+	VMOVUPS vc_explo<>(SB), Y3
+	VMAXPS Y4, Y3, Y3
+	VMULPS vc_log2e<>(SB), Y3, Y2
+	VADDPS vc_half<>(SB), Y2, Y2
+	VROUNDPS $1, Y2, Y2
+	VFNMADD231PS vc_ln2hi<>(SB), Y2, Y3
+	VFNMADD231PS vc_ln2lo<>(SB), Y2, Y3
+	VCVTPS2DQ Y2, Y2
+	VPADDD vc_i127<>(SB), Y2, Y2
+	VPSLLD $23, Y2, Y2
+	VCMPPS $0x1e, vc_exphi<>(SB), Y1, Y4
+	VANDPS vc_inf<>(SB), Y4, Y4
+	VORPS Y4, Y2, Y2
+	VCMPPS $0x11, vc_explo<>(SB), Y1, Y1
+	VANDNPS Y2, Y1, Y2
+	VMULPS Y3, Y3, Y4
+	VMOVUPS vc_expp0<>(SB), Y1
+	VFMADD213PS vc_expp1<>(SB), Y3, Y1
+	VFMADD213PS vc_expp2<>(SB), Y3, Y1
+	VFMADD213PS vc_expp3<>(SB), Y3, Y1
+	VFMADD213PS vc_expp4<>(SB), Y3, Y1
+	VFMADD213PS vc_expp5<>(SB), Y3, Y1
+	VFMADD213PS Y3, Y4, Y1
+	VADDPS vc_one<>(SB), Y1, Y1
+	VMULPS Y1, Y2, Y2
+	VADDPS vc_one<>(SB), Y2, Y2
+	VMOVUPS vc_one<>(SB), Y1
+	VDIVPS Y2, Y1, Y1
+	VMOVUPS Y1, 0(R8)(AX*4)
+	VMULPS Y1, Y0, Y0
+	VMOVUPS 0(DI)(AX*4), Y3
+	VMULPS Y3, Y0, Y0
+	VMOVUPS Y0, 0(DX)(AX*4)
+	VMOVUPS 32(SI)(AX*4), Y5
+	VMULPS vc_mone<>(SB), Y5, Y6
+	VMOVUPS vc_exphi<>(SB), Y9
+	VMINPS Y6, Y9, Y9
+	VMOVUPS vc_explo<>(SB), Y8
+	VMAXPS Y9, Y8, Y8
+	VMULPS vc_log2e<>(SB), Y8, Y7
+	VADDPS vc_half<>(SB), Y7, Y7
+	VROUNDPS $1, Y7, Y7
+	VFNMADD231PS vc_ln2hi<>(SB), Y7, Y8
+	VFNMADD231PS vc_ln2lo<>(SB), Y7, Y8
+	VCVTPS2DQ Y7, Y7
+	VPADDD vc_i127<>(SB), Y7, Y7
+	VPSLLD $23, Y7, Y7
+	VCMPPS $0x1e, vc_exphi<>(SB), Y6, Y9
+	VANDPS vc_inf<>(SB), Y9, Y9
+	VORPS Y9, Y7, Y7
+	VCMPPS $0x11, vc_explo<>(SB), Y6, Y6
+	VANDNPS Y7, Y6, Y7
+	VMULPS Y8, Y8, Y9
+	VMOVUPS vc_expp0<>(SB), Y6
+	VFMADD213PS vc_expp1<>(SB), Y8, Y6
+	VFMADD213PS vc_expp2<>(SB), Y8, Y6
+	VFMADD213PS vc_expp3<>(SB), Y8, Y6
+	VFMADD213PS vc_expp4<>(SB), Y8, Y6
+	VFMADD213PS vc_expp5<>(SB), Y8, Y6
+	VFMADD213PS Y8, Y9, Y6
+	VADDPS vc_one<>(SB), Y6, Y6
+	VMULPS Y6, Y7, Y7
+	VADDPS vc_one<>(SB), Y7, Y7
+	VMOVUPS vc_one<>(SB), Y6
+	VDIVPS Y7, Y6, Y6
+	VMOVUPS Y6, 32(R8)(AX*4)
+	VMULPS Y6, Y5, Y5
+	VMOVUPS 32(DI)(AX*4), Y8
+	VMULPS Y8, Y5, Y5
+	VMOVUPS Y5, 32(DX)(AX*4)
+	ADDQ $16, AX
+	CMPQ AX, BX
+	JLE main5
+single2:
+	MOVQ CX, BX
+	SUBQ $8, BX
+	CMPQ AX, BX
+	JGT tail3
+one6:
+	VMOVUPS 0(SI)(AX*4), Y0
+	VMULPS vc_mone<>(SB), Y0, Y1
+	VMOVUPS vc_exphi<>(SB), Y4
+	VMINPS Y1, Y4, Y4
+	VMOVUPS vc_explo<>(SB), Y3
+	VMAXPS Y4, Y3, Y3
+	VMULPS vc_log2e<>(SB), Y3, Y2
+	VADDPS vc_half<>(SB), Y2, Y2
+	VROUNDPS $1, Y2, Y2
+	VFNMADD231PS vc_ln2hi<>(SB), Y2, Y3
+	VFNMADD231PS vc_ln2lo<>(SB), Y2, Y3
+	VCVTPS2DQ Y2, Y2
+	VPADDD vc_i127<>(SB), Y2, Y2
+	VPSLLD $23, Y2, Y2
+	VCMPPS $0x1e, vc_exphi<>(SB), Y1, Y4
+	VANDPS vc_inf<>(SB), Y4, Y4
+	VORPS Y4, Y2, Y2
+	VCMPPS $0x11, vc_explo<>(SB), Y1, Y1
+	VANDNPS Y2, Y1, Y2
+	VMULPS Y3, Y3, Y4
+	VMOVUPS vc_expp0<>(SB), Y1
+	VFMADD213PS vc_expp1<>(SB), Y3, Y1
+	VFMADD213PS vc_expp2<>(SB), Y3, Y1
+	VFMADD213PS vc_expp3<>(SB), Y3, Y1
+	VFMADD213PS vc_expp4<>(SB), Y3, Y1
+	VFMADD213PS vc_expp5<>(SB), Y3, Y1
+	VFMADD213PS Y3, Y4, Y1
+	VADDPS vc_one<>(SB), Y1, Y1
+	VMULPS Y1, Y2, Y2
+	VADDPS vc_one<>(SB), Y2, Y2
+	VMOVUPS vc_one<>(SB), Y1
+	VDIVPS Y2, Y1, Y1
+	VMOVUPS Y1, 0(R8)(AX*4)
+	VMULPS Y1, Y0, Y0
+	VMOVUPS 0(DI)(AX*4), Y3
+	VMULPS Y3, Y0, Y0
+	VMOVUPS Y0, 0(DX)(AX*4)
+	ADDQ $8, AX
+	CMPQ AX, BX
+	JLE one6
+tail3:
+	CMPQ AX, CX
+	JEQ done4
+	MOVQ CX, BX
+	SUBQ AX, BX
+	SHLQ $2, BX
+	LEAQ vtailmask<>+32(SB), R11
+	SUBQ BX, R11
+	VMOVDQU (R11), Y15
+	VMASKMOVPS 0(SI)(AX*4), Y15, Y0
+	VMULPS vc_mone<>(SB), Y0, Y1
+	VMOVUPS vc_exphi<>(SB), Y4
+	VMINPS Y1, Y4, Y4
+	VMOVUPS vc_explo<>(SB), Y3
+	VMAXPS Y4, Y3, Y3
+	VMULPS vc_log2e<>(SB), Y3, Y2
+	VADDPS vc_half<>(SB), Y2, Y2
+	VROUNDPS $1, Y2, Y2
+	VFNMADD231PS vc_ln2hi<>(SB), Y2, Y3
+	VFNMADD231PS vc_ln2lo<>(SB), Y2, Y3
+	VCVTPS2DQ Y2, Y2
+	VPADDD vc_i127<>(SB), Y2, Y2
+	VPSLLD $23, Y2, Y2
+	VCMPPS $0x1e, vc_exphi<>(SB), Y1, Y4
+	VANDPS vc_inf<>(SB), Y4, Y4
+	VORPS Y4, Y2, Y2
+	VCMPPS $0x11, vc_explo<>(SB), Y1, Y1
+	VANDNPS Y2, Y1, Y2
+	VMULPS Y3, Y3, Y4
+	VMOVUPS vc_expp0<>(SB), Y1
+	VFMADD213PS vc_expp1<>(SB), Y3, Y1
+	VFMADD213PS vc_expp2<>(SB), Y3, Y1
+	VFMADD213PS vc_expp3<>(SB), Y3, Y1
+	VFMADD213PS vc_expp4<>(SB), Y3, Y1
+	VFMADD213PS vc_expp5<>(SB), Y3, Y1
+	VFMADD213PS Y3, Y4, Y1
+	VADDPS vc_one<>(SB), Y1, Y1
+	VMULPS Y1, Y2, Y2
+	VADDPS vc_one<>(SB), Y2, Y2
+	VMOVUPS vc_one<>(SB), Y1
+	VDIVPS Y2, Y1, Y1
+	VMASKMOVPS Y1, Y15, 0(R8)(AX*4)
+	VMULPS Y1, Y0, Y0
+	VMASKMOVPS 0(DI)(AX*4), Y15, Y3
+	VMULPS Y3, Y0, Y0
+	VMASKMOVPS Y0, Y15, 0(DX)(AX*4)
+done4:
+	VZEROUPPER
+	RET
+variant0:
+	XORQ AX, AX
+	MOVQ CX, BX
+	SUBQ $16, BX
+	JLT single7
+main10:
+	VMOVUPS 0(SI)(AX*4), Y0
+	VMULPS vc_mone<>(SB), Y0, Y1
+	VMOVUPS vc_exphi<>(SB), Y4
+	VMINPS Y1, Y4, Y4
+	VMOVUPS vc_explo<>(SB), Y3
+	VMAXPS Y4, Y3, Y3
+	VMULPS vc_log2e<>(SB), Y3, Y2
+	VADDPS vc_half<>(SB), Y2, Y2
+	VROUNDPS $1, Y2, Y2
+	VFNMADD231PS vc_ln2hi<>(SB), Y2, Y3
+	VFNMADD231PS vc_ln2lo<>(SB), Y2, Y3
+	VCVTPS2DQ Y2, Y2
+	VPADDD vc_i127<>(SB), Y2, Y2
+	VPSLLD $23, Y2, Y2
+	VCMPPS $0x1e, vc_exphi<>(SB), Y1, Y4
+	VANDPS vc_inf<>(SB), Y4, Y4
+	VORPS Y4, Y2, Y2
+	VCMPPS $0x11, vc_explo<>(SB), Y1, Y1
+	VANDNPS Y2, Y1, Y2
+	VMULPS Y3, Y3, Y4
+	VMOVUPS vc_expp0<>(SB), Y1
+	VFMADD213PS vc_expp1<>(SB), Y3, Y1
+	VFMADD213PS vc_expp2<>(SB), Y3, Y1
+	VFMADD213PS vc_expp3<>(SB), Y3, Y1
+	VFMADD213PS vc_expp4<>(SB), Y3, Y1
+	VFMADD213PS vc_expp5<>(SB), Y3, Y1
+	VFMADD213PS Y3, Y4, Y1
+	VADDPS vc_one<>(SB), Y1, Y1
+	VMULPS Y1, Y2, Y2
+	VADDPS vc_one<>(SB), Y2, Y2
+	VDIVPS Y2, Y0, Y0
+	VMOVUPS 0(DI)(AX*4), Y3
+	VMULPS Y3, Y0, Y0
+	VMOVUPS Y0, 0(DX)(AX*4)
+	VMOVUPS 32(SI)(AX*4), Y5
+	VMULPS vc_mone<>(SB), Y5, Y6
+	VMOVUPS vc_exphi<>(SB), Y9
+	VMINPS Y6, Y9, Y9
+	VMOVUPS vc_explo<>(SB), Y8
+	VMAXPS Y9, Y8, Y8
+	VMULPS vc_log2e<>(SB), Y8, Y7
+	VADDPS vc_half<>(SB), Y7, Y7
+	VROUNDPS $1, Y7, Y7
+	VFNMADD231PS vc_ln2hi<>(SB), Y7, Y8
+	VFNMADD231PS vc_ln2lo<>(SB), Y7, Y8
+	VCVTPS2DQ Y7, Y7
+	VPADDD vc_i127<>(SB), Y7, Y7
+	VPSLLD $23, Y7, Y7
+	VCMPPS $0x1e, vc_exphi<>(SB), Y6, Y9
+	VANDPS vc_inf<>(SB), Y9, Y9
+	VORPS Y9, Y7, Y7
+	VCMPPS $0x11, vc_explo<>(SB), Y6, Y6
+	VANDNPS Y7, Y6, Y7
+	VMULPS Y8, Y8, Y9
+	VMOVUPS vc_expp0<>(SB), Y6
+	VFMADD213PS vc_expp1<>(SB), Y8, Y6
+	VFMADD213PS vc_expp2<>(SB), Y8, Y6
+	VFMADD213PS vc_expp3<>(SB), Y8, Y6
+	VFMADD213PS vc_expp4<>(SB), Y8, Y6
+	VFMADD213PS vc_expp5<>(SB), Y8, Y6
+	VFMADD213PS Y8, Y9, Y6
+	VADDPS vc_one<>(SB), Y6, Y6
+	VMULPS Y6, Y7, Y7
+	VADDPS vc_one<>(SB), Y7, Y7
+	VDIVPS Y7, Y5, Y5
+	VMOVUPS 32(DI)(AX*4), Y8
+	VMULPS Y8, Y5, Y5
+	VMOVUPS Y5, 32(DX)(AX*4)
+	ADDQ $16, AX
+	CMPQ AX, BX
+	JLE main10
+single7:
+	MOVQ CX, BX
+	SUBQ $8, BX
+	CMPQ AX, BX
+	JGT tail8
+one11:
+	VMOVUPS 0(SI)(AX*4), Y0
+	VMULPS vc_mone<>(SB), Y0, Y1
+	VMOVUPS vc_exphi<>(SB), Y4
+	VMINPS Y1, Y4, Y4
+	VMOVUPS vc_explo<>(SB), Y3
+	VMAXPS Y4, Y3, Y3
+	VMULPS vc_log2e<>(SB), Y3, Y2
+	VADDPS vc_half<>(SB), Y2, Y2
+	VROUNDPS $1, Y2, Y2
+	VFNMADD231PS vc_ln2hi<>(SB), Y2, Y3
+	VFNMADD231PS vc_ln2lo<>(SB), Y2, Y3
+	VCVTPS2DQ Y2, Y2
+	VPADDD vc_i127<>(SB), Y2, Y2
+	VPSLLD $23, Y2, Y2
+	VCMPPS $0x1e, vc_exphi<>(SB), Y1, Y4
+	VANDPS vc_inf<>(SB), Y4, Y4
+	VORPS Y4, Y2, Y2
+	VCMPPS $0x11, vc_explo<>(SB), Y1, Y1
+	VANDNPS Y2, Y1, Y2
+	VMULPS Y3, Y3, Y4
+	VMOVUPS vc_expp0<>(SB), Y1
+	VFMADD213PS vc_expp1<>(SB), Y3, Y1
+	VFMADD213PS vc_expp2<>(SB), Y3, Y1
+	VFMADD213PS vc_expp3<>(SB), Y3, Y1
+	VFMADD213PS vc_expp4<>(SB), Y3, Y1
+	VFMADD213PS vc_expp5<>(SB), Y3, Y1
+	VFMADD213PS Y3, Y4, Y1
+	VADDPS vc_one<>(SB), Y1, Y1
+	VMULPS Y1, Y2, Y2
+	VADDPS vc_one<>(SB), Y2, Y2
+	VDIVPS Y2, Y0, Y0
+	VMOVUPS 0(DI)(AX*4), Y3
+	VMULPS Y3, Y0, Y0
+	VMOVUPS Y0, 0(DX)(AX*4)
+	ADDQ $8, AX
+	CMPQ AX, BX
+	JLE one11
+tail8:
+	CMPQ AX, CX
+	JEQ done9
+	MOVQ CX, BX
+	SUBQ AX, BX
+	SHLQ $2, BX
+	LEAQ vtailmask<>+32(SB), R11
+	SUBQ BX, R11
+	VMOVDQU (R11), Y15
+	VMASKMOVPS 0(SI)(AX*4), Y15, Y0
+	VMULPS vc_mone<>(SB), Y0, Y1
+	VMOVUPS vc_exphi<>(SB), Y4
+	VMINPS Y1, Y4, Y4
+	VMOVUPS vc_explo<>(SB), Y3
+	VMAXPS Y4, Y3, Y3
+	VMULPS vc_log2e<>(SB), Y3, Y2
+	VADDPS vc_half<>(SB), Y2, Y2
+	VROUNDPS $1, Y2, Y2
+	VFNMADD231PS vc_ln2hi<>(SB), Y2, Y3
+	VFNMADD231PS vc_ln2lo<>(SB), Y2, Y3
+	VCVTPS2DQ Y2, Y2
+	VPADDD vc_i127<>(SB), Y2, Y2
+	VPSLLD $23, Y2, Y2
+	VCMPPS $0x1e, vc_exphi<>(SB), Y1, Y4
+	VANDPS vc_inf<>(SB), Y4, Y4
+	VORPS Y4, Y2, Y2
+	VCMPPS $0x11, vc_explo<>(SB), Y1, Y1
+	VANDNPS Y2, Y1, Y2
+	VMULPS Y3, Y3, Y4
+	VMOVUPS vc_expp0<>(SB), Y1
+	VFMADD213PS vc_expp1<>(SB), Y3, Y1
+	VFMADD213PS vc_expp2<>(SB), Y3, Y1
+	VFMADD213PS vc_expp3<>(SB), Y3, Y1
+	VFMADD213PS vc_expp4<>(SB), Y3, Y1
+	VFMADD213PS vc_expp5<>(SB), Y3, Y1
+	VFMADD213PS Y3, Y4, Y1
+	VADDPS vc_one<>(SB), Y1, Y1
+	VMULPS Y1, Y2, Y2
+	VADDPS vc_one<>(SB), Y2, Y2
+	VDIVPS Y2, Y0, Y0
+	VMASKMOVPS 0(DI)(AX*4), Y15, Y3
+	VMULPS Y3, Y0, Y0
+	VMASKMOVPS Y0, Y15, 0(DX)(AX*4)
+done9:
+	VZEROUPPER
+	RET
+
 // func geluAVX2(x, out, keep *float32, n int) 
 // out = x·Φ(x) with Φ(x) = ½(1 + erf32(x/√2)), stored in keep if not nil.
 TEXT ·geluAVX2(SB), NOSPLIT, $0-32
@@ -5198,6 +5559,355 @@ done3:
 	VZEROUPPER
 	RET
 
+// func swigluAVX512(gate, up, out, keep *float32, n int) 
+// out = gate·σ(gate)·up with σ(x) = 1/(1 + exp32(−x)), stored in keep if not nil
+// (without keep out = gate/(1 + exp32(−gate))·up, swigluGo's order).
+TEXT ·swigluAVX512(SB), NOSPLIT, $0-40
+	MOVQ gate+0(FP), SI
+	MOVQ up+8(FP), DI
+	MOVQ out+16(FP), DX
+	MOVQ keep+24(FP), R8
+	MOVQ n+32(FP), CX
+	XORQ BX, BX
+	TESTQ R8, R8
+	JZ has1
+	ORQ $1, BX
+has1:
+	CMPQ BX, $0
+	JEQ variant0
+variant1:
+	XORQ AX, AX
+	MOVQ CX, BX
+	SUBQ $32, BX
+	JLT single2
+main5:
+	VMOVUPS 0(SI)(AX*4), Z0
+	VMULPS vc_mone<>(SB), Z0, Z1
+	VMOVUPS vc_exphi<>(SB), Z4
+	VMINPS Z1, Z4, Z4
+	VMOVUPS vc_explo<>(SB), Z3
+	VMAXPS Z4, Z3, Z3
+	VMULPS vc_log2e<>(SB), Z3, Z2
+	VADDPS vc_half<>(SB), Z2, Z2
+	VRNDSCALEPS $1, Z2, Z2
+	VFNMADD231PS vc_ln2hi<>(SB), Z2, Z3
+	VFNMADD231PS vc_ln2lo<>(SB), Z2, Z3
+	VCVTPS2DQ Z2, Z2
+	VPADDD vc_i127<>(SB), Z2, Z2
+	VPSLLD $23, Z2, Z2
+	VCMPPS $0x1e, vc_exphi<>(SB), Z1, K2
+	VPORD vc_inf<>(SB), Z2, K2, Z2
+	VCMPPS $0x11, vc_explo<>(SB), Z1, K2
+	VPXORD Z2, Z2, K2, Z2
+	VMULPS Z3, Z3, Z4
+	VMOVUPS vc_expp0<>(SB), Z1
+	VFMADD213PS vc_expp1<>(SB), Z3, Z1
+	VFMADD213PS vc_expp2<>(SB), Z3, Z1
+	VFMADD213PS vc_expp3<>(SB), Z3, Z1
+	VFMADD213PS vc_expp4<>(SB), Z3, Z1
+	VFMADD213PS vc_expp5<>(SB), Z3, Z1
+	VFMADD213PS Z3, Z4, Z1
+	VADDPS vc_one<>(SB), Z1, Z1
+	VMULPS Z1, Z2, Z2
+	VADDPS vc_one<>(SB), Z2, Z2
+	VMOVUPS vc_one<>(SB), Z1
+	VDIVPS Z2, Z1, Z1
+	VMOVUPS Z1, 0(R8)(AX*4)
+	VMULPS Z1, Z0, Z0
+	VMOVUPS 0(DI)(AX*4), Z3
+	VMULPS Z3, Z0, Z0
+	VMOVUPS Z0, 0(DX)(AX*4)
+	VMOVUPS 64(SI)(AX*4), Z5
+	VMULPS vc_mone<>(SB), Z5, Z6
+	VMOVUPS vc_exphi<>(SB), Z9
+	VMINPS Z6, Z9, Z9
+	VMOVUPS vc_explo<>(SB), Z8
+	VMAXPS Z9, Z8, Z8
+	VMULPS vc_log2e<>(SB), Z8, Z7
+	VADDPS vc_half<>(SB), Z7, Z7
+	VRNDSCALEPS $1, Z7, Z7
+	VFNMADD231PS vc_ln2hi<>(SB), Z7, Z8
+	VFNMADD231PS vc_ln2lo<>(SB), Z7, Z8
+	VCVTPS2DQ Z7, Z7
+	VPADDD vc_i127<>(SB), Z7, Z7
+	VPSLLD $23, Z7, Z7
+	VCMPPS $0x1e, vc_exphi<>(SB), Z6, K2
+	VPORD vc_inf<>(SB), Z7, K2, Z7
+	VCMPPS $0x11, vc_explo<>(SB), Z6, K2
+	VPXORD Z7, Z7, K2, Z7
+	VMULPS Z8, Z8, Z9
+	VMOVUPS vc_expp0<>(SB), Z6
+	VFMADD213PS vc_expp1<>(SB), Z8, Z6
+	VFMADD213PS vc_expp2<>(SB), Z8, Z6
+	VFMADD213PS vc_expp3<>(SB), Z8, Z6
+	VFMADD213PS vc_expp4<>(SB), Z8, Z6
+	VFMADD213PS vc_expp5<>(SB), Z8, Z6
+	VFMADD213PS Z8, Z9, Z6
+	VADDPS vc_one<>(SB), Z6, Z6
+	VMULPS Z6, Z7, Z7
+	VADDPS vc_one<>(SB), Z7, Z7
+	VMOVUPS vc_one<>(SB), Z6
+	VDIVPS Z7, Z6, Z6
+	VMOVUPS Z6, 64(R8)(AX*4)
+	VMULPS Z6, Z5, Z5
+	VMOVUPS 64(DI)(AX*4), Z8
+	VMULPS Z8, Z5, Z5
+	VMOVUPS Z5, 64(DX)(AX*4)
+	ADDQ $32, AX
+	CMPQ AX, BX
+	JLE main5
+single2:
+	MOVQ CX, BX
+	SUBQ $16, BX
+	CMPQ AX, BX
+	JGT tail3
+one6:
+	VMOVUPS 0(SI)(AX*4), Z0
+	VMULPS vc_mone<>(SB), Z0, Z1
+	VMOVUPS vc_exphi<>(SB), Z4
+	VMINPS Z1, Z4, Z4
+	VMOVUPS vc_explo<>(SB), Z3
+	VMAXPS Z4, Z3, Z3
+	VMULPS vc_log2e<>(SB), Z3, Z2
+	VADDPS vc_half<>(SB), Z2, Z2
+	VRNDSCALEPS $1, Z2, Z2
+	VFNMADD231PS vc_ln2hi<>(SB), Z2, Z3
+	VFNMADD231PS vc_ln2lo<>(SB), Z2, Z3
+	VCVTPS2DQ Z2, Z2
+	VPADDD vc_i127<>(SB), Z2, Z2
+	VPSLLD $23, Z2, Z2
+	VCMPPS $0x1e, vc_exphi<>(SB), Z1, K2
+	VPORD vc_inf<>(SB), Z2, K2, Z2
+	VCMPPS $0x11, vc_explo<>(SB), Z1, K2
+	VPXORD Z2, Z2, K2, Z2
+	VMULPS Z3, Z3, Z4
+	VMOVUPS vc_expp0<>(SB), Z1
+	VFMADD213PS vc_expp1<>(SB), Z3, Z1
+	VFMADD213PS vc_expp2<>(SB), Z3, Z1
+	VFMADD213PS vc_expp3<>(SB), Z3, Z1
+	VFMADD213PS vc_expp4<>(SB), Z3, Z1
+	VFMADD213PS vc_expp5<>(SB), Z3, Z1
+	VFMADD213PS Z3, Z4, Z1
+	VADDPS vc_one<>(SB), Z1, Z1
+	VMULPS Z1, Z2, Z2
+	VADDPS vc_one<>(SB), Z2, Z2
+	VMOVUPS vc_one<>(SB), Z1
+	VDIVPS Z2, Z1, Z1
+	VMOVUPS Z1, 0(R8)(AX*4)
+	VMULPS Z1, Z0, Z0
+	VMOVUPS 0(DI)(AX*4), Z3
+	VMULPS Z3, Z0, Z0
+	VMOVUPS Z0, 0(DX)(AX*4)
+	ADDQ $16, AX
+	CMPQ AX, BX
+	JLE one6
+tail3:
+	CMPQ AX, CX
+	JEQ done4
+	MOVQ CX, BX
+	SUBQ AX, BX
+	LEAQ vtailk<>(SB), R11
+	KMOVW (R11)(BX*2), K1
+	VMOVUPS.Z 0(SI)(AX*4), K1, Z0
+	VMULPS vc_mone<>(SB), Z0, Z1
+	VMOVUPS vc_exphi<>(SB), Z4
+	VMINPS Z1, Z4, Z4
+	VMOVUPS vc_explo<>(SB), Z3
+	VMAXPS Z4, Z3, Z3
+	VMULPS vc_log2e<>(SB), Z3, Z2
+	VADDPS vc_half<>(SB), Z2, Z2
+	VRNDSCALEPS $1, Z2, Z2
+	VFNMADD231PS vc_ln2hi<>(SB), Z2, Z3
+	VFNMADD231PS vc_ln2lo<>(SB), Z2, Z3
+	VCVTPS2DQ Z2, Z2
+	VPADDD vc_i127<>(SB), Z2, Z2
+	VPSLLD $23, Z2, Z2
+	VCMPPS $0x1e, vc_exphi<>(SB), Z1, K2
+	VPORD vc_inf<>(SB), Z2, K2, Z2
+	VCMPPS $0x11, vc_explo<>(SB), Z1, K2
+	VPXORD Z2, Z2, K2, Z2
+	VMULPS Z3, Z3, Z4
+	VMOVUPS vc_expp0<>(SB), Z1
+	VFMADD213PS vc_expp1<>(SB), Z3, Z1
+	VFMADD213PS vc_expp2<>(SB), Z3, Z1
+	VFMADD213PS vc_expp3<>(SB), Z3, Z1
+	VFMADD213PS vc_expp4<>(SB), Z3, Z1
+	VFMADD213PS vc_expp5<>(SB), Z3, Z1
+	VFMADD213PS Z3, Z4, Z1
+	VADDPS vc_one<>(SB), Z1, Z1
+	VMULPS Z1, Z2, Z2
+	VADDPS vc_one<>(SB), Z2, Z2
+	VMOVUPS vc_one<>(SB), Z1
+	VDIVPS Z2, Z1, Z1
+	VMOVUPS Z1, K1, 0(R8)(AX*4)
+	VMULPS Z1, Z0, Z0
+	VMOVUPS.Z 0(DI)(AX*4), K1, Z3
+	VMULPS Z3, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)(AX*4)
+done4:
+	VZEROUPPER
+	RET
+variant0:
+	XORQ AX, AX
+	MOVQ CX, BX
+	SUBQ $32, BX
+	JLT single7
+main10:
+	VMOVUPS 0(SI)(AX*4), Z0
+	VMULPS vc_mone<>(SB), Z0, Z1
+	VMOVUPS vc_exphi<>(SB), Z4
+	VMINPS Z1, Z4, Z4
+	VMOVUPS vc_explo<>(SB), Z3
+	VMAXPS Z4, Z3, Z3
+	VMULPS vc_log2e<>(SB), Z3, Z2
+	VADDPS vc_half<>(SB), Z2, Z2
+	VRNDSCALEPS $1, Z2, Z2
+	VFNMADD231PS vc_ln2hi<>(SB), Z2, Z3
+	VFNMADD231PS vc_ln2lo<>(SB), Z2, Z3
+	VCVTPS2DQ Z2, Z2
+	VPADDD vc_i127<>(SB), Z2, Z2
+	VPSLLD $23, Z2, Z2
+	VCMPPS $0x1e, vc_exphi<>(SB), Z1, K2
+	VPORD vc_inf<>(SB), Z2, K2, Z2
+	VCMPPS $0x11, vc_explo<>(SB), Z1, K2
+	VPXORD Z2, Z2, K2, Z2
+	VMULPS Z3, Z3, Z4
+	VMOVUPS vc_expp0<>(SB), Z1
+	VFMADD213PS vc_expp1<>(SB), Z3, Z1
+	VFMADD213PS vc_expp2<>(SB), Z3, Z1
+	VFMADD213PS vc_expp3<>(SB), Z3, Z1
+	VFMADD213PS vc_expp4<>(SB), Z3, Z1
+	VFMADD213PS vc_expp5<>(SB), Z3, Z1
+	VFMADD213PS Z3, Z4, Z1
+	VADDPS vc_one<>(SB), Z1, Z1
+	VMULPS Z1, Z2, Z2
+	VADDPS vc_one<>(SB), Z2, Z2
+	VDIVPS Z2, Z0, Z0
+	VMOVUPS 0(DI)(AX*4), Z3
+	VMULPS Z3, Z0, Z0
+	VMOVUPS Z0, 0(DX)(AX*4)
+	VMOVUPS 64(SI)(AX*4), Z5
+	VMULPS vc_mone<>(SB), Z5, Z6
+	VMOVUPS vc_exphi<>(SB), Z9
+	VMINPS Z6, Z9, Z9
+	VMOVUPS vc_explo<>(SB), Z8
+	VMAXPS Z9, Z8, Z8
+	VMULPS vc_log2e<>(SB), Z8, Z7
+	VADDPS vc_half<>(SB), Z7, Z7
+	VRNDSCALEPS $1, Z7, Z7
+	VFNMADD231PS vc_ln2hi<>(SB), Z7, Z8
+	VFNMADD231PS vc_ln2lo<>(SB), Z7, Z8
+	VCVTPS2DQ Z7, Z7
+	VPADDD vc_i127<>(SB), Z7, Z7
+	VPSLLD $23, Z7, Z7
+	VCMPPS $0x1e, vc_exphi<>(SB), Z6, K2
+	VPORD vc_inf<>(SB), Z7, K2, Z7
+	VCMPPS $0x11, vc_explo<>(SB), Z6, K2
+	VPXORD Z7, Z7, K2, Z7
+	VMULPS Z8, Z8, Z9
+	VMOVUPS vc_expp0<>(SB), Z6
+	VFMADD213PS vc_expp1<>(SB), Z8, Z6
+	VFMADD213PS vc_expp2<>(SB), Z8, Z6
+	VFMADD213PS vc_expp3<>(SB), Z8, Z6
+	VFMADD213PS vc_expp4<>(SB), Z8, Z6
+	VFMADD213PS vc_expp5<>(SB), Z8, Z6
+	VFMADD213PS Z8, Z9, Z6
+	VADDPS vc_one<>(SB), Z6, Z6
+	VMULPS Z6, Z7, Z7
+	VADDPS vc_one<>(SB), Z7, Z7
+	VDIVPS Z7, Z5, Z5
+	VMOVUPS 64(DI)(AX*4), Z8
+	VMULPS Z8, Z5, Z5
+	VMOVUPS Z5, 64(DX)(AX*4)
+	ADDQ $32, AX
+	CMPQ AX, BX
+	JLE main10
+single7:
+	MOVQ CX, BX
+	SUBQ $16, BX
+	CMPQ AX, BX
+	JGT tail8
+one11:
+	VMOVUPS 0(SI)(AX*4), Z0
+	VMULPS vc_mone<>(SB), Z0, Z1
+	VMOVUPS vc_exphi<>(SB), Z4
+	VMINPS Z1, Z4, Z4
+	VMOVUPS vc_explo<>(SB), Z3
+	VMAXPS Z4, Z3, Z3
+	VMULPS vc_log2e<>(SB), Z3, Z2
+	VADDPS vc_half<>(SB), Z2, Z2
+	VRNDSCALEPS $1, Z2, Z2
+	VFNMADD231PS vc_ln2hi<>(SB), Z2, Z3
+	VFNMADD231PS vc_ln2lo<>(SB), Z2, Z3
+	VCVTPS2DQ Z2, Z2
+	VPADDD vc_i127<>(SB), Z2, Z2
+	VPSLLD $23, Z2, Z2
+	VCMPPS $0x1e, vc_exphi<>(SB), Z1, K2
+	VPORD vc_inf<>(SB), Z2, K2, Z2
+	VCMPPS $0x11, vc_explo<>(SB), Z1, K2
+	VPXORD Z2, Z2, K2, Z2
+	VMULPS Z3, Z3, Z4
+	VMOVUPS vc_expp0<>(SB), Z1
+	VFMADD213PS vc_expp1<>(SB), Z3, Z1
+	VFMADD213PS vc_expp2<>(SB), Z3, Z1
+	VFMADD213PS vc_expp3<>(SB), Z3, Z1
+	VFMADD213PS vc_expp4<>(SB), Z3, Z1
+	VFMADD213PS vc_expp5<>(SB), Z3, Z1
+	VFMADD213PS Z3, Z4, Z1
+	VADDPS vc_one<>(SB), Z1, Z1
+	VMULPS Z1, Z2, Z2
+	VADDPS vc_one<>(SB), Z2, Z2
+	VDIVPS Z2, Z0, Z0
+	VMOVUPS 0(DI)(AX*4), Z3
+	VMULPS Z3, Z0, Z0
+	VMOVUPS Z0, 0(DX)(AX*4)
+	ADDQ $16, AX
+	CMPQ AX, BX
+	JLE one11
+tail8:
+	CMPQ AX, CX
+	JEQ done9
+	MOVQ CX, BX
+	SUBQ AX, BX
+	LEAQ vtailk<>(SB), R11
+	KMOVW (R11)(BX*2), K1
+	VMOVUPS.Z 0(SI)(AX*4), K1, Z0
+	VMULPS vc_mone<>(SB), Z0, Z1
+	VMOVUPS vc_exphi<>(SB), Z4
+	VMINPS Z1, Z4, Z4
+	VMOVUPS vc_explo<>(SB), Z3
+	VMAXPS Z4, Z3, Z3
+	VMULPS vc_log2e<>(SB), Z3, Z2
+	VADDPS vc_half<>(SB), Z2, Z2
+	VRNDSCALEPS $1, Z2, Z2
+	VFNMADD231PS vc_ln2hi<>(SB), Z2, Z3
+	VFNMADD231PS vc_ln2lo<>(SB), Z2, Z3
+	VCVTPS2DQ Z2, Z2
+	VPADDD vc_i127<>(SB), Z2, Z2
+	VPSLLD $23, Z2, Z2
+	VCMPPS $0x1e, vc_exphi<>(SB), Z1, K2
+	VPORD vc_inf<>(SB), Z2, K2, Z2
+	VCMPPS $0x11, vc_explo<>(SB), Z1, K2
+	VPXORD Z2, Z2, K2, Z2
+	VMULPS Z3, Z3, Z4
+	VMOVUPS vc_expp0<>(SB), Z1
+	VFMADD213PS vc_expp1<>(SB), Z3, Z1
+	VFMADD213PS vc_expp2<>(SB), Z3, Z1
+	VFMADD213PS vc_expp3<>(SB), Z3, Z1
+	VFMADD213PS vc_expp4<>(SB), Z3, Z1
+	VFMADD213PS vc_expp5<>(SB), Z3, Z1
+	VFMADD213PS Z3, Z4, Z1
+	VADDPS vc_one<>(SB), Z1, Z1
+	VMULPS Z1, Z2, Z2
+	VADDPS vc_one<>(SB), Z2, Z2
+	VDIVPS Z2, Z0, Z0
+	VMOVUPS.Z 0(DI)(AX*4), K1, Z3
+	VMULPS Z3, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)(AX*4)
+done9:
+	VZEROUPPER
+	RET
+
 // func geluAVX512(x, out, keep *float32, n int) 
 // out = x·Φ(x) with Φ(x) = ½(1 + erf32(x/√2)), stored in keep if not nil.
 TEXT ·geluAVX512(SB), NOSPLIT, $0-32
@@ -7061,6 +7771,16 @@ DATA vc_mhalf<>+40(SB)/8, $0xbf000000bf000000
 DATA vc_mhalf<>+48(SB)/8, $0xbf000000bf000000
 DATA vc_mhalf<>+56(SB)/8, $0xbf000000bf000000
 GLOBL vc_mhalf<>(SB), RODATA|NOPTR, $64
+
+DATA vc_mone<>+0(SB)/8, $0xbf800000bf800000
+DATA vc_mone<>+8(SB)/8, $0xbf800000bf800000
+DATA vc_mone<>+16(SB)/8, $0xbf800000bf800000
+DATA vc_mone<>+24(SB)/8, $0xbf800000bf800000
+DATA vc_mone<>+32(SB)/8, $0xbf800000bf800000
+DATA vc_mone<>+40(SB)/8, $0xbf800000bf800000
+DATA vc_mone<>+48(SB)/8, $0xbf800000bf800000
+DATA vc_mone<>+56(SB)/8, $0xbf800000bf800000
+GLOBL vc_mone<>(SB), RODATA|NOPTR, $64
 
 DATA vc_neginf<>+0(SB)/8, $0xff800000ff800000
 DATA vc_neginf<>+8(SB)/8, $0xff800000ff800000

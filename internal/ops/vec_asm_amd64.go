@@ -44,6 +44,9 @@ func axpyAVX2(x, y *float32, n int, a float32)
 func softmaxGradAVX2(p, dy, out *float32, n int, scale, dot float32)
 
 //go:noescape
+func swigluAVX2(gate, up, out, keep *float32, n int)
+
+//go:noescape
 func geluAVX2(x, out, keep *float32, n int)
 
 //go:noescape
@@ -95,6 +98,9 @@ func axpyAVX512(x, y *float32, n int, a float32)
 func softmaxGradAVX512(p, dy, out *float32, n int, scale, dot float32)
 
 //go:noescape
+func swigluAVX512(gate, up, out, keep *float32, n int)
+
+//go:noescape
 func geluAVX512(x, out, keep *float32, n int)
 
 //go:noescape
@@ -136,6 +142,9 @@ var vecAVX2 = &vecImpl{
 	softmaxGrad: func(p []float32, dy []float32, out []float32, scale float32, dot float32) {
 		softmaxGradAVX2(&p[0], &dy[0], &out[0], len(p), scale, dot)
 	},
+	swiglu: func(gate []float32, up []float32, out []float32, keep []float32) {
+		swigluAVX2(&gate[0], &up[0], &out[0], ptr(keep), len(gate))
+	},
 	gelu: func(x []float32, out []float32, keep []float32) { geluAVX2(&x[0], &out[0], ptr(keep), len(x)) },
 	geluGrad: func(x []float32, dy []float32, out []float32, kept []float32) {
 		geluGradAVX2(&x[0], &dy[0], &out[0], ptr(kept), len(x))
@@ -175,6 +184,9 @@ var vecAVX512 = &vecImpl{
 	axpy:   func(x []float32, y []float32, a float32) { axpyAVX512(&x[0], &y[0], len(x), a) },
 	softmaxGrad: func(p []float32, dy []float32, out []float32, scale float32, dot float32) {
 		softmaxGradAVX512(&p[0], &dy[0], &out[0], len(p), scale, dot)
+	},
+	swiglu: func(gate []float32, up []float32, out []float32, keep []float32) {
+		swigluAVX512(&gate[0], &up[0], &out[0], ptr(keep), len(gate))
 	},
 	gelu: func(x []float32, out []float32, keep []float32) { geluAVX512(&x[0], &out[0], ptr(keep), len(x)) },
 	geluGrad: func(x []float32, dy []float32, out []float32, kept []float32) {

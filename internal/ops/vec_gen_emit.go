@@ -75,7 +75,7 @@ func f32(v float64) uint32 { return math.Float32bits(float32(v)) }
 
 func init() {
 	for name, v := range map[string]float64{
-		"one": 1, "half": 0.5, "mhalf": -0.5, "zero": 0,
+		"one": 1, "mone": -1, "half": 0.5, "mhalf": -0.5, "zero": 0,
 		// exp32: Cephes expf.
 		"exphi": 88.3762626647949, "explo": -87.33654475055310898657,
 		"log2e": 1.44269504088896341, "ln2hi": 0.693359375, "ln2lo": -2.12194440e-4,

@@ -219,6 +219,29 @@ var kernels = []*kernel{
 			}})
 			g.ret(k)
 		}},
+	{name: "swiglu", params: "gate, up, out, keep *float32, n int", opt: []string{"keep"},
+		doc: "out = gate·σ(gate)·up with σ(x) = 1/(1 + exp32(−x)), stored in keep if not nil\n(without keep out = gate/(1 + exp32(−gate))·up, swigluGo's order).",
+		emit: func(g *gen, k *kernel, has map[string]bool) {
+			g.loop(loopSpec{unroll: 2, temps: 5, body: func(s *slot) {
+				t := s.t
+				s.load(k.ptr("gate"), t[0])
+				g.op("VMULPS %s, %s, %s", g.c("mone"), t[0], t[1]) // −x
+				g.exp(t[2], t[1], t[3], t[4])
+				g.op("VADDPS %s, %s, %s", g.c("one"), t[2], t[2]) // 1 + e^−x
+				if has["keep"] {
+					g.op("VMOVUPS %s, %s", g.c("one"), t[1])
+					g.op("VDIVPS %s, %s, %s", t[2], t[1], t[1]) // σ
+					s.store(t[1], k.ptr("keep"))
+					g.op("VMULPS %s, %s, %s", t[1], t[0], t[0])
+				} else {
+					g.op("VDIVPS %s, %s, %s", t[2], t[0], t[0])
+				}
+				s.load(k.ptr("up"), t[3])
+				g.op("VMULPS %s, %s, %s", t[3], t[0], t[0])
+				s.store(t[0], k.ptr("out"))
+			}})
+			g.ret(k)
+		}},
 	{name: "gelu", params: "x, out, keep *float32, n int", opt: []string{"keep"},
 		doc: "out = x·Φ(x) with Φ(x) = ½(1 + erf32(x/√2)), stored in keep if not nil.",
 		emit: func(g *gen, k *kernel, has map[string]bool) {

@@ -199,6 +199,20 @@ func TestVecPrimitives(t *testing.T) {
 					ok()
 					return result{out, [2]float64{1e-7, 1e-6}}
 				}
+				for _, keep := range []bool{false, true} {
+					cases[fmt.Sprintf("swiglu/keep=%v", keep)] = func() result {
+						out, ok := guarded(t, n)
+						var kept []float32
+						okKept := func() {}
+						if keep {
+							kept, okKept = guarded(t, n)
+						}
+						vecSwiGLU(x, y, out, kept)
+						ok()
+						okKept()
+						return result{append(out, kept...), [2]float64{1e-6, 1e-6}}
+					}
+				}
 				for _, a := range []Act{GELU, GELUTanh} {
 					for _, keep := range []bool{false, true} {
 						cases[fmt.Sprintf("%v/keep=%v", a, keep)] = func() result {
@@ -314,6 +328,42 @@ func TestVecGELUSweep(t *testing.T) {
 			dg.check(t, name+" grad", wg, gr, 2e-6, 2e-6)
 			dg.check(t, name+" grad from kept", wgk, grk, 2e-6, 2e-6)
 			t.Logf("%s: max |Δ| value %.3g, Φ/tanh %.3g, grad %.3g", name, dv.abs, dk.abs, dg.abs)
+		}
+	}
+}
+
+// TestVecSwiGLUSweep compares the vector SwiGLU kernels with swigluGo over
+// [−100, 100] and on the special values (σ saturating to 0 and 1, exp's
+// overflow), with and without σ kept; up is 1 and 0.5.
+func TestVecSwiGLUSweep(t *testing.T) {
+	var x []float32
+	for v := -100.0; v <= 100; v += 1e-3 {
+		x = append(x, float32(v))
+	}
+	x = append(x, specialValues...)
+	n := len(x)
+	for _, up := range []float32{1, 0.5} {
+		u := make([]float32, n)
+		for i := range u {
+			u[i] = up
+		}
+		run := func(v *vecImpl) (out, kept, outKept []float32) {
+			out, kept, outKept = make([]float32, n), make([]float32, n), make([]float32, n)
+			withVec(v, func() {
+				vecSwiGLU(x, u, out, nil)
+				vecSwiGLU(x, u, outKept, kept)
+			})
+			return
+		}
+		wo, wk, wok := run(goVec)
+		for _, impl := range asmImpls() {
+			o, k, ok := run(impl)
+			var dv, dk diff
+			name := fmt.Sprintf("%s up=%v", impl.name, up)
+			dv.check(t, name+" value", wo, o, 1e-6, 1e-6)
+			dv.check(t, name+" value with σ kept", wok, ok, 1e-6, 1e-6)
+			dk.check(t, name+" σ", wk, k, 1e-6, 1e-6)
+			t.Logf("%s: max |Δ| value %.3g (rel %.3g), σ %.3g", name, dv.abs, dv.rel, dk.abs)
 		}
 	}
 }

@@ -44,7 +44,8 @@ func weightBytes(m *ForCausalLM) int64 {
 // weights (weightBytes), and GB/s that over ms/token: compare it with
 // internal/ops' BenchmarkMemBandwidth. peakRSS_MB is the process's peak
 // so far (earlier sub-benchmarks included: run one per process to read
-// it). The first, untimed call compiles the graphs. SmolLM-135M always runs; TinyLlama-1.1B (4.4 GB in float32,
+// it). Two first, untimed calls, of the two timed lengths, compile the
+// graphs. SmolLM-135M always runs; TinyLlama-1.1B (4.4 GB in float32,
 // 6.6 GB at the peak of a conversion) only with ZOO_BENCH_TINYLLAMA=1.
 func BenchmarkGenerate(b *testing.B) {
 	const promptLen, newTokens = 128, 128
@@ -83,7 +84,13 @@ func BenchmarkGenerate(b *testing.B) {
 					}
 					return time.Since(began)
 				}
-				gen(2) // compile the graphs
+				// Compile the graphs: a call for one new token and one for
+				// newTokens have KV caches of different capacities, so
+				// graphs of their own (layers.CausalGraphs); warming up
+				// with another count would leave the first timed calls
+				// compiling, half a second of a SmolLM prefill.
+				gen(1)
+				gen(newTokens)
 				var prefill, decoding time.Duration
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
@@ -101,6 +108,69 @@ func BenchmarkGenerate(b *testing.B) {
 					b.ReportMetric(rss, "peakRSS_MB")
 				}
 			})
+		}
+	}
+}
+
+// BenchmarkPrefill is the prefill alone of BenchmarkGenerate's decodings:
+// a call of Generate for one new token (the prompt through the KV cache,
+// then the one token sampled from the last position's logits) at batch 1,
+// per prompt length P, on the same random-weight models and formats. The
+// first, untimed call compiles the graphs, so prefill_tok/s is the
+// forward pass alone. cpu_ms/op is the process's CPU time per prefill
+// (both cores' together): on a machine shared with other work it moves
+// far less with the load than the wall clock does. SmolLM-135M always runs; TinyLlama-1.1B only with
+// ZOO_BENCH_TINYLLAMA=1.
+func BenchmarkPrefill(b *testing.B) {
+	sizes := []struct {
+		name string
+		cfg  Config
+	}{{"smollm-135m", SmolLM135M()}}
+	if os.Getenv("ZOO_BENCH_TINYLLAMA") == "1" {
+		sizes = append(sizes, struct {
+			name string
+			cfg  Config
+		}{"tinyllama-1.1b", TinyLlama()})
+	}
+	for _, sz := range sizes {
+		for _, f := range []models.WeightFormat{models.WeightsF32, models.WeightsBF16, models.WeightsInt8} {
+			var m *ForCausalLM
+			for _, promptLen := range []int{128} {
+				b.Run(fmt.Sprintf("%s/%s/P%d_B1", sz.name, f, promptLen), func(b *testing.B) {
+					if m == nil {
+						var err error
+						if m, err = NewForCausalLM(sz.cfg, layers.WithSeed(1)); err != nil {
+							b.Fatal(err)
+						}
+						if err := m.reduce(f); err != nil {
+							b.Fatal(err)
+						}
+					}
+					prompt := make([]int, promptLen)
+					for i := range prompt {
+						prompt[i] = (i*7919 + 13) % sz.cfg.VocabSize
+					}
+					gen := func() {
+						out, err := m.Generate([][]int{prompt}, GenerateConfig{SampleConfig: decode.Greedy(1)})
+						if err != nil {
+							b.Fatal(err)
+						}
+						if len(out[0]) != 1 {
+							b.Fatalf("%d new tokens, want 1", len(out[0]))
+						}
+					}
+					gen() // compile the graphs
+					b.ResetTimer()
+					cpu0, cpuOK := cpuTime()
+					for i := 0; i < b.N; i++ {
+						gen()
+					}
+					b.ReportMetric(float64(promptLen*b.N)/b.Elapsed().Seconds(), "prefill_tok/s")
+					if cpu1, ok := cpuTime(); ok && cpuOK {
+						b.ReportMetric(float64((cpu1-cpu0).Milliseconds())/float64(b.N), "cpu_ms/op")
+					}
+				})
+			}
 		}
 	}
 }
