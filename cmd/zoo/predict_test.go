@@ -16,7 +16,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
@@ -41,39 +40,7 @@ func predictCLI(t *testing.T, stdin string, args ...string) (code int, stdout, s
 // predict reads, sharing one WordPiece, by architecture.
 func bertHeads(t *testing.T) map[string]string {
 	t.Helper()
-	tok, err := datasets.TrainWordPieceTexts(context.Background(),
-		[]string{"the cat sat on the mat", "a dog ran in the park", "paris is in france"},
-		datasets.WordPieceOptions{VocabSize: 200, MinFrequency: 1, Lowercase: true})
-	require.NoError(t, err)
-	cfg := bert.Tiny()
-	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumAttentionHeads, cfg.NumHiddenLayers = 16, 32, 2, 1
-	cfg.MaxPositionEmbeddings, cfg.VocabSize = 32, tok.VocabSize()
-	dir := t.TempDir()
-	out := map[string]string{}
-	for _, arch := range []string{"BertModel", "BertForSequenceClassification", "BertForTokenClassification", "BertForQuestionAnswering", "BertForMaskedLM", "BertForPreTraining"} {
-		m, err := bert.New(cfg, layers.WithSeed(3))
-		require.NoError(t, err)
-		var w models.Weights = m
-		switch arch {
-		case "BertForSequenceClassification":
-			w, err = bert.NewForSequenceClassification(m, []string{"negative", "positive"})
-		case "BertForTokenClassification":
-			w, err = bert.NewForTokenClassification(m, []string{"O", "B-LOC", "I-LOC"})
-		case "BertForQuestionAnswering":
-			w, err = bert.NewForQuestionAnswering(m)
-		case "BertForMaskedLM":
-			w, err = bert.NewForMaskedLM(cfg, layers.WithSeed(3))
-		case "BertForPreTraining":
-			w, err = bert.NewForPreTraining(cfg, layers.WithSeed(3))
-		}
-		require.NoError(t, err)
-		out[arch] = filepath.Join(dir, arch)
-		require.NoError(t, models.SaveText(out[arch], w, tok))
-		ck, err := models.Open(out[arch])
-		require.NoError(t, err)
-		require.Equal(t, []string{arch}, ck.Architectures)
-	}
-	return out
+	return bertVariantHeads(t, bertVariantBERT)
 }
 
 // predictImages writes two RGB PNGs of different sizes.
