@@ -151,33 +151,7 @@ func distilCheckpoints(t *testing.T) (map[string]string, *datasets.WordPiece) {
 	tok, err := datasets.TrainWordPieceTexts(context.Background(), predictTexts, datasets.WordPieceOptions{VocabSize: 200, MinFrequency: 1, Lowercase: true})
 	require.NoError(t, err)
 	cfg := sizedDistil(tok.VocabSize(), 24)
-	dirs := map[string]string{}
-	save := func(name string, m models.Weights) {
-		dirs[name] = t.TempDir()
-		require.NoError(t, models.SaveText(dirs[name], m, tok))
-	}
-	m, err := New(cfg, layers.WithSeed(1))
-	require.NoError(t, err)
-	save("base", m)
-	m, err = New(cfg, layers.WithSeed(2))
-	require.NoError(t, err)
-	seq, err := NewForSequenceClassification(m, []string{"neg", "pos", "mixed"})
-	require.NoError(t, err)
-	save("seq", seq)
-	m, err = New(cfg, layers.WithSeed(3))
-	require.NoError(t, err)
-	tags, err := NewForTokenClassification(m, []string{"O", "B-PER", "I-PER", "B-LOC", "I-LOC"})
-	require.NoError(t, err)
-	save("tokens", tags)
-	m, err = New(cfg, layers.WithSeed(4))
-	require.NoError(t, err)
-	qa, err := NewForQuestionAnswering(m)
-	require.NoError(t, err)
-	save("qa", qa)
-	mlm, err := NewForMaskedLM(cfg, layers.WithSeed(5))
-	require.NoError(t, err)
-	save("mlm", mlm)
-	return dirs, tok
+	return saveHeads(t, cfg, tok), tok
 }
 
 // The text-classification pipeline on a DistilBERT checkpoint:
@@ -267,33 +241,8 @@ func TestDistilBertOtherPipelines(t *testing.T) {
 	tp.IgnoreLabels = []string{}
 	got, err := tp.PredictTokens(context.Background(), predictTexts)
 	require.NoError(t, err)
-	var ids [][]int
-	for _, s := range predictTexts {
-		x, _, err := tok.EncodeWithSpecials(s)
-		require.NoError(t, err)
-		ids = append(ids, x)
-	}
-	b, err := newBatch(tp.Model.Config, ids, nil)
-	require.NoError(t, err)
-	g := tp.Model.Store.NewGraph()
-	in, err := b.inputs(g)
-	require.NoError(t, err)
+	ids, in := checkTags(t, tp, tok, predictTexts, got, nil)
 	require.Nil(t, in.TokenTypes)
-	logits, err := tp.Model.Logits(g, in)
-	require.NoError(t, err)
-	vals, err := g.Evaluate(logits)
-	require.NoError(t, err)
-	k := len(tp.Model.Labels)
-	for i := range predictTexts {
-		require.Len(t, got[i], len(ids[i])-2)
-		for _, x := range got[i] {
-			off := (i*b.t + x.Index) * k
-			probs := softmax(vals[0][off : off+k])
-			best := slices.Index(probs, slices.Max(probs))
-			require.Equal(t, tp.Model.Labels[best], x.Entity)
-			require.InDelta(t, probs[best], x.Score, 1e-9)
-		}
-	}
 
 	qp, err := LoadQuestionAnswering(dirs["qa"])
 	require.NoError(t, err)

@@ -386,39 +386,19 @@ func TestRobertaTokenClassificationPipeline(t *testing.T) {
 	p.BatchSize, p.IgnoreLabels = len(robertaTexts), []string{}
 	got, err := p.PredictTokens(context.Background(), robertaTexts)
 	require.NoError(t, err)
-	var ids [][]int
-	for _, s := range robertaTexts {
-		x, _, err := tok.EncodeWithSpecials(s)
-		require.NoError(t, err)
-		ids = append(ids, x)
-	}
-	b, err := newBatch(p.Model.Config, ids, nil)
-	require.NoError(t, err)
-	g := p.Model.Store.NewGraph()
-	in, err := b.inputs(g)
-	require.NoError(t, err)
-	logits, err := p.Model.Logits(g, in)
-	require.NoError(t, err)
-	vals, err := g.Evaluate(logits)
-	require.NoError(t, err)
-	k := len(p.Model.Labels)
 	enc := tok.(interface {
 		EncodeOffsets(string) ([]int, []datasets.WordSpan, error)
 	})
+	offs := make([][]datasets.WordSpan, len(robertaTexts))
 	for i, s := range robertaTexts {
-		require.Len(t, got[i], len(ids[i])-2)
-		_, offs, err := enc.EncodeOffsets(s)
+		var err error
+		_, offs[i], err = enc.EncodeOffsets(s)
 		require.NoError(t, err)
-		for j, x := range got[i] {
-			off := (i*b.t + x.Index) * k
-			probs := softmax(vals[0][off : off+k])
-			best := slices.Index(probs, slices.Max(probs))
-			require.Equal(t, p.Model.Labels[best], x.Entity)
-			require.InDelta(t, probs[best], x.Score, 1e-9)
-			require.Equal(t, tok.Vocab()[ids[i][x.Index]], x.Word)
-			require.Equal(t, offs[j], datasets.WordSpan{Start: x.Start, End: x.End})
-		}
 	}
+	checkTags(t, p, tok, robertaTexts, got, func(i, j int, ids []int, x TaggedToken) {
+		require.Equal(t, tok.Vocab()[ids[x.Index]], x.Word)
+		require.Equal(t, offs[i][j], datasets.WordSpan{Start: x.Start, End: x.End})
+	})
 	// On ASCII text each token covers its own text, without the space
 	// its "Ġ" stands for.
 	for i, s := range robertaTexts {
@@ -474,43 +454,10 @@ func TestRobertaQuestionAnsweringPipeline(t *testing.T) {
 		if i == 1 {
 			require.Greater(t, len(wins), 1, "a long context is windowed")
 		}
-		type cand struct {
-			text  string
-			score float64
-		}
-		var all []cand
-		for _, w := range wins {
-			require.Equal(t, make([]int, len(w.IDs)), w.TypeIDs)
-			b, err := newBatch(p.Model.Config, [][]int{w.IDs}, nil)
-			require.NoError(t, err)
-			g := p.Model.Store.NewGraph()
-			gin, err := b.inputs(g)
-			require.NoError(t, err)
-			st, en, err := p.Model.Logits(g, gin)
-			require.NoError(t, err)
-			v, err := g.Evaluate(st, en)
-			require.NoError(t, err)
-			prob := func(x []float64) []float64 {
-				m := slices.Clone(x)
-				for j := range m {
-					if j > 0 && (j < w.ContextOffset || j >= w.ContextOffset+w.ContextLen) {
-						m[j] = -10000
-					}
-				}
-				return softmax(m)
-			}
-			ps, pe := prob(v[0]), prob(v[1])
-			for s := w.ContextOffset; s < w.ContextOffset+w.ContextLen; s++ {
-				for e := s; e < w.ContextOffset+w.ContextLen && e-s < 4; e++ {
-					a, z := offs[w.ContextStart+s-w.ContextOffset], offs[w.ContextStart+e-w.ContextOffset]
-					all = append(all, cand{x.Context[a.Start:z.End], ps[s] * pe[e]})
-				}
-			}
-		}
-		best := slices.MaxFunc(all, func(a, b cand) int { return cmpFloat(a.score, b.score) })
+		bestText, bestScore := bestQASpan(t, p, wins, offs, x.Context, false)
 		require.NotEmpty(t, got[i])
-		require.Equal(t, best.text, got[i][0].Answer, "input %d", i)
-		require.GreaterOrEqual(t, got[i][0].Score, best.score*(1-1e-5))
+		require.Equal(t, bestText, got[i][0].Answer, "input %d", i)
+		require.GreaterOrEqual(t, got[i][0].Score, bestScore*(1-1e-5))
 		for _, a := range got[i] {
 			require.Equal(t, x.Context[a.Start:a.End], a.Answer)
 		}
