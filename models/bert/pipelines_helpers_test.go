@@ -1,12 +1,15 @@
 package bert
 
 import (
+	"path/filepath"
 	"slices"
+	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/datasets"
+	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 )
@@ -131,4 +134,39 @@ func bestQASpan(t *testing.T, p *QuestionAnswering, wins []QAWindow, spans []dat
 	}
 	best := slices.MaxFunc(all, func(a, b cand) int { return cmpFloat(a.score, b.score) })
 	return best.text, best.score
+}
+
+// requireSavedAs saves with save into a new folder and requires it to hold
+// exactly the tensor names and shapes of the reference checkpoint in dir
+// (the save_pretrained of transformers' class); it returns the folder.
+func requireSavedAs(t *testing.T, dir string, save func(string) error) string {
+	t.Helper()
+	out := t.TempDir()
+	require.NoError(t, save(out))
+	ref, err := safetensors.ReadFile(filepath.Join(dir, models.WeightsFile))
+	require.NoError(t, err)
+	ours, err := safetensors.ReadFile(filepath.Join(out, models.WeightsFile))
+	require.NoError(t, err)
+	a, b := slices.Clone(ref.Names()), slices.Clone(ours.Names())
+	sort.Strings(a)
+	sort.Strings(b)
+	require.Equal(t, a, b)
+	for _, k := range a {
+		x, _ := ref.Tensor(k)
+		y, _ := ours.Tensor(k)
+		require.Equal(t, x.Shape, y.Shape, k)
+	}
+	return out
+}
+
+// requireConfigAs reads the config.json of the reference checkpoint in
+// dir (want) and of zoo's save in out (got), and requires got to name the
+// reference's architectures and modelType.
+func requireConfigAs(t *testing.T, dir, out, modelType string) (want, got map[string]any) {
+	t.Helper()
+	require.NoError(t, layers.ReadConfig(dir, &want))
+	require.NoError(t, layers.ReadConfig(out, &got))
+	require.Equal(t, want["architectures"], got["architectures"])
+	require.Equal(t, modelType, got["model_type"])
+	return want, got
 }
