@@ -122,20 +122,7 @@ func variantPredictCases(t *testing.T, v bertVariant, texts, masked []string, qu
 				return anys(out)
 			}, plain: labelsPlain},
 		{head: arch("ForMaskedLM"), dir: r[arch("ForMaskedLM")], task: "fill-mask", inputs: masked,
-			lib: func(t *testing.T, in []string) []any {
-				p, err := bert.LoadFillMask(r[arch("ForMaskedLM")])
-				require.NoError(t, err)
-				out, err := p.Predict(ctx, in)
-				require.NoError(t, err)
-				got := make([]any, len(out))
-				for i, fills := range out {
-					got[i] = fills
-					if len(fills) == 1 {
-						got[i] = fills[0]
-					}
-				}
-				return got
-			}, plain: func(v any) []string {
+			lib: fillMaskLib(r[arch("ForMaskedLM")]), plain: func(v any) []string {
 				fills, ok := v.([]bert.Fill)
 				if !ok {
 					fills = v.([][]bert.Fill)[1]
@@ -143,19 +130,7 @@ func variantPredictCases(t *testing.T, v bertVariant, texts, masked []string, qu
 				return []string{fmt.Sprintf("%.4f", fills[0].Score), fills[0].Sequence}
 			}},
 		{head: arch("ForTokenClassification"), dir: r[arch("ForTokenClassification")], task: "token-classification", inputs: texts,
-			lib: func(t *testing.T, in []string) []any {
-				p, err := bert.LoadTokenClassification(r[arch("ForTokenClassification")])
-				require.NoError(t, err)
-				out, err := p.Predict(ctx, in)
-				require.NoError(t, err)
-				got := anys(out)
-				for i, es := range out {
-					if es == nil {
-						got[i] = []models.Entity{}
-					}
-				}
-				return got
-			}, plain: func(v any) []string {
+			lib: tokensLib(r[arch("ForTokenClassification")]), plain: func(v any) []string {
 				var out []string
 				for _, e := range v.([]models.Entity) {
 					out = append(out, fmt.Sprintf("%s  %s  %.4f  bytes %d–%d", e.Group, strings.TrimSpace(e.Word), e.Score, e.Start, e.End))
@@ -167,17 +142,7 @@ func variantPredictCases(t *testing.T, v bertVariant, texts, masked []string, qu
 			}},
 		{head: arch("ForQuestionAnswering"), dir: r[arch("ForQuestionAnswering")], task: "question-answering",
 			inputs: texts, flags: []string{"--question", question}, jsonl: jsonl,
-			lib: func(t *testing.T, in []string) []any {
-				p, err := bert.LoadQuestionAnswering(r[arch("ForQuestionAnswering")])
-				require.NoError(t, err)
-				qs := make([]bert.QAInput, len(in))
-				for i, c := range in {
-					qs[i] = bert.QAInput{Question: question, Context: c}
-				}
-				out, err := p.Predict(ctx, qs)
-				require.NoError(t, err)
-				return anys(out)
-			}, plain: func(v any) []string {
+			lib: qaLib(r[arch("ForQuestionAnswering")], question), plain: func(v any) []string {
 				a := v.(models.Answer)
 				return []string{question, fmt.Sprintf("%q  %.4f  bytes %d–%d of the context", a.Answer, a.Score, a.Start, a.End)}
 			}},
@@ -197,6 +162,60 @@ func variantPredictCases(t *testing.T, v bertVariant, texts, masked []string, qu
 				f := v.(bert.Features)
 				return append(append([]string{fmt.Sprintf("last_hidden_state   (%d, 16)", len(f.Hidden))}, featuresPlain...), vecHead(f.Mean))
 			}},
+	}
+}
+
+// fillMaskLib is the library's answer of the fill-mask pipeline of the
+// checkpoint in dir: each input's fills, a list per mask when it has
+// several, as zoo predict prints them.
+func fillMaskLib(dir string) func(t *testing.T, in []string) []any {
+	return func(t *testing.T, in []string) []any {
+		p, err := bert.LoadFillMask(dir)
+		require.NoError(t, err)
+		out, err := p.Predict(context.Background(), in)
+		require.NoError(t, err)
+		got := make([]any, len(out))
+		for i, fills := range out {
+			got[i] = fills // a list per mask, as the pipeline gives several masks
+			if len(fills) == 1 {
+				got[i] = fills[0]
+			}
+		}
+		return got
+	}
+}
+
+// tokensLib is the library's answer of the token-classification pipeline
+// of the checkpoint in dir: each input's entities, [] for none.
+func tokensLib(dir string) func(t *testing.T, in []string) []any {
+	return func(t *testing.T, in []string) []any {
+		p, err := bert.LoadTokenClassification(dir)
+		require.NoError(t, err)
+		out, err := p.Predict(context.Background(), in)
+		require.NoError(t, err)
+		got := anys(out)
+		for i, es := range out {
+			if es == nil {
+				got[i] = []models.Entity{}
+			}
+		}
+		return got
+	}
+}
+
+// qaLib is the library's answer of the question-answering pipeline of the
+// checkpoint in dir: question asked of each input.
+func qaLib(dir, question string) func(t *testing.T, in []string) []any {
+	return func(t *testing.T, in []string) []any {
+		p, err := bert.LoadQuestionAnswering(dir)
+		require.NoError(t, err)
+		qs := make([]bert.QAInput, len(in))
+		for i, c := range in {
+			qs[i] = bert.QAInput{Question: question, Context: c}
+		}
+		out, err := p.Predict(context.Background(), qs)
+		require.NoError(t, err)
+		return anys(out)
 	}
 }
 
