@@ -16,7 +16,6 @@ import (
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
-	"github.com/d73a19ff/zoo/models/internal/graphrun"
 )
 
 // distilHub is distilbert-base-uncased's config.json as the Hub has it.
@@ -165,17 +164,6 @@ func TestDistilBertTextClassificationPipeline(t *testing.T) {
 	require.Equal(t, "pre_classifier.weight", p.Model.Dense.Weight.Name)
 	require.Equal(t, "classifier.weight", p.Model.Classifier.Weight.Name)
 	p.BatchSize = len(predictTexts)
-	check := func(got [][]models.Label, ids [][]int) {
-		t.Helper()
-		logits, err := graphrun.ClassLogits(p.Model, ids, nil)
-		require.NoError(t, err)
-		for i := range ids {
-			probs := softmax(logits[i*3 : i*3+3])
-			for _, l := range got[i] {
-				require.InDelta(t, probs[slices.Index(p.Model.Labels, l.Label)], l.Score, 1e-9, "text %d", i)
-			}
-		}
-	}
 	got, err := p.Predict(context.Background(), predictTexts)
 	require.NoError(t, err)
 	var ids [][]int
@@ -184,7 +172,7 @@ func TestDistilBertTextClassificationPipeline(t *testing.T) {
 		require.NoError(t, err)
 		ids = append(ids, x)
 	}
-	check(got, ids)
+	checkClassScores(t, p, got, ids, nil)
 
 	pairs := [][2]string{{predictTexts[0], predictTexts[2]}, {predictTexts[2], predictTexts[3]}}
 	gotPairs, err := p.PredictPairs(context.Background(), pairs)
@@ -195,7 +183,7 @@ func TestDistilBertTextClassificationPipeline(t *testing.T) {
 		require.NoError(t, err)
 		ids = append(ids, x)
 	}
-	check(gotPairs, ids)
+	checkClassScores(t, p, gotPairs, ids, nil)
 
 	long := strings.Repeat("the cat sat on the mat ", 10)
 	x, err := tok.Encode(long)
@@ -203,7 +191,7 @@ func TestDistilBertTextClassificationPipeline(t *testing.T) {
 	gotLong, err := p.Predict(context.Background(), []string{long})
 	require.NoError(t, err)
 	cls, sep := ids[0][0], ids[0][len(ids[0])-1]
-	check(gotLong, [][]int{append(append([]int{cls}, x[:22]...), sep)})
+	checkClassScores(t, p, gotLong, [][]int{append(append([]int{cls}, x[:22]...), sep)}, nil)
 }
 
 // The fill-mask pipeline on a DistilBERT checkpoint fills [MASK] as

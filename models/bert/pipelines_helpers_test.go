@@ -12,6 +12,7 @@ import (
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
+	"github.com/d73a19ff/zoo/models/internal/graphrun"
 )
 
 // saveHeads saves a tiny checkpoint of every head of cfg with tok, each on
@@ -169,4 +170,19 @@ func requireConfigAs(t *testing.T, dir, out, modelType string) (want, got map[st
 	require.Equal(t, want["architectures"], got["architectures"])
 	require.Equal(t, modelType, got["model_type"])
 	return want, got
+}
+
+// checkClassScores checks got, the text-classification pipeline p's
+// labels of the encoded texts ids (with types), against the softmax of
+// the classifier's logits of the 3 labels.
+func checkClassScores(t *testing.T, p *TextClassification, got [][]models.Label, ids, types [][]int) {
+	t.Helper()
+	logits, err := graphrun.ClassLogits(p.Model, ids, types)
+	require.NoError(t, err)
+	for i := range ids {
+		probs := softmax(logits[i*3 : i*3+3])
+		for _, l := range got[i] {
+			require.InDelta(t, probs[slices.Index(p.Model.Labels, l.Label)], l.Score, 1e-9, "text %d", i)
+		}
+	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
-	"github.com/d73a19ff/zoo/models/internal/graphrun"
 )
 
 // robertaTokenizer is datasets' RoBERTa-layout fixture: a byte-level BPE
@@ -117,21 +116,12 @@ func TestRobertaBadInput(t *testing.T) {
 	require.ErrorContains(t, err, "at most 24 (max_position_embeddings − pad_token_id − 1)")
 }
 
-// robertaCheckpoints saves a RoBERTa sequence classifier ("seq") and
-// masked LM ("mlm") with the tokenizer.
+// robertaCheckpoints saves a tiny RoBERTa of every head with the
+// tokenizer (saveHeads): "seq" (a sequence classifier), "mlm" (a masked
+// LM) and the others.
 func robertaCheckpoints(t *testing.T) (map[string]string, Tokenizer) {
 	tok := robertaTokenizer(t)
-	cfg := tinyRoberta(tok)
-	dirs := map[string]string{"seq": t.TempDir(), "mlm": t.TempDir()}
-	m, err := New(cfg, layers.WithSeed(2))
-	require.NoError(t, err)
-	seq, err := NewForSequenceClassification(m, []string{"neg", "pos", "mixed"})
-	require.NoError(t, err)
-	require.NoError(t, models.SaveText(dirs["seq"], seq, tok))
-	mlm, err := NewForMaskedLM(cfg, layers.WithSeed(5))
-	require.NoError(t, err)
-	require.NoError(t, models.SaveText(dirs["mlm"], mlm, tok))
-	return dirs, tok
+	return saveHeads(t, tinyRoberta(tok), tok), tok
 }
 
 // The text-classification pipeline on a RoBERTa checkpoint: <s> A </s>
@@ -144,17 +134,6 @@ func TestRobertaTextClassificationPipeline(t *testing.T) {
 	require.NotNil(t, p.Model.Dense)
 	require.Nil(t, p.Model.Pooler)
 	p.BatchSize = len(robertaTexts)
-	check := func(got [][]models.Label, ids, types [][]int) {
-		t.Helper()
-		logits, err := graphrun.ClassLogits(p.Model, ids, types)
-		require.NoError(t, err)
-		for i := range ids {
-			probs := softmax(logits[i*3 : i*3+3])
-			for _, l := range got[i] {
-				require.InDelta(t, probs[slices.Index(p.Model.Labels, l.Label)], l.Score, 1e-9, "text %d", i)
-			}
-		}
-	}
 	got, err := p.Predict(context.Background(), robertaTexts)
 	require.NoError(t, err)
 	var ids, types [][]int
@@ -165,7 +144,7 @@ func TestRobertaTextClassificationPipeline(t *testing.T) {
 		require.Equal(t, 2, x[len(x)-1])
 		ids, types = append(ids, x), append(types, ty)
 	}
-	check(got, ids, types)
+	checkClassScores(t, p, got, ids, types)
 
 	pairs := [][2]string{{robertaTexts[0], robertaTexts[2]}, {robertaTexts[2], robertaTexts[3]}}
 	gotPairs, err := p.PredictPairs(context.Background(), pairs)
@@ -178,7 +157,7 @@ func TestRobertaTextClassificationPipeline(t *testing.T) {
 		require.Equal(t, []int{2, 2}, x[len(a)+1:len(a)+3], "<s> A </s></s> B </s>")
 		ids, types = append(ids, x), append(types, ty)
 	}
-	check(gotPairs, ids, types)
+	checkClassScores(t, p, gotPairs, ids, types)
 
 	// A long text is cut to the 24 tokens the model takes.
 	long := strings.Repeat("The light of the Sun ", 10)
@@ -187,7 +166,7 @@ func TestRobertaTextClassificationPipeline(t *testing.T) {
 	require.Greater(t, len(x), 22)
 	gotLong, err := p.Predict(context.Background(), []string{long})
 	require.NoError(t, err)
-	check(gotLong, [][]int{append(append([]int{0}, x[:22]...), 2)}, [][]int{make([]int, 24)})
+	checkClassScores(t, p, gotLong, [][]int{append(append([]int{0}, x[:22]...), 2)}, [][]int{make([]int, 24)})
 }
 
 // The fill-mask pipeline on a RoBERTa checkpoint fills <mask> (the
