@@ -1,9 +1,11 @@
 package bert
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -185,4 +187,46 @@ func checkClassScores(t *testing.T, p *TextClassification, got [][]models.Label,
 			require.InDelta(t, probs[slices.Index(p.Model.Labels, l.Label)], l.Score, 1e-9, "text %d", i)
 		}
 	}
+}
+
+// readTensors reads every tensor of the checkpoint in src.
+func readTensors(t *testing.T, src string) (*safetensors.File, []safetensors.Tensor) {
+	t.Helper()
+	f, err := safetensors.ReadFile(filepath.Join(src, models.WeightsFile))
+	require.NoError(t, err)
+	var ts []safetensors.Tensor
+	for _, n := range f.Names() {
+		x, _ := f.Tensor(n)
+		ts = append(ts, x)
+	}
+	return f, ts
+}
+
+// writeLayout writes ts as a checkpoint in a new folder with src's
+// config.json, its architecture arch renamed as, if as is not "".
+func writeLayout(t *testing.T, src string, ts []safetensors.Tensor, arch, as string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, safetensors.WriteFile(filepath.Join(dir, models.WeightsFile), ts, map[string]string{"format": "pt"}))
+	b, err := os.ReadFile(filepath.Join(src, models.ConfigFile))
+	require.NoError(t, err)
+	if as != "" {
+		b = []byte(strings.Replace(string(b), arch, as, 1))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, models.ConfigFile), b, 0o644))
+	return dir
+}
+
+// untie is ts with the tensor called name changed in one bit of its first
+// byte (a decoder no longer the word embeddings).
+func untie(ts []safetensors.Tensor, name string) []safetensors.Tensor {
+	other := slices.Clone(ts)
+	for i, x := range other {
+		if x.Name == name {
+			d := slices.Clone(x.Data)
+			d[0] ^= 0x40
+			other[i].Data = d
+		}
+	}
+	return other
 }

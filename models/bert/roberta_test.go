@@ -3,7 +3,6 @@ package bert
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -249,13 +248,7 @@ func TestRobertaFeatureExtraction(t *testing.T) {
 // created.
 func TestRobertaLoadsHubLayout(t *testing.T) {
 	src := filepath.Join("testdata", "roberta", "mlm")
-	f, err := safetensors.ReadFile(filepath.Join(src, models.WeightsFile))
-	require.NoError(t, err)
-	var ts []safetensors.Tensor
-	for _, n := range f.Names() {
-		x, _ := f.Tensor(n)
-		ts = append(ts, x)
-	}
+	f, ts := readTensors(t, src)
 	words, _ := f.Tensor("roberta.embeddings.word_embeddings.weight")
 	bias, _ := f.Tensor("lm_head.bias")
 	dense, _ := f.Tensor("lm_head.dense.weight")
@@ -265,14 +258,7 @@ func TestRobertaLoadsHubLayout(t *testing.T) {
 		safetensors.Tensor{Name: "lm_head.decoder.bias", DType: bias.DType, Shape: bias.Shape, Data: bias.Data},
 		safetensors.Tensor{Name: "roberta.pooler.dense.weight", DType: dense.DType, Shape: dense.Shape, Data: dense.Data},
 		safetensors.Tensor{Name: "roberta.pooler.dense.bias", DType: denseBias.DType, Shape: denseBias.Shape, Data: denseBias.Data})
-	write := func(ts []safetensors.Tensor) string {
-		dir := t.TempDir()
-		require.NoError(t, safetensors.WriteFile(filepath.Join(dir, models.WeightsFile), ts, map[string]string{"format": "pt"}))
-		b, err := os.ReadFile(filepath.Join(src, models.ConfigFile))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, models.ConfigFile), b, 0o644))
-		return dir
-	}
+	write := func(ts []safetensors.Tensor) string { return writeLayout(t, src, ts, "", "") }
 	dir := write(hub)
 	p, r, err := LoadForMaskedLM(dir, models.Strict())
 	require.NoError(t, err)
@@ -281,15 +267,7 @@ func TestRobertaLoadsHubLayout(t *testing.T) {
 	require.Nil(t, p.Pooler)
 
 	// An untied decoder is not RobertaForMaskedLM's.
-	other := slices.Clone(hub)
-	for i, x := range other {
-		if x.Name == "lm_head.decoder.weight" {
-			d := slices.Clone(x.Data)
-			d[0] ^= 0x40
-			other[i].Data = d
-		}
-	}
-	_, _, err = LoadForMaskedLM(write(other), models.Strict())
+	_, _, err = LoadForMaskedLM(write(untie(hub, "lm_head.decoder.weight")), models.Strict())
 	require.ErrorContains(t, err, "lm_head.decoder.weight")
 
 	c, r, err := LoadForSequenceClassification(dir, models.WithLabels("a", "b"))
