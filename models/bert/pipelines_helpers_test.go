@@ -90,6 +90,23 @@ func checkTags(t *testing.T, p *TokenClassification, tok Tokenizer, texts []stri
 	return ids, in
 }
 
+// requireBestAnswer requires got, the answers of p for input i, to start
+// with the best span of wins by brute force (bestQASpan) and each to be
+// cut from context at its offsets.
+func requireBestAnswer(t *testing.T, p *QuestionAnswering, wins []QAWindow, spans []datasets.WordSpan, context string, withTypes bool, got []models.Answer, i int) {
+	t.Helper()
+	bestText, bestScore := bestQASpan(t, p, wins, spans, context, withTypes)
+	require.NotEmpty(t, got)
+	require.Equal(t, bestText, got[0].Answer, "input %d", i)
+	// float32 logits: a batch of windows and one window alone may round
+	// differently under another GEMM (-tags openblas).
+	require.GreaterOrEqual(t, got[0].Score, bestScore*(1-1e-5))
+	for _, a := range got {
+		require.Equal(t, context[a.Start:a.End], a.Answer)
+		require.LessOrEqual(t, len(a.Answer), len(context))
+	}
+}
+
 // bestQASpan is, by brute force, the best answer in wins of context (its
 // tokens' byte spans): every span of at most 4 tokens of every window,
 // scored from p's logits as the pipeline scores them. withTypes feeds the
