@@ -166,19 +166,9 @@ func NewBERTRecipe(ctx context.Context, cfg BERTConfig) (*BERTRecipe, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	corpus, err := datasets.OpenCorpus(cfg.Corpus, datasets.CorpusOptions{})
+	corpus, err := openTextCorpus(ctx, cfg.Corpus, cfg.InitFrom, "bert")
 	if err != nil {
 		return nil, err
-	}
-	if err := corpus.CheckText(ctx); err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
-	}
-	if cfg.InitFrom != "" {
-		if ckpt, err := models.Open(cfg.InitFrom); err != nil {
-			return nil, fmt.Errorf("pretrain: init_from: %w", err)
-		} else if err := ckpt.Expect("bert"); err != nil {
-			return nil, fmt.Errorf("pretrain: init_from: %w", err)
-		}
 	}
 	return &BERTRecipe{cfg: cfg, corpus: corpus}, nil
 }

@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -125,32 +124,19 @@ func checkKeys(obj json.RawMessage, t reflect.Type, prefix string) error {
 
 // ReadGPTConfig reads a JSON config file over base.
 func ReadGPTConfig(path string, base GPTConfig) (GPTConfig, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return base, fmt.Errorf("config: %w", err)
-	}
-	cfg, err := DecodeGPTConfig(b, base)
-	if err != nil {
-		return base, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, nil
+	return readConfigFile(path, base, DecodeGPTConfig)
 }
 
 // Validate reports settings that cannot run.
 func (c GPTConfig) Validate() error {
-	switch {
-	case c.BatchSize <= 0 || c.MaxSteps <= 0 || c.GradientAccumulationSteps <= 0:
-		return fmt.Errorf("config: per_device_train_batch_size %d, max_steps %d and gradient_accumulation_steps %d must be positive", c.BatchSize, c.MaxSteps, c.GradientAccumulationSteps)
-	case !(c.ValFraction > 0 && c.ValFraction < 1):
-		return fmt.Errorf("config: val_fraction %g must be in (0, 1)", c.ValFraction)
-	case c.OutputDir == "":
-		return fmt.Errorf("config: output_dir is empty")
-	case c.Tokenizer == "bpe" && c.BPEVocab < 260:
+	if err := checkLMArgs(c.Args, c.ValFraction); err != nil {
+		return err
+	}
+	if c.Tokenizer == "bpe" && c.BPEVocab < 260 {
 		return fmt.Errorf("config: bpe_vocab_size %d must be at least 260 (256 bytes and a few merges)", c.BPEVocab)
-	case c.WarmupSteps < 0 || c.WarmupSteps >= c.MaxSteps:
-		return fmt.Errorf("config: warmup_steps %d must be in [0, max_steps %d): lower --warmup-steps", c.WarmupSteps, c.MaxSteps)
-	case c.Samples < 0 || c.SampleLen < 0:
-		return fmt.Errorf("config: samples and sample_tokens must not be negative")
+	}
+	if err := checkLMTail(c.Args, c.Samples, c.SampleLen); err != nil {
+		return err
 	}
 	m := c.Model
 	m.VocabSize = max(m.VocabSize, m.BOSTokenID+1, m.EOSTokenID+1) // the tokenizer sets it later

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/gpt"
 	"github.com/d73a19ff/zoo/train"
@@ -32,17 +31,9 @@ func EvalGPT(ctx context.Context, checkpoint, corpus string, batch int) (loss fl
 		fmt.Sprintf("eval: batch %d × n_positions %d for activations", batch, t), "lower the batch size (zoo eval --batch-size)"); err != nil {
 		return 0, 0, err
 	}
-	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
+	batches, err := evalWindows(ctx, corpus, tok, batch, t)
 	if err != nil {
 		return 0, 0, err
-	}
-	toks, err := datasets.TokenizeContext(ctx, c, tok, "")
-	if err != nil {
-		return 0, 0, err
-	}
-	batches, err := Windows(toks, batch, t)
-	if err != nil {
-		return 0, 0, fmt.Errorf("eval: %w", err)
 	}
 	return train.EvaluateContext(ctx, &LMTask{Model: m, Tok: tok, B: batch, T: t}, batches)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
@@ -67,19 +66,9 @@ func NewGPTRecipe(ctx context.Context, cfg GPTConfig) (*GPTRecipe, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	corpus, err := datasets.OpenCorpus(cfg.Corpus, datasets.CorpusOptions{})
+	corpus, err := openTextCorpus(ctx, cfg.Corpus, cfg.InitFrom, "gpt")
 	if err != nil {
 		return nil, err
-	}
-	if err := corpus.CheckText(ctx); err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
-	}
-	if cfg.InitFrom != "" { // a bad init_from is the first thing to say
-		if ckpt, err := models.Open(cfg.InitFrom); err != nil {
-			return nil, fmt.Errorf("pretrain: init_from: %w", err)
-		} else if err := ckpt.Expect("gpt"); err != nil {
-			return nil, fmt.Errorf("pretrain: init_from: %w", err)
-		}
 	}
 	return &GPTRecipe{cfg: cfg, corpus: corpus}, nil
 }
@@ -137,23 +126,16 @@ func (r *GPTRecipe) Setup(ctx context.Context, resume string, out io.Writer) (tr
 			return train.MemoryNeed{}, err
 		}
 	}
-	cache := cfg.CacheDir
-	if cache == "" {
-		cache = filepath.Join(filepath.Dir(filepath.Clean(cfg.OutputDir)), "cache")
-	}
-	unk := datasets.Unknowns(r.tok)
-	toks, err := datasets.TokenizeContext(ctx, r.corpus, r.tok, cache)
+	toks, err := tokenizeCorpus(ctx, r.corpus, r.tok, cfg.CacheDir, cfg.OutputDir, out)
 	if err != nil {
 		return train.MemoryNeed{}, err
 	}
-	fmt.Fprint(out, datasets.UnknownNote(datasets.Unknowns(r.tok)-unk, "the corpus"))
 	block := cfg.Model.NPositions
 	if r.train, r.val, err = toks.Split(cfg.ValFraction); err != nil {
 		return train.MemoryNeed{}, err
 	}
-	if r.train.Len() <= block || r.val.Len() <= block {
-		return train.MemoryNeed{}, fmt.Errorf("pretrain: the corpus has %d tokens; split %g/%g it leaves %d for training and %d for validation, and each needs more than one block of %d: use a longer corpus or a smaller model.n_positions",
-			toks.Len(), 1-cfg.ValFraction, cfg.ValFraction, r.train.Len(), r.val.Len(), block)
+	if err := checkSplit(toks, r.train, r.val, cfg.ValFraction, block, "model.n_positions"); err != nil {
+		return train.MemoryNeed{}, err
 	}
 	return memoryNeed(*cfg), nil
 }

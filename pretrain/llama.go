@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"unicode/utf8"
 
 	"github.com/d73a19ff/zoo/datasets"
@@ -84,19 +83,9 @@ func NewLlamaRecipe(ctx context.Context, cfg LlamaConfig) (*LlamaRecipe, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	corpus, err := datasets.OpenCorpus(cfg.Corpus, datasets.CorpusOptions{})
+	corpus, err := openTextCorpus(ctx, cfg.Corpus, cfg.InitFrom, "llama")
 	if err != nil {
 		return nil, err
-	}
-	if err := corpus.CheckText(ctx); err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
-	}
-	if cfg.InitFrom != "" {
-		if ckpt, err := models.Open(cfg.InitFrom); err != nil {
-			return nil, fmt.Errorf("pretrain: init_from: %w", err)
-		} else if err := ckpt.Expect("llama"); err != nil {
-			return nil, fmt.Errorf("pretrain: init_from: %w", err)
-		}
 	}
 	return &LlamaRecipe{cfg: cfg, corpus: corpus}, nil
 }
@@ -189,22 +178,15 @@ func (r *LlamaRecipe) Setup(ctx context.Context, resume string, out io.Writer) (
 	if err := cfg.Model.CheckLength(block); err != nil {
 		return train.MemoryNeed{}, fmt.Errorf("pretrain: block_size %d: %w (lower --block-size)", block, err)
 	}
-	cache := cfg.CacheDir
-	if cache == "" {
-		cache = filepath.Join(filepath.Dir(filepath.Clean(cfg.OutputDir)), "cache")
-	}
-	unk := datasets.Unknowns(r.tok)
-	toks, err := datasets.TokenizeContext(ctx, r.corpus, r.tok, cache)
+	toks, err := tokenizeCorpus(ctx, r.corpus, r.tok, cfg.CacheDir, cfg.OutputDir, out)
 	if err != nil {
 		return train.MemoryNeed{}, err
 	}
-	fmt.Fprint(out, datasets.UnknownNote(datasets.Unknowns(r.tok)-unk, "the corpus"))
 	if r.train, r.val, err = splitText(ctx, r.tok, toks, cfg.ValFraction); err != nil {
 		return train.MemoryNeed{}, fmt.Errorf("pretrain: %w", err)
 	}
-	if r.train.Len() <= block || r.val.Len() <= block {
-		return train.MemoryNeed{}, fmt.Errorf("pretrain: the corpus has %d tokens; split %g/%g it leaves %d for training and %d for validation, and each needs more than one block of %d: use a longer corpus or a smaller block_size",
-			toks.Len(), 1-cfg.ValFraction, cfg.ValFraction, r.train.Len(), r.val.Len(), block)
+	if err := checkSplit(toks, r.train, r.val, cfg.ValFraction, block, "block_size"); err != nil {
+		return train.MemoryNeed{}, err
 	}
 	return train.MemoryNeed{Bytes: cfg.Model.ActivationBytes(cfg.BatchSize, block, true, true),
 		What:  fmt.Sprintf("pretrain: batch_size %d × block %d for activations", cfg.BatchSize, block),

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -187,15 +186,7 @@ var inertLlamaKeys = []string{"architectures", "model_type", "torch_dtype", "tra
 
 // ReadLlamaConfig reads a JSON config file over base.
 func ReadLlamaConfig(path string, base LlamaConfig) (LlamaConfig, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return base, fmt.Errorf("config: %w", err)
-	}
-	cfg, err := DecodeLlamaConfig(b, base)
-	if err != nil {
-		return base, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, nil
+	return readConfigFile(path, base, DecodeLlamaConfig)
 }
 
 // Block is the training window: BlockSize, or max_position_embeddings
@@ -209,22 +200,19 @@ func (c LlamaConfig) Block() int {
 
 // Validate reports settings that cannot run.
 func (c LlamaConfig) Validate() error {
+	if err := checkLMArgs(c.Args, c.ValFraction); err != nil {
+		return err
+	}
 	switch {
-	case c.BatchSize <= 0 || c.MaxSteps <= 0 || c.GradientAccumulationSteps <= 0:
-		return fmt.Errorf("config: per_device_train_batch_size %d, max_steps %d and gradient_accumulation_steps %d must be positive", c.BatchSize, c.MaxSteps, c.GradientAccumulationSteps)
-	case !(c.ValFraction > 0 && c.ValFraction < 1):
-		return fmt.Errorf("config: val_fraction %g must be in (0, 1)", c.ValFraction)
-	case c.OutputDir == "":
-		return fmt.Errorf("config: output_dir is empty")
 	case c.Tokenizer == "":
 		return fmt.Errorf("config: tokenizer is empty: give bpe, char or the path of a tokenizer.json")
 	case c.Tokenizer == "bpe" && c.BPEVocab < 300:
 		return fmt.Errorf("config: bpe_vocab_size %d must be at least 300 (3 special tokens, 256 bytes and a few pieces)", c.BPEVocab)
-	case c.WarmupSteps < 0 || c.WarmupSteps >= c.MaxSteps:
-		return fmt.Errorf("config: warmup_steps %d must be in [0, max_steps %d): lower --warmup-steps", c.WarmupSteps, c.MaxSteps)
-	case c.Samples < 0 || c.SampleLen < 0:
-		return fmt.Errorf("config: samples and sample_tokens must not be negative")
-	case c.BlockSize < 0:
+	}
+	if err := checkLMTail(c.Args, c.Samples, c.SampleLen); err != nil {
+		return err
+	}
+	if c.BlockSize < 0 {
 		return fmt.Errorf("config: block_size %d must not be negative (0: max_position_embeddings)", c.BlockSize)
 	}
 	if c.InitFrom != "" { // the checkpoint's model, checked when it loads

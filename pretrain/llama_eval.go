@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/llama"
 	"github.com/d73a19ff/zoo/train"
@@ -40,17 +39,9 @@ func EvalLlama(ctx context.Context, checkpoint, corpus string, batch, block int)
 		fmt.Sprintf("eval: batch %d × block %d for activations", batch, block), "lower the batch size (zoo eval --batch-size) or the block (--block-size)"); err != nil {
 		return 0, 0, err
 	}
-	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
+	batches, err := evalWindows(ctx, corpus, tok, batch, block)
 	if err != nil {
 		return 0, 0, err
-	}
-	toks, err := datasets.TokenizeContext(ctx, c, tok, "")
-	if err != nil {
-		return 0, 0, err
-	}
-	batches, err := Windows(toks, batch, block)
-	if err != nil {
-		return 0, 0, fmt.Errorf("eval: %w", err)
 	}
 	return train.EvaluateContext(ctx, &LlamaTask{Model: m, Tok: tok, B: batch, T: block}, batches)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -43,11 +44,7 @@ func runPretrainGPT(args []string, stdout io.Writer) error {
 		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f)\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss)
-	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.OutputDir, train.PlotFile))
-	for i, s := range res.Samples {
-		fmt.Fprintf(stdout, "\n--- sample %d ---\n%s\n", i+1, s)
-	}
-	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo generate --checkpoint %s --prompt \"Light\"\n", cmp.Or(res.Best, res.Final))
+	pretrainEnd(stdout, res, cfg.OutputDir)
 	return nil
 }
 
@@ -136,11 +133,25 @@ func expectFamily(dir, family string) error {
 // runEvalGPT is `zoo eval --checkpoint DIR (--corpus TEXT | --labelled FILE)`
 // for a GPT checkpoint.
 func runEvalGPT(args []string, stdout io.Writer) error {
-	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR (--corpus TEXT | --labelled FILE)\n\nScores a GPT: loss and perplexity on text, or a classifier's accuracy and macro-F1 on labelled texts.")
+	return runEvalLM(args, stdout, "a GPT", false, func(ctx context.Context, ckpt, corpus string, batch, _ int) (float64, int, error) {
+		return pretrain.EvalGPT(ctx, ckpt, corpus, batch)
+	})
+}
+
+// runEvalLM is `zoo eval --checkpoint DIR (--corpus TEXT | --labelled
+// FILE)` for a causal LM (what: "a GPT", "a LLaMA-family checkpoint"),
+// scoring the corpus with eval; withBlock adds --block-size (the window,
+// passed to eval as block).
+func runEvalLM(args []string, stdout io.Writer, what string, withBlock bool, eval func(ctx context.Context, ckpt, corpus string, batch, block int) (loss float64, tokens int, err error)) error {
+	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR (--corpus TEXT | --labelled FILE)\n\nScores "+what+": loss and perplexity on text, or a classifier's accuracy and macro-F1 on labelled texts.")
 	ckpt := f.String("checkpoint", "", "checkpoint directory (with tokenizer.json)")
 	corpus := f.String("corpus", "", "text to score a language model on: loss and perplexity")
 	labelled := f.String("labelled", "", "CSV, TSV or JSONL to score a classifier on: accuracy and macro-F1")
 	batch := f.Int("batch-size", 12, "windows or texts per batch")
+	block := new(int)
+	if withBlock {
+		block = f.Int("block-size", 0, "with --corpus: window in tokens (0: max_position_embeddings)")
+	}
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
@@ -153,7 +164,7 @@ func runEvalGPT(args []string, stdout io.Writer) error {
 		if err := noteCorpusUnknowns(stdout, *ckpt, *corpus); err != nil {
 			return err
 		}
-		loss, n, err := pretrain.EvalGPT(ctx, *ckpt, *corpus, *batch)
+		loss, n, err := eval(ctx, *ckpt, *corpus, *batch, *block)
 		if err != nil {
 			return err
 		}
@@ -166,6 +177,17 @@ func runEvalGPT(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "accuracy %.4f, macro-F1 %.4f\n%v\n", conf.Accuracy(), conf.MacroF1(), conf)
 	}
 	return nil
+}
+
+// pretrainEnd writes the end of a causal-LM pretraining run's report
+// after its done line: the checkpoints, the loss curve under outputDir,
+// the samples and how to continue.
+func pretrainEnd(stdout io.Writer, res *pretrain.Result, outputDir string) {
+	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(outputDir, train.PlotFile))
+	for i, s := range res.Samples {
+		fmt.Fprintf(stdout, "\n--- sample %d ---\n%s\n", i+1, s)
+	}
+	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo generate --checkpoint %s --prompt \"Light\"\n", cmp.Or(res.Best, res.Final))
 }
 
 // runGenerate is `zoo generate --checkpoint DIR --prompt TEXT [flags]`,

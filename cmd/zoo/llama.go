@@ -1,14 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 
 	"github.com/d73a19ff/zoo/pretrain"
-	"github.com/d73a19ff/zoo/train"
 )
 
 // llamaModelFlags are the model flags of LLaMA training: a preset and the
@@ -85,11 +82,7 @@ func runPretrainLlama(args []string, stdout io.Writer) error {
 		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f), %.4f bits per character\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss, res.BitsPerChar)
-	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.OutputDir, train.PlotFile))
-	for i, s := range res.Samples {
-		fmt.Fprintf(stdout, "\n--- sample %d ---\n%s\n", i+1, s)
-	}
-	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo generate --checkpoint %s --prompt \"Light\"\n", cmp.Or(res.Best, res.Final))
+	pretrainEnd(stdout, &res.Result, cfg.OutputDir)
 	return nil
 }
 
@@ -144,35 +137,5 @@ func runFinetuneLlamaLM(args []string, stdout io.Writer) error {
 // runEvalLlama is `zoo eval --checkpoint DIR (--corpus TEXT | --labelled
 // FILE)` for a LLaMA-family checkpoint.
 func runEvalLlama(args []string, stdout io.Writer) error {
-	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR (--corpus TEXT | --labelled FILE)\n\nScores a LLaMA-family checkpoint: loss and perplexity on text, or a classifier's accuracy and macro-F1 on labelled texts.")
-	ckpt := f.String("checkpoint", "", "checkpoint directory (with tokenizer.json)")
-	corpus := f.String("corpus", "", "text to score a language model on: loss and perplexity")
-	labelled := f.String("labelled", "", "CSV, TSV or JSONL to score a classifier on: accuracy and macro-F1")
-	batch := f.Int("batch-size", 12, "windows or texts per batch")
-	block := f.Int("block-size", 0, "with --corpus: window in tokens (0: max_position_embeddings)")
-	if help, err := f.parse(args, stdout); help || err != nil {
-		return err
-	}
-	ctx, stop := signalContext()
-	defer stop()
-	switch {
-	case *ckpt == "" || (*corpus == "") == (*labelled == ""):
-		return fmt.Errorf("%w: give --checkpoint and one of --corpus or --labelled", errUsage)
-	case *corpus != "":
-		if err := noteCorpusUnknowns(stdout, *ckpt, *corpus); err != nil {
-			return err
-		}
-		loss, n, err := pretrain.EvalLlama(ctx, *ckpt, *corpus, *batch, *block)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "loss %.4f, perplexity %.3f over %d tokens\n", loss, math.Exp(loss), n)
-	default:
-		conf, err := evalClassify(ctx, stdout, *ckpt, *labelled, *batch)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "accuracy %.4f, macro-F1 %.4f\n%v\n", conf.Accuracy(), conf.MacroF1(), conf)
-	}
-	return nil
+	return runEvalLM(args, stdout, "a LLaMA-family checkpoint", true, pretrain.EvalLlama)
 }

@@ -32,6 +32,17 @@ func TestPretrainGPTTwoRanks(t *testing.T) {
 	require.NotContains(t, out, "\r", "a progress bar in a log:\n%s", out)
 	require.Contains(t, out, "step 6/6", "plain log lines:\n%s", out)
 
+	requireSameAsAccumulated(t, common, two)
+}
+
+// requireSameAsAccumulated runs common (6 steps, saving at step 3) in one
+// process accumulating two micro-batches a step and requires the run
+// directory two, written by two ranks, to hold the same final weights,
+// step-3 optimizer state and losses, and rank 0 alone to have written
+// metrics.jsonl.
+func requireSameAsAccumulated(t *testing.T, common []string, two string) {
+	t.Helper()
+	tmp := t.TempDir()
 	acc := filepath.Join(tmp, "acc2.json")
 	require.NoError(t, os.WriteFile(acc, []byte(`{"gradient_accumulation_steps": 2}`), 0o644))
 	one := filepath.Join(tmp, "one")

@@ -16,7 +16,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
@@ -41,39 +40,7 @@ func predictCLI(t *testing.T, stdin string, args ...string) (code int, stdout, s
 // predict reads, sharing one WordPiece, by architecture.
 func bertHeads(t *testing.T) map[string]string {
 	t.Helper()
-	tok, err := datasets.TrainWordPieceTexts(context.Background(),
-		[]string{"the cat sat on the mat", "a dog ran in the park", "paris is in france"},
-		datasets.WordPieceOptions{VocabSize: 200, MinFrequency: 1, Lowercase: true})
-	require.NoError(t, err)
-	cfg := bert.Tiny()
-	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumAttentionHeads, cfg.NumHiddenLayers = 16, 32, 2, 1
-	cfg.MaxPositionEmbeddings, cfg.VocabSize = 32, tok.VocabSize()
-	dir := t.TempDir()
-	out := map[string]string{}
-	for _, arch := range []string{"BertModel", "BertForSequenceClassification", "BertForTokenClassification", "BertForQuestionAnswering", "BertForMaskedLM", "BertForPreTraining"} {
-		m, err := bert.New(cfg, layers.WithSeed(3))
-		require.NoError(t, err)
-		var w models.Weights = m
-		switch arch {
-		case "BertForSequenceClassification":
-			w, err = bert.NewForSequenceClassification(m, []string{"negative", "positive"})
-		case "BertForTokenClassification":
-			w, err = bert.NewForTokenClassification(m, []string{"O", "B-LOC", "I-LOC"})
-		case "BertForQuestionAnswering":
-			w, err = bert.NewForQuestionAnswering(m)
-		case "BertForMaskedLM":
-			w, err = bert.NewForMaskedLM(cfg, layers.WithSeed(3))
-		case "BertForPreTraining":
-			w, err = bert.NewForPreTraining(cfg, layers.WithSeed(3))
-		}
-		require.NoError(t, err)
-		out[arch] = filepath.Join(dir, arch)
-		require.NoError(t, models.SaveText(out[arch], w, tok))
-		ck, err := models.Open(out[arch])
-		require.NoError(t, err)
-		require.Equal(t, []string{arch}, ck.Architectures)
-	}
-	return out
+	return bertVariantHeads(t, bertVariantBERT)
 }
 
 // predictImages writes two RGB PNGs of different sizes.
@@ -179,19 +146,7 @@ func predictCases(t *testing.T) []predictCase {
 				return anys(out)
 			}, plain: labelsPlain},
 		{head: "BertForTokenClassification", dir: b["BertForTokenClassification"], task: "token-classification", inputs: texts,
-			lib: func(t *testing.T, in []string) []any {
-				p, err := bert.LoadTokenClassification(b["BertForTokenClassification"])
-				require.NoError(t, err)
-				out, err := p.Predict(ctx, in)
-				require.NoError(t, err)
-				got := anys(out)
-				for i, es := range out {
-					if es == nil {
-						got[i] = []models.Entity{}
-					}
-				}
-				return got
-			}, plain: func(v any) []string {
+			lib: tokensLib(b["BertForTokenClassification"]), plain: func(v any) []string {
 				var out []string
 				for _, e := range v.([]models.Entity) {
 					out = append(out, fmt.Sprintf("%s  %s  %.4f  bytes %d–%d", e.Group, e.Word, e.Score, e.Start, e.End))
@@ -204,35 +159,12 @@ func predictCases(t *testing.T) []predictCase {
 		{head: "BertForQuestionAnswering", dir: b["BertForQuestionAnswering"], task: "question-answering",
 			inputs: []string{"paris is in france", "the cat sat on the mat"}, flags: []string{"--question", "where is it"},
 			jsonl: []string{`{"question": "where is it", "context": "paris is in france"}`, `{"question": "where is it", "context": "the cat sat on the mat"}`},
-			lib: func(t *testing.T, in []string) []any {
-				p, err := bert.LoadQuestionAnswering(b["BertForQuestionAnswering"])
-				require.NoError(t, err)
-				qs := make([]bert.QAInput, len(in))
-				for i, c := range in {
-					qs[i] = bert.QAInput{Question: "where is it", Context: c}
-				}
-				out, err := p.Predict(ctx, qs)
-				require.NoError(t, err)
-				return anys(out)
-			}, plain: func(v any) []string {
+			lib:   qaLib(b["BertForQuestionAnswering"], "where is it"), plain: func(v any) []string {
 				a := v.(models.Answer)
 				return []string{"where is it", fmt.Sprintf("%q  %.4f  bytes %d–%d of the context", a.Answer, a.Score, a.Start, a.End)}
 			}},
 		{head: "BertForMaskedLM", dir: b["BertForMaskedLM"], task: "fill-mask", inputs: []string{"the [MASK] sat on the mat", "a [MASK] ran in the [MASK]"},
-			lib: func(t *testing.T, in []string) []any {
-				p, err := bert.LoadFillMask(b["BertForMaskedLM"])
-				require.NoError(t, err)
-				out, err := p.Predict(ctx, in)
-				require.NoError(t, err)
-				got := make([]any, len(out))
-				for i, fills := range out {
-					got[i] = fills // a list per mask, as the pipeline gives several masks
-					if len(fills) == 1 {
-						got[i] = fills[0]
-					}
-				}
-				return got
-			}, plain: func(v any) []string {
+			lib: fillMaskLib(b["BertForMaskedLM"]), plain: func(v any) []string {
 				fills, ok := v.([]bert.Fill)
 				if !ok {
 					fills = v.([][]bert.Fill)[1]

@@ -11,16 +11,10 @@ package bert
 
 import (
 	"path/filepath"
-	"slices"
-	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
-
-	"github.com/d73a19ff/zoo/internal/safetensors"
-	"github.com/d73a19ff/zoo/layers"
-	"github.com/d73a19ff/zoo/models"
 )
 
 func TestDistilBertParity(t *testing.T) {
@@ -43,26 +37,8 @@ func TestDistilBertSaveKeys(t *testing.T) {
 		t.Run(head, func(t *testing.T) {
 			dir := filepath.Join("testdata", "distilbert", head)
 			m, save, _, _, _ := variantHead(t, "distilbert", head, tensor.Float32, true)
-			out := t.TempDir()
-			require.NoError(t, save(out))
-			ref, err := safetensors.ReadFile(filepath.Join(dir, models.WeightsFile))
-			require.NoError(t, err)
-			ours, err := safetensors.ReadFile(filepath.Join(out, models.WeightsFile))
-			require.NoError(t, err)
-			a, b := slices.Clone(ref.Names()), slices.Clone(ours.Names())
-			sort.Strings(a)
-			sort.Strings(b)
-			require.Equal(t, a, b)
-			for _, k := range a {
-				x, _ := ref.Tensor(k)
-				y, _ := ours.Tensor(k)
-				require.Equal(t, x.Shape, y.Shape, k)
-			}
-			var want, got map[string]any
-			require.NoError(t, layers.ReadConfig(dir, &want))
-			require.NoError(t, layers.ReadConfig(out, &got))
-			require.Equal(t, want["architectures"], got["architectures"])
-			require.Equal(t, "distilbert", got["model_type"])
+			out := requireSavedAs(t, dir, save)
+			want, got := requireConfigAs(t, dir, out, "distilbert")
 			for k, v := range want {
 				if k == "label2id" {
 					continue

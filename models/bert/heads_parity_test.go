@@ -10,8 +10,6 @@ package bert
 
 import (
 	"path/filepath"
-	"slices"
-	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,7 +18,6 @@ import (
 
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
-	"github.com/d73a19ff/zoo/models"
 )
 
 // Both directions: the reference's checkpoints load strictly, with nothing
@@ -89,21 +86,7 @@ func TestHeadsParityWithoutPooler(t *testing.T) {
 			}
 
 			// Saved by zoo: exactly the reference's keys and shapes.
-			out := t.TempDir()
-			require.NoError(t, save(out))
-			ref, err := safetensors.ReadFile(filepath.Join(dir, models.WeightsFile))
-			require.NoError(t, err)
-			ours, err := safetensors.ReadFile(filepath.Join(out, models.WeightsFile))
-			require.NoError(t, err)
-			a, b := slices.Clone(ref.Names()), slices.Clone(ours.Names())
-			sort.Strings(a)
-			sort.Strings(b)
-			require.Equal(t, a, b)
-			for _, k := range a {
-				x, _ := ref.Tensor(k)
-				y, _ := ours.Tensor(k)
-				require.Equal(t, x.Shape, y.Shape, k)
-			}
+			requireSavedAs(t, dir, save)
 		})
 	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/internal/racetest"
-	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/internal/graphrun"
 )
@@ -30,33 +29,7 @@ func predictCheckpoints(t *testing.T) (map[string]string, *datasets.WordPiece) {
 	cfg.VocabSize, cfg.MaxPositionEmbeddings = tok.VocabSize(), 24
 	cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb = 0, 0
 	cfg.InitializerRange = 0.3 // varied scores
-	dirs := map[string]string{}
-	save := func(name string, m models.Weights) {
-		dirs[name] = t.TempDir()
-		require.NoError(t, models.SaveText(dirs[name], m, tok))
-	}
-	m, err := New(cfg, layers.WithSeed(1))
-	require.NoError(t, err)
-	save("base", m)
-	m, err = New(cfg, layers.WithSeed(2))
-	require.NoError(t, err)
-	seq, err := NewForSequenceClassification(m, []string{"neg", "pos", "mixed"})
-	require.NoError(t, err)
-	save("seq", seq)
-	m, err = New(cfg, layers.WithSeed(3))
-	require.NoError(t, err)
-	tags, err := NewForTokenClassification(m, []string{"O", "B-PER", "I-PER", "B-LOC", "I-LOC"})
-	require.NoError(t, err)
-	save("tokens", tags)
-	m, err = New(cfg, layers.WithSeed(4))
-	require.NoError(t, err)
-	qa, err := NewForQuestionAnswering(m)
-	require.NoError(t, err)
-	save("qa", qa)
-	mlm, err := NewForMaskedLM(cfg, layers.WithSeed(5))
-	require.NoError(t, err)
-	save("mlm", mlm)
-	return dirs, tok
+	return saveHeads(t, cfg, tok), tok
 }
 
 // TestTextClassificationPredict checks Predict and PredictPairs against
@@ -200,34 +173,10 @@ func TestTokenClassificationPredict(t *testing.T) {
 	p.BatchSize, p.IgnoreLabels = len(predictTexts), []string{}
 	got, err := p.PredictTokens(context.Background(), predictTexts)
 	require.NoError(t, err)
-	var ids [][]int
-	for _, s := range predictTexts {
-		x, _, err := tok.EncodeWithSpecials(s)
-		require.NoError(t, err)
-		ids = append(ids, x)
-	}
-	b, err := newBatch(p.Model.Config, ids, nil)
-	require.NoError(t, err)
-	g := p.Model.Store.NewGraph()
-	in, err := b.inputs(g)
-	require.NoError(t, err)
-	logits, err := p.Model.Logits(g, in)
-	require.NoError(t, err)
-	vals, err := g.Evaluate(logits)
-	require.NoError(t, err)
-	k := len(p.Model.Labels)
-	for i, s := range predictTexts {
-		require.Len(t, got[i], len(ids[i])-2)
-		for _, x := range got[i] {
-			off := (i*b.t + x.Index) * k
-			probs := softmax(vals[0][off : off+k])
-			best := slices.Index(probs, slices.Max(probs))
-			require.Equal(t, p.Model.Labels[best], x.Entity)
-			require.InDelta(t, probs[best], x.Score, 1e-9)
-			require.Equal(t, tok.Vocab()[ids[i][x.Index]], x.Word)
-			require.Equal(t, x.Word, s[x.Start:x.End], "whole words of lowercase text")
-		}
-	}
+	checkTags(t, p, tok, predictTexts, got, func(i, _ int, ids []int, x TaggedToken) {
+		require.Equal(t, tok.Vocab()[ids[x.Index]], x.Word)
+		require.Equal(t, x.Word, predictTexts[i][x.Start:x.End], "whole words of lowercase text")
+	})
 	ents, err := p.Predict(context.Background(), predictTexts)
 	require.NoError(t, err)
 	for i := range predictTexts {
@@ -327,49 +276,7 @@ func TestQuestionAnsweringPredict(t *testing.T) {
 		if i == 1 {
 			require.Greater(t, len(wins), 1, "a long context is windowed")
 		}
-		// Brute force: every span of every window, scored from the logits.
-		type cand struct {
-			text  string
-			score float64
-		}
-		var all []cand
-		for _, w := range wins {
-			b, err := newBatch(p.Model.Config, [][]int{w.IDs}, [][]int{w.TypeIDs})
-			require.NoError(t, err)
-			g := p.Model.Store.NewGraph()
-			gin, err := b.inputs(g)
-			require.NoError(t, err)
-			st, en, err := p.Model.Logits(g, gin)
-			require.NoError(t, err)
-			v, err := g.Evaluate(st, en)
-			require.NoError(t, err)
-			prob := func(x []float64) []float64 {
-				m := slices.Clone(x)
-				for j := range m {
-					if j > 0 && (j < w.ContextOffset || j >= w.ContextOffset+w.ContextLen) {
-						m[j] = -10000
-					}
-				}
-				return softmax(m)
-			}
-			ps, pe := prob(v[0]), prob(v[1])
-			for s := w.ContextOffset; s < w.ContextOffset+w.ContextLen; s++ {
-				for e := s; e < w.ContextOffset+w.ContextLen && e-s < 4; e++ {
-					a, z := words[w.ContextStart+s-w.ContextOffset], words[w.ContextStart+e-w.ContextOffset]
-					all = append(all, cand{x.Context[a.Start:z.End], ps[s] * pe[e]})
-				}
-			}
-		}
-		best := slices.MaxFunc(all, func(a, b cand) int { return cmpFloat(a.score, b.score) })
-		require.NotEmpty(t, got[i])
-		require.Equal(t, best.text, got[i][0].Answer, "input %d", i)
-		// float32 logits: a batch of windows and one window alone may round
-		// differently under another GEMM (-tags openblas).
-		require.GreaterOrEqual(t, got[i][0].Score, best.score*(1-1e-5))
-		for _, a := range got[i] {
-			require.Equal(t, x.Context[a.Start:a.End], a.Answer)
-			require.LessOrEqual(t, len(a.Answer), len(x.Context))
-		}
+		requireBestAnswer(t, p, wins, words, x.Context, true, got[i], i)
 	}
 	one, err := p.Predict(context.Background(), in)
 	require.NoError(t, err)

@@ -177,26 +177,8 @@ func TestRobertaSaveKeys(t *testing.T) {
 		t.Run(head, func(t *testing.T) {
 			dir := filepath.Join("testdata", "roberta", head)
 			m, save, _, _, _ := robertaHead(t, head, tensor.Float32, true)
-			out := t.TempDir()
-			require.NoError(t, save(out))
-			ref, err := safetensors.ReadFile(filepath.Join(dir, models.WeightsFile))
-			require.NoError(t, err)
-			ours, err := safetensors.ReadFile(filepath.Join(out, models.WeightsFile))
-			require.NoError(t, err)
-			a, b := slices.Clone(ref.Names()), slices.Clone(ours.Names())
-			sort.Strings(a)
-			sort.Strings(b)
-			require.Equal(t, a, b)
-			for _, k := range a {
-				x, _ := ref.Tensor(k)
-				y, _ := ours.Tensor(k)
-				require.Equal(t, x.Shape, y.Shape, k)
-			}
-			var want, got map[string]any
-			require.NoError(t, layers.ReadConfig(dir, &want))
-			require.NoError(t, layers.ReadConfig(out, &got))
-			require.Equal(t, want["architectures"], got["architectures"])
-			require.Equal(t, "roberta", got["model_type"])
+			out := requireSavedAs(t, dir, save)
+			want, got := requireConfigAs(t, dir, out, "roberta")
 			for _, k := range []string{"bos_token_id", "eos_token_id", "pad_token_id", "type_vocab_size", "max_position_embeddings"} {
 				require.EqualValues(t, want[k], got[k], k)
 			}

@@ -3,7 +3,6 @@ package bert
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"github.com/d73a19ff/zoo/internal/safetensors"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
-	"github.com/d73a19ff/zoo/models/internal/graphrun"
 )
 
 // robertaTokenizer is datasets' RoBERTa-layout fixture: a byte-level BPE
@@ -117,21 +115,12 @@ func TestRobertaBadInput(t *testing.T) {
 	require.ErrorContains(t, err, "at most 24 (max_position_embeddings − pad_token_id − 1)")
 }
 
-// robertaCheckpoints saves a RoBERTa sequence classifier ("seq") and
-// masked LM ("mlm") with the tokenizer.
+// robertaCheckpoints saves a tiny RoBERTa of every head with the
+// tokenizer (saveHeads): "seq" (a sequence classifier), "mlm" (a masked
+// LM) and the others.
 func robertaCheckpoints(t *testing.T) (map[string]string, Tokenizer) {
 	tok := robertaTokenizer(t)
-	cfg := tinyRoberta(tok)
-	dirs := map[string]string{"seq": t.TempDir(), "mlm": t.TempDir()}
-	m, err := New(cfg, layers.WithSeed(2))
-	require.NoError(t, err)
-	seq, err := NewForSequenceClassification(m, []string{"neg", "pos", "mixed"})
-	require.NoError(t, err)
-	require.NoError(t, models.SaveText(dirs["seq"], seq, tok))
-	mlm, err := NewForMaskedLM(cfg, layers.WithSeed(5))
-	require.NoError(t, err)
-	require.NoError(t, models.SaveText(dirs["mlm"], mlm, tok))
-	return dirs, tok
+	return saveHeads(t, tinyRoberta(tok), tok), tok
 }
 
 // The text-classification pipeline on a RoBERTa checkpoint: <s> A </s>
@@ -144,17 +133,6 @@ func TestRobertaTextClassificationPipeline(t *testing.T) {
 	require.NotNil(t, p.Model.Dense)
 	require.Nil(t, p.Model.Pooler)
 	p.BatchSize = len(robertaTexts)
-	check := func(got [][]models.Label, ids, types [][]int) {
-		t.Helper()
-		logits, err := graphrun.ClassLogits(p.Model, ids, types)
-		require.NoError(t, err)
-		for i := range ids {
-			probs := softmax(logits[i*3 : i*3+3])
-			for _, l := range got[i] {
-				require.InDelta(t, probs[slices.Index(p.Model.Labels, l.Label)], l.Score, 1e-9, "text %d", i)
-			}
-		}
-	}
 	got, err := p.Predict(context.Background(), robertaTexts)
 	require.NoError(t, err)
 	var ids, types [][]int
@@ -165,7 +143,7 @@ func TestRobertaTextClassificationPipeline(t *testing.T) {
 		require.Equal(t, 2, x[len(x)-1])
 		ids, types = append(ids, x), append(types, ty)
 	}
-	check(got, ids, types)
+	checkClassScores(t, p, got, ids, types)
 
 	pairs := [][2]string{{robertaTexts[0], robertaTexts[2]}, {robertaTexts[2], robertaTexts[3]}}
 	gotPairs, err := p.PredictPairs(context.Background(), pairs)
@@ -178,7 +156,7 @@ func TestRobertaTextClassificationPipeline(t *testing.T) {
 		require.Equal(t, []int{2, 2}, x[len(a)+1:len(a)+3], "<s> A </s></s> B </s>")
 		ids, types = append(ids, x), append(types, ty)
 	}
-	check(gotPairs, ids, types)
+	checkClassScores(t, p, gotPairs, ids, types)
 
 	// A long text is cut to the 24 tokens the model takes.
 	long := strings.Repeat("The light of the Sun ", 10)
@@ -187,7 +165,7 @@ func TestRobertaTextClassificationPipeline(t *testing.T) {
 	require.Greater(t, len(x), 22)
 	gotLong, err := p.Predict(context.Background(), []string{long})
 	require.NoError(t, err)
-	check(gotLong, [][]int{append(append([]int{0}, x[:22]...), 2)}, [][]int{make([]int, 24)})
+	checkClassScores(t, p, gotLong, [][]int{append(append([]int{0}, x[:22]...), 2)}, [][]int{make([]int, 24)})
 }
 
 // The fill-mask pipeline on a RoBERTa checkpoint fills <mask> (the
@@ -270,13 +248,7 @@ func TestRobertaFeatureExtraction(t *testing.T) {
 // created.
 func TestRobertaLoadsHubLayout(t *testing.T) {
 	src := filepath.Join("testdata", "roberta", "mlm")
-	f, err := safetensors.ReadFile(filepath.Join(src, models.WeightsFile))
-	require.NoError(t, err)
-	var ts []safetensors.Tensor
-	for _, n := range f.Names() {
-		x, _ := f.Tensor(n)
-		ts = append(ts, x)
-	}
+	f, ts := readTensors(t, src)
 	words, _ := f.Tensor("roberta.embeddings.word_embeddings.weight")
 	bias, _ := f.Tensor("lm_head.bias")
 	dense, _ := f.Tensor("lm_head.dense.weight")
@@ -286,14 +258,7 @@ func TestRobertaLoadsHubLayout(t *testing.T) {
 		safetensors.Tensor{Name: "lm_head.decoder.bias", DType: bias.DType, Shape: bias.Shape, Data: bias.Data},
 		safetensors.Tensor{Name: "roberta.pooler.dense.weight", DType: dense.DType, Shape: dense.Shape, Data: dense.Data},
 		safetensors.Tensor{Name: "roberta.pooler.dense.bias", DType: denseBias.DType, Shape: denseBias.Shape, Data: denseBias.Data})
-	write := func(ts []safetensors.Tensor) string {
-		dir := t.TempDir()
-		require.NoError(t, safetensors.WriteFile(filepath.Join(dir, models.WeightsFile), ts, map[string]string{"format": "pt"}))
-		b, err := os.ReadFile(filepath.Join(src, models.ConfigFile))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, models.ConfigFile), b, 0o644))
-		return dir
-	}
+	write := func(ts []safetensors.Tensor) string { return writeLayout(t, src, ts, "", "") }
 	dir := write(hub)
 	p, r, err := LoadForMaskedLM(dir, models.Strict())
 	require.NoError(t, err)
@@ -302,15 +267,7 @@ func TestRobertaLoadsHubLayout(t *testing.T) {
 	require.Nil(t, p.Pooler)
 
 	// An untied decoder is not RobertaForMaskedLM's.
-	other := slices.Clone(hub)
-	for i, x := range other {
-		if x.Name == "lm_head.decoder.weight" {
-			d := slices.Clone(x.Data)
-			d[0] ^= 0x40
-			other[i].Data = d
-		}
-	}
-	_, _, err = LoadForMaskedLM(write(other), models.Strict())
+	_, _, err = LoadForMaskedLM(write(untie(hub, "lm_head.decoder.weight")), models.Strict())
 	require.ErrorContains(t, err, "lm_head.decoder.weight")
 
 	c, r, err := LoadForSequenceClassification(dir, models.WithLabels("a", "b"))
@@ -386,39 +343,19 @@ func TestRobertaTokenClassificationPipeline(t *testing.T) {
 	p.BatchSize, p.IgnoreLabels = len(robertaTexts), []string{}
 	got, err := p.PredictTokens(context.Background(), robertaTexts)
 	require.NoError(t, err)
-	var ids [][]int
-	for _, s := range robertaTexts {
-		x, _, err := tok.EncodeWithSpecials(s)
-		require.NoError(t, err)
-		ids = append(ids, x)
-	}
-	b, err := newBatch(p.Model.Config, ids, nil)
-	require.NoError(t, err)
-	g := p.Model.Store.NewGraph()
-	in, err := b.inputs(g)
-	require.NoError(t, err)
-	logits, err := p.Model.Logits(g, in)
-	require.NoError(t, err)
-	vals, err := g.Evaluate(logits)
-	require.NoError(t, err)
-	k := len(p.Model.Labels)
 	enc := tok.(interface {
 		EncodeOffsets(string) ([]int, []datasets.WordSpan, error)
 	})
+	offs := make([][]datasets.WordSpan, len(robertaTexts))
 	for i, s := range robertaTexts {
-		require.Len(t, got[i], len(ids[i])-2)
-		_, offs, err := enc.EncodeOffsets(s)
+		var err error
+		_, offs[i], err = enc.EncodeOffsets(s)
 		require.NoError(t, err)
-		for j, x := range got[i] {
-			off := (i*b.t + x.Index) * k
-			probs := softmax(vals[0][off : off+k])
-			best := slices.Index(probs, slices.Max(probs))
-			require.Equal(t, p.Model.Labels[best], x.Entity)
-			require.InDelta(t, probs[best], x.Score, 1e-9)
-			require.Equal(t, tok.Vocab()[ids[i][x.Index]], x.Word)
-			require.Equal(t, offs[j], datasets.WordSpan{Start: x.Start, End: x.End})
-		}
 	}
+	checkTags(t, p, tok, robertaTexts, got, func(i, j int, ids []int, x TaggedToken) {
+		require.Equal(t, tok.Vocab()[ids[x.Index]], x.Word)
+		require.Equal(t, offs[i][j], datasets.WordSpan{Start: x.Start, End: x.End})
+	})
 	// On ASCII text each token covers its own text, without the space
 	// its "Ġ" stands for.
 	for i, s := range robertaTexts {
@@ -474,46 +411,7 @@ func TestRobertaQuestionAnsweringPipeline(t *testing.T) {
 		if i == 1 {
 			require.Greater(t, len(wins), 1, "a long context is windowed")
 		}
-		type cand struct {
-			text  string
-			score float64
-		}
-		var all []cand
-		for _, w := range wins {
-			require.Equal(t, make([]int, len(w.IDs)), w.TypeIDs)
-			b, err := newBatch(p.Model.Config, [][]int{w.IDs}, nil)
-			require.NoError(t, err)
-			g := p.Model.Store.NewGraph()
-			gin, err := b.inputs(g)
-			require.NoError(t, err)
-			st, en, err := p.Model.Logits(g, gin)
-			require.NoError(t, err)
-			v, err := g.Evaluate(st, en)
-			require.NoError(t, err)
-			prob := func(x []float64) []float64 {
-				m := slices.Clone(x)
-				for j := range m {
-					if j > 0 && (j < w.ContextOffset || j >= w.ContextOffset+w.ContextLen) {
-						m[j] = -10000
-					}
-				}
-				return softmax(m)
-			}
-			ps, pe := prob(v[0]), prob(v[1])
-			for s := w.ContextOffset; s < w.ContextOffset+w.ContextLen; s++ {
-				for e := s; e < w.ContextOffset+w.ContextLen && e-s < 4; e++ {
-					a, z := offs[w.ContextStart+s-w.ContextOffset], offs[w.ContextStart+e-w.ContextOffset]
-					all = append(all, cand{x.Context[a.Start:z.End], ps[s] * pe[e]})
-				}
-			}
-		}
-		best := slices.MaxFunc(all, func(a, b cand) int { return cmpFloat(a.score, b.score) })
-		require.NotEmpty(t, got[i])
-		require.Equal(t, best.text, got[i][0].Answer, "input %d", i)
-		require.GreaterOrEqual(t, got[i][0].Score, best.score*(1-1e-5))
-		for _, a := range got[i] {
-			require.Equal(t, x.Context[a.Start:a.End], a.Answer)
-		}
+		requireBestAnswer(t, p, wins, offs, x.Context, false, got[i], i)
 	}
 	p.MaxSeqLen = 30 // more than the 24 tokens the model takes
 	_, err = p.Predict(context.Background(), in)
