@@ -82,7 +82,8 @@ func TestFamilyRegistry(t *testing.T) {
 	require.Equal(t, []string{"gpt2"}, f.ModelTypes)
 	require.NotNil(t, f.NewClassifier, "GPT classifies")
 	_, err = models.Lookup("resnet")
-	require.ErrorContains(t, err, "known families: gpt, seq2seq")
+	require.ErrorContains(t, err, `unknown model family "resnet"; known families: `)
+	require.Regexp(t, `known families: (\w+, )*gpt, (\w+, )*seq2seq`, err.Error(), "the registered families, in name order")
 	require.Panics(t, func() { models.Register(models.Family{Name: "gpt", ModelTypes: []string{"x"}}) })
 	require.Panics(t, func() { models.Register(models.Family{Name: "gpt-again", ModelTypes: []string{"gpt2"}}) })
 }
