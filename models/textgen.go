@@ -157,3 +157,74 @@ func (s *TextStreamer) piece(text string) string {
 	s.sent = len(text)
 	return p
 }
+
+// Streams sends the text of a batch's rows to a family's OnText as its
+// Generate decodes them: each row's pieces after its prompt (a
+// TextStreamer primed with the prompt, so the text is Continuation's),
+// EOS tokens left out. NewStreams returns nil when there is no OnText;
+// every method of a nil *Streams does nothing but its EOS stripping. Not
+// safe for concurrent use: the decoder calls it on Generate's goroutine.
+type Streams struct {
+	rows    []TextStreamer
+	prompts [][]int
+	tok     datasets.Tokenizer
+	eos     []int
+	lo      int
+	onText  func(prompt int, piece string)
+}
+
+// NewStreams streams prompts (token ids, the first being the call's
+// prompt lo) to cfg.OnText, or returns nil when it is nil.
+func NewStreams(tok datasets.Tokenizer, prompts [][]int, lo int, cfg TextGenerationConfig) *Streams {
+	if cfg.OnText == nil {
+		return nil
+	}
+	s := &Streams{rows: make([]TextStreamer, len(prompts)), prompts: prompts, tok: tok, eos: cfg.EOS, lo: lo, onText: cfg.OnText}
+	for r := range s.rows {
+		s.rows[r].Prime(prompts[r], tok)
+	}
+	return s
+}
+
+// OnToken is the decoder's per-token callback (decode's OnToken), nil
+// for a nil s.
+func (s *Streams) OnToken() func(row, token int) {
+	if s == nil {
+		return nil
+	}
+	return func(row, token int) {
+		if slices.Contains(s.eos, token) {
+			return
+		}
+		if piece := s.rows[row].Add(token, s.tok); piece != "" {
+			s.onText(s.lo+row, piece)
+		}
+	}
+}
+
+// Whole sends row's whole continuation at once (beam search's, known
+// only at its end).
+func (s *Streams) Whole(row int, tokens []int) {
+	if s == nil {
+		return
+	}
+	if text, _ := Continuation(s.tok, s.prompts[row], tokens); text != "" {
+		s.onText(s.lo+row, text)
+	}
+}
+
+// Finish strips each row's final EOS token from toks (in place) and sends
+// what is left of each row's text; eos is the decoding's EOS list.
+func (s *Streams) Finish(toks [][]int, eos []int) {
+	for i := range toks {
+		toks[i] = WithoutEOS(toks[i], eos)
+	}
+	if s == nil {
+		return
+	}
+	for r := range s.rows {
+		if piece := s.rows[r].Flush(s.tok); piece != "" {
+			s.onText(s.lo+r, piece)
+		}
+	}
+}

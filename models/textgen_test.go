@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,6 +59,29 @@ func TestContinuation(t *testing.T) {
 	}
 	streamed += s.Flush(tok)
 	require.Equal(t, got, streamed)
+
+	// the pipelines' Streams: the same text, piece by piece, with an EOS
+	// token left out and stripped from the row's tokens
+	const eos = 2
+	var pieces string
+	cfg := models.TextGenerationConfig{EOS: []int{eos}, OnText: func(prompt int, piece string) {
+		require.Equal(t, 7, prompt, "prompt numbers count from the batch's first")
+		pieces += piece
+	}}
+	ss := models.NewStreams(tok, [][]int{prompt}, 7, cfg)
+	on := ss.OnToken()
+	for _, id := range tokens {
+		on(0, id)
+	}
+	on(0, eos)
+	rows := [][]int{append(slices.Clone(tokens), eos)}
+	ss.Finish(rows, cfg.EOS)
+	require.Equal(t, got, pieces)
+	require.Equal(t, tokens, rows[0])
+	pieces = ""
+	ss.Whole(0, tokens)
+	require.Equal(t, got, pieces, "beam search's whole continuation")
+	require.Nil(t, models.NewStreams(tok, [][]int{prompt}, 0, models.TextGenerationConfig{}), "no OnText, no streams")
 
 	got, err = models.Continuation(tok, nil, tokens)
 	require.NoError(t, err)

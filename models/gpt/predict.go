@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
 
 	"gorgonia.org/gorgonia"
 
@@ -210,43 +209,23 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 		if err != nil {
 			return nil, err
 		}
+		streams := models.NewStreams(t.Tokenizer, prompts, lo, cfg)
 		out := make([][]int, len(hyps))
 		for i, h := range hyps {
 			out[i] = h[0].Tokens // without the EOS token that ended it
-			if cfg.OnText != nil {
-				if s := decodeText(out[i]); s != "" {
-					cfg.OnText(lo+i, s)
-				}
-			}
+			streams.Whole(i, out[i])
 		}
 		return out, nil
 	}
 	gc := GenerateConfig{MaxNewTokens: n, Temperature: cfg.Temperature, TopK: cfg.TopK, TopP: cfg.TopP, Seed: cfg.Seed,
 		EOS: cfg.EOS, StopStrings: cfg.StopStrings, Decode: decodeText, Generation: gen, NoCache: cfg.NoCache}
-	var streams []models.TextStreamer
-	if cfg.OnText != nil {
-		streams = make([]models.TextStreamer, len(prompts))
-		gc.OnToken = func(row, token int) {
-			if slices.Contains(cfg.EOS, token) {
-				return
-			}
-			if piece := streams[row].Add(token, t.Tokenizer); piece != "" {
-				cfg.OnText(lo+row, piece)
-			}
-		}
-	}
+	streams := models.NewStreams(t.Tokenizer, prompts, lo, cfg)
+	gc.OnToken = streams.OnToken()
 	toks, err := t.Model.GenerateContext(ctx, prompts, gc)
 	if err != nil {
 		return nil, err
 	}
-	for i := range toks {
-		toks[i] = models.WithoutEOS(toks[i], cfg.EOS)
-	}
-	for r := range streams {
-		if piece := streams[r].Flush(t.Tokenizer); piece != "" {
-			cfg.OnText(lo+r, piece)
-		}
-	}
+	streams.Finish(toks, cfg.EOS)
 	return toks, nil
 }
 

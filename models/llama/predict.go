@@ -286,46 +286,23 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 		if err != nil {
 			return nil, err
 		}
+		streams := models.NewStreams(t.Tokenizer, prompts, lo, cfg)
 		out := make([][]int, len(hyps))
 		for i, h := range hyps {
 			out[i] = h[0].Tokens // without the EOS token that ended it
-			if cfg.OnText != nil {
-				if s, _ := models.Continuation(t.Tokenizer, prompts[i], out[i]); s != "" {
-					cfg.OnText(lo+i, s)
-				}
-			}
+			streams.Whole(i, out[i])
 		}
 		return out, nil
 	}
 	sc := decode.SampleConfig{MaxNewTokens: n, Temperature: cfg.Temperature, TopK: cfg.TopK, TopP: cfg.TopP, Seed: cfg.Seed,
 		EOS: cfg.EOS, StopStrings: cfg.StopStrings, Decode: decodeText, Constraints: rules}
-	var streams []models.TextStreamer
-	if cfg.OnText != nil {
-		streams = make([]models.TextStreamer, len(prompts))
-		for r := range streams {
-			streams[r].Prime(prompts[r], t.Tokenizer)
-		}
-		sc.OnToken = func(row, token int) {
-			if slices.Contains(cfg.EOS, token) {
-				return
-			}
-			if piece := streams[row].Add(token, t.Tokenizer); piece != "" {
-				cfg.OnText(lo+row, piece)
-			}
-		}
-	}
+	streams := models.NewStreams(t.Tokenizer, prompts, lo, cfg)
+	sc.OnToken = streams.OnToken()
 	toks, err := t.Model.generate(ctx, prompts, GenerateConfig{SampleConfig: sc, NoCache: cfg.NoCache})
 	if err != nil {
 		return nil, err
 	}
-	for i := range toks {
-		toks[i] = models.WithoutEOS(toks[i], cfg.EOS)
-	}
-	for r := range streams {
-		if piece := streams[r].Flush(t.Tokenizer); piece != "" {
-			cfg.OnText(lo+r, piece)
-		}
-	}
+	streams.Finish(toks, cfg.EOS)
 	return toks, nil
 }
 
