@@ -12,7 +12,9 @@ import (
 // cannot write one: its Tokenizer.Save and Serialize are empty stubs that
 // return nil.
 
-type hfFile struct {
+// hfFile is a tokenizer.json in the order of keys tokenizers writes, its
+// model M (hfBPE for GPT-2's layout, llamaModelJSON for TrainLlamaBPE's).
+type hfFile[M any] struct {
 	Version       string         `json:"version"`
 	Truncation    any            `json:"truncation"`
 	Padding       any            `json:"padding"`
@@ -21,7 +23,7 @@ type hfFile struct {
 	PreTokenizer  any            `json:"pre_tokenizer"`
 	PostProcessor any            `json:"post_processor"`
 	Decoder       any            `json:"decoder"`
-	Model         hfBPE          `json:"model"`
+	Model         M              `json:"model"`
 }
 
 type hfAddedToken struct {
@@ -83,7 +85,7 @@ func (v orderedVocab) MarshalJSON() ([]byte, error) {
 // a space).
 func marshalByteLevelBPE(vocab []string, merges [][2]string, nSpecial int) ([]byte, error) {
 	bl := hfByteLevel{Type: "ByteLevel", AddPrefixSpace: false, TrimOffsets: true, UseRegex: true}
-	f := hfFile{
+	f := hfFile[hfBPE]{
 		Version:      "1.0",
 		AddedTokens:  []hfAddedToken{},
 		PreTokenizer: bl,
@@ -115,7 +117,7 @@ func marshalByteLevelBPE(vocab []string, merges [][2]string, nSpecial int) ([]by
 // characters, and decoding with skip_special_tokens does not drop it.
 func marshalCharHF(toks []string) ([]byte, error) {
 	unk := CharUnknown
-	return marshalIndentNoEscape(hfFile{
+	return marshalIndentNoEscape(hfFile[hfBPE]{
 		Version:     "1.0",
 		AddedTokens: []hfAddedToken{},
 		Decoder:     map[string]string{"type": "Fuse"},

@@ -482,20 +482,7 @@ func (b *llamaMerger) change(x, y int32, n int, p int32) bool {
 	return true
 }
 
-// llamaJSON is the tokenizer.json of TrainLlamaBPE, in the order of keys
-// tokenizers writes.
-type llamaJSON struct {
-	Version       string         `json:"version"`
-	Truncation    any            `json:"truncation"`
-	Padding       any            `json:"padding"`
-	AddedTokens   []hfAddedToken `json:"added_tokens"`
-	Normalizer    any            `json:"normalizer"`
-	PreTokenizer  any            `json:"pre_tokenizer"`
-	PostProcessor any            `json:"post_processor"`
-	Decoder       any            `json:"decoder"`
-	Model         llamaModelJSON `json:"model"`
-}
-
+// llamaModelJSON is the model of TrainLlamaBPE's tokenizer.json (in hfFile).
 type llamaModelJSON struct {
 	Type                    string       `json:"type"`
 	Dropout                 *float64     `json:"dropout"`
@@ -531,7 +518,7 @@ func marshalLlamaBPE(m *llamaBPE) ([]byte, error) {
 		return map[string]templateRef{"SpecialToken": {id, typ}}
 	}
 	seq := func(id string, typ int) map[string]templateRef { return map[string]templateRef{"Sequence": {id, typ}} }
-	f := llamaJSON{
+	f := hfFile[llamaModelJSON]{
 		Version:     "1.0",
 		AddedTokens: make([]hfAddedToken, m.specials),
 		Normalizer: struct {
