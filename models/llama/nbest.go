@@ -14,13 +14,23 @@ func (t *TextGeneration) PromptIDs(prompt string) ([]int, error) {
 	if t.Model == nil || t.Tokenizer == nil {
 		return nil, fmt.Errorf("llama: text generation needs a model and a tokenizer")
 	}
-	s, err := encode(t.Tokenizer, prompt)
+	s, err := t.promptIDs(prompt)
 	if err != nil {
 		return nil, fmt.Errorf("llama: prompt: %w", err)
 	}
+	return s, nil
+}
+
+// promptIDs is PromptIDs on a pipeline with a model and a tokenizer, its
+// errors for the caller to wrap.
+func (t *TextGeneration) promptIDs(prompt string) ([]int, error) {
+	s, err := encode(t.Tokenizer, prompt)
+	if err != nil {
+		return nil, err
+	}
 	if len(s) == 0 {
 		if t.Model.Config.BOSTokenID == nil {
-			return nil, fmt.Errorf("llama: the prompt has no tokens and the model has no bos_token_id to start from")
+			return nil, fmt.Errorf("it has no tokens and the model has no bos_token_id to start from")
 		}
 		s = []int{*t.Model.Config.BOSTokenID}
 	}

@@ -211,15 +211,9 @@ func (t *TextGeneration) Generate(ctx context.Context, prompts []string, cfg Tex
 	}
 	ids := make([][]int, len(prompts))
 	for i, p := range prompts {
-		s, err := encode(t.Tokenizer, p)
+		s, err := t.promptIDs(p)
 		if err != nil {
 			return nil, fmt.Errorf("llama: prompt %d: %w", i, err)
-		}
-		if len(s) == 0 {
-			if t.Model.Config.BOSTokenID == nil {
-				return nil, fmt.Errorf("llama: prompt %d has no tokens and the model has no bos_token_id to start from", i)
-			}
-			s = []int{*t.Model.Config.BOSTokenID}
 		}
 		ids[i] = s
 	}
