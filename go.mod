@@ -3,6 +3,7 @@ module github.com/d73a19ff/zoo
 go 1.26.0
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/chewxy/hm v1.0.0
 	github.com/disintegration/imaging v1.6.2
 	github.com/schollz/progressbar/v3 v3.19.1
@@ -22,7 +23,6 @@ require (
 	git.sr.ht/~sbinet/gg v0.3.1 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/apache/arrow/go/arrow v0.0.0-20211112161151-bc219186db40 // indirect
-	github.com/ardanlabs/jinja v1.8.0 // indirect
 	github.com/awalterschulze/gographviz v2.0.3+incompatible // indirect
 	github.com/chewxy/math32 v1.10.1 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
