@@ -308,6 +308,8 @@ func info(r *http.Request) *reqInfo {
 func (s *Server) wrap(route string, auth bool, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		s.met.inFlight.Inc()
+		defer s.met.inFlight.Dec()
 		w := &statusWriter{ResponseWriter: rw}
 		ri := &reqInfo{}
 		ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), infoKey{}, ri), s.cfg.RequestTimeout)
