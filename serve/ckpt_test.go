@@ -2,8 +2,11 @@ package serve
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,4 +90,20 @@ func testCheckpoints(t testing.TB) map[string]string {
 		"vit":  "../models/vit/testdata/parity",
 		"mt":   "../models/seq2seq/testdata/pipeline",
 	}
+}
+
+// slogTo is a logger writing text to w, under mu.
+func slogTo(w io.Writer, mu *sync.Mutex) *slog.Logger {
+	return slog.New(slog.NewTextHandler(lockedWriter{w, mu}, nil))
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }

@@ -40,6 +40,7 @@ func jsonError(err error) error {
 	case errors.As(err, &syntax):
 		return badRequest("", "malformed JSON at byte %d: %v", syntax.Offset, err)
 	case errors.As(err, &typeErr):
+		typeErr.Field = strings.TrimPrefix(strings.TrimPrefix(typeErr.Field, "sampling."), "openAIUnsupported.") // embedded structs
 		return badRequest(typeErr.Field, "%s must be %s, not a JSON %s", fieldName(typeErr.Field), jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
 	case errors.Is(err, io.EOF):
 		return badRequest("", "the body is empty: send a JSON object")
