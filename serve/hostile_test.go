@@ -183,7 +183,7 @@ func TestPanicRecovery(t *testing.T) {
 func TestQueueFullAndTimeout(t *testing.T) {
 	dirs := testCheckpoints(t)
 	s, url := startServer(t, map[string]string{"gpt": dirs["gpt"]}, Config{MaxConcurrent: 1, MaxQueue: 1, RequestTimeout: 20 * time.Second})
-	m := s.models["gpt"]
+	m := endless(s, "gpt")
 	// A: streams a long generation, holding the slot.
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
@@ -217,7 +217,8 @@ func TestQueueFullAndTimeout(t *testing.T) {
 	cancelA() // A's client goes: its generation stops, B runs
 	require.Equal(t, http.StatusOK, <-doneB)
 
-	_, url2 := startServer(t, map[string]string{"gpt": dirs["gpt"]}, Config{RequestTimeout: 30 * time.Millisecond})
+	s2, url2 := startServer(t, map[string]string{"gpt": dirs["gpt"]}, Config{RequestTimeout: 30 * time.Millisecond})
+	endless(s2, "gpt")
 	code, body, _ = post(t, url2+"/v1/completions", `{"model": "gpt", "prompt": "the cat", "max_tokens": 4096}`)
 	require.Equal(t, http.StatusRequestTimeout, code, string(body))
 	require.Contains(t, string(body), "timeout_error")
@@ -229,10 +230,10 @@ func TestQueueFullAndTimeout(t *testing.T) {
 func TestDisconnectMidStream(t *testing.T) {
 	dirs := testCheckpoints(t)
 	s, url := startServer(t, map[string]string{"gpt": dirs["gpt"]}, Config{MaxConcurrent: 1})
-	m := s.models["gpt"]
+	m := endless(s, "gpt")
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions",
-		strings.NewReader(`{"model": "gpt", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4096, "stream": true}`))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions",
+		strings.NewReader(`{"model": "gpt", "prompt": "the cat", "max_tokens": 4096, "stream": true}`))
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	r := bufio.NewReader(resp.Body)
@@ -247,6 +248,15 @@ func TestDisconnectMidStream(t *testing.T) {
 	require.Less(t, tokens, 4096.0, "the generation stopped when its client went")
 	code, body, _ := post(t, url+"/v1/completions", `{"model": "gpt", "prompt": "a", "max_tokens": 2}`)
 	require.Equal(t, http.StatusOK, code, string(body))
+}
+
+// endless makes model name's greedy generations run to their
+// max_tokens: the tiny GPT would otherwise end at its EOS token within a
+// few hundred tokens. Call it before the first request.
+func endless(s *Server, name string) *model {
+	m := s.models[name]
+	m.gen.defaults.EOS = nil
+	return m
 }
 
 func counterValue(t testing.TB, s *Server, name string) float64 {
