@@ -69,7 +69,7 @@ func TestBatchingEquivalence(t *testing.T) {
 			call{"/models/ner", fmt.Sprintf(`{"inputs": %q}`, s)},
 			call{"/v1/embeddings", fmt.Sprintf(`{"model": "feat", "input": %q}`, s)},
 			call{"/models/feat", fmt.Sprintf(`{"inputs": [%q, "the cat"]}`, s)},
-			call{"/models/mlm", fmt.Sprintf(`{"inputs": "%s [MASK]", "parameters": {"top_k": %d}}`, s, 2+i%2)}, // two keys
+			call{"/models/mlm", fmt.Sprintf(`{"inputs": "%s [MASK]", "parameters": {"top_k": %d}}`, s, 2+i%2)}, // one batch for every top_k
 		)
 	}
 	got := make([]string, len(calls))

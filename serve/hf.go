@@ -252,7 +252,7 @@ func (s *Server) hfFillMask(ctx context.Context, m *model, inputs json.RawMessag
 	if err := p.check(m.task, "top_k"); err != nil {
 		return nil, err
 	}
-	k, err := p.int("top_k", 1, 1000, 0) // 0: bert.DefaultTopK
+	k, err := p.int("top_k", 1, maxFillTopK, bert.DefaultTopK)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +263,7 @@ func (s *Server) hfFillMask(ctx context.Context, m *model, inputs json.RawMessag
 	if err := m.checkLength(texts, false, "inputs"); err != nil {
 		return nil, err
 	}
-	out, err := m.batch.submit(ctx, k, texts)
+	out, err := m.batch.submit(ctx, 0, texts)
 	if err != nil {
 		var te *bert.TextError
 		if errors.As(err, &te) {
@@ -274,6 +274,9 @@ func (s *Server) hfFillMask(ctx context.Context, m *model, inputs json.RawMessag
 	res := make([]any, len(out))
 	for i, x := range out {
 		fills := x.([][]bert.Fill)
+		for j, f := range fills {
+			fills[j] = f[:min(k, len(f))]
+		}
 		res[i] = fills
 		if len(fills) == 1 { // one mask: its fills; several: a list per mask
 			res[i] = fills[0]

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -103,9 +102,7 @@ type model struct {
 	classify  func(ctx context.Context, texts []string) ([][]models.Label, error) // every label, best first
 	tokens    *bert.TokenClassification
 	qa        *bert.QuestionAnswering
-	fillMu    sync.Mutex
-	fills     map[int]*bert.FillMaskPipeline // by top-k: each keeps the graphs of its own
-	fillBase  *bert.FillMaskPipeline
+	fill      *bert.FillMaskPipeline // with TopK maxFillTopK: a request's top-k are a prefix
 	features  *bert.FeatureExtraction
 	sentence  *bert.SentenceEmbeddings
 	image     *vit.ImageClassification
@@ -207,8 +204,8 @@ func loadModel(name, dir, task string, cfg *Config, met *metrics) (*model, error
 		if err != nil {
 			return nil, err
 		}
-		p.BatchSize = cfg.MaxBatch
-		m.fillBase, m.fills, m.tok, m.maxTokens = p, map[int]*bert.FillMaskPipeline{0: p}, p.Tokenizer, p.Model.Config.MaxTokens()
+		p.BatchSize, p.TopK = cfg.MaxBatch, maxFillTopK
+		m.fill, m.tok, m.maxTokens = p, p.Tokenizer, p.Model.Config.MaxTokens()
 	case "feature-extraction":
 		if err := needFamily("bert"); err != nil {
 			return nil, err
@@ -321,30 +318,23 @@ func loadGenerator(family, dir string) (*generator, error) {
 	return g, nil
 }
 
-// fillFor is the fill-mask pipeline with top-k k (0: bert.DefaultTopK),
-// made on first use; each keeps graphs of its own.
-func (m *model) fillFor(k int) *bert.FillMaskPipeline {
-	m.fillMu.Lock()
-	defer m.fillMu.Unlock()
-	p, ok := m.fills[k]
-	if !ok {
-		b := m.fillBase
-		p = &bert.FillMaskPipeline{Model: b.Model, Tokenizer: b.Tokenizer, Report: b.Report, BatchSize: b.BatchSize, TopK: k}
-		m.fills[k] = p
-	}
-	return p
-}
+// maxFillTopK is the most fills per mask a fill-mask request may ask.
+// The pipeline runs with this many and each request keeps the first
+// top_k: its ranking is a stable sort of the whole vocabulary, so they
+// are the fills the pipeline gives with TopK top_k, and requests of any
+// top_k share one batch.
+const maxFillTopK = 50
 
-// runBatch runs one batch of an encoder task's texts (key: fill-mask's
-// top-k), one result per text.
+// runBatch runs one batch of an encoder task's texts, one result per
+// text. (key separates requests that cannot share a batch: none do yet.)
 func (m *model) runBatch(ctx context.Context, key int, texts []string) ([]any, error) {
 	switch {
 	case m.classify != nil:
 		return anys(m.classify(ctx, texts))
 	case m.tokens != nil:
 		return anys(m.tokens.Predict(ctx, texts))
-	case m.fillBase != nil:
-		return anys(m.fillFor(key).Predict(ctx, texts))
+	case m.fill != nil:
+		return anys(m.fill.Predict(ctx, texts))
 	case m.sentence != nil:
 		return anys(m.sentence.Embed(ctx, texts))
 	case m.features != nil:

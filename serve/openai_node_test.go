@@ -55,7 +55,7 @@ func TestOpenAINodeClient(t *testing.T) {
 		Embeddings       [][]float32
 		EmbeddingFloat   []float32
 		Error            struct {
-			Status              int
+			Status               int
 			Message, Type, Param string
 		}
 	}
