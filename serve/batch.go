@@ -81,11 +81,6 @@ func (b *batcher) close() {
 	<-b.stopped
 }
 
-func (b *batcher) take(r *batchReq) *batchReq {
-	b.met.queue.WithLabelValues(b.model).Dec()
-	return r
-}
-
 func (b *batcher) loop() {
 	defer close(b.stopped)
 	var pending []*batchReq // taken from in for a later batch (another key)
@@ -96,7 +91,7 @@ func (b *batcher) loop() {
 		} else {
 			select {
 			case r := <-b.in:
-				first = b.take(r)
+				first = r
 			case <-b.stop:
 			}
 		}
@@ -130,7 +125,7 @@ func (b *batcher) loop() {
 			for len(pending) < b.maxQueue {
 				select {
 				case r := <-b.in:
-					if add(b.take(r)) {
+					if add(r) {
 						break gather
 					}
 				case <-timer.C:
@@ -145,7 +140,7 @@ func (b *batcher) loop() {
 			for len(pending) < b.maxQueue {
 				select {
 				case r := <-b.in:
-					if add(b.take(r)) {
+					if add(r) {
 						break drain
 					}
 				default:
@@ -160,16 +155,22 @@ func (b *batcher) loop() {
 // drain answers the requests left at close.
 func (b *batcher) drain(pending []*batchReq) {
 	for _, r := range pending {
-		r.done <- batchResult{err: errClosed}
+		b.answer(r, batchResult{err: errClosed})
 	}
 	for {
 		select {
 		case r := <-b.in:
-			b.take(r).done <- batchResult{err: errClosed}
+			b.answer(r, batchResult{err: errClosed})
 		default:
 			return
 		}
 	}
+}
+
+// answer hands r its result; it leaves the queue.
+func (b *batcher) answer(r *batchReq, res batchResult) {
+	b.met.queue.WithLabelValues(b.model).Dec()
+	r.done <- res
 }
 
 // runBatch runs the requests still wanted as one call and hands each its
@@ -179,7 +180,7 @@ func (b *batcher) runBatch(batch []*batchReq) {
 	live := batch[:0]
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
-			r.done <- batchResult{err: err}
+			b.answer(r, batchResult{err: err})
 			continue
 		}
 		live = append(live, r)
@@ -193,7 +194,7 @@ func (b *batcher) runBatch(batch []*batchReq) {
 	}
 	b.met.batch.WithLabelValues(b.model).Observe(float64(len(texts)))
 	out, err := b.call(live[0].key, texts)
-	if err != nil && len(live) > 1 {
+	if err != nil && len(live) > 1 && b.ctx.Err() == nil {
 		for _, r := range live {
 			b.runBatch([]*batchReq{r})
 		}
@@ -205,10 +206,10 @@ func (b *batcher) runBatch(batch []*batchReq) {
 	at := 0
 	for _, r := range live {
 		if err != nil {
-			r.done <- batchResult{err: err}
+			b.answer(r, batchResult{err: err})
 			continue
 		}
-		r.done <- batchResult{out: out[at : at+len(r.texts)]}
+		b.answer(r, batchResult{out: out[at : at+len(r.texts)]})
 		at += len(r.texts)
 	}
 }
@@ -221,5 +222,9 @@ func (b *batcher) call(key int, texts []string) (out []any, err error) {
 			out, err = nil, &apiError{Status: 500, Type: typeServer, Message: fmt.Sprintf("internal error: model %s failed on a batch: %v", b.model, p)}
 		}
 	}()
-	return b.run(b.ctx, key, texts)
+	out, err = b.run(b.ctx, key, texts)
+	if err != nil && b.ctx.Err() != nil {
+		return nil, errClosed // closed mid-batch: not the client's doing
+	}
+	return out, err
 }

@@ -416,12 +416,10 @@ func (s *Server) hfTextGeneration(ctx context.Context, m *model, inputs json.Raw
 	if g.stop, err = stopsOf(p["stop"], "parameters.stop"); err != nil {
 		return nil, err
 	}
-	prompts, single, err := textsOf(inputs, "inputs", s.cfg.MaxInputs)
-	if err != nil && !(single && len(inputs) > 0 && string(inputs) == `""`) {
+	// An empty prompt starts from the model's start token, as zoo predict.
+	prompts, single, err := textsOf(inputs, "inputs", s.cfg.MaxInputs, true)
+	if err != nil {
 		return nil, err
-	}
-	if prompts == nil { // "": generate from the start token, as zoo predict
-		prompts, single = []string{""}, true
 	}
 	cfg, err := m.genConfig(g)
 	if err != nil {

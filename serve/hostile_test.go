@@ -246,6 +246,18 @@ func TestDisconnectMidStream(t *testing.T) {
 	require.Eventually(t, func() bool { return len(m.slots) == 0 }, 10*time.Second, time.Millisecond)
 	tokens := counterValue(t, s, "zoo_serve_generated_tokens_total")
 	require.Less(t, tokens, 4096.0, "the generation stopped when its client went")
+	require.Eventually(t, func() bool {
+		mfs, err := s.cfg.Registry.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				if mf.GetName() == "zoo_serve_requests_total" && len(m.GetLabel()) > 0 && m.GetLabel()[0].GetValue() == "499" {
+					return true
+				}
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond, "the request is counted as 499, the client's going")
 	code, body, _ := post(t, url+"/v1/completions", `{"model": "gpt", "prompt": "a", "max_tokens": 2}`)
 	require.Equal(t, http.StatusOK, code, string(body))
 }

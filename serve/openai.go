@@ -169,7 +169,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	g.newTextOnly = !req.Echo
-	prompts, _, err := textsOf(req.Prompt, "prompt", s.cfg.MaxInputs)
+	prompts, _, err := textsOf(req.Prompt, "prompt", s.cfg.MaxInputs, true) // "": from the start token
 	if err != nil {
 		return err
 	}

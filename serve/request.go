@@ -82,9 +82,9 @@ func jsonKind(k string) string {
 }
 
 // textsOf reads a request's texts: a string (single) or an array of
-// strings. None, an empty text, or more than maxInputs is an error
-// naming param.
-func textsOf(raw json.RawMessage, param string, maxInputs int) (texts []string, single bool, err error) {
+// strings. None, an empty text (unless allowEmpty: a prompt), or more
+// than maxInputs is an error naming param.
+func textsOf(raw json.RawMessage, param string, maxInputs int, allowEmpty ...bool) (texts []string, single bool, err error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, false, unprocessable(param, "no %s: give a text or an array of texts", param)
 	}
@@ -101,7 +101,7 @@ func textsOf(raw json.RawMessage, param string, maxInputs int) (texts []string, 
 		return nil, false, tooLarge(param, "%s holds %d texts; at most %d per request (--max-inputs): split them", param, len(texts), maxInputs)
 	}
 	for i, s := range texts {
-		if strings.TrimSpace(s) == "" {
+		if strings.TrimSpace(s) == "" && !(len(allowEmpty) > 0 && allowEmpty[0]) {
 			if single {
 				return nil, false, unprocessable(param, "%s is an empty text", param)
 			}

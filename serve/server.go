@@ -327,7 +327,7 @@ func (s *Server) wrap(route string, auth bool, h func(w http.ResponseWriter, r *
 			}
 			d := time.Since(start)
 			code := w.code()
-			if r.Context().Err() != nil && errors.Is(context.Cause(r.Context()), context.Canceled) && !w.wrote {
+			if errors.Is(context.Cause(r.Context()), context.Canceled) { // the client went away, mid-stream too
 				code = 499
 			}
 			s.met.request(route, ri.model, code, d)
@@ -340,7 +340,7 @@ func (s *Server) wrap(route string, auth bool, h func(w http.ResponseWriter, r *
 			return
 		}
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+			r.Body = http.MaxBytesReader(rw, r.Body, s.cfg.MaxBodyBytes)
 		}
 		if err := h(w, r); err != nil {
 			if w.wrote { // a stream already started: its error went into it

@@ -182,6 +182,16 @@ func TestHuggingFaceRoutes(t *testing.T) {
 			require.NoError(t, err)
 			return out
 		}},
+		{"text generation from an empty prompt", "gpt", `{"inputs": "", "parameters": {"max_new_tokens": 3}}`, func(t *testing.T) any {
+			p, err := gpt.LoadTextGeneration(dirs["gpt"])
+			require.NoError(t, err)
+			cfg := p.Defaults()
+			cfg.MaxNewTokens = 3
+			out, err := p.Generate(ctx, []string{""}, cfg)
+			require.NoError(t, err)
+			require.Len(t, out[0].Tokens, 3)
+			return out
+		}},
 		{"text generation sampled, new text only", "gpt", `{"inputs": ["the cat", "a dog"], "parameters": {"max_new_tokens": 5, "temperature": 1.5, "top_k": 4, "seed": 7, "return_full_text": false}}`, func(t *testing.T) any {
 			p, err := gpt.LoadTextGeneration(dirs["gpt"])
 			require.NoError(t, err)
