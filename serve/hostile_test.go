@@ -124,6 +124,11 @@ func TestHostileRequests(t *testing.T) {
 			}
 		})
 	}
+	resp, err := http.Get(url + "/v1/chat/completions")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	require.Equal(t, "POST", resp.Header.Get("Allow"))
 	// Truncation on request, and the server still serves.
 	code, body, _ := post(t, url+"/models/cls", `{"inputs": "`+long+`", "parameters": {"truncation": true}}`)
 	require.Equal(t, http.StatusOK, code, string(body))

@@ -282,7 +282,12 @@ func (s *Server) routes() {
 	handle("POST /v1/completions", true, s.completions)
 	handle("POST /v1/chat/completions", true, s.chatCompletions)
 	handle("POST /v1/embeddings", true, s.embeddings)
+	posts := []string{"/v1/completions", "/v1/chat/completions", "/v1/embeddings"}
 	handle("/", false, func(w http.ResponseWriter, r *http.Request) error {
+		if slices.Contains(posts, r.URL.Path) || strings.HasPrefix(r.URL.Path, "/models/") {
+			w.Header().Set("Allow", http.MethodPost)
+			return &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalid, Message: fmt.Sprintf("%s takes POST, not %s", r.URL.Path, r.Method)}
+		}
 		return &apiError{Status: http.StatusNotFound, Type: typeNotFound, Message: fmt.Sprintf("no route %s %s: the routes are GET /health, /ready, /metrics, /v1/models; POST /models/{name}, /v1/completions, /v1/chat/completions, /v1/embeddings", r.Method, r.URL.Path)}
 	})
 }
