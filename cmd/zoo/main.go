@@ -36,6 +36,7 @@ var commands = []command{
 	{"finetune", "FAMILY [flags]", "fine-tune a model: --task lm|classify (gpt, llama), classify|tokens|qa|embeddings (bert), translation (seq2seq), image classification (vit)", runFinetune},
 	{"eval", "--checkpoint DIR [flags]", "score a checkpoint of any family: loss, accuracy/F1, or BLEU/chrF", runEval},
 	{"predict", "--checkpoint DIR INPUT...", "run any checkpoint's pipeline on texts, QA pairs or images (its head picks the task; --json writes JSONL)", runPredict},
+	{"serve", "--checkpoint [NAME=]DIR... [--addr :8080]", "serve checkpoints over HTTP: Hugging Face's /models/{name} and OpenAI's /v1 routes, batched (docs/serving.md)", runServe},
 	{"generate", "--checkpoint DIR", "generate text from a GPT or LLaMA-family checkpoint, streaming it", runGenerate},
 	{"translate", "--checkpoint DIR", "translate lines with a seq2seq checkpoint; --attention draws the map", runTranslate},
 	{"fill-mask", "--checkpoint DIR TEXT...", "fill each [MASK] with a BERT checkpoint: top-k tokens with scores", runFillMask},
