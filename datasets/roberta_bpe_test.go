@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -100,5 +101,30 @@ func TestRobertaProcessingMatchesHuggingFace(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, p.IDs, ids, "%q + %q", p.A, p.B)
 		require.Equal(t, p.TypeIDs, types, "%q + %q", p.A, p.B)
+	}
+}
+
+// TrainRobertaBPETexts lays its tokenizer out as the fixture that
+// tokenizers checks (TestRobertaProcessingMatchesHuggingFace): on the
+// fixture's texts it writes the fixture byte for byte, and it is a
+// PairEncoder giving <s> A </s>.
+func TestTrainRobertaBPEIsTheFixture(t *testing.T) {
+	paras := strings.Split(opticks(t), "\n\n")
+	tok, err := TrainRobertaBPETexts(context.Background(), paras[:400], 600)
+	require.NoError(t, err)
+	raw, err := tok.MarshalJSON()
+	require.NoError(t, err)
+	want, err := os.ReadFile(filepath.Join("testdata", "roberta_bpe.json"))
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(raw))
+	ids, types, err := tok.(PairEncoder).EncodeWithSpecials("light")
+	require.NoError(t, err)
+	require.Equal(t, 0, ids[0])
+	require.Equal(t, 2, ids[len(ids)-1])
+	require.Equal(t, make([]int, len(ids)), types)
+	for i, s := range RobertaSpecials {
+		got, err := tok.Decode([]int{i})
+		require.NoError(t, err)
+		require.Equal(t, s, got, "id %d", i)
 	}
 }

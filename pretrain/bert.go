@@ -31,6 +31,10 @@ type BERTConfig struct {
 	VocabSize int         `json:"vocab_size"` // with "wordpiece"
 	Lowercase bool        `json:"do_lower_case"`
 	Model     bert.Config `json:"model"` // vocab_size comes from the tokenizer
+	// ModelType is the BERT family's model type pretrained: "bert" (or
+	// empty: MLM + NSP), "roberta" or "distilbert" (masked LM only; see
+	// MLMOnly). It sets the model block's model_type.
+	ModelType string `json:"model_type"`
 	BERTPairConfig
 	train.Args
 	EvalBatches int     `json:"eval_batches"` // validation batches per evaluation; 0: every validation pair
@@ -111,6 +115,7 @@ type BERTResult struct {
 	train.Result
 	MLMLoss, MLMAccuracy, NSPLoss, NSPAccuracy float64
 	Pairs, ValPairs                            int
+	MLMOnly                                    bool // a RoBERTa or DistilBERT run: no NSP figures (Pairs are its sequences)
 }
 
 // MLMPerplexity is exp of the held-out MLM loss.
@@ -127,7 +132,16 @@ func (r *BERTResult) MLMPerplexity() float64 { return math.Exp(r.MLMLoss) }
 // (cfg.Resume) uses the latest checkpoint's tokenizer and model config and
 // refuses, naming each difference, what differs from run.json, unless
 // cfg.Force.
+//
+// A RoBERTa or DistilBERT (cfg.ModelType) is pretrained with masked LM
+// alone instead (bert_mlm.go), its checkpoints RobertaForMaskedLM or
+// DistilBertForMaskedLM.
 func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, error) {
+	if mt, err := cfg.modelType(); err != nil {
+		return nil, err
+	} else if MLMOnly(mt) {
+		return runBERTMLM(ctx, cfg, mt, out)
+	}
 	r, err := NewBERTRecipe(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -343,6 +357,8 @@ func bertRecord(ctx context.Context, cfg BERTConfig, c *datasets.Corpus) (runinf
 	trained := ""
 	if cfg.Tokenizer == "wordpiece" {
 		trained = fmt.Sprintf("wordpiece of %d tokens, lowercase %v", cfg.VocabSize, cfg.Lowercase)
+	} else if cfg.Tokenizer == BPETokenizer {
+		trained = fmt.Sprintf("byte-level bpe of %d tokens, RoBERTa's specials", cfg.VocabSize)
 	}
 	if err := setTokenizer(r, cfg.InitFrom, cfg.Tokenizer, trained); err != nil {
 		return nil, err
