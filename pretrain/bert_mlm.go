@@ -60,9 +60,9 @@ func (c BERTConfig) modelType() (string, error) {
 // forMLM is cfg set up for its model type (RoBERTa or DistilBERT): the
 // model block takes the type, RoBERTa's one token type, LayerNorm eps
 // 1e-5 and max_seq_length + 2 positions (its positions start at
-// pad_token_id + 1) unless the block gives max_position_embeddings;
-// DistilBERT's no token types and eps 1e-12; the "wordpiece" default
-// tokenizer becomes "bpe" for RoBERTa.
+// pad_token_id + 1) unless the block gives them; DistilBERT's no token
+// types (a block that gives it some is an error) and eps 1e-12; the
+// "wordpiece" default tokenizer becomes "bpe" for RoBERTa.
 func (c BERTConfig) forMLM(modelType string) (BERTConfig, error) {
 	var keys map[string]json.RawMessage
 	if len(c.ModelJSON) > 0 {
@@ -73,7 +73,10 @@ func (c BERTConfig) forMLM(modelType string) (BERTConfig, error) {
 	c.ModelType, c.Model.ModelType = modelType, modelType
 	switch modelType {
 	case bert.RobertaModelType:
-		c.Model.TypeVocabSize, c.Model.PadTokenID = 1, 1
+		c.Model.PadTokenID = 1
+		if _, ok := keys["type_vocab_size"]; !ok {
+			c.Model.TypeVocabSize = 1
+		}
 		if _, ok := keys["layer_norm_eps"]; !ok {
 			c.Model.LayerNormEps = 1e-5
 		}
@@ -87,6 +90,9 @@ func (c BERTConfig) forMLM(modelType string) (BERTConfig, error) {
 			return c, fmt.Errorf("config: do_whole_word_mask needs WordPiece's ## continuations; RoBERTa's byte-level BPE has none: leave it false")
 		}
 	case bert.DistilBertModelType:
+		if raw, ok := keys["type_vocab_size"]; ok && string(raw) != "0" {
+			return c, fmt.Errorf("config: model.type_vocab_size %s: a DistilBERT has no token types (no token_type_embeddings, no token type ids); leave it out", raw)
+		}
 		c.Model.TypeVocabSize, c.Model.LayerNormEps = 0, 1e-12
 	}
 	if c.Tokenizer == BPETokenizer && modelType != bert.RobertaModelType {
