@@ -177,6 +177,11 @@ type BERTRecipe struct {
 // and that init_from, if given, is a BERT checkpoint: the errors a user
 // should see before anything is written.
 func NewBERTRecipe(ctx context.Context, cfg BERTConfig) (*BERTRecipe, error) {
+	if mt, err := cfg.modelType(); err != nil {
+		return nil, err
+	} else if MLMOnly(mt) {
+		return nil, fmt.Errorf("config: a %s pretrains by masked LM alone, not with this recipe's MLM + NSP: run it with RunBERT", mt)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
