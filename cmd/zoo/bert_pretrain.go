@@ -25,7 +25,7 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f := newFlags("zoo pretrain bert", "usage: zoo pretrain bert --corpus FILES [flags]\n\nPretrains a BERT with masked LM and next-sentence prediction. The corpus has one sentence per line and a blank line between documents (tools/corpus2txt builds one from installed packages). Default: BERT-Mini, sequences of 128, a WordPiece of 16384 tokens trained on the corpus.")
+	f := newFlags("zoo pretrain bert", "usage: zoo pretrain bert --corpus FILES [flags]\n\nPretrains a BERT with masked LM and next-sentence prediction (--model-type roberta or distilbert: masked LM only). The corpus has one sentence per line and a blank line between documents (tools/corpus2txt builds one from installed packages). Default: BERT-Mini, sequences of 128, a WordPiece of 16384 tokens trained on the corpus.")
 	f.trainArgs(&cfg.Args, &cfg.InitFrom, argsHelp{batchWhat: "sequences", warmupWhat: "before the linear decay", initWhat: "a BERT (model, config and tokenizer) to pretrain further"})
 	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "corpus file, directory or glob: one sentence per line, a blank line between documents")
 	f.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, "wordpiece (train one on the corpus), or a BERT tokenizer.json or vocab.txt")
