@@ -382,6 +382,7 @@ func bertRecord(ctx context.Context, cfg BERTConfig, c *datasets.Corpus) (runinf
 type BERTEval struct {
 	Loss, MLMLoss, MLMAccuracy, NSPLoss, NSPAccuracy float64
 	Pairs, Predictions                               int
+	MLMOnly                                          bool // a RoBERTa or DistilBERT: no NSP figures (Pairs are its sequences)
 }
 
 // MLMPerplexity is exp of the MLM loss.
@@ -407,6 +408,9 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig
 	}
 	if err := ck.Expect("bert"); err != nil {
 		return e, err
+	}
+	if MLMOnly(ck.ModelType) {
+		return evalMLM(ctx, checkpoint, corpus, cfg, batch, maxPairs, seed)
 	}
 	tok, m, err := loadBERT(checkpoint)
 	if err != nil {

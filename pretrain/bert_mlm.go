@@ -475,3 +475,55 @@ func (k *BERTMLMTask) Save(dir string) error { return models.SaveText(dir, k.Mod
 
 // Load implements train.Task.
 func (k *BERTMLMTask) Load(dir string) error { return models.LoadInto(dir, k.Model) }
+
+// evalMLM is EvalBERT for a RoBERTa or DistilBERT checkpoint: the
+// corpus's documents packed as pretraining packs them, static masks drawn
+// from seed, the masked-LM loss and accuracy.
+func evalMLM(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig, batch, maxSeqs int, seed uint64) (BERTEval, error) {
+	e := BERTEval{MLMOnly: true}
+	tok, m, err := loadMLM(checkpoint)
+	if err != nil {
+		return e, err
+	}
+	if m.Config.VocabSize < tok.VocabSize() {
+		return e, fmt.Errorf("eval: %s: the tokenizer has %d tokens and the model %d (vocab_size): they must match", checkpoint, tok.VocabSize(), m.Config.VocabSize)
+	}
+	if n := m.Config.MaxTokens(); cfg.MaxSeqLength > n {
+		return e, fmt.Errorf("eval: max_seq_length %d exceeds the %d tokens the checkpoint takes", cfg.MaxSeqLength, n)
+	}
+	sp, err := mlmSpecialsOf(tok, m.Config.ModelType)
+	if err != nil {
+		return e, err
+	}
+	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
+	if err != nil {
+		return e, err
+	}
+	if err := c.CheckText(ctx); err != nil {
+		return e, fmt.Errorf("eval: %w", err)
+	}
+	docs, err := ReadBERTDocuments(ctx, c, tok)
+	if err != nil {
+		return e, err
+	}
+	cfg.DupeFactor = 1
+	seqs, err := MakeMLMSequences(docs, sp, cfg, seed)
+	if err != nil {
+		return e, fmt.Errorf("eval: %w", err)
+	}
+	n := seqs.Len()
+	if maxSeqs > 0 {
+		n = min(n, maxSeqs)
+	}
+	batches, err := BERTEvalBatches(seqs, n, sp, cfg, batch, seed)
+	if err != nil {
+		return e, err
+	}
+	task := &BERTMLMTask{Model: m, Tok: tok, B: batch, T: cfg.MaxSeqLength, P: batch * cfg.MaxPredictions}
+	loss, targets, parts, err := train.EvaluateReports(ctx, task, batches)
+	if err != nil {
+		return e, err
+	}
+	e.Loss, e.MLMLoss, e.MLMAccuracy, e.Pairs, e.Predictions = loss, parts["mlm_loss"], parts["mlm_accuracy"], n, targets
+	return e, nil
+}

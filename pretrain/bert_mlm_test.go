@@ -78,6 +78,12 @@ func TestMLMPretrainingLearns(t *testing.T) {
 				require.IsType(t, &datasets.WordPiece{}, tok)
 				require.Zero(t, m.Config.TypeVocabSize)
 			}
+			ev, err := EvalBERT(context.Background(), res.Final, corpus, cfg.BERTPairConfig, 8, 40, 3)
+			require.NoError(t, err)
+			require.True(t, ev.MLMOnly)
+			require.Equal(t, 40, ev.Pairs)
+			require.Greater(t, ev.MLMAccuracy, 0.3, "the checkpoint scores as its run did")
+			require.Zero(t, ev.NSPLoss)
 			p, err := bert.LoadFillMask(res.Final)
 			require.NoError(t, err)
 			mask := "[MASK]"

@@ -75,7 +75,7 @@ func runEvalBERTPretraining(args []string, stdout io.Writer) error {
 	ckpt := f.String("checkpoint", "", "BERT checkpoint directory (with tokenizer.json)")
 	corpus := f.String("corpus", "", "corpus file, directory or glob")
 	cfg := pretrain.DefaultBERTPairs()
-	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", 0, "tokens per example (default: the checkpoint's max_position_embeddings)")
+	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", 0, "tokens per example (default: the checkpoint's max_position_embeddings; a RoBERTa's less pad_token_id + 1)")
 	f.IntVar(&cfg.MaxPredictions, "max-predictions", cfg.MaxPredictions, "most predicted tokens per example")
 	f.BoolVar(&cfg.WholeWordMask, "whole-word-mask", false, "mask every piece of a word together")
 	batch := f.Int("batch-size", 32, "sequences per batch")
@@ -92,7 +92,7 @@ func runEvalBERTPretraining(args []string, stdout io.Writer) error {
 		if err := models.ReadConfig(*ckpt, "bert", &mc); err != nil {
 			return err
 		}
-		cfg.MaxSeqLength = mc.MaxPositionEmbeddings
+		cfg.MaxSeqLength = mc.MaxTokens() // max_position_embeddings, or a RoBERTa's less pad_token_id + 1
 	}
 	if err := noteCorpusUnknowns(stdout, *ckpt, *corpus); err != nil {
 		return err
@@ -102,6 +102,11 @@ func runEvalBERTPretraining(args []string, stdout io.Writer) error {
 	e, err := pretrain.EvalBERT(ctx, *ckpt, *corpus, cfg, *batch, *limit, *seed)
 	if err != nil {
 		return err
+	}
+	if e.MLMOnly {
+		fmt.Fprintf(stdout, "%d sequences, %d predicted tokens: MLM accuracy %.4f, MLM loss %.4f (perplexity %.2f)\n",
+			e.Pairs, e.Predictions, e.MLMAccuracy, e.MLMLoss, e.MLMPerplexity())
+		return nil
 	}
 	fmt.Fprintf(stdout, "%d pairs, %d predicted tokens: MLM accuracy %.4f, MLM loss %.4f (perplexity %.2f); NSP accuracy %.4f, NSP loss %.4f\n",
 		e.Pairs, e.Predictions, e.MLMAccuracy, e.MLMLoss, e.MLMPerplexity(), e.NSPAccuracy, e.NSPLoss)

@@ -50,6 +50,8 @@ func TestBERTVariantsPretrainFinetunePredict(t *testing.T) {
 			ck, err := models.Open(ckpt)
 			require.NoError(t, err)
 			require.Equal(t, []string{v.prefix + "ForMaskedLM"}, ck.Architectures)
+			out = runCLI("eval", "--checkpoint", ckpt, "--corpus", corpus, "--max-predictions", "5")
+			require.Regexp(t, `^\d+ sequences, \d+ predicted tokens: MLM accuracy 0\.\d+, MLM loss [\d.]+ \(perplexity [\d.]+\)\n$`, out)
 
 			// classify
 			var rows strings.Builder
