@@ -1,6 +1,7 @@
 package bert_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -75,7 +76,7 @@ func Example_roberta() {
 func ExampleConfig_PairLayout() {
 	for _, c := range []bert.Config{bert.Base(), bert.RobertaBase(), bert.DistilBertBase()} {
 		l := c.PairLayout()
-		fmt.Printf("%s: %d separators, context type %d, token type ids %v, %d special tokens\n", c.ModelType, l.Seps, l.SecondType, l.TokenTypes, l.Specials())
+		fmt.Printf("%s: %d separators, context type %d, token type ids %v, %d special tokens\n", cmp.Or(c.ModelType, bert.ModelType), l.Seps, l.SecondType, l.TokenTypes, l.Specials())
 	}
 	// <s>=0, </s>=2: a question of 2 tokens over a context of 5, 3 context tokens a window, the next window 2 tokens on.
 	wins, err := bert.RobertaBase().PairLayout().QAWindows(0, 2, []int{10, 11}, []int{20, 21, 22, 23, 24}, 3, 2)
@@ -87,7 +88,7 @@ func ExampleConfig_PairLayout() {
 		fmt.Println(w.IDs, w.TypeIDs, w.ContextOffset)
 	}
 	// Output:
-	// : 1 separators, context type 1, token type ids true, 3 special tokens
+	// bert: 1 separators, context type 1, token type ids true, 3 special tokens
 	// roberta: 2 separators, context type 0, token type ids true, 4 special tokens
 	// distilbert: 1 separators, context type 0, token type ids false, 3 special tokens
 	// [0 10 11 2 2 20 21 22 2] [0 0 0 0 0 0 0 0 0] 5
