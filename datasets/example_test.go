@@ -1,6 +1,7 @@
 package datasets_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -200,4 +201,32 @@ func ExampleLoadTokenizer_llama3() {
 	// Output:
 	// [1019 677 32 1010 51 2251 54 55 13 10] [2256 1019]
 	// "Light's 1234567\r\n"
+}
+
+// RoBERTa's tokenizer trained on a corpus: a byte-level BPE with <s>
+// <pad> </s> <unk> <mask> at roberta-base's ids and its RobertaProcessing
+// post-processor, so <s> text </s> and <s> A </s></s> B </s> come out of
+// it as from roberta-base's tokenizer.json.
+func ExampleTrainRobertaBPETexts() {
+	tok, err := datasets.TrainRobertaBPETexts(context.Background(), []string{"the light of the sun", "the light of the moon"}, 300)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pe := tok.(datasets.PairEncoder)
+	ids, _, err := pe.EncodePair("light", "sun")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	text, err := tok.Decode(ids)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(datasets.RobertaSpecials, ids[0], ids[len(ids)-1])
+	fmt.Printf("%q\n", text)
+	// Output:
+	// [<s> <pad> </s> <unk> <mask>] 0 2
+	// "<s>light</s></s>sun</s>"
 }

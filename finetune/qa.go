@@ -23,7 +23,7 @@ import (
 // QAConfig is the configuration of extractive question answering
 // (SQuAD v1.1) with BERT; the names are those of Hugging Face's run_qa.py.
 type QAConfig struct {
-	Checkpoint      string  `json:"init_from"`       // a BERT checkpoint with a WordPiece tokenizer.json
+	Checkpoint      string  `json:"init_from"`       // a BERT (WordPiece), DistilBERT (WordPiece) or RoBERTa (byte-level BPE) checkpoint with its tokenizer.json
 	TrainFile       string  `json:"train_file"`      // SQuAD v1.1 JSON
 	ValFile         string  `json:"validation_file"` // optional; without it val_fraction of train_file's questions validates
 	ValFraction     float64 `json:"val_fraction"`
@@ -120,14 +120,17 @@ func RunQA(ctx context.Context, cfg QAConfig, out io.Writer) (*QAResult, error) 
 }
 
 // QARecipe is extractive question answering as a train.Recipe: the SQuAD
-// questions cut into windows by the checkpoint's WordPiece tokenizer, a
-// BERT with a span head, and SQuAD's exact match and F1 on the
+// questions cut into windows by the checkpoint's tokenizer (BERT's and
+// DistilBERT's WordPiece, answers cut at words; RoBERTa's byte-level BPE,
+// windows <s> question </s></s> context </s> and answers cut at the
+// tokens' offsets, as transformers' run_qa.py), a model of the BERT
+// family with a span head, and SQuAD's exact match and F1 on the
 // validation questions at the end (with predictions.json in the run
 // directory). Use it with train.Run (with its Args()), or RunQA.
 // A recipe serves one train.Run at a time.
 type QARecipe struct {
 	cfg            QAConfig
-	tok            *datasets.WordPiece
+	tok            bert.Tokenizer
 	trainEx, valEx []datasets.SquadExample
 	notes          []string // on the files read, printed by Setup
 	q              *bert.ForQuestionAnswering
@@ -141,8 +144,8 @@ type QARecipe struct {
 	Result QAResult
 }
 
-// NewQARecipe checks cfg, that its checkpoint is a BERT with a WordPiece
-// tokenizer, and reads the SQuAD files (splitting off val_fraction of the
+// NewQARecipe checks cfg, that its checkpoint is of the BERT family with
+// its model type's tokenizer, and reads the SQuAD files (splitting off val_fraction of the
 // questions when there is no validation file): the errors a user should
 // see before a run directory is touched.
 func NewQARecipe(_ context.Context, cfg QAConfig) (*QARecipe, error) {
@@ -220,11 +223,11 @@ func (r *QARecipe) Setup(_ context.Context, _ string, out io.Writer) (train.Memo
 		return train.MemoryNeed{}, err
 	}
 	win := cfg.windows()
-	win.maxSeq = min(win.maxSeq, r.q.Config.MaxPositionEmbeddings)
+	win.maxSeq = min(win.maxSeq, r.q.Config.MaxTokens())
 	if err := win.validate(); err != nil {
-		return train.MemoryNeed{}, fmt.Errorf("%w (max_position_embeddings of the checkpoint is %d)", err, r.q.Config.MaxPositionEmbeddings)
+		return train.MemoryNeed{}, fmt.Errorf("%w (the checkpoint takes %d tokens)", err, r.q.Config.MaxTokens())
 	}
-	if r.enc, err = newQAEncoder(r.tok, win, r.q.Config.PadTokenID); err != nil {
+	if r.enc, err = newQAEncoder(r.tok, win, r.q.Config.PairLayout(), r.q.Config.PadTokenID); err != nil {
 		return train.MemoryNeed{}, err
 	}
 	unk := datasets.Unknowns(r.tok)
@@ -314,7 +317,7 @@ func EvalQAWith(ctx context.Context, checkpoint, file string, cfg QAConfig, out 
 		fmt.Fprintf(out, "note: %s: dropped %v (a question-answering model has no pooler)\n", checkpoint, lr.Dropped)
 	}
 	win := cfg.windows()
-	win.maxSeq = min(win.maxSeq, q.Config.MaxPositionEmbeddings)
+	win.maxSeq = min(win.maxSeq, q.Config.MaxTokens())
 	if err := win.validate(); err != nil {
 		return nil, err
 	}
@@ -322,7 +325,7 @@ func EvalQAWith(ctx context.Context, checkpoint, file string, cfg QAConfig, out 
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
-	enc, err := newQAEncoder(tok, win, q.Config.PadTokenID)
+	enc, err := newQAEncoder(tok, win, q.Config.PairLayout(), q.Config.PadTokenID)
 	if err != nil {
 		return nil, err
 	}
@@ -353,26 +356,40 @@ func EvalQAWith(ctx context.Context, checkpoint, file string, cfg QAConfig, out 
 
 // checkQATypes refuses, before any work, a model whose token types cannot
 // tell the question (type 0) from the context (type 1), as the
-// classification pipeline refuses a pair for one.
+// classification pipeline refuses a pair for one. (RoBERTa types both 0
+// and DistilBERT has no token types: their layouts need none.)
 func checkQATypes(q *bert.ForQuestionAnswering, checkpoint string) error {
-	if n := q.Config.TypeVocabSize; n < 2 {
+	if n := q.Config.TypeVocabSize; n < 2 && q.Config.PairLayout().SecondType == 1 {
 		return fmt.Errorf("qa: checkpoint %s has type_vocab_size %d: question answering types the question 0 and the context 1, which needs 2 token types; use a checkpoint with type_vocab_size 2 (BERT's)", checkpoint, n)
 	}
 	return nil
 }
 
-// qaTokenizer returns the checkpoint's tokenizer if it is BERT's
-// WordPiece, which EncodeWords needs for the answers' offsets.
-func qaTokenizer(ckpt *models.Checkpoint) (*datasets.WordPiece, error) {
+// qaTokenizer returns the checkpoint's tokenizer if it is its model
+// type's: BERT's or DistilBERT's WordPiece (EncodeWords gives the
+// answers' word offsets), or RoBERTa's byte-level BPE with
+// RobertaProcessing (EncodeOffsets gives each token's).
+func qaTokenizer(ckpt *models.Checkpoint) (bert.Tokenizer, error) {
 	tok, err := ckpt.Tokenizer()
 	if err != nil {
 		return nil, fmt.Errorf("qa: %w", err)
 	}
-	wp, ok := tok.(*datasets.WordPiece)
-	if !ok {
-		return nil, fmt.Errorf("qa: checkpoint %s: the tokenizer is a %T, not a WordPiece (a BERT tokenizer.json with the BertNormalizer and BertPreTokenizer); question answering needs WordPiece's word offsets", ckpt.Dir, tok)
+	if wp, ok := tok.(*datasets.WordPiece); ok {
+		return wp, nil
 	}
-	return wp, nil
+	bt, ok := tok.(bert.Tokenizer)
+	_, offsets := tok.(offsetEncoder)
+	if !ok || !offsets || ckpt.ModelType != bert.RobertaModelType {
+		return nil, fmt.Errorf("qa: checkpoint %s: the tokenizer is a %T, not a WordPiece (a BERT tokenizer.json with the BertNormalizer and BertPreTokenizer); question answering on a %s needs WordPiece's word offsets, on a %s its byte-level BPE with token offsets",
+			ckpt.Dir, tok, ckpt.ModelType, bert.RobertaModelType)
+	}
+	return bt, nil
+}
+
+// offsetEncoder is a tokenizer that gives each token's byte offsets in
+// the text (RoBERTa's byte-level BPE).
+type offsetEncoder interface {
+	EncodeOffsets(text string) (ids []int, offsets []datasets.WordSpan, err error)
 }
 
 // newScratchQA builds the checkpoint's architecture with fresh weights.
@@ -422,28 +439,37 @@ func writePredictions(path string, preds map[string]string) error {
 
 // qaEncoder turns questions into windows.
 type qaEncoder struct {
-	tok           *datasets.WordPiece
+	tok           bert.Tokenizer
 	win           qaWindows
+	layout        bert.PairLayout
 	cls, sep, pad int
 }
 
-func newQAEncoder(tok *datasets.WordPiece, win qaWindows, pad int) (*qaEncoder, error) {
-	e := &qaEncoder{tok: tok, win: win, cls: -1, sep: -1, pad: pad}
-	for id, s := range tok.Vocab() {
-		switch s {
-		case "[CLS]":
-			e.cls = id
-		case "[SEP]":
-			e.sep = id
-		}
+func newQAEncoder(tok bert.Tokenizer, win qaWindows, layout bert.PairLayout, pad int) (*qaEncoder, error) {
+	e := &qaEncoder{tok: tok, win: win, layout: layout, pad: pad}
+	ids, _, err := tok.EncodeWithSpecials("")
+	if err != nil || len(ids) != 2 {
+		return nil, fmt.Errorf("qa: the tokenizer's post-processor does not wrap a text in [CLS] … [SEP] or <s> … </s> (it gives %v for an empty text); question answering encodes [CLS] question [SEP] context [SEP]", ids)
 	}
-	if e.cls < 0 || e.sep < 0 {
-		return nil, fmt.Errorf("qa: the tokenizer has no [CLS] or [SEP] token; question answering encodes [CLS] question [SEP] context [SEP]")
-	}
+	e.cls, e.sep = ids[0], ids[1]
 	if pad < 0 || pad >= tok.VocabSize() {
 		return nil, fmt.Errorf("qa: pad_token_id %d is outside the tokenizer's %d ids", pad, tok.VocabSize())
 	}
 	return e, nil
+}
+
+// context encodes a context with the byte span each token's answer
+// covers: a WordPiece's words (EncodeWords), or each token's own offsets
+// (RoBERTa's byte-level BPE, as run_qa.py's offset_mapping).
+func (e *qaEncoder) context(text string) ([]int, []datasets.WordSpan, error) {
+	if wp, ok := e.tok.(*datasets.WordPiece); ok {
+		return wp.EncodeWords(text)
+	}
+	oe, ok := e.tok.(offsetEncoder)
+	if !ok {
+		return nil, nil, fmt.Errorf("the tokenizer %T gives no token offsets", e.tok)
+	}
+	return oe.EncodeOffsets(text)
 }
 
 // qaFeature is one window of one question: [CLS] question [SEP]
@@ -474,7 +500,7 @@ func (e *qaEncoder) features(ex []datasets.SquadExample, labelled bool) (out []q
 			return nil, 0, fmt.Errorf("question %s: %w", x.ID, err)
 		}
 		qids = qids[:min(len(qids), e.win.maxQuery)]
-		cids, words, err := e.tok.EncodeWords(x.Context)
+		cids, words, err := e.context(x.Context)
 		if err != nil {
 			return nil, 0, fmt.Errorf("question %s: context: %w", x.ID, err)
 		}
@@ -490,11 +516,11 @@ func (e *qaEncoder) features(ex []datasets.SquadExample, labelled bool) (out []q
 				continue
 			}
 		}
-		room := e.win.maxSeq - len(qids) - 3
+		room := e.win.maxSeq - len(qids) - e.layout.Specials()
 		if room < 1 {
 			return nil, 0, fmt.Errorf("question %s: its %d tokens leave no room for the context in max_seq_length %d; lower max_query_length", x.ID, len(qids), e.win.maxSeq)
 		}
-		wins, err := bert.QAWindows(e.cls, e.sep, qids, cids, room, e.win.stride)
+		wins, err := e.layout.QAWindows(e.cls, e.sep, qids, cids, room, e.win.stride)
 		if err != nil {
 			return nil, 0, fmt.Errorf("question %s: %w", x.ID, err)
 		}
@@ -650,7 +676,7 @@ func (d *qaData) Restore(s []byte) error       { return d.pcg.UnmarshalBinary(s)
 // qaTask is the span objective for the training engine.
 type qaTask struct {
 	q    *bert.ForQuestionAnswering
-	tok  *datasets.WordPiece
+	tok  bert.Tokenizer
 	b, t int
 }
 
@@ -664,9 +690,15 @@ type qaInputs struct {
 	starts, ends *gorgonia.Node
 }
 
+// inputs are the graph's inputs: no token type ids for a model without
+// token types (DistilBERT).
 func (k *qaTask) inputs(g *layers.Graph) qaInputs {
-	return qaInputs{Inputs: bert.Inputs{IDs: g.IntInput("input_ids", k.b, k.t), TokenTypes: g.IntInput("token_type_ids", k.b, k.t),
+	in := qaInputs{Inputs: bert.Inputs{IDs: g.IntInput("input_ids", k.b, k.t),
 		Mask: g.Input("attention_mask", k.b, k.t)}, starts: g.IntInput("start_positions", k.b), ends: g.IntInput("end_positions", k.b)}
+	if k.q.Config.PairLayout().TokenTypes {
+		in.TokenTypes = g.IntInput("token_type_ids", k.b, k.t)
+	}
+	return in
 }
 
 func (k *qaTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
@@ -681,7 +713,9 @@ func (in qaInputs) load(b train.Batch) error {
 		return fmt.Errorf("qa: batch of %T", b)
 	}
 	copy(in.IDs.Value().Data().([]int), qb.ids)
-	copy(in.TokenTypes.Value().Data().([]int), qb.types)
+	if in.TokenTypes != nil {
+		copy(in.TokenTypes.Value().Data().([]int), qb.types)
+	}
 	if err := layers.SetFloats(in.Mask, qb.mask); err != nil {
 		return err
 	}

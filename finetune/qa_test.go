@@ -71,7 +71,7 @@ func toyWordPiece(t *testing.T) *datasets.WordPiece {
 // (3–7) and 3 (6–9); window 1 points at [CLS].
 func TestQAFeaturesWindows(t *testing.T) {
 	tok := toyWordPiece(t)
-	enc, err := newQAEncoder(tok, qaWindows{maxSeq: 11, stride: 3, maxQuery: 3, maxAnswer: 5, nBest: 5}, 0)
+	enc, err := newQAEncoder(tok, qaWindows{maxSeq: 11, stride: 3, maxQuery: 3, maxAnswer: 5, nBest: 5}, bert.Tiny().PairLayout(), 0)
 	require.NoError(t, err)
 	ctx := "a b c d e f g h i j"
 	ex := []datasets.SquadExample{{ID: "x", Question: "question question question question", Context: ctx,
@@ -110,7 +110,7 @@ func TestQAFeaturesWindows(t *testing.T) {
 // max_answer_length, and it returns the original text of the words.
 func TestQABestSpans(t *testing.T) {
 	tok := toyWordPiece(t)
-	enc, err := newQAEncoder(tok, qaWindows{maxSeq: 64, stride: 8, maxQuery: 8, maxAnswer: 2, nBest: 20}, 0)
+	enc, err := newQAEncoder(tok, qaWindows{maxSeq: 64, stride: 8, maxQuery: 8, maxAnswer: 2, nBest: 20}, bert.Tiny().PairLayout(), 0)
 	require.NoError(t, err)
 	ctx := "A b, c   D e."
 	ex := []datasets.SquadExample{{ID: "x", Question: "a", Context: ctx}}

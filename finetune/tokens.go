@@ -21,7 +21,7 @@ import (
 // TokensConfig is the configuration of BERT token classification (part of
 // speech, named entities, chunks) on CoNLL files.
 type TokensConfig struct {
-	Checkpoint  string  `json:"init_from"`       // a BERT checkpoint: config.json, model.safetensors, tokenizer.json (WordPiece)
+	Checkpoint  string  `json:"init_from"`       // a BERT-family checkpoint: config.json, model.safetensors, tokenizer.json (WordPiece; RoBERTa: byte-level BPE)
 	TrainFile   string  `json:"train_file"`      // CoNLL: word … tag per line, a blank line between sentences
 	ValFile     string  `json:"validation_file"` // optional; without it val_fraction of train_file's sentences validates
 	ValFraction float64 `json:"val_fraction"`
@@ -122,14 +122,16 @@ func RunTokens(ctx context.Context, cfg TokensConfig, out io.Writer) (*TokensRes
 }
 
 // TokensRecipe is BERT token classification as a train.Recipe: the CoNLL
-// sentences, the checkpoint's WordPiece tokenizer, a token classifier
+// sentences, the checkpoint's tokenizer (BERT's and DistilBERT's
+// WordPiece; RoBERTa's byte-level BPE, each word encoded with a space
+// before it, as transformers' run_ner.py with add_prefix_space=True), a token classifier
 // for the training file's tags, and the scores on the validation
 // sentences at the end. Use it with train.Run (with its Args()), or
 // RunTokens.
 // A recipe serves one train.Run at a time.
 type TokensRecipe struct {
 	cfg          TokensConfig
-	wp           *datasets.WordPiece
+	tok          bert.Tokenizer
 	trainS, valS []datasets.TaggedSentence
 	labels       []string
 	clf          *bert.ForTokenClassification
@@ -143,8 +145,8 @@ type TokensRecipe struct {
 	Scores, Baseline TokenScores
 }
 
-// NewTokensRecipe checks cfg, that its checkpoint is a BERT with a
-// WordPiece tokenizer, and reads the CoNLL files (splitting off
+// NewTokensRecipe checks cfg, that its checkpoint is of the BERT family
+// with its model type's tokenizer, and reads the CoNLL files (splitting off
 // val_fraction of the sentences when there is no validation file): the
 // errors a user should see before a run directory is touched.
 func NewTokensRecipe(_ context.Context, cfg TokensConfig) (*TokensRecipe, error) {
@@ -162,7 +164,7 @@ func NewTokensRecipe(_ context.Context, cfg TokensConfig) (*TokensRecipe, error)
 		return nil, fmt.Errorf("finetune tokens: %w", err)
 	}
 	r := &TokensRecipe{cfg: cfg}
-	if r.wp, err = wordPieceOf(ckpt); err != nil {
+	if r.tok, err = tagTokenizer(ckpt); err != nil {
 		return nil, err
 	}
 	opts := datasets.CoNLLOptions{TokenColumn: cfg.TokenColumn, TagColumn: cfg.TagColumn}
@@ -217,18 +219,18 @@ func (r *TokensRecipe) Setup(_ context.Context, _ string, out io.Writer) (train.
 	if err != nil {
 		return train.MemoryNeed{}, err
 	}
-	if err := checkTokenVocab(r.wp, r.clf); err != nil {
+	if err := checkTokenVocab(r.tok, r.clf); err != nil {
 		return train.MemoryNeed{}, err
 	}
-	enc, err := newTagEncoder(r.wp, r.labels, r.clf.Config.PadTokenID)
+	enc, err := newTagEncoder(r.tok, r.labels, r.clf.Config.PadTokenID)
 	if err != nil {
 		return train.MemoryNeed{}, err
 	}
-	unk := datasets.Unknowns(r.wp)
+	unk := datasets.Unknowns(r.tok)
 	var trTrunc, vaTrunc int
 	r.tr, trTrunc = enc.encodeAll(r.trainS, maxLen)
 	r.va, vaTrunc = enc.encodeAll(r.valS, maxLen)
-	fmt.Fprint(out, datasets.UnknownNoteFor(r.wp, datasets.Unknowns(r.wp)-unk, "the words"))
+	fmt.Fprint(out, datasets.UnknownNoteFor(r.tok, datasets.Unknowns(r.tok)-unk, "the words"))
 	if trTrunc+vaTrunc > 0 {
 		fmt.Fprintf(out, "note: %d training and %d validation sentences are longer than max_length %d word pieces; their words past it are dropped (and count as errors in the validation scores)\n", trTrunc, vaTrunc, maxLen)
 	}
@@ -241,7 +243,7 @@ func (r *TokensRecipe) Setup(_ context.Context, _ string, out io.Writer) (train.
 func (r *TokensRecipe) Build(context.Context) (train.Plan, error) {
 	cfg := r.cfg
 	r.data = newTagData(r.tr, r.va, cfg.BatchSize, r.t, r.pad, cfg.Seed)
-	r.task = &tagTask{c: r.clf, tok: r.wp, b: cfg.BatchSize, t: r.t}
+	r.task = &tagTask{c: r.clf, tok: r.tok, b: cfg.BatchSize, t: r.t}
 	return train.Plan{Task: r.task, Data: r.data, DefaultSchedule: "linear",
 		Summary: fmt.Sprintf("bert token classifier from %s: %d parameters, %d tags, %d training and %d validation sentences, %d word pieces per sentence",
 			cfg.Training.weights(cfg.Checkpoint), r.clf.NumParams(), len(r.labels), len(r.tr), len(r.va), r.t)}, nil
@@ -283,7 +285,7 @@ func EvalTokensWith(ctx context.Context, checkpoint, file string, batch int, out
 	if err := ckpt.Expect("bert"); err != nil {
 		return TokenScores{}, fmt.Errorf("eval: %w", err)
 	}
-	wp, err := wordPieceOf(ckpt)
+	tok, err := tagTokenizer(ckpt)
 	if err != nil {
 		return TokenScores{}, err
 	}
@@ -294,26 +296,26 @@ func EvalTokensWith(ctx context.Context, checkpoint, file string, batch int, out
 	if len(rep.Dropped) > 0 {
 		fmt.Fprintf(out, "note: %s: dropped %v (a token classifier has no pooler)\n", checkpoint, rep.Dropped)
 	}
-	if err := checkTokenVocab(wp, clf); err != nil {
+	if err := checkTokenVocab(tok, clf); err != nil {
 		return TokenScores{}, err
 	}
 	sents, err := datasets.ReadCoNLL(file, datasets.CoNLLOptions{})
 	if err != nil {
 		return TokenScores{}, fmt.Errorf("eval: %w", err)
 	}
-	enc, err := newTagEncoder(wp, clf.Labels, clf.Config.PadTokenID)
+	enc, err := newTagEncoder(tok, clf.Labels, clf.Config.PadTokenID)
 	if err != nil {
 		return TokenScores{}, err
 	}
-	maxLen := clf.Config.MaxPositionEmbeddings
-	unk := datasets.Unknowns(wp)
+	maxLen := clf.Config.MaxTokens()
+	unk := datasets.Unknowns(tok)
 	va, _ := enc.encodeAll(sents, maxLen)
-	fmt.Fprint(out, datasets.UnknownNoteFor(wp, datasets.Unknowns(wp)-unk, "the words"))
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-unk, "the words"))
 	t := min(maxLen, longest(va))
 	if err := models.CheckMemory(clf.StepBytes(batch, t, false), fmt.Sprintf("eval: batch %d × %d word pieces for activations", batch, t), "lower the batch size (zoo eval --batch-size)"); err != nil {
 		return TokenScores{}, err
 	}
-	task := &tagTask{c: clf, tok: wp, b: batch, t: t}
+	task := &tagTask{c: clf, tok: tok, b: batch, t: t}
 	d := newTagData(nil, va, batch, t, enc.pad, 0)
 	pred, err := predictTags(ctx, task, d.val, va)
 	if err != nil {
@@ -322,40 +324,52 @@ func EvalTokensWith(ctx context.Context, checkpoint, file string, batch int, out
 	return scoreTags(sents, va, pred, clf.Labels)
 }
 
-// wordPieceOf loads the checkpoint's tokenizer, which must be BERT's
-// WordPiece: a word's pieces are found one word at a time.
-func wordPieceOf(ckpt *models.Checkpoint) (*datasets.WordPiece, error) {
+// tagTokenizer loads the checkpoint's tokenizer, which must be its model
+// type's: BERT's or DistilBERT's WordPiece, whose pieces of a word are
+// found one word at a time, or RoBERTa's byte-level BPE with its
+// post-processor (RobertaProcessing), which encodes each word after a
+// space.
+func tagTokenizer(ckpt *models.Checkpoint) (bert.Tokenizer, error) {
 	tok, err := ckpt.Tokenizer()
 	if err != nil {
 		return nil, fmt.Errorf("finetune tokens: %w", err)
 	}
-	wp, ok := tok.(*datasets.WordPiece)
-	if !ok {
-		return nil, fmt.Errorf("finetune tokens: %s/%s is a %T, not a WordPiece tokenizer; token classification needs BERT's WordPiece (train one with datasets.TrainWordPiece)", ckpt.Dir, models.TokenizerFile, tok)
+	if wp, ok := tok.(*datasets.WordPiece); ok {
+		return wp, nil
 	}
-	return wp, nil
+	bt, ok := tok.(bert.Tokenizer)
+	if !ok || ckpt.ModelType != bert.RobertaModelType {
+		return nil, fmt.Errorf("finetune tokens: %s/%s is a %T, not a WordPiece tokenizer; token classification of a %s needs its WordPiece (train one with datasets.TrainWordPiece), of a %s its byte-level BPE tokenizer.json with RobertaProcessing",
+			ckpt.Dir, models.TokenizerFile, tok, ckpt.ModelType, bert.RobertaModelType)
+	}
+	return bt, nil
 }
 
 // checkTokenVocab refuses a tokenizer with ids past the model's
 // vocabulary.
-func checkTokenVocab(wp *datasets.WordPiece, c *bert.ForTokenClassification) error {
-	if wp.VocabSize() > c.Config.VocabSize {
-		return fmt.Errorf("finetune tokens: the tokenizer has %d tokens, the model's vocab_size is %d: they are not one checkpoint's", wp.VocabSize(), c.Config.VocabSize)
+func checkTokenVocab(tok datasets.Tokenizer, c *bert.ForTokenClassification) error {
+	if tok.VocabSize() > c.Config.VocabSize {
+		return fmt.Errorf("finetune tokens: the tokenizer has %d tokens, the model's vocab_size is %d: they are not one checkpoint's", tok.VocabSize(), c.Config.VocabSize)
 	}
 	return nil
 }
 
-// tokenMaxLen resolves max_length against max_position_embeddings.
+// tokenMaxLen resolves max_length against the most tokens the model
+// takes (Config.MaxTokens: max_position_embeddings, or for RoBERTa
+// max_position_embeddings − pad_token_id − 1).
 func tokenMaxLen(want int, c *bert.ForTokenClassification) (int, error) {
-	p := c.Config.MaxPositionEmbeddings
+	p, what := c.Config.MaxTokens(), "positions (max_position_embeddings)"
+	if p != c.Config.MaxPositionEmbeddings {
+		what = "tokens (max_position_embeddings − pad_token_id − 1: its positions start at pad_token_id + 1)"
+	}
 	if want == 0 {
 		return p, nil
 	}
 	if want < 0 {
-		return 0, fmt.Errorf("finetune tokens: max_length %d must not be negative (0: the model's %d positions)", want, p)
+		return 0, fmt.Errorf("finetune tokens: max_length %d must not be negative (0: the model's %d %s)", want, p, what)
 	}
 	if want > p {
-		return 0, fmt.Errorf("finetune tokens: max_length %d is more than the model's %d positions (max_position_embeddings); lower it (longer sentences are truncated and counted)", want, p)
+		return 0, fmt.Errorf("finetune tokens: max_length %d is more than the model's %d %s; lower it (longer sentences are truncated and counted)", want, p, what)
 	}
 	return want, nil
 }
@@ -379,34 +393,51 @@ type tagged struct {
 	dropped     int
 }
 
-// tagEncoder word-pieces words and places their tags.
+// tagEncoder tokenizes words and places their tags.
 type tagEncoder struct {
-	wp                 *datasets.WordPiece
+	tok bert.Tokenizer
+	// space: each word is encoded after a space (a byte-level BPE, whose
+	// tokens carry the space before a word: "Ġlight"), as run_ner.py
+	// encodes words with add_prefix_space=True.
+	space              bool
 	tagID              map[string]int
 	cls, sep, unk, pad int
 }
 
-func newTagEncoder(wp *datasets.WordPiece, labels []string, pad int) (*tagEncoder, error) {
-	e := &tagEncoder{wp: wp, tagID: map[string]int{}, pad: pad}
+func newTagEncoder(tok bert.Tokenizer, labels []string, pad int) (*tagEncoder, error) {
+	_, wordPiece := tok.(*datasets.WordPiece)
+	e := &tagEncoder{tok: tok, space: !wordPiece, tagID: map[string]int{}, pad: pad}
 	for i, l := range labels {
 		e.tagID[l] = i
 	}
-	ids, _, err := wp.EncodeWithSpecials("")
+	ids, _, err := tok.EncodeWithSpecials("")
 	if err != nil || len(ids) != 2 {
-		return nil, fmt.Errorf("finetune tokens: the tokenizer's post-processor does not wrap a sentence in [CLS] … [SEP] (it gives %v for an empty text); it is not BERT's", ids)
+		return nil, fmt.Errorf("finetune tokens: the tokenizer's post-processor does not wrap a sentence in [CLS] … [SEP] or <s> … </s> (it gives %v for an empty text); it is not BERT's nor RoBERTa's", ids)
 	}
 	e.cls, e.sep = ids[0], ids[1]
-	vocab := wp.Vocab()
+	unk := "[UNK]"
+	if !wordPiece {
+		unk = "<unk>"
+	}
 	e.unk = -1
-	for i, v := range vocab {
-		if v == "[UNK]" {
+	for i, v := range tok.Vocab() {
+		if v == unk {
 			e.unk = i
 		}
 	}
 	if e.unk < 0 {
-		return nil, fmt.Errorf("finetune tokens: the tokenizer has no [UNK] token")
+		return nil, fmt.Errorf("finetune tokens: the tokenizer has no %s token", unk)
 	}
 	return e, nil
+}
+
+// pieces are a word's tokens: its word pieces, or its byte-level BPE
+// tokens after a space.
+func (e *tagEncoder) pieces(w string) ([]int, error) {
+	if e.space {
+		return e.tok.Encode(" " + w)
+	}
+	return e.tok.Encode(w)
 }
 
 // encode places one sentence in at most maxLen pieces; truncated reports
@@ -415,7 +446,7 @@ func newTagEncoder(wp *datasets.WordPiece, labels []string, pad int) (*tagEncode
 func (e *tagEncoder) encode(s datasets.TaggedSentence, maxLen int) (tagged, bool) {
 	t := tagged{ids: []int{e.cls}, labels: []int{layers.IgnoreIndex}}
 	for i, w := range s.Tokens {
-		p, err := e.wp.Encode(w)
+		p, err := e.pieces(w)
 		if err != nil || len(p) == 0 {
 			p = []int{e.unk}
 		}

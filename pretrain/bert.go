@@ -31,6 +31,10 @@ type BERTConfig struct {
 	VocabSize int         `json:"vocab_size"` // with "wordpiece"
 	Lowercase bool        `json:"do_lower_case"`
 	Model     bert.Config `json:"model"` // vocab_size comes from the tokenizer
+	// ModelType is the BERT family's model type pretrained: "bert" (or
+	// empty: MLM + NSP), "roberta" or "distilbert" (masked LM only; see
+	// MLMOnly). It sets the model block's model_type.
+	ModelType string `json:"model_type"`
 	BERTPairConfig
 	train.Args
 	EvalBatches int     `json:"eval_batches"` // validation batches per evaluation; 0: every validation pair
@@ -111,6 +115,7 @@ type BERTResult struct {
 	train.Result
 	MLMLoss, MLMAccuracy, NSPLoss, NSPAccuracy float64
 	Pairs, ValPairs                            int
+	MLMOnly                                    bool // a RoBERTa or DistilBERT run: no NSP figures (Pairs are its sequences)
 }
 
 // MLMPerplexity is exp of the held-out MLM loss.
@@ -127,7 +132,16 @@ func (r *BERTResult) MLMPerplexity() float64 { return math.Exp(r.MLMLoss) }
 // (cfg.Resume) uses the latest checkpoint's tokenizer and model config and
 // refuses, naming each difference, what differs from run.json, unless
 // cfg.Force.
+//
+// A RoBERTa or DistilBERT (cfg.ModelType) is pretrained with masked LM
+// alone instead (bert_mlm.go), its checkpoints RobertaForMaskedLM or
+// DistilBertForMaskedLM.
 func RunBERT(ctx context.Context, cfg BERTConfig, out io.Writer) (*BERTResult, error) {
+	if mt, err := cfg.modelType(); err != nil {
+		return nil, err
+	} else if MLMOnly(mt) {
+		return runBERTMLM(ctx, cfg, mt, out)
+	}
 	r, err := NewBERTRecipe(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -163,6 +177,11 @@ type BERTRecipe struct {
 // and that init_from, if given, is a BERT checkpoint: the errors a user
 // should see before anything is written.
 func NewBERTRecipe(ctx context.Context, cfg BERTConfig) (*BERTRecipe, error) {
+	if mt, err := cfg.modelType(); err != nil {
+		return nil, err
+	} else if MLMOnly(mt) {
+		return nil, fmt.Errorf("config: a %s pretrains by masked LM alone, not with this recipe's MLM + NSP: run it with RunBERT", mt)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -343,6 +362,8 @@ func bertRecord(ctx context.Context, cfg BERTConfig, c *datasets.Corpus) (runinf
 	trained := ""
 	if cfg.Tokenizer == "wordpiece" {
 		trained = fmt.Sprintf("wordpiece of %d tokens, lowercase %v", cfg.VocabSize, cfg.Lowercase)
+	} else if cfg.Tokenizer == BPETokenizer {
+		trained = fmt.Sprintf("byte-level bpe of %d tokens, RoBERTa's specials", cfg.VocabSize)
 	}
 	if err := setTokenizer(r, cfg.InitFrom, cfg.Tokenizer, trained); err != nil {
 		return nil, err
@@ -361,6 +382,7 @@ func bertRecord(ctx context.Context, cfg BERTConfig, c *datasets.Corpus) (runinf
 type BERTEval struct {
 	Loss, MLMLoss, MLMAccuracy, NSPLoss, NSPAccuracy float64
 	Pairs, Predictions                               int
+	MLMOnly                                          bool // a RoBERTa or DistilBERT: no NSP figures (Pairs are its sequences)
 }
 
 // MLMPerplexity is exp of the MLM loss.
@@ -386,6 +408,9 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig
 	}
 	if err := ck.Expect("bert"); err != nil {
 		return e, err
+	}
+	if MLMOnly(ck.ModelType) {
+		return evalMLM(ctx, checkpoint, corpus, cfg, batch, maxPairs, seed)
 	}
 	tok, m, err := loadBERT(checkpoint)
 	if err != nil {

@@ -126,3 +126,48 @@ func ExampleNewGPTRecipe() {
 	fmt.Println(res.Steps, "steps;", len(recipe.Samples), "sample")
 	// Output: 5 steps; 1 sample
 }
+
+// RoBERTa pretraining: BERTConfig.ModelType "roberta" (zoo pretrain bert
+// --model-type roberta) trains a byte-level BPE with RoBERTa's special
+// tokens on the corpus, packs each document's sentences into <s> … </s>
+// sequences and trains a RobertaForMaskedLM by masked LM alone, with new
+// masks every epoch; "distilbert" does the same on a WordPiece.
+func ExampleRunBERT_roberta() {
+	dir, err := os.MkdirTemp("", "roberta")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	var corpus strings.Builder
+	for d, c := range []string{"red", "blue", "green", "gold", "black", "white"} {
+		if d > 0 {
+			corpus.WriteString("\n")
+		}
+		for _, a := range []string{"fox", "cat", "owl", "dog"} {
+			fmt.Fprintf(&corpus, "the %s %s runs to the %s den.\n", c, a, c)
+		}
+	}
+	cfg := pretrain.DefaultBERT()
+	cfg.ModelType = bert.RobertaModelType
+	cfg.Corpus, cfg.OutputDir = filepath.Join(dir, "corpus.txt"), filepath.Join(dir, "run")
+	if err := os.WriteFile(cfg.Corpus, []byte(corpus.String()), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	cfg.VocabSize, cfg.MaxSeqLength, cfg.MaxPredictions, cfg.ValFraction, cfg.DynamicMasking = 300, 16, 3, 0.3, true
+	cfg.Model = bert.Tiny()
+	cfg.Model.NumHiddenLayers, cfg.Model.HiddenSize, cfg.Model.IntermediateSize = 1, 16, 32
+	cfg.BatchSize, cfg.MaxSteps, cfg.WarmupSteps, cfg.EvalSteps, cfg.SaveSteps = 4, 2, 0, 2, 0
+	fmt.Println("masked LM only:", pretrain.MLMOnly(cfg.ModelType))
+	res, err := pretrain.RunBERT(context.Background(), cfg, io.Discard)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, _, err := bert.LoadForMaskedLM(res.Final)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Steps, "steps;", m.Config.ModelType, "with", m.Config.MaxPositionEmbeddings, "positions; NSP figures:", !res.MLMOnly)
+	// Output:
+	// masked LM only: true
+	// 2 steps; roberta with 18 positions; NSP figures: false
+}

@@ -25,7 +25,7 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f := newFlags("zoo pretrain bert", "usage: zoo pretrain bert --corpus FILES [flags]\n\nPretrains a BERT with masked LM and next-sentence prediction. The corpus has one sentence per line and a blank line between documents (tools/corpus2txt builds one from installed packages). Default: BERT-Mini, sequences of 128, a WordPiece of 16384 tokens trained on the corpus.")
+	f := newFlags("zoo pretrain bert", "usage: zoo pretrain bert --corpus FILES [flags]\n\nPretrains a BERT with masked LM and next-sentence prediction (--model-type roberta or distilbert: masked LM only). The corpus has one sentence per line and a blank line between documents (tools/corpus2txt builds one from installed packages). Default: BERT-Mini, sequences of 128, a WordPiece of 16384 tokens trained on the corpus.")
 	f.trainArgs(&cfg.Args, &cfg.InitFrom, argsHelp{batchWhat: "sequences", warmupWhat: "before the linear decay", initWhat: "a BERT (model, config and tokenizer) to pretrain further"})
 	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "corpus file, directory or glob: one sentence per line, a blank line between documents")
 	f.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, "wordpiece (train one on the corpus), or a BERT tokenizer.json or vocab.txt")
@@ -36,6 +36,7 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 	f.BoolVar(&cfg.DynamicMasking, "dynamic-masking", cfg.DynamicMasking, "new masks every epoch instead of one set per example")
 	f.IntVar(&cfg.EvalBatches, "eval-batches", cfg.EvalBatches, "validation batches per evaluation (0: all)")
 	preset := f.String("model", "", "model size: tiny, mini, small, medium or base (default mini; a --config's model section otherwise)")
+	f.StringVar(&cfg.ModelType, "model-type", cfg.ModelType, "bert (MLM + NSP), roberta (MLM only, a byte-level BPE trained on the corpus, dynamic masking) or distilbert (MLM only, no distillation)")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
@@ -55,8 +56,12 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f)\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss)
-	fmt.Fprintf(stdout, "held-out: MLM accuracy %.4f, MLM perplexity %.2f, NSP accuracy %.4f (%d validation pairs)\n",
-		res.MLMAccuracy, res.MLMPerplexity(), res.NSPAccuracy, res.ValPairs)
+	if res.MLMOnly {
+		fmt.Fprintf(stdout, "held-out: MLM accuracy %.4f, MLM perplexity %.2f (%d validation sequences)\n", res.MLMAccuracy, res.MLMPerplexity(), res.ValPairs)
+	} else {
+		fmt.Fprintf(stdout, "held-out: MLM accuracy %.4f, MLM perplexity %.2f, NSP accuracy %.4f (%d validation pairs)\n",
+			res.MLMAccuracy, res.MLMPerplexity(), res.NSPAccuracy, res.ValPairs)
+	}
 	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.OutputDir, train.PlotFile))
 	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo finetune bert --task classify --init-from %s --train-file FILE\n", cmp.Or(res.Best, res.Final))
 	return nil
@@ -70,7 +75,7 @@ func runEvalBERTPretraining(args []string, stdout io.Writer) error {
 	ckpt := f.String("checkpoint", "", "BERT checkpoint directory (with tokenizer.json)")
 	corpus := f.String("corpus", "", "corpus file, directory or glob")
 	cfg := pretrain.DefaultBERTPairs()
-	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", 0, "tokens per example (default: the checkpoint's max_position_embeddings)")
+	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", 0, "tokens per example (default: the checkpoint's max_position_embeddings; a RoBERTa's less pad_token_id + 1)")
 	f.IntVar(&cfg.MaxPredictions, "max-predictions", cfg.MaxPredictions, "most predicted tokens per example")
 	f.BoolVar(&cfg.WholeWordMask, "whole-word-mask", false, "mask every piece of a word together")
 	batch := f.Int("batch-size", 32, "sequences per batch")
@@ -87,7 +92,7 @@ func runEvalBERTPretraining(args []string, stdout io.Writer) error {
 		if err := models.ReadConfig(*ckpt, "bert", &mc); err != nil {
 			return err
 		}
-		cfg.MaxSeqLength = mc.MaxPositionEmbeddings
+		cfg.MaxSeqLength = mc.MaxTokens() // max_position_embeddings, or a RoBERTa's less pad_token_id + 1
 	}
 	if err := noteCorpusUnknowns(stdout, *ckpt, *corpus); err != nil {
 		return err
@@ -97,6 +102,11 @@ func runEvalBERTPretraining(args []string, stdout io.Writer) error {
 	e, err := pretrain.EvalBERT(ctx, *ckpt, *corpus, cfg, *batch, *limit, *seed)
 	if err != nil {
 		return err
+	}
+	if e.MLMOnly {
+		fmt.Fprintf(stdout, "%d sequences, %d predicted tokens: MLM accuracy %.4f, MLM loss %.4f (perplexity %.2f)\n",
+			e.Pairs, e.Predictions, e.MLMAccuracy, e.MLMLoss, e.MLMPerplexity())
+		return nil
 	}
 	fmt.Fprintf(stdout, "%d pairs, %d predicted tokens: MLM accuracy %.4f, MLM loss %.4f (perplexity %.2f); NSP accuracy %.4f, NSP loss %.4f\n",
 		e.Pairs, e.Predictions, e.MLMAccuracy, e.MLMLoss, e.MLMPerplexity(), e.NSPAccuracy, e.NSPLoss)

@@ -20,7 +20,7 @@ func runFinetuneBERTQA(args []string, stdout io.Writer) error {
 	}
 	f := newFlags("zoo finetune bert", "usage: zoo finetune bert --task qa --init-from DIR --train-file SQUAD.json [--validation-file SQUAD.json] [--scratch] [flags]\n\nPuts a span head (qa_outputs) on the BERT checkpoint and fine-tunes it on SQuAD v1.1 JSON; reports exact match and F1 (the official v1.1 definitions) on the validation questions, beside trivial baselines. With --scratch the same architecture and tokenizer train from random weights.")
 	f.String("task", "qa", bertTasks)
-	f.taskFlags(&cfg.Training, &cfg.Checkpoint, &cfg.TrainFile, &cfg.ValFile, "windows", "a BERT checkpoint with a WordPiece tokenizer.json", "SQuAD v1.1 JSON")
+	f.taskFlags(&cfg.Training, &cfg.Checkpoint, &cfg.TrainFile, &cfg.ValFile, "windows", "a BERT or DistilBERT checkpoint with a WordPiece tokenizer.json, or a RoBERTa with its byte-level BPE", "SQuAD v1.1 JSON")
 	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", cfg.MaxSeqLength, "tokens per window, [CLS] question [SEP] context [SEP] (clipped to max_position_embeddings)")
 	f.IntVar(&cfg.DocStride, "doc-stride", cfg.DocStride, "context tokens between the starts of two windows")
 	f.IntVar(&cfg.MaxQueryLength, "max-query-length", cfg.MaxQueryLength, "question tokens kept")

@@ -19,8 +19,8 @@ func runFinetuneBERTTokens(args []string, stdout io.Writer) error {
 		"Puts a token-classification head on a BERT checkpoint and fine-tunes it on CoNLL files (word … tag per line, a blank line between\n"+
 		"sentences); reports word accuracy (and chunk precision, recall and F1 for BIO tags) beside the most-frequent-tag baseline.")
 	f.String("task", "tokens", bertTasks)
-	f.taskFlags(&cfg.Training, &cfg.Checkpoint, &cfg.TrainFile, &cfg.ValFile, "sentences", "the BERT checkpoint (with its WordPiece tokenizer.json) to put the tagger on", "CoNLL file")
-	f.IntVar(&cfg.MaxLength, "max-length", cfg.MaxLength, "word pieces per sentence with [CLS] and [SEP] (0: max_position_embeddings); longer sentences are truncated and counted")
+	f.taskFlags(&cfg.Training, &cfg.Checkpoint, &cfg.TrainFile, &cfg.ValFile, "sentences", "the BERT, DistilBERT (WordPiece tokenizer.json) or RoBERTa (byte-level BPE) checkpoint to put the tagger on", "CoNLL file")
+	f.IntVar(&cfg.MaxLength, "max-length", cfg.MaxLength, "tokens per sentence with [CLS] and [SEP] (0: all the model takes); longer sentences are truncated and counted")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}

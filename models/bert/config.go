@@ -84,6 +84,11 @@ type Config struct {
 	// and LayerNormEps is 1e-12.)
 	QADropout         float64 `json:"-"`
 	SeqClassifDropout float64 `json:"-"`
+	// SinusoidalPosEmbds is DistilBERT's sinusoidal_pos_embds: the
+	// position table is create_sinusoidal_embeddings' fixed one, which New
+	// writes into position_embeddings.weight and training never changes
+	// (distilbert_sinusoidal.go). Other model types refuse it.
+	SinusoidalPosEmbds bool `json:"-"`
 	// ID2Label names the classes of a sequence classifier, by id ("0", "1", …).
 	ID2Label map[string]string `json:"id2label,omitempty"`
 	// Extra holds the config.json keys this Config does not model, as read
@@ -170,6 +175,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bert config: pad_token_id %d is outside the vocabulary of %d", c.PadTokenID, c.VocabSize)
 	case c.PositionEmbeddingType != "absolute":
 		return fmt.Errorf("bert config: position_embedding_type %q is not supported: zoo's BERT has learned absolute positions only", c.PositionEmbeddingType)
+	}
+	if c.SinusoidalPosEmbds && v != distilVariant {
+		return fmt.Errorf("%s: sinusoidal position embeddings are DistilBERT's (sinusoidal_pos_embds); a %s has learned positions", v.family, v.name)
 	}
 	if v.paddedPositions && c.MaxPositionEmbeddings-c.PadTokenID-1 < 1 {
 		return fmt.Errorf("%s: max_position_embeddings %d leaves no position after padding_idx (pad_token_id) %d: %s's positions start at padding_idx + 1; use at least %d",

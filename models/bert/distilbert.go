@@ -55,6 +55,7 @@ type distilConfig struct {
 	QADropout             float64                    `json:"qa_dropout"`
 	SeqClassifDropout     float64                    `json:"seq_classif_dropout"`
 	PadTokenID            int                        `json:"pad_token_id"`
+	SinusoidalPosEmbds    bool                       `json:"sinusoidal_pos_embds"`
 	ID2Label              map[string]string          `json:"id2label,omitempty"`
 	Extra                 map[string]json.RawMessage `json:"-"`
 }
@@ -69,8 +70,6 @@ func distilDefaults() distilConfig {
 // compute, and BERT's refusals, which transformers' PretrainedConfig reads
 // for DistilBERT too.
 var distilRefused = append([]models.Refusal{
-	{Key: "sinusoidal_pos_embds", OK: func(v any) bool { return v == nil || v == false },
-		Why: "is not supported: zoo's DistilBERT has learned position embeddings (create_sinusoidal_embeddings' fixed table is not implemented); use a checkpoint with sinusoidal_pos_embds false"},
 	{Key: "tie_weights_", OK: func(v any) bool { return v == nil || v == true },
 		Why: "is not supported: zoo's DistilBERT ties vocab_projector to the word embeddings"},
 }, refused...)
@@ -81,7 +80,6 @@ var distilRefused = append([]models.Refusal{
 var distilCodecJSON = models.NewCodec(models.Descriptor[distilConfig]{
 	Family: "distilbert config", ModelType: DistilBertModelType, Defaults: distilDefaults, Refused: distilRefused,
 	Aliases: []models.Alias{{Alias: "hidden_size", Key: "dim"}, {Alias: "num_attention_heads", Key: "n_heads"}, {Alias: "num_hidden_layers", Key: "n_layers"}},
-	Inert:   func(distilConfig) map[string]any { return map[string]any{"sinusoidal_pos_embds": false} },
 })
 
 // distilCodec is distilCodecJSON on Config (configCodec).
@@ -91,7 +89,8 @@ func toDistil(c Config) distilConfig {
 	return distilConfig{VocabSize: c.VocabSize, MaxPositionEmbeddings: c.MaxPositionEmbeddings, NLayers: c.NumHiddenLayers,
 		NHeads: c.NumAttentionHeads, Dim: c.HiddenSize, HiddenDim: c.IntermediateSize, Dropout: c.HiddenDropoutProb,
 		AttentionDropout: c.AttentionProbsDropoutProb, Activation: c.HiddenAct, InitializerRange: c.InitializerRange,
-		QADropout: c.QADropout, SeqClassifDropout: c.SeqClassifDropout, PadTokenID: c.PadTokenID, ID2Label: c.ID2Label, Extra: c.Extra}
+		QADropout: c.QADropout, SeqClassifDropout: c.SeqClassifDropout, PadTokenID: c.PadTokenID, SinusoidalPosEmbds: c.SinusoidalPosEmbds,
+		ID2Label: c.ID2Label, Extra: c.Extra}
 }
 
 func fromDistil(d distilConfig) Config {
@@ -99,7 +98,7 @@ func fromDistil(d distilConfig) Config {
 		NumAttentionHeads: d.NHeads, IntermediateSize: d.HiddenDim, HiddenAct: d.Activation, HiddenDropoutProb: d.Dropout,
 		AttentionProbsDropoutProb: d.AttentionDropout, MaxPositionEmbeddings: d.MaxPositionEmbeddings, InitializerRange: d.InitializerRange,
 		LayerNormEps: distilLayerNormEps, PadTokenID: d.PadTokenID, PositionEmbeddingType: "absolute",
-		QADropout: d.QADropout, SeqClassifDropout: d.SeqClassifDropout, ID2Label: d.ID2Label, Extra: d.Extra}
+		QADropout: d.QADropout, SeqClassifDropout: d.SeqClassifDropout, SinusoidalPosEmbds: d.SinusoidalPosEmbds, ID2Label: d.ID2Label, Extra: d.Extra}
 }
 
 // distilStart is the distilConfig that reading into c starts from: c's

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
+
+	"github.com/d73a19ff/zoo/layers"
 )
 
 func TestDistilBertParity(t *testing.T) {
@@ -53,4 +55,23 @@ func TestDistilBertSaveKeys(t *testing.T) {
 			require.Equal(t, m.NumParams(), back.NumParams())
 		})
 	}
+}
+
+// A DistilBERT with sinusoidal_pos_embds: true (testdata/distilbert_sin,
+// from distilbert_reference.py --sinusoidal) matches transformers: the
+// file holds create_sinusoidal_embeddings' table, which New writes too,
+// every head's logits and gradients agree, and the table gets no gradient
+// (the golden has none: requires_grad is False).
+func TestDistilBertSinusoidalParity(t *testing.T) {
+	variantParity(t, "distilbert_sin", func(t *testing.T, m *Model) {
+		require.True(t, m.Config.SinusoidalPosEmbds)
+		fresh, err := New(m.Config)
+		require.NoError(t, err)
+		want := sinusoidalTable(m.Config.MaxPositionEmbeddings, m.Config.HiddenSize)
+		for _, w := range []*layers.Param{m.PositionEmbeddings.Weight, fresh.PositionEmbeddings.Weight} {
+			got, err := layers.Float64s(w.Value)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "the file's table and New's are create_sinusoidal_embeddings'")
+		}
+	})
 }

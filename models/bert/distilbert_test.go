@@ -75,7 +75,6 @@ func TestDistilBertConfig(t *testing.T) {
 	require.ErrorContains(t, json.Unmarshal([]byte(`{"model_type": "distilbert", "hidden_sise": 32}`), Strict(&s)), `unknown key "hidden_sise"`)
 
 	for _, bad := range []struct{ json, want string }{
-		{`{"model_type": "distilbert", "sinusoidal_pos_embds": true}`, "sinusoidal_pos_embds"},
 		{`{"model_type": "distilbert", "tie_weights_": false}`, "tie_weights_"},
 		{`{"model_type": "distilbert", "is_decoder": true}`, "is_decoder"},
 		{`{"model_type": "distilbert", "tie_word_embeddings": false}`, "tie_word_embeddings"},
@@ -93,6 +92,18 @@ func TestDistilBertConfig(t *testing.T) {
 		}
 		require.ErrorContains(t, err, bad.want, bad.json)
 	}
+	// sinusoidal_pos_embds true is implemented (distilbert_sinusoidal.go):
+	// read, validated and written back; no other model type takes it.
+	var sin Config
+	require.NoError(t, json.Unmarshal([]byte(`{"model_type": "distilbert", "sinusoidal_pos_embds": true}`), &sin))
+	require.True(t, sin.SinusoidalPosEmbds)
+	require.NoError(t, sin.Validate())
+	out, err := json.Marshal(sin)
+	require.NoError(t, err)
+	require.Contains(t, string(out), `"sinusoidal_pos_embds":true`)
+	rb := RobertaBase()
+	rb.SinusoidalPosEmbds = true
+	require.ErrorContains(t, rb.Validate(), "roberta config: sinusoidal position embeddings are DistilBERT's (sinusoidal_pos_embds); a RoBERTa has learned positions")
 	tv := DistilBertBase()
 	tv.TypeVocabSize = 2
 	require.ErrorContains(t, tv.Validate(), "type_vocab_size 2: a DistilBERT has no token types")

@@ -95,6 +95,9 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 	if m.PositionEmbeddings, err = layers.NewLearnedPositional(emb.Sub("position_embeddings"), cfg.MaxPositionEmbeddings, d); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
+	if cfg.SinusoidalPosEmbds { // DistilBERT's fixed table (distilbert_sinusoidal.go)
+		s.Reinit(m.PositionEmbeddings.Weight, sinusoidalInit)
+	}
 	if !v.noTokenTypes {
 		if m.TokenTypeEmbeddings, err = layers.NewEmbedding(emb.Sub("token_type_embeddings"), cfg.TypeVocabSize, d); err != nil {
 			return nil, fmt.Errorf("bert: %w", err)
@@ -202,6 +205,10 @@ func (m *Model) embed(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 		}
 		if h, err = m.PositionEmbeddings.ForwardIDs(g, h, pos); err != nil {
 			return nil, fmt.Errorf("bert: %w", err)
+		}
+	} else if m.Config.SinusoidalPosEmbds {
+		if h, err = m.addSinusoidal(g, h); err != nil {
+			return nil, err
 		}
 	} else if h, err = m.PositionEmbeddings.Forward(g, h); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)

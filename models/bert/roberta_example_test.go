@@ -1,6 +1,7 @@
 package bert_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -68,4 +69,28 @@ func Example_roberta() {
 	// roberta-base: 124645632 parameters, 512 tokens
 	// roberta [RobertaForMaskedLM]
 	// 2 fills; the best in place: true
+}
+
+// How each model type lays out a question and its context, and the
+// question-answering windows of one.
+func ExampleConfig_PairLayout() {
+	for _, c := range []bert.Config{bert.Base(), bert.RobertaBase(), bert.DistilBertBase()} {
+		l := c.PairLayout()
+		fmt.Printf("%s: %d separators, context type %d, token type ids %v, %d special tokens\n", cmp.Or(c.ModelType, bert.ModelType), l.Seps, l.SecondType, l.TokenTypes, l.Specials())
+	}
+	// <s>=0, </s>=2: a question of 2 tokens over a context of 5, 3 context tokens a window, the next window 2 tokens on.
+	wins, err := bert.RobertaBase().PairLayout().QAWindows(0, 2, []int{10, 11}, []int{20, 21, 22, 23, 24}, 3, 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, w := range wins {
+		fmt.Println(w.IDs, w.TypeIDs, w.ContextOffset)
+	}
+	// Output:
+	// bert: 1 separators, context type 1, token type ids true, 3 special tokens
+	// roberta: 2 separators, context type 0, token type ids true, 4 special tokens
+	// distilbert: 1 separators, context type 0, token type ids false, 3 special tokens
+	// [0 10 11 2 2 20 21 22 2] [0 0 0 0 0 0 0 0 0] 5
+	// [0 10 11 2 2 22 23 24 2] [0 0 0 0 0 0 0 0 0] 5
 }

@@ -187,3 +187,14 @@ func TestRobertaSaveKeys(t *testing.T) {
 		})
 	}
 }
+
+// RobertaLMHead applies gelu whatever hidden_act is: with an encoder of
+// hidden_act relu (testdata/roberta_relu, roberta_reference.py
+// --hidden-act relu, whose script checks that the head's taking relu
+// moves the logits by more than 0.05), every head matches transformers.
+func TestRobertaReluParity(t *testing.T) {
+	variantParity(t, "roberta_relu", func(t *testing.T, m *Model) {
+		require.Equal(t, "relu", m.Config.HiddenAct)
+		require.Equal(t, RobertaModelType, m.Config.ModelType)
+	})
+}

@@ -333,14 +333,19 @@ func LoadSentenceEmbeddings(dir string, opts ...models.LoadOption) (*SentenceEmb
 }
 
 // Save writes s as a sentence-transformers folder (see the file's
-// comment): the encoder at the top (module path ""), its tokenizer, the
-// Pooling in 1_Pooling and, with Normalize, an empty 2_Normalize.
+// comment): the encoder at the top (module path ""), its tokenizer
+// (tokenizer.json, and the tokenizer_config.json transformers'
+// save_pretrained writes, which AutoTokenizer reads: sentence_save.go),
+// the Pooling in 1_Pooling and, with Normalize, an empty 2_Normalize.
 // sentence-transformers' SentenceTransformer(dir) loads it.
 func (s *SentenceEmbeddings) Save(dir string) error {
 	if err := os.MkdirAll(filepath.Join(dir, "1_Pooling"), 0o755); err != nil {
 		return fmt.Errorf("bert: save sentence embeddings: %w", err)
 	}
 	if err := models.SaveText(dir, s.Model, s.Tokenizer); err != nil {
+		return err
+	}
+	if err := writeTokenizerConfig(dir, s.Model.Config, s.Tokenizer); err != nil {
 		return err
 	}
 	mods := []stModule{{0, "0", "", moduleTransformer}, {1, "1", "1_Pooling", modulePooling}}

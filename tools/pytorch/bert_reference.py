@@ -130,9 +130,15 @@ class BertIntermediate(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.dense = nn.Linear(c["hidden_size"], c["intermediate_size"])
+        self.act = hidden_act(c)
 
     def forward(self, x):
-        return F.gelu(self.dense(x))
+        return self.act(self.dense(x))
+
+
+def hidden_act(c):
+    """transformers' ACT2FN[hidden_act] for the two activations the fixtures use."""
+    return {"gelu": F.gelu, "relu": F.relu}[c.get("hidden_act", "gelu")]
 
 
 class BertOutput(nn.Module):

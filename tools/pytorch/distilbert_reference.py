@@ -5,12 +5,14 @@ Run with the Debian torch package (see tools/pytorch/README.md):
 
     /usr/bin/python3 tools/pytorch/distilbert_reference.py [--out models/bert/testdata/distilbert]
     /usr/bin/python3 tools/pytorch/distilbert_reference.py --check DIR   # a zoo DistilBERT checkpoint of any head
+    /usr/bin/python3 tools/pytorch/distilbert_reference.py --sinusoidal [--out models/bert/testdata/distilbert_sin]
 
 No `transformers` package is available here, so this file re-implements
 transformers' modeling_distilbert.py with the same module names:
 
     class Embeddings: word_embeddings (padding_idx), position_embeddings
-        (learned: sinusoidal_pos_embds false), LayerNorm (eps 1e-12); no token types
+        (learned; with sinusoidal_pos_embds, create_sinusoidal_embeddings' fixed
+        table, float32 values, requires_grad False), LayerNorm (eps 1e-12); no token types
     class MultiHeadSelfAttention: q_lin, k_lin, v_lin, out_lin; q / sqrt(dim_per_head),
         masked_fill(mask == 0, finfo.min), softmax
     class FFN: lin1, activation, lin2
@@ -66,10 +68,24 @@ class Flags:
     """Deliberate bugs, each off by default, to check the fixture catches them."""
     no_mask = False
     tanh_classifier = False  # RoBERTa's tanh for DistilBERT's ReLU
+    no_positions = False  # the position table (the sinusoidal one) left out
 
 
 def act(c, x):
     return F.gelu(x) if c["activation"] == "gelu" else F.relu(x)
+
+
+def create_sinusoidal_embeddings(n_pos, dim, out):
+    """transformers' _create_sinusoidal_embeddings: numpy float64 angles
+    pos / 10000^(2(j//2)/dim), sin at even j and cos at odd j, written as
+    float32 (torch.FloatTensor) into out, which no longer takes gradients."""
+    import numpy as np
+    position_enc = np.array([[pos / np.power(10000, 2 * (j // 2) / dim) for j in range(dim)] for pos in range(n_pos)])
+    out.requires_grad = False
+    with torch.no_grad():
+        out[:, 0::2] = torch.FloatTensor(np.sin(position_enc[:, 0::2]))
+        out[:, 1::2] = torch.FloatTensor(np.cos(position_enc[:, 1::2]))
+    out.detach_()
 
 
 class Embeddings(nn.Module):
@@ -77,10 +93,14 @@ class Embeddings(nn.Module):
         super().__init__()
         self.word_embeddings = nn.Embedding(c["vocab_size"], c["dim"], padding_idx=c["pad_token_id"])
         self.position_embeddings = nn.Embedding(c["max_position_embeddings"], c["dim"])
+        if c.get("sinusoidal_pos_embds"):
+            create_sinusoidal_embeddings(c["max_position_embeddings"], c["dim"], self.position_embeddings.weight)
         self.LayerNorm = nn.LayerNorm(c["dim"], eps=EPS)
 
-    def forward(self, ids):
+    def forward(self, ids, flags=None):
         pos = torch.arange(ids.shape[1])[None].expand_as(ids)
+        if flags is not None and flags.no_positions:
+            return self.LayerNorm(self.word_embeddings(ids))
         return self.LayerNorm(self.word_embeddings(ids) + self.position_embeddings(pos))
 
 
@@ -153,7 +173,7 @@ class DistilBertModel(nn.Module):
         self.transformer = Transformer(c)
 
     def forward(self, ids, mask, flags):
-        return self.transformer(self.embeddings(ids), mask, flags)
+        return self.transformer(self.embeddings(ids, flags), mask, flags)
 
 
 class DistilBertForMaskedLM(nn.Module):
@@ -231,6 +251,8 @@ def randomise(model, gen, pad):
     """Large random values everywhere, so that bugs show (as bert_reference.py)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
+            if not p.requires_grad:  # the sinusoidal table stays as made
+                continue
             if name.endswith("norm.weight") or name.endswith("LayerNorm.weight"):
                 p.copy_(1 + 0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
             elif name.endswith("bias"):
@@ -261,7 +283,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="models/bert/testdata/distilbert")
     ap.add_argument("--check", help="a zoo checkpoint directory to load strictly instead")
+    ap.add_argument("--sinusoidal", action="store_true", help="sinusoidal_pos_embds true (default --out models/bert/testdata/distilbert_sin)")
     args = ap.parse_args()
+    if args.sinusoidal:
+        CONFIG["sinusoidal_pos_embds"] = True
+        if args.out == ap.get_default("out"):
+            args.out = "models/bert/testdata/distilbert_sin"
     torch.set_default_dtype(torch.float64)
     if args.check:
         check(args.check)
@@ -293,7 +320,7 @@ def main():
         loss = sum((v * rs[k]).sum() for k, v in out.items())
         loss.backward()
         # Each plausible bug must move the outputs clearly.
-        for bug in ["no_mask"] + (["tanh_classifier"] if head == "seq" else []):
+        for bug in ["no_mask"] + (["tanh_classifier"] if head == "seq" else []) + (["no_positions"] if c.get("sinusoidal_pos_embds") else []):
             f = Flags()
             setattr(f, bug, True)
             with torch.no_grad():

@@ -5,6 +5,7 @@ Run with the Debian torch package (see tools/pytorch/README.md):
 
     /usr/bin/python3 tools/pytorch/roberta_reference.py [--out models/bert/testdata/roberta]
     /usr/bin/python3 tools/pytorch/roberta_reference.py --check DIR   # a zoo RoBERTa checkpoint of any head
+    /usr/bin/python3 tools/pytorch/roberta_reference.py --hidden-act relu   # models/bert/testdata/roberta_relu: RobertaLMHead keeps gelu
 
 No `transformers` package is available here, so this file re-implements
 transformers' modeling_roberta.py with the same module names, on the
@@ -45,7 +46,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_reference import BertEncoder, BertPooler, Flags  # noqa: E402
+from bert_reference import BertEncoder, BertPooler, Flags, hidden_act  # noqa: E402
 from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
 
 GENERATOR = "tools/pytorch/roberta_reference.py"
@@ -110,9 +111,13 @@ class RobertaLMHead(nn.Module):
         self.decoder = nn.Linear(c["hidden_size"], c["vocab_size"])
         self.bias = nn.Parameter(torch.zeros(c["vocab_size"]))
         self.decoder.bias = self.bias
+        self.act = hidden_act(c)
 
-    def forward(self, x):
-        return self.decoder(self.layer_norm(F.gelu(self.dense(x))))
+    def forward(self, x, flags=Flags()):
+        # RobertaLMHead calls gelu whatever hidden_act is; the bug
+        # lm_hidden_act uses the encoder's activation instead.
+        act = self.act if getattr(flags, "lm_hidden_act", False) else F.gelu
+        return self.decoder(self.layer_norm(act(self.dense(x))))
 
 
 class RobertaClassificationHead(nn.Module):
@@ -139,7 +144,7 @@ class RobertaForMaskedLM(nn.Module):
         self.lm_head.decoder.weight = self.roberta.embeddings.word_embeddings.weight  # tie_weights
 
     def forward(self, ids, mask, flags=Flags()):
-        return {"logits": self.lm_head(self.roberta(ids, mask, flags))}
+        return {"logits": self.lm_head(self.roberta(ids, mask, flags), flags)}
 
 
 class RobertaForSequenceClassification(nn.Module):
@@ -229,7 +234,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="models/bert/testdata/roberta")
     ap.add_argument("--check", help="a zoo checkpoint directory to load strictly instead")
+    ap.add_argument("--hidden-act", default="gelu", help="the encoder's hidden_act (relu: default --out models/bert/testdata/roberta_relu)")
     args = ap.parse_args()
+    if args.hidden_act != "gelu":
+        CONFIG["hidden_act"] = args.hidden_act
+        if args.out == ap.get_default("out"):
+            args.out = "models/bert/testdata/roberta_" + args.hidden_act
     torch.set_default_dtype(torch.float64)
     if args.check:
         check(args.check)
@@ -261,7 +271,8 @@ def main():
         loss = sum((v * rs[k]).sum() for k, v in out.items())
         loss.backward()
         # Each plausible bug must move the outputs clearly.
-        for bug in ["bert_positions"] + (["no_pooler_tanh"] if head == "seq" else []):
+        lm_act = ["lm_hidden_act"] if head == "mlm" and c["hidden_act"] != "gelu" else []
+        for bug in ["bert_positions"] + (["no_pooler_tanh"] if head == "seq" else []) + lm_act:
             f = Flags()
             setattr(f, bug, True)
             with torch.no_grad():
