@@ -84,6 +84,16 @@ type Config struct {
 	// and LayerNormEps is 1e-12.)
 	QADropout         float64 `json:"-"`
 	SeqClassifDropout float64 `json:"-"`
+	// EmbeddingSize, NumHiddenGroups and InnerGroupNum are ALBERT's
+	// (ModelType AlbertModelType) embedding_size, num_hidden_groups and
+	// inner_group_num (see albert.go): the embeddings' width, mapped to
+	// HiddenSize by embedding_hidden_mapping_in, and the layer groups whose
+	// weights the NumHiddenLayers layers share. Every other model type
+	// leaves them 0. (An ALBERT's classifier_dropout_prob is read into
+	// ClassifierDropout.)
+	EmbeddingSize   int `json:"-"`
+	NumHiddenGroups int `json:"-"`
+	InnerGroupNum   int `json:"-"`
 	// ID2Label names the classes of a sequence classifier, by id ("0", "1", …).
 	ID2Label map[string]string `json:"id2label,omitempty"`
 	// Extra holds the config.json keys this Config does not model, as read
@@ -155,6 +165,9 @@ func (c Config) Validate() error {
 		sizes = append(sizes, models.Size{Field: "type_vocab_size", V: c.TypeVocabSize, Max: models.MaxDim})
 	}
 	if err := models.CheckSizes(v.family, sizes...); err != nil {
+		return err
+	}
+	if err := c.validateShared(v); err != nil {
 		return err
 	}
 	switch {
@@ -232,6 +245,9 @@ func (c Config) paramTerms() []models.Term {
 		{What: fmt.Sprintf("the layers, num_hidden_layers %d × %s per layer (hidden_size %d, intermediate_size %d)", l, models.Count(perLayer), d, in),
 			Lower: "num_hidden_layers, hidden_size or intermediate_size", N: models.Mul(l, perLayer)},
 		{What: "the embedding LayerNorm and the pooler", Lower: "hidden_size", N: models.Sum(models.Mul(d, d), models.Mul(3, d))},
+	}
+	if c.variant() == albertVariant {
+		return c.albertParamTerms()
 	}
 	if c.variant().noPooler { // DistilBERT: no pooler (and no token types: ty is 0)
 		terms[len(terms)-1] = models.Term{What: "the embedding LayerNorm", Lower: c.variant().key("hidden_size"), N: models.Mul(2, d)}
