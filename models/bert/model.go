@@ -48,9 +48,9 @@ type Model struct {
 	// Encoder is bert.encoder.layer.*; an ALBERT's lists its shared
 	// blocks once per use (see newAlbertEncoder).
 	Encoder *layers.Encoder
-	Pooler              *layers.Linear            // bert.pooler.dense; nil for the heads without one (see dropPooler) and a DistilBERT
-	drop                layers.Dropout
-	arch                string // the head class a NewFor* put on it, for Save; "" to infer it
+	Pooler  *layers.Linear // bert.pooler.dense; nil for the heads without one (see dropPooler) and a DistilBERT
+	drop    layers.Dropout
+	arch    string // the head class a NewFor* put on it, for Save; "" to infer it
 }
 
 // blockNames are BERT's names for the parts of a layer and the stack.
