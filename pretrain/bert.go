@@ -31,6 +31,10 @@ type BERTConfig struct {
 	VocabSize int         `json:"vocab_size"` // with "wordpiece"
 	Lowercase bool        `json:"do_lower_case"`
 	Model     bert.Config `json:"model"` // vocab_size comes from the tokenizer
+	// ModelType picks the model type and its objective: "" or "bert"
+	// (MLM + next-sentence prediction), "albert" (MLM + sentence-order
+	// prediction, the model section made an ALBERT; see albert.go).
+	ModelType string `json:"model_type"`
 	BERTPairConfig
 	train.Args
 	EvalBatches int     `json:"eval_batches"` // validation batches per evaluation; 0: every validation pair
@@ -163,6 +167,10 @@ type BERTRecipe struct {
 // and that init_from, if given, is a BERT checkpoint: the errors a user
 // should see before anything is written.
 func NewBERTRecipe(ctx context.Context, cfg BERTConfig) (*BERTRecipe, error) {
+	cfg, err := cfg.withModelType()
+	if err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -242,20 +250,24 @@ func (r *BERTRecipe) pairs(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("pretrain: %w", err)
 	}
-	if r.trainPairs, err = MakeBERTPairs(trainDocs, r.sp, cfg.BERTPairConfig, cfg.Seed); err != nil {
+	makePairs, pairsWhat := MakeBERTPairs, "random next"
+	if cfg.Model.ModelType == bert.AlbertModelType { // sentence order: consecutive segments, swapped or not
+		makePairs, pairsWhat = MakeSOPPairs, "swapped"
+	}
+	if r.trainPairs, err = makePairs(trainDocs, r.sp, cfg.BERTPairConfig, cfg.Seed); err != nil {
 		return fmt.Errorf("pretrain: training split: %w", err)
 	}
 	vc := cfg.BERTPairConfig
 	vc.DupeFactor = 1 // one pass over the validation documents
-	if r.valPairs, err = MakeBERTPairs(valDocs, r.sp, vc, cfg.Seed+1); err != nil {
+	if r.valPairs, err = makePairs(valDocs, r.sp, vc, cfg.Seed+1); err != nil {
 		if valDocs.NumDocuments() < 2 {
 			return fmt.Errorf("pretrain: the validation split holds %d document(s), and next-sentence pairs need 2: raise val_fraction or use a corpus of more documents", valDocs.NumDocuments())
 		}
 		return fmt.Errorf("pretrain: validation split: %w", err)
 	}
 	tp := r.trainPairs
-	fmt.Fprintf(out, "pairs: %d training (%d documents; %.1f%% random next, %.1f%% truncated to %d tokens), %d validation (%d documents)\n",
-		tp.Len(), trainDocs.NumDocuments(), 100*float64(tp.RandomNext)/float64(tp.Len()),
+	fmt.Fprintf(out, "pairs: %d training (%d documents; %.1f%% %s, %.1f%% truncated to %d tokens), %d validation (%d documents)\n",
+		tp.Len(), trainDocs.NumDocuments(), 100*float64(tp.RandomNext)/float64(tp.Len()), pairsWhat,
 		100*float64(tp.Truncated)/float64(tp.Len()), cfg.MaxSeqLength, r.valPairs.Len(), valDocs.NumDocuments())
 	return nil
 }

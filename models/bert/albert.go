@@ -230,12 +230,23 @@ func fromAlbert(a albertConfig) Config {
 }
 
 // albertStart is the albertConfig that reading into c starts from: c's
-// values when c is set, as encoding/json keeps them.
+// values when c is set, as encoding/json keeps them. When c is set but
+// another model type's (a pretraining config's BERT model section read
+// as an ALBERT), the keys only ALBERT has start at AlbertConfig's
+// defaults (embedding_size at most hidden_size).
 func albertStart(c *Config) albertConfig {
 	if c.VocabSize == 0 && c.HiddenSize == 0 && c.NumHiddenLayers == 0 {
 		return albertConfig{}
 	}
-	return toAlbert(*c)
+	a := toAlbert(*c)
+	if c.ModelType != AlbertModelType {
+		d := albertDefaults()
+		a.EmbeddingSize, a.NumHiddenGroups, a.InnerGroupNum = min(d.EmbeddingSize, c.HiddenSize), d.NumHiddenGroups, d.InnerGroupNum
+		if a.ClassifierDropoutProb == nil {
+			a.ClassifierDropoutProb = d.ClassifierDropoutProb
+		}
+	}
+	return a
 }
 
 // albertCodec is albertCodecJSON on Config (configCodec).
