@@ -36,6 +36,7 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 	f.BoolVar(&cfg.DynamicMasking, "dynamic-masking", cfg.DynamicMasking, "new masks every epoch instead of one set per example")
 	f.IntVar(&cfg.EvalBatches, "eval-batches", cfg.EvalBatches, "validation batches per evaluation (0: all)")
 	preset := f.String("model", "", "model size: tiny, mini, small, medium or base (default mini; a --config's model section otherwise)")
+	f.StringVar(&cfg.ModelType, "model-type", cfg.ModelType, "bert (MLM + next-sentence prediction) or albert (MLM + sentence-order prediction; the model an ALBERT of its sizes, one shared layer)")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
@@ -55,8 +56,12 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f)\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss)
-	fmt.Fprintf(stdout, "held-out: MLM accuracy %.4f, MLM perplexity %.2f, NSP accuracy %.4f (%d validation pairs)\n",
-		res.MLMAccuracy, res.MLMPerplexity(), res.NSPAccuracy, res.ValPairs)
+	pair := "NSP"
+	if cfg.ModelType == pretrain.AlbertModelType || cfg.Model.ModelType == bert.AlbertModelType {
+		pair = "SOP" // ALBERT's sentence order
+	}
+	fmt.Fprintf(stdout, "held-out: MLM accuracy %.4f, MLM perplexity %.2f, %s accuracy %.4f (%d validation pairs)\n",
+		res.MLMAccuracy, res.MLMPerplexity(), pair, res.NSPAccuracy, res.ValPairs)
 	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.OutputDir, train.PlotFile))
 	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo finetune bert --task classify --init-from %s --train-file FILE\n", cmp.Or(res.Best, res.Final))
 	return nil
