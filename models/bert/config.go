@@ -16,6 +16,9 @@
 // DistilBERT (model_type "distilbert", DistilBertBase) is one too, with
 // DistilBertConfig's keys and transformers' DistilBertFor… names: no token
 // types, no pooler, pre_classifier → ReLU → classifier (see distilbert.go).
+// ALBERT (model_type "albert", AlbertBase) is one too, with AlbertConfig's
+// keys and transformers' AlbertFor… names: factorised embeddings and
+// layers shared by groups (see albert.go).
 package bert
 
 import (
@@ -44,8 +47,9 @@ import (
 //   - kept: every other key (use_cache, torch_dtype, gradient_checkpointing,
 //     transformers_version, …) goes to Extra, and Save writes it back.
 //
-// model_type must be "bert", "roberta" or "distilbert" (ModelType; a
-// DistilBERT's keys are DistilBertConfig's, see QADropout); architectures and
+// model_type must be "bert", "roberta", "distilbert" or "albert" (ModelType; a
+// DistilBERT's keys are DistilBertConfig's, see QADropout, an ALBERT's
+// AlbertConfig's, see EmbeddingSize); architectures and
 // label2id are written from what Save saves, not kept.
 type Config struct {
 	// ModelType is the model type of the BERT family this config builds:
