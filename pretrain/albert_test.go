@@ -151,6 +151,11 @@ func TestALBERTLearns(t *testing.T) {
 	require.Len(t, p.Config.Extra, 0)
 	require.Equal(t, 1, p.Config.NumHiddenGroups)
 	require.Equal(t, "sop_classifier.classifier.weight", p.NSP.Weight.Name)
+	// zoo eval scores it on sentence-order pairs too.
+	e, err := EvalBERT(context.Background(), res.Final, cfg.Corpus, cfg.BERTPairConfig, 8, 200, 5)
+	require.NoError(t, err)
+	require.True(t, e.SentenceOrder)
+	require.Greater(t, e.NSPAccuracy, 0.7, "sentence order on the corpus")
 	c, rep, err := bert.LoadForSequenceClassification(res.Final, models.WithLabels("a", "b"))
 	require.NoError(t, err)
 	require.Contains(t, rep.Dropped, "sop_classifier.classifier.weight")

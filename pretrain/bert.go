@@ -373,6 +373,10 @@ func bertRecord(ctx context.Context, cfg BERTConfig, c *datasets.Corpus) (runinf
 type BERTEval struct {
 	Loss, MLMLoss, MLMAccuracy, NSPLoss, NSPAccuracy float64
 	Pairs, Predictions                               int
+	// SentenceOrder: the checkpoint is an ALBERT, scored on
+	// sentence-order pairs (MakeSOPPairs); NSPLoss and NSPAccuracy are
+	// that head's.
+	SentenceOrder bool
 }
 
 // MLMPerplexity is exp of the MLM loss.
@@ -425,7 +429,11 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig
 		return e, err
 	}
 	cfg.DupeFactor = 1
-	pairs, err := MakeBERTPairs(docs, sp, cfg, seed)
+	makePairs := MakeBERTPairs
+	if m.Config.ModelType == bert.AlbertModelType { // sentence order, as it was pretrained
+		makePairs = MakeSOPPairs
+	}
+	pairs, err := makePairs(docs, sp, cfg, seed)
 	if err != nil {
 		return e, fmt.Errorf("eval: %w", err)
 	}
@@ -443,5 +451,5 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig
 		return e, err
 	}
 	return BERTEval{Loss: loss, MLMLoss: parts["mlm_loss"], MLMAccuracy: parts["mlm_accuracy"], NSPLoss: parts["nsp_loss"],
-		NSPAccuracy: parts["nsp_accuracy"], Pairs: n, Predictions: targets}, nil
+		NSPAccuracy: parts["nsp_accuracy"], Pairs: n, Predictions: targets, SentenceOrder: m.Config.ModelType == bert.AlbertModelType}, nil
 }

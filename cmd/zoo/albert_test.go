@@ -108,6 +108,10 @@ func TestALBERTPretrainClassifyPredict(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "albert", ck.ModelType)
 	require.Equal(t, []string{"AlbertForPreTraining"}, ck.Architectures)
+	out.Reset()
+	code = run([]string{"eval", "--checkpoint", ckpt, "--corpus", corpus, "--max-seq-length", "32", "--max-predictions", "5"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Regexp(t, `MLM accuracy 0\.\d+, MLM loss \d\.\d+ \(perplexity [\d.]+\); SOP accuracy`, out.String())
 
 	var rows strings.Builder
 	rows.WriteString("text\tlabel\n")

@@ -103,7 +103,11 @@ func runEvalBERTPretraining(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d pairs, %d predicted tokens: MLM accuracy %.4f, MLM loss %.4f (perplexity %.2f); NSP accuracy %.4f, NSP loss %.4f\n",
-		e.Pairs, e.Predictions, e.MLMAccuracy, e.MLMLoss, e.MLMPerplexity(), e.NSPAccuracy, e.NSPLoss)
+	pair := "NSP"
+	if e.SentenceOrder {
+		pair = "SOP" // an ALBERT's sentence order
+	}
+	fmt.Fprintf(stdout, "%d pairs, %d predicted tokens: MLM accuracy %.4f, MLM loss %.4f (perplexity %.2f); %s accuracy %.4f, %s loss %.4f\n",
+		e.Pairs, e.Predictions, e.MLMAccuracy, e.MLMLoss, e.MLMPerplexity(), pair, e.NSPAccuracy, pair, e.NSPLoss)
 	return nil
 }
