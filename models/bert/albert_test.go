@@ -78,7 +78,7 @@ func TestAlbertConfig(t *testing.T) {
 		{`{"model_type": "albert", "is_decoder": true}`, "is_decoder"},
 		{`{"model_type": "albert", "tie_word_embeddings": false}`, "tie_word_embeddings"},
 		{`{"model_type": "albert", "position_embedding_type": "relative_key"}`, "position_embedding_type"},
-		{`{"model_type": "albert", "classifier_dropout_prob": 1.5}`, "classifier_dropout 1.5 must be in [0, 1)"},
+		{`{"model_type": "albert", "classifier_dropout_prob": 1.5}`, "albert config: classifier_dropout_prob 1.5 must be in [0, 1)"},
 		{`{"model_type": "albert", "hidden_act": "swishy"}`, "albert config: hidden_act"},
 	} {
 		var c Config

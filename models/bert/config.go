@@ -201,7 +201,7 @@ func (c Config) Validate() error {
 		ps = append(ps, struct {
 			name string
 			v    float64
-		}{"classifier_dropout", *c.ClassifierDropout})
+		}{k("classifier_dropout"), *c.ClassifierDropout})
 	}
 	for _, p := range ps {
 		if !(p.v >= 0 && p.v < 1) {

@@ -179,6 +179,9 @@ func (v *variant) key(k string) string {
 	if n, ok := distilKeys[k]; ok && v == distilVariant {
 		return n
 	}
+	if k == "classifier_dropout" && v == albertVariant {
+		return "classifier_dropout_prob"
+	}
 	return k
 }
 
