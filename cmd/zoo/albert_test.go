@@ -138,6 +138,10 @@ func TestALBERTPretrainClassifyPredict(t *testing.T) {
 	code, stdout, stderr = predictCLI(t, "", "predict", "--checkpoint", final, "the red fox runs to the red den.")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "warm")
+	out.Reset()
+	code = run([]string{"inspect", final}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), "ALBERT: 2 layers (num_hidden_groups 1, inner_group_num 1, embedding_size 32), 2 heads, 32 wide")
 }
 
 // The catalogue's ALBERT cases: a config whose num_hidden_layers is not a

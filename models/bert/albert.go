@@ -165,6 +165,16 @@ func (c Config) outerStates(h []*gorgonia.Node) []*gorgonia.Node {
 	return out
 }
 
+// describeShared is what zoo inspect adds after an ALBERT's layer count:
+// " (num_hidden_groups 2, inner_group_num 1, embedding_size 128)"; "" for
+// the other types.
+func (c Config) describeShared() string {
+	if c.variant() != albertVariant {
+		return ""
+	}
+	return fmt.Sprintf(" (num_hidden_groups %d, inner_group_num %d, embedding_size %d)", c.NumHiddenGroups, c.InnerGroupNum, c.EmbeddingSize)
+}
+
 // albertDefaults are AlbertConfig's defaults (albert-xxlarge's shapes).
 func albertDefaults() albertConfig {
 	drop := 0.1
