@@ -16,11 +16,12 @@ import (
 type albertHF struct {
 	Tokenizers string `json:"tokenizers"`
 	Texts      []struct {
-		Text       string `json:"text"`
-		IDs        []int  `json:"ids"`
-		IDsSpecial []int  `json:"ids_special"`
-		TypeIDs    []int  `json:"type_ids"`
-		Decoded    string `json:"decoded"`
+		Text       string   `json:"text"`
+		IDs        []int    `json:"ids"`
+		Offsets    [][2]int `json:"offsets"` // in characters
+		IDsSpecial []int    `json:"ids_special"`
+		TypeIDs    []int    `json:"type_ids"`
+		Decoded    string   `json:"decoded"`
 	} `json:"texts"`
 	Pairs []struct {
 		A       string `json:"a"`
@@ -65,6 +66,20 @@ func TestAlbertUnigramMatchesHuggingFace(t *testing.T) {
 		text, err := tok.Decode(c.IDs)
 		require.NoError(t, err)
 		assert.Equal(t, c.Decoded, text, "decode %v", c.IDs)
+		// Offsets: tokenizers' characters as bytes of the text.
+		oids, offs, err := tpl.EncodeOffsets(c.Text)
+		require.NoError(t, err)
+		assert.Equal(t, append([]int{}, c.IDs...), append([]int{}, oids...), "offsets' ids %q", c.Text)
+		byteAt := []int{}
+		for i := range c.Text {
+			byteAt = append(byteAt, i)
+		}
+		byteAt = append(byteAt, len(c.Text))
+		var want []WordSpan
+		for _, o := range c.Offsets {
+			want = append(want, WordSpan{byteAt[o[0]], byteAt[o[1]]})
+		}
+		assert.Equal(t, append([]WordSpan{}, want...), append([]WordSpan{}, offs...), "offsets %q", c.Text)
 	}
 	for _, c := range hf.Pairs {
 		ids, types, err := tpl.EncodePair(c.A, c.B)
@@ -84,6 +99,12 @@ func TestAlbertUnigramMatchesHuggingFace(t *testing.T) {
 	assert.Equal(t, hf.Opticks.IDs, len(ids))
 	assert.Equal(t, hf.Opticks.Head, ids[:len(hf.Opticks.Head)])
 	assert.Equal(t, hf.Opticks.SHA256, idsHash(ids), "the ids of Opticks differ from tokenizers'")
+	oids, offs, err := tpl.EncodeOffsets(text)
+	require.NoError(t, err)
+	assert.Equal(t, ids, oids, "EncodeOffsets' ids of Opticks are Encode's")
+	for i, o := range offs {
+		require.True(t, o.Start >= 0 && o.Start < o.End && o.End <= len(text), "token %d: %v", i, o)
+	}
 }
 
 // The normalizers ALBERT's layout adds, each alone, and the pre-tokenizer
@@ -104,4 +125,15 @@ func TestAlbertNormalizers(t *testing.T) {
 	_, err := parseTokenizer([]byte(`{"pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"},
 		{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": true}]}, ` + model + `}`))
 	require.ErrorContains(t, err, `prepend_scheme "first"`)
+
+	// Offsets of a Unigram need a whitespace split, and no composition.
+	for _, c := range []struct{ file, want string }{
+		{`{"pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}, ` + model + `}`, "Whitespace or WhitespaceSplit"},
+		{`{"normalizer": {"type": "NFC"}, "pre_tokenizer": {"type": "WhitespaceSplit"}, ` + model + `}`, "NFC or NFKC"},
+	} {
+		tok, err := parseTokenizer([]byte(c.file))
+		require.NoError(t, err)
+		_, _, err = tok.(*hfTokenizer).EncodeOffsets("a a")
+		require.ErrorContains(t, err, c.want)
+	}
 }

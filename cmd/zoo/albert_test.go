@@ -33,11 +33,9 @@ func albertUnigram(t *testing.T) datasets.Tokenizer {
 	return tok
 }
 
-// bertVariantAlbert is ALBERT as the variant tests build it, with the
-// WordPiece the BERT checkpoints share (token classification and question
-// answering need a tokenizer with offsets, which zoo's Unigram does not
-// give yet).
-var bertVariantAlbert = bertVariant{prefix: "Albert", modelType: "albert", base: albertTiny, maxPos: 32, tok: headsWordPiece,
+// bertVariantAlbert is ALBERT as the variant tests build it, with ALBERT's
+// Unigram tokenizer.
+var bertVariantAlbert = bertVariant{prefix: "Albert", modelType: "albert", base: albertTiny, maxPos: 32, tok: albertUnigram,
 	heads: []string{"Model", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "ForMaskedLM", "ForPreTraining"}}
 
 // albertPredictCases are zoo predict on ALBERT checkpoints, and fill-mask

@@ -39,9 +39,9 @@ func sizedAlbert(v, p int) Config {
 // The pipelines run on ALBERT checkpoints with ALBERT's Unigram
 // tokenizer: text classification (pairs [CLS] A [SEP] B [SEP] with
 // segments 0 and 1) on the pooled output, fill-mask through predictions.*
-// as FillMaskBatch, and features with albert.pooler's pooled output.
-// Token classification and question answering refuse the tokenizer,
-// which gives no offsets.
+// as FillMaskBatch, token tags, answers cut from the context at the
+// Unigram's offsets (lowercased, accents stripped: the spans are the
+// original text's), and features with albert.pooler's pooled output.
 func TestAlbertPipelines(t *testing.T) {
 	tok := albertTokenizer(t)
 	dirs := saveHeads(t, sizedAlbert(tok.VocabSize(), 64), tok)
@@ -88,16 +88,22 @@ func TestAlbertPipelines(t *testing.T) {
 	require.Equal(t, want, filled)
 	require.Len(t, filled[1], 2)
 
-	// Tags and answers need character offsets, which zoo's Unigram
-	// tokenizer does not give yet: a clear error, not a wrong answer.
 	tp, err := LoadTokenClassification(dirs["tokens"])
 	require.NoError(t, err)
-	_, err = tp.PredictTokens(ctx, predictTexts)
-	require.ErrorContains(t, err, "encode offsets")
+	tp.IgnoreLabels = []string{}
+	tags, err := tp.PredictTokens(ctx, predictTexts)
+	require.NoError(t, err)
+	checkTags(t, tp, tok, predictTexts, tags, nil)
+
 	qp, err := LoadQuestionAnswering(dirs["qa"])
 	require.NoError(t, err)
-	_, err = qp.PredictAll(ctx, []QAInput{{Question: "where did the dog run", Context: "a dog ran in the park"}})
-	require.ErrorContains(t, err, "offsets")
+	qin := []QAInput{{Question: "where did the dog run", Context: "A Dog ran in the Park, café côté."}}
+	ans, err := qp.PredictAll(ctx, qin)
+	require.NoError(t, err)
+	require.NotEmpty(t, ans[0])
+	for _, a := range ans[0] {
+		require.Equal(t, qin[0].Context[a.Start:a.End], a.Answer, "answers are cut from the context at the Unigram's offsets")
+	}
 
 	fp, err := LoadFeatureExtraction(dirs["base"])
 	require.NoError(t, err)

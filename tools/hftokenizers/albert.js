@@ -6,8 +6,10 @@
 // checks:
 //
 //   NODE_PATH=/tmp/hftok/node_modules node tools/hftokenizers/albert.js \
-//     $(go env GOROOT)/src/testdata/Isaac.Newton-Opticks.txt datasets/testdata
+//     $(go env GOROOT)/src/testdata/Isaac.Newton-Opticks.txt datasets/testdata [reuse]
 //
+// With "reuse" it reads the albert_unigram.json there instead of training
+// anew (the trainer's scores vary in their last bits between runs).
 // writes datasets/testdata/albert_unigram.json (the tokenizer) and
 // datasets/testdata/albert_unigram_hf.json (tokenizers' ids, with and
 // without the template's [CLS] and [SEP], of single texts and pairs, the
@@ -36,7 +38,7 @@ function sha256(ids) {
 }
 
 async function main() {
-  const [textPath, outDir] = process.argv.slice(2);
+  const [textPath, outDir, reuse] = process.argv.slice(2);
   const text = fs.readFileSync(textPath, "utf8");
 
   const normalizer = {
@@ -53,6 +55,21 @@ async function main() {
     type: "Sequence",
     pretokenizers: [{ type: "WhitespaceSplit" }, { type: "Metaspace", replacement: "▁", prepend_scheme: "always", split: true }],
   };
+  let json;
+  if (reuse === "reuse") {
+    json = fs.readFileSync(path.join(outDir, "albert_unigram.json"), "utf8");
+  } else {
+    json = train(textPath, normalizer, preTokenizer);
+  }
+  fs.writeFileSync(path.join(outDir, "albert_unigram.json"), json);
+  const tok = tk.Tokenizer.fromString(json);
+  const vocab = JSON.parse(json).model.vocab;
+  await record(tok, vocab, text, outDir);
+}
+
+// train trains the Unigram with ALBERT's normalizer and pre-tokenizer and
+// returns its tokenizer.json in albert-base-v2's layout.
+function train(textPath, normalizer, preTokenizer) {
   const trainer = new tk.Tokenizer(tk.Unigram.empty());
   trainer.setNormalizer(
     tk.sequenceNormalizer([tk.replace("``", '"'), tk.replace("''", '"'), tk.nfkdNormalizer(), tk.stripAccentsNormalizer(), tk.lowercase()]),
@@ -97,9 +114,12 @@ async function main() {
     decoder: { type: "Metaspace", replacement: "▁", prepend_scheme: "always", split: true },
     model: { type: "Unigram", unk_id: 1, vocab, byte_fallback: false },
   };
-  const json = JSON.stringify(file) + "\n";
-  fs.writeFileSync(path.join(outDir, "albert_unigram.json"), json);
-  const tok = tk.Tokenizer.fromString(json);
+  return JSON.stringify(file) + "\n";
+}
+
+// record writes tokenizers' ids, type ids, offsets (in characters) and
+// decodes.
+async function record(tok, vocab, text, outDir) {
 
   const texts = [
     "",
@@ -123,9 +143,10 @@ async function main() {
   ];
   const out = { tokenizers: require("tokenizers/package.json").version, node: process.version, pieces: vocab.length, texts: [], pairs: [], decodes: [] };
   for (const t of texts) {
-    const ids = (await tok.encode(t, null, { addSpecialTokens: false })).getIds();
+    const plain = await tok.encode(t, null, { addSpecialTokens: false });
+    const ids = plain.getIds();
     const enc = await tok.encode(t, null, { addSpecialTokens: true });
-    out.texts.push({ text: t, ids, ids_special: enc.getIds(), type_ids: enc.getTypeIds(), decoded: await tok.decode(ids, false) });
+    out.texts.push({ text: t, ids, offsets: plain.getOffsets(), ids_special: enc.getIds(), type_ids: enc.getTypeIds(), decoded: await tok.decode(ids, false) });
   }
   for (const [a, b] of pairs) {
     const enc = await tok.encode(a, b, { addSpecialTokens: true });
