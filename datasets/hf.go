@@ -256,7 +256,7 @@ func (t *hfTokenizer) parsePipeline(head hfHead, preType string) error {
 		return err == nil, err
 	}
 	if !isNull(head.Normalizer) {
-		if _, err := part(parseNormalizer(head.Normalizer, &t.norm, &mine)); err != nil {
+		if _, err := part(parseNormalizer(head.Normalizer, &t.norm, &mine, t.uni != nil)); err != nil {
 			return err
 		}
 	}
@@ -308,8 +308,8 @@ func (t *hfTokenizer) parsePipeline(head hfHead, preType string) error {
 	if len(notMine) > 0 && t.uni != nil {
 		// sugarme's Unigram differs from tokenizers' (issue 37): a
 		// Unigram runs here or not at all.
-		return fmt.Errorf("%s: zoo runs a Unigram model itself, with the normalizers Prepend, Replace, NFC, NFKC and Sequence, "+
-			"the pre-tokenizers Metaspace, ByteLevel, Whitespace and WhitespaceSplit, and the decoders ByteLevel, Fuse, ByteFallback, Strip, Replace, Metaspace and Sequence",
+		return fmt.Errorf("%s: zoo runs a Unigram model itself, with the normalizers Prepend, Replace, NFC, NFKC, NFD, NFKD, StripAccents, Lowercase and Sequence, "+
+			"the pre-tokenizers Metaspace, ByteLevel, Whitespace and WhitespaceSplit (alone, or in a Sequence before a Metaspace), and the decoders ByteLevel, Fuse, ByteFallback, Strip, Replace, Metaspace and Sequence",
 			(&unsupportedError{strings.Join(notMine, ", ")}).Error())
 	}
 	if len(notMine) > 0 {
@@ -531,6 +531,11 @@ func (t *hfTokenizer) encodePiece(ids []int, text string, first bool, s *bpeScra
 // normalized piece of text; byteLevel says the word is to be mapped to
 // GPT-2's byte symbols. first says the piece starts the input.
 func (t *hfTokenizer) preTokenize(text string, first bool, word func(w string, byteLevel bool) error) error {
+	if t.meta != nil && t.ws != 0 { // Sequence [WhitespaceSplit, Metaspace]: ALBERT's
+		return whitespaceWords(text, t.ws == 2, func(w string) error {
+			return t.meta.words(w, first, func(w string) error { return word(w, false) })
+		})
+	}
 	if t.meta != nil {
 		return t.meta.words(text, first, func(w string) error { return word(w, false) })
 	}

@@ -17,10 +17,16 @@ import (
 // as the ByteLevel and RobertaProcessing post-processors' trim_offsets
 // does (a token of spaces alone is empty, at its end); an added token
 // covers its content, without the whitespace its lstrip or rstrip took.
-// Another layout is an error.
+// A Unigram with the pre-tokenizer Whitespace or WhitespaceSplit (alone or
+// before a Metaspace: ALBERT's layout) has them too, through its
+// normalizer's alignments (unigram_offsets.go). Another layout is an
+// error.
 func (t *hfTokenizer) EncodeOffsets(text string) (ids []int, offsets []WordSpan, err error) {
 	if !utf8.ValidString(text) {
 		return nil, nil, errors.New("datasets: encode: text is not valid UTF-8")
+	}
+	if t.native && t.uni != nil { // ALBERT's layout and others: unigram_offsets.go
+		return t.unigramOffsets(text)
 	}
 	if !t.native || t.bpe == nil || t.pre == nil || !t.pre.useRegex || t.pre.addPrefixSpace || len(t.norm) > 0 ||
 		len(t.splits) > 0 || t.meta != nil || t.ws != 0 || t.bpe.dropout != 0 || t.bpe.prefix != "" || t.bpe.suffix != "" {

@@ -46,6 +46,10 @@ const (
 	normReplace                 // every text by with
 	normNFC
 	normNFKC
+	normNFKD
+	normNFD
+	normStripAccents // drop combining marks (General_Category M), as tokenizers' StripAccents
+	normLowercase    // Rust's char::to_lowercase of each character (lowerEach)
 )
 
 type normStep struct {
@@ -69,6 +73,14 @@ func (n hfNormalizer) apply(s string) string {
 			s = norm.NFC.String(s)
 		case normNFKC:
 			s = norm.NFKC.String(s)
+		case normNFKD:
+			s = norm.NFKD.String(s)
+		case normNFD:
+			s = norm.NFD.String(s)
+		case normStripAccents:
+			s = stripMarks(s)
+		case normLowercase:
+			s = lowerEach(s)
 		}
 	}
 	return s
@@ -97,7 +109,10 @@ func (p replacePattern) literal(kind string) (string, error) {
 
 // parseNormalizer appends the steps of a tokenizer.json normalizer to n;
 // seen collects the types it holds.
-func parseNormalizer(raw json.RawMessage, n *hfNormalizer, seen *[]string) error {
+// NFD, NFKD, StripAccents and Lowercase are run here for a Unigram model
+// only (ALBERT's, unigram_albert.go): the other models leave them to
+// sugarme/tokenizer, as before.
+func parseNormalizer(raw json.RawMessage, n *hfNormalizer, seen *[]string, unigram bool) error {
 	var f struct {
 		Type        string            `json:"type"`
 		Prepend     *string           `json:"prepend"`
@@ -115,7 +130,7 @@ func parseNormalizer(raw json.RawMessage, n *hfNormalizer, seen *[]string) error
 			return errors.New(`normalizer "Sequence" has no "normalizers"`)
 		}
 		for _, r := range f.Normalizers {
-			if err := parseNormalizer(r, n, seen); err != nil {
+			if err := parseNormalizer(r, n, seen, unigram); err != nil {
 				return err
 			}
 		}
@@ -137,6 +152,12 @@ func parseNormalizer(raw json.RawMessage, n *hfNormalizer, seen *[]string) error
 		*n = append(*n, normStep{kind: normNFC})
 	case "NFKC":
 		*n = append(*n, normStep{kind: normNFKC})
+	case "NFKD", "NFD", "StripAccents", "Lowercase":
+		if !unigram {
+			*seen = (*seen)[:len(*seen)-1]
+			return unsupported("normalizer", f.Type)
+		}
+		*n = append(*n, normStep{kind: map[string]normKind{"NFKD": normNFKD, "NFD": normNFD, "StripAccents": normStripAccents, "Lowercase": normLowercase}[f.Type]})
 	default:
 		*seen = (*seen)[:len(*seen)-1] // not one of the parts run here
 		return unsupported("normalizer", f.Type)

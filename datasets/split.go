@@ -236,6 +236,9 @@ func (t *hfTokenizer) parsePreSequence(raw json.RawMessage) error {
 	if err := flatten(raw); err != nil {
 		return err
 	}
+	if ok, err := t.parseWordsMetaspace(flat); ok || err != nil {
+		return err
+	}
 	var splits []*splitPre
 	var pre *byteLevel
 	for i, r := range flat {

@@ -215,8 +215,8 @@ func TestUnigramRefusals(t *testing.T) {
 	}{
 		{"Precompiled", `{"normalizer": {"type": "Precompiled", "precompiled_charsmap": "AA=="}, "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0]]}}`,
 			`normalizer "Precompiled" is not implemented: zoo runs a Unigram model itself`},
-		{"Lowercase", `{"normalizer": {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]}, "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0]]}}`,
-			`normalizer "Lowercase" is not implemented`},
+		{"Strip", `{"normalizer": {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Strip", "strip_left": true, "strip_right": true}]}, "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0]]}}`,
+			`normalizer "Strip" is not implemented`}, // Lowercase is ALBERT's (unigram_albert.go)
 		{"BertPreTokenizer", `{"pre_tokenizer": {"type": "BertPreTokenizer"}, "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0]]}}`,
 			`pre_tokenizer "BertPreTokenizer" is not implemented`},
 		{"CTC decoder", `{"decoder": {"type": "CTC"}, "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0]]}}`,

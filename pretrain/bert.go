@@ -31,9 +31,11 @@ type BERTConfig struct {
 	VocabSize int         `json:"vocab_size"` // with "wordpiece"
 	Lowercase bool        `json:"do_lower_case"`
 	Model     bert.Config `json:"model"` // vocab_size comes from the tokenizer
-	// ModelType is the BERT family's model type pretrained: "bert" (or
-	// empty: MLM + NSP), "roberta" or "distilbert" (masked LM only; see
-	// MLMOnly). It sets the model block's model_type.
+	// ModelType picks the model type and its objective: "" or "bert"
+	// (MLM + next-sentence prediction), "albert" (MLM + sentence-order
+	// prediction, the model section made an ALBERT; see albert.go),
+	// "roberta" or "distilbert" (masked LM only; see MLMOnly). It sets the
+	// model block's model_type.
 	ModelType string `json:"model_type"`
 	BERTPairConfig
 	train.Args
@@ -182,6 +184,10 @@ func NewBERTRecipe(ctx context.Context, cfg BERTConfig) (*BERTRecipe, error) {
 	} else if MLMOnly(mt) {
 		return nil, fmt.Errorf("config: a %s pretrains by masked LM alone, not with this recipe's MLM + NSP: run it with RunBERT", mt)
 	}
+	cfg, err := cfg.withModelType()
+	if err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -261,20 +267,24 @@ func (r *BERTRecipe) pairs(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("pretrain: %w", err)
 	}
-	if r.trainPairs, err = MakeBERTPairs(trainDocs, r.sp, cfg.BERTPairConfig, cfg.Seed); err != nil {
+	makePairs, pairsWhat := MakeBERTPairs, "random next"
+	if cfg.Model.ModelType == bert.AlbertModelType { // sentence order: consecutive segments, swapped or not
+		makePairs, pairsWhat = MakeSOPPairs, "swapped"
+	}
+	if r.trainPairs, err = makePairs(trainDocs, r.sp, cfg.BERTPairConfig, cfg.Seed); err != nil {
 		return fmt.Errorf("pretrain: training split: %w", err)
 	}
 	vc := cfg.BERTPairConfig
 	vc.DupeFactor = 1 // one pass over the validation documents
-	if r.valPairs, err = MakeBERTPairs(valDocs, r.sp, vc, cfg.Seed+1); err != nil {
+	if r.valPairs, err = makePairs(valDocs, r.sp, vc, cfg.Seed+1); err != nil {
 		if valDocs.NumDocuments() < 2 {
 			return fmt.Errorf("pretrain: the validation split holds %d document(s), and next-sentence pairs need 2: raise val_fraction or use a corpus of more documents", valDocs.NumDocuments())
 		}
 		return fmt.Errorf("pretrain: validation split: %w", err)
 	}
 	tp := r.trainPairs
-	fmt.Fprintf(out, "pairs: %d training (%d documents; %.1f%% random next, %.1f%% truncated to %d tokens), %d validation (%d documents)\n",
-		tp.Len(), trainDocs.NumDocuments(), 100*float64(tp.RandomNext)/float64(tp.Len()),
+	fmt.Fprintf(out, "pairs: %d training (%d documents; %.1f%% %s, %.1f%% truncated to %d tokens), %d validation (%d documents)\n",
+		tp.Len(), trainDocs.NumDocuments(), 100*float64(tp.RandomNext)/float64(tp.Len()), pairsWhat,
 		100*float64(tp.Truncated)/float64(tp.Len()), cfg.MaxSeqLength, r.valPairs.Len(), valDocs.NumDocuments())
 	return nil
 }
@@ -383,6 +393,10 @@ type BERTEval struct {
 	Loss, MLMLoss, MLMAccuracy, NSPLoss, NSPAccuracy float64
 	Pairs, Predictions                               int
 	MLMOnly                                          bool // a RoBERTa or DistilBERT: no NSP figures (Pairs are its sequences)
+	// SentenceOrder: the checkpoint is an ALBERT, scored on
+	// sentence-order pairs (MakeSOPPairs); NSPLoss and NSPAccuracy are
+	// that head's.
+	SentenceOrder bool
 }
 
 // MLMPerplexity is exp of the MLM loss.
@@ -438,7 +452,11 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig
 		return e, err
 	}
 	cfg.DupeFactor = 1
-	pairs, err := MakeBERTPairs(docs, sp, cfg, seed)
+	makePairs := MakeBERTPairs
+	if m.Config.ModelType == bert.AlbertModelType { // sentence order, as it was pretrained
+		makePairs = MakeSOPPairs
+	}
+	pairs, err := makePairs(docs, sp, cfg, seed)
 	if err != nil {
 		return e, fmt.Errorf("eval: %w", err)
 	}
@@ -456,5 +474,5 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig
 		return e, err
 	}
 	return BERTEval{Loss: loss, MLMLoss: parts["mlm_loss"], MLMAccuracy: parts["mlm_accuracy"], NSPLoss: parts["nsp_loss"],
-		NSPAccuracy: parts["nsp_accuracy"], Pairs: n, Predictions: targets}, nil
+		NSPAccuracy: parts["nsp_accuracy"], Pairs: n, Predictions: targets, SentenceOrder: m.Config.ModelType == bert.AlbertModelType}, nil
 }

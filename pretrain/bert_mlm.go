@@ -51,8 +51,8 @@ func (c BERTConfig) modelType() (string, error) {
 		return c.Model.ModelType, nil
 	case c.Model.ModelType != "" && c.Model.ModelType != c.ModelType:
 		return "", fmt.Errorf("config: model_type %q and the model block's model_type %q differ: give one", c.ModelType, c.Model.ModelType)
-	case c.ModelType != bert.ModelType && !MLMOnly(c.ModelType):
-		return "", fmt.Errorf("config: model_type %q: zoo pretrain bert pretrains %s (MLM + NSP), %s or %s (MLM only)", c.ModelType, bert.ModelType, bert.RobertaModelType, bert.DistilBertModelType)
+	case c.ModelType != bert.ModelType && c.ModelType != bert.AlbertModelType && !MLMOnly(c.ModelType):
+		return "", fmt.Errorf("config: model_type %q: zoo pretrain bert pretrains %s (MLM + NSP), %s (MLM + SOP), %s or %s (MLM only)", c.ModelType, bert.ModelType, bert.AlbertModelType, bert.RobertaModelType, bert.DistilBertModelType)
 	}
 	return c.ModelType, nil
 }

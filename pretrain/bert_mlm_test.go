@@ -180,7 +180,7 @@ func TestMLMPretrainingBadConfig(t *testing.T) {
 		edit func(*BERTConfig)
 		want string
 	}{
-		{"unknown model type", func(c *BERTConfig) { c.ModelType = "gpt2" }, `model_type "gpt2": zoo pretrain bert pretrains bert (MLM + NSP), roberta or distilbert (MLM only)`},
+		{"unknown model type", func(c *BERTConfig) { c.ModelType = "gpt2" }, `model_type "gpt2": zoo pretrain bert pretrains bert (MLM + NSP), albert (MLM + SOP), roberta or distilbert (MLM only)`},
 		{"two model types", func(c *BERTConfig) { c.ModelType, c.Model.ModelType = "roberta", "distilbert" }, `model_type "roberta" and the model block's model_type "distilbert" differ`},
 		{"whole words of a BPE", func(c *BERTConfig) { c.ModelType, c.WholeWordMask = "roberta", true }, "do_whole_word_mask needs WordPiece's ## continuations"},
 		{"a BPE for DistilBERT", func(c *BERTConfig) { c.ModelType, c.Tokenizer = "distilbert", "bpe" }, `a distilbert takes a WordPiece`},

@@ -36,7 +36,7 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 	f.BoolVar(&cfg.DynamicMasking, "dynamic-masking", cfg.DynamicMasking, "new masks every epoch instead of one set per example")
 	f.IntVar(&cfg.EvalBatches, "eval-batches", cfg.EvalBatches, "validation batches per evaluation (0: all)")
 	preset := f.String("model", "", "model size: tiny, mini, small, medium or base (default mini; a --config's model section otherwise)")
-	f.StringVar(&cfg.ModelType, "model-type", cfg.ModelType, "bert (MLM + NSP), roberta (MLM only, a byte-level BPE trained on the corpus, dynamic masking) or distilbert (MLM only, no distillation)")
+	f.StringVar(&cfg.ModelType, "model-type", cfg.ModelType, "bert (MLM + next-sentence prediction), albert (MLM + sentence-order prediction; the model an ALBERT of its sizes, one shared layer), roberta (MLM only, a byte-level BPE trained on the corpus, dynamic masking) or distilbert (MLM only, no distillation)")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
@@ -56,11 +56,15 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 		return interrupted(err, cfg.OutputDir, stdout)
 	}
 	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f)\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss)
+	pair := "NSP"
+	if cfg.ModelType == pretrain.AlbertModelType || cfg.Model.ModelType == bert.AlbertModelType {
+		pair = "SOP" // ALBERT's sentence order
+	}
 	if res.MLMOnly {
 		fmt.Fprintf(stdout, "held-out: MLM accuracy %.4f, MLM perplexity %.2f (%d validation sequences)\n", res.MLMAccuracy, res.MLMPerplexity(), res.ValPairs)
 	} else {
-		fmt.Fprintf(stdout, "held-out: MLM accuracy %.4f, MLM perplexity %.2f, NSP accuracy %.4f (%d validation pairs)\n",
-			res.MLMAccuracy, res.MLMPerplexity(), res.NSPAccuracy, res.ValPairs)
+		fmt.Fprintf(stdout, "held-out: MLM accuracy %.4f, MLM perplexity %.2f, %s accuracy %.4f (%d validation pairs)\n",
+			res.MLMAccuracy, res.MLMPerplexity(), pair, res.NSPAccuracy, res.ValPairs)
 	}
 	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.OutputDir, train.PlotFile))
 	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo finetune bert --task classify --init-from %s --train-file FILE\n", cmp.Or(res.Best, res.Final))
@@ -108,7 +112,11 @@ func runEvalBERTPretraining(args []string, stdout io.Writer) error {
 			e.Pairs, e.Predictions, e.MLMAccuracy, e.MLMLoss, e.MLMPerplexity())
 		return nil
 	}
-	fmt.Fprintf(stdout, "%d pairs, %d predicted tokens: MLM accuracy %.4f, MLM loss %.4f (perplexity %.2f); NSP accuracy %.4f, NSP loss %.4f\n",
-		e.Pairs, e.Predictions, e.MLMAccuracy, e.MLMLoss, e.MLMPerplexity(), e.NSPAccuracy, e.NSPLoss)
+	pair := "NSP"
+	if e.SentenceOrder {
+		pair = "SOP" // an ALBERT's sentence order
+	}
+	fmt.Fprintf(stdout, "%d pairs, %d predicted tokens: MLM accuracy %.4f, MLM loss %.4f (perplexity %.2f); %s accuracy %.4f, %s loss %.4f\n",
+		e.Pairs, e.Predictions, e.MLMAccuracy, e.MLMLoss, e.MLMPerplexity(), pair, e.NSPAccuracy, pair, e.NSPLoss)
 	return nil
 }

@@ -150,11 +150,17 @@ func loadMaskedLM(dir string) (*bert.ForMaskedLM, bert.Tokenizer, error) {
 		head = "lm_head"
 	case bert.DistilBertModelType:
 		head = "vocab_transform"
+	case bert.AlbertModelType:
+		head = "predictions"
 	}
 	for _, name := range rep.Created {
 		if strings.HasPrefix(name, head+".") {
 			return nil, nil, fmt.Errorf("checkpoint %s has no masked-LM head (%s): fill-mask needs a pretraining or masked-LM checkpoint, such as zoo pretrain bert's", dir, head)
 		}
+	}
+	if m.Config.ModelType == bert.AlbertModelType {
+		tok, err := loadAlbertTokenizer(dir, m.Config.VocabSize)
+		return m, tok, err
 	}
 	if m.Config.ModelType == bert.RobertaModelType {
 		t, err := models.LoadTokenizer(dir)

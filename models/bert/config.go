@@ -16,6 +16,9 @@
 // DistilBERT (model_type "distilbert", DistilBertBase) is one too, with
 // DistilBertConfig's keys and transformers' DistilBertFor… names: no token
 // types, no pooler, pre_classifier → ReLU → classifier (see distilbert.go).
+// ALBERT (model_type "albert", AlbertBase) is one too, with AlbertConfig's
+// keys and transformers' AlbertFor… names: factorised embeddings and
+// layers shared by groups (see albert.go).
 package bert
 
 import (
@@ -44,8 +47,9 @@ import (
 //   - kept: every other key (use_cache, torch_dtype, gradient_checkpointing,
 //     transformers_version, …) goes to Extra, and Save writes it back.
 //
-// model_type must be "bert", "roberta" or "distilbert" (ModelType; a
-// DistilBERT's keys are DistilBertConfig's, see QADropout); architectures and
+// model_type must be "bert", "roberta", "distilbert" or "albert" (ModelType; a
+// DistilBERT's keys are DistilBertConfig's, see QADropout, an ALBERT's
+// AlbertConfig's, see EmbeddingSize); architectures and
 // label2id are written from what Save saves, not kept.
 type Config struct {
 	// ModelType is the model type of the BERT family this config builds:
@@ -89,6 +93,16 @@ type Config struct {
 	// writes into position_embeddings.weight and training never changes
 	// (distilbert_sinusoidal.go). Other model types refuse it.
 	SinusoidalPosEmbds bool `json:"-"`
+	// EmbeddingSize, NumHiddenGroups and InnerGroupNum are ALBERT's
+	// (ModelType AlbertModelType) embedding_size, num_hidden_groups and
+	// inner_group_num (see albert.go): the embeddings' width, mapped to
+	// HiddenSize by embedding_hidden_mapping_in, and the layer groups whose
+	// weights the NumHiddenLayers layers share. Every other model type
+	// leaves them 0. (An ALBERT's classifier_dropout_prob is read into
+	// ClassifierDropout.)
+	EmbeddingSize   int `json:"-"`
+	NumHiddenGroups int `json:"-"`
+	InnerGroupNum   int `json:"-"`
 	// ID2Label names the classes of a sequence classifier, by id ("0", "1", …).
 	ID2Label map[string]string `json:"id2label,omitempty"`
 	// Extra holds the config.json keys this Config does not model, as read
@@ -162,6 +176,9 @@ func (c Config) Validate() error {
 	if err := models.CheckSizes(v.family, sizes...); err != nil {
 		return err
 	}
+	if err := c.validateShared(v); err != nil {
+		return err
+	}
 	switch {
 	case c.HiddenSize%c.NumAttentionHeads != 0:
 		return fmt.Errorf("%s: %s %d is not divisible by %s %d", v.family, k("hidden_size"), c.HiddenSize, k("num_attention_heads"), c.NumAttentionHeads)
@@ -192,7 +209,7 @@ func (c Config) Validate() error {
 		ps = append(ps, struct {
 			name string
 			v    float64
-		}{"classifier_dropout", *c.ClassifierDropout})
+		}{k("classifier_dropout"), *c.ClassifierDropout})
 	}
 	for _, p := range ps {
 		if !(p.v >= 0 && p.v < 1) {
@@ -240,6 +257,9 @@ func (c Config) paramTerms() []models.Term {
 		{What: fmt.Sprintf("the layers, num_hidden_layers %d × %s per layer (hidden_size %d, intermediate_size %d)", l, models.Count(perLayer), d, in),
 			Lower: "num_hidden_layers, hidden_size or intermediate_size", N: models.Mul(l, perLayer)},
 		{What: "the embedding LayerNorm and the pooler", Lower: "hidden_size", N: models.Sum(models.Mul(d, d), models.Mul(3, d))},
+	}
+	if c.variant() == albertVariant {
+		return c.albertParamTerms()
 	}
 	if c.variant().noPooler { // DistilBERT: no pooler (and no token types: ty is 0)
 		terms[len(terms)-1] = models.Term{What: "the embedding LayerNorm", Lower: c.variant().key("hidden_size"), N: models.Mul(2, d)}

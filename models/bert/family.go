@@ -13,7 +13,7 @@ import (
 func init() {
 	models.Register(models.Family{
 		Name:       "bert",
-		ModelTypes: []string{ModelType, RobertaModelType, DistilBertModelType},
+		ModelTypes: []string{ModelType, RobertaModelType, DistilBertModelType, AlbertModelType},
 		NewClassifier: func(dir string, labels []string) (models.Classifier, error) {
 			c, _, err := LoadForSequenceClassification(dir, models.WithLabels(labels...))
 			return c, err
@@ -51,8 +51,8 @@ func init() {
 			if len(c.ID2Label) > 0 {
 				head += fmt.Sprintf(", %d labels", len(c.ID2Label))
 			}
-			return fmt.Sprintf("%s: %d layers, %d heads, %d wide, %d inner, %d positions, vocabulary %d, %d token types; %s",
-				c.variant().name, c.NumHiddenLayers, c.NumAttentionHeads, c.HiddenSize, c.IntermediateSize, c.MaxPositionEmbeddings, c.VocabSize, c.TypeVocabSize, head), nil
+			return fmt.Sprintf("%s: %d layers%s, %d heads, %d wide, %d inner, %d positions, vocabulary %d, %d token types; %s",
+				c.variant().name, c.NumHiddenLayers, c.describeShared(), c.NumAttentionHeads, c.HiddenSize, c.IntermediateSize, c.MaxPositionEmbeddings, c.VocabSize, c.TypeVocabSize, head), nil
 		},
 	})
 }

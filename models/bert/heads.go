@@ -29,7 +29,7 @@ type MLMHead struct {
 
 func newMLMHead(m *Model) (*MLMHead, error) {
 	names := m.Config.variant().mlm
-	d := m.Config.HiddenSize
+	d, e := m.Config.HiddenSize, m.Config.embedDim() // e: an ALBERT's embedding_size
 	h := &MLMHead{words: m.WordEmbeddings, decoder: strings.TrimSuffix(names.decoderWeight, ".weight")}
 	act := m.Config.HiddenAct
 	if names.gelu {
@@ -39,10 +39,10 @@ func newMLMHead(m *Model) (*MLMHead, error) {
 	if h.act, err = layers.ParseActivation(act); err != nil {
 		return nil, err
 	}
-	if h.Transform, err = layers.NewLinear(scope(m.Store, names.dense), d, d, true); err != nil {
+	if h.Transform, err = layers.NewLinear(scope(m.Store, names.dense), d, e, true); err != nil {
 		return nil, err
 	}
-	if h.Norm, err = layers.NewLayerNorm(scope(m.Store, names.norm), d, m.Config.LayerNormEps, true); err != nil {
+	if h.Norm, err = layers.NewLayerNorm(scope(m.Store, names.norm), e, m.Config.LayerNormEps, true); err != nil {
 		return nil, err
 	}
 	dir, base := names.bias[:strings.LastIndex(names.bias, ".")], names.bias[strings.LastIndex(names.bias, ".")+1:]
@@ -78,14 +78,17 @@ func (h *MLMHead) Forward(g *layers.Graph, x *gorgonia.Node) (*gorgonia.Node, er
 type ForPreTraining struct {
 	*Model
 	MLM *MLMHead
-	NSP *layers.Linear // cls.seq_relationship
+	NSP *layers.Linear // cls.seq_relationship; an ALBERT's sentence-order head, sop_classifier.classifier
+	// pairDrop is the dropout before NSP: an ALBERT's AlbertSOPHead's
+	// (classifier_dropout_prob), none for BERT.
+	pairDrop layers.Dropout
 }
 
 // NewForPreTraining builds a BERT with both pretraining heads. A RoBERTa
 // has no next-sentence prediction (transformers has no
 // RobertaForPreTraining): it is an error; pretrain one as a masked LM.
 func NewForPreTraining(cfg Config, opts ...layers.Option) (*ForPreTraining, error) {
-	if v, err := cfg.variantOf(); err == nil && v != bertVariant {
+	if v, err := cfg.variantOf(); err == nil && v.pair == "" {
 		return nil, fmt.Errorf("bert: %s has no next-sentence prediction head (transformers has no %sForPreTraining): use NewForMaskedLM (LoadForMaskedLM)", v.name, v.class)
 	}
 	m, err := New(cfg, opts...)
@@ -96,8 +99,11 @@ func NewForPreTraining(cfg Config, opts ...layers.Option) (*ForPreTraining, erro
 	if p.MLM, err = newMLMHead(m); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
-	if p.NSP, err = layers.NewLinear(m.Store.Root().Sub("cls").Sub("seq_relationship"), cfg.HiddenSize, 2, true); err != nil {
+	if p.NSP, err = layers.NewLinear(scope(m.Store, cfg.variant().pair), cfg.HiddenSize, 2, true); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
+	}
+	if cfg.variant() == albertVariant {
+		p.pairDrop = layers.Dropout{P: cfg.classifierDropout()}
 	}
 	return p, nil
 }
@@ -115,6 +121,9 @@ func (p *ForPreTraining) Forward(g *layers.Graph, in Inputs) (mlm, nsp *gorgonia
 	pooled, err := p.Pool(g, h)
 	if err != nil {
 		return nil, nil, err
+	}
+	if pooled, err = p.pairDrop.Forward(g, pooled); err != nil {
+		return nil, nil, fmt.Errorf("bert: nsp head: %w", err)
 	}
 	if nsp, err = p.NSP.Forward(g, pooled); err != nil {
 		return nil, nil, fmt.Errorf("bert: nsp head: %w", err)

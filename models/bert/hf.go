@@ -148,7 +148,7 @@ func (m *Model) architecture() string {
 	}
 	s := m.Store
 	_, mlm := s.Param(v.mlm.bias)
-	_, nsp := s.Param("cls.seq_relationship.weight")
+	_, nsp := s.Param(v.pair + ".weight")
 	_, cl := s.Param("classifier.weight")
 	_, dense := s.Param("classifier.out_proj.weight")
 	switch {

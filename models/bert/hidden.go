@@ -48,7 +48,7 @@ func (m *Model) hiddenStates(ids, typeIDs [][]int) ([][][][]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bert hidden states: %w", err)
 	}
-	vals, err := g.Evaluate(enc.Hidden...)
+	vals, err := g.Evaluate(m.Config.outerStates(enc.Hidden)...)
 	if err != nil {
 		return nil, fmt.Errorf("bert hidden states: %w", err)
 	}

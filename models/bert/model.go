@@ -42,10 +42,15 @@ type Model struct {
 	PositionEmbeddings  *layers.LearnedPositional // bert.embeddings.position_embeddings
 	TokenTypeEmbeddings *layers.Embedding         // bert.embeddings.token_type_embeddings; nil for a DistilBERT
 	EmbeddingsNorm      *layers.LayerNorm         // bert.embeddings.LayerNorm
-	Encoder             *layers.Encoder           // bert.encoder.layer.*
-	Pooler              *layers.Linear            // bert.pooler.dense; nil for the heads without one (see dropPooler) and a DistilBERT
-	drop                layers.Dropout
-	arch                string // the head class a NewFor* put on it, for Save; "" to infer it
+	// EmbeddingMapping is an ALBERT's albert.encoder.embedding_hidden_mapping_in,
+	// (embedding_size → hidden_size) after the embeddings; nil otherwise.
+	EmbeddingMapping *layers.Linear
+	// Encoder is bert.encoder.layer.*; an ALBERT's lists its shared
+	// blocks once per use (see newAlbertEncoder).
+	Encoder *layers.Encoder
+	Pooler  *layers.Linear // bert.pooler.dense; nil for the heads without one (see dropPooler) and a DistilBERT
+	drop    layers.Dropout
+	arch    string // the head class a NewFor* put on it, for Save; "" to infer it
 }
 
 // blockNames are BERT's names for the parts of a layer and the stack.
@@ -88,7 +93,7 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 	v := cfg.variant()
 	root := s.Root().Sub(v.prefix)
 	emb := root.Sub("embeddings")
-	d := cfg.HiddenSize
+	d := cfg.embedDim() // hidden_size, or an ALBERT's embedding_size
 	if m.WordEmbeddings, err = layers.NewEmbedding(emb.Sub("word_embeddings"), cfg.VocabSize, d); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
@@ -106,11 +111,20 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 	if m.EmbeddingsNorm, err = layers.NewLayerNorm(emb.Sub("LayerNorm"), d, cfg.LayerNormEps, true); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
-	if m.Encoder, err = layers.NewEncoder(root.Sub(v.encoder), cfg.block(), cfg.NumHiddenLayers); err != nil {
+	if v == albertVariant {
+		err = m.newAlbertEncoder(root.Sub(v.encoder))
+	} else {
+		m.Encoder, err = layers.NewEncoder(root.Sub(v.encoder), cfg.block(), cfg.NumHiddenLayers)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
 	if !v.noPooler {
-		if m.Pooler, err = layers.NewLinear(root.Sub("pooler").Sub("dense"), d, d, true); err != nil {
+		pooler := root.Sub("pooler").Sub("dense")
+		if v.pooler != "" {
+			pooler = scope(s, v.prefix+"."+v.pooler)
+		}
+		if m.Pooler, err = layers.NewLinear(pooler, cfg.HiddenSize, cfg.HiddenSize, true); err != nil {
 			return nil, fmt.Errorf("bert: %w", err)
 		}
 	}
@@ -216,7 +230,13 @@ func (m *Model) embed(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 	if h, err = m.EmbeddingsNorm.Forward(g, h); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
-	return m.drop.Forward(g, h)
+	if h, err = m.drop.Forward(g, h); err != nil || m.EmbeddingMapping == nil {
+		return h, err
+	}
+	if h, err = m.EmbeddingMapping.Forward(g, h); err != nil { // ALBERT: embedding_size → hidden_size
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	return h, nil
 }
 
 // Pool maps hidden states h (B, T, D) to the pooled output (B, D):

@@ -11,6 +11,7 @@ package bert
 // logits by more than 0.05.
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -55,8 +56,15 @@ func variantHead(t *testing.T, variant, head string, dt tensor.Dtype, strict boo
 		c, r, err := LoadForSequenceClassification(dir, opts...)
 		require.NoError(t, err)
 		require.Equal(t, []string{"neg", "pos", "mixed"}, c.Labels)
-		require.NotNil(t, c.Dense)
+		require.Equal(t, c.Config.variant().cls != nil, c.Dense != nil, "the classification head is the model type's")
 		return c.Model, c.Save, r, one(c.Logits), []string{"logits"}
+	case "pretrain":
+		p, r, err := LoadForPreTraining(dir, opts...)
+		require.NoError(t, err)
+		return p.Model, p.Save, r, func(g *layers.Graph, in Inputs) ([]*gorgonia.Node, error) {
+			mlm, pair, err := p.Forward(g, in)
+			return []*gorgonia.Node{mlm, pair}, err
+		}, []string{"prediction_logits", "sop_logits"}
 	case "token":
 		c, r, err := LoadForTokenClassification(dir, opts...)
 		require.NoError(t, err)
@@ -80,7 +88,11 @@ func TestRobertaParity(t *testing.T) {
 // variantParity runs each head of testdata/<variant> in float64 and
 // float32 against its golden logits and gradients; check sees each model.
 func variantParity(t *testing.T, variant string, check func(*testing.T, *Model)) {
-	for _, head := range []string{"mlm", "seq", "token", "qa"} {
+	heads := []string{"mlm", "seq", "token", "qa"}
+	if _, err := os.Stat(filepath.Join("testdata", variant, "pretrain")); err == nil {
+		heads = append(heads, "pretrain") // ALBERT's: MLM and sentence order
+	}
+	for _, head := range heads {
 		for _, c := range []struct {
 			dt        tensor.Dtype
 			out, grad float64
@@ -104,6 +116,10 @@ func variantParity(t *testing.T, variant string, check func(*testing.T, *Model))
 					mask = append(mask, float64(v))
 				}
 				setFloats(t, g, in.Mask, mask)
+				if slices.Contains(f.Names(), "token_type_ids") {
+					in.TokenTypes = g.IntInput("token_type_ids", bs, tl)
+					setInts(t, in.TokenTypes, gold.ints("token_type_ids"))
+				}
 				outs, err := build(g, in)
 				require.NoError(t, err)
 				var loss *gorgonia.Node

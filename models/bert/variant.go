@@ -57,6 +57,13 @@ type variant struct {
 	specials  [3]string
 	tokenizer string
 	wordPiece bool // the pipelines take a WordPiece only (BERT's, DistilBERT's)
+	// pooler is the pooler's scope under prefix, "" for "pooler.dense"
+	// (ALBERT's is "pooler").
+	pooler string
+	// pair is ForPreTraining's sentence-pair head on the pooled output:
+	// BERT's next-sentence prediction, ALBERT's sentence-order
+	// prediction (after dropout); "" for a type without ForPreTraining.
+	pair string
 }
 
 // mlmNames are the tensor names of the masked-LM head and whether its
@@ -96,7 +103,7 @@ var bertVariant = &variant{
 	modelType: ModelType, name: "BERT", family: "bert config", class: "Bert", prefix: "bert", encoder: "encoder", blocks: blockNames,
 	mlm: mlmNames{dense: "cls.predictions.transform.dense", norm: "cls.predictions.transform.LayerNorm", bias: "cls.predictions.bias",
 		decoderWeight: "cls.predictions.decoder.weight", decoderBias: "cls.predictions.decoder.bias"},
-	mlmPooler: true, wordPiece: true, mask: MaskToken, specials: [3]string{"[CLS]", "[SEP]", "[UNK]"},
+	mlmPooler: true, wordPiece: true, mask: MaskToken, specials: [3]string{"[CLS]", "[SEP]", "[UNK]"}, pair: "cls.seq_relationship",
 	tokenizer: "a WordPiece tokenizer (BERT's, with the BertNormalizer and BertPreTokenizer)",
 }
 
@@ -112,6 +119,7 @@ func init() {
 	bertVariant.codec = codec
 	robertaVariant.codec = robertaCodec
 	distilVariant.codec = distilCodec{}
+	albertVariant.codec = albertCodec{}
 }
 
 // variantOf is c's model type.
@@ -123,8 +131,10 @@ func (c Config) variantOf() (*variant, error) {
 		return robertaVariant, nil
 	case DistilBertModelType:
 		return distilVariant, nil
+	case AlbertModelType:
+		return albertVariant, nil
 	}
-	return nil, fmt.Errorf("bert config: model type %q is not one of the BERT family's (%q, %q, %q)", c.ModelType, ModelType, RobertaModelType, DistilBertModelType)
+	return nil, fmt.Errorf("bert config: model type %q is not one of the BERT family's (%q, %q, %q, %q)", c.ModelType, ModelType, RobertaModelType, DistilBertModelType, AlbertModelType)
 }
 
 // variant is variantOf for a validated config (New validates).
@@ -153,8 +163,10 @@ func variantOfJSON(b []byte, current string) (*variant, error) {
 		return robertaVariant, nil
 	case DistilBertModelType:
 		return distilVariant, nil
+	case AlbertModelType:
+		return albertVariant, nil
 	}
-	return nil, fmt.Errorf("bert config: model_type %q is not %s, %s or %s (the BERT family's model types)", *head.ModelType, ModelType, RobertaModelType, DistilBertModelType)
+	return nil, fmt.Errorf("bert config: model_type %q is not %s, %s, %s or %s (the BERT family's model types)", *head.ModelType, ModelType, RobertaModelType, DistilBertModelType, AlbertModelType)
 }
 
 // distilKeys are DistilBertConfig's names for BertConfig's keys.
@@ -166,6 +178,9 @@ var distilKeys = map[string]string{"hidden_size": "dim", "num_hidden_layers": "n
 func (v *variant) key(k string) string {
 	if n, ok := distilKeys[k]; ok && v == distilVariant {
 		return n
+	}
+	if k == "classifier_dropout" && v == albertVariant {
+		return "classifier_dropout_prob"
 	}
 	return k
 }
