@@ -150,6 +150,8 @@ func loadMaskedLM(dir string) (*bert.ForMaskedLM, bert.Tokenizer, error) {
 		head = "lm_head"
 	case bert.DistilBertModelType:
 		head = "vocab_transform"
+	case bert.ElectraModelType:
+		head = "generator_predictions"
 	}
 	for _, name := range rep.Created {
 		if strings.HasPrefix(name, head+".") {

@@ -64,6 +64,9 @@ func bertVariantHeads(t *testing.T, v bertVariant) map[string]string {
 	cfg := v.base()
 	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumAttentionHeads, cfg.NumHiddenLayers = 16, 32, 2, 1
 	cfg.MaxPositionEmbeddings, cfg.VocabSize = v.maxPos, tok.VocabSize()
+	if cfg.ModelType == bert.ElectraModelType {
+		cfg.EmbeddingSize = 8
+	}
 	dir := t.TempDir()
 	out := map[string]string{}
 	for _, head := range v.heads {
@@ -82,6 +85,9 @@ func bertVariantHeads(t *testing.T, v bertVariant) map[string]string {
 			w, err = bert.NewForMaskedLM(cfg, layers.WithSeed(3))
 		case "ForPreTraining":
 			w, err = bert.NewForPreTraining(cfg, layers.WithSeed(3))
+			if cfg.ModelType == bert.ElectraModelType {
+				w, err = bert.NewElectraForPreTraining(cfg, layers.WithSeed(3))
+			}
 		}
 		require.NoError(t, err)
 		out[arch] = filepath.Join(dir, arch)

@@ -16,6 +16,10 @@
 // DistilBERT (model_type "distilbert", DistilBertBase) is one too, with
 // DistilBertConfig's keys and transformers' DistilBertFor… names: no token
 // types, no pooler, pre_classifier → ReLU → classifier (see distilbert.go).
+// ELECTRA (model_type "electra", ElectraSmall) is one too: embeddings at
+// embedding_size projected to hidden_size, no pooler, the discriminator
+// (ElectraForPreTraining), the generator (ForMaskedLM) and
+// ElectraClassificationHead (see electra.go).
 package bert
 
 import (
@@ -44,8 +48,9 @@ import (
 //   - kept: every other key (use_cache, torch_dtype, gradient_checkpointing,
 //     transformers_version, …) goes to Extra, and Save writes it back.
 //
-// model_type must be "bert", "roberta" or "distilbert" (ModelType; a
-// DistilBERT's keys are DistilBertConfig's, see QADropout); architectures and
+// model_type must be "bert", "roberta", "distilbert" or "electra" (ModelType; a
+// DistilBERT's keys are DistilBertConfig's, see QADropout; an ELECTRA's
+// add embedding_size, see EmbeddingSize); architectures and
 // label2id are written from what Save saves, not kept.
 type Config struct {
 	// ModelType is the model type of the BERT family this config builds:
@@ -84,6 +89,11 @@ type Config struct {
 	// and LayerNormEps is 1e-12.)
 	QADropout         float64 `json:"-"`
 	SeqClassifDropout float64 `json:"-"`
+	// EmbeddingSize is an ELECTRA's (ModelType ElectraModelType)
+	// embedding_size, the width of its embeddings, projected to
+	// HiddenSize by embeddings_project when the two differ; 0 means
+	// HiddenSize, and other model types must leave it 0.
+	EmbeddingSize int `json:"-"`
 	// ID2Label names the classes of a sequence classifier, by id ("0", "1", …).
 	ID2Label map[string]string `json:"id2label,omitempty"`
 	// Extra holds the config.json keys this Config does not model, as read
@@ -146,6 +156,11 @@ func (c Config) Validate() error {
 		{Field: k("num_attention_heads"), V: c.NumAttentionHeads, Max: models.MaxDim},
 		{Field: k("intermediate_size"), V: c.IntermediateSize, Max: models.MaxDim},
 		{Field: "max_position_embeddings", V: c.MaxPositionEmbeddings, Max: models.MaxDim},
+	}
+	if v == electraVariant {
+		sizes = append(sizes, models.Size{Field: "embedding_size", V: c.embeddingSize(), Max: models.MaxDim})
+	} else if c.EmbeddingSize != 0 && c.EmbeddingSize != c.HiddenSize {
+		return fmt.Errorf("%s: embedding_size %d: only an ELECTRA (model_type %q) has embeddings narrower than %s %d; leave it 0", v.family, c.EmbeddingSize, ElectraModelType, k("hidden_size"), c.HiddenSize)
 	}
 	if v.noTokenTypes {
 		if c.TypeVocabSize != 0 {
@@ -225,6 +240,9 @@ func (c Config) paramTerms() []models.Term {
 	v, p, ty, d, l, in := int64(c.VocabSize), int64(c.MaxPositionEmbeddings), int64(c.TypeVocabSize),
 		int64(c.HiddenSize), int64(c.NumHiddenLayers), int64(c.IntermediateSize)
 	perLayer := models.Sum(models.Mul(4, d, d), models.Mul(2, d, in), models.Mul(9, d), in)
+	if c.variant() == electraVariant {
+		return c.electraParamTerms(perLayer)
+	}
 	terms := []models.Term{
 		{What: fmt.Sprintf("word_embeddings, vocab_size %d × hidden_size %d", v, d), Lower: "vocab_size", N: models.Mul(v, d)},
 		{What: fmt.Sprintf("position_embeddings, max_position_embeddings %d × hidden_size %d", p, d), Lower: "max_position_embeddings", N: models.Mul(p, d)},

@@ -29,7 +29,7 @@ type MLMHead struct {
 
 func newMLMHead(m *Model) (*MLMHead, error) {
 	names := m.Config.variant().mlm
-	d := m.Config.HiddenSize
+	d, e := m.Config.HiddenSize, m.Config.embeddingSize() // ELECTRA's generator maps d to its embedding_size e
 	h := &MLMHead{words: m.WordEmbeddings, decoder: strings.TrimSuffix(names.decoderWeight, ".weight")}
 	act := m.Config.HiddenAct
 	if names.gelu {
@@ -39,10 +39,10 @@ func newMLMHead(m *Model) (*MLMHead, error) {
 	if h.act, err = layers.ParseActivation(act); err != nil {
 		return nil, err
 	}
-	if h.Transform, err = layers.NewLinear(scope(m.Store, names.dense), d, d, true); err != nil {
+	if h.Transform, err = layers.NewLinear(scope(m.Store, names.dense), d, e, true); err != nil {
 		return nil, err
 	}
-	if h.Norm, err = layers.NewLayerNorm(scope(m.Store, names.norm), d, m.Config.LayerNormEps, true); err != nil {
+	if h.Norm, err = layers.NewLayerNorm(scope(m.Store, names.norm), e, m.Config.LayerNormEps, true); err != nil {
 		return nil, err
 	}
 	dir, base := names.bias[:strings.LastIndex(names.bias, ".")], names.bias[strings.LastIndex(names.bias, ".")+1:]
@@ -310,9 +310,15 @@ func (c *ForSequenceClassification) denseLogits(g *layers.Graph, in Inputs) (*go
 	if x, err = c.Dense.Forward(g, x); err != nil {
 		return nil, fmt.Errorf("bert classifier: %w", err)
 	}
-	if relu {
+	switch act := c.Config.variant().cls.act; {
+	case relu:
 		x, err = layers.Activate(x, layers.ReLU)
-	} else {
+	case act != "":
+		var a layers.Activation
+		if a, err = layers.ParseActivation(act); err == nil {
+			x, err = layers.Activate(x, a)
+		}
+	default:
 		x, err = gorgonia.Tanh(x)
 	}
 	if err != nil {

@@ -26,7 +26,10 @@ const ModelType = "bert"
 // DistilBERT (DistilBertModelType) is transformers' DistilBertModel:
 // distilbert.embeddings.* without token types,
 // distilbert.transformer.layer.N.* (q_lin, sa_layer_norm, ffn.lin1, …),
-// and no pooler.
+// and no pooler. An ELECTRA (ElectraModelType) is transformers'
+// ElectraModel: electra.embeddings.* at embedding_size,
+// electra.embeddings_project to hidden_size when the two differ,
+// electra.encoder.layer.N.* as BERT's, and no pooler.
 //
 // A Model, and every head on it, is safe for concurrent use by multiple
 // goroutines for inference: Attentions, HiddenStates, FillMask and graphs
@@ -46,6 +49,11 @@ type Model struct {
 	Pooler              *layers.Linear            // bert.pooler.dense; nil for the heads without one (see dropPooler) and a DistilBERT
 	drop                layers.Dropout
 	arch                string // the head class a NewFor* put on it, for Save; "" to infer it
+
+	// EmbeddingsProject is an ELECTRA's electra.embeddings_project, the
+	// linear (embedding_size → hidden_size) after the embeddings when the
+	// two differ; nil otherwise.
+	EmbeddingsProject *layers.Linear
 }
 
 // blockNames are BERT's names for the parts of a layer and the stack.
@@ -88,7 +96,7 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 	v := cfg.variant()
 	root := s.Root().Sub(v.prefix)
 	emb := root.Sub("embeddings")
-	d := cfg.HiddenSize
+	d := cfg.embeddingSize() // hidden_size but for an ELECTRA's embedding_size
 	if m.WordEmbeddings, err = layers.NewEmbedding(emb.Sub("word_embeddings"), cfg.VocabSize, d); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
@@ -102,6 +110,12 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 	}
 	if m.EmbeddingsNorm, err = layers.NewLayerNorm(emb.Sub("LayerNorm"), d, cfg.LayerNormEps, true); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
+	}
+	if d != cfg.HiddenSize {
+		if m.EmbeddingsProject, err = layers.NewLinear(root.Sub("embeddings_project"), d, cfg.HiddenSize, true); err != nil {
+			return nil, fmt.Errorf("bert: %w", err)
+		}
+		d = cfg.HiddenSize
 	}
 	if m.Encoder, err = layers.NewEncoder(root.Sub(v.encoder), cfg.block(), cfg.NumHiddenLayers); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
@@ -209,7 +223,13 @@ func (m *Model) embed(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 	if h, err = m.EmbeddingsNorm.Forward(g, h); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
-	return m.drop.Forward(g, h)
+	if h, err = m.drop.Forward(g, h); err != nil || m.EmbeddingsProject == nil {
+		return h, err
+	}
+	if h, err = m.EmbeddingsProject.Forward(g, h); err != nil { // ELECTRA: embedding_size → hidden_size
+		return nil, fmt.Errorf("bert: embeddings_project: %w", err)
+	}
+	return h, nil
 }
 
 // Pool maps hidden states h (B, T, D) to the pooled output (B, D):

@@ -73,6 +73,8 @@ type mlmNames struct {
 type clsHead struct {
 	dense, out string // the two linears' names: "classifier.dense", "classifier.out_proj"
 	relu       bool   // DistilBERT's pre_classifier → ReLU, without the first dropout
+	// act, when set, replaces tanh (ElectraClassificationHead: "gelu").
+	act string
 }
 
 // configCodec reads and writes a model type's config.json into Config
@@ -112,6 +114,7 @@ func init() {
 	bertVariant.codec = codec
 	robertaVariant.codec = robertaCodec
 	distilVariant.codec = distilCodec{}
+	electraVariant.codec = electraCodec{}
 }
 
 // variantOf is c's model type.
@@ -123,8 +126,10 @@ func (c Config) variantOf() (*variant, error) {
 		return robertaVariant, nil
 	case DistilBertModelType:
 		return distilVariant, nil
+	case ElectraModelType:
+		return electraVariant, nil
 	}
-	return nil, fmt.Errorf("bert config: model type %q is not one of the BERT family's (%q, %q, %q)", c.ModelType, ModelType, RobertaModelType, DistilBertModelType)
+	return nil, fmt.Errorf("bert config: model type %q is not one of the BERT family's (%q, %q, %q, %q)", c.ModelType, ModelType, RobertaModelType, DistilBertModelType, ElectraModelType)
 }
 
 // variant is variantOf for a validated config (New validates).
@@ -153,8 +158,10 @@ func variantOfJSON(b []byte, current string) (*variant, error) {
 		return robertaVariant, nil
 	case DistilBertModelType:
 		return distilVariant, nil
+	case ElectraModelType:
+		return electraVariant, nil
 	}
-	return nil, fmt.Errorf("bert config: model_type %q is not %s, %s or %s (the BERT family's model types)", *head.ModelType, ModelType, RobertaModelType, DistilBertModelType)
+	return nil, fmt.Errorf("bert config: model_type %q is not %s, %s, %s or %s (the BERT family's model types)", *head.ModelType, ModelType, RobertaModelType, DistilBertModelType, ElectraModelType)
 }
 
 // distilKeys are DistilBertConfig's names for BertConfig's keys.
