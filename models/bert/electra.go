@@ -255,17 +255,9 @@ func BinaryCrossEntropy(g *layers.Graph, logits, labels *gorgonia.Node) (*gorgon
 	if logits.Dims() != 2 || labels.Dims() != 2 || !logits.Shape().Eq(labels.Shape()) {
 		return nil, fmt.Errorf("bert: binary cross-entropy: logits %v and labels %v must both be (B, T)", logits.Shape(), labels.Shape())
 	}
-	b, t := logits.Shape()[0], logits.Shape()[1]
-	x, err := gorgonia.Reshape(logits, []int{b, t, 1})
+	x, err := twoClass(g, logits)
 	if err != nil {
-		return nil, fmt.Errorf("bert: binary cross-entropy: %w", err)
-	}
-	zero, err := g.Constant("bce_zero", make([]float64, b*t), b, t, 1)
-	if err != nil {
-		return nil, fmt.Errorf("bert: binary cross-entropy: %w", err)
-	}
-	if x, err = gorgonia.Concat(2, zero, x); err != nil {
-		return nil, fmt.Errorf("bert: binary cross-entropy: %w", err)
+		return nil, err
 	}
 	loss, err := layers.CrossEntropy(x, labels, layers.IgnoreIndex, 0)
 	if err != nil {

@@ -27,7 +27,11 @@ type MLMHead struct {
 	decoder   string // the tied decoder's name, for errors
 }
 
-func newMLMHead(m *Model) (*MLMHead, error) {
+func newMLMHead(m *Model) (*MLMHead, error) { return newMLMHeadAt(m, m.Store.Root()) }
+
+// newMLMHeadAt is newMLMHead with its parameters under root (an ELECTRA
+// generator's in a pretraining pair's store: "generator.").
+func newMLMHeadAt(m *Model, root layers.Scope) (*MLMHead, error) {
 	names := m.Config.variant().mlm
 	d, e := m.Config.HiddenSize, m.Config.embeddingSize() // ELECTRA's generator maps d to its embedding_size e
 	h := &MLMHead{words: m.WordEmbeddings, decoder: strings.TrimSuffix(names.decoderWeight, ".weight")}
@@ -39,14 +43,14 @@ func newMLMHead(m *Model) (*MLMHead, error) {
 	if h.act, err = layers.ParseActivation(act); err != nil {
 		return nil, err
 	}
-	if h.Transform, err = layers.NewLinear(scope(m.Store, names.dense), d, e, true); err != nil {
+	if h.Transform, err = layers.NewLinear(under(root, names.dense), d, e, true); err != nil {
 		return nil, err
 	}
-	if h.Norm, err = layers.NewLayerNorm(scope(m.Store, names.norm), e, m.Config.LayerNormEps, true); err != nil {
+	if h.Norm, err = layers.NewLayerNorm(under(root, names.norm), e, m.Config.LayerNormEps, true); err != nil {
 		return nil, err
 	}
 	dir, base := names.bias[:strings.LastIndex(names.bias, ".")], names.bias[strings.LastIndex(names.bias, ".")+1:]
-	if h.Bias, err = scope(m.Store, dir).Param(base, []int{m.Config.VocabSize}, layers.Constant(0)); err != nil {
+	if h.Bias, err = under(root, dir).Param(base, []int{m.Config.VocabSize}, layers.Constant(0)); err != nil {
 		return nil, err
 	}
 	return h, nil
