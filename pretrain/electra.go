@@ -104,7 +104,7 @@ func (c ElectraConfig) Validate() error {
 	}
 	m := c.Model
 	m.VocabSize = max(m.VocabSize, m.PadTokenID+1)
-	_, err := c.GeneratorConfig(m)
+	_, err := c.generatorConfig(m, false) // whether it shares the embeddings is known once the tokenizer is
 	return err
 }
 
@@ -113,6 +113,12 @@ func (c ElectraConfig) Validate() error {
 // else disc's shape at GeneratorSize of its width. It must share disc's
 // embeddings (bert.CheckElectraShared).
 func (c ElectraConfig) GeneratorConfig(disc bert.Config) (bert.Config, error) {
+	return c.generatorConfig(disc, true)
+}
+
+// generatorConfig is GeneratorConfig, checking that the generator shares
+// disc's embeddings when shared is set.
+func (c ElectraConfig) generatorConfig(disc bert.Config, shared bool) (bert.Config, error) {
 	if len(c.Generator) == 0 {
 		g := disc
 		g.HiddenSize = max(1, int(math.Round(float64(disc.HiddenSize)*c.GeneratorSize)))
@@ -152,6 +158,9 @@ func (c ElectraConfig) GeneratorConfig(disc bert.Config) (bert.Config, error) {
 	g.ID2Label = nil
 	if err := g.Validate(); err != nil {
 		return bert.Config{}, fmt.Errorf("config: generator: %s: %w", what, err)
+	}
+	if !shared {
+		return g, nil
 	}
 	if err := bert.CheckElectraShared(disc, g); err != nil {
 		return bert.Config{}, fmt.Errorf("config: generator: %s: %w", what, err)
@@ -300,16 +309,16 @@ func (r *ElectraRecipe) Setup(ctx context.Context, resume string, out io.Writer)
 	if br.sp, err = BERTSpecialsOf(br.tok); err != nil {
 		return train.MemoryNeed{}, fmt.Errorf("pretrain: %w", err)
 	}
-	if err := br.pairs(ctx, out); err != nil {
-		return train.MemoryNeed{}, err
-	}
-	if r.pair == nil {
+	if r.pair == nil { // the generator's config, once the vocabulary is known and before the corpus is read
 		cfg.Model.VocabSize, cfg.Model.PadTokenID = br.tok.VocabSize(), br.sp.PAD
 		if r.gen, err = cfg.GeneratorConfig(cfg.Model); err != nil {
 			return train.MemoryNeed{}, fmt.Errorf("pretrain: %w", err)
 		}
 	} else if cfg.Model.VocabSize != br.tok.VocabSize() {
 		return train.MemoryNeed{}, fmt.Errorf("pretrain: the checkpoint's tokenizer has %d tokens and its model %d (vocab_size): they must match", br.tok.VocabSize(), cfg.Model.VocabSize)
+	}
+	if err := br.pairs(ctx, out); err != nil {
+		return train.MemoryNeed{}, err
 	}
 	bytes := cfg.Model.ActivationBytes(cfg.BatchSize, cfg.MaxSeqLength, true) + r.gen.ActivationBytes(cfg.BatchSize, cfg.MaxSeqLength, true)
 	return train.MemoryNeed{Bytes: bytes,
