@@ -201,9 +201,11 @@ type ElectraScores struct {
 	Tokens      int     // tokens scored
 }
 
-// Map is s as Scoring.Scores names them.
+// Map is s as Scoring.Scores names them: rtd_auc and rtd_baseline (the
+// accuracies are the evaluation's parts already, rtd_accuracy and
+// mlm_accuracy).
 func (s ElectraScores) Map() map[string]float64 {
-	return map[string]float64{"rtd_accuracy": s.RTDAccuracy, "rtd_auc": s.RTDAUC, "rtd_baseline": s.Baseline, "mlm_accuracy": s.MLMAccuracy}
+	return map[string]float64{"rtd_auc": s.RTDAUC, "rtd_baseline": s.Baseline}
 }
 
 // EvaluateElectra runs the pair of task on batches (ElectraBatches) for
