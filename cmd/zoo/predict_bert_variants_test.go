@@ -252,6 +252,7 @@ func TestFillMaskCLIVariants(t *testing.T) {
 	}{
 		{"DistilBERT", "the [MASK] sat on the mat", bertVariantDistil, "ForSequenceClassification", "the [MASK] sat", "has no masked-LM head (vocab_transform)"},
 		{"RoBERTa", "The <mask> of the Sun", bertVariantRoberta, "ForMaskedLM", "The [MASK] of the Sun", "no <mask>"},
+		{"ELECTRA", "the [MASK] sat on the mat", bertVariantElectra, "ForPreTraining", "the [MASK] sat", "has no masked-LM head (generator_predictions)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := bertVariantHeads(t, c.v)

@@ -60,3 +60,33 @@ func ExampleNewElectraForPreTraining() {
 	// logits (1, 4) loss ()
 	// electra [ElectraForPreTraining] true 0 0
 }
+
+// ELECTRA's pretraining model: a generator a quarter of the
+// discriminator's width, the two sharing one set of embeddings; Split
+// gives the two checkpoints transformers' ElectraForPreTraining and
+// ElectraForMaskedLM hold, and a generator of another embedding size is
+// refused.
+func ExampleNewElectraPair() {
+	disc := bert.ElectraSmall()
+	disc.VocabSize, disc.MaxPositionEmbeddings, disc.NumHiddenLayers = 100, 32, 2
+	gen := disc
+	gen.HiddenSize, gen.NumAttentionHeads, gen.IntermediateSize = disc.HiddenSize/4, 1, disc.IntermediateSize/4
+	p, err := bert.NewElectraPair(disc, gen, layers.WithSeed(1))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	d, g, err := p.Split()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	shared := (100 + 32 + 2 + 2) * 128 // word, position and type tables and their LayerNorm
+	fmt.Println(p.NumParams() == d.NumParams()+g.NumParams()-shared, g.Config.HiddenSize, g.Config.EmbeddingSize)
+	gen.EmbeddingSize = 64
+	_, err = bert.NewElectraPair(disc, gen)
+	fmt.Println(err)
+	// Output:
+	// true 64 128
+	// bert: the ELECTRA generator's embedding table (vocab_size 100 × embedding_size 64) does not match the discriminator's (100 × 128): the two share it; give the generator the discriminator's vocab_size and embedding_size
+}
