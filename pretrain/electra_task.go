@@ -104,15 +104,7 @@ func (k *ElectraTask) Save(dir string) error {
 
 // Load implements train.Task: what Save wrote, strictly.
 func (k *ElectraTask) Load(dir string) error {
-	p, err := bert.LoadElectraPair(dir, filepath.Join(dir, ElectraGeneratorDir), layers.WithDtype(k.Pair.Store.Dtype()))
-	if err != nil {
-		return err
-	}
-	d, g, err := p.Split()
-	if err != nil {
-		return err
-	}
-	return k.Pair.Set(d, g)
+	return k.Pair.Load(dir, filepath.Join(dir, ElectraGeneratorDir))
 }
 
 // ElectraBatch is a BERT pretraining batch (its next-sentence labels

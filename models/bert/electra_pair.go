@@ -294,14 +294,9 @@ func copyParam(dst, src *layers.Param) error {
 // LoadElectraPair reads what Split saved — the discriminator's checkpoint
 // in discDir and the generator's in genDir — strictly, into a new pair.
 func LoadElectraPair(discDir, genDir string, opts ...layers.Option) (*ElectraPair, error) {
-	lo := storeOptions(opts, models.Strict())
-	d, _, err := LoadElectraForPreTraining(discDir, lo...)
+	d, g, err := loadElectraParts(discDir, genDir, opts)
 	if err != nil {
-		return nil, fmt.Errorf("bert: electra discriminator: %w", err)
-	}
-	g, _, err := LoadForMaskedLM(genDir, lo...)
-	if err != nil {
-		return nil, fmt.Errorf("bert: electra generator: %w", err)
+		return nil, err
 	}
 	p, err := NewElectraPair(d.Config, g.Config, opts...)
 	if err != nil {
@@ -311,6 +306,30 @@ func LoadElectraPair(discDir, genDir string, opts ...layers.Option) (*ElectraPai
 		return nil, err
 	}
 	return p, nil
+}
+
+// Load reads what Split saved — the discriminator's checkpoint in discDir
+// and the generator's in genDir — strictly into p (Set).
+func (p *ElectraPair) Load(discDir, genDir string) error {
+	d, g, err := loadElectraParts(discDir, genDir, []layers.Option{layers.WithDtype(p.Store.Dtype())})
+	if err != nil {
+		return err
+	}
+	return p.Set(d, g)
+}
+
+// loadElectraParts reads a discriminator and a generator strictly.
+func loadElectraParts(discDir, genDir string, opts []layers.Option) (*ElectraForPreTraining, *ForMaskedLM, error) {
+	lo := storeOptions(opts, models.Strict())
+	d, _, err := LoadElectraForPreTraining(discDir, lo...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bert: electra discriminator: %w", err)
+	}
+	g, _, err := LoadForMaskedLM(genDir, lo...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bert: electra generator: %w", err)
+	}
+	return d, g, nil
 }
 
 // under is the scope of a dotted path below sc.
