@@ -288,9 +288,9 @@ func (r *ElectraRecipe) Setup(ctx context.Context, resume string, out io.Writer)
 			return train.MemoryNeed{}, fmt.Errorf("pretrain: %s: %w", what, err)
 		}
 		if what == "init_from" {
-			fmt.Fprint(out, notUsed(cfg.Model, r.pair.Discriminator(), DefaultElectra().Model, cfg.ModelJSON, "vocab_size", "pad_token_id"))
+			fmt.Fprint(out, notUsed(cfg.Model, r.pair.DiscriminatorConfig(), DefaultElectra().Model, cfg.ModelJSON, "vocab_size", "pad_token_id"))
 		}
-		cfg.Model, r.gen = r.pair.Discriminator(), r.pair.Generator()
+		cfg.Model, r.gen = r.pair.DiscriminatorConfig(), r.pair.GeneratorConfig()
 		br.cfg.Model = cfg.Model
 	} else {
 		switch {
@@ -347,7 +347,7 @@ func (r *ElectraRecipe) Build(context.Context) (train.Plan, error) {
 		return train.Plan{}, fmt.Errorf("pretrain: %w", err)
 	}
 	task := &ElectraTask{Pair: r.pair, Tok: br.tok, B: cfg.BatchSize, T: cfg.MaxSeqLength, P: cfg.BatchSize * cfg.MaxPredictions, Lambda: cfg.DiscWeight}
-	d, g := r.pair.Discriminator(), r.pair.Generator()
+	d, g := r.pair.DiscriminatorConfig(), r.pair.GeneratorConfig()
 	return train.Plan{
 		Task: task, Data: r.data, DefaultSchedule: "linear",
 		Scores: func(ctx context.Context) (map[string]float64, error) {

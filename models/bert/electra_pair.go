@@ -93,12 +93,11 @@ func CheckElectraShared(disc, gen Config) error {
 	return nil
 }
 
-// Discriminator is the pair's discriminator config; Generator its
-// generator config.
-func (p *ElectraPair) Discriminator() Config { return p.discCfg }
+// DiscriminatorConfig is the pair's discriminator config.
+func (p *ElectraPair) DiscriminatorConfig() Config { return p.discCfg }
 
-// Generator is the pair's generator config.
-func (p *ElectraPair) Generator() Config { return p.gCfg }
+// GeneratorConfig is the pair's generator config.
+func (p *ElectraPair) GeneratorConfig() Config { return p.gCfg }
 
 // Decay reports whether a parameter gets weight decay (Model.Decay: not
 // the shared embedding tables, biases or LayerNorms).

@@ -169,7 +169,7 @@ func TestElectraConfig(t *testing.T) {
 	_, err = NewElectraForPreTraining(Tiny())
 	require.ErrorContains(t, err, "has no replaced-token-detection head")
 	_, err = NewForPreTraining(small)
-	require.ErrorContains(t, err, "ELECTRA has no next-sentence prediction head")
+	require.ErrorContains(t, err, "its ElectraForPreTraining is the replaced-token discriminator: use NewElectraForPreTraining")
 }
 
 // sizedElectra is a 2-layer ELECTRA 32 wide with embeddings 16 wide for a

@@ -89,6 +89,9 @@ type ForPreTraining struct {
 // has no next-sentence prediction (transformers has no
 // RobertaForPreTraining): it is an error; pretrain one as a masked LM.
 func NewForPreTraining(cfg Config, opts ...layers.Option) (*ForPreTraining, error) {
+	if cfg.ModelType == ElectraModelType {
+		return nil, fmt.Errorf("bert: an ELECTRA has no next-sentence prediction head; its ElectraForPreTraining is the replaced-token discriminator: use NewElectraForPreTraining (LoadElectraForPreTraining), and zoo pretrain electra to pretrain one")
+	}
 	if v, err := cfg.variantOf(); err == nil && v != bertVariant {
 		return nil, fmt.Errorf("bert: %s has no next-sentence prediction head (transformers has no %sForPreTraining): use NewForMaskedLM (LoadForMaskedLM)", v.name, v.class)
 	}
