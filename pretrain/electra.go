@@ -234,6 +234,11 @@ const ElectraGeneratorDir = "generator"
 // checkElectraCheckpoint refuses a dir that is not an ELECTRA
 // discriminator with its generator beside it.
 func checkElectraCheckpoint(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, ElectraGeneratorDir, models.ConfigFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, models.ConfigFile)); err == nil {
+			return fmt.Errorf("%s has no %s/%s: not an ELECTRA pretraining checkpoint (zoo pretrain electra's: the discriminator, its generator in %s/)", dir, ElectraGeneratorDir, models.ConfigFile, ElectraGeneratorDir)
+		}
+	}
 	for _, d := range []string{dir, filepath.Join(dir, ElectraGeneratorDir)} {
 		var c bert.Config
 		if err := models.ReadConfig(d, "bert", &c); err != nil {
@@ -392,4 +397,79 @@ func loadElectra(dir string) (*datasets.WordPiece, *bert.ElectraPair, error) {
 		return nil, nil, err
 	}
 	return tok, p, nil
+}
+
+// ElectraEval is a zoo pretrain electra checkpoint's figures on a corpus:
+// the objective's loss and parts, and the held-out scores.
+type ElectraEval struct {
+	ElectraScores
+	Loss, MLMLoss, RTDLoss float64
+	Pairs                  int
+}
+
+// EvalElectra scores a zoo pretrain electra checkpoint (the
+// discriminator, its generator in generator/) on a corpus (one sentence
+// per line, blank lines between documents), with λ the discriminator
+// loss's weight: pairs and masks are made as pretraining makes
+// validation pairs (seeded, static masks), with the data settings of cfg,
+// at most maxPairs of them (0: all), and the generator's samples drawn at
+// uniforms from seed.
+func EvalElectra(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig, lambda float64, batch, maxPairs int, seed uint64) (ElectraEval, error) {
+	var e ElectraEval
+	if err := cfg.Validate(); err != nil {
+		return e, err
+	}
+	if batch <= 0 || maxPairs < 0 || !(lambda > 0) {
+		return e, fmt.Errorf("eval: batch size %d and λ %g must be positive and the pair limit %d not negative", batch, lambda, maxPairs)
+	}
+	tok, p, err := loadElectra(checkpoint)
+	if err != nil {
+		return e, err
+	}
+	d := p.DiscriminatorConfig()
+	if d.VocabSize != tok.VocabSize() {
+		return e, fmt.Errorf("eval: %s: the tokenizer has %d tokens and the model %d (vocab_size): they must match", checkpoint, tok.VocabSize(), d.VocabSize)
+	}
+	if cfg.MaxSeqLength > d.MaxPositionEmbeddings {
+		return e, fmt.Errorf("eval: max_seq_length %d exceeds the checkpoint's max_position_embeddings %d", cfg.MaxSeqLength, d.MaxPositionEmbeddings)
+	}
+	sp, err := BERTSpecialsOf(tok)
+	if err != nil {
+		return e, err
+	}
+	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
+	if err != nil {
+		return e, err
+	}
+	if err := c.CheckText(ctx); err != nil {
+		return e, fmt.Errorf("eval: %w", err)
+	}
+	docs, err := ReadBERTDocuments(ctx, c, tok)
+	if err != nil {
+		return e, err
+	}
+	cfg.DupeFactor = 1
+	pairs, err := MakeBERTPairs(docs, sp, cfg, seed)
+	if err != nil {
+		return e, fmt.Errorf("eval: %w", err)
+	}
+	n := pairs.Len()
+	if maxPairs > 0 {
+		n = min(n, maxPairs)
+	}
+	bb, err := BERTEvalBatches(pairs, n, sp, cfg, batch, seed)
+	if err != nil {
+		return e, err
+	}
+	batches := electraEvalBatches(bb, seed)
+	task := &ElectraTask{Pair: p, Tok: tok, B: batch, T: cfg.MaxSeqLength, P: batch * cfg.MaxPredictions, Lambda: lambda}
+	loss, _, parts, err := train.EvaluateReports(ctx, task, batches)
+	if err != nil {
+		return e, err
+	}
+	if e.ElectraScores, err = EvaluateElectra(ctx, task, batches); err != nil {
+		return e, err
+	}
+	e.Loss, e.MLMLoss, e.RTDLoss, e.Pairs = loss, parts["mlm_loss"], parts["rtd_loss"], n
+	return e, nil
 }

@@ -172,12 +172,18 @@ func (d *ElectraData) Eval() ([]train.Batch, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.evalCache = electraEvalBatches(in, d.seed)
+	return d.evalCache, nil
+}
+
+// electraEvalBatches are BERT's validation batches in as ElectraBatches,
+// the uniforms of batch i drawn from seed and i.
+func electraEvalBatches(in []train.Batch, seed uint64) []train.Batch {
 	out := make([]train.Batch, len(in))
 	for i, b := range in {
-		out[i] = newElectraBatch(b.(*BERTPreTrainingBatch), rand.New(rand.NewPCG(d.seed^electraSampleSeed+1, uint64(i))))
+		out[i] = newElectraBatch(b.(*BERTPreTrainingBatch), rand.New(rand.NewPCG(seed^electraSampleSeed+1, uint64(i))))
 	}
-	d.evalCache = out
-	return out, nil
+	return out
 }
 
 // ElectraScores are held-out replaced-token detection figures over the

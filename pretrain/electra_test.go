@@ -66,6 +66,16 @@ func TestElectraLearns(t *testing.T) {
 	ck, err := models.Open(res.Final)
 	require.NoError(t, err)
 	require.Equal(t, []string{"ElectraForPreTraining"}, ck.Architectures)
+	// EvalElectra scores the checkpoint on held-out text as the run did.
+	e, err := EvalElectra(context.Background(), res.Final, bertCorpus(t, 6), cfg.BERTPairConfig, cfg.DiscWeight, 8, 0, 3)
+	require.NoError(t, err)
+	t.Logf("eval: %+v", e)
+	require.Greater(t, e.RTDAUC, 0.7)
+	require.Greater(t, e.Tokens, 0)
+	require.InDelta(t, e.Loss, e.MLMLoss+cfg.DiscWeight*e.RTDLoss, 1e-3)
+	_, err = EvalElectra(context.Background(), filepath.Join(res.Final, ElectraGeneratorDir), bertCorpus(t, 6), cfg.BERTPairConfig, 50, 8, 0, 3)
+	require.ErrorContains(t, err, "not an ELECTRA pretraining checkpoint")
+
 	c, rep, err := bert.LoadForSequenceClassification(res.Final, models.WithLabels("a", "b"))
 	require.NoError(t, err)
 	require.Contains(t, rep.Dropped, "discriminator_predictions.dense.weight")

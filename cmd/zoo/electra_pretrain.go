@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
 	"github.com/d73a19ff/zoo/pretrain"
 	"github.com/d73a19ff/zoo/train"
@@ -60,5 +61,47 @@ func runPretrainElectra(args []string, stdout io.Writer) error {
 		res.RTDAccuracy, res.Baseline, res.RTDAUC, res.MLMAccuracy, res.Tokens, res.ValPairs)
 	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.OutputDir, train.PlotFile))
 	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo finetune bert --task classify --init-from %s --train-file FILE\n", cmp.Or(res.Best, res.Final))
+	return nil
+}
+
+// runEvalElectra is `zoo eval --checkpoint DIR --corpus FILES` for a zoo
+// pretrain electra checkpoint: replaced-token detection accuracy against
+// its all-original baseline, AUC, and the generator's MLM accuracy.
+func runEvalElectra(args []string, stdout io.Writer) error {
+	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --corpus FILES [flags]\n\nScores a zoo pretrain electra checkpoint (the discriminator, its generator in generator/) on a corpus (one sentence per line, blank lines between documents): replaced-token detection accuracy and AUC, the generator's MLM accuracy, the losses.")
+	ckpt := f.String("checkpoint", "", "ELECTRA pretraining checkpoint directory (with tokenizer.json and generator/)")
+	corpus := f.String("corpus", "", "corpus file, directory or glob")
+	cfg := pretrain.DefaultBERTPairs()
+	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", 0, "tokens per example (default: the checkpoint's max_position_embeddings)")
+	f.IntVar(&cfg.MaxPredictions, "max-predictions", cfg.MaxPredictions, "most masked tokens per example")
+	f.BoolVar(&cfg.WholeWordMask, "whole-word-mask", false, "mask every piece of a word together")
+	lambda := f.Float64("disc-weight", pretrain.DefaultElectra().DiscWeight, "λ, the weight of the discriminator's loss in the loss reported")
+	batch := f.Int("batch-size", 32, "sequences per batch")
+	limit := f.Int("limit", 2000, "score at most this many pairs (0: all)")
+	seed := f.Uint64("seed", 1, "seed of the pairs, masks and the generator's samples")
+	if help, err := f.parse(args, stdout); help || err != nil {
+		return err
+	}
+	if *ckpt == "" || *corpus == "" {
+		return fmt.Errorf("%w: give --checkpoint and --corpus (an ELECTRA pretraining checkpoint is scored on a corpus)", errUsage)
+	}
+	if !f.isSet("max-seq-length") {
+		var mc bert.Config
+		if err := models.ReadConfig(*ckpt, "bert", &mc); err != nil {
+			return err
+		}
+		cfg.MaxSeqLength = mc.MaxPositionEmbeddings
+	}
+	if err := noteCorpusUnknowns(stdout, *ckpt, *corpus); err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	e, err := pretrain.EvalElectra(ctx, *ckpt, *corpus, cfg, *lambda, *batch, *limit, *seed)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d pairs, %d tokens: replaced-token detection accuracy %.4f (all-original baseline %.4f, %.1f%% replaced), AUC %.4f; generator MLM accuracy %.4f; loss %.4f (MLM %.4f, RTD %.4f)\n",
+		e.Pairs, e.Tokens, e.RTDAccuracy, e.Baseline, 100*e.Replaced, e.RTDAUC, e.MLMAccuracy, e.Loss, e.MLMLoss, e.RTDLoss)
 	return nil
 }

@@ -49,6 +49,11 @@ func TestElectraPretrainFinetunePredict(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"ElectraForPreTraining"}, ck.Architectures)
 
+	out.Reset()
+	code = run([]string{"eval", "--checkpoint", final, "--corpus", bertTemplates(t, t.TempDir(), 6), "--max-seq-length", "32", "--max-predictions", "5"}, &out, &errb)
+	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
+	require.Regexp(t, `pairs, \d+ tokens: replaced-token detection accuracy 0\.\d+ \(all-original baseline 0\.\d+, \d+\.\d% replaced\), AUC 0\.\d+; generator MLM accuracy`, out.String())
+
 	// The generator fills masks; the discriminator gives features.
 	out.Reset()
 	code = run([]string{"fill-mask", "--checkpoint", filepath.Join(final, "generator"), "--top-k", "2", "the [MASK] fox runs to the red den."}, &out, &errb)
