@@ -37,6 +37,8 @@ func runFinetuneBERT(args []string, stdout io.Writer) error {
 // needs.
 func runEvalBERT(args []string, stdout io.Writer) error {
 	switch {
+	case preScan(args, "corpus") != "" && bertHead(preScan(args, "checkpoint")) == "ElectraForPreTraining":
+		return runEvalElectra(args, stdout)
 	case preScan(args, "corpus") != "":
 		return runEvalBERTPretraining(args, stdout)
 	case preScan(args, "squad") != "":

@@ -26,15 +26,7 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 		return err
 	}
 	f := newFlags("zoo pretrain bert", "usage: zoo pretrain bert --corpus FILES [flags]\n\nPretrains a BERT with masked LM and next-sentence prediction (--model-type roberta or distilbert: masked LM only). The corpus has one sentence per line and a blank line between documents (tools/corpus2txt builds one from installed packages). Default: BERT-Mini, sequences of 128, a WordPiece of 16384 tokens trained on the corpus.")
-	f.trainArgs(&cfg.Args, &cfg.InitFrom, argsHelp{batchWhat: "sequences", warmupWhat: "before the linear decay", initWhat: "a BERT (model, config and tokenizer) to pretrain further"})
-	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "corpus file, directory or glob: one sentence per line, a blank line between documents")
-	f.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, "wordpiece (train one on the corpus), or a BERT tokenizer.json or vocab.txt")
-	f.IntVar(&cfg.VocabSize, "vocab-size", cfg.VocabSize, "with --tokenizer wordpiece: the vocabulary's size")
-	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", cfg.MaxSeqLength, "tokens per example, [CLS] and [SEP]s included")
-	f.IntVar(&cfg.MaxPredictions, "max-predictions", cfg.MaxPredictions, "most predicted tokens per example")
-	f.BoolVar(&cfg.WholeWordMask, "whole-word-mask", cfg.WholeWordMask, "mask every piece of a word together")
-	f.BoolVar(&cfg.DynamicMasking, "dynamic-masking", cfg.DynamicMasking, "new masks every epoch instead of one set per example")
-	f.IntVar(&cfg.EvalBatches, "eval-batches", cfg.EvalBatches, "validation batches per evaluation (0: all)")
+	f.bertPretrainFlags(&cfg, "a BERT (model, config and tokenizer) to pretrain further")
 	preset := f.String("model", "", "model size: tiny, mini, small, medium or base (default mini; a --config's model section otherwise)")
 	f.StringVar(&cfg.ModelType, "model-type", cfg.ModelType, "bert (MLM + next-sentence prediction), albert (MLM + sentence-order prediction; the model an ALBERT of its sizes, one shared layer), roberta (MLM only, a byte-level BPE trained on the corpus, dynamic masking) or distilbert (MLM only, no distillation)")
 	if help, err := f.parse(args, stdout); help || err != nil {
@@ -69,6 +61,21 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.OutputDir, train.PlotFile))
 	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo finetune bert --task classify --init-from %s --train-file FILE\n", cmp.Or(res.Best, res.Final))
 	return nil
+}
+
+// bertPretrainFlags binds the flags zoo pretrain bert and zoo pretrain
+// electra share: the training arguments, the corpus and its WordPiece, and
+// the pairs' data settings; initWhat is what --init-from takes.
+func (f *cmdFlags) bertPretrainFlags(cfg *pretrain.BERTConfig, initWhat string) {
+	f.trainArgs(&cfg.Args, &cfg.InitFrom, argsHelp{batchWhat: "sequences", warmupWhat: "before the linear decay", initWhat: initWhat})
+	f.StringVar(&cfg.Corpus, "corpus", cfg.Corpus, "corpus file, directory or glob: one sentence per line, a blank line between documents")
+	f.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, "wordpiece (train one on the corpus), or a BERT tokenizer.json or vocab.txt")
+	f.IntVar(&cfg.VocabSize, "vocab-size", cfg.VocabSize, "with --tokenizer wordpiece: the vocabulary's size")
+	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", cfg.MaxSeqLength, "tokens per example, [CLS] and [SEP]s included")
+	f.IntVar(&cfg.MaxPredictions, "max-predictions", cfg.MaxPredictions, "most predicted tokens per example")
+	f.BoolVar(&cfg.WholeWordMask, "whole-word-mask", cfg.WholeWordMask, "mask every piece of a word together")
+	f.BoolVar(&cfg.DynamicMasking, "dynamic-masking", cfg.DynamicMasking, "new masks every epoch instead of one set per example")
+	f.IntVar(&cfg.EvalBatches, "eval-batches", cfg.EvalBatches, "validation batches per evaluation (0: all)")
 }
 
 // runEvalBERTPretraining is `zoo eval --checkpoint DIR --corpus FILES`

@@ -235,7 +235,7 @@ func catalogue() []badInput {
 		{"a model_type zoo does not know", func(t *testing.T, _ fixture, d string) []string {
 			write(t, filepath.Join(d, "c", "config.json"), `{"model_type": "mamba"}`)
 			return []string{"eval", "--checkpoint", filepath.Join(d, "c"), "--corpus", "x"}
-		}, 1, `model_type "mamba" is not one zoo knows; known model types: bert (bert), roberta (bert), distilbert (bert), albert (bert), gpt2 (gpt), llama (llama), qwen2 (llama), mistral (llama), marian (seq2seq)`},
+		}, 1, `model_type "mamba" is not one zoo knows; known model types: bert (bert), roberta (bert), distilbert (bert), albert (bert), electra (bert), gpt2 (gpt), llama (llama), qwen2 (llama), mistral (llama), marian (seq2seq)`},
 		{"a GPT checkpoint to translate", func(_ *testing.T, f fixture, _ string) []string {
 			return []string{"translate", "--checkpoint", ckpt(f)}
 		}, 1, "is a gpt checkpoint (model_type gpt2), another model family"},

@@ -152,6 +152,8 @@ func loadMaskedLM(dir string) (*bert.ForMaskedLM, bert.Tokenizer, error) {
 		head = "vocab_transform"
 	case bert.AlbertModelType:
 		head = "predictions"
+	case bert.ElectraModelType:
+		head = "generator_predictions"
 	}
 	for _, name := range rep.Created {
 		if strings.HasPrefix(name, head+".") {

@@ -32,7 +32,7 @@ type command struct {
 }
 
 var commands = []command{
-	{"pretrain", "FAMILY [flags]", "pretrain a model (zoo pretrain gpt, with no flags, is the main job: a GPT on Newton's Opticks)", runPretrain},
+	{"pretrain", "FAMILY [flags]", "pretrain a model (zoo pretrain gpt, with no flags, is the main job: a GPT on Newton's Opticks; zoo pretrain electra: ELECTRA's replaced-token detection)", runPretrain},
 	{"finetune", "FAMILY [flags]", "fine-tune a model: --task lm|classify (gpt, llama), classify|tokens|qa|embeddings (bert), translation (seq2seq), image classification (vit)", runFinetune},
 	{"eval", "--checkpoint DIR [flags]", "score a checkpoint of any family: loss, accuracy/F1, or BLEU/chrF", runEval},
 	{"predict", "--checkpoint DIR INPUT...", "run any checkpoint's pipeline on texts, QA pairs or images (its head picks the task; --json writes JSONL)", runPredict},
@@ -99,6 +99,9 @@ func lookupFamily(cmd string, args []string) (family, []string, error) {
 }
 
 func runPretrain(args []string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "electra" { // a BERT-family objective with a command of its own
+		return runPretrainElectra(args[1:], stdout)
+	}
 	f, rest, err := lookupFamily("pretrain", args)
 	if err != nil {
 		return err

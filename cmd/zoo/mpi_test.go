@@ -40,12 +40,12 @@ func TestPretrainGPTTwoRanks(t *testing.T) {
 // directory two, written by two ranks, to hold the same final weights,
 // step-3 optimizer state and losses, and rank 0 alone to have written
 // metrics.jsonl.
-func requireSameAsAccumulated(t *testing.T, common []string, two string) {
+func requireSameAsAccumulated(t *testing.T, common []string, two string) (one string) {
 	t.Helper()
 	tmp := t.TempDir()
 	acc := filepath.Join(tmp, "acc2.json")
 	require.NoError(t, os.WriteFile(acc, []byte(`{"gradient_accumulation_steps": 2}`), 0o644))
-	one := filepath.Join(tmp, "one")
+	one = filepath.Join(tmp, "one")
 	var o1, e1 bytes.Buffer
 	require.Equal(t, 0, run(append(common, "--config", acc, "--run", one), &o1, &e1), e1.String())
 
@@ -63,6 +63,7 @@ func requireSameAsAccumulated(t *testing.T, common []string, two string) {
 	}
 	require.Equal(t, losses(one), losses(two))
 	require.Len(t, losses(two), 6, "rank 0 alone writes metrics.jsonl")
+	return one
 }
 
 // twoRanks runs the CLI with args under mpirun -np 2, one thread a rank,

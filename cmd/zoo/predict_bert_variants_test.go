@@ -64,6 +64,9 @@ func bertVariantHeads(t *testing.T, v bertVariant) map[string]string {
 	cfg := v.base()
 	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumAttentionHeads, cfg.NumHiddenLayers = 16, 32, 2, 1
 	cfg.MaxPositionEmbeddings, cfg.VocabSize = v.maxPos, tok.VocabSize()
+	if cfg.ModelType == bert.ElectraModelType {
+		cfg.EmbeddingSize = 8
+	}
 	dir := t.TempDir()
 	out := map[string]string{}
 	for _, head := range v.heads {
@@ -82,6 +85,9 @@ func bertVariantHeads(t *testing.T, v bertVariant) map[string]string {
 			w, err = bert.NewForMaskedLM(cfg, layers.WithSeed(3))
 		case "ForPreTraining":
 			w, err = bert.NewForPreTraining(cfg, layers.WithSeed(3))
+			if cfg.ModelType == bert.ElectraModelType {
+				w, err = bert.NewElectraForPreTraining(cfg, layers.WithSeed(3))
+			}
 		}
 		require.NoError(t, err)
 		out[arch] = filepath.Join(dir, arch)
@@ -246,6 +252,7 @@ func TestFillMaskCLIVariants(t *testing.T) {
 	}{
 		{"DistilBERT", "the [MASK] sat on the mat", bertVariantDistil, "ForSequenceClassification", "the [MASK] sat", "has no masked-LM head (vocab_transform)"},
 		{"RoBERTa", "The <mask> of the Sun", bertVariantRoberta, "ForMaskedLM", "The [MASK] of the Sun", "no <mask>"},
+		{"ELECTRA", "the [MASK] sat on the mat", bertVariantElectra, "ForPreTraining", "the [MASK] sat", "has no masked-LM head (generator_predictions)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := bertVariantHeads(t, c.v)

@@ -7,7 +7,7 @@ package bert
 //   - factorised embeddings: word, position and token-type tables of
 //     embedding_size (E), their LayerNorm at E, then
 //     albert.encoder.embedding_hidden_mapping_in, a Linear E → hidden_size
-//     (Model.EmbeddingMapping);
+//     (Model.EmbeddingsProject);
 //   - shared layers: num_hidden_groups groups of inner_group_num post-norm
 //     layers, albert.encoder.albert_layer_groups.G.albert_layers.I.*
 //     (attention.query/key/value/dense/LayerNorm, ffn, ffn_output,
@@ -58,22 +58,14 @@ var albertVariant = &variant{
 	tokenizer: "ALBERT's Unigram tokenizer (SentencePiece) with its [CLS] $A [SEP] template",
 }
 
-// embedDim is the width of the embeddings: an ALBERT's embedding_size,
-// else hidden_size.
-func (c Config) embedDim() int {
-	if c.variant() == albertVariant {
-		return c.EmbeddingSize
-	}
-	return c.HiddenSize
-}
-
 // validateShared checks ALBERT's keys: embedding_size, num_hidden_groups
 // and inner_group_num positive and bounded, num_hidden_layers a multiple
 // of num_hidden_groups (transformers would otherwise split the layers
-// unevenly); every other model type must leave them 0.
+// unevenly); every other model type must leave the groups 0 (and
+// embedding_size, but for an ELECTRA's: Validate checks it).
 func (c Config) validateShared(v *variant) error {
 	if v != albertVariant {
-		if c.EmbeddingSize != 0 || c.NumHiddenGroups != 0 || c.InnerGroupNum != 0 {
+		if c.NumHiddenGroups != 0 || c.InnerGroupNum != 0 || (v != electraVariant && c.EmbeddingSize != 0) {
 			return fmt.Errorf("%s: embedding_size %d, num_hidden_groups %d, inner_group_num %d are ALBERT's; leave them 0 for a %s (or set model_type %q)",
 				v.family, c.EmbeddingSize, c.NumHiddenGroups, c.InnerGroupNum, v.name, AlbertModelType)
 		}
@@ -127,7 +119,7 @@ func (c Config) albertParamTerms() []models.Term {
 func (m *Model) newAlbertEncoder(s layers.Scope) error {
 	c := m.Config
 	var err error
-	if m.EmbeddingMapping, err = layers.NewLinear(s.Sub("embedding_hidden_mapping_in"), c.EmbeddingSize, c.HiddenSize, true); err != nil {
+	if m.EmbeddingsProject, err = layers.NewLinear(s.Sub("embedding_hidden_mapping_in"), c.EmbeddingSize, c.HiddenSize, true); err != nil {
 		return err
 	}
 	groups := make([][]*layers.EncoderBlock, c.NumHiddenGroups)

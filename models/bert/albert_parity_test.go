@@ -33,7 +33,7 @@ func TestAlbertParity(t *testing.T) {
 				require.Equal(t, c.layers, m.Config.NumHiddenLayers)
 				require.Equal(t, c.groups, m.Config.NumHiddenGroups)
 				require.Equal(t, c.inner, m.Config.InnerGroupNum)
-				require.NotNil(t, m.EmbeddingMapping)
+				require.NotNil(t, m.EmbeddingsProject)
 				require.Len(t, m.Encoder.Layers, c.blocks)
 				distinct := map[any]bool{}
 				for _, b := range m.Encoder.Layers {

@@ -30,7 +30,7 @@ func TestAlbertConfig(t *testing.T) {
 	require.EqualValues(t, c.NumParams(), m.NumParams(), "NumParams counts what New allocates")
 	require.Equal(t, []int{30000, 128}, []int(m.WordEmbeddings.Weight.Value.Shape()))
 	require.Equal(t, "albert.pooler.weight", m.Pooler.Weight.Name)
-	require.Equal(t, "albert.encoder.embedding_hidden_mapping_in.weight", m.EmbeddingMapping.Weight.Name)
+	require.Equal(t, "albert.encoder.embedding_hidden_mapping_in.weight", m.EmbeddingsProject.Weight.Name)
 	require.Len(t, m.Encoder.Layers, 12)
 	for _, b := range m.Encoder.Layers {
 		require.Same(t, m.Encoder.Layers[0], b, "albert-base-v2's 12 layers share one")
@@ -91,7 +91,10 @@ func TestAlbertConfig(t *testing.T) {
 	// ALBERT's fields on another model type are a mistake.
 	bc := Tiny()
 	bc.EmbeddingSize = 64
-	require.ErrorContains(t, bc.Validate(), "embedding_size 64, num_hidden_groups 0, inner_group_num 0 are ALBERT's")
+	require.ErrorContains(t, bc.Validate(), `embedding_size 64: only an ALBERT or an ELECTRA (model_type "albert", "electra") has embeddings narrower`)
+	bc = Tiny()
+	bc.NumHiddenGroups = 2
+	require.ErrorContains(t, bc.Validate(), "embedding_size 0, num_hidden_groups 2, inner_group_num 0 are ALBERT's")
 	var nul Config // classifier_dropout_prob null: the token classifier's dropout is hidden_dropout_prob
 	require.NoError(t, json.Unmarshal([]byte(`{"model_type": "albert", "classifier_dropout_prob": null, "hidden_dropout_prob": 0.2}`), &nul))
 	require.Nil(t, nul.ClassifierDropout)

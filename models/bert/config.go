@@ -19,6 +19,10 @@
 // ALBERT (model_type "albert", AlbertBase) is one too, with AlbertConfig's
 // keys and transformers' AlbertFor… names: factorised embeddings and
 // layers shared by groups (see albert.go).
+// ELECTRA (model_type "electra", ElectraSmall) is one too: embeddings at
+// embedding_size projected to hidden_size, no pooler, the discriminator
+// (ElectraForPreTraining), the generator (ForMaskedLM) and
+// ElectraClassificationHead (see electra.go).
 package bert
 
 import (
@@ -47,9 +51,10 @@ import (
 //   - kept: every other key (use_cache, torch_dtype, gradient_checkpointing,
 //     transformers_version, …) goes to Extra, and Save writes it back.
 //
-// model_type must be "bert", "roberta", "distilbert" or "albert" (ModelType; a
-// DistilBERT's keys are DistilBertConfig's, see QADropout, an ALBERT's
-// AlbertConfig's, see EmbeddingSize); architectures and
+// model_type must be "bert", "roberta", "distilbert", "albert" or "electra"
+// (ModelType; a DistilBERT's keys are DistilBertConfig's, see QADropout, an
+// ALBERT's AlbertConfig's and an ELECTRA's add embedding_size, see
+// EmbeddingSize); architectures and
 // label2id are written from what Save saves, not kept.
 type Config struct {
 	// ModelType is the model type of the BERT family this config builds:
@@ -93,14 +98,16 @@ type Config struct {
 	// writes into position_embeddings.weight and training never changes
 	// (distilbert_sinusoidal.go). Other model types refuse it.
 	SinusoidalPosEmbds bool `json:"-"`
-	// EmbeddingSize, NumHiddenGroups and InnerGroupNum are ALBERT's
-	// (ModelType AlbertModelType) embedding_size, num_hidden_groups and
-	// inner_group_num (see albert.go): the embeddings' width, mapped to
-	// HiddenSize by embedding_hidden_mapping_in, and the layer groups whose
-	// weights the NumHiddenLayers layers share. Every other model type
-	// leaves them 0. (An ALBERT's classifier_dropout_prob is read into
-	// ClassifierDropout.)
-	EmbeddingSize   int `json:"-"`
+	// EmbeddingSize is ALBERT's and ELECTRA's embedding_size: the
+	// embeddings' width, projected to HiddenSize by Model.EmbeddingsProject
+	// (ALBERT: always; ELECTRA: when the two differ); 0 means HiddenSize,
+	// and the other model types must leave it 0.
+	EmbeddingSize int `json:"-"`
+	// NumHiddenGroups and InnerGroupNum are ALBERT's (ModelType
+	// AlbertModelType) num_hidden_groups and inner_group_num (see
+	// albert.go): the layer groups whose weights the NumHiddenLayers layers
+	// share. Every other model type leaves them 0. (An ALBERT's
+	// classifier_dropout_prob is read into ClassifierDropout.)
 	NumHiddenGroups int `json:"-"`
 	InnerGroupNum   int `json:"-"`
 	// ID2Label names the classes of a sequence classifier, by id ("0", "1", …).
@@ -165,6 +172,11 @@ func (c Config) Validate() error {
 		{Field: k("num_attention_heads"), V: c.NumAttentionHeads, Max: models.MaxDim},
 		{Field: k("intermediate_size"), V: c.IntermediateSize, Max: models.MaxDim},
 		{Field: "max_position_embeddings", V: c.MaxPositionEmbeddings, Max: models.MaxDim},
+	}
+	if v == electraVariant {
+		sizes = append(sizes, models.Size{Field: "embedding_size", V: c.embeddingSize(), Max: models.MaxDim})
+	} else if v != albertVariant && c.EmbeddingSize != 0 && c.EmbeddingSize != c.HiddenSize {
+		return fmt.Errorf("%s: embedding_size %d: only an ALBERT or an ELECTRA (model_type %q, %q) has embeddings narrower than %s %d; leave it 0", v.family, c.EmbeddingSize, AlbertModelType, ElectraModelType, k("hidden_size"), c.HiddenSize)
 	}
 	if v.noTokenTypes {
 		if c.TypeVocabSize != 0 {
@@ -250,6 +262,9 @@ func (c Config) paramTerms() []models.Term {
 	v, p, ty, d, l, in := int64(c.VocabSize), int64(c.MaxPositionEmbeddings), int64(c.TypeVocabSize),
 		int64(c.HiddenSize), int64(c.NumHiddenLayers), int64(c.IntermediateSize)
 	perLayer := models.Sum(models.Mul(4, d, d), models.Mul(2, d, in), models.Mul(9, d), in)
+	if c.variant() == electraVariant {
+		return c.electraParamTerms(perLayer)
+	}
 	terms := []models.Term{
 		{What: fmt.Sprintf("word_embeddings, vocab_size %d × hidden_size %d", v, d), Lower: "vocab_size", N: models.Mul(v, d)},
 		{What: fmt.Sprintf("position_embeddings, max_position_embeddings %d × hidden_size %d", p, d), Lower: "max_position_embeddings", N: models.Mul(p, d)},

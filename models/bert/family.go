@@ -13,7 +13,7 @@ import (
 func init() {
 	models.Register(models.Family{
 		Name:       "bert",
-		ModelTypes: []string{ModelType, RobertaModelType, DistilBertModelType, AlbertModelType},
+		ModelTypes: []string{ModelType, RobertaModelType, DistilBertModelType, AlbertModelType, ElectraModelType},
 		NewClassifier: func(dir string, labels []string) (models.Classifier, error) {
 			c, _, err := LoadForSequenceClassification(dir, models.WithLabels(labels...))
 			return c, err

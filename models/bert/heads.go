@@ -27,9 +27,13 @@ type MLMHead struct {
 	decoder   string // the tied decoder's name, for errors
 }
 
-func newMLMHead(m *Model) (*MLMHead, error) {
+func newMLMHead(m *Model) (*MLMHead, error) { return newMLMHeadAt(m, m.Store.Root()) }
+
+// newMLMHeadAt is newMLMHead with its parameters under root (an ELECTRA
+// generator's in a pretraining pair's store: "generator.").
+func newMLMHeadAt(m *Model, root layers.Scope) (*MLMHead, error) {
 	names := m.Config.variant().mlm
-	d, e := m.Config.HiddenSize, m.Config.embedDim() // e: an ALBERT's embedding_size
+	d, e := m.Config.HiddenSize, m.Config.embeddingSize() // e: ALBERT's and ELECTRA's embedding_size
 	h := &MLMHead{words: m.WordEmbeddings, decoder: strings.TrimSuffix(names.decoderWeight, ".weight")}
 	act := m.Config.HiddenAct
 	if names.gelu {
@@ -39,14 +43,14 @@ func newMLMHead(m *Model) (*MLMHead, error) {
 	if h.act, err = layers.ParseActivation(act); err != nil {
 		return nil, err
 	}
-	if h.Transform, err = layers.NewLinear(scope(m.Store, names.dense), d, e, true); err != nil {
+	if h.Transform, err = layers.NewLinear(under(root, names.dense), d, e, true); err != nil {
 		return nil, err
 	}
-	if h.Norm, err = layers.NewLayerNorm(scope(m.Store, names.norm), e, m.Config.LayerNormEps, true); err != nil {
+	if h.Norm, err = layers.NewLayerNorm(under(root, names.norm), e, m.Config.LayerNormEps, true); err != nil {
 		return nil, err
 	}
 	dir, base := names.bias[:strings.LastIndex(names.bias, ".")], names.bias[strings.LastIndex(names.bias, ".")+1:]
-	if h.Bias, err = scope(m.Store, dir).Param(base, []int{m.Config.VocabSize}, layers.Constant(0)); err != nil {
+	if h.Bias, err = under(root, dir).Param(base, []int{m.Config.VocabSize}, layers.Constant(0)); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -88,6 +92,9 @@ type ForPreTraining struct {
 // has no next-sentence prediction (transformers has no
 // RobertaForPreTraining): it is an error; pretrain one as a masked LM.
 func NewForPreTraining(cfg Config, opts ...layers.Option) (*ForPreTraining, error) {
+	if cfg.ModelType == ElectraModelType {
+		return nil, fmt.Errorf("bert: an ELECTRA has no next-sentence prediction head; its ElectraForPreTraining is the replaced-token discriminator: use NewElectraForPreTraining (LoadElectraForPreTraining), and zoo pretrain electra to pretrain one")
+	}
 	if v, err := cfg.variantOf(); err == nil && v.pair == "" {
 		return nil, fmt.Errorf("bert: %s has no next-sentence prediction head (transformers has no %sForPreTraining): use NewForMaskedLM (LoadForMaskedLM)", v.name, v.class)
 	}
@@ -319,9 +326,15 @@ func (c *ForSequenceClassification) denseLogits(g *layers.Graph, in Inputs) (*go
 	if x, err = c.Dense.Forward(g, x); err != nil {
 		return nil, fmt.Errorf("bert classifier: %w", err)
 	}
-	if relu {
+	switch act := c.Config.variant().cls.act; {
+	case relu:
 		x, err = layers.Activate(x, layers.ReLU)
-	} else {
+	case act != "":
+		var a layers.Activation
+		if a, err = layers.ParseActivation(act); err == nil {
+			x, err = layers.Activate(x, a)
+		}
+	default:
 		x, err = gorgonia.Tanh(x)
 	}
 	if err != nil {

@@ -74,7 +74,7 @@ func (k *hfKeys) FromFile(key string) (name string, transpose, skip bool) {
 		return "", false, true // buffers, not parameters
 	}
 	name = key
-	for _, p := range []string{"embeddings.", k.v.encoder + ".", "pooler."} {
+	for _, p := range []string{"embeddings.", k.v.encoder + ".", "pooler.", "embeddings_project."} {
 		if strings.HasPrefix(key, p) { // a BertModel checkpoint: no "bert." prefix
 			name = k.v.prefix + "." + key
 		}

@@ -26,7 +26,10 @@ const ModelType = "bert"
 // DistilBERT (DistilBertModelType) is transformers' DistilBertModel:
 // distilbert.embeddings.* without token types,
 // distilbert.transformer.layer.N.* (q_lin, sa_layer_norm, ffn.lin1, …),
-// and no pooler.
+// and no pooler. An ELECTRA (ElectraModelType) is transformers'
+// ElectraModel: electra.embeddings.* at embedding_size,
+// electra.embeddings_project to hidden_size when the two differ,
+// electra.encoder.layer.N.* as BERT's, and no pooler.
 //
 // A Model, and every head on it, is safe for concurrent use by multiple
 // goroutines for inference: Attentions, HiddenStates, FillMask and graphs
@@ -42,9 +45,11 @@ type Model struct {
 	PositionEmbeddings  *layers.LearnedPositional // bert.embeddings.position_embeddings
 	TokenTypeEmbeddings *layers.Embedding         // bert.embeddings.token_type_embeddings; nil for a DistilBERT
 	EmbeddingsNorm      *layers.LayerNorm         // bert.embeddings.LayerNorm
-	// EmbeddingMapping is an ALBERT's albert.encoder.embedding_hidden_mapping_in,
-	// (embedding_size → hidden_size) after the embeddings; nil otherwise.
-	EmbeddingMapping *layers.Linear
+	// EmbeddingsProject maps the embeddings (embedding_size) to hidden_size:
+	// an ALBERT's albert.encoder.embedding_hidden_mapping_in, or an
+	// ELECTRA's electra.embeddings_project when the two sizes differ; nil
+	// otherwise.
+	EmbeddingsProject *layers.Linear
 	// Encoder is bert.encoder.layer.*; an ALBERT's lists its shared
 	// blocks once per use (see newAlbertEncoder).
 	Encoder *layers.Encoder
@@ -93,7 +98,7 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 	v := cfg.variant()
 	root := s.Root().Sub(v.prefix)
 	emb := root.Sub("embeddings")
-	d := cfg.embedDim() // hidden_size, or an ALBERT's embedding_size
+	d := cfg.embeddingSize() // hidden_size, or ALBERT's and ELECTRA's embedding_size
 	if m.WordEmbeddings, err = layers.NewEmbedding(emb.Sub("word_embeddings"), cfg.VocabSize, d); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
@@ -114,6 +119,11 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 	if v == albertVariant {
 		err = m.newAlbertEncoder(root.Sub(v.encoder))
 	} else {
+		if d != cfg.HiddenSize {
+			if m.EmbeddingsProject, err = layers.NewLinear(root.Sub("embeddings_project"), d, cfg.HiddenSize, true); err != nil {
+				return nil, fmt.Errorf("bert: %w", err)
+			}
+		}
 		m.Encoder, err = layers.NewEncoder(root.Sub(v.encoder), cfg.block(), cfg.NumHiddenLayers)
 	}
 	if err != nil {
@@ -230,11 +240,11 @@ func (m *Model) embed(g *layers.Graph, in Inputs) (*gorgonia.Node, error) {
 	if h, err = m.EmbeddingsNorm.Forward(g, h); err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
 	}
-	if h, err = m.drop.Forward(g, h); err != nil || m.EmbeddingMapping == nil {
+	if h, err = m.drop.Forward(g, h); err != nil || m.EmbeddingsProject == nil {
 		return h, err
 	}
-	if h, err = m.EmbeddingMapping.Forward(g, h); err != nil { // ALBERT: embedding_size → hidden_size
-		return nil, fmt.Errorf("bert: %w", err)
+	if h, err = m.EmbeddingsProject.Forward(g, h); err != nil { // ALBERT, ELECTRA: embedding_size → hidden_size
+		return nil, fmt.Errorf("bert: embeddings projection: %w", err)
 	}
 	return h, nil
 }

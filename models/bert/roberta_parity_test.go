@@ -48,6 +48,10 @@ func variantHead(t *testing.T, variant, head string, dt tensor.Dtype, strict boo
 		}
 	}
 	switch head {
+	case "pre": // ELECTRA's discriminator
+		p, r, err := LoadElectraForPreTraining(dir, opts...)
+		require.NoError(t, err)
+		return p.Model, p.Save, r, one(p.Forward), []string{"logits"}
 	case "mlm":
 		p, r, err := LoadForMaskedLM(dir, opts...)
 		require.NoError(t, err)
@@ -87,8 +91,8 @@ func TestRobertaParity(t *testing.T) {
 
 // variantParity runs each head of testdata/<variant> in float64 and
 // float32 against its golden logits and gradients; check sees each model.
-func variantParity(t *testing.T, variant string, check func(*testing.T, *Model)) {
-	heads := []string{"mlm", "seq", "token", "qa"}
+func variantParity(t *testing.T, variant string, check func(*testing.T, *Model), more ...string) {
+	heads := append([]string{"mlm", "seq", "token", "qa"}, more...)
 	if _, err := os.Stat(filepath.Join("testdata", variant, "pretrain")); err == nil {
 		heads = append(heads, "pretrain") // ALBERT's: MLM and sentence order
 	}

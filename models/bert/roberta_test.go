@@ -85,7 +85,7 @@ func TestRobertaConfig(t *testing.T) {
 		{`{"model_type": "roberta", "tie_word_embeddings": false}`, "tie_word_embeddings"},
 		{`{"model_type": "roberta", "chunk_size_feed_forward": 64}`, "chunk_size_feed_forward"},
 		{`{"model_type": "roberta", "pruned_heads": {"0": [1]}}`, "pruned_heads"},
-		{`{"model_type": "xlnet"}`, `model_type "xlnet" is not bert, roberta, distilbert or albert`},
+		{`{"model_type": "xlnet"}`, `model_type "xlnet" is not bert, roberta, distilbert, albert or electra`},
 	} {
 		var c Config
 		err := json.Unmarshal([]byte(bad.json), &c)

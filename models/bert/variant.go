@@ -80,6 +80,8 @@ type mlmNames struct {
 type clsHead struct {
 	dense, out string // the two linears' names: "classifier.dense", "classifier.out_proj"
 	relu       bool   // DistilBERT's pre_classifier → ReLU, without the first dropout
+	// act, when set, replaces tanh (ElectraClassificationHead: "gelu").
+	act string
 }
 
 // configCodec reads and writes a model type's config.json into Config
@@ -120,6 +122,7 @@ func init() {
 	robertaVariant.codec = robertaCodec
 	distilVariant.codec = distilCodec{}
 	albertVariant.codec = albertCodec{}
+	electraVariant.codec = electraCodec{}
 }
 
 // variantOf is c's model type.
@@ -133,8 +136,10 @@ func (c Config) variantOf() (*variant, error) {
 		return distilVariant, nil
 	case AlbertModelType:
 		return albertVariant, nil
+	case ElectraModelType:
+		return electraVariant, nil
 	}
-	return nil, fmt.Errorf("bert config: model type %q is not one of the BERT family's (%q, %q, %q, %q)", c.ModelType, ModelType, RobertaModelType, DistilBertModelType, AlbertModelType)
+	return nil, fmt.Errorf("bert config: model type %q is not one of the BERT family's (%q, %q, %q, %q, %q)", c.ModelType, ModelType, RobertaModelType, DistilBertModelType, AlbertModelType, ElectraModelType)
 }
 
 // variant is variantOf for a validated config (New validates).
@@ -165,8 +170,10 @@ func variantOfJSON(b []byte, current string) (*variant, error) {
 		return distilVariant, nil
 	case AlbertModelType:
 		return albertVariant, nil
+	case ElectraModelType:
+		return electraVariant, nil
 	}
-	return nil, fmt.Errorf("bert config: model_type %q is not %s, %s, %s or %s (the BERT family's model types)", *head.ModelType, ModelType, RobertaModelType, DistilBertModelType, AlbertModelType)
+	return nil, fmt.Errorf("bert config: model_type %q is not %s, %s, %s, %s or %s (the BERT family's model types)", *head.ModelType, ModelType, RobertaModelType, DistilBertModelType, AlbertModelType, ElectraModelType)
 }
 
 // distilKeys are DistilBertConfig's names for BertConfig's keys.
