@@ -50,7 +50,7 @@ type Config struct {
 	// "" (or "vit") for ViT, DeiTModelType for DeiT (one more token, the
 	// distillation token; see AsDeiT). It is config.json's model_type,
 	// read and written by the model type's codec.
-	ModelType string `json:"-"`
+	ModelType                 string  `json:"-"`
 	HiddenSize                int     `json:"hidden_size"`
 	NumHiddenLayers           int     `json:"num_hidden_layers"`
 	NumAttentionHeads         int     `json:"num_attention_heads"`

@@ -61,10 +61,10 @@ const (
 // position embeddings interpolated to their grid, as transformers'
 // interpolate_pos_encoding=True, when Interpolate is set (WithInterpolation).
 type Model struct {
-	Config             Config
-	Store              *layers.Store
-	PatchEmbeddings    *layers.PatchEmbedding // vit.embeddings.patch_embeddings.projection
-	ClassToken         *layers.ClassToken     // vit.embeddings.cls_token (1, 1, D)
+	Config          Config
+	Store           *layers.Store
+	PatchEmbeddings *layers.PatchEmbedding // vit.embeddings.patch_embeddings.projection
+	ClassToken      *layers.ClassToken     // vit.embeddings.cls_token (1, 1, D)
 	// DistillationToken is DeiT's deit.embeddings.distillation_token
 	// (1, 1, D), put after the class token; nil for ViT.
 	DistillationToken  *layers.Param
