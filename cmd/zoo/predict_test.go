@@ -291,6 +291,7 @@ func predictCases(t *testing.T) []predictCase {
 // shows it readably.
 func TestPredictEveryHead(t *testing.T) {
 	cases := append(append(append(predictCases(t), llamaPredictCases(t)...), robertaPredictCases(t)...), distilPredictCases(t)...)
+	cases = append(cases, deitPredictCases(t)...)
 	vitModel := vitBackbone(t)
 	imgs := predictImages(t)
 	cases = append(cases, predictCase{head: "ViTModel", dir: vitModel, task: "image-feature-extraction", inputs: imgs,
