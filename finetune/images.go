@@ -691,7 +691,7 @@ func (r *ImagesRecipe) Build(ctx context.Context) (train.Plan, error) {
 	}
 	var t train.Task = task
 	if r.teacher != nil {
-		t = &DistillTask{ImageTask: task, teacher: r.teacher}
+		t = &distillTask{ImageTask: task, teacher: r.teacher}
 	}
 	grid := clf.Config.ImageSize / clf.Config.PatchSize
 	return train.Plan{Task: t, Data: r.data, Schedule: sched, Unit: "img",

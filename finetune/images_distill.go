@@ -233,19 +233,19 @@ func (t *imageTeacher) close() {
 	}
 }
 
-// DistillTask is ImageTask with DeiT's hard distillation: its Model has the
+// distillTask is ImageTask with DeiT's hard distillation: its Model has the
 // teacher heads, and the loss is Model.DistillationLoss against Teacher's
 // predicted classes, computed on each batch before the step (the teacher
 // is not trained). It reports "accuracy" (the mean of the two heads, what
 // a prediction reads) and "teacher_agreement" (the distillation head
 // against the teacher).
-type DistillTask struct {
+type distillTask struct {
 	*ImageTask
 	teacher *imageTeacher
 }
 
 // Loss implements train.Task.
-func (k *DistillTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
+func (k *distillTask) Loss(g *layers.Graph) (*gorgonia.Node, func(train.Batch) error, error) {
 	if k.B <= 0 || k.teacher == nil || k.teacher.b != k.B {
 		return nil, nil, fmt.Errorf("deit task: batch size %d must be positive and the teacher's", k.B)
 	}

@@ -24,10 +24,35 @@ func ExampleAsDeiT() {
 	// DeiT-B: 85800192 parameters in the backbone
 }
 
-// The student of hard distillation: the class head learns the labels, the
-// distillation head the teacher's predictions, and a prediction reads the
-// mean of the two (TeacherLogits gives all three).
+// The student of hard distillation: a class head and a distillation head,
+// whose mean a prediction reads; TeacherLogits gives all three.
 func ExampleNewForImageClassificationWithTeacher() {
+	m, err := vit.New(vit.AsDeiT(vit.Fashion()), vit.StoreOption(layers.WithSeed(1)))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := vit.NewForImageClassificationWithTeacher(m, []string{"shirt", "shoe", "bag"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(c.Classifier.Weight.Name, c.Distillation.Weight.Name)
+	g := c.Store.NewGraph()
+	out, err := c.TeacherLogits(g, g.Input("pixel_values", 2, 1, 28, 28))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(out.Logits.Shape(), out.ClsLogits.Shape(), out.DistillationLogits.Shape())
+	// Output:
+	// cls_classifier.weight distillation_classifier.weight
+	// (2, 3) (2, 3) (2, 3)
+}
+
+// DeiT's hard-distillation loss: the class head learns the labels, the
+// distillation head the teacher's predicted classes, half each.
+func ExampleForImageClassification_DistillationLoss() {
 	m, err := vit.New(vit.AsDeiT(vit.Fashion()), vit.StoreOption(layers.WithSeed(1)))
 	if err != nil {
 		fmt.Println(err)
@@ -43,7 +68,7 @@ func ExampleNewForImageClassificationWithTeacher() {
 	labels, teacher := g.IntInput("labels", 2), g.IntInput("teacher", 2)
 	copy(labels.Value().Data().([]int), []int{0, 2})
 	copy(teacher.Value().Data().([]int), []int{0, 1}) // the teacher's argmax
-	loss, out, err := c.DistillationLoss(g, pixels, labels, teacher, 0)
+	loss, _, err := c.DistillationLoss(g, pixels, labels, teacher, 0)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -58,13 +83,28 @@ func ExampleNewForImageClassificationWithTeacher() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(c.Classifier.Weight.Name, c.Distillation.Weight.Name)
-	fmt.Println(out.Logits.Shape(), out.ClsLogits.Shape(), out.DistillationLogits.Shape())
-	fmt.Printf("loss %.2f (ln 3 = 1.10 at the start)\n", loss.Value().Data())
+	fmt.Printf("loss %.2f (near ln 3 = 1.10 at the start)\n", loss.Value().Data())
 	// Output:
-	// cls_classifier.weight distillation_classifier.weight
-	// (2, 3) (2, 3) (2, 3)
-	// loss 1.09 (ln 3 = 1.10 at the start)
+	// loss 1.09 (near ln 3 = 1.10 at the start)
+}
+
+// TeacherLogits on a classifier without the distillation head is an error.
+func ExampleForImageClassification_TeacherLogits() {
+	m, err := vit.New(vit.AsDeiT(vit.Fashion()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := vit.NewForImageClassification(m, []string{"a", "b"}) // DeiTForImageClassification
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	g := c.Store.NewGraph()
+	_, err = c.TeacherLogits(g, g.Input("pixel_values", 1, 1, 28, 28))
+	fmt.Println(err)
+	// Output:
+	// vit classifier: no distillation head: it is a DeiTForImageClassification, not a DeiTForImageClassificationWithTeacher
 }
 
 // Read a DeiT checkpoint of any head into the teacher heads: what the
