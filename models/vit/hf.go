@@ -352,7 +352,11 @@ func Load(dir string, opts ...models.LoadOption) (*Model, LoadReport, error) {
 // models.WithLabels'. A checkpoint whose id2label names exactly these
 // labels, in order, keeps its classifier; otherwise its classifier (and
 // any other head, a ViTModel's pooler) is dropped and a new one created,
-// as timm's reset_classifier: the report names both and sets NewHead. The
+// as timm's reset_classifier: the report names both and sets NewHead. A
+// DeiT checkpoint whose architectures name
+// DeiTForImageClassificationWithTeacher gets those two heads (see
+// NewForImageClassificationWithTeacher); any other DeiT gets the one
+// classifier (DeiTForImageClassification). The
 // pooling is the checkpoint's (config.json's zoo_pooling; absent: the
 // class token) unless a WithPooling option sets one (to compute another
 // model on the same weights, as the parity tests do; SavedPooling tells
@@ -381,8 +385,8 @@ func loadClassifier(dir, where string, teacher bool, opts []models.LoadOption) (
 		}
 		newHead = isNew
 		if teacher && !cfg.isDeiT() {
-			return nil, nil, fmt.Errorf("vit: %s: %s: %s is a %s checkpoint (model_type %s): the teacher heads need a DeiT (model_type %s), whose embeddings have a distillation token; start from a new DeiT instead",
-				where, dir, dir, cfg.scope(), cmp.Or(cfg.ModelType, ModelType), DeiTModelType)
+			return nil, nil, fmt.Errorf("vit: %s: %s is a ViT checkpoint (model_type %s): the teacher heads need a DeiT (model_type %s), whose embeddings have a distillation token; start from a new DeiT instead (vit.AsDeiT)",
+				where, dir, ModelType, DeiTModelType)
 		}
 		m, err := New(cfg, o.model...)
 		if err != nil {
