@@ -119,3 +119,17 @@ func ExampleImagesRecipe() {
 	}
 	fmt.Printf("accuracy %.3f at %.0f images/s\n", r.Result.Confusion.Accuracy(), r.Result.TrainImagesPerSec)
 }
+
+// DeiT's hard distillation: a DeiT student (class and distillation heads)
+// learns from a trained ViT of the same labels, image size and channels.
+func ExampleImagesConfig_distillation() {
+	cfg := finetune.DefaultImages()
+	cfg.TrainData, cfg.TrainLabels = "train-images-idx3-ubyte", "train-labels-idx1-ubyte"
+	cfg.Teacher, cfg.Distillation = "runs/vit-teacher/checkpoints/final", finetune.DistillHard
+	res, err := finetune.RunClassifyImages(context.Background(), cfg, os.Stdout)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("accuracy %.3f (the mean of the two heads)\n", res.Confusion.Accuracy())
+}

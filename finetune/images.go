@@ -91,6 +91,14 @@ type ImagesConfig struct {
 	// Workers decode and augment batches ahead of the step (at most
 	// datasets.MaxLoaderWorkers).
 	Workers int `json:"workers"`
+	// Teacher, when set, is a ViT or DeiT image-classification checkpoint
+	// of the data's labels that the student distils from (DeiT's hard
+	// distillation, images_distill.go): the student is then a DeiT with
+	// the teacher heads (vit.NewForImageClassificationWithTeacher).
+	Teacher string `json:"teacher"`
+	// Distillation is DistillHard or DistillNone; "" is hard with a
+	// teacher, none without.
+	Distillation string `json:"distillation"`
 
 	datasets.Augment
 	datasets.Mixup
@@ -175,6 +183,9 @@ func (c ImagesConfig) check() error {
 		return fmt.Errorf("finetune: pool %q: want cls or mean", c.Pool)
 	case c.ValLabels != "" && c.ValData == "":
 		return fmt.Errorf("finetune: validation_labels needs validation_data (the IDX images they label)")
+	}
+	if err := c.checkDistillation(); err != nil {
+		return err
 	}
 	if c.PositionResample != "" {
 		if err := layers.ResampleMethod(c.PositionResample).Validate(); err != nil {
@@ -487,6 +498,7 @@ type ImagesRecipe struct {
 	data        *imageData
 	evalBatches []*datasets.ImageBatch
 	start       int // the step training starts from
+	teacher     *imageTeacher
 	// Result holds the confusion matrix (and its picture), the
 	// throughput and the data waits, set by Finish (its train.Result is
 	// left to train.Run's caller).
@@ -544,6 +556,11 @@ func NewImagesRecipe(_ context.Context, cfg ImagesConfig) (*ImagesRecipe, error)
 	} else if r.trainSet, r.valSet, err = splitSet(r.full, cfg.ValFraction, cfg.Seed); err != nil {
 		return nil, err
 	}
+	if cfg.distilling() {
+		if r.teacher, err = openTeacher(cfg.Teacher, r.labels); err != nil {
+			return nil, err
+		}
+	}
 	r.mean, r.std, r.measured = idxStats(baseSet(r.trainSet))
 	if cfg.LabelFraction < 1 {
 		all := r.trainSet.Len()
@@ -581,6 +598,7 @@ func (r *ImagesRecipe) Record(ctx context.Context) (train.Record, error) {
 		rec.ValLabels = ""
 	}
 	rec.InitFrom = resolvedPath(rec.InitFrom)
+	rec.Teacher = resolvedPath(rec.Teacher)
 	if strings.HasSuffix(strings.ToLower(rec.Model), ".json") {
 		rec.Model = resolvedPath(rec.Model)
 	}
@@ -620,6 +638,12 @@ func (r *ImagesRecipe) Setup(_ context.Context, _ string, out io.Writer) (train.
 	r.proc.MinSize = r.clf.Config.PatchSize
 	if err := r.clf.CheckStep(cfg.BatchSize, true); err != nil {
 		return train.MemoryNeed{}, fmt.Errorf("finetune: %w", err)
+	}
+	if r.teacher != nil {
+		if err := r.teacher.fit(r.proc, r.clf.Config.NumChannels, cfg.BatchSize); err != nil {
+			return train.MemoryNeed{}, err
+		}
+		fmt.Fprintln(out, r.teacher.note())
 	}
 	return train.MemoryNeed{}, nil
 }
@@ -665,11 +689,15 @@ func (r *ImagesRecipe) Build(ctx context.Context) (train.Plan, error) {
 	if err != nil {
 		return train.Plan{}, err
 	}
+	var t train.Task = task
+	if r.teacher != nil {
+		t = &distillTask{ImageTask: task, teacher: r.teacher}
+	}
 	grid := clf.Config.ImageSize / clf.Config.PatchSize
-	return train.Plan{Task: task, Data: r.data, Schedule: sched, Unit: "img",
-		Summary: fmt.Sprintf("vit classifier: %d parameters, %d layers, %d heads, %d wide; %d×%d images in a %d×%d grid of %d×%d patches, pool %s; %d labels; %s\n"+
+	return train.Plan{Task: t, Data: r.data, Schedule: sched, Unit: "img",
+		Summary: fmt.Sprintf("%s: %d parameters, %d layers, %d heads, %d wide; %d×%d images in a %d×%d grid of %d×%d patches, pool %s; %d labels; %s\n"+
 			"recipe: batch %d, %d steps, AdamW lr %g (warmup %d, %s), weight decay %g, clip %g; augment %s",
-			clf.NumParams(), clf.Config.NumHiddenLayers, clf.Config.NumAttentionHeads, clf.Config.HiddenSize,
+			studentKind(clf), clf.NumParams(), clf.Config.NumHiddenLayers, clf.Config.NumAttentionHeads, clf.Config.HiddenSize,
 			clf.Config.ImageSize, clf.Config.ImageSize, grid, grid, clf.Config.PatchSize, clf.Config.PatchSize, clf.Pooling, len(r.labels), r.from,
 			cfg.BatchSize, cfg.MaxSteps, cfg.LearningRate, cfg.WarmupSteps, cfg.LRSchedulerType, cfg.WeightDecay, cfg.MaxGradNorm, cfg.describeAugment()),
 	}, nil
@@ -718,6 +746,9 @@ func (r *ImagesRecipe) Finish(ctx context.Context, _ *train.Trainer, _ train.Res
 func (r *ImagesRecipe) Close() {
 	if r.loader != nil {
 		r.loader.Close()
+	}
+	if r.teacher != nil {
+		r.teacher.close()
 	}
 }
 
@@ -870,11 +901,11 @@ func buildImageClassifier(cfg ImagesConfig, labels []string, out io.Writer) (*vi
 		if err != nil {
 			return nil, nil, "", err
 		}
-		m, err := vit.New(c, opts...)
+		m, err := vit.New(cfg.studentConfig(c), opts...)
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("finetune: model %s: %w", cfg.Model, err)
 		}
-		if clf, err = vit.NewForImageClassification(m, labels); err != nil {
+		if clf, err = cfg.newHead(m, labels); err != nil {
 			return nil, nil, "", fmt.Errorf("finetune: %w", err)
 		}
 		from = fmt.Sprintf("new weights (the %s preset, seed %d)", cmp(cfg.Model, "fashion"), cfg.Seed)
@@ -883,7 +914,7 @@ func buildImageClassifier(cfg ImagesConfig, labels []string, out io.Writer) (*vi
 		for _, o := range opts {
 			lo = append(lo, o)
 		}
-		c, rep, err := vit.LoadForImageClassification(cfg.InitFrom, lo...)
+		c, rep, err := cfg.loadStudent(lo)
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("finetune: init_from: %w", err)
 		}
@@ -899,7 +930,7 @@ func buildImageClassifier(cfg ImagesConfig, labels []string, out io.Writer) (*vi
 			if err != nil {
 				return nil, nil, "", fmt.Errorf("finetune: %w", err)
 			}
-			if clf, err = vit.NewForImageClassification(m, labels); err != nil {
+			if clf, err = cfg.newHead(m, labels); err != nil {
 				return nil, nil, "", fmt.Errorf("finetune: %w", err)
 			}
 			from = fmt.Sprintf("fresh weights (scratch, seed %d) in the architecture of %s", cfg.Seed, cfg.InitFrom)

@@ -105,6 +105,9 @@ var predictHeads = []predictHead{
 	{"vit", "ViTForImageClassification", []string{"image-classification", "image-feature-extraction"}},
 	{"vit", "ZooViTForImageClassificationMeanPooling", []string{"image-classification", "image-feature-extraction"}},
 	{"vit", "ViTModel", []string{"image-feature-extraction"}},
+	{"vit", "DeiTForImageClassification", []string{"image-classification", "image-feature-extraction"}},
+	{"vit", "DeiTForImageClassificationWithTeacher", []string{"image-classification", "image-feature-extraction"}},
+	{"vit", "DeiTModel", []string{"image-feature-extraction"}},
 	{"seq2seq", "MarianMTModel", []string{"translation"}},
 }
 

@@ -293,6 +293,7 @@ func TestPredictEveryHead(t *testing.T) {
 	cases := append(append(append(predictCases(t), llamaPredictCases(t)...), robertaPredictCases(t)...), distilPredictCases(t)...)
 	cases = append(cases, albertPredictCases(t)...)
 	cases = append(cases, electraPredictCases(t)...)
+	cases = append(cases, deitPredictCases(t)...)
 	vitModel := vitBackbone(t)
 	imgs := predictImages(t)
 	cases = append(cases, predictCase{head: "ViTModel", dir: vitModel, task: "image-feature-extraction", inputs: imgs,

@@ -104,6 +104,7 @@ Augmentation flags follow timm's train.py.`)
 	f.Float64Var(&cfg.Prob, "mixup-prob", cfg.Prob, "probability of mixing a batch")
 	f.Float64Var(&cfg.SwitchProb, "mixup-switch-prob", cfg.SwitchProb, "probability of CutMix instead of mixup when both are on")
 	f.Float64Var(&cfg.LabelSmoothing, "smoothing", cfg.LabelSmoothing, "label smoothing")
+	deitFlags(f, &cfg)
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}

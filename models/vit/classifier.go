@@ -12,11 +12,17 @@ import (
 
 // ForImageClassification is transformers' ViTForImageClassification: a
 // linear "classifier" (num_labels, D) on the pooled vector (timm's
-// forward_head). transformers has no dropout before it.
+// forward_head). transformers has no dropout before it. On a DeiT backbone
+// it is DeiTForImageClassification (the same head on the class token), or,
+// with Distillation, DeiTForImageClassificationWithTeacher (see
+// NewForImageClassificationWithTeacher).
 type ForImageClassification struct {
 	*Model
-	Classifier *layers.Linear // classifier
-	Labels     []string       // class names by id
+	Classifier *layers.Linear // classifier (DeiT's teacher heads: cls_classifier)
+	// Distillation is DeiT's distillation_classifier on the distillation
+	// token; nil but for DeiTForImageClassificationWithTeacher.
+	Distillation *layers.Linear
+	Labels       []string // class names by id
 }
 
 // NewForImageClassification puts a classification head for labels on m
@@ -25,13 +31,18 @@ type ForImageClassification struct {
 // labels in m.Config.ID2Label. It needs at least 2 labels: with one,
 // transformers would train a regression.
 func NewForImageClassification(m *Model, labels []string) (*ForImageClassification, error) {
+	return newClassifier(m, labels, "classifier")
+}
+
+// newClassifier is NewForImageClassification with the head in scope name.
+func newClassifier(m *Model, labels []string, name string) (*ForImageClassification, error) {
 	if len(labels) < 2 {
 		return nil, fmt.Errorf("vit classifier: %d labels; need at least 2", len(labels))
 	}
 	if len(labels) > models.MaxLabels {
 		return nil, fmt.Errorf("vit classifier: %d labels is more than %d", len(labels), models.MaxLabels)
 	}
-	cl, err := layers.NewLinear(m.Store.Root().Sub("classifier"), m.Config.HiddenSize, len(labels), true)
+	cl, err := layers.NewLinear(m.Store.Root().Sub(name), m.Config.HiddenSize, len(labels), true)
 	if err != nil {
 		return nil, fmt.Errorf("vit classifier: %w", err)
 	}
@@ -45,8 +56,13 @@ func NewForImageClassification(m *Model, labels []string) (*ForImageClassificati
 }
 
 // Logits maps images (B, C, H, W) (see Model.Features) to class scores
-// (B, num_labels).
+// (B, num_labels); with DeiT's teacher heads, the mean of the two heads'
+// scores (see TeacherLogits).
 func (c *ForImageClassification) Logits(g *layers.Graph, pixels *gorgonia.Node) (*gorgonia.Node, error) {
+	if c.Distillation != nil {
+		out, err := c.TeacherLogits(g, pixels)
+		return out.Logits, err
+	}
 	pooled, err := c.Pooled(g, pixels)
 	if err != nil {
 		return nil, err

@@ -43,9 +43,14 @@ const ModelType = "vit"
 //     a checkpoint that pools by the mean is not saved under a
 //     transformers class name (see MarshalJSON).
 //
-// model_type must be "vit"; architectures and label2id are written from
-// what Save saves, not kept.
+// model_type must be "vit" or "deit" (ModelType); architectures and
+// label2id are written from what Save saves, not kept.
 type Config struct {
+	// ModelType is the model type of the ViT family this config builds:
+	// "" (or "vit") for ViT, DeiTModelType for DeiT (one more token, the
+	// distillation token; see AsDeiT). It is config.json's model_type,
+	// read and written by the model type's codec.
+	ModelType                 string  `json:"-"`
 	HiddenSize                int     `json:"hidden_size"`
 	NumHiddenLayers           int     `json:"num_hidden_layers"`
 	NumAttentionHeads         int     `json:"num_attention_heads"`
@@ -199,6 +204,9 @@ func (c Config) Validate() error {
 		}
 		return fmt.Errorf("vit config: the parameter count overflows int: %s; lower %s", big.What, big.Lower)
 	}
+	if err := c.validateDeiT(); err != nil {
+		return err
+	}
 	return c.checkExtra()
 }
 
@@ -226,14 +234,15 @@ func (c Config) paramTerms() []models.Term {
 		n = models.Mul(g, g)
 	}
 	perLayer := models.Sum(models.Mul(4, d, d), models.Mul(2, d, in), models.Mul(9, d), in)
+	tokens := int64(c.prefixTokens()) // the class token, and DeiT's distillation token
 	return []models.Term{
 		{What: fmt.Sprintf("the patch projection, hidden_size %d × num_channels %d × patch_size² %d", d, ch, p*p), Lower: "hidden_size or patch_size",
 			N: models.Sum(models.Mul(d, ch, p, p), d)},
 		{What: fmt.Sprintf("position_embeddings, %s patches + 1 × hidden_size %d", models.Count(n), d), Lower: "image_size (or raise patch_size)",
-			N: models.Mul(models.Sum(n, 1), d)},
+			N: models.Mul(models.Sum(n, tokens), d)},
 		{What: fmt.Sprintf("the layers, num_hidden_layers %d × %s per layer (hidden_size %d, intermediate_size %d)", l, models.Count(perLayer), d, in),
 			Lower: "num_hidden_layers, hidden_size or intermediate_size", N: models.Mul(l, perLayer)},
-		{What: "the class token and the final LayerNorm", Lower: "hidden_size", N: models.Mul(3, d)},
+		{What: "the class token and the final LayerNorm", Lower: "hidden_size", N: models.Mul(2+tokens, d)},
 	}
 }
 
@@ -256,7 +265,7 @@ var codec = models.NewCodec(models.Descriptor[Config]{
 })
 
 // checkExtra rejects Extra keys that Config models and refused values.
-func (c Config) checkExtra() error { return codec.CheckExtra(c) }
+func (c Config) checkExtra() error { return c.codecOf().CheckExtra(c) }
 
 // The architectures Save writes: transformers' class for the layout, or,
 // for a classifier that pools by the mean of the patches, which no
@@ -288,6 +297,9 @@ func classifierArch(p Pooling) string {
 // zoo's ZooViTForImageClassificationMeanPooling if it also pools by the
 // mean, else ViTModel) and label2id, then the Extra keys in name order.
 func (c Config) MarshalJSON() ([]byte, error) {
+	if c.isDeiT() {
+		return c.codecOf().Marshal(c, c.deitArch(len(c.ID2Label) > 0, false))
+	}
 	arch := archModel
 	if len(c.ID2Label) > 0 {
 		arch = classifierArch(c.Pooling)
@@ -298,7 +310,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads a config.json as the Config doc describes. Fields it
 // leaves out keep their values when c is already set, as encoding/json
 // does, and otherwise take ViTConfig's defaults.
-func (c *Config) UnmarshalJSON(b []byte) error { return codec.Unmarshal(b, c) }
+func (c *Config) UnmarshalJSON(b []byte) error { return unmarshalConfig(b, c) }
 
 // Labels are the class names of id2label by id (models.Labels).
 func (c Config) Labels() ([]string, error) { return models.Labels(c.ID2Label, "vit config") }

@@ -19,7 +19,7 @@ func init() {
 		// vit_mae is read as a ViT: its encoder is a ViT backbone
 		// (LoadForImageClassification drops the decoder), and it pretrains
 		// with ViTMAEForPreTraining.
-		ModelTypes: []string{ModelType, MAEModelType},
+		ModelTypes: []string{ModelType, MAEModelType, DeiTModelType},
 		Describe: func(dir string) (string, error) {
 			c, err := readConfig(dir)
 			if err != nil {
@@ -47,9 +47,13 @@ func init() {
 			if c.Pooling == PoolMean {
 				head += "; it " + MeanPoolingNote
 			}
-			return fmt.Sprintf("ViT: %d layers, %d heads, %d wide, %d inner, %d×%d×%d images in %d×%d patches (%d tokens); %s",
-				c.NumHiddenLayers, c.NumAttentionHeads, c.HiddenSize, c.IntermediateSize, c.ImageSize, c.ImageSize, c.NumChannels,
-				c.PatchSize, c.PatchSize, c.NumPatches()+1, head), nil
+			name := "ViT"
+			if c.isDeiT() {
+				name = "DeiT (with a distillation token)"
+			}
+			return fmt.Sprintf("%s: %d layers, %d heads, %d wide, %d inner, %d×%d×%d images in %d×%d patches (%d tokens); %s",
+				name, c.NumHiddenLayers, c.NumAttentionHeads, c.HiddenSize, c.IntermediateSize, c.ImageSize, c.ImageSize, c.NumChannels,
+				c.PatchSize, c.PatchSize, c.NumPatches()+c.prefixTokens(), head), nil
 		},
 	})
 }
@@ -65,7 +69,11 @@ func (m *Model) Decay(name string, shape []int) bool {
 }
 
 // NoDecay names the matrices kept out of weight decay (timm's
-// no_weight_decay()): the class token and the position embeddings.
+// no_weight_decay()): the class token and the position embeddings, and
+// DeiT's distillation token (timm's DeiT adds dist_token).
 func (m *Model) NoDecay() []string {
+	if m.DistillationToken != nil {
+		return []string{m.ClassToken.Token.Name, m.DistillationToken.Name, m.PositionEmbeddings.Name}
+	}
 	return []string{m.ClassToken.Token.Name, m.PositionEmbeddings.Name}
 }

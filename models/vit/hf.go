@@ -50,6 +50,8 @@ type hfKeys struct {
 	positions *capturedTensor
 	seen      map[string]bool // parameter names the file provides
 	dropped   []string
+	// scope is the backbone's: "vit" ("" too) or "deit".
+	scope string
 }
 
 type capturedTensor struct {
@@ -59,21 +61,30 @@ type capturedTensor struct {
 
 const positionKey = "vit.embeddings.position_embeddings"
 
-func isBackbone(name string) bool { return strings.HasPrefix(name, "vit.") }
+// prefix is the backbone's key prefix, "vit." or "deit.".
+func (k *hfKeys) prefix() string { return cmp.Or(k.scope, "vit") + "." }
+
+// positionKey is the backbone's position embeddings' key.
+func (k *hfKeys) positionKey() string { return k.prefix() + "embeddings.position_embeddings" }
+
+func (k *hfKeys) isBackbone(name string) bool { return strings.HasPrefix(name, k.prefix()) }
+
+// keysOf is the key map of m's store and model type.
+func keysOf(m *Model) *hfKeys { return &hfKeys{store: m.Store, scope: m.Config.scope()} }
 
 // FromFile implements layers.KeyMap.
 func (k *hfKeys) FromFile(key string) (name string, transpose, skip bool) {
 	name = key
 	for _, p := range []string{"embeddings.", "encoder.", "layernorm.", "pooler."} {
 		if strings.HasPrefix(key, p) { // a ViTModel checkpoint: no "vit." prefix
-			name = "vit." + key
+			name = k.prefix() + key
 		}
 	}
-	if name == positionKey && k.positions != nil {
+	if name == k.positionKey() && k.positions != nil {
 		return "", false, true // CheckSkipped captures it
 	}
 	_, ours := k.store.Param(name)
-	if k.heads && (!ours || k.newHead && strings.HasPrefix(name, "classifier.")) {
+	if k.heads && (!ours || k.newHead && !k.isBackbone(name)) {
 		k.dropped = append(k.dropped, key)
 		return "", false, true
 	}
@@ -86,7 +97,7 @@ func (k *hfKeys) FromFile(key string) (name string, transpose, skip bool) {
 // CheckSkipped implements layers.SkipChecker: it captures the position
 // embeddings to resample.
 func (k *hfKeys) CheckSkipped(key string, shape []int, values []float64) error {
-	if k.positions != nil && (key == positionKey || "vit."+key == positionKey) {
+	if k.positions != nil && (key == k.positionKey() || k.prefix()+key == k.positionKey()) {
 		k.positions.shape, k.positions.values = slices.Clone(shape), values
 	}
 	return nil
@@ -100,7 +111,7 @@ func (k *hfKeys) ToFile(name string) (key string, transpose bool) { return name,
 // model's head parameters may be absent; when resampling, the position
 // embeddings are not loaded by key.
 func (k *hfKeys) Optional(name string) bool {
-	return k.heads && !isBackbone(name) || k.positions != nil && name == positionKey
+	return k.heads && !k.isBackbone(name) || k.positions != nil && name == k.positionKey()
 }
 
 // load reads path into the store through k and reports what was fitted.
@@ -111,7 +122,7 @@ func (k *hfKeys) load(path string) (LoadReport, error) {
 	}
 	var r LoadReport
 	for _, p := range k.store.Params() {
-		if !k.seen[p.Name] && !(k.positions != nil && p.Name == positionKey) {
+		if !k.seen[p.Name] && !(k.positions != nil && p.Name == k.positionKey()) {
 			r.Created = append(r.Created, p.Name)
 		}
 	}
@@ -123,6 +134,9 @@ func (k *hfKeys) load(path string) (LoadReport, error) {
 // architecture is transformers' class for the model's heads, or zoo's
 // name for a classifier that pools by the mean (see MeanPoolingNote).
 func (m *Model) architecture() string {
+	if m.Config.isDeiT() {
+		return m.deitArchitecture()
+	}
 	if _, ok := m.Store.Param("classifier.weight"); ok {
 		return classifierArch(m.Pooling)
 	}
@@ -145,7 +159,7 @@ func (m *Model) Save(dir string) error {
 	if err := m.Config.checkExtra(); err != nil {
 		return fmt.Errorf("vit: save: %w", err)
 	}
-	if err := models.SaveModel(dir, codec.Saved(m.savedConfigOf(), m.architecture()), m.Store, &hfKeys{store: m.Store}); err != nil {
+	if err := models.SaveModel(dir, m.Config.codecOf().Saved(m.savedConfigOf(), m.architecture()), m.Store, keysOf(m)); err != nil {
 		return fmt.Errorf("vit: %w", err)
 	}
 	return nil
@@ -155,7 +169,7 @@ func (m *Model) Save(dir string) error {
 // transformers for the same head) into the model, strictly: every
 // parameter must be in the file and every tensor must fit.
 func (m *Model) LoadWeights(path string) error {
-	_, err := (&hfKeys{store: m.Store}).load(path)
+	_, err := keysOf(m).load(path)
 	return err
 }
 
@@ -280,24 +294,24 @@ func (o loadSettings) load(dir string, build func(Config) (*Model, *hfKeys, erro
 		return r, err
 	}
 	if k.positions.values == nil {
-		return r, fmt.Errorf("vit: %s has no %s to resample", filepath.Join(dir, models.WeightsFile), positionKey)
+		return r, fmt.Errorf("vit: %s has no %s to resample", filepath.Join(dir, models.WeightsFile), k.positionKey())
 	}
 	method := o.resample
 	if method == "" {
 		method = layers.ResampleHF
 	}
 	g0, g1 := old.ImageSize/old.PatchSize, cfg.ImageSize/cfg.PatchSize
-	want := []int{1, g0*g0 + 1, cfg.HiddenSize}
+	want := []int{1, g0*g0 + cfg.prefixTokens(), cfg.HiddenSize}
 	if !slices.Equal(k.positions.shape, want) {
-		return r, fmt.Errorf("vit: %s: %s is %v, but image_size %d and patch_size %d make %v", dir, positionKey, k.positions.shape, old.ImageSize, old.PatchSize, want)
+		return r, fmt.Errorf("vit: %s: %s is %v, but image_size %d and patch_size %d make %v", dir, k.positionKey(), k.positions.shape, old.ImageSize, old.PatchSize, want)
 	}
-	v, err := layers.ResamplePositions(k.positions.values, g0, g0, cfg.HiddenSize, 1, g1, g1, method)
+	v, err := layers.ResamplePositions(k.positions.values, g0, g0, cfg.HiddenSize, cfg.prefixTokens(), g1, g1, method)
 	if err != nil {
 		return r, fmt.Errorf("vit: %w", err)
 	}
 	setValues(m.PositionEmbeddings, v)
 	r.Resampled = fmt.Sprintf("%s resampled from a %d×%d grid (image_size %d) to %d×%d (image_size %d) by %s",
-		positionKey, g0, g0, old.ImageSize, g1, g1, cfg.ImageSize, method)
+		k.positionKey(), g0, g0, old.ImageSize, g1, g1, cfg.ImageSize, method)
 	return r, nil
 }
 
@@ -323,7 +337,9 @@ func Load(dir string, opts ...models.LoadOption) (*Model, LoadReport, error) {
 		if m, err = New(c, o.model...); err != nil {
 			return nil, nil, err
 		}
-		return m, &hfKeys{store: m.Store, heads: !o.Strict}, nil
+		k := keysOf(m)
+		k.heads = !o.Strict
+		return m, k, nil
 	})
 	if err != nil {
 		return nil, LoadReport{}, err
@@ -336,13 +352,23 @@ func Load(dir string, opts ...models.LoadOption) (*Model, LoadReport, error) {
 // models.WithLabels'. A checkpoint whose id2label names exactly these
 // labels, in order, keeps its classifier; otherwise its classifier (and
 // any other head, a ViTModel's pooler) is dropped and a new one created,
-// as timm's reset_classifier: the report names both and sets NewHead. The
+// as timm's reset_classifier: the report names both and sets NewHead. A
+// DeiT checkpoint whose architectures name
+// DeiTForImageClassificationWithTeacher gets those two heads (see
+// NewForImageClassificationWithTeacher); any other DeiT gets the one
+// classifier (DeiTForImageClassification). The
 // pooling is the checkpoint's (config.json's zoo_pooling; absent: the
 // class token) unless a WithPooling option sets one (to compute another
 // model on the same weights, as the parity tests do; SavedPooling tells
 // what it was).
 func LoadForImageClassification(dir string, opts ...models.LoadOption) (*ForImageClassification, LoadReport, error) {
-	o, err := readLoadOptions("LoadForImageClassification", true, opts)
+	return loadClassifier(dir, "LoadForImageClassification", false, opts)
+}
+
+// loadClassifier is LoadForImageClassification (DeiT's teacher heads when
+// the checkpoint has them) and, with teacher, LoadForImageClassificationWithTeacher.
+func loadClassifier(dir, where string, teacher bool, opts []models.LoadOption) (*ForImageClassification, LoadReport, error) {
+	o, err := readLoadOptions(where, true, opts)
 	if err != nil {
 		return nil, LoadReport{}, err
 	}
@@ -358,14 +384,25 @@ func LoadForImageClassification(dir string, opts ...models.LoadOption) (*ForImag
 			return nil, nil, fmt.Errorf("vit: %w", err)
 		}
 		newHead = isNew
+		if teacher && !cfg.isDeiT() {
+			return nil, nil, fmt.Errorf("vit: %s: %s is a ViT checkpoint (model_type %s): the teacher heads need a DeiT (model_type %s), whose embeddings have a distillation token; start from a new DeiT instead (vit.AsDeiT)",
+				where, dir, ModelType, DeiTModelType)
+		}
 		m, err := New(cfg, o.model...)
 		if err != nil {
 			return nil, nil, err
 		}
-		if c, err = NewForImageClassification(m, labels); err != nil {
+		if teacher || cfg.isDeiT() && savedWithTeacher(dir) {
+			c, err = NewForImageClassificationWithTeacher(m, labels)
+		} else {
+			c, err = NewForImageClassification(m, labels)
+		}
+		if err != nil {
 			return nil, nil, err
 		}
-		return m, &hfKeys{store: m.Store, heads: !o.Strict, newHead: newHead}, nil
+		k := keysOf(m)
+		k.heads, k.newHead = !o.Strict, newHead
+		return m, k, nil
 	})
 	if err != nil {
 		return nil, LoadReport{}, err

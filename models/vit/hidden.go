@@ -96,7 +96,7 @@ func (m *Model) outputsAt(pixels []float32, b, h, w int, o layers.Outputs, what 
 	if err != nil {
 		return nil, nil, fmt.Errorf("vit: %s: %w", what, err)
 	}
-	d, nh, t := c.HiddenSize, c.NumAttentionHeads, (h/c.PatchSize)*(w/c.PatchSize)+1
+	d, nh, t := c.HiddenSize, c.NumAttentionHeads, (h/c.PatchSize)*(w/c.PatchSize)+c.prefixTokens()
 	var hid [][][][]float64
 	if o.HiddenStates {
 		hid = make([][][][]float64, b)

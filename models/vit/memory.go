@@ -18,11 +18,11 @@ func (c Config) ActivationBytes(batch int, training bool) int64 {
 }
 
 // activationBytesAt is ActivationBytes for images of ih × iw pixels (with
-// interpolated positions), T = (ih/P)·(iw/P) + 1.
+// interpolated positions), T = (ih/P)·(iw/P) + 1 (DeiT: + 2).
 func (c Config) activationBytesAt(batch, ih, iw int, training bool) int64 {
 	var tt int64 = 1
 	if c.PatchSize > 0 {
-		tt = models.Sum(models.Mul(int64(ih/c.PatchSize), int64(iw/c.PatchSize)), 1)
+		tt = models.Sum(models.Mul(int64(ih/c.PatchSize), int64(iw/c.PatchSize)), int64(c.prefixTokens()))
 	}
 	b, d, h, in := int64(batch), int64(c.HiddenSize), int64(c.NumAttentionHeads), int64(c.IntermediateSize)
 	px := models.Mul(int64(c.NumChannels), int64(ih), int64(iw))
@@ -51,7 +51,7 @@ func (c *ForImageClassification) CheckStep(batch int, training bool) error {
 		return fmt.Errorf("vit: batch size %d must be positive", batch)
 	}
 	return models.CheckMemory(c.StepBytes(batch, 0, training),
-		fmt.Sprintf("vit: a step of %d images of %d×%d (%d tokens)", batch, c.Config.ImageSize, c.Config.ImageSize, c.Config.NumPatches()+1),
+		fmt.Sprintf("vit: a step of %d images of %d×%d (%d tokens)", batch, c.Config.ImageSize, c.Config.ImageSize, c.Config.NumPatches()+c.Config.prefixTokens()),
 		"lower the batch size")
 }
 
@@ -63,7 +63,7 @@ func (c *ForImageClassification) CheckStepAt(batch, h, w int, training bool) err
 		return fmt.Errorf("vit: batch size %d must be positive", batch)
 	}
 	head := models.Mul(4*3, int64(batch), int64(len(c.Labels)))
-	t := (h/max(c.Config.PatchSize, 1))*(w/max(c.Config.PatchSize, 1)) + 1
+	t := (h/max(c.Config.PatchSize, 1))*(w/max(c.Config.PatchSize, 1)) + c.Config.prefixTokens()
 	return models.CheckMemory(models.Sum(c.Config.activationBytesAt(batch, h, w, training), head),
 		fmt.Sprintf("vit: a step of %d images of %d×%d (%d tokens)", batch, h, w, t),
 		"lower the batch size or the image size")

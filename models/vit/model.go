@@ -61,11 +61,14 @@ const (
 // position embeddings interpolated to their grid, as transformers'
 // interpolate_pos_encoding=True, when Interpolate is set (WithInterpolation).
 type Model struct {
-	Config             Config
-	Store              *layers.Store
-	PatchEmbeddings    *layers.PatchEmbedding // vit.embeddings.patch_embeddings.projection
-	ClassToken         *layers.ClassToken     // vit.embeddings.cls_token (1, 1, D)
-	PositionEmbeddings *layers.Param          // vit.embeddings.position_embeddings (1, N+1, D)
+	Config          Config
+	Store           *layers.Store
+	PatchEmbeddings *layers.PatchEmbedding // vit.embeddings.patch_embeddings.projection
+	ClassToken      *layers.ClassToken     // vit.embeddings.cls_token (1, 1, D)
+	// DistillationToken is DeiT's deit.embeddings.distillation_token
+	// (1, 1, D), put after the class token; nil for ViT.
+	DistillationToken  *layers.Param
+	PositionEmbeddings *layers.Param // vit.embeddings.position_embeddings (1, N+1, D); DeiT's (1, N+2, D)
 	// Encoder is the stack vit.encoder.layer.*, with vit.layernorm as its
 	// final LayerNorm.
 	Encoder *layers.Encoder
@@ -170,6 +173,9 @@ func New(cfg Config, opts ...Option) (*Model, error) {
 	if o.pooling != PoolClass && o.pooling != PoolMean {
 		return nil, fmt.Errorf("vit: pooling %q must be %q or %q", o.pooling, PoolClass, PoolMean)
 	}
+	if cfg.isDeiT() && o.pooling == PoolMean {
+		return nil, fmt.Errorf("deit: pooling mean is not supported for DeiT: its heads read the class token (and the distillation token); leave the pooling out")
+	}
 	if o.interpolate != "" {
 		if err := o.interpolate.Validate(); err != nil {
 			return nil, fmt.Errorf("vit: interpolation: %w", err)
@@ -190,13 +196,18 @@ func New(cfg Config, opts ...Option) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{Config: cfg, Store: s, Pooling: o.pooling, Interpolate: o.interpolate, drop: layers.Dropout{P: cfg.HiddenDropoutProb}}
-	root := s.Root().Sub("vit")
+	root := s.Root().Sub(cfg.scope())
 	emb := root.Sub("embeddings")
 	d := cfg.HiddenSize
 	if m.ClassToken, err = layers.NewClassToken(emb, d); err != nil {
 		return nil, fmt.Errorf("vit: %w", err)
 	}
-	if m.PositionEmbeddings, err = emb.Param("position_embeddings", []int{1, cfg.NumPatches() + 1, d}, layers.Constant(0)); err != nil {
+	if cfg.isDeiT() {
+		if m.DistillationToken, err = emb.Param("distillation_token", []int{1, 1, d}, layers.Constant(0)); err != nil {
+			return nil, fmt.Errorf("deit: %w", err)
+		}
+	}
+	if m.PositionEmbeddings, err = emb.Param("position_embeddings", []int{1, cfg.NumPatches() + cfg.prefixTokens(), d}, layers.Constant(0)); err != nil {
 		return nil, fmt.Errorf("vit: %w", err)
 	}
 	if m.PatchEmbeddings, err = layers.NewPatchEmbedding(emb.Sub("patch_embeddings").Sub("projection"), cfg.NumChannels, cfg.PatchSize, d); err != nil {
@@ -321,7 +332,8 @@ func (m *Model) CheckSize(ch, h, w int) error {
 
 // PositionWeights is the matrix (1 + gh·gw, 1 + g0²) that maps the
 // position embeddings (1 + g0², D), g0 = image_size/patch_size, to those
-// of a gh × gw patch grid by method: the class token's row is kept and
+// of a gh × gw patch grid by method (DeiT: 2 + …, its class and
+// distillation tokens' rows kept): the class token's row is kept and
 // each grid position is a bicubic mix of the learned ones. Resampling is
 // linear in the embeddings, so row j of the matrix is the resampling of
 // the unit vectors (layers.ResamplePositions of an identity). For the
@@ -340,10 +352,13 @@ func (c Config) PositionWeights(gh, gw int, method layers.ResampleMethod) ([]flo
 	if err != nil {
 		return nil, fmt.Errorf("vit: position interpolation: %w", err)
 	}
-	w := make([]float64, (1+gh*gw)*(1+n0))
-	w[0] = 1
+	t := c.prefixTokens()
+	w := make([]float64, (t+gh*gw)*(t+n0))
+	for i := range t {
+		w[i*(t+n0)+i] = 1
+	}
 	for j := range gh * gw {
-		copy(w[(1+j)*(1+n0)+1:(2+j)*(1+n0)], r[j*n0:(j+1)*n0])
+		copy(w[(t+j)*(t+n0)+t:(t+j+1)*(t+n0)], r[j*n0:(j+1)*n0])
 	}
 	return w, nil
 }
@@ -358,6 +373,11 @@ func (m *Model) embed(g *layers.Graph, pixels *gorgonia.Node) (*gorgonia.Node, e
 	h, err := m.PatchEmbeddings.Forward(g, pixels)
 	if err != nil {
 		return nil, fmt.Errorf("vit: %w", err)
+	}
+	if m.DistillationToken != nil { // DeiT: [cls; dist; patches]
+		if h, err = ops.PrependToken(h, g.Node(m.DistillationToken)); err != nil {
+			return nil, fmt.Errorf("deit: %s: %w", m.DistillationToken.Name, err)
+		}
 	}
 	if h, err = m.ClassToken.Forward(g, h); err != nil {
 		return nil, fmt.Errorf("vit: %w", err)
@@ -375,7 +395,8 @@ func (m *Model) embed(g *layers.Graph, pixels *gorgonia.Node) (*gorgonia.Node, e
 		if err != nil {
 			return nil, err
 		}
-		wn, err := g.Constant("vit.position_interpolation", wv, 1+gh*gw, 1+c.NumPatches())
+		t := c.prefixTokens()
+		wn, err := g.Constant("vit.position_interpolation", wv, t+gh*gw, t+c.NumPatches())
 		if err != nil {
 			return nil, fmt.Errorf("vit: %w", err)
 		}

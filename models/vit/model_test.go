@@ -379,7 +379,7 @@ func TestConfigRefusesUnsupported(t *testing.T) {
 		{`{"patch_size": [16, 8]}`, `patch_size [16,8] is not supported`},
 		{`{"problem_type": "multi_label_classification"}`, `problem_type "multi_label_classification" is not supported`},
 		{`{"pruned_heads": {"0": [1]}}`, `pruned_heads {"0":[1]} is not supported`},
-		{`{"model_type": "deit"}`, `model_type "deit" is not vit`},
+		{`{"model_type": "beit"}`, `model_type "beit" is not vit`}, // deit is a model type of the family (deit.go)
 		{`{"hidden_size": null}`, `hidden_size is null`},
 		{`{"qkv_bias": false}`, ``},
 		{`null`, `null is not a config`},

@@ -252,7 +252,7 @@ func (f *FeatureExtraction) features(ctx context.Context, src source) ([]ImageFe
 	}
 	h, w := f.Processor.OutputSize()
 	c := f.Model.Config
-	t, d := (h/c.PatchSize)*(w/c.PatchSize)+1, c.HiddenSize
+	t, d := (h/c.PatchSize)*(w/c.PatchSize)+c.prefixTokens(), c.HiddenSize
 	out := make([]ImageFeatures, 0, src.n)
 	err := batches(ctx, f.Processor, src, f.BatchSize, func(px []float32, b int) error {
 		if err := (&ForImageClassification{Model: f.Model}).CheckStepAt(b, h, w, false); err != nil {

@@ -97,6 +97,9 @@ func (m *Model) AttentionRollout(pixels []float32, b int) ([][]float64, error) {
 // row-major. Another size than image_size needs Interpolate.
 func (m *Model) AttentionRolloutAt(pixels []float32, b, h, w int) ([][]float64, error) {
 	c := m.Config
+	if m.DistillationToken != nil {
+		return nil, fmt.Errorf("deit: attention rollout is not supported for DeiT yet (it reads the class token's row over the patches after one token, and DeiT has two): use a ViT checkpoint")
+	}
 	if b <= 0 || h <= 0 || w <= 0 || len(pixels) != b*c.NumChannels*h*w {
 		return nil, fmt.Errorf("vit: rollout: %d pixel values are not %d images of %d×%d×%d", len(pixels), b, c.NumChannels, h, w)
 	}
