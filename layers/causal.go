@@ -464,8 +464,14 @@ func (lm *CausalLM) newKV(k causalKVKey) (*causalKV, error) {
 // the caches and the mask (B, C) of their occupied slots: T > 1 for a
 // prompt at slot 0, T = 1 for each new token.
 func (lm *CausalLM) newCachedGraph(b, t int, caches *KVCaches, occupied *tensor.Dense) (*causalGraph, error) {
+	return lm.newCachedGraphSlots(b, t, caches, occupied, 1)
+}
+
+// newCachedGraphSlots is newCachedGraph with slots write slots: 1 for
+// every row at one slot, b for a slot per row (CausalBatch).
+func (lm *CausalLM) newCachedGraphSlots(b, t int, caches *KVCaches, occupied *tensor.Dense, slots int) (*causalGraph, error) {
 	g := lm.Store.NewGraph()
-	ids, pos, slot := g.IntInput("input_ids", b, t), g.IntInput("position_ids", b, t), g.IntInput("slot", 1)
+	ids, pos, slot := g.IntInput("input_ids", b, t), g.IntInput("position_ids", b, t), g.IntInput("slot", slots)
 	mask := g.Bind("cache_mask", occupied)
 	s := &causalGraph{ids: Ints(ids), pos: Ints(pos), slot: Ints(slot), mask: mask.Value().Data()}
 	h, err := lm.Embed(g, ids, pos)
