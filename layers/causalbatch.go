@@ -45,8 +45,9 @@ type CausalBatch struct {
 	lm        *CausalLM
 	rows, cap int // R and the slots a row may fill, C; the caches hold C + 1
 	caches    *KVCaches
-	mask      any // (R, C+1), the occupied slots
-	one       *causalGraph
+	maskT     *tensor.Dense        // (R, C+1), the occupied slots
+	mask      any                  // its data
+	one       map[int]*causalGraph // the single-token graph of the first n rows, by n
 	live      []bool
 	pads      []int  // a row's left padding
 	next      []int  // a row's next slot
@@ -71,13 +72,38 @@ func (lm *CausalLM) NewBatch(rows, capacity int) (*CausalBatch, error) {
 	}
 	b := &CausalBatch{lm: lm, rows: rows, cap: capacity, caches: NewKVCaches(attns, rows, capacity+1, lm.Store.Dtype()),
 		live: make([]bool, rows), pads: make([]int, rows), next: make([]int, rows), occupied: make([]bool, rows*(capacity+1))}
-	mask := tensor.New(tensor.WithShape(rows, capacity+1), tensor.Of(lm.Store.Dtype()))
-	b.mask = mask.Data()
-	var err error
-	if b.one, err = lm.newCachedGraphSlots(rows, 1, b.caches, mask, rows); err != nil {
+	b.maskT = tensor.New(tensor.WithShape(rows, capacity+1), tensor.Of(lm.Store.Dtype()))
+	b.mask, b.one = b.maskT.Data(), map[int]*causalGraph{}
+	return b, nil
+}
+
+// graph is the single-token graph over the first n rows, bound to views
+// of the caches' and the mask's first n rows, built on first use.
+func (b *CausalBatch) graph(n int) (*causalGraph, error) {
+	if g, ok := b.one[n]; ok {
+		return g, nil
+	}
+	view := func(t *tensor.Dense, rows int) *tensor.Dense {
+		shape := t.Shape().Clone()
+		size := t.Size() / rows * n
+		shape[0] = shape[0] / rows * n
+		switch d := t.Data().(type) {
+		case []float32:
+			return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(d[:size]))
+		default:
+			return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(d.([]float64)[:size]))
+		}
+	}
+	caches := &KVCaches{rows: n}
+	for _, t := range b.caches.Tensors {
+		caches.Tensors = append(caches.Tensors, view(t, b.rows))
+	}
+	g, err := b.lm.newCachedGraphSlots(n, 1, caches, view(b.maskT, b.rows), n)
+	if err != nil {
 		return nil, err
 	}
-	return b, nil
+	b.one[n] = g
+	return g, nil
 }
 
 // Rows is R, the most sequences the batch holds.
@@ -168,9 +194,10 @@ func (b *CausalBatch) Join(prompt []int, maxNew int) (row int, logits []float64,
 }
 
 // Step runs one token for every row r with tokens[r] ≥ 0 (len(tokens) is
-// Rows; −1 skips a row) and returns the logits (Rows, V) of the token
-// after each: a skipped row's are meaningless. They are valid until the
-// next Step or Join.
+// Rows; −1 skips a row) and returns the logits (n, V) of the token after
+// each of the first n rows, n ≥ the last row stepped (the pass runs the
+// smallest power of two of rows that holds them, at most Rows): a skipped
+// row's are meaningless. They are valid until the next Step or Join.
 func (b *CausalBatch) Step(tokens []int) ([][]float64, error) {
 	if b.failed {
 		return nil, fmt.Errorf("%s: the running batch failed earlier; close it", b.lm.name())
@@ -178,8 +205,28 @@ func (b *CausalBatch) Step(tokens []int) ([][]float64, error) {
 	if len(tokens) != b.rows {
 		return nil, fmt.Errorf("%s: a step of %d tokens for %d rows", b.lm.name(), len(tokens), b.rows)
 	}
-	c, g := b.cap+1, b.one
+	// The smallest power of two of rows, or R, that holds every row
+	// stepped: the single-token pass costs in proportion to its rows.
+	hi := 0
 	for r, tok := range tokens {
+		if tok >= 0 {
+			hi = r + 1
+		}
+	}
+	if hi == 0 {
+		return nil, fmt.Errorf("%s: a step of no rows", b.lm.name())
+	}
+	n := 1
+	for n < hi {
+		n *= 2
+	}
+	n = min(n, b.rows)
+	g, err := b.graph(n)
+	if err != nil {
+		return nil, err
+	}
+	c := b.cap + 1
+	for r, tok := range tokens[:n] {
 		if tok < 0 {
 			g.ids[r], g.pos[r], g.slot[r] = 0, 0, b.cap // the spare slot
 			continue
@@ -214,10 +261,10 @@ func (b *CausalBatch) Leave(r int) {
 	clear(b.occupied[r*c : (r+1)*c])
 }
 
-// Close releases the batch's graph; it is done.
+// Close releases the batch's graphs; it is done.
 func (b *CausalBatch) Close() {
-	if b.one != nil {
-		b.one.Close()
-		b.one = nil
+	for n, g := range b.one {
+		g.Close()
+		delete(b.one, n)
 	}
 }
