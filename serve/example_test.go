@@ -137,3 +137,11 @@ func ExampleTaskForCheckpoint() {
 	// [GPT2LMHeadModel] text-generation
 	// [ViTForImageClassification] image-classification
 }
+
+// The web page the server answers at GET /, for a service that mounts it
+// under a path of its own: self-contained HTML, its script inline.
+func ExamplePage() {
+	page := serve.Page()
+	fmt.Println(strings.HasPrefix(string(page), "<!doctype html>"), strings.Contains(string(page), "<script>"))
+	// Output: true true
+}

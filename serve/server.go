@@ -291,6 +291,7 @@ func (s *Server) routes() {
 		metricsHandler.ServeHTTP(w, r)
 		return nil
 	})
+	handle("GET /{$}", false, s.servePage)
 	handle("GET /v1/models", true, s.listModels)
 	handle("GET /v1/models/{name...}", true, s.getModel)
 	handle("POST /models/{name...}", true, s.huggingFace)
@@ -303,7 +304,7 @@ func (s *Server) routes() {
 			w.Header().Set("Allow", http.MethodPost)
 			return &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalid, Message: fmt.Sprintf("%s takes POST, not %s", r.URL.Path, r.Method)}
 		}
-		return &apiError{Status: http.StatusNotFound, Type: typeNotFound, Message: fmt.Sprintf("no route %s %s: the routes are GET /health, /ready, /metrics, /v1/models; POST /models/{name}, /v1/completions, /v1/chat/completions, /v1/embeddings", r.Method, r.URL.Path)}
+		return &apiError{Status: http.StatusNotFound, Type: typeNotFound, Message: fmt.Sprintf("no route %s %s: the routes are GET / (the web page), /health, /ready, /metrics, /v1/models; POST /models/{name}, /v1/completions, /v1/chat/completions, /v1/embeddings", r.Method, r.URL.Path)}
 	})
 }
 
