@@ -33,13 +33,17 @@ zoo predict would (its config.json's head). Routes:
   POST /v1/chat/completions  OpenAI's chat, by the checkpoint's chat template
   POST /v1/embeddings        OpenAI's embeddings, of a feature-extraction model
   GET  /v1/models            the models
+  GET  /                     a web page to try each model
   GET  /health, /ready       liveness; readiness (503 while shutting down)
   GET  /metrics              Prometheus metrics
 
 Requests for the encoder tasks (classification, token classification,
 fill-mask, feature extraction) are batched: concurrent requests for one
 model wait up to --batch-wait to share a forward pass of up to
---max-batch texts. See docs/serving.md.`
+--max-batch texts. Generations are batched continuously: each joins the
+model's running batch of --max-running sequences between decoding steps
+and leaves when it ends (--max-batch 1 turns both off). See
+docs/serving.md.`
 
 // stringList is a repeatable string flag.
 type stringList []string
