@@ -43,14 +43,14 @@ import (
 
 type options struct {
 	zoo, bert, embed, gpt, tiny string
-	duration, warmup           time.Duration
-	concurrency                []int
-	modes                      []string
-	genTokens                  int
-	serveFlags                 []string
-	soak, soakInterval         time.Duration
-	soakConcurrency            int
-	soakWarmup                 int
+	duration, warmup            time.Duration
+	concurrency                 []int
+	modes                       []string
+	genTokens                   int
+	serveFlags                  []string
+	soak, soakInterval          time.Duration
+	soakConcurrency             int
+	soakWarmup                  int
 }
 
 func main() {
