@@ -190,12 +190,13 @@ func (st *seqStepper) join(rows [][]int) ([][]float64, error) {
 	st.d.met.queue.WithLabelValues(st.d.model).Add(float64(len(rows)))
 	st.out = make([][]float64, len(rows))
 	var err error
-	for _, p := range rows {
+	for i, p := range rows {
 		s := &seqRow{ctx: st.ctx, lm: st.lm, prompt: p, maxNew: st.o.MaxNewTokens, row: -1, done: make(chan error, 1)}
-		st.seqs = append(st.seqs, s)
 		if err = st.d.send(st.ctx, decMsg{msgJoin, s}); err != nil {
+			st.d.unqueue(len(rows) - i) // the rows the loop never saw
 			break
 		}
+		st.seqs = append(st.seqs, s)
 	}
 	for i, s := range st.seqs {
 		if err == nil {
@@ -337,6 +338,8 @@ func (d *decoder) admit() {
 	}
 }
 
+// unqueue takes n joins off the model's queue count (safe from any
+// goroutine).
 func (d *decoder) unqueue(n int) {
 	d.waiting.Add(-int64(n))
 	d.met.queue.WithLabelValues(d.model).Sub(float64(n))
