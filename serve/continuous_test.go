@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/d73a19ff/zoo/layers"
+	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/gpt"
+	"github.com/d73a19ff/zoo/models/llama"
 )
 
 // longGPT is a GPT checkpoint with the character tokenizer of
@@ -215,4 +217,40 @@ func TestContinuousBatchingCancel(t *testing.T) {
 	}
 	complete(t, url, "a", 2, greedy)
 	require.Greater(t, gaugeValue(t, s, "zoo_serve_batch_tokens_per_second"), 0.0)
+}
+
+// TestContinuousBatchingLlama: concurrent chats of a LLaMA-family model
+// (its chat template, rotary positions, grouped-query attention) share
+// the running batch, each answer llama.Chat's alone.
+func TestContinuousBatchingLlama(t *testing.T) {
+	lm, _ := tinyLlama(t)
+	p, err := llama.LoadTextGeneration(lm)
+	require.NoError(t, err)
+	s, url := startServer(t, map[string]string{"llama": lm}, Config{MaxRunning: 4, BatchWait: 20 * time.Millisecond})
+	chats := []struct {
+		content string
+		max     int
+	}{{"hello there", 20}, {"what is the cat doing on the mat today", 12}, {"a", 25}, {"tell me about dogs and cats and the park", 16}}
+	got := make([]string, len(chats))
+	var wg sync.WaitGroup
+	for i, c := range chats {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, body, _ := post(t, url+"/v1/chat/completions", fmt.Sprintf(`{"model": "llama", "messages": [{"role": "user", "content": %q}], "max_tokens": %d}`, c.content, c.max))
+			require.Equal(t, http.StatusOK, code, string(body))
+			var r chatCompletion
+			require.NoError(t, json.Unmarshal(body, &r))
+			got[i] = r.Choices[0].Message.Content
+		}()
+	}
+	wg.Wait()
+	for i, c := range chats {
+		cfg := p.Defaults()
+		cfg.MaxNewTokens = c.max
+		want, err := p.Chat(context.Background(), []models.ChatMessage{{Role: "user", Content: c.content}}, cfg)
+		require.NoError(t, err)
+		require.Equal(t, want.Text, got[i], "chat %d", i)
+	}
+	require.Greater(t, histogramMax(t, s, "zoo_serve_batch_size"), 1.0, "the running batch held several sequences at once")
 }
