@@ -326,7 +326,12 @@ func (d *decoder) admit() {
 			}
 			d.batch = b
 		}
-		row, logits, err := d.batch.Join(s.prompt, s.maxNew)
+		var row int
+		var logits []float64
+		err := d.safely("a prefill", func() (err error) {
+			row, logits, err = d.batch.Join(s.prompt, s.maxNew)
+			return err
+		})
 		if err != nil {
 			s.done <- err
 			continue
@@ -336,6 +341,17 @@ func (d *decoder) admit() {
 		d.count(1)
 		s.done <- nil
 	}
+}
+
+// safely runs f, a panic in the model becoming an error (the loop must
+// not die: the process would).
+func (d *decoder) safely(what string, f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &apiError{Status: 500, Type: typeServer, Message: fmt.Sprintf("internal error: model %s failed in %s: %v", d.model, what, p)}
+		}
+	}()
+	return f()
 }
 
 // unqueue takes n joins off the model's queue count (safe from any
@@ -357,7 +373,11 @@ func (d *decoder) step() {
 		}
 	}
 	d.met.batch.WithLabelValues(d.model).Observe(float64(n))
-	out, err := d.batch.Step(tokens)
+	var out [][]float64
+	err := d.safely("a decoding step", func() (err error) {
+		out, err = d.batch.Step(tokens)
+		return err
+	})
 	if err != nil {
 		// The batch is broken: every running sequence fails; a new
 		// batch is made for the next join.
