@@ -43,10 +43,11 @@ func soak(ctx context.Context, o options, w io.Writer) error {
 		})
 	}()
 	fmt.Fprintf(w, "soak: %s of mixed load, %d clients, batching on; RSS of zoo serve (pid %d) every %s\n\n", o.soak, o.soakConcurrency, pid, o.soakInterval)
-	fmt.Fprintln(w, "| minute | RSS MiB | requests | errors |")
+	fmt.Fprintln(w, "| elapsed | RSS MiB | requests | errors |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|")
 	var rss []float64
 	start := time.Now()
+	last := start
 	tick := time.NewTicker(o.soakInterval)
 	defer tick.Stop()
 	sample := func() {
@@ -59,14 +60,17 @@ func soak(ctx context.Context, o options, w io.Writer) error {
 		n, bad := count(codes)
 		mu.Unlock()
 		rss = append(rss, float64(kb)/1024)
-		fmt.Fprintf(w, "| %.1f | %.1f | %d | %d |\n", time.Since(start).Minutes(), float64(kb)/1024, n, bad)
+		last = time.Now()
+		fmt.Fprintf(w, "| %s | %.1f | %d | %d |\n", time.Since(start).Round(time.Second), float64(kb)/1024, n, bad)
 	}
 	for running := true; running; {
 		select {
 		case <-tick.C:
 			sample()
 		case <-done:
-			sample()
+			if time.Since(last) > o.soakInterval/2 { // else the tick just sampled
+				sample()
+			}
 			running = false
 		}
 	}
