@@ -43,10 +43,10 @@ type decoder struct {
 
 	// The loop's own.
 	batch   *layers.CausalBatch
-	owner   []*seqRow // the sequence holding each row
-	pending []*seqRow // by row: the sequence whose token waits for the next step
-	queue   []*seqRow // joins waiting for a free row
-	tokens  int       // tokens produced in the current second
+	owner   []*seqRow   // the sequence holding each row
+	pending []*seqRow   // by row: the sequence whose token waits for the next step
+	queue   [][]*seqRow // joins waiting for free rows: a decoding's rows join together
+	tokens  int         // tokens produced in the current second
 	second  time.Time
 }
 
@@ -63,8 +63,9 @@ type seqRow struct {
 }
 
 type decMsg struct {
-	kind int // msgJoin, msgStep, msgLeave
-	s    *seqRow
+	kind  int // msgJoin, msgStep, msgLeave
+	s     *seqRow
+	group []*seqRow // msgJoin: every row of a decoding
 }
 
 const (
@@ -151,7 +152,7 @@ func (st *seqStepper) Step(rows [][]int) ([][]float64, error) {
 	}
 	for i, s := range st.seqs {
 		s.token = rows[i][len(rows[i])-1]
-		if err := st.d.send(st.ctx, decMsg{msgStep, s}); err != nil {
+		if err := st.d.send(st.ctx, decMsg{kind: msgStep, s: s}); err != nil {
 			return nil, err
 		}
 	}
@@ -168,7 +169,9 @@ func (st *seqStepper) Step(rows [][]int) ([][]float64, error) {
 // own when one does not fit a row.
 func (st *seqStepper) join(rows [][]int) ([][]float64, error) {
 	for _, p := range rows {
-		if !st.d.fits(len(p), st.o.MaxNewTokens, st.lm) {
+		// A decoding's rows join together: one of more rows than the
+		// batch has could never start.
+		if len(rows) > st.d.rows || !st.d.fits(len(p), st.o.MaxNewTokens, st.lm) {
 			release, err := st.d.acquire(st.ctx)
 			if err != nil {
 				return nil, err
@@ -189,15 +192,16 @@ func (st *seqStepper) join(rows [][]int) ([][]float64, error) {
 	}
 	st.d.met.queue.WithLabelValues(st.d.model).Add(float64(len(rows)))
 	st.out = make([][]float64, len(rows))
-	var err error
+	group := make([]*seqRow, len(rows))
 	for i, p := range rows {
-		s := &seqRow{ctx: st.ctx, lm: st.lm, prompt: p, maxNew: st.o.MaxNewTokens, row: -1, done: make(chan error, 1)}
-		if err = st.d.send(st.ctx, decMsg{msgJoin, s}); err != nil {
-			st.d.unqueue(len(rows) - i) // the rows the loop never saw
-			break
-		}
-		st.seqs = append(st.seqs, s)
+		group[i] = &seqRow{ctx: st.ctx, lm: st.lm, prompt: p, maxNew: st.o.MaxNewTokens, row: -1, done: make(chan error, 1)}
 	}
+	err := st.d.send(st.ctx, decMsg{kind: msgJoin, group: group})
+	if err != nil {
+		st.d.unqueue(len(rows)) // the loop never saw them
+		return nil, err
+	}
+	st.seqs = group
 	for i, s := range st.seqs {
 		if err == nil {
 			err = st.d.await(s)
@@ -230,7 +234,7 @@ func (st *seqStepper) Close() {
 		return
 	}
 	for _, s := range st.seqs {
-		_ = st.d.send(context.Background(), decMsg{msgLeave, s})
+		_ = st.d.send(context.Background(), decMsg{kind: msgLeave, s: s})
 	}
 }
 
@@ -277,7 +281,7 @@ func (d *decoder) loop() {
 		case m := <-d.msgs:
 			switch m.kind {
 			case msgJoin:
-				d.queue = append(d.queue, m.s)
+				d.queue = append(d.queue, m.group)
 			case msgStep:
 				if m.s.row < 0 || d.owner[m.s.row] != m.s {
 					m.s.done <- fmt.Errorf("model %s: a step of a sequence not in the batch", d.model)
@@ -302,45 +306,58 @@ func (d *decoder) loop() {
 	}
 }
 
-// admit joins the queued sequences while rows are free, in order, and
-// drops those whose request is gone.
+// admit joins the queued decodings, in order, each once rows are free
+// for all its sequences, and drops those whose request is gone.
 func (d *decoder) admit() {
 	for len(d.queue) > 0 {
-		s := d.queue[0]
-		if err := s.ctx.Err(); err != nil {
+		group := d.queue[0]
+		if err := group[0].ctx.Err(); err != nil { // one request's rows: one context
 			d.queue = d.queue[1:]
-			d.unqueue(1)
-			s.done <- err
+			d.unqueue(len(group))
+			for _, s := range group {
+				s.done <- err
+			}
 			continue
 		}
-		if d.batch != nil && d.batch.Free() == 0 {
-			return
-		}
-		d.queue = d.queue[1:]
-		d.unqueue(1)
 		if d.batch == nil {
-			b, err := s.lm.NewBatch(d.rows, d.capacity)
+			b, err := group[0].lm.NewBatch(d.rows, d.capacity)
 			if err != nil {
-				s.done <- fmt.Errorf("model %s: continuous batching: %w", d.model, err)
+				d.queue = d.queue[1:]
+				d.unqueue(len(group))
+				for _, s := range group {
+					s.done <- fmt.Errorf("model %s: continuous batching: %w", d.model, err)
+				}
 				continue
 			}
 			d.batch = b
 		}
-		var row int
-		var logits []float64
-		err := d.safely("a prefill", func() (err error) {
-			row, logits, err = d.batch.Join(s.prompt, s.maxNew)
-			return err
-		})
-		if err != nil {
-			s.done <- err
-			continue
+		if d.batch.Free() < len(group) {
+			return
 		}
-		s.row, s.logits = row, logits
-		d.owner[row] = s
-		d.count(1)
-		s.done <- nil
+		d.queue = d.queue[1:]
+		d.unqueue(len(group))
+		for _, s := range group {
+			d.join(s)
+		}
 	}
+}
+
+// join prefills s into a free row and answers it.
+func (d *decoder) join(s *seqRow) {
+	var row int
+	var logits []float64
+	err := d.safely("a prefill", func() (err error) {
+		row, logits, err = d.batch.Join(s.prompt, s.maxNew)
+		return err
+	})
+	if err != nil {
+		s.done <- err
+		return
+	}
+	s.row, s.logits = row, logits
+	d.owner[row] = s
+	d.count(1)
+	s.done <- nil
 }
 
 // safely runs f, a panic in the model becoming an error (the loop must
@@ -421,11 +438,11 @@ func (d *decoder) count(n int) {
 	d.tokens += n
 }
 
-// leave frees s's row (or drops it from the queue).
+// leave frees s's row (or drops its decoding from the queue).
 func (d *decoder) leave(s *seqRow) {
-	if i := slices.Index(d.queue, s); i >= 0 {
+	if i := slices.IndexFunc(d.queue, func(g []*seqRow) bool { return slices.Contains(g, s) }); i >= 0 {
+		d.unqueue(len(d.queue[i]))
 		d.queue = slices.Delete(d.queue, i, i+1)
-		d.unqueue(1)
 		return
 	}
 	if s.row < 0 || d.owner[s.row] != s {
@@ -443,10 +460,12 @@ func (d *decoder) leave(s *seqRow) {
 
 // drain answers every sequence at close.
 func (d *decoder) drain() {
-	for _, s := range d.queue {
-		s.done <- errClosed
+	for _, g := range d.queue {
+		for _, s := range g {
+			s.done <- errClosed
+		}
+		d.unqueue(len(g))
 	}
-	d.unqueue(len(d.queue))
 	d.queue = nil
 	for r, s := range d.pending {
 		if s != nil {

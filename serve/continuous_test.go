@@ -254,3 +254,42 @@ func TestContinuousBatchingLlama(t *testing.T) {
 	}
 	require.Greater(t, histogramMax(t, s, "zoo_serve_batch_size"), 1.0, "the running batch held several sequences at once")
 }
+
+// TestContinuousBatchingPrompts: requests of several prompts join the
+// running batch all together (two such requests on a batch of two rows
+// would otherwise each hold a row and wait for the other's forever), and
+// one of more prompts than the batch has rows decodes on its own; every
+// answer is the one served with batching off.
+func TestContinuousBatchingPrompts(t *testing.T) {
+	dir := longGPT(t)
+	reqs := []string{
+		`{"inputs": ["the cat", "a dog ran"], "parameters": {"max_new_tokens": 30}}`,
+		`{"inputs": ["mice", "so it goes, and the hen"], "parameters": {"max_new_tokens": 25}}`,
+		`{"inputs": ["one", "two", "three"], "parameters": {"max_new_tokens": 10}}`,
+	}
+	_, alone := startServer(t, map[string]string{"long": dir}, Config{MaxBatch: 1})
+	want := make([]string, len(reqs))
+	for i, r := range reqs {
+		code, body, _ := post(t, alone+"/models/long", r)
+		require.Equal(t, http.StatusOK, code, string(body))
+		want[i] = string(body)
+	}
+	for round := range 3 {
+		_, url := startServer(t, map[string]string{"long": dir}, Config{MaxRunning: 2, RequestTimeout: 20 * time.Second})
+		got := make([]string, len(reqs))
+		var wg sync.WaitGroup
+		for i, r := range reqs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				code, body, _ := post(t, url+"/models/long", r)
+				require.Equal(t, http.StatusOK, code, string(body))
+				got[i] = string(body)
+			}()
+		}
+		wg.Wait()
+		for i := range reqs {
+			require.Equal(t, want[i], got[i], "round %d, request %d", round, i)
+		}
+	}
+}
