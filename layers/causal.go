@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/d73a19ff/zoo/decode"
 	"github.com/d73a19ff/zoo/internal/memcheck"
 )
 
@@ -79,6 +80,34 @@ func (c *CausalGraphs) Len() (cached, uncached int) {
 	cached, _ = c.kv.Len()
 	uncached, _ = c.full.Len()
 	return cached, uncached
+}
+
+// NewStepperFunc makes the stepper of one decoding of lm with options o,
+// in place of lm.NewStepper(o): a family's Generate calls it when its
+// config sets one (models.TextGenerationConfig.Stepper), and calls the
+// stepper's Close, if it has one, when the decoding ends. Package serve's
+// continuous batching makes steppers whose rows share a running batch
+// (CausalBatch).
+type NewStepperFunc func(lm *CausalLM, o CausalOptions) (decode.Stepper, error)
+
+// Start is the stepper of one decoding of lm with options o, f's or
+// lm.NewStepper's when f is nil, and the function that closes it (the
+// stepper's Close, or nothing when it has none).
+func (f NewStepperFunc) Start(lm *CausalLM, o CausalOptions) (st decode.Stepper, closeFn func(), err error) {
+	if f == nil {
+		cs, err := lm.NewStepper(o)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cs, cs.Close, nil
+	}
+	if st, err = f(lm, o); err != nil {
+		return nil, nil, err
+	}
+	if c, ok := st.(interface{ Close() }); ok {
+		return st, c.Close, nil
+	}
+	return st, func() {}, nil
 }
 
 // CausalOptions set a CausalStepper.
@@ -464,8 +493,14 @@ func (lm *CausalLM) newKV(k causalKVKey) (*causalKV, error) {
 // the caches and the mask (B, C) of their occupied slots: T > 1 for a
 // prompt at slot 0, T = 1 for each new token.
 func (lm *CausalLM) newCachedGraph(b, t int, caches *KVCaches, occupied *tensor.Dense) (*causalGraph, error) {
+	return lm.newCachedGraphSlots(b, t, caches, occupied, 1)
+}
+
+// newCachedGraphSlots is newCachedGraph with slots write slots: 1 for
+// every row at one slot, b for a slot per row (CausalBatch).
+func (lm *CausalLM) newCachedGraphSlots(b, t int, caches *KVCaches, occupied *tensor.Dense, slots int) (*causalGraph, error) {
 	g := lm.Store.NewGraph()
-	ids, pos, slot := g.IntInput("input_ids", b, t), g.IntInput("position_ids", b, t), g.IntInput("slot", 1)
+	ids, pos, slot := g.IntInput("input_ids", b, t), g.IntInput("position_ids", b, t), g.IntInput("slot", slots)
 	mask := g.Bind("cache_mask", occupied)
 	s := &causalGraph{ids: Ints(ids), pos: Ints(pos), slot: Ints(slot), mask: mask.Value().Data()}
 	h, err := lm.Embed(g, ids, pos)

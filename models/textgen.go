@@ -7,6 +7,7 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/decode"
+	"github.com/d73a19ff/zoo/layers"
 )
 
 // This file holds what the decoder-only families' text-generation
@@ -54,6 +55,10 @@ type TextGenerationConfig struct {
 	// (transformers' return_full_text=False); the zero value returns the
 	// prompt and its continuation, the pipeline's default.
 	NewTextOnly bool
+	// Stepper, when set, makes the stepper of each sampled decoding (not
+	// beam search) in place of the model's own KV-cache stepper; see
+	// layers.NewStepperFunc. Package serve's continuous batching sets it.
+	Stepper layers.NewStepperFunc
 	// OnText, when set, is called with each new piece of a prompt's
 	// continuation as it is decoded, prompt being the index in Generate's
 	// prompts: pieces never split a UTF-8 character (bytes of an

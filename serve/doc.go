@@ -16,8 +16,13 @@
 // extraction and embeddings) are batched dynamically: concurrent requests
 // for one model wait up to Config.BatchWait to be gathered into one
 // forward pass of at most Config.MaxBatch texts, then split back.
-// Generation is queued per model with at most Config.MaxConcurrent
-// generations decoding at once, each a batch of its own (no continuous
-// batching yet: sequences do not join a running batch). Every limit is a 4xx
-// JSON error {"error": {"message", "type", "param"}}, never a crash.
+// Generation is batched continuously: each generation model has one
+// decoding loop over a running batch of Config.MaxRunning rows
+// (layers.CausalBatch); a request's sequences join it between decoding
+// steps and leave when they end, each decoded by the family's Generate
+// with its own settings and seed, and each getting the tokens it gets
+// alone. Beam search, MaxBatch 1 and sequences longer than a row decode
+// on their own, at most Config.MaxConcurrent at once. GET / is a web page
+// to try each model (Page). Every limit is a 4xx JSON error {"error":
+// {"message", "type", "param"}}, never a crash.
 package serve

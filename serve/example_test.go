@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/d73a19ff/zoo/models"
@@ -136,4 +137,60 @@ func ExampleTaskForCheckpoint() {
 	// Output:
 	// [GPT2LMHeadModel] text-generation
 	// [ViTForImageClassification] image-classification
+}
+
+// The web page the server answers at GET /, for a service that mounts it
+// under a path of its own: self-contained HTML, its script inline.
+func ExamplePage() {
+	page := serve.Page()
+	fmt.Println(strings.HasPrefix(string(page), "<!doctype html>"), strings.Contains(string(page), "<script>"))
+	// Output: true true
+}
+
+// Continuous batching: concurrent generations share the model's running
+// batch (MaxRunning rows), joining and leaving between decoding steps;
+// each text is the one the request gets alone.
+func ExampleConfig_continuousBatching() {
+	s, err := serve.New(context.Background(), serve.Config{
+		Checkpoints: []serve.Checkpoint{{Name: "tiny-gpt", Dir: "../models/gpt/testdata/pipeline"}},
+		MaxRunning:  4, // sequences decoding together; more wait in the queue (MaxQueue)
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	prompts := []string{"the cat", "a dog", "mice", "the hen sat"}
+	texts := make([]string, len(prompts))
+	var wg sync.WaitGroup
+	for i, p := range prompts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(ts.URL+"/v1/completions", "application/json",
+				strings.NewReader(fmt.Sprintf(`{"model": "tiny-gpt", "prompt": %q, "max_tokens": 6, "temperature": 0}`, p)))
+			if err != nil {
+				log.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var c struct {
+				Choices []struct{ Text string }
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+				log.Fatal(err)
+			}
+			texts[i] = c.Choices[0].Text
+		}()
+	}
+	wg.Wait()
+	for i, p := range prompts {
+		fmt.Printf("%s → %q\n", p, texts[i])
+	}
+	// Output:
+	// the cat → "ssssmp"
+	// a dog → "ssi  a"
+	// mice → "h . . "
+	// the hen sat → "ehgshs"
 }

@@ -87,10 +87,28 @@ func (m *model) checkPrompts(prompts []string, param string) ([]int, error) {
 	return out, nil
 }
 
-// generate runs Generate in one of the model's slots, counting the
-// tokens it makes.
+// batched reports whether cfg's decoding joins the model's running batch
+// (continuous batching): sampling and greedy decoding do; beam search,
+// and everything with MaxBatch 1, run on their own in one of the
+// model's MaxConcurrent slots.
+func (m *model) batched(cfg *models.TextGenerationConfig) bool {
+	return m.dec != nil && cfg.Beam <= 1 && !cfg.NoCache
+}
+
+// slot takes one of the model's slots for a decoding that is not
+// batched; a batched one queues for its rows instead.
+func (m *model) slot(ctx context.Context, cfg *models.TextGenerationConfig) (release func(), err error) {
+	if m.batched(cfg) {
+		cfg.Stepper = m.dec.stepper(ctx)
+		return func() {}, nil
+	}
+	return m.acquire(ctx)
+}
+
+// generate runs Generate in the model's running batch or one of its
+// slots, counting the tokens it makes.
 func (m *model) generate(ctx context.Context, prompts []string, cfg models.TextGenerationConfig) ([]models.Generated, error) {
-	release, err := m.acquire(ctx)
+	release, err := m.slot(ctx, &cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -104,9 +122,9 @@ func (m *model) generate(ctx context.Context, prompts []string, cfg models.TextG
 	return out, err
 }
 
-// chat runs the chat in one of the model's slots.
+// chat runs the chat in the model's running batch or one of its slots.
 func (m *model) chat(ctx context.Context, msgs []models.ChatMessage, cfg models.TextGenerationConfig) (models.Generated, []int, error) {
-	release, err := m.acquire(ctx)
+	release, err := m.slot(ctx, &cfg)
 	if err != nil {
 		return models.Generated{}, nil, err
 	}

@@ -182,18 +182,38 @@ func TestPanicRecovery(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 }
 
-// TestQueueFullAndTimeout: with one generation slot and a queue of one,
-// a third generation is 429 with Retry-After; a request past the
-// per-request timeout is 408.
+// TestQueueFullAndTimeout: with one generation slot (decoding on its
+// own, MaxBatch 1) or one row of the running batch (continuous batching)
+// and a queue of one, a third generation is 429 with Retry-After; a
+// request past the per-request timeout is 408.
 func TestQueueFullAndTimeout(t *testing.T) {
 	dirs := testCheckpoints(t)
-	s, url := startServer(t, map[string]string{"gpt": dirs["gpt"]}, Config{MaxConcurrent: 1, MaxQueue: 1, RequestTimeout: 20 * time.Second})
+	// The running batch holds sequences that fit the context: a GPT of
+	// 1024 positions, and A's 1000 tokens, instead of the sliding window.
+	for _, c := range []struct {
+		dir, maxA string
+		cfg       Config
+	}{
+		{dirs["gpt"], "4096", Config{MaxBatch: 1, MaxConcurrent: 1, MaxQueue: 1, RequestTimeout: 20 * time.Second}},
+		{longGPT(t), "1000", Config{MaxRunning: 1, MaxQueue: 1, RequestTimeout: 20 * time.Second}},
+	} {
+		queueFullOnce(t, c.dir, c.maxA, c.cfg)
+	}
+	s2, url2 := startServer(t, map[string]string{"gpt": dirs["gpt"]}, Config{RequestTimeout: 30 * time.Millisecond})
+	endless(s2, "gpt")
+	code, body, _ := post(t, url2+"/v1/completions", `{"model": "gpt", "prompt": "the cat", "max_tokens": 4096}`)
+	require.Equal(t, http.StatusRequestTimeout, code, string(body))
+	require.Contains(t, string(body), "timeout_error")
+}
+
+func queueFullOnce(t *testing.T, dir, maxA string, cfg Config) {
+	s, url := startServer(t, map[string]string{"gpt": dir}, cfg)
 	m := endless(s, "gpt")
 	// A: streams a long generation, holding the slot.
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
 	reqA, _ := http.NewRequestWithContext(ctxA, http.MethodPost, url+"/v1/completions",
-		strings.NewReader(`{"model": "gpt", "prompt": "the cat", "max_tokens": 4096, "stream": true}`))
+		strings.NewReader(`{"model": "gpt", "prompt": "the cat", "max_tokens": `+maxA+`, "stream": true}`))
 	respA, err := http.DefaultClient.Do(reqA)
 	require.NoError(t, err)
 	defer respA.Body.Close()
@@ -221,12 +241,6 @@ func TestQueueFullAndTimeout(t *testing.T) {
 	require.Contains(t, string(body), "overloaded_error")
 	cancelA() // A's client goes: its generation stops, B runs
 	require.Equal(t, http.StatusOK, <-doneB)
-
-	s2, url2 := startServer(t, map[string]string{"gpt": dirs["gpt"]}, Config{RequestTimeout: 30 * time.Millisecond})
-	endless(s2, "gpt")
-	code, body, _ = post(t, url2+"/v1/completions", `{"model": "gpt", "prompt": "the cat", "max_tokens": 4096}`)
-	require.Equal(t, http.StatusRequestTimeout, code, string(body))
-	require.Contains(t, string(body), "timeout_error")
 }
 
 // TestDisconnectMidStream: a client that goes away mid-stream stops its
@@ -248,7 +262,7 @@ func TestDisconnectMidStream(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	require.Eventually(t, func() bool { return len(m.slots) == 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(m.slots) == 0 && gaugeValue(t, s, "zoo_serve_running_sequences") == 0 }, 10*time.Second, time.Millisecond)
 	tokens := counterValue(t, s, "zoo_serve_generated_tokens_total")
 	require.Less(t, tokens, 4096.0, "the generation stopped when its client went")
 	require.Eventually(t, func() bool {
@@ -274,6 +288,18 @@ func endless(s *Server, name string) *model {
 	m := s.models[name]
 	m.gen.defaults.EOS = nil
 	return m
+}
+
+// gaugeValue is the first series of gauge name (0 when it has none).
+func gaugeValue(t testing.TB, s *Server, name string) float64 {
+	mfs, err := s.cfg.Registry.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return 0
 }
 
 func counterValue(t testing.TB, s *Server, name string) float64 {

@@ -16,6 +16,9 @@ type metrics struct {
 	tokens   *prometheus.CounterVec   // model
 	genTime  *prometheus.CounterVec   // model: seconds spent generating
 	inFlight prometheus.Gauge
+
+	running      *prometheus.GaugeVec // model: sequences in the running batch
+	tokensPerSec *prometheus.GaugeVec // model: the running batch's tokens in the last second
 }
 
 func newMetrics(reg *prometheus.Registry) (*metrics, error) {
@@ -26,7 +29,7 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Help:    "Time from a request's arrival to its answer's end, by route and model.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"route", "model"}),
 		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "zoo_serve_batch_size",
-			Help:    "Texts per forward pass of the dynamic batcher, by model.",
+			Help:    "Texts per forward pass of the dynamic batcher, or sequences per decoding step of a running batch, by model.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}}, []string{"model"}),
 		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "zoo_serve_queue_depth",
 			Help: "Requests waiting for a model (a batch or a generation slot), by model."}, []string{"model"}),
@@ -36,8 +39,12 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Help: "Seconds spent decoding (summed over concurrent generations), by model."}, []string{"model"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "zoo_serve_requests_in_flight",
 			Help: "Requests being served."}),
+		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "zoo_serve_running_sequences",
+			Help: "Sequences in a generation model's running batch (continuous batching), by model."}, []string{"model"}),
+		tokensPerSec: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "zoo_serve_batch_tokens_per_second",
+			Help: "Tokens a generation model's running batch made per second, over the last second it ran, by model."}, []string{"model"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.batch, m.queue, m.tokens, m.genTime, m.inFlight} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.batch, m.queue, m.tokens, m.genTime, m.inFlight, m.running, m.tokensPerSec} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -110,6 +110,7 @@ type model struct {
 	gen       *generator
 
 	batch   *batcher      // encoder tasks
+	dec     *decoder      // text generation with continuous batching
 	slots   chan struct{} // the others: MaxConcurrent at once
 	waiting atomic.Int64
 }
@@ -258,6 +259,10 @@ func loadModel(name, dir, task string, cfg *Config, met *metrics) (*model, error
 	default:
 		m.slots = make(chan struct{}, max(cfg.MaxConcurrent, 1))
 	}
+	if task == "text-generation" && cfg.MaxBatch > 1 {
+		m.dec = newDecoder(name, cfg, met, &m.waiting)
+		m.dec.acquire = m.acquire
+	}
 	return m, nil
 }
 
@@ -380,6 +385,9 @@ func queueFull(name string, n int) *apiError {
 func (m *model) close() {
 	if m.batch != nil {
 		m.batch.close()
+	}
+	if m.dec != nil {
+		m.dec.close()
 	}
 }
 

@@ -39,7 +39,9 @@ type Config struct {
 	Checkpoints []Checkpoint
 
 	// MaxBatch is the most texts of an encoder task run in one forward
-	// pass (default 32); 1 turns dynamic batching off.
+	// pass (default 32); 1 turns dynamic batching off, and with it the
+	// continuous batching of generation (each request then decodes on its
+	// own, at most MaxConcurrent at once).
 	MaxBatch int
 	// BatchWait is how long the first request of a batch waits for others
 	// (default 3ms); negative is no wait (a batch is what has queued
@@ -48,11 +50,22 @@ type Config struct {
 	// MaxQueue is the most requests waiting per model (default 256); more
 	// are answered 429 with Retry-After.
 	MaxQueue int
-	// MaxConcurrent is the most requests of an unbatched task
-	// (generation, question answering, translation, image
-	// classification) running at once per model (default 2); the others
-	// wait in its queue.
+	// MaxConcurrent is the most requests of an unbatched task (question
+	// answering, translation, image classification, and generation that
+	// is not continuously batched: beam search, or MaxBatch 1) running at
+	// once per model (default 2); the others wait in its queue.
 	MaxConcurrent int
+	// MaxRunning is the most sequences in a generation model's running
+	// batch (default 16): with continuous batching (MaxBatch > 1) the
+	// sequences of every request join it between decoding steps and leave
+	// when they end; more wait in the model's queue (MaxQueue).
+	MaxRunning int
+	// MaxCacheTokens bounds the tokens of a generation model's running
+	// batch, all rows together (default 8192): each of the MaxRunning
+	// rows holds MaxCacheTokens / MaxRunning slots, and a sequence whose
+	// prompt (rounded up to 16 tokens) and new tokens need more, or more
+	// than the model's context, is decoded on its own.
+	MaxCacheTokens int
 	// MaxBodyBytes bounds a request body (default 16 MiB): 413 past it.
 	MaxBodyBytes int64
 	// MaxImagePixels bounds an image's width × height, read from its
@@ -92,6 +105,8 @@ func (c *Config) defaults() {
 	def(&c.MaxBatch, 32)
 	def(&c.MaxQueue, 256)
 	def(&c.MaxConcurrent, 2)
+	def(&c.MaxRunning, 16)
+	def(&c.MaxCacheTokens, 8192)
 	def(&c.MaxImagePixels, 40_000_000)
 	def(&c.MaxNewTokens, 4096)
 	def(&c.MaxInputs, 256)
@@ -276,6 +291,7 @@ func (s *Server) routes() {
 		metricsHandler.ServeHTTP(w, r)
 		return nil
 	})
+	handle("GET /{$}", false, s.servePage)
 	handle("GET /v1/models", true, s.listModels)
 	handle("GET /v1/models/{name...}", true, s.getModel)
 	handle("POST /models/{name...}", true, s.huggingFace)
@@ -288,7 +304,7 @@ func (s *Server) routes() {
 			w.Header().Set("Allow", http.MethodPost)
 			return &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalid, Message: fmt.Sprintf("%s takes POST, not %s", r.URL.Path, r.Method)}
 		}
-		return &apiError{Status: http.StatusNotFound, Type: typeNotFound, Message: fmt.Sprintf("no route %s %s: the routes are GET /health, /ready, /metrics, /v1/models; POST /models/{name}, /v1/completions, /v1/chat/completions, /v1/embeddings", r.Method, r.URL.Path)}
+		return &apiError{Status: http.StatusNotFound, Type: typeNotFound, Message: fmt.Sprintf("no route %s %s: the routes are GET / (the web page), /health, /ready, /metrics, /v1/models; POST /models/{name}, /v1/completions, /v1/chat/completions, /v1/embeddings", r.Method, r.URL.Path)}
 	})
 }
 

@@ -33,13 +33,17 @@ zoo predict would (its config.json's head). Routes:
   POST /v1/chat/completions  OpenAI's chat, by the checkpoint's chat template
   POST /v1/embeddings        OpenAI's embeddings, of a feature-extraction model
   GET  /v1/models            the models
+  GET  /                     a web page to try each model
   GET  /health, /ready       liveness; readiness (503 while shutting down)
   GET  /metrics              Prometheus metrics
 
 Requests for the encoder tasks (classification, token classification,
 fill-mask, feature extraction) are batched: concurrent requests for one
 model wait up to --batch-wait to share a forward pass of up to
---max-batch texts. See docs/serving.md.`
+--max-batch texts. Generations are batched continuously: each joins the
+model's running batch of --max-running sequences between decoding steps
+and leaves when it ends (--max-batch 1 turns both off). See
+docs/serving.md.`
 
 // stringList is a repeatable string flag.
 type stringList []string
@@ -55,10 +59,12 @@ func runServe(args []string, stdout io.Writer) error {
 	addr := f.String("addr", ":8080", "the address to listen on")
 	keyFile := f.String("api-key-file", "", "a file of API keys, one per line: requests must send Authorization: Bearer KEY (/health and /ready excepted)")
 	var cfg serve.Config
-	f.IntVar(&cfg.MaxBatch, "max-batch", 32, "the most texts of an encoder task per forward pass (1: no batching)")
+	f.IntVar(&cfg.MaxBatch, "max-batch", 32, "the most texts of an encoder task per forward pass (1: no batching, of generation either)")
 	f.DurationVar(&cfg.BatchWait, "batch-wait", 3*time.Millisecond, "how long a batch's first request waits for others")
 	f.IntVar(&cfg.MaxQueue, "max-queue", 256, "the most requests waiting per model; more are answered 429")
-	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", 2, "the most generations (and other unbatched requests) running at once per model")
+	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", 2, "the most unbatched requests (QA, translation, images, beam search, generation with --max-batch 1) running at once per model")
+	f.IntVar(&cfg.MaxRunning, "max-running", 16, "the most sequences in a generation model's running batch (continuous batching)")
+	f.IntVar(&cfg.MaxCacheTokens, "max-cache-tokens", 8192, "the most tokens a generation model's running batch holds, all rows together")
 	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 16<<20, "the largest request body")
 	f.IntVar(&cfg.MaxNewTokens, "max-new-tokens", 4096, "the largest max_tokens / max_new_tokens a request may ask")
 	f.IntVar(&cfg.MaxInputs, "max-inputs", 256, "the most inputs of one request")

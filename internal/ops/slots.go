@@ -10,7 +10,10 @@ import (
 
 // WriteSlots copies x (N, T, d) into rows [slot, slot+T) of cache (N, C, d)
 // in place and returns cache, for attention over a key/value cache of fixed
-// capacity C. slot is an int tensor of shape (1), set before each run.
+// capacity C. slot is an int tensor of shape (1), set before each run, or
+// of shape (B) with B dividing N: then each of the B rows (N/B cache rows
+// each, a row's heads) is written at its own slot, which lets the rows of
+// a running batch (continuous batching) sit at different lengths.
 //
 // It is the one impure op in the package: cache must be a graph input whose
 // bound tensor outlives the run (the KV cache), and the op has no gradient.
@@ -30,8 +33,8 @@ func WriteSlots(cache, x, slot *gorgonia.Node) (*gorgonia.Node, error) {
 	if cache.Dims() != 3 || x.Dims() != 3 || cs[0] != xs[0] || cs[2] != xs[2] || xs[1] > cs[1] {
 		return nil, fmt.Errorf("write slots: input %v does not fit cache %v, want (N, T ≤ C, d) for a cache (N, C, d)", xs, cs)
 	}
-	if !slot.Shape().Eq(tensor.Shape{1}) {
-		return nil, fmt.Errorf("write slots: slot %v must have shape (1)", slot.Shape())
+	if ss := slot.Shape(); len(ss) != 1 || ss[0] < 1 || cs[0]%ss[0] != 0 {
+		return nil, fmt.Errorf("write slots: slot %v must have shape (1), or (B) with B dividing the cache's %d rows", ss, cs[0])
 	}
 	return gorgonia.ApplyOp(&slotsOp{base: base{name: "WriteSlots", arity: 3}}, cache, x, slot)
 }
@@ -60,19 +63,27 @@ func (op *slotsOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	}
 	cache, x := ts[0], ts[1]
 	n, c, d, t := cache.Shape()[0], cache.Shape()[1], cache.Shape()[2], x.Shape()[1]
-	if s := slot[0]; s < 0 || s+t > c {
-		return nil, fmt.Errorf("write slots: %d rows at slot %d overflow the cache of %d", t, s, c)
+	if len(slot) == 0 || n%len(slot) != 0 {
+		return nil, fmt.Errorf("write slots: %d slots for a cache of %d rows", len(slot), n)
+	}
+	for _, s := range slot {
+		if s < 0 || s+t > c {
+			return nil, fmt.Errorf("write slots: %d rows at slot %d overflow the cache of %d", t, s, c)
+		}
 	}
 	if isFloat32(dt) {
-		copySlots(data[float32](cache), data[float32](x), n, c, t, d, slot[0])
+		copySlots(data[float32](cache), data[float32](x), n, c, t, d, slot)
 	} else {
-		copySlots(data[float64](cache), data[float64](x), n, c, t, d, slot[0])
+		copySlots(data[float64](cache), data[float64](x), n, c, t, d, slot)
 	}
 	return cache, nil
 }
 
-func copySlots[T Float](cache, x []T, n, c, t, d, slot int) {
+// copySlots writes cache row i at slot[i/(n/len(slot))].
+func copySlots[T Float](cache, x []T, n, c, t, d int, slot []int) {
+	per := n / len(slot)
 	for i := 0; i < n; i++ {
-		copy(cache[(i*c+slot)*d:(i*c+slot+t)*d], x[i*t*d:(i+1)*t*d])
+		s := slot[i/per]
+		copy(cache[(i*c+s)*d:(i*c+s+t)*d], x[i*t*d:(i+1)*t*d])
 	}
 }

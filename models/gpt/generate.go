@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/d73a19ff/zoo/decode"
+	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models"
 )
 
@@ -22,6 +23,10 @@ type GenerateConfig struct {
 	NoCache         bool                      // recompute the whole context every step instead of using the KV cache
 	NoSlidingWindow bool                      // a context longer than n_positions is an error instead of being cropped to its last n_positions tokens
 	OnToken         func(row, token int)      // called with each new token as it is produced
+	// Stepper, when set, makes the decoding's stepper in place of the
+	// model's own (layers.NewStepperFunc; package serve's continuous
+	// batching).
+	Stepper layers.NewStepperFunc
 	// Generation is the checkpoint's generation settings (ReadGeneration);
 	// nil reads the model's config.json (Config.Generation). Its rules
 	// (bad_words_ids, no_repeat_ngram_size, forced_eos_token_id, the
@@ -114,11 +119,11 @@ func (m *Model) GenerateContext(ctx context.Context, prompts [][]int, cfg Genera
 	if sc.Constraints, err = m.rules(cfg.Generation); err != nil {
 		return nil, err
 	}
-	st, err := m.newStepper(cfg.MaxNewTokens, cfg.NoCache, cfg.NoSlidingWindow)
+	st, done, err := cfg.Stepper.Start(m.causalLM(), layers.CausalOptions{MaxNewTokens: cfg.MaxNewTokens, NoCache: cfg.NoCache, NoSlidingWindow: cfg.NoSlidingWindow})
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
+	defer done()
 	return decode.Sample(withContext(ctx, st), prompts, sc) // its errors name the step, the stepper's the model
 }
 

@@ -218,7 +218,7 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 		return out, nil
 	}
 	gc := GenerateConfig{MaxNewTokens: n, Temperature: cfg.Temperature, TopK: cfg.TopK, TopP: cfg.TopP, Seed: cfg.Seed,
-		EOS: cfg.EOS, StopStrings: cfg.StopStrings, Decode: decodeText, Generation: gen, NoCache: cfg.NoCache}
+		EOS: cfg.EOS, StopStrings: cfg.StopStrings, Decode: decodeText, Generation: gen, NoCache: cfg.NoCache, Stepper: cfg.Stepper}
 	streams := models.NewStreams(t.Tokenizer, prompts, lo, cfg)
 	gc.OnToken = streams.OnToken()
 	toks, err := t.Model.GenerateContext(ctx, prompts, gc)

@@ -18,6 +18,10 @@ import (
 type GenerateConfig struct {
 	decode.SampleConfig
 	NoCache bool // recompute the whole context every step instead of using the KV cache
+	// Stepper, when set, makes the decoding's stepper in place of the
+	// model's own (layers.NewStepperFunc; package serve's continuous
+	// batching).
+	Stepper layers.NewStepperFunc
 }
 
 // BeamConfig sets BeamSearch: package decode's beam settings and whether
@@ -53,11 +57,11 @@ func (m *ForCausalLM) generate(ctx context.Context, prompts [][]int, cfg Generat
 	if err := m.checkDecodeMemory(prompts, len(prompts), cfg.MaxNewTokens, "llama generate"); err != nil {
 		return nil, err
 	}
-	st, err := m.newStepper(cfg.MaxNewTokens, cfg.NoCache)
+	st, done, err := cfg.Stepper.Start(m.causalLM(), layers.CausalOptions{MaxNewTokens: cfg.MaxNewTokens, NoCache: cfg.NoCache, NoSlidingWindow: true})
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
+	defer done()
 	return decode.Sample(withContext(ctx, st), prompts, cfg.SampleConfig)
 }
 

@@ -292,7 +292,7 @@ func (t *TextGeneration) generate(ctx context.Context, prompts [][]int, lo int, 
 		EOS: cfg.EOS, StopStrings: cfg.StopStrings, Decode: decodeText, Constraints: rules}
 	streams := models.NewStreams(t.Tokenizer, prompts, lo, cfg)
 	sc.OnToken = streams.OnToken()
-	toks, err := t.Model.generate(ctx, prompts, GenerateConfig{SampleConfig: sc, NoCache: cfg.NoCache})
+	toks, err := t.Model.generate(ctx, prompts, GenerateConfig{SampleConfig: sc, NoCache: cfg.NoCache, Stepper: cfg.Stepper})
 	if err != nil {
 		return nil, err
 	}
