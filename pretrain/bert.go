@@ -440,31 +440,11 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig
 	if err != nil {
 		return e, err
 	}
-	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
-	if err != nil {
-		return e, err
-	}
-	if err := c.CheckText(ctx); err != nil {
-		return e, fmt.Errorf("eval: %w", err)
-	}
-	docs, err := ReadBERTDocuments(ctx, c, tok)
-	if err != nil {
-		return e, err
-	}
-	cfg.DupeFactor = 1
 	makePairs := MakeBERTPairs
 	if m.Config.ModelType == bert.AlbertModelType { // sentence order, as it was pretrained
 		makePairs = MakeSOPPairs
 	}
-	pairs, err := makePairs(docs, sp, cfg, seed)
-	if err != nil {
-		return e, fmt.Errorf("eval: %w", err)
-	}
-	n := pairs.Len()
-	if maxPairs > 0 {
-		n = min(n, maxPairs)
-	}
-	batches, err := BERTEvalBatches(pairs, n, sp, cfg, batch, seed)
+	batches, n, err := evalBatches(ctx, corpus, tok, sp, cfg, makePairs, batch, maxPairs, seed)
 	if err != nil {
 		return e, err
 	}

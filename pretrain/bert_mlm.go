@@ -352,39 +352,35 @@ func MakeMLMSequences(d *BERTDocuments, sp BERTSpecials, cfg BERTPairConfig, see
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x3e9a))
-	p := &BERTPairs{off: []int{0}}
 	room := cfg.MaxSeqLength - 2
-	for range cfg.DupeFactor {
-		for j := 0; j < d.NumDocuments(); j++ {
-			lo, hi := d.docSentences(j)
-			var cur []int32
-			target := p.target(cfg, room, rng)
-			flush := func() {
-				if len(cur) > 0 {
-					p.addSequence(cur, sp)
-				}
-				cur, target = cur[:0], p.target(cfg, room, rng)
+	p := eachDocument(d, cfg, seed, 0x3e9a, func(p *BERTPairs, j int, rng *rand.Rand) {
+		lo, hi := d.docSentences(j)
+		var cur []int32
+		target := p.target(cfg, room, rng)
+		flush := func() {
+			if len(cur) > 0 {
+				p.addSequence(cur, sp)
 			}
-			for i := lo; i < hi; i++ {
-				s := d.sentence(i)
-				if len(cur) > 0 && len(cur)+len(s) > target {
-					flush()
-				}
-				if len(s) > room {
-					p.Truncated++
-				}
-				for len(cur)+len(s) > room { // a sentence longer than an example: cut into pieces
-					n := room - len(cur)
-					cur = append(cur, s[:n]...)
-					s = s[n:]
-					flush()
-				}
-				cur = append(cur, s...)
-			}
-			flush()
+			cur, target = cur[:0], p.target(cfg, room, rng)
 		}
-	}
+		for i := lo; i < hi; i++ {
+			s := d.sentence(i)
+			if len(cur) > 0 && len(cur)+len(s) > target {
+				flush()
+			}
+			if len(s) > room {
+				p.Truncated++
+			}
+			for len(cur)+len(s) > room { // a sentence longer than an example: cut into pieces
+				n := room - len(cur)
+				cur = append(cur, s[:n]...)
+				s = s[n:]
+				flush()
+			}
+			cur = append(cur, s...)
+		}
+		flush()
+	})
 	if p.Len() == 0 {
 		return nil, fmt.Errorf("bert: the documents made no masked-LM examples")
 	}
@@ -495,27 +491,7 @@ func evalMLM(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig,
 	if err != nil {
 		return e, err
 	}
-	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
-	if err != nil {
-		return e, err
-	}
-	if err := c.CheckText(ctx); err != nil {
-		return e, fmt.Errorf("eval: %w", err)
-	}
-	docs, err := ReadBERTDocuments(ctx, c, tok)
-	if err != nil {
-		return e, err
-	}
-	cfg.DupeFactor = 1
-	seqs, err := MakeMLMSequences(docs, sp, cfg, seed)
-	if err != nil {
-		return e, fmt.Errorf("eval: %w", err)
-	}
-	n := seqs.Len()
-	if maxSeqs > 0 {
-		n = min(n, maxSeqs)
-	}
-	batches, err := BERTEvalBatches(seqs, n, sp, cfg, batch, seed)
+	batches, n, err := evalBatches(ctx, corpus, tok, sp, cfg, MakeMLMSequences, batch, maxSeqs, seed)
 	if err != nil {
 		return e, err
 	}
