@@ -252,35 +252,7 @@ func albertStart(c *Config) albertConfig {
 }
 
 // albertCodec is albertCodecJSON on Config (configCodec).
-type albertCodec struct{}
-
-func (albertCodec) Unmarshal(b []byte, c *Config) error {
-	a := albertStart(c)
-	if err := albertCodecJSON.Unmarshal(b, &a); err != nil {
-		return err
-	}
-	*c = fromAlbert(a)
-	return nil
-}
-
-func (albertCodec) UnmarshalStrict(b []byte, c *Config, what string) error {
-	a := albertStart(c)
-	if err := albertCodecJSON.UnmarshalStrict(b, &a, what); err != nil {
-		return err
-	}
-	*c = fromAlbert(a)
-	return nil
-}
-
-func (albertCodec) Marshal(c Config, arch string) ([]byte, error) {
-	return albertCodecJSON.Marshal(toAlbert(c), arch)
-}
-
-func (albertCodec) Saved(c Config, arch string) json.Marshaler {
-	return albertCodecJSON.Saved(toAlbert(c), arch)
-}
-
-func (albertCodec) CheckExtra(c Config) error { return albertCodecJSON.CheckExtra(toAlbert(c)) }
+var albertCodec = renamedCodec[albertConfig]{json: albertCodecJSON, to: toAlbert, from: fromAlbert, start: albertStart}
 
 // AlbertBase is albert-base-v2
 // (https://huggingface.co/albert/albert-base-v2/blob/main/config.json):

@@ -106,7 +106,7 @@ var electraCodecJSON = models.NewCodec(models.Descriptor[electraConfig]{
 })
 
 // electraCodec is electraCodecJSON on Config (configCodec).
-type electraCodec struct{}
+var electraCodec = renamedCodec[electraConfig]{json: electraCodecJSON, to: toElectra, from: fromElectra}
 
 func toElectra(c Config) electraConfig {
 	return electraConfig{VocabSize: c.VocabSize, EmbeddingSize: c.embeddingSize(), HiddenSize: c.HiddenSize, NumHiddenLayers: c.NumHiddenLayers,
@@ -123,43 +123,6 @@ func fromElectra(e electraConfig) Config {
 		TypeVocabSize: e.TypeVocabSize, InitializerRange: e.InitializerRange, LayerNormEps: e.LayerNormEps, PadTokenID: e.PadTokenID,
 		PositionEmbeddingType: e.PositionEmbeddingType, ClassifierDropout: e.ClassifierDropout, ID2Label: e.ID2Label, Extra: e.Extra}
 }
-
-// electraStart is the electraConfig that reading into c starts from: c's
-// values when c is set, as encoding/json keeps them.
-func electraStart(c *Config) electraConfig {
-	if c.VocabSize == 0 && c.HiddenSize == 0 && c.NumHiddenLayers == 0 {
-		return electraConfig{}
-	}
-	return toElectra(*c)
-}
-
-func (electraCodec) Unmarshal(b []byte, c *Config) error {
-	e := electraStart(c)
-	if err := electraCodecJSON.Unmarshal(b, &e); err != nil {
-		return err
-	}
-	*c = fromElectra(e)
-	return nil
-}
-
-func (electraCodec) UnmarshalStrict(b []byte, c *Config, what string) error {
-	e := electraStart(c)
-	if err := electraCodecJSON.UnmarshalStrict(b, &e, what); err != nil {
-		return err
-	}
-	*c = fromElectra(e)
-	return nil
-}
-
-func (electraCodec) Marshal(c Config, arch string) ([]byte, error) {
-	return electraCodecJSON.Marshal(toElectra(c), arch)
-}
-
-func (electraCodec) Saved(c Config, arch string) json.Marshaler {
-	return electraCodecJSON.Saved(toElectra(c), arch)
-}
-
-func (electraCodec) CheckExtra(c Config) error { return electraCodecJSON.CheckExtra(toElectra(c)) }
 
 // ElectraSmall is google/electra-small-discriminator
 // (https://huggingface.co/google/electra-small-discriminator/blob/main/config.json),
