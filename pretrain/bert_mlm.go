@@ -241,17 +241,9 @@ func (r *bertMLMRecipe) Setup(ctx context.Context, resume string, out io.Writer)
 // each side into examples.
 func (r *bertMLMRecipe) sequences(ctx context.Context, out io.Writer) error {
 	cfg := r.cfg
-	began, unk := time.Now(), datasets.Unknowns(r.tok)
-	docs, err := ReadBERTDocuments(ctx, r.corpus, r.tok)
+	trainDocs, valDocs, err := readSplit(ctx, out, r.corpus, r.tok, cfg.ValFraction, cfg.Seed)
 	if err != nil {
 		return err
-	}
-	fmt.Fprint(out, datasets.UnknownNoteFor(r.tok, datasets.Unknowns(r.tok)-unk, "the corpus"))
-	fmt.Fprintf(out, "corpus: %d documents, %d sentences, %d tokens (%d empty documents skipped), encoded in %s\n",
-		docs.NumDocuments(), docs.NumSentences(), docs.NumTokens(), docs.Empty, time.Since(began).Round(time.Millisecond))
-	trainDocs, valDocs, err := docs.Split(cfg.ValFraction, cfg.Seed)
-	if err != nil {
-		return fmt.Errorf("pretrain: %w", err)
 	}
 	if r.trainSeqs, err = MakeMLMSequences(trainDocs, r.sp, cfg.BERTPairConfig, cfg.Seed); err != nil {
 		return fmt.Errorf("pretrain: training split: %w", err)
