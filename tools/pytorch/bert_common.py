@@ -15,11 +15,30 @@ import os
 from collections import OrderedDict
 
 import torch
+import torch.nn as nn
 
 from safetensors_io import read_safetensors, write_safetensors
 
 LABELS = {"id2label": {"0": "neg", "1": "pos", "2": "mixed"}, "label2id": {"neg": 0, "pos": 1, "mixed": 2}}
 TAGS = {"id2label": {"0": "O", "1": "B-PER", "2": "I-PER"}, "label2id": {"O": 0, "B-PER": 1, "I-PER": 2}}
+
+
+class ClassificationHead(nn.Module):
+    """RobertaClassificationHead and ElectraClassificationHead: on the first
+    token, dropout, dense, act(x, flags), dropout, out_proj; the dropout is
+    classifier_dropout, or hidden_dropout_prob when that is None."""
+
+    def __init__(self, c, act):
+        super().__init__()
+        p = c["classifier_dropout"] if c["classifier_dropout"] is not None else c["hidden_dropout_prob"]
+        self.dense = nn.Linear(c["hidden_size"], c["hidden_size"])
+        self.dropout = nn.Dropout(p)
+        self.out_proj = nn.Linear(c["hidden_size"], len(c["id2label"]))
+        self.act = act
+
+    def forward(self, h, flags):
+        x = self.dense(self.dropout(h[:, 0, :]))
+        return self.out_proj(self.dropout(self.act(x, flags)))
 
 
 def head_config(base, heads, head):

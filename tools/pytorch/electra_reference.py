@@ -17,6 +17,7 @@ encoder layers of bert_reference.py (ElectraLayer is BertLayer):
     class ElectraDiscriminatorPredictions: dense, hidden_act, dense_prediction → squeeze(-1)
     class ElectraGeneratorPredictions: dense (hidden → embedding_size), gelu, LayerNorm
     class ElectraClassificationHead: dropout, dense, gelu, dropout, out_proj on [CLS]
+        (bert_common.ClassificationHead)
     ElectraForPreTraining (discriminator_predictions; its loss BCEWithLogits over
         the attention mask), ElectraForMaskedLM (generator_predictions,
         generator_lm_head tied to the word embeddings, with its bias),
@@ -49,7 +50,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bert_reference import BertEncoder  # noqa: E402
-from bert_common import LABELS, TAGS, check_bugs, head_config, load_strict, output_weights, randomise_weights, shapes, weighted_loss, write_head  # noqa: E402
+from bert_common import LABELS, TAGS, ClassificationHead, check_bugs, head_config, load_strict, output_weights, randomise_weights, shapes, weighted_loss, write_head  # noqa: E402
 
 GENERATOR = "tools/pytorch/electra_reference.py"
 
@@ -135,18 +136,9 @@ class ElectraGeneratorPredictions(nn.Module):
         return self.LayerNorm(F.gelu(self.dense(h)))
 
 
-class ElectraClassificationHead(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        p = c["classifier_dropout"] if c["classifier_dropout"] is not None else c["hidden_dropout_prob"]
-        self.dense = nn.Linear(c["hidden_size"], c["hidden_size"])
-        self.dropout = nn.Dropout(p)
-        self.out_proj = nn.Linear(c["hidden_size"], len(c["id2label"]))
-
-    def forward(self, h, flags):
-        x = self.dense(self.dropout(h[:, 0, :]))
-        x = torch.tanh(x) if flags.tanh_classifier else F.gelu(x)
-        return self.out_proj(self.dropout(x))
+def classifier_act(x, flags):
+    """ElectraClassificationHead's gelu (the bug tanh_classifier puts BERT's tanh instead)."""
+    return torch.tanh(x) if flags.tanh_classifier else F.gelu(x)
 
 
 class ElectraForPreTraining(nn.Module):
@@ -181,7 +173,7 @@ class ElectraForSequenceClassification(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.electra = ElectraModel(c)
-        self.classifier = ElectraClassificationHead(c)
+        self.classifier = ClassificationHead(c, classifier_act)  # ElectraClassificationHead
 
     def forward(self, ids, mask, flags=Flags()):
         return {"logits": self.classifier(self.electra(ids, mask, flags), flags)}

@@ -18,6 +18,7 @@ encoder layers of bert_reference.py (RobertaLayer is BertLayer):
     class RobertaLMHead: dense, gelu (always), layer_norm, decoder (tied to
         the word embeddings) + bias
     class RobertaClassificationHead: dropout, dense, tanh, dropout, out_proj on <s>
+        (bert_common.ClassificationHead)
     RobertaForMaskedLM, RobertaForSequenceClassification,
     RobertaForTokenClassification, RobertaForQuestionAnswering: all built on
         RobertaModel(config, add_pooling_layer=False), so none has roberta.pooler.*
@@ -46,7 +47,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bert_reference import BertEncoder, BertPooler, Flags, hidden_act  # noqa: E402
-from bert_common import LABELS, TAGS, check_bugs, head_config, load_strict, output_weights, randomise_weights, shapes, weighted_loss, write_head  # noqa: E402
+from bert_common import LABELS, TAGS, ClassificationHead, check_bugs, head_config, load_strict, output_weights, randomise_weights, shapes, weighted_loss, write_head  # noqa: E402
 
 GENERATOR = "tools/pytorch/roberta_reference.py"
 
@@ -119,20 +120,9 @@ class RobertaLMHead(nn.Module):
         return self.decoder(self.layer_norm(act(self.dense(x))))
 
 
-class RobertaClassificationHead(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        p = c["classifier_dropout"] if c["classifier_dropout"] is not None else c["hidden_dropout_prob"]
-        self.dense = nn.Linear(c["hidden_size"], c["hidden_size"])
-        self.dropout = nn.Dropout(p)
-        self.out_proj = nn.Linear(c["hidden_size"], len(c["id2label"]))
-
-    def forward(self, h, flags):
-        x = self.dropout(h[:, 0, :])
-        x = self.dense(x)
-        if not flags.no_pooler_tanh:
-            x = torch.tanh(x)
-        return self.out_proj(self.dropout(x))
+def classifier_act(x, flags):
+    """RobertaClassificationHead's tanh (the bug no_pooler_tanh leaves it out)."""
+    return x if flags.no_pooler_tanh else torch.tanh(x)
 
 
 class RobertaForMaskedLM(nn.Module):
@@ -150,7 +140,7 @@ class RobertaForSequenceClassification(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.roberta = RobertaModel(c, add_pooling_layer=False)
-        self.classifier = RobertaClassificationHead(c)
+        self.classifier = ClassificationHead(c, classifier_act)  # RobertaClassificationHead
 
     def forward(self, ids, mask, flags=Flags()):
         return {"logits": self.classifier(self.roberta(ids, mask, flags), flags)}
