@@ -286,12 +286,6 @@ HEADS = OrderedDict([
 TIED = OrderedDict([("predictions.decoder.weight", "albert.embeddings.word_embeddings.weight"), ("predictions.decoder.bias", "predictions.bias")])
 
 
-def randomise(model, gen, pad):
-    randomise_weights(model, gen, norms=("norm.weight", "LayerNorm.weight"))
-    with torch.no_grad():
-        model.albert.embeddings.word_embeddings.weight[pad].zero_()
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="models/bert/testdata/albert")
@@ -313,7 +307,7 @@ def main():
             c = head_config(base, HEADS, head)
             gen = torch.Generator().manual_seed(1357)
             model = cls(c)
-            randomise(model, gen, pad)
+            randomise_weights(model, gen, pad, ["albert.embeddings.word_embeddings.weight"], norms=("norm.weight", "LayerNorm.weight"))
             model.eval()
             out = model(ids, mask, types)
             rs = output_weights(out, ids, mask)

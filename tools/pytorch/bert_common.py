@@ -50,11 +50,12 @@ def head_config(base, heads, head):
     return c
 
 
-def randomise_weights(model, gen, norms=("LayerNorm.weight",)):
+def randomise_weights(model, gen, pad, padded, norms=("LayerNorm.weight",)):
     """Large random values in every trained parameter, so that bugs show (as
     bert_reference.py): a norm's weight (a name ending in one of norms)
-    1 + N(0, 0.3²), a bias N(0, 0.3²), the rest N(0, 0.5²). A parameter that
-    is not trained (DistilBERT's sinusoidal table) stays as made."""
+    1 + N(0, 0.3²), a bias N(0, 0.3²), the rest N(0, 0.5²); then row pad of
+    each table named in padded is zero (padding_idx). A parameter that is
+    not trained (DistilBERT's sinusoidal table) stays as made."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             if not p.requires_grad:
@@ -65,6 +66,8 @@ def randomise_weights(model, gen, norms=("LayerNorm.weight",)):
                 p.copy_(0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
             else:
                 p.copy_(0.5 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
+        for name in padded:
+            model.get_parameter(name)[pad].zero_()
 
 
 def output_weights(out, ids, mask, scale=0.25, seed=97):

@@ -236,12 +236,6 @@ HEADS = OrderedDict([
 TIED = {"vocab_projector.weight": "distilbert.embeddings.word_embeddings.weight"}
 
 
-def randomise(model, gen, pad):
-    randomise_weights(model, gen, norms=("norm.weight", "LayerNorm.weight"))
-    with torch.no_grad():
-        model.distilbert.embeddings.word_embeddings.weight[pad].zero_()
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="models/bert/testdata/distilbert")
@@ -264,7 +258,7 @@ def main():
         c = head_config(CONFIG, HEADS, head)
         gen = torch.Generator().manual_seed(1357)
         model = cls(c)
-        randomise(model, gen, pad)
+        randomise_weights(model, gen, pad, ["distilbert.embeddings.word_embeddings.weight"], norms=("norm.weight", "LayerNorm.weight"))
         model.eval()
         keys = [k for k in model.state_dict() if k not in TIED]
         out = model(ids, mask)

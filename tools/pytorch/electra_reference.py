@@ -212,12 +212,6 @@ HEADS = OrderedDict([
 TIED = {"generator_lm_head.weight": "electra.embeddings.word_embeddings.weight"}
 
 
-def randomise(model, gen, pad):
-    randomise_weights(model, gen)
-    with torch.no_grad():
-        model.electra.embeddings.word_embeddings.weight[pad].zero_()
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="models/bert/testdata/electra")
@@ -235,7 +229,7 @@ def main():
         c = head_config(CONFIG, HEADS, head)
         gen = torch.Generator().manual_seed(8642)
         model = cls(c)
-        randomise(model, gen, pad)
+        randomise_weights(model, gen, pad, ["electra.embeddings.word_embeddings.weight"])
         model.eval()
         keys = [k for k in model.state_dict() if k not in TIED]
         assert not any(".pooler." in k for k in keys), keys

@@ -177,13 +177,6 @@ HEADS = OrderedDict([
 TIED = OrderedDict([("lm_head.decoder.weight", "roberta.embeddings.word_embeddings.weight"), ("lm_head.decoder.bias", "lm_head.bias")])
 
 
-def randomise(model, gen, pad):
-    randomise_weights(model, gen, norms=("LayerNorm.weight", "layer_norm.weight"))
-    with torch.no_grad():
-        model.roberta.embeddings.word_embeddings.weight[pad].zero_()
-        model.roberta.embeddings.position_embeddings.weight[pad].zero_()
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="models/bert/testdata/roberta")
@@ -207,7 +200,8 @@ def main():
         c = head_config(CONFIG, HEADS, head)
         gen = torch.Generator().manual_seed(2468)
         model = cls(c)
-        randomise(model, gen, pad)
+        randomise_weights(model, gen, pad, ["roberta.embeddings.word_embeddings.weight", "roberta.embeddings.position_embeddings.weight"],
+                          norms=("LayerNorm.weight", "layer_norm.weight"))
         model.eval()
         keys = [k for k in model.state_dict() if k not in TIED]
         assert not any(k.startswith("roberta.pooler.") for k in keys), keys
