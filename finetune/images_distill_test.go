@@ -12,7 +12,6 @@ import (
 
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/layers"
-	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/vit"
 )
 
@@ -120,22 +119,14 @@ func TestDistillImagesResumeExact(t *testing.T) {
 	full, err := RunClassifyImages(context.Background(), cfg, io.Discard)
 	require.NoError(t, err)
 
-	run2 := filepath.Join(dir, "run2")
-	require.NoError(t, os.MkdirAll(filepath.Join(run2, "checkpoints"), 0o755))
-	require.NoError(t, os.CopyFS(filepath.Join(run2, "checkpoints", "step-000003"), os.DirFS(filepath.Join(cfg.OutputDir, "checkpoints", "step-000003"))))
-	js, err := os.ReadFile(filepath.Join(cfg.OutputDir, "run.json"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(run2, "run.json"), js, 0o644))
+	run2 := stoppedAtStep3(t, dir, cfg.OutputDir)
 	cfg.OutputDir, cfg.Resume = run2, true
 	var out bytes.Buffer
 	resumed, err := RunClassifyImages(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
 	require.Contains(t, out.String(), "at step 3")
-	a, err := os.ReadFile(filepath.Join(full.Final, models.WeightsFile))
-	require.NoError(t, err)
-	b, err := os.ReadFile(filepath.Join(resumed.Final, models.WeightsFile))
-	require.NoError(t, err)
-	require.True(t, bytes.Equal(a, b), "the resumed run's weights differ")
+	a := readWeights(t, full.Final)
+	require.True(t, bytes.Equal(a, readWeights(t, resumed.Final)), "the resumed run's weights differ")
 
 	// Another teacher: refused, naming it.
 	other := filepath.Join(dir, "other-teacher")
@@ -149,9 +140,7 @@ func TestDistillImagesResumeExact(t *testing.T) {
 	cfg.OutputDir, cfg.Resume, cfg.Teacher = filepath.Join(dir, "run3"), false, ""
 	plain, err := RunClassifyImages(context.Background(), cfg, io.Discard)
 	require.NoError(t, err)
-	c, err := os.ReadFile(filepath.Join(plain.Final, models.WeightsFile))
-	require.NoError(t, err)
-	require.False(t, bytes.Equal(a, c))
+	require.False(t, bytes.Equal(a, readWeights(t, plain.Final)))
 }
 
 // Bad distillation settings are clear errors naming the problem, before a

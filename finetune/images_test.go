@@ -120,6 +120,28 @@ func TestClassifyImagesLearns(t *testing.T) {
 	require.ErrorContains(t, err, "has no classifier head")
 }
 
+// stoppedAtStep3 makes dir/run2 the run directory of the run in runDir
+// as it was after step 3 (its step-3 checkpoint and run.json), and
+// returns it.
+func stoppedAtStep3(t *testing.T, dir, runDir string) string {
+	t.Helper()
+	run2 := filepath.Join(dir, "run2")
+	require.NoError(t, os.MkdirAll(filepath.Join(run2, "checkpoints"), 0o755))
+	require.NoError(t, os.CopyFS(filepath.Join(run2, "checkpoints", "step-000003"), os.DirFS(filepath.Join(runDir, "checkpoints", "step-000003"))))
+	js, err := os.ReadFile(filepath.Join(runDir, "run.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(run2, "run.json"), js, 0o644))
+	return run2
+}
+
+// readWeights is the checkpoint's model.safetensors.
+func readWeights(t *testing.T, ckpt string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(ckpt, models.WeightsFile))
+	require.NoError(t, err)
+	return b
+}
+
 // 2N steps equal N steps, a resume, and N more, bit for bit, with
 // augmentation and mixup on and two workers.
 func TestClassifyImagesResumeExact(t *testing.T) {
@@ -133,22 +155,14 @@ func TestClassifyImagesResumeExact(t *testing.T) {
 
 	// A second run that stopped after step 3: its run directory as the
 	// first's was then.
-	run2 := filepath.Join(dir, "run2")
-	require.NoError(t, os.MkdirAll(filepath.Join(run2, "checkpoints"), 0o755))
-	require.NoError(t, os.CopyFS(filepath.Join(run2, "checkpoints", "step-000003"), os.DirFS(filepath.Join(cfg.OutputDir, "checkpoints", "step-000003"))))
-	js, err := os.ReadFile(filepath.Join(cfg.OutputDir, "run.json"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(run2, "run.json"), js, 0o644))
+	run2 := stoppedAtStep3(t, dir, cfg.OutputDir)
 	cfg.OutputDir, cfg.Resume, cfg.Workers = run2, true, 1 // the workers do not matter
 	var out bytes.Buffer
 	resumed, err := RunClassifyImages(context.Background(), cfg, &out)
 	require.NoError(t, err, out.String())
 	require.Contains(t, out.String(), "at step 3")
-	a, err := os.ReadFile(filepath.Join(full.Final, models.WeightsFile))
-	require.NoError(t, err)
-	b, err := os.ReadFile(filepath.Join(resumed.Final, models.WeightsFile))
-	require.NoError(t, err)
-	require.True(t, bytes.Equal(a, b), "the resumed run's weights differ")
+	a := readWeights(t, full.Final)
+	require.True(t, bytes.Equal(a, readWeights(t, resumed.Final)), "the resumed run's weights differ")
 	require.Equal(t, full.Confusion.Counts, resumed.Confusion.Counts)
 
 	// A resume with other settings is refused, naming them, unless forced.
@@ -166,9 +180,7 @@ func TestClassifyImagesResumeExact(t *testing.T) {
 	cfg.OutputDir, cfg.Resume, cfg.Seed = filepath.Join(dir, "run3"), false, 2
 	other, err := RunClassifyImages(context.Background(), cfg, io.Discard)
 	require.NoError(t, err)
-	c, err := os.ReadFile(filepath.Join(other.Final, models.WeightsFile))
-	require.NoError(t, err)
-	require.False(t, bytes.Equal(a, c))
+	require.False(t, bytes.Equal(a, readWeights(t, other.Final)))
 }
 
 // A checkpoint fine-tunes at a new image size (28 → 32) with its position

@@ -75,14 +75,10 @@ func MakeSOPPairs(d *BERTDocuments, sp BERTSpecials, cfg BERTPairConfig, seed ui
 	if d.NumDocuments() < 1 {
 		return nil, fmt.Errorf("albert: sentence-order pairs need a document, got none")
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x50b))
-	p := &BERTPairs{off: []int{0}}
 	maxTokens := cfg.MaxSeqLength - 3
-	for range cfg.DupeFactor {
-		for j := 0; j < d.NumDocuments(); j++ {
-			p.sopDocument(d, j, sp, cfg, maxTokens, rng)
-		}
-	}
+	p := eachDocument(d, cfg, seed, 0x50b, func(p *BERTPairs, j int, rng *rand.Rand) {
+		p.sopDocument(d, j, sp, cfg, maxTokens, rng)
+	})
 	if p.Len() == 0 {
 		return nil, fmt.Errorf("albert: the documents made no sentence-order pairs (each needs two tokens at least)")
 	}

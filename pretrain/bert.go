@@ -251,21 +251,31 @@ func (r *BERTRecipe) Setup(ctx context.Context, resume string, out io.Writer) (t
 		Lower: "lower batch_size (use gradient_accumulation_steps to keep the sequences per step) or max_seq_length"}, nil
 }
 
+// readSplit reads the corpus's documents with tok, writes on out a note of
+// the tokens it mapped to unknown and the corpus's size, and splits the
+// documents (whole) into training and validation, as pretraining does.
+func readSplit(ctx context.Context, out io.Writer, c *datasets.Corpus, tok datasets.Tokenizer, valFraction float64, seed uint64) (trainDocs, valDocs *BERTDocuments, err error) {
+	began, unk := time.Now(), datasets.Unknowns(tok)
+	docs, err := ReadBERTDocuments(ctx, c, tok)
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprint(out, datasets.UnknownNoteFor(tok, datasets.Unknowns(tok)-unk, "the corpus"))
+	fmt.Fprintf(out, "corpus: %d documents, %d sentences, %d tokens (%d empty documents skipped), encoded in %s\n",
+		docs.NumDocuments(), docs.NumSentences(), docs.NumTokens(), docs.Empty, time.Since(began).Round(time.Millisecond))
+	if trainDocs, valDocs, err = docs.Split(valFraction, seed); err != nil {
+		return nil, nil, fmt.Errorf("pretrain: %w", err)
+	}
+	return trainDocs, valDocs, nil
+}
+
 // pairs reads the corpus's documents with the tokenizer, splits them
 // (whole documents) and makes the training and validation pairs.
 func (r *BERTRecipe) pairs(ctx context.Context, out io.Writer) error {
 	cfg := r.cfg
-	began, unk := time.Now(), r.tok.Unknown()
-	docs, err := ReadBERTDocuments(ctx, r.corpus, r.tok)
+	trainDocs, valDocs, err := readSplit(ctx, out, r.corpus, r.tok, cfg.ValFraction, cfg.Seed)
 	if err != nil {
 		return err
-	}
-	fmt.Fprint(out, datasets.UnknownNoteFor(r.tok, datasets.Unknowns(r.tok)-unk, "the corpus"))
-	fmt.Fprintf(out, "corpus: %d documents, %d sentences, %d tokens (%d empty documents skipped), encoded in %s\n",
-		docs.NumDocuments(), docs.NumSentences(), docs.NumTokens(), docs.Empty, time.Since(began).Round(time.Millisecond))
-	trainDocs, valDocs, err := docs.Split(cfg.ValFraction, cfg.Seed)
-	if err != nil {
-		return fmt.Errorf("pretrain: %w", err)
 	}
 	makePairs, pairsWhat := MakeBERTPairs, "random next"
 	if cfg.Model.ModelType == bert.AlbertModelType { // sentence order: consecutive segments, swapped or not
@@ -440,31 +450,11 @@ func EvalBERT(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig
 	if err != nil {
 		return e, err
 	}
-	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
-	if err != nil {
-		return e, err
-	}
-	if err := c.CheckText(ctx); err != nil {
-		return e, fmt.Errorf("eval: %w", err)
-	}
-	docs, err := ReadBERTDocuments(ctx, c, tok)
-	if err != nil {
-		return e, err
-	}
-	cfg.DupeFactor = 1
 	makePairs := MakeBERTPairs
 	if m.Config.ModelType == bert.AlbertModelType { // sentence order, as it was pretrained
 		makePairs = MakeSOPPairs
 	}
-	pairs, err := makePairs(docs, sp, cfg, seed)
-	if err != nil {
-		return e, fmt.Errorf("eval: %w", err)
-	}
-	n := pairs.Len()
-	if maxPairs > 0 {
-		n = min(n, maxPairs)
-	}
-	batches, err := BERTEvalBatches(pairs, n, sp, cfg, batch, seed)
+	batches, n, err := evalBatches(ctx, corpus, tok, sp, cfg, makePairs, batch, maxPairs, seed)
 	if err != nil {
 		return e, err
 	}

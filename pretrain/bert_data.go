@@ -322,18 +322,29 @@ func MakeBERTPairs(d *BERTDocuments, sp BERTSpecials, cfg BERTPairConfig, seed u
 	if d.NumDocuments() < 2 {
 		return nil, fmt.Errorf("bert: pretraining pairs need at least 2 documents (for random next sentences), got %d", d.NumDocuments())
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x9a125))
-	p := &BERTPairs{off: []int{0}}
 	maxTokens := cfg.MaxSeqLength - 3
-	for range cfg.DupeFactor {
-		for j := 0; j < d.NumDocuments(); j++ {
-			p.fromDocument(d, j, sp, cfg, maxTokens, rng)
-		}
-	}
+	p := eachDocument(d, cfg, seed, 0x9a125, func(p *BERTPairs, j int, rng *rand.Rand) {
+		p.fromDocument(d, j, sp, cfg, maxTokens, rng)
+	})
 	if p.Len() == 0 {
 		return nil, fmt.Errorf("bert: the documents made no pretraining pairs")
 	}
 	return p, nil
+}
+
+// eachDocument runs doc on every document of d in order, dupe_factor
+// times, with one generator seeded from (seed, stream), and returns the
+// examples doc appended. MakeBERTPairs, MakeSOPPairs and MakeMLMSequences
+// share it.
+func eachDocument(d *BERTDocuments, cfg BERTPairConfig, seed, stream uint64, doc func(p *BERTPairs, j int, rng *rand.Rand)) *BERTPairs {
+	rng := rand.New(rand.NewPCG(seed, stream))
+	p := &BERTPairs{off: []int{0}}
+	for range cfg.DupeFactor {
+		for j := 0; j < d.NumDocuments(); j++ {
+			doc(p, j, rng)
+		}
+	}
+	return p
 }
 
 func (p *BERTPairs) fromDocument(d *BERTDocuments, j int, sp BERTSpecials, cfg BERTPairConfig, maxTokens int, rng *rand.Rand) {

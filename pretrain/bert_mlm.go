@@ -241,17 +241,9 @@ func (r *bertMLMRecipe) Setup(ctx context.Context, resume string, out io.Writer)
 // each side into examples.
 func (r *bertMLMRecipe) sequences(ctx context.Context, out io.Writer) error {
 	cfg := r.cfg
-	began, unk := time.Now(), datasets.Unknowns(r.tok)
-	docs, err := ReadBERTDocuments(ctx, r.corpus, r.tok)
+	trainDocs, valDocs, err := readSplit(ctx, out, r.corpus, r.tok, cfg.ValFraction, cfg.Seed)
 	if err != nil {
 		return err
-	}
-	fmt.Fprint(out, datasets.UnknownNoteFor(r.tok, datasets.Unknowns(r.tok)-unk, "the corpus"))
-	fmt.Fprintf(out, "corpus: %d documents, %d sentences, %d tokens (%d empty documents skipped), encoded in %s\n",
-		docs.NumDocuments(), docs.NumSentences(), docs.NumTokens(), docs.Empty, time.Since(began).Round(time.Millisecond))
-	trainDocs, valDocs, err := docs.Split(cfg.ValFraction, cfg.Seed)
-	if err != nil {
-		return fmt.Errorf("pretrain: %w", err)
 	}
 	if r.trainSeqs, err = MakeMLMSequences(trainDocs, r.sp, cfg.BERTPairConfig, cfg.Seed); err != nil {
 		return fmt.Errorf("pretrain: training split: %w", err)
@@ -352,39 +344,35 @@ func MakeMLMSequences(d *BERTDocuments, sp BERTSpecials, cfg BERTPairConfig, see
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x3e9a))
-	p := &BERTPairs{off: []int{0}}
 	room := cfg.MaxSeqLength - 2
-	for range cfg.DupeFactor {
-		for j := 0; j < d.NumDocuments(); j++ {
-			lo, hi := d.docSentences(j)
-			var cur []int32
-			target := p.target(cfg, room, rng)
-			flush := func() {
-				if len(cur) > 0 {
-					p.addSequence(cur, sp)
-				}
-				cur, target = cur[:0], p.target(cfg, room, rng)
+	p := eachDocument(d, cfg, seed, 0x3e9a, func(p *BERTPairs, j int, rng *rand.Rand) {
+		lo, hi := d.docSentences(j)
+		var cur []int32
+		target := p.target(cfg, room, rng)
+		flush := func() {
+			if len(cur) > 0 {
+				p.addSequence(cur, sp)
 			}
-			for i := lo; i < hi; i++ {
-				s := d.sentence(i)
-				if len(cur) > 0 && len(cur)+len(s) > target {
-					flush()
-				}
-				if len(s) > room {
-					p.Truncated++
-				}
-				for len(cur)+len(s) > room { // a sentence longer than an example: cut into pieces
-					n := room - len(cur)
-					cur = append(cur, s[:n]...)
-					s = s[n:]
-					flush()
-				}
-				cur = append(cur, s...)
-			}
-			flush()
+			cur, target = cur[:0], p.target(cfg, room, rng)
 		}
-	}
+		for i := lo; i < hi; i++ {
+			s := d.sentence(i)
+			if len(cur) > 0 && len(cur)+len(s) > target {
+				flush()
+			}
+			if len(s) > room {
+				p.Truncated++
+			}
+			for len(cur)+len(s) > room { // a sentence longer than an example: cut into pieces
+				n := room - len(cur)
+				cur = append(cur, s[:n]...)
+				s = s[n:]
+				flush()
+			}
+			cur = append(cur, s...)
+		}
+		flush()
+	})
 	if p.Len() == 0 {
 		return nil, fmt.Errorf("bert: the documents made no masked-LM examples")
 	}
@@ -495,27 +483,7 @@ func evalMLM(ctx context.Context, checkpoint, corpus string, cfg BERTPairConfig,
 	if err != nil {
 		return e, err
 	}
-	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
-	if err != nil {
-		return e, err
-	}
-	if err := c.CheckText(ctx); err != nil {
-		return e, fmt.Errorf("eval: %w", err)
-	}
-	docs, err := ReadBERTDocuments(ctx, c, tok)
-	if err != nil {
-		return e, err
-	}
-	cfg.DupeFactor = 1
-	seqs, err := MakeMLMSequences(docs, sp, cfg, seed)
-	if err != nil {
-		return e, fmt.Errorf("eval: %w", err)
-	}
-	n := seqs.Len()
-	if maxSeqs > 0 {
-		n = min(n, maxSeqs)
-	}
-	batches, err := BERTEvalBatches(seqs, n, sp, cfg, batch, seed)
+	batches, n, err := evalBatches(ctx, corpus, tok, sp, cfg, MakeMLMSequences, batch, maxSeqs, seed)
 	if err != nil {
 		return e, err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,7 +12,6 @@ import (
 	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
-	"github.com/d73a19ff/zoo/train"
 )
 
 // tinyMLM is tinyBERT for a RoBERTa or DistilBERT: the model block of
@@ -105,26 +103,7 @@ func TestMLMPretrainingResumesExactly(t *testing.T) {
 			whole := tinyMLM(t, corpus, mt)
 			whole.MaxSteps, whole.WarmupSteps, whole.EvalSteps, whole.SaveSteps = 12, 2, 6, 6
 			whole.Model.HiddenDropoutProb = 0.1
-			a, err := RunBERT(context.Background(), whole, io.Discard)
-			require.NoError(t, err)
-			half := whole
-			half.OutputDir = filepath.Join(t.TempDir(), "run")
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			_, err = RunBERT(ctx, half, &cancelAt{line: "step 6/12", cancel: cancel})
-			require.ErrorIs(t, err, train.ErrInterrupted)
-			half.Resume = true
-			var out bytes.Buffer
-			b, err := RunBERT(context.Background(), half, &out)
-			require.NoError(t, err)
-			require.Contains(t, out.String(), "resuming from")
-			require.Equal(t, a.Loss, b.Loss)
-			require.Equal(t, a.ValParts, b.ValParts)
-			wa, err := os.ReadFile(filepath.Join(a.Final, models.WeightsFile))
-			require.NoError(t, err)
-			wb, err := os.ReadFile(filepath.Join(b.Final, models.WeightsFile))
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(wa, wb), "the resumed run's weights differ")
+			requireResumesExactly(t, whole)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package pretrain
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -220,6 +221,43 @@ func (d *BERTPreTrainingData) Restore(state []byte) error {
 	d.st = st
 	d.shuffle()
 	return nil
+}
+
+// pairMaker packs a corpus's documents into examples: MakeBERTPairs,
+// MakeSOPPairs or MakeMLMSequences.
+type pairMaker func(d *BERTDocuments, sp BERTSpecials, cfg BERTPairConfig, seed uint64) (*BERTPairs, error)
+
+// evalBatches reads corpus's documents with tok, packs them in one pass
+// (DupeFactor 1) with makePairs from seed, and batches the first maxPairs
+// examples (all where maxPairs is 0) as BERTEvalBatches does. It returns
+// the batches and how many examples they hold. EvalBERT, EvalElectra and
+// the MLM-only evaluation share it.
+func evalBatches(ctx context.Context, corpus string, tok BERTEncoder, sp BERTSpecials, cfg BERTPairConfig, makePairs pairMaker, batch, maxPairs int, seed uint64) ([]train.Batch, int, error) {
+	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := c.CheckText(ctx); err != nil {
+		return nil, 0, fmt.Errorf("eval: %w", err)
+	}
+	docs, err := ReadBERTDocuments(ctx, c, tok)
+	if err != nil {
+		return nil, 0, err
+	}
+	cfg.DupeFactor = 1
+	pairs, err := makePairs(docs, sp, cfg, seed)
+	if err != nil {
+		return nil, 0, fmt.Errorf("eval: %w", err)
+	}
+	n := pairs.Len()
+	if maxPairs > 0 {
+		n = min(n, maxPairs)
+	}
+	batches, err := BERTEvalBatches(pairs, n, sp, cfg, batch, seed)
+	if err != nil {
+		return nil, 0, err
+	}
+	return batches, n, nil
 }
 
 // BERTEvalBatches are the first n examples of pairs, masked as validation

@@ -88,16 +88,14 @@ func TestBERTLearns(t *testing.T) {
 	require.Equal(t, cfg.Model.HiddenSize, c.Config.HiddenSize)
 }
 
-// Pretraining 2N steps equals N steps, a resume in a new run, and N more:
-// the same metrics and weights, bit for bit (dynamic masking included).
-func TestBERTResumesExactly(t *testing.T) {
-	corpus := bertCorpus(t, 20)
-	whole := tinyBERT(t, corpus)
-	whole.MaxSteps, whole.WarmupSteps, whole.EvalSteps, whole.SaveSteps, whole.DynamicMasking = 12, 2, 6, 6, true
-	whole.Model.HiddenDropoutProb = 0.1 // dropout masks must resume too
+// requireResumesExactly runs whole (12 steps, evaluated and saved every
+// 6), then the same run in another directory interrupted at step 6 and
+// resumed, and requires the same losses, validation figures and final
+// weights, bit for bit. It returns the resumed run's config.
+func requireResumesExactly(t *testing.T, whole BERTConfig) BERTConfig {
+	t.Helper()
 	a, err := RunBERT(context.Background(), whole, io.Discard)
 	require.NoError(t, err)
-
 	half := whole
 	half.OutputDir = filepath.Join(t.TempDir(), "run")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -116,11 +114,22 @@ func TestBERTResumesExactly(t *testing.T) {
 	wb, err := os.ReadFile(filepath.Join(b.Final, models.WeightsFile))
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(wa, wb), "the resumed run's weights differ")
+	return half
+}
+
+// Pretraining 2N steps equals N steps, a resume in a new run, and N more:
+// the same metrics and weights, bit for bit (dynamic masking included).
+func TestBERTResumesExactly(t *testing.T) {
+	corpus := bertCorpus(t, 20)
+	whole := tinyBERT(t, corpus)
+	whole.MaxSteps, whole.WarmupSteps, whole.EvalSteps, whole.SaveSteps, whole.DynamicMasking = 12, 2, 6, 6, true
+	whole.Model.HiddenDropoutProb = 0.1 // dropout masks must resume too
+	half := requireResumesExactly(t, whole)
 
 	// Another corpus is refused on resume.
 	half.Corpus = bertCorpus(t, 21)
 	half.MaxSteps = 14
-	_, err = RunBERT(context.Background(), half, io.Discard)
+	_, err := RunBERT(context.Background(), half, io.Discard)
 	require.ErrorContains(t, err, "corpus")
 }
 

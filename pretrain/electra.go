@@ -437,27 +437,7 @@ func EvalElectra(ctx context.Context, checkpoint, corpus string, cfg BERTPairCon
 	if err != nil {
 		return e, err
 	}
-	c, err := datasets.OpenCorpus(corpus, datasets.CorpusOptions{})
-	if err != nil {
-		return e, err
-	}
-	if err := c.CheckText(ctx); err != nil {
-		return e, fmt.Errorf("eval: %w", err)
-	}
-	docs, err := ReadBERTDocuments(ctx, c, tok)
-	if err != nil {
-		return e, err
-	}
-	cfg.DupeFactor = 1
-	pairs, err := MakeBERTPairs(docs, sp, cfg, seed)
-	if err != nil {
-		return e, fmt.Errorf("eval: %w", err)
-	}
-	n := pairs.Len()
-	if maxPairs > 0 {
-		n = min(n, maxPairs)
-	}
-	bb, err := BERTEvalBatches(pairs, n, sp, cfg, batch, seed)
+	bb, n, err := evalBatches(ctx, corpus, tok, sp, cfg, MakeBERTPairs, batch, maxPairs, seed)
 	if err != nil {
 		return e, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,16 +110,7 @@ func TestALBERTPretrainClassifyPredict(t *testing.T) {
 	require.Equal(t, 0, code, "%s\n%s", errb.String(), out.String())
 	require.Regexp(t, `MLM accuracy 0\.\d+, MLM loss \d\.\d+ \(perplexity [\d.]+\); SOP accuracy`, out.String())
 
-	var rows strings.Builder
-	rows.WriteString("text\tlabel\n")
-	for i := range 60 {
-		c, label := "red", "warm"
-		if i%2 == 1 {
-			c, label = "blue", "cold"
-		}
-		fmt.Fprintf(&rows, "the %s fox runs to the %s den.\t%s\n", c, c, label)
-	}
-	data := write(t, filepath.Join(dir, "train.tsv"), rows.String())
+	data := writeColourTSV(t, dir)
 	clsDir := filepath.Join(dir, "cls")
 	out.Reset()
 	code = run([]string{"finetune", "bert", "--task", "classify", "--init-from", ckpt, "--train-file", data, "--run", clsDir,

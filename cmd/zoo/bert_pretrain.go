@@ -47,20 +47,27 @@ func runPretrainBERT(args []string, stdout io.Writer) error {
 	if err != nil {
 		return interrupted(err, cfg.OutputDir, stdout)
 	}
-	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f)\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss)
 	pair := "NSP"
 	if cfg.ModelType == pretrain.AlbertModelType || cfg.Model.ModelType == bert.AlbertModelType {
 		pair = "SOP" // ALBERT's sentence order
 	}
-	if res.MLMOnly {
-		fmt.Fprintf(stdout, "held-out: MLM accuracy %.4f, MLM perplexity %.2f (%d validation sequences)\n", res.MLMAccuracy, res.MLMPerplexity(), res.ValPairs)
-	} else {
-		fmt.Fprintf(stdout, "held-out: MLM accuracy %.4f, MLM perplexity %.2f, %s accuracy %.4f (%d validation pairs)\n",
+	held := fmt.Sprintf("held-out: MLM accuracy %.4f, MLM perplexity %.2f (%d validation sequences)\n", res.MLMAccuracy, res.MLMPerplexity(), res.ValPairs)
+	if !res.MLMOnly {
+		held = fmt.Sprintf("held-out: MLM accuracy %.4f, MLM perplexity %.2f, %s accuracy %.4f (%d validation pairs)\n",
 			res.MLMAccuracy, res.MLMPerplexity(), pair, res.NSPAccuracy, res.ValPairs)
 	}
-	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.OutputDir, train.PlotFile))
-	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo finetune bert --task classify --init-from %s --train-file FILE\n", cmp.Or(res.Best, res.Final))
+	pretrainDone(stdout, res.Result, cfg.OutputDir, held)
 	return nil
+}
+
+// pretrainDone writes the end of a zoo pretrain bert or electra run: the
+// steps and losses, held (its held-out figures' line), the checkpoints,
+// the loss curve, and the fine-tuning command to continue with.
+func pretrainDone(stdout io.Writer, res train.Result, outputDir, held string) {
+	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f)\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss)
+	fmt.Fprint(stdout, held)
+	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(outputDir, train.PlotFile))
+	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo finetune bert --task classify --init-from %s --train-file FILE\n", cmp.Or(res.Best, res.Final))
 }
 
 // bertPretrainFlags binds the flags zoo pretrain bert and zoo pretrain
@@ -83,34 +90,13 @@ func (f *cmdFlags) bertPretrainFlags(cfg *pretrain.BERTConfig, initWhat string) 
 // next-sentence accuracy.
 func runEvalBERTPretraining(args []string, stdout io.Writer) error {
 	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --corpus FILES [flags]\n\nScores a BERT pretraining checkpoint on a corpus (one sentence per line, blank lines between documents): masked-LM accuracy and perplexity, next-sentence accuracy.")
-	ckpt := f.String("checkpoint", "", "BERT checkpoint directory (with tokenizer.json)")
-	corpus := f.String("corpus", "", "corpus file, directory or glob")
-	cfg := pretrain.DefaultBERTPairs()
-	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", 0, "tokens per example (default: the checkpoint's max_position_embeddings; a RoBERTa's less pad_token_id + 1)")
-	f.IntVar(&cfg.MaxPredictions, "max-predictions", cfg.MaxPredictions, "most predicted tokens per example")
-	f.BoolVar(&cfg.WholeWordMask, "whole-word-mask", false, "mask every piece of a word together")
-	batch := f.Int("batch-size", 32, "sequences per batch")
-	limit := f.Int("limit", 2000, "score at most this many pairs (0: all)")
-	seed := f.Uint64("seed", 1, "seed of the pairs and masks")
-	if help, err := f.parse(args, stdout); help || err != nil {
-		return err
-	}
-	if *ckpt == "" || *corpus == "" {
-		return fmt.Errorf("%w: give --checkpoint and --corpus (a BERT pretraining checkpoint is scored on a corpus)", errUsage)
-	}
-	if !f.isSet("max-seq-length") {
-		var mc bert.Config
-		if err := models.ReadConfig(*ckpt, "bert", &mc); err != nil {
-			return err
-		}
-		cfg.MaxSeqLength = mc.MaxTokens() // max_position_embeddings, or a RoBERTa's less pad_token_id + 1
-	}
-	if err := noteCorpusUnknowns(stdout, *ckpt, *corpus); err != nil {
+	ev := newCorpusEval(f, "BERT checkpoint directory (with tokenizer.json)", "max_position_embeddings; a RoBERTa's less pad_token_id + 1", "most predicted tokens per example", "seed of the pairs and masks")
+	if done, err := ev.parse(args, stdout, "a BERT pretraining checkpoint"); done || err != nil {
 		return err
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	e, err := pretrain.EvalBERT(ctx, *ckpt, *corpus, cfg, *batch, *limit, *seed)
+	e, err := pretrain.EvalBERT(ctx, *ev.ckpt, *ev.corpus, ev.cfg, *ev.batch, *ev.limit, *ev.seed)
 	if err != nil {
 		return err
 	}
@@ -126,4 +112,53 @@ func runEvalBERTPretraining(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%d pairs, %d predicted tokens: MLM accuracy %.4f, MLM loss %.4f (perplexity %.2f); %s accuracy %.4f, %s loss %.4f\n",
 		e.Pairs, e.Predictions, e.MLMAccuracy, e.MLMLoss, e.MLMPerplexity(), pair, e.NSPAccuracy, pair, e.NSPLoss)
 	return nil
+}
+
+// corpusEval is zoo eval's command line for a pretraining checkpoint
+// scored on a corpus (zoo pretrain bert's and electra's): the checkpoint,
+// the corpus, the pairs' settings, the batch size, the pair limit and the
+// seed.
+type corpusEval struct {
+	f            *cmdFlags
+	ckpt, corpus *string
+	cfg          pretrain.BERTPairConfig
+	batch, limit *int
+	seed         *uint64
+}
+
+// newCorpusEval binds corpusEval's flags on f; the help texts name the
+// checkpoint (ckptWhat), --max-seq-length's default (maxSeqWhat), the
+// predictions and what the seed draws.
+func newCorpusEval(f *cmdFlags, ckptWhat, maxSeqWhat, predictionsWhat, seedWhat string) *corpusEval {
+	e := &corpusEval{f: f, cfg: pretrain.DefaultBERTPairs()}
+	e.ckpt = f.String("checkpoint", "", ckptWhat)
+	e.corpus = f.String("corpus", "", "corpus file, directory or glob")
+	f.IntVar(&e.cfg.MaxSeqLength, "max-seq-length", 0, "tokens per example (default: the checkpoint's "+maxSeqWhat+")")
+	f.IntVar(&e.cfg.MaxPredictions, "max-predictions", e.cfg.MaxPredictions, predictionsWhat)
+	f.BoolVar(&e.cfg.WholeWordMask, "whole-word-mask", false, "mask every piece of a word together")
+	e.batch = f.Int("batch-size", 32, "sequences per batch")
+	e.limit = f.Int("limit", 2000, "score at most this many pairs (0: all)")
+	e.seed = f.Uint64("seed", 1, seedWhat)
+	return e
+}
+
+// parse parses args (done after a help request), requires --checkpoint
+// and --corpus (what names the checkpoint in the error), takes
+// --max-seq-length from the checkpoint when it is not given, and notes
+// the corpus's unknown tokens.
+func (e *corpusEval) parse(args []string, stdout io.Writer, what string) (done bool, err error) {
+	if help, err := e.f.parse(args, stdout); help || err != nil {
+		return true, err
+	}
+	if *e.ckpt == "" || *e.corpus == "" {
+		return true, fmt.Errorf("%w: give --checkpoint and --corpus (%s is scored on a corpus)", errUsage, what)
+	}
+	if !e.f.isSet("max-seq-length") {
+		var mc bert.Config
+		if err := models.ReadConfig(*e.ckpt, "bert", &mc); err != nil {
+			return true, err
+		}
+		e.cfg.MaxSeqLength = mc.MaxTokens() // max_position_embeddings, or a RoBERTa's less pad_token_id + 1
+	}
+	return false, noteCorpusUnknowns(stdout, *e.ckpt, *e.corpus)
 }

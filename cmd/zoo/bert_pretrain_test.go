@@ -83,17 +83,7 @@ func TestBERTPretrainClassifyEval(t *testing.T) {
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errb.String(), "max_position_embeddings")
 	out.Reset()
-	var rows strings.Builder
-	rows.WriteString("text\tlabel\n")
-	for i := range 60 {
-		c, label := "red", "warm"
-		if i%2 == 1 {
-			c, label = "blue", "cold"
-		}
-		fmt.Fprintf(&rows, "the %s fox runs to the %s den.\t%s\n", c, c, label)
-	}
-	data := filepath.Join(dir, "train.tsv")
-	require.NoError(t, os.WriteFile(data, []byte(rows.String()), 0o644))
+	data := writeColourTSV(t, dir)
 	runDir := filepath.Join(dir, "cls")
 	code = run([]string{"finetune", "bert", "--task", "classify", "--init-from", ckpt, "--train-file", data, "--run", runDir,
 		"--max-steps", "80", "--batch-size", "8", "--learning-rate", "3e-3"}, &out, &errb)
@@ -128,16 +118,7 @@ func TestPretrainBERTBadInput(t *testing.T) {
 func TestBERTPretrainQAEval(t *testing.T) {
 	ckpt := pretrainTinyBERT(t)
 	dir := t.TempDir()
-	animals, colours := []string{"fox", "cat", "owl", "dog"}, []string{"red", "blue", "green", "black"}
-	var paras []datasets.SquadParagraph
-	for i := range 48 {
-		a, c := animals[i%4], colours[(i/4)%4]
-		ctx := fmt.Sprintf("the %s %s runs to the %s den.", c, a, c)
-		paras = append(paras, datasets.SquadParagraph{Context: ctx, QAs: []datasets.SquadQA{{ID: fmt.Sprintf("q%d", i),
-			Question: "which animal runs?", Answers: []datasets.SquadAnswer{{Text: a, Start: strings.Index(ctx, " "+a+" ") + 1}}}}})
-	}
-	squad := filepath.Join(dir, "squad.json")
-	require.NoError(t, datasets.WriteSquad(squad, datasets.SquadFile{Version: "1.1", Data: []datasets.SquadArticle{{Title: "animals", Paragraphs: paras}}}))
+	squad := writeAnimalSquad(t, dir)
 	runDir := filepath.Join(dir, "qa")
 	var out, errb bytes.Buffer
 	code := run([]string{"finetune", "bert", "--task", "qa", "--init-from", ckpt, "--train-file", squad, "--run", runDir,
@@ -154,21 +135,7 @@ func TestBERTPretrainQAEval(t *testing.T) {
 func TestBERTPretrainTokensEval(t *testing.T) {
 	ckpt := pretrainTinyBERT(t)
 	dir := t.TempDir()
-	var b strings.Builder
-	tag := map[string]string{"red": "ADJ", "blue": "ADJ", "green": "ADJ", "black": "ADJ", "fox": "NOUN", "cat": "NOUN", "owl": "NOUN", "dog": "NOUN"}
-	for i := range 40 {
-		words := strings.Fields(fmt.Sprintf("the %s %s runs to the %s den .", []string{"red", "blue", "green", "black"}[i%4], []string{"fox", "cat", "owl", "dog"}[(i/4)%4], []string{"red", "blue"}[i%2]))
-		for _, w := range words {
-			tg, ok := tag[w]
-			if !ok {
-				tg = "OTHER"
-			}
-			fmt.Fprintf(&b, "%s\t%s\n", w, tg)
-		}
-		b.WriteString("\n")
-	}
-	conll := filepath.Join(dir, "train.conll")
-	require.NoError(t, os.WriteFile(conll, []byte(b.String()), 0o644))
+	conll := writeColourCoNLL(t, dir)
 	runDir := filepath.Join(dir, "tok")
 	var out, errb bytes.Buffer
 	code := run([]string{"finetune", "bert", "--task", "tokens", "--init-from", ckpt, "--train-file", conll, "--run", runDir,

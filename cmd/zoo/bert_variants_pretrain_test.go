@@ -2,15 +2,12 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/d73a19ff/zoo/datasets"
 	"github.com/d73a19ff/zoo/models"
 )
 
@@ -54,38 +51,14 @@ func TestBERTVariantsPretrainFinetunePredict(t *testing.T) {
 			require.Regexp(t, `^\d+ sequences, \d+ predicted tokens: MLM accuracy 0\.\d+, MLM loss [\d.]+ \(perplexity [\d.]+\)\n$`, out)
 
 			// classify
-			var rows strings.Builder
-			rows.WriteString("text\tlabel\n")
-			for i := range 60 {
-				c, label := "red", "warm"
-				if i%2 == 1 {
-					c, label = "blue", "cold"
-				}
-				fmt.Fprintf(&rows, "the %s fox runs to the %s den.\t%s\n", c, c, label)
-			}
-			data := filepath.Join(dir, "train.tsv")
-			require.NoError(t, os.WriteFile(data, []byte(rows.String()), 0o644))
+			data := writeColourTSV(t, dir)
 			runCLI("finetune", "bert", "--task", "classify", "--init-from", ckpt, "--train-file", data, "--run", filepath.Join(dir, "cls"),
 				"--max-steps", "60", "--batch-size", "8", "--learning-rate", "3e-3")
 			out = runCLI("predict", "--checkpoint", filepath.Join(dir, "cls", "checkpoints", "final"), "--json", "the blue cat runs to the blue den.")
 			require.Contains(t, out, `"label":"cold"`)
 
 			// tokens
-			var b strings.Builder
-			tag := map[string]string{"red": "ADJ", "blue": "ADJ", "green": "ADJ", "black": "ADJ", "fox": "NOUN", "cat": "NOUN", "owl": "NOUN", "dog": "NOUN"}
-			for i := range 40 {
-				words := strings.Fields(fmt.Sprintf("the %s %s runs to the %s den .", []string{"red", "blue", "green", "black"}[i%4], []string{"fox", "cat", "owl", "dog"}[(i/4)%4], []string{"red", "blue"}[i%2]))
-				for _, w := range words {
-					tg, ok := tag[w]
-					if !ok {
-						tg = "OTHER"
-					}
-					fmt.Fprintf(&b, "%s\t%s\n", w, tg)
-				}
-				b.WriteString("\n")
-			}
-			conll := filepath.Join(dir, "train.conll")
-			require.NoError(t, os.WriteFile(conll, []byte(b.String()), 0o644))
+			conll := writeColourCoNLL(t, dir)
 			runCLI("finetune", "bert", "--task", "tokens", "--init-from", ckpt, "--train-file", conll, "--run", filepath.Join(dir, "tok"),
 				"--max-steps", "60", "--batch-size", "8", "--learning-rate", "3e-3")
 			tagger := filepath.Join(dir, "tok", "checkpoints", "final")
@@ -96,16 +69,7 @@ func TestBERTVariantsPretrainFinetunePredict(t *testing.T) {
 			require.Contains(t, out, `"entity_group":"ADJ"`)
 
 			// qa
-			animals, colours := []string{"fox", "cat", "owl", "dog"}, []string{"red", "blue", "green", "black"}
-			var paras []datasets.SquadParagraph
-			for i := range 48 {
-				a, c := animals[i%4], colours[(i/4)%4]
-				ctx := fmt.Sprintf("the %s %s runs to the %s den.", c, a, c)
-				paras = append(paras, datasets.SquadParagraph{Context: ctx, QAs: []datasets.SquadQA{{ID: fmt.Sprintf("q%d", i),
-					Question: "which animal runs?", Answers: []datasets.SquadAnswer{{Text: a, Start: strings.Index(ctx, " "+a+" ") + 1}}}}})
-			}
-			squad := filepath.Join(dir, "squad.json")
-			require.NoError(t, datasets.WriteSquad(squad, datasets.SquadFile{Version: "1.1", Data: []datasets.SquadArticle{{Title: "animals", Paragraphs: paras}}}))
+			squad := writeAnimalSquad(t, dir)
 			runCLI("finetune", "bert", "--task", "qa", "--init-from", ckpt, "--train-file", squad, "--run", filepath.Join(dir, "qa"),
 				"--max-steps", "80", "--batch-size", "8", "--learning-rate", "3e-3", "--max-seq-length", "32")
 			qa := filepath.Join(dir, "qa", "checkpoints", "final")

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
-	"github.com/d73a19ff/zoo/models"
 	"github.com/d73a19ff/zoo/models/bert"
 	"github.com/d73a19ff/zoo/pretrain"
-	"github.com/d73a19ff/zoo/train"
 )
 
 // electraPresets are the discriminator shapes zoo pretrain electra
@@ -56,11 +52,8 @@ func runPretrainElectra(args []string, stdout io.Writer) error {
 	if err != nil {
 		return interrupted(err, cfg.OutputDir, stdout)
 	}
-	fmt.Fprintf(stdout, "\ndone: %d steps, training loss %.4f, validation loss %.4f (best %.4f)\n", res.Steps, res.Loss, res.ValLoss, res.BestLoss)
-	fmt.Fprintf(stdout, "held-out: replaced-token detection accuracy %.4f (all-original baseline %.4f), AUC %.4f; generator MLM accuracy %.4f (%d tokens, %d validation pairs)\n",
-		res.RTDAccuracy, res.Baseline, res.RTDAUC, res.MLMAccuracy, res.Tokens, res.ValPairs)
-	fmt.Fprintf(stdout, "%s\nloss curve: %s\n", checkpointLine(res.Final, res.Best, res.BestStep), filepath.Join(cfg.OutputDir, train.PlotFile))
-	fmt.Fprintf(stdout, "\ncontinue with:\n  go run ./cmd/zoo finetune bert --task classify --init-from %s --train-file FILE\n", cmp.Or(res.Best, res.Final))
+	pretrainDone(stdout, res.Result, cfg.OutputDir, fmt.Sprintf("held-out: replaced-token detection accuracy %.4f (all-original baseline %.4f), AUC %.4f; generator MLM accuracy %.4f (%d tokens, %d validation pairs)\n",
+		res.RTDAccuracy, res.Baseline, res.RTDAUC, res.MLMAccuracy, res.Tokens, res.ValPairs))
 	return nil
 }
 
@@ -69,35 +62,14 @@ func runPretrainElectra(args []string, stdout io.Writer) error {
 // its all-original baseline, AUC, and the generator's MLM accuracy.
 func runEvalElectra(args []string, stdout io.Writer) error {
 	f := newFlags("zoo eval", "usage: zoo eval --checkpoint DIR --corpus FILES [flags]\n\nScores a zoo pretrain electra checkpoint (the discriminator, its generator in generator/) on a corpus (one sentence per line, blank lines between documents): replaced-token detection accuracy and AUC, the generator's MLM accuracy, the losses.")
-	ckpt := f.String("checkpoint", "", "ELECTRA pretraining checkpoint directory (with tokenizer.json and generator/)")
-	corpus := f.String("corpus", "", "corpus file, directory or glob")
-	cfg := pretrain.DefaultBERTPairs()
-	f.IntVar(&cfg.MaxSeqLength, "max-seq-length", 0, "tokens per example (default: the checkpoint's max_position_embeddings)")
-	f.IntVar(&cfg.MaxPredictions, "max-predictions", cfg.MaxPredictions, "most masked tokens per example")
-	f.BoolVar(&cfg.WholeWordMask, "whole-word-mask", false, "mask every piece of a word together")
+	ev := newCorpusEval(f, "ELECTRA pretraining checkpoint directory (with tokenizer.json and generator/)", "max_position_embeddings", "most masked tokens per example", "seed of the pairs, masks and the generator's samples")
 	lambda := f.Float64("disc-weight", pretrain.DefaultElectra().DiscWeight, "λ, the weight of the discriminator's loss in the loss reported")
-	batch := f.Int("batch-size", 32, "sequences per batch")
-	limit := f.Int("limit", 2000, "score at most this many pairs (0: all)")
-	seed := f.Uint64("seed", 1, "seed of the pairs, masks and the generator's samples")
-	if help, err := f.parse(args, stdout); help || err != nil {
-		return err
-	}
-	if *ckpt == "" || *corpus == "" {
-		return fmt.Errorf("%w: give --checkpoint and --corpus (an ELECTRA pretraining checkpoint is scored on a corpus)", errUsage)
-	}
-	if !f.isSet("max-seq-length") {
-		var mc bert.Config
-		if err := models.ReadConfig(*ckpt, "bert", &mc); err != nil {
-			return err
-		}
-		cfg.MaxSeqLength = mc.MaxPositionEmbeddings
-	}
-	if err := noteCorpusUnknowns(stdout, *ckpt, *corpus); err != nil {
+	if done, err := ev.parse(args, stdout, "an ELECTRA pretraining checkpoint"); done || err != nil {
 		return err
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	e, err := pretrain.EvalElectra(ctx, *ckpt, *corpus, cfg, *lambda, *batch, *limit, *seed)
+	e, err := pretrain.EvalElectra(ctx, *ev.ckpt, *ev.corpus, ev.cfg, *lambda, *ev.batch, *ev.limit, *ev.seed)
 	if err != nil {
 		return err
 	}

@@ -61,16 +61,7 @@ func TestElectraPretrainFinetunePredict(t *testing.T) {
 	code, _, stderr := predictCLI(t, "", "predict", "--checkpoint", final, "the red fox")
 	require.Equal(t, 0, code, stderr)
 
-	var rows strings.Builder
-	rows.WriteString("text\tlabel\n")
-	for i := range 60 {
-		c, label := "red", "warm"
-		if i%2 == 1 {
-			c, label = "blue", "cold"
-		}
-		fmt.Fprintf(&rows, "the %s fox runs to the %s den.\t%s\n", c, c, label)
-	}
-	data := write(t, filepath.Join(dir, "train.tsv"), rows.String())
+	data := writeColourTSV(t, dir)
 	clsDir := filepath.Join(dir, "cls")
 	out.Reset()
 	code = run([]string{"finetune", "bert", "--task", "classify", "--init-from", final, "--train-file", data, "--run", clsDir,

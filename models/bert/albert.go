@@ -91,22 +91,17 @@ func (c Config) validateShared(v *variant) error {
 // albertParamTerms are NumParams' terms for an ALBERT: the embeddings
 // (V + P + types)·E plus their LayerNorm 2E; the mapping E·d + d; per
 // distinct layer (num_hidden_groups × inner_group_num of them)
-// 4d² + 2d·I + 9d + I; the pooler d² + d.
-func (c Config) albertParamTerms() []models.Term {
-	v, p, ty, e, d, in := int64(c.VocabSize), int64(c.MaxPositionEmbeddings), int64(c.TypeVocabSize),
-		int64(c.EmbeddingSize), int64(c.HiddenSize), int64(c.IntermediateSize)
+// perLayer (4d² + 2d·I + 9d + I); the pooler d² + d.
+func (c Config) albertParamTerms(perLayer int64) []models.Term {
+	e, d, in := int64(c.EmbeddingSize), int64(c.HiddenSize), int64(c.IntermediateSize)
 	blocks := models.Mul(int64(c.NumHiddenGroups), int64(c.InnerGroupNum))
-	perLayer := models.Sum(models.Mul(4, d, d), models.Mul(2, d, in), models.Mul(9, d), in)
-	return []models.Term{
-		{What: fmt.Sprintf("word_embeddings, vocab_size %d × embedding_size %d", v, e), Lower: "vocab_size", N: models.Mul(v, e)},
-		{What: fmt.Sprintf("position_embeddings, max_position_embeddings %d × embedding_size %d", p, e), Lower: "max_position_embeddings", N: models.Mul(p, e)},
-		{What: fmt.Sprintf("token_type_embeddings, type_vocab_size %d × embedding_size %d", ty, e), Lower: "type_vocab_size", N: models.Mul(ty, e)},
+	return append(c.embeddingTerms(e), []models.Term{
 		{What: fmt.Sprintf("embedding_hidden_mapping_in, embedding_size %d × hidden_size %d", e, d), Lower: "embedding_size", N: models.Sum(models.Mul(e, d), d, models.Mul(2, e))},
 		{What: fmt.Sprintf("the shared layers, num_hidden_groups %d × inner_group_num %d × %s per layer (hidden_size %d, intermediate_size %d)",
 			c.NumHiddenGroups, c.InnerGroupNum, models.Count(perLayer), d, in),
 			Lower: "num_hidden_groups, inner_group_num, hidden_size or intermediate_size", N: models.Mul(blocks, perLayer)},
 		{What: "the pooler", Lower: "hidden_size", N: models.Sum(models.Mul(d, d), d)},
-	}
+	}...)
 }
 
 // newAlbertEncoder builds an ALBERT's embedding_hidden_mapping_in and its
@@ -252,35 +247,7 @@ func albertStart(c *Config) albertConfig {
 }
 
 // albertCodec is albertCodecJSON on Config (configCodec).
-type albertCodec struct{}
-
-func (albertCodec) Unmarshal(b []byte, c *Config) error {
-	a := albertStart(c)
-	if err := albertCodecJSON.Unmarshal(b, &a); err != nil {
-		return err
-	}
-	*c = fromAlbert(a)
-	return nil
-}
-
-func (albertCodec) UnmarshalStrict(b []byte, c *Config, what string) error {
-	a := albertStart(c)
-	if err := albertCodecJSON.UnmarshalStrict(b, &a, what); err != nil {
-		return err
-	}
-	*c = fromAlbert(a)
-	return nil
-}
-
-func (albertCodec) Marshal(c Config, arch string) ([]byte, error) {
-	return albertCodecJSON.Marshal(toAlbert(c), arch)
-}
-
-func (albertCodec) Saved(c Config, arch string) json.Marshaler {
-	return albertCodecJSON.Saved(toAlbert(c), arch)
-}
-
-func (albertCodec) CheckExtra(c Config) error { return albertCodecJSON.CheckExtra(toAlbert(c)) }
+var albertCodec = renamedCodec[albertConfig]{json: albertCodecJSON, to: toAlbert, from: fromAlbert, start: albertStart}
 
 // AlbertBase is albert-base-v2
 // (https://huggingface.co/albert/albert-base-v2/blob/main/config.json):

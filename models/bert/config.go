@@ -262,8 +262,11 @@ func (c Config) paramTerms() []models.Term {
 	v, p, ty, d, l, in := int64(c.VocabSize), int64(c.MaxPositionEmbeddings), int64(c.TypeVocabSize),
 		int64(c.HiddenSize), int64(c.NumHiddenLayers), int64(c.IntermediateSize)
 	perLayer := models.Sum(models.Mul(4, d, d), models.Mul(2, d, in), models.Mul(9, d), in)
-	if c.variant() == electraVariant {
+	switch c.variant() {
+	case electraVariant:
 		return c.electraParamTerms(perLayer)
+	case albertVariant:
+		return c.albertParamTerms(perLayer)
 	}
 	terms := []models.Term{
 		{What: fmt.Sprintf("word_embeddings, vocab_size %d × hidden_size %d", v, d), Lower: "vocab_size", N: models.Mul(v, d)},
@@ -272,9 +275,6 @@ func (c Config) paramTerms() []models.Term {
 		{What: fmt.Sprintf("the layers, num_hidden_layers %d × %s per layer (hidden_size %d, intermediate_size %d)", l, models.Count(perLayer), d, in),
 			Lower: "num_hidden_layers, hidden_size or intermediate_size", N: models.Mul(l, perLayer)},
 		{What: "the embedding LayerNorm and the pooler", Lower: "hidden_size", N: models.Sum(models.Mul(d, d), models.Mul(3, d))},
-	}
-	if c.variant() == albertVariant {
-		return c.albertParamTerms()
 	}
 	if c.variant().noPooler { // DistilBERT: no pooler (and no token types: ty is 0)
 		terms[len(terms)-1] = models.Term{What: "the embedding LayerNorm", Lower: c.variant().key("hidden_size"), N: models.Mul(2, d)}

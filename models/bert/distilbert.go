@@ -83,7 +83,7 @@ var distilCodecJSON = models.NewCodec(models.Descriptor[distilConfig]{
 })
 
 // distilCodec is distilCodecJSON on Config (configCodec).
-type distilCodec struct{}
+var distilCodec = renamedCodec[distilConfig]{json: distilCodecJSON, to: toDistil, from: fromDistil}
 
 func toDistil(c Config) distilConfig {
 	return distilConfig{VocabSize: c.VocabSize, MaxPositionEmbeddings: c.MaxPositionEmbeddings, NLayers: c.NumHiddenLayers,
@@ -100,43 +100,6 @@ func fromDistil(d distilConfig) Config {
 		LayerNormEps: distilLayerNormEps, PadTokenID: d.PadTokenID, PositionEmbeddingType: "absolute",
 		QADropout: d.QADropout, SeqClassifDropout: d.SeqClassifDropout, SinusoidalPosEmbds: d.SinusoidalPosEmbds, ID2Label: d.ID2Label, Extra: d.Extra}
 }
-
-// distilStart is the distilConfig that reading into c starts from: c's
-// values when c is set, as encoding/json keeps them.
-func distilStart(c *Config) distilConfig {
-	if c.VocabSize == 0 && c.HiddenSize == 0 && c.NumHiddenLayers == 0 {
-		return distilConfig{}
-	}
-	return toDistil(*c)
-}
-
-func (distilCodec) Unmarshal(b []byte, c *Config) error {
-	d := distilStart(c)
-	if err := distilCodecJSON.Unmarshal(b, &d); err != nil {
-		return err
-	}
-	*c = fromDistil(d)
-	return nil
-}
-
-func (distilCodec) UnmarshalStrict(b []byte, c *Config, what string) error {
-	d := distilStart(c)
-	if err := distilCodecJSON.UnmarshalStrict(b, &d, what); err != nil {
-		return err
-	}
-	*c = fromDistil(d)
-	return nil
-}
-
-func (distilCodec) Marshal(c Config, arch string) ([]byte, error) {
-	return distilCodecJSON.Marshal(toDistil(c), arch)
-}
-
-func (distilCodec) Saved(c Config, arch string) json.Marshaler {
-	return distilCodecJSON.Saved(toDistil(c), arch)
-}
-
-func (distilCodec) CheckExtra(c Config) error { return distilCodecJSON.CheckExtra(toDistil(c)) }
 
 // DistilBertBase is distilbert-base-uncased
 // (https://huggingface.co/distilbert/distilbert-base-uncased/blob/main/config.json):

@@ -176,12 +176,7 @@ func TestDistilBertTextClassificationPipeline(t *testing.T) {
 	p.BatchSize = len(predictTexts)
 	got, err := p.Predict(context.Background(), predictTexts)
 	require.NoError(t, err)
-	var ids [][]int
-	for _, s := range predictTexts {
-		x, _, err := tok.EncodeWithSpecials(s)
-		require.NoError(t, err)
-		ids = append(ids, x)
-	}
+	ids := encodeAll(t, tok, predictTexts)
 	checkClassScores(t, p, got, ids, nil)
 
 	pairs := [][2]string{{predictTexts[0], predictTexts[2]}, {predictTexts[2], predictTexts[3]}}

@@ -45,19 +45,36 @@ func (c Config) embeddingSize() int {
 	return c.EmbeddingSize
 }
 
+// embeddingTerms are the word, position and token type tables' terms at
+// width e: ALBERT's and ELECTRA's embedding_size.
+func (c Config) embeddingTerms(e int64) []models.Term {
+	v, p, ty := int64(c.VocabSize), int64(c.MaxPositionEmbeddings), int64(c.TypeVocabSize)
+	return []models.Term{
+		{What: fmt.Sprintf("word_embeddings, vocab_size %d × embedding_size %d", v, e), Lower: "vocab_size", N: models.Mul(v, e)},
+		{What: fmt.Sprintf("position_embeddings, max_position_embeddings %d × embedding_size %d", p, e), Lower: "max_position_embeddings", N: models.Mul(p, e)},
+		{What: fmt.Sprintf("token_type_embeddings, type_vocab_size %d × embedding_size %d", ty, e), Lower: "type_vocab_size", N: models.Mul(ty, e)},
+	}
+}
+
+// newEmbeddingsProject is an ELECTRA's embeddings_project in root (its
+// electra scope) when embedding_size is not hidden_size, else nil.
+func newEmbeddingsProject(root layers.Scope, c Config) (*layers.Linear, error) {
+	if e := c.embeddingSize(); e != c.HiddenSize {
+		return layers.NewLinear(root.Sub("embeddings_project"), e, c.HiddenSize, true)
+	}
+	return nil, nil
+}
+
 // electraParamTerms are paramTerms for an ELECTRA: the embeddings at
 // embedding_size e, their LayerNorm 2e, embeddings_project e·d + d when e
 // ≠ d, the layers, no pooler.
 func (c Config) electraParamTerms(perLayer int64) []models.Term {
-	v, p, ty, e, d, l := int64(c.VocabSize), int64(c.MaxPositionEmbeddings), int64(c.TypeVocabSize), int64(c.embeddingSize()), int64(c.HiddenSize), int64(c.NumHiddenLayers)
-	terms := []models.Term{
-		{What: fmt.Sprintf("word_embeddings, vocab_size %d × embedding_size %d", v, e), Lower: "vocab_size", N: models.Mul(v, e)},
-		{What: fmt.Sprintf("position_embeddings, max_position_embeddings %d × embedding_size %d", p, e), Lower: "max_position_embeddings", N: models.Mul(p, e)},
-		{What: fmt.Sprintf("token_type_embeddings, type_vocab_size %d × embedding_size %d", ty, e), Lower: "type_vocab_size", N: models.Mul(ty, e)},
+	e, d, l := int64(c.embeddingSize()), int64(c.HiddenSize), int64(c.NumHiddenLayers)
+	terms := append(c.embeddingTerms(e), []models.Term{
 		{What: fmt.Sprintf("the layers, num_hidden_layers %d × %s per layer (hidden_size %d, intermediate_size %d)", l, models.Count(perLayer), d, c.IntermediateSize),
 			Lower: "num_hidden_layers, hidden_size or intermediate_size", N: models.Mul(l, perLayer)},
 		{What: "the embedding LayerNorm", Lower: "embedding_size", N: models.Mul(2, e)},
-	}
+	}...)
 	if e != d {
 		terms = append(terms, models.Term{What: fmt.Sprintf("embeddings_project, embedding_size %d × hidden_size %d", e, d), Lower: "embedding_size or hidden_size", N: models.Sum(models.Mul(e, d), d)})
 	}
@@ -106,7 +123,7 @@ var electraCodecJSON = models.NewCodec(models.Descriptor[electraConfig]{
 })
 
 // electraCodec is electraCodecJSON on Config (configCodec).
-type electraCodec struct{}
+var electraCodec = renamedCodec[electraConfig]{json: electraCodecJSON, to: toElectra, from: fromElectra}
 
 func toElectra(c Config) electraConfig {
 	return electraConfig{VocabSize: c.VocabSize, EmbeddingSize: c.embeddingSize(), HiddenSize: c.HiddenSize, NumHiddenLayers: c.NumHiddenLayers,
@@ -123,43 +140,6 @@ func fromElectra(e electraConfig) Config {
 		TypeVocabSize: e.TypeVocabSize, InitializerRange: e.InitializerRange, LayerNormEps: e.LayerNormEps, PadTokenID: e.PadTokenID,
 		PositionEmbeddingType: e.PositionEmbeddingType, ClassifierDropout: e.ClassifierDropout, ID2Label: e.ID2Label, Extra: e.Extra}
 }
-
-// electraStart is the electraConfig that reading into c starts from: c's
-// values when c is set, as encoding/json keeps them.
-func electraStart(c *Config) electraConfig {
-	if c.VocabSize == 0 && c.HiddenSize == 0 && c.NumHiddenLayers == 0 {
-		return electraConfig{}
-	}
-	return toElectra(*c)
-}
-
-func (electraCodec) Unmarshal(b []byte, c *Config) error {
-	e := electraStart(c)
-	if err := electraCodecJSON.Unmarshal(b, &e); err != nil {
-		return err
-	}
-	*c = fromElectra(e)
-	return nil
-}
-
-func (electraCodec) UnmarshalStrict(b []byte, c *Config, what string) error {
-	e := electraStart(c)
-	if err := electraCodecJSON.UnmarshalStrict(b, &e, what); err != nil {
-		return err
-	}
-	*c = fromElectra(e)
-	return nil
-}
-
-func (electraCodec) Marshal(c Config, arch string) ([]byte, error) {
-	return electraCodecJSON.Marshal(toElectra(c), arch)
-}
-
-func (electraCodec) Saved(c Config, arch string) json.Marshaler {
-	return electraCodecJSON.Saved(toElectra(c), arch)
-}
-
-func (electraCodec) CheckExtra(c Config) error { return electraCodecJSON.CheckExtra(toElectra(c)) }
 
 // ElectraSmall is google/electra-small-discriminator
 // (https://huggingface.co/google/electra-small-discriminator/blob/main/config.json),

@@ -62,10 +62,8 @@ func NewElectraPair(disc, gen Config, opts ...layers.Option) (*ElectraPair, erro
 	root := s.Root().Sub(generatorScope)
 	gm := &Model{Config: gen, Store: s, WordEmbeddings: d.WordEmbeddings, PositionEmbeddings: d.PositionEmbeddings,
 		TokenTypeEmbeddings: d.TokenTypeEmbeddings, EmbeddingsNorm: d.EmbeddingsNorm, drop: layers.Dropout{P: gen.HiddenDropoutProb}, arch: archMaskedLM}
-	if e := gen.embeddingSize(); e != gen.HiddenSize {
-		if gm.EmbeddingsProject, err = layers.NewLinear(root.Sub("electra").Sub("embeddings_project"), e, gen.HiddenSize, true); err != nil {
-			return nil, fmt.Errorf("bert: generator: %w", err)
-		}
+	if gm.EmbeddingsProject, err = newEmbeddingsProject(root.Sub("electra"), gen); err != nil {
+		return nil, fmt.Errorf("bert: generator: %w", err)
 	}
 	if gm.Encoder, err = layers.NewEncoder(root.Sub("electra").Sub("encoder"), gen.block(), gen.NumHiddenLayers); err != nil {
 		return nil, fmt.Errorf("bert: generator: %w", err)

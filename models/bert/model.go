@@ -119,10 +119,8 @@ func New(cfg Config, opts ...layers.Option) (*Model, error) {
 	if v == albertVariant {
 		err = m.newAlbertEncoder(root.Sub(v.encoder))
 	} else {
-		if d != cfg.HiddenSize {
-			if m.EmbeddingsProject, err = layers.NewLinear(root.Sub("embeddings_project"), d, cfg.HiddenSize, true); err != nil {
-				return nil, fmt.Errorf("bert: %w", err)
-			}
+		if m.EmbeddingsProject, err = newEmbeddingsProject(root, cfg); err != nil {
+			return nil, fmt.Errorf("bert: %w", err)
 		}
 		m.Encoder, err = layers.NewEncoder(root.Sub(v.encoder), cfg.block(), cfg.NumHiddenLayers)
 	}

@@ -58,12 +58,7 @@ func saveHeads(t *testing.T, cfg Config, tok datasets.Tokenizer) map[string]stri
 // token j. It returns the ids and the batch's inputs.
 func checkTags(t *testing.T, p *TokenClassification, tok Tokenizer, texts []string, got [][]TaggedToken, each func(i, j int, ids []int, x TaggedToken)) ([][]int, Inputs) {
 	t.Helper()
-	var ids [][]int
-	for _, s := range texts {
-		x, _, err := tok.EncodeWithSpecials(s)
-		require.NoError(t, err)
-		ids = append(ids, x)
-	}
+	ids := encodeAll(t, tok, texts)
 	b, err := newBatch(p.Model.Config, ids, nil)
 	require.NoError(t, err)
 	g := p.Model.Store.NewGraph()
@@ -189,6 +184,31 @@ func requireConfigAs(t *testing.T, dir, out, modelType string) (want, got map[st
 	require.Equal(t, want["architectures"], got["architectures"])
 	require.Equal(t, modelType, got["model_type"])
 	return want, got
+}
+
+// requireConfigKeys requires every key of want (the reference's
+// config.json) but label2id to be in got (zoo's) with an equal value.
+func requireConfigKeys(t *testing.T, want, got map[string]any) {
+	t.Helper()
+	for k, v := range want {
+		if k == "label2id" {
+			continue
+		}
+		require.Contains(t, got, k)
+		require.EqualValues(t, v, got[k], k)
+	}
+}
+
+// encodeAll is the texts' ids with their special tokens.
+func encodeAll(t *testing.T, tok Tokenizer, texts []string) [][]int {
+	t.Helper()
+	var ids [][]int
+	for _, s := range texts {
+		x, _, err := tok.EncodeWithSpecials(s)
+		require.NoError(t, err)
+		ids = append(ids, x)
+	}
+	return ids
 }
 
 // checkClassScores checks got, the text-classification pipeline p's

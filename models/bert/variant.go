@@ -85,7 +85,7 @@ type clsHead struct {
 }
 
 // configCodec reads and writes a model type's config.json into Config
-// (a *models.Codec[Config], or distilCodec, which renames the keys).
+// (a *models.Codec[Config], or a renamedCodec, which renames the keys).
 type configCodec interface {
 	Unmarshal(b []byte, c *Config) error
 	UnmarshalStrict(b []byte, c *Config, what string) error
@@ -120,9 +120,9 @@ var robertaVariant = &variant{
 func init() {
 	bertVariant.codec = codec
 	robertaVariant.codec = robertaCodec
-	distilVariant.codec = distilCodec{}
-	albertVariant.codec = albertCodec{}
-	electraVariant.codec = electraCodec{}
+	distilVariant.codec = distilCodec
+	albertVariant.codec = albertCodec
+	electraVariant.codec = electraCodec
 }
 
 // variantOf is c's model type.

@@ -120,14 +120,7 @@ func TestDeiTParity(t *testing.T) {
 			require.NoError(t, layers.SetFloats(pixels, gold.floats("wide_pixel_values")))
 			logits, err := p.Logits(g, pixels)
 			require.NoError(t, err)
-			vm := gorgonia.NewTapeMachine(g.ExprGraph)
-			defer vm.Close()
-			require.NoError(t, vm.RunAll())
-			want, got := gold.floats("wide_logits"), asFloat64s(logits.Value())
-			require.Len(t, got, len(want))
-			for i := range want {
-				require.InDelta(t, want[i], got[i], 1e-10, "wide_logits[%d]", i)
-			}
+			requireRunAs(t, g, logits, gold, "wide_logits")
 		})
 	}
 }

@@ -148,15 +148,23 @@ func TestParityMeanPooling(t *testing.T) {
 	require.NoError(t, layers.SetFloats(pixels, gold.floats("pixel_values")))
 	logits, err := p.ClassLogits(g, pixels)
 	require.NoError(t, err)
+	want := requireRunAs(t, g, logits, gold, "mean_logits")
+	require.Greater(t, abs(want[0]-gold.floats("logits")[0]), 1e-3, "the two poolings differ")
+}
+
+// requireRunAs runs g and requires out's values to be the golden's key
+// within 1e-10; it returns the golden values.
+func requireRunAs(t *testing.T, g *layers.Graph, out *gorgonia.Node, gold golden, key string) []float64 {
+	t.Helper()
 	vm := gorgonia.NewTapeMachine(g.ExprGraph)
 	defer vm.Close()
 	require.NoError(t, vm.RunAll())
-	want, got := gold.floats("mean_logits"), asFloat64s(logits.Value())
+	want, got := gold.floats(key), asFloat64s(out.Value())
 	require.Len(t, got, len(want))
 	for i := range want {
-		require.InDelta(t, want[i], got[i], 1e-10, "mean_logits[%d]", i)
+		require.InDelta(t, want[i], got[i], 1e-10, "%s[%d]", key, i)
 	}
-	require.Greater(t, abs(want[0]-gold.floats("logits")[0]), 1e-3, "the two poolings differ")
+	return want
 }
 
 func abs(x float64) float64 {

@@ -49,7 +49,6 @@ missing or an unexpected key.
 """
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -60,7 +59,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
+from bert_common import LABELS, TAGS, check_bugs, head_config, load_strict, output_weights, randomise_weights, shapes, weighted_loss, write_head  # noqa: E402
 
 GENERATOR = "tools/pytorch/albert_reference.py"
 
@@ -277,8 +276,6 @@ class AlbertForQuestionAnswering(nn.Module):
         return {"start_logits": start.squeeze(-1), "end_logits": end.squeeze(-1)}
 
 
-LABELS = {"id2label": {"0": "neg", "1": "pos", "2": "mixed"}, "label2id": {"neg": 0, "pos": 1, "mixed": 2}}
-TAGS = {"id2label": {"0": "O", "1": "B-PER", "2": "I-PER"}, "label2id": {"O": 0, "B-PER": 1, "I-PER": 2}}
 HEADS = OrderedDict([
     ("pretrain", ("AlbertForPreTraining", AlbertForPreTraining, {})),
     ("mlm", ("AlbertForMaskedLM", AlbertForMaskedLM, {})),
@@ -286,48 +283,7 @@ HEADS = OrderedDict([
     ("token", ("AlbertForTokenClassification", AlbertForTokenClassification, TAGS)),
     ("qa", ("AlbertForQuestionAnswering", AlbertForQuestionAnswering, {})),
 ])
-TIED = ["predictions.decoder.weight", "predictions.decoder.bias"]
-
-
-def config(name, head):
-    arch, _, extra = HEADS[head]
-    c = OrderedDict(BASE)
-    c.update(CONFIGS[name])
-    c["architectures"] = [arch]
-    c.update(extra)
-    return c
-
-
-def randomise(model, gen, pad):
-    """Large random values everywhere, so that bugs show (as bert_reference.py)."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("norm.weight") or name.endswith("LayerNorm.weight"):
-                p.copy_(1 + 0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-            elif name.endswith("bias"):
-                p.copy_(0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-            else:
-                p.copy_(0.5 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-        model.albert.embeddings.word_embeddings.weight[pad].zero_()
-
-
-def check(path):
-    with open(os.path.join(path, "config.json")) as fh:
-        c = json.load(fh)
-    arch = c["architectures"][0]
-    cls = {a: k for a, k, _ in HEADS.values()}[arch]
-    model = cls(c).to(torch.float64)
-    state, _ = read_safetensors(os.path.join(path, "model.safetensors"))
-    state = OrderedDict((k, v.to(torch.float64)) for k, v in state.items())
-    tied = set(TIED) if hasattr(model, "predictions") else set()
-    want = set(model.state_dict()) - tied
-    got = set(state)
-    assert got == want, ("missing", sorted(want - got), "unexpected", sorted(got - want))
-    if tied:
-        state["predictions.decoder.weight"] = state["albert.embeddings.word_embeddings.weight"]
-        state["predictions.decoder.bias"] = state["predictions.bias"]
-    model.load_state_dict(state, strict=True)
-    print("%s: %s loads with strict=True (%d tensors)" % (path, arch, len(got)))
+TIED = OrderedDict([("predictions.decoder.weight", "albert.embeddings.word_embeddings.weight"), ("predictions.decoder.bias", "predictions.bias")])
 
 
 def main():
@@ -337,7 +293,7 @@ def main():
     args = ap.parse_args()
     torch.set_default_dtype(torch.float64)
     if args.check:
-        check(args.check)
+        load_strict(args.check, HEADS, TIED)
         return
     pad = BASE["pad_token_id"]
     # [CLS] a a [SEP] b b [SEP], and a shorter row padded with <pad> (0).
@@ -345,49 +301,22 @@ def main():
     types = torch.tensor([[0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 0, 1, 1, 0, 0, 0]])
     mask = ids.ne(pad).long()
     for name in CONFIGS:
+        base = OrderedDict(BASE)
+        base.update(CONFIGS[name])
         for head, (arch, cls, _) in HEADS.items():
-            c = config(name, head)
+            c = head_config(base, HEADS, head)
             gen = torch.Generator().manual_seed(1357)
             model = cls(c)
-            randomise(model, gen, pad)
+            randomise_weights(model, gen, pad, ["albert.embeddings.word_embeddings.weight"], norms=("norm.weight", "LayerNorm.weight"))
             model.eval()
             out = model(ids, mask, types)
-            rgen = torch.Generator().manual_seed(97)
-            rs = OrderedDict()
-            for k, v in out.items():
-                r = 0.25 * torch.randn(v.shape, generator=rgen)
-                if tuple(v.shape[:2]) == tuple(ids.shape):
-                    r = r * mask.reshape(mask.shape + (1,) * (v.dim() - 2))
-                rs[k] = r
-            loss = sum((v * rs[k]).sum() for k, v in out.items())
-            loss.backward()
+            rs = output_weights(out, ids, mask)
+            loss = weighted_loss(out, rs)
             bugs = ["no_mask"] + (["group_mod"] if c["num_hidden_groups"] > 1 else [])
-            for bug in bugs:
-                f = Flags()
-                setattr(f, bug, True)
-                with torch.no_grad():
-                    o = model(ids, mask, types, f)
-                d = max(((o[k] - out[k]) * (rs[k] != 0)).abs().max().item() for k in out)
-                print("  %s/%s: bug %s moves the outputs by %.3g" % (name, head, bug, d))
-                assert d > 0.05, (name, head, bug, d)
-            d = os.path.join(args.out, name, head)
-            os.makedirs(d, exist_ok=True)
-            state = OrderedDict((k, v.detach().clone()) for k, v in model.state_dict().items() if k not in TIED)
-            write_safetensors(os.path.join(d, "model.safetensors"), state, {"format": "pt"})
-            with open(os.path.join(d, "config.json"), "w") as fh:
-                json.dump(c, fh, indent=2)
-                fh.write("\n")
+            check_bugs("%s/%s" % (name, head), out, rs, lambda f: model(ids, mask, types, f), bugs, Flags, what="outputs")
             golden = OrderedDict(input_ids=ids, token_type_ids=types, attention_mask=mask)
-            for k, v in out.items():
-                golden[k] = v.detach().clone()
-                golden["r." + k] = rs[k]
-            golden["loss"] = loss.detach().reshape(())
-            for k, p in model.named_parameters():
-                if p.grad is not None:
-                    golden["grad." + k] = p.grad.detach().clone()
-            write_safetensors(os.path.join(d, "golden.safetensors"), golden, {"generator": GENERATOR})
-            print("%s/%s: %d tensors, outputs %s" % (name, arch, len(state), ", ".join("%s %s" % (k, tuple(v.shape)) for k, v in out.items())))
-
+            state = write_head(os.path.join(args.out, name, head), model, c, golden, out, GENERATOR, rs, loss, TIED)
+            print("%s/%s: %d tensors, outputs %s" % (name, arch, len(state), shapes(out)))
 
 if __name__ == "__main__":
     main()

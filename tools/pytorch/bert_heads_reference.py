@@ -33,7 +33,6 @@ flags them; zoo writes float32, read here as float64.
 """
 
 import argparse
-import json
 import os
 import sys
 from collections import OrderedDict
@@ -43,7 +42,7 @@ import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bert_reference import CONFIG as BASE, BertEmbeddings, BertEncoder, Flags, randomise  # noqa: E402
-from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
+from bert_common import TAGS, head_config, load_strict, shapes, write_head  # noqa: E402
 
 GENERATOR = "tools/pytorch/bert_heads_reference.py"
 
@@ -84,30 +83,9 @@ class BertForQuestionAnswering(nn.Module):
 
 
 HEADS = {
-    "token": ("BertForTokenClassification", BertForTokenClassification,
-              {"id2label": {"0": "O", "1": "B-PER", "2": "I-PER"}, "label2id": {"O": 0, "B-PER": 1, "I-PER": 2}}),
+    "token": ("BertForTokenClassification", BertForTokenClassification, TAGS),
     "qa": ("BertForQuestionAnswering", BertForQuestionAnswering, {}),
 }
-
-
-def config(head):
-    arch, _, extra = HEADS[head]
-    c = OrderedDict(BASE)
-    c["architectures"] = [arch]
-    c.update(extra)
-    return c
-
-
-def check(path):
-    with open(os.path.join(path, "config.json")) as fh:
-        c = json.load(fh)
-    arch = c["architectures"][0]
-    cls = {a: k for a, k, _ in HEADS.values()}[arch]
-    model = cls(c)
-    state, _ = read_safetensors(os.path.join(path, "model.safetensors"))
-    state = OrderedDict((k, v.to(torch.float64)) for k, v in state.items())
-    model.to(torch.float64).load_state_dict(state, strict=True)
-    print("%s: %s loads with strict=True (%d tensors, no bert.pooler.*)" % (path, arch, len(state)))
 
 
 def main():
@@ -117,13 +95,13 @@ def main():
     args = ap.parse_args()
     torch.set_default_dtype(torch.float64)
     if args.check:
-        check(args.check)
+        load_strict(args.check, HEADS, note=", no bert.pooler.*")
         return
     ids = torch.tensor([[1, 5, 9, 2, 7, 13, 2, 17], [1, 6, 11, 2, 8, 2, 0, 0]])
     types = torch.tensor([[0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 1, 1, 0, 0]])
     mask = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 0, 0]])
     for head, (arch, cls, _) in HEADS.items():
-        c = config(head)
+        c = head_config(BASE, HEADS, head)
         gen = torch.Generator().manual_seed(4321)
         model = cls(c)
         # randomise() zeroes the pad row through model.bert.embeddings.
@@ -133,18 +111,9 @@ def main():
         assert not any(k.startswith("bert.pooler.") for k in keys), keys
         with torch.no_grad():
             out = model(ids, types, mask)
-        d = os.path.join(args.out, head)
-        os.makedirs(d, exist_ok=True)
-        write_safetensors(os.path.join(d, "model.safetensors"), OrderedDict((k, v.detach().clone()) for k, v in model.state_dict().items()), {"format": "pt"})
-        with open(os.path.join(d, "config.json"), "w") as fh:
-            json.dump(c, fh, indent=2)
-            fh.write("\n")
         golden = OrderedDict(input_ids=ids, token_type_ids=types, attention_mask=mask)
-        for k, v in out.items():
-            golden[k] = v.detach().clone()
-        write_safetensors(os.path.join(d, "golden.safetensors"), golden, {"generator": GENERATOR})
-        print("%s: %d tensors, outputs %s" % (arch, len(keys), ", ".join("%s %s" % (k, tuple(v.shape)) for k, v in out.items())))
-
+        write_head(os.path.join(args.out, head), model, c, golden, out, GENERATOR)
+        print("%s: %d tensors, outputs %s" % (arch, len(keys), shapes(out)))
 
 if __name__ == "__main__":
     main()

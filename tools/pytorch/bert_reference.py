@@ -46,6 +46,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from bert_common import randomise_weights
 from safetensors_io import write_safetensors
 
 GENERATOR = "tools/pytorch/bert_reference.py"
@@ -243,15 +244,7 @@ class BertForPreTraining(nn.Module):
 
 def randomise(model, gen):
     """Large random values everywhere, so that bugs show (see the docstring)."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("LayerNorm.weight"):
-                p.copy_(1 + 0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-            elif name.endswith("bias"):
-                p.copy_(0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-            else:
-                p.copy_(0.5 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-        model.bert.embeddings.word_embeddings.weight[CONFIG["pad_token_id"]].zero_()
+    randomise_weights(model, gen, CONFIG["pad_token_id"], ["bert.embeddings.word_embeddings.weight"])
 
 
 GRADS = ["bert.embeddings.word_embeddings.weight", "bert.embeddings.token_type_embeddings.weight",

@@ -38,7 +38,6 @@ missing or an unexpected key.
 """
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -49,7 +48,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
+from bert_common import LABELS, TAGS, check_bugs, head_config, load_strict, output_weights, randomise_weights, shapes, weighted_loss, write_head  # noqa: E402
 
 GENERATOR = "tools/pytorch/distilbert_reference.py"
 
@@ -228,55 +227,13 @@ class DistilBertForQuestionAnswering(nn.Module):
         return {"start_logits": start.squeeze(-1), "end_logits": end.squeeze(-1)}
 
 
-LABELS = {"id2label": {"0": "neg", "1": "pos", "2": "mixed"}, "label2id": {"neg": 0, "pos": 1, "mixed": 2}}
-TAGS = {"id2label": {"0": "O", "1": "B-PER", "2": "I-PER"}, "label2id": {"O": 0, "B-PER": 1, "I-PER": 2}}
 HEADS = OrderedDict([
     ("mlm", ("DistilBertForMaskedLM", DistilBertForMaskedLM, {})),
     ("seq", ("DistilBertForSequenceClassification", DistilBertForSequenceClassification, LABELS)),
     ("token", ("DistilBertForTokenClassification", DistilBertForTokenClassification, TAGS)),
     ("qa", ("DistilBertForQuestionAnswering", DistilBertForQuestionAnswering, {})),
 ])
-TIED = ["vocab_projector.weight"]
-
-
-def config(head):
-    arch, _, extra = HEADS[head]
-    c = OrderedDict(CONFIG)
-    c["architectures"] = [arch]
-    c.update(extra)
-    return c
-
-
-def randomise(model, gen, pad):
-    """Large random values everywhere, so that bugs show (as bert_reference.py)."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if not p.requires_grad:  # the sinusoidal table stays as made
-                continue
-            if name.endswith("norm.weight") or name.endswith("LayerNorm.weight"):
-                p.copy_(1 + 0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-            elif name.endswith("bias"):
-                p.copy_(0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-            else:
-                p.copy_(0.5 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-        model.distilbert.embeddings.word_embeddings.weight[pad].zero_()
-
-
-def check(path):
-    with open(os.path.join(path, "config.json")) as fh:
-        c = json.load(fh)
-    arch = c["architectures"][0]
-    cls = {a: k for a, k, _ in HEADS.values()}[arch]
-    model = cls(c).to(torch.float64)
-    state, _ = read_safetensors(os.path.join(path, "model.safetensors"))
-    state = OrderedDict((k, v.to(torch.float64)) for k, v in state.items())
-    want = set(model.state_dict()) - (set(TIED) if arch == "DistilBertForMaskedLM" else set())
-    got = set(state)
-    assert got == want, ("missing", sorted(want - got), "unexpected", sorted(got - want))
-    if arch == "DistilBertForMaskedLM":
-        state["vocab_projector.weight"] = state["distilbert.embeddings.word_embeddings.weight"]
-    model.load_state_dict(state, strict=True)
-    print("%s: %s loads with strict=True (%d tensors)" % (path, arch, len(got)))
+TIED = {"vocab_projector.weight": "distilbert.embeddings.word_embeddings.weight"}
 
 
 def main():
@@ -291,60 +248,29 @@ def main():
             args.out = "models/bert/testdata/distilbert_sin"
     torch.set_default_dtype(torch.float64)
     if args.check:
-        check(args.check)
+        load_strict(args.check, HEADS, TIED)
         return
     pad = CONFIG["pad_token_id"]
     # [CLS] a a [SEP] b b [SEP], and a shorter row padded with [PAD] (0).
     ids = torch.tensor([[1, 5, 9, 3, 7, 13, 3, 17], [1, 6, 11, 3, 8, 3, 0, 0]])
     mask = ids.ne(pad).long()
     for head, (arch, cls, _) in HEADS.items():
-        c = config(head)
+        c = head_config(CONFIG, HEADS, head)
         gen = torch.Generator().manual_seed(1357)
         model = cls(c)
-        randomise(model, gen, pad)
+        randomise_weights(model, gen, pad, ["distilbert.embeddings.word_embeddings.weight"], norms=("norm.weight", "LayerNorm.weight"))
         model.eval()
         keys = [k for k in model.state_dict() if k not in TIED]
         out = model(ids, mask)
-        rgen = torch.Generator().manual_seed(97)
-        # Per-token outputs are weighted 0 at the padding, whose outputs
-        # transformers computes but nobody reads.
-        rs = OrderedDict()
-        for k, v in out.items():
-            # N(0, 0.25²): DistilBERT's LayerNorms at eps 1e-12 on these large
-            # random weights give gradients up to ~90 with N(0, 1) weights, whose
-            # float32 rounding (1e-6 relative) nears the test's absolute 1e-4.
-            r = 0.25 * torch.randn(v.shape, generator=rgen)
-            if tuple(v.shape[:2]) == tuple(ids.shape):
-                r = r * mask.reshape(mask.shape + (1,) * (v.dim() - 2))
-            rs[k] = r
-        loss = sum((v * rs[k]).sum() for k, v in out.items())
-        loss.backward()
-        # Each plausible bug must move the outputs clearly.
-        for bug in ["no_mask"] + (["tanh_classifier"] if head == "seq" else []) + (["no_positions"] if c.get("sinusoidal_pos_embds") else []):
-            f = Flags()
-            setattr(f, bug, True)
-            with torch.no_grad():
-                o = model(ids, mask, f)
-            d = max(((o[k] - out[k]) * (rs[k] != 0)).abs().max().item() for k in out)
-            print("  %s: bug %s moves the logits by %.3g" % (head, bug, d))
-            assert d > 0.05, (head, bug, d)
-        d = os.path.join(args.out, head)
-        os.makedirs(d, exist_ok=True)
-        state = OrderedDict((k, v.detach().clone()) for k, v in model.state_dict().items() if k not in TIED)
-        write_safetensors(os.path.join(d, "model.safetensors"), state, {"format": "pt"})
-        with open(os.path.join(d, "config.json"), "w") as fh:
-            json.dump(c, fh, indent=2)
-            fh.write("\n")
-        golden = OrderedDict(input_ids=ids, attention_mask=mask)
-        for k, v in out.items():
-            golden[k] = v.detach().clone()
-            golden["r." + k] = rs[k]
-        golden["loss"] = loss.detach().reshape(())
-        for k, p in model.named_parameters():
-            if p.grad is not None:
-                golden["grad." + k] = p.grad.detach().clone()
-        write_safetensors(os.path.join(d, "golden.safetensors"), golden, {"generator": GENERATOR})
-        print("%s: %d tensors, outputs %s" % (arch, len(keys), ", ".join("%s %s" % (k, tuple(v.shape)) for k, v in out.items())))
+        # N(0, 0.25²): DistilBERT's LayerNorms at eps 1e-12 on these large
+        # random weights give gradients up to ~90 with N(0, 1) weights, whose
+        # float32 rounding (1e-6 relative) nears the test's absolute 1e-4.
+        rs = output_weights(out, ids, mask)
+        loss = weighted_loss(out, rs)
+        bugs = ["no_mask"] + (["tanh_classifier"] if head == "seq" else []) + (["no_positions"] if c.get("sinusoidal_pos_embds") else [])
+        check_bugs(head, out, rs, lambda f: model(ids, mask, f), bugs, Flags)
+        write_head(os.path.join(args.out, head), model, c, OrderedDict(input_ids=ids, attention_mask=mask), out, GENERATOR, rs, loss, TIED)
+        print("%s: %d tensors, outputs %s" % (arch, len(keys), shapes(out)))
 
 
 if __name__ == "__main__":

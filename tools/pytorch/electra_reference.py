@@ -17,6 +17,7 @@ encoder layers of bert_reference.py (ElectraLayer is BertLayer):
     class ElectraDiscriminatorPredictions: dense, hidden_act, dense_prediction → squeeze(-1)
     class ElectraGeneratorPredictions: dense (hidden → embedding_size), gelu, LayerNorm
     class ElectraClassificationHead: dropout, dense, gelu, dropout, out_proj on [CLS]
+        (bert_common.ClassificationHead)
     ElectraForPreTraining (discriminator_predictions; its loss BCEWithLogits over
         the attention mask), ElectraForMaskedLM (generator_predictions,
         generator_lm_head tied to the word embeddings, with its bias),
@@ -39,7 +40,6 @@ does), which fails on a missing or an unexpected key.
 """
 
 import argparse
-import json
 import os
 import sys
 from collections import OrderedDict
@@ -50,7 +50,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bert_reference import BertEncoder  # noqa: E402
-from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
+from bert_common import LABELS, TAGS, ClassificationHead, check_bugs, head_config, load_strict, output_weights, randomise_weights, shapes, weighted_loss, write_head  # noqa: E402
 
 GENERATOR = "tools/pytorch/electra_reference.py"
 
@@ -136,18 +136,9 @@ class ElectraGeneratorPredictions(nn.Module):
         return self.LayerNorm(F.gelu(self.dense(h)))
 
 
-class ElectraClassificationHead(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        p = c["classifier_dropout"] if c["classifier_dropout"] is not None else c["hidden_dropout_prob"]
-        self.dense = nn.Linear(c["hidden_size"], c["hidden_size"])
-        self.dropout = nn.Dropout(p)
-        self.out_proj = nn.Linear(c["hidden_size"], len(c["id2label"]))
-
-    def forward(self, h, flags):
-        x = self.dense(self.dropout(h[:, 0, :]))
-        x = torch.tanh(x) if flags.tanh_classifier else F.gelu(x)
-        return self.out_proj(self.dropout(x))
+def classifier_act(x, flags):
+    """ElectraClassificationHead's gelu (the bug tanh_classifier puts BERT's tanh instead)."""
+    return torch.tanh(x) if flags.tanh_classifier else F.gelu(x)
 
 
 class ElectraForPreTraining(nn.Module):
@@ -182,7 +173,7 @@ class ElectraForSequenceClassification(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.electra = ElectraModel(c)
-        self.classifier = ElectraClassificationHead(c)
+        self.classifier = ClassificationHead(c, classifier_act)  # ElectraClassificationHead
 
     def forward(self, ids, mask, flags=Flags()):
         return {"logits": self.classifier(self.electra(ids, mask, flags), flags)}
@@ -211,8 +202,6 @@ class ElectraForQuestionAnswering(nn.Module):
         return {"start_logits": start.squeeze(-1), "end_logits": end.squeeze(-1)}
 
 
-LABELS = {"id2label": {"0": "neg", "1": "pos", "2": "mixed"}, "label2id": {"neg": 0, "pos": 1, "mixed": 2}}
-TAGS = {"id2label": {"0": "O", "1": "B-PER", "2": "I-PER"}, "label2id": {"O": 0, "B-PER": 1, "I-PER": 2}}
 HEADS = OrderedDict([
     ("pre", ("ElectraForPreTraining", ElectraForPreTraining, {})),
     ("mlm", ("ElectraForMaskedLM", ElectraForMaskedLM, {})),
@@ -220,45 +209,7 @@ HEADS = OrderedDict([
     ("token", ("ElectraForTokenClassification", ElectraForTokenClassification, TAGS)),
     ("qa", ("ElectraForQuestionAnswering", ElectraForQuestionAnswering, {})),
 ])
-TIED = ["generator_lm_head.weight"]
-
-
-def config(head):
-    arch, _, extra = HEADS[head]
-    c = OrderedDict(CONFIG)
-    c["architectures"] = [arch]
-    c.update(extra)
-    return c
-
-
-def randomise(model, gen, pad):
-    """Large random values everywhere, so that bugs show (as bert_reference.py)."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("LayerNorm.weight"):
-                p.copy_(1 + 0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-            elif name.endswith("bias"):
-                p.copy_(0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-            else:
-                p.copy_(0.5 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-        model.electra.embeddings.word_embeddings.weight[pad].zero_()
-
-
-def check(path):
-    with open(os.path.join(path, "config.json")) as fh:
-        c = json.load(fh)
-    arch = c["architectures"][0]
-    cls = {a: k for a, k, _ in HEADS.values()}[arch]
-    model = cls(c).to(torch.float64)
-    state, _ = read_safetensors(os.path.join(path, "model.safetensors"))
-    state = OrderedDict((k, v.to(torch.float64)) for k, v in state.items())
-    want = set(model.state_dict()) - set(TIED)
-    got = set(state)
-    assert got == want, ("missing", sorted(want - got), "unexpected", sorted(got - want))
-    if arch == "ElectraForMaskedLM":
-        state["generator_lm_head.weight"] = state["electra.embeddings.word_embeddings.weight"]
-    model.load_state_dict(state, strict=True)
-    print("%s: %s loads with strict=True (%d tensors)" % (path, arch, len(got)))
+TIED = {"generator_lm_head.weight": "electra.embeddings.word_embeddings.weight"}
 
 
 def main():
@@ -268,32 +219,23 @@ def main():
     args = ap.parse_args()
     torch.set_default_dtype(torch.float64)
     if args.check:
-        check(args.check)
+        load_strict(args.check, HEADS, TIED)
         return
     pad = CONFIG["pad_token_id"]
     # [CLS] a a [SEP] b b [SEP], and a shorter row padded with [PAD] (0).
     ids = torch.tensor([[1, 5, 9, 3, 7, 13, 3, 17], [1, 6, 11, 3, 8, 3, 0, 0]])
     mask = ids.ne(pad).long()
     for head, (arch, cls, _) in HEADS.items():
-        c = config(head)
+        c = head_config(CONFIG, HEADS, head)
         gen = torch.Generator().manual_seed(8642)
         model = cls(c)
-        randomise(model, gen, pad)
+        randomise_weights(model, gen, pad, ["electra.embeddings.word_embeddings.weight"])
         model.eval()
         keys = [k for k in model.state_dict() if k not in TIED]
         assert not any(".pooler." in k for k in keys), keys
         out = model(ids, mask)
-        rgen = torch.Generator().manual_seed(97)
-        # Per-token outputs are weighted 0 at the padding, whose outputs
-        # transformers computes but nobody reads.
-        rs = OrderedDict()
-        for k, v in out.items():
-            r = 0.25 * torch.randn(v.shape, generator=rgen)
-            if tuple(v.shape[:2]) == tuple(ids.shape):
-                r = r * mask.reshape(mask.shape + (1,) * (v.dim() - 2))
-            rs[k] = r
-        loss = sum((v * rs[k]).sum() for k, v in out.items())
-        loss.backward()
+        rs = output_weights(out, ids, mask)
+        loss = weighted_loss(out, rs)
         golden = OrderedDict(input_ids=ids, attention_mask=mask)
         if head == "pre":
             labels = torch.tensor([[0, 1, 0, 0, 1, 0, 0, 1], [0, 0, 1, 0, 0, 0, 0, 0]])
@@ -303,31 +245,10 @@ def main():
             golden["labels"] = labels
             golden["bce"] = bce.detach().reshape(())
             golden["grad_bce.logits"] = x.grad.detach().clone()
-        # Each plausible bug must move the outputs clearly.
-        for bug in ["no_mask", "no_project"] + (["tanh_classifier"] if head == "seq" else []):
-            f = Flags()
-            setattr(f, bug, True)
-            with torch.no_grad():
-                o = model(ids, mask, f)
-            d = max(((o[k] - out[k]) * (rs[k] != 0)).abs().max().item() for k in out)
-            print("  %s: bug %s moves the logits by %.3g" % (head, bug, d))
-            assert d > 0.05, (head, bug, d)
-        d = os.path.join(args.out, head)
-        os.makedirs(d, exist_ok=True)
-        state = OrderedDict((k, v.detach().clone()) for k, v in model.state_dict().items() if k not in TIED)
-        write_safetensors(os.path.join(d, "model.safetensors"), state, {"format": "pt"})
-        with open(os.path.join(d, "config.json"), "w") as fh:
-            json.dump(c, fh, indent=2)
-            fh.write("\n")
-        for k, v in out.items():
-            golden[k] = v.detach().clone()
-            golden["r." + k] = rs[k]
-        golden["loss"] = loss.detach().reshape(())
-        for k, p in model.named_parameters():
-            if p.grad is not None:
-                golden["grad." + k] = p.grad.detach().clone()
-        write_safetensors(os.path.join(d, "golden.safetensors"), golden, {"generator": GENERATOR})
-        print("%s: %d tensors, outputs %s" % (arch, len(keys), ", ".join("%s %s" % (k, tuple(v.shape)) for k, v in out.items())))
+        bugs = ["no_mask", "no_project"] + (["tanh_classifier"] if head == "seq" else [])
+        check_bugs(head, out, rs, lambda f: model(ids, mask, f), bugs, Flags)
+        write_head(os.path.join(args.out, head), model, c, golden, out, GENERATOR, rs, loss, TIED)
+        print("%s: %d tensors, outputs %s" % (arch, len(keys), shapes(out)))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ encoder layers of bert_reference.py (RobertaLayer is BertLayer):
     class RobertaLMHead: dense, gelu (always), layer_norm, decoder (tied to
         the word embeddings) + bias
     class RobertaClassificationHead: dropout, dense, tanh, dropout, out_proj on <s>
+        (bert_common.ClassificationHead)
     RobertaForMaskedLM, RobertaForSequenceClassification,
     RobertaForTokenClassification, RobertaForQuestionAnswering: all built on
         RobertaModel(config, add_pooling_layer=False), so none has roberta.pooler.*
@@ -36,7 +37,6 @@ which fails on a missing or an unexpected key.
 """
 
 import argparse
-import json
 import os
 import sys
 from collections import OrderedDict
@@ -47,7 +47,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bert_reference import BertEncoder, BertPooler, Flags, hidden_act  # noqa: E402
-from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
+from bert_common import LABELS, TAGS, ClassificationHead, check_bugs, head_config, load_strict, output_weights, randomise_weights, shapes, weighted_loss, write_head  # noqa: E402
 
 GENERATOR = "tools/pytorch/roberta_reference.py"
 
@@ -120,20 +120,9 @@ class RobertaLMHead(nn.Module):
         return self.decoder(self.layer_norm(act(self.dense(x))))
 
 
-class RobertaClassificationHead(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        p = c["classifier_dropout"] if c["classifier_dropout"] is not None else c["hidden_dropout_prob"]
-        self.dense = nn.Linear(c["hidden_size"], c["hidden_size"])
-        self.dropout = nn.Dropout(p)
-        self.out_proj = nn.Linear(c["hidden_size"], len(c["id2label"]))
-
-    def forward(self, h, flags):
-        x = self.dropout(h[:, 0, :])
-        x = self.dense(x)
-        if not flags.no_pooler_tanh:
-            x = torch.tanh(x)
-        return self.out_proj(self.dropout(x))
+def classifier_act(x, flags):
+    """RobertaClassificationHead's tanh (the bug no_pooler_tanh leaves it out)."""
+    return x if flags.no_pooler_tanh else torch.tanh(x)
 
 
 class RobertaForMaskedLM(nn.Module):
@@ -151,7 +140,7 @@ class RobertaForSequenceClassification(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.roberta = RobertaModel(c, add_pooling_layer=False)
-        self.classifier = RobertaClassificationHead(c)
+        self.classifier = ClassificationHead(c, classifier_act)  # RobertaClassificationHead
 
     def forward(self, ids, mask, flags=Flags()):
         return {"logits": self.classifier(self.roberta(ids, mask, flags), flags)}
@@ -179,55 +168,13 @@ class RobertaForQuestionAnswering(nn.Module):
         return {"start_logits": start.squeeze(-1), "end_logits": end.squeeze(-1)}
 
 
-LABELS = {"id2label": {"0": "neg", "1": "pos", "2": "mixed"}, "label2id": {"neg": 0, "pos": 1, "mixed": 2}}
-TAGS = {"id2label": {"0": "O", "1": "B-PER", "2": "I-PER"}, "label2id": {"O": 0, "B-PER": 1, "I-PER": 2}}
 HEADS = OrderedDict([
     ("mlm", ("RobertaForMaskedLM", RobertaForMaskedLM, {})),
     ("seq", ("RobertaForSequenceClassification", RobertaForSequenceClassification, LABELS)),
     ("token", ("RobertaForTokenClassification", RobertaForTokenClassification, TAGS)),
     ("qa", ("RobertaForQuestionAnswering", RobertaForQuestionAnswering, {})),
 ])
-TIED = ["lm_head.decoder.weight", "lm_head.decoder.bias"]
-
-
-def config(head):
-    arch, _, extra = HEADS[head]
-    c = OrderedDict(CONFIG)
-    c["architectures"] = [arch]
-    c.update(extra)
-    return c
-
-
-def randomise(model, gen, pad):
-    """Large random values everywhere, so that bugs show (as bert_reference.py)."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("LayerNorm.weight") or name.endswith("layer_norm.weight"):
-                p.copy_(1 + 0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-            elif name.endswith("bias"):
-                p.copy_(0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-            else:
-                p.copy_(0.5 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-        model.roberta.embeddings.word_embeddings.weight[pad].zero_()
-        model.roberta.embeddings.position_embeddings.weight[pad].zero_()
-
-
-def check(path):
-    with open(os.path.join(path, "config.json")) as fh:
-        c = json.load(fh)
-    arch = c["architectures"][0]
-    cls = {a: k for a, k, _ in HEADS.values()}[arch]
-    model = cls(c).to(torch.float64)
-    state, _ = read_safetensors(os.path.join(path, "model.safetensors"))
-    state = OrderedDict((k, v.to(torch.float64)) for k, v in state.items())
-    want = set(model.state_dict()) - set(TIED)
-    got = set(state)
-    assert got == want, ("missing", sorted(want - got), "unexpected", sorted(got - want))
-    if arch == "RobertaForMaskedLM":
-        state["lm_head.decoder.weight"] = state["roberta.embeddings.word_embeddings.weight"]
-        state["lm_head.decoder.bias"] = state["lm_head.bias"]
-    model.load_state_dict(state, strict=True)
-    print("%s: %s loads with strict=True (%d tensors, no roberta.pooler.*)" % (path, arch, len(got)))
+TIED = OrderedDict([("lm_head.decoder.weight", "roberta.embeddings.word_embeddings.weight"), ("lm_head.decoder.bias", "lm_head.bias")])
 
 
 def main():
@@ -242,7 +189,7 @@ def main():
             args.out = "models/bert/testdata/roberta_" + args.hidden_act
     torch.set_default_dtype(torch.float64)
     if args.check:
-        check(args.check)
+        load_strict(args.check, HEADS, TIED, note=", no roberta.pooler.*")
         return
     pad = CONFIG["pad_token_id"]
     # <s> a a </s></s> b b </s>, and a shorter row padded with <pad> (1):
@@ -250,53 +197,24 @@ def main():
     ids = torch.tensor([[0, 5, 9, 2, 2, 7, 13, 2, 17], [0, 6, 11, 2, 2, 8, 2, 1, 1]])
     mask = ids.ne(pad).long()
     for head, (arch, cls, _) in HEADS.items():
-        c = config(head)
+        c = head_config(CONFIG, HEADS, head)
         gen = torch.Generator().manual_seed(2468)
         model = cls(c)
-        randomise(model, gen, pad)
+        randomise_weights(model, gen, pad, ["roberta.embeddings.word_embeddings.weight", "roberta.embeddings.position_embeddings.weight"],
+                          norms=("LayerNorm.weight", "layer_norm.weight"))
         model.eval()
         keys = [k for k in model.state_dict() if k not in TIED]
         assert not any(k.startswith("roberta.pooler.") for k in keys), keys
         out = model(ids, mask)
-        rgen = torch.Generator().manual_seed(97)
-        # Per-token outputs are weighted 0 at the padding, whose outputs
-        # transformers computes but nobody reads (and whose word and position
-        # rows padding_idx keeps from learning).
-        rs = OrderedDict()
-        for k, v in out.items():
-            r = torch.randn(v.shape, generator=rgen)
-            if tuple(v.shape[:2]) == tuple(ids.shape):
-                r = r * mask.reshape(mask.shape + (1,) * (v.dim() - 2))
-            rs[k] = r
-        loss = sum((v * rs[k]).sum() for k, v in out.items())
-        loss.backward()
-        # Each plausible bug must move the outputs clearly.
+        # N(0, 1) weights, 0 at the padding (whose word and position rows
+        # padding_idx keeps from learning).
+        rs = output_weights(out, ids, mask, scale=1)
+        loss = weighted_loss(out, rs)
         lm_act = ["lm_hidden_act"] if head == "mlm" and c["hidden_act"] != "gelu" else []
-        for bug in ["bert_positions"] + (["no_pooler_tanh"] if head == "seq" else []) + lm_act:
-            f = Flags()
-            setattr(f, bug, True)
-            with torch.no_grad():
-                o = model(ids, mask, f)
-            d = max((o[k] - out[k]).abs().max().item() for k in out)
-            print("  %s: bug %s moves the logits by %.3g" % (head, bug, d))
-            assert d > 0.05, (head, bug, d)
-        d = os.path.join(args.out, head)
-        os.makedirs(d, exist_ok=True)
-        state = OrderedDict((k, v.detach().clone()) for k, v in model.state_dict().items() if k not in TIED)
-        write_safetensors(os.path.join(d, "model.safetensors"), state, {"format": "pt"})
-        with open(os.path.join(d, "config.json"), "w") as fh:
-            json.dump(c, fh, indent=2)
-            fh.write("\n")
-        golden = OrderedDict(input_ids=ids, attention_mask=mask)
-        for k, v in out.items():
-            golden[k] = v.detach().clone()
-            golden["r." + k] = rs[k]
-        golden["loss"] = loss.detach().reshape(())
-        for k, p in model.named_parameters():
-            if p.grad is not None:
-                golden["grad." + k] = p.grad.detach().clone()
-        write_safetensors(os.path.join(d, "golden.safetensors"), golden, {"generator": GENERATOR})
-        print("%s: %d tensors, outputs %s" % (arch, len(keys), ", ".join("%s %s" % (k, tuple(v.shape)) for k, v in out.items())))
+        bugs = ["bert_positions"] + (["no_pooler_tanh"] if head == "seq" else []) + lm_act
+        check_bugs(head, out, rs, lambda f: model(ids, mask, f), bugs, Flags, masked=False)
+        write_head(os.path.join(args.out, head), model, c, OrderedDict(input_ids=ids, attention_mask=mask), out, GENERATOR, rs, loss, TIED)
+        print("%s: %d tensors, outputs %s" % (arch, len(keys), shapes(out)))
 
 
 if __name__ == "__main__":

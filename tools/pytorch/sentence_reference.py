@@ -35,6 +35,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bert_reference  # noqa: E402
 import roberta_reference  # noqa: E402
+from bert_common import head_config  # noqa: E402
 from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
 
 GENERATOR = "tools/pytorch/sentence_reference.py"
@@ -82,7 +83,7 @@ def main():
     golden = OrderedDict()
 
     bert = load(bert_reference.BertForPreTraining(bert_reference.CONFIG), "models/bert/testdata/parity").bert
-    rob_full = roberta_reference.RobertaForMaskedLM(roberta_reference.config("mlm"))
+    rob_full = roberta_reference.RobertaForMaskedLM(head_config(roberta_reference.CONFIG, roberta_reference.HEADS, "mlm"))
     rob = load(rob_full, "models/bert/testdata/roberta/mlm", drop=roberta_reference.TIED)
     rob.lm_head.decoder.weight = rob.roberta.embeddings.word_embeddings.weight
     rob = rob.roberta
