@@ -188,11 +188,11 @@ func TestRoundBF16(t *testing.T) {
 		want uint16
 	}{
 		{0, 0}, {float32(math.Copysign(0, -1)), 0x8000}, {1, 0x3f80}, {-2, 0xc000},
-		{1 + 0x1p-8, 0x3f80},             // a tie: to even (down)
-		{1 + 3*0x1p-8, 0x3f82},           // a tie: to even (up)
-		{1 + 0x1p-8 + 0x1p-20, 0x3f81},   // above the tie
+		{1 + 0x1p-8, 0x3f80},               // a tie: to even (down)
+		{1 + 3*0x1p-8, 0x3f82},             // a tie: to even (up)
+		{1 + 0x1p-8 + 0x1p-20, 0x3f81},     // above the tie
 		{0x1p-127, 0}, {-0x1p-130, 0x8000}, // subnormals flush to zero
-		{math.MaxFloat32, 0x7f80},        // rounds up to +Inf
+		{math.MaxFloat32, 0x7f80}, // rounds up to +Inf
 		{float32(math.Inf(-1)), 0xff80},
 	} {
 		if got := roundBF16(tc.in); got != tc.want {
