@@ -7,14 +7,15 @@ import (
 
 // Mixed precision. A graph's matrix products run in float32 unless UseBF16
 // switches them: then the products of Linear, its gradients
-// (LinearGradInput, LinearGradWeight) and BatchedMatMul round their two
-// operands to bfloat16 and sum the products in float32
-// (internal/gemm.SgemmBF16), as PyTorch's
-// torch.autocast("cpu", dtype=torch.bfloat16) runs torch.nn.Linear and
-// torch.bmm. Everything else — the values the graph holds, the
-// parameters, LayerNorm/RMSNorm, softmax, the losses, the fused
-// attention's products, and whatever an optimizer does with the gradients
-// — stays float32.
+// (LinearGradInput, LinearGradWeight), BatchedMatMul and the fused
+// attention (Attention: its tile products QKᵀ and PV, and those of its
+// gradient) round their two operands to bfloat16 and sum the products in
+// float32 (internal/gemm.SgemmBF16), as PyTorch's
+// torch.autocast("cpu", dtype=torch.bfloat16) runs torch.nn.Linear,
+// torch.bmm and scaled_dot_product_attention. Everything else — the
+// values the graph holds (each op's output is float32), the parameters,
+// LayerNorm/RMSNorm, the attention's softmax, the losses, and whatever an
+// optimizer does with the gradients — stays float32.
 //
 // The switch is a property of one graph's ops, set once after the graph
 // is built and differentiated and before it runs: nothing is shared
@@ -26,7 +27,8 @@ import (
 type bf16Op interface{ useBF16() }
 
 // UseBF16 switches every matrix product of g (Linear and its gradients,
-// BatchedMatMul, the nodes now in g) to bfloat16 operands with float32
+// BatchedMatMul, Attention and its gradient; the nodes now in g) to
+// bfloat16 operands with float32
 // sums, and returns how many it switched. Call it after gorgonia.Grad and
 // before compiling the graph to a machine; ops added to g afterwards stay
 // float32. Float64 graphs are unaffected. It must not run concurrently
@@ -50,6 +52,7 @@ func BF16Native() bool { return kernels.HasBF16() }
 func (op *linearOp) useBF16()  { op.bf16 = true }
 func (op *matGradOp) useBF16() { op.bf16 = true }
 func (op *bmmOp) useBF16()     { op.bf16 = true }
+func (op *flashOp) useBF16()   { op.bf16 = true }
 
 // gemmAs is gemm with bf16 operands when bf16 is set and T is float32.
 func gemmAs[T Float](bf16, tA, tB bool, m, n, k int, a, b []T, beta T, c []T) {

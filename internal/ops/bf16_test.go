@@ -186,3 +186,43 @@ func TestUseBF16Float32Elsewhere(t *testing.T) {
 	X, W := xv.Data().([]float32), wv.Data().([]float32)
 	requireBF16Product(t, "y", bf, 5, 7, 64, mat{v: X, ld: 64}, mat{v: W, ld: 64, t: true}, nil)
 }
+
+// TestAttentionBF16 checks the fused attention under UseBF16: its tile
+// products run in bf16 (the output and the gradients differ from
+// float32's) and the results stay within bfloat16's precision of
+// float32's (a relative 2⁻⁸ per operand, summed).
+func TestAttentionBF16(t *testing.T) {
+	const n, tq, d = 4, 37, 16
+	qv, kv, vv, rv := rand32(11, n, tq, d), rand32(12, n, tq, d), rand32(13, n, tq, d), rand32(14, n, tq, d)
+	run := func(bf16 bool) [][]float32 {
+		g := gorgonia.NewGraph()
+		q, k, v, r := input(g, "q", qv), input(g, "k", kv), input(g, "v", vv), input(g, "r", rv)
+		o, err := Attention(q, k, v, nil, 0.25, 0)
+		require.NoError(t, err)
+		prod, err := gorgonia.HadamardProd(o, r)
+		require.NoError(t, err)
+		loss, err := gorgonia.Sum(prod)
+		require.NoError(t, err)
+		grads, err := gorgonia.Grad(loss, q, k, v)
+		require.NoError(t, err)
+		if bf16 {
+			require.Positive(t, UseBF16(g))
+		}
+		var out [][]float32
+		for _, v := range graphtest.Run(t, g, append(gorgonia.Nodes{o}, grads...)...) {
+			out = append(out, append([]float32(nil), v.Data().([]float32)...))
+		}
+		return out
+	}
+	f32, bf := run(false), run(true)
+	for i, name := range []string{"output", "dq", "dk", "dv"} {
+		var scale float64
+		for _, x := range f32[i] {
+			scale = max(scale, math.Abs(float64(x)))
+		}
+		require.NotEqual(t, f32[i], bf[i], "%s: bf16 products", name)
+		for j := range f32[i] {
+			require.InDelta(t, f32[i][j], bf[i][j], 0x1p-5*scale, "%s[%d]", name, j)
+		}
+	}
+}
