@@ -48,30 +48,55 @@ var useBF16Asm = bf16Native
 // roundRow sets dst[j] = pair(src[2j], src[2j+1]), zero-padding an odd
 // last pair (roundRowGo).
 func roundRow(dst []uint32, src []float32) {
-	done := 0
-	if useBF16Asm {
-		if n := len(src) &^ 31; n > 0 {
-			_ = dst[n/2-1]
-			roundRowBF16(&dst[0], &src[0], n)
-			done = n
-		}
+	if !useBF16Asm {
+		roundRowGo(dst, src)
+		return
 	}
-	roundRowGo(dst[done/2:], src[done:])
+	n := len(src) &^ 31
+	if n > 0 {
+		_ = dst[n/2-1]
+		roundRowBF16(&dst[0], &src[0], n)
+	}
+	if r := len(src) - n; r > 0 { // the tail through a zero-padded step
+		var in [32]float32
+		var out [16]uint32
+		copy(in[:], src[n:])
+		roundRowBF16(&out[0], &in[0], 32)
+		copy(dst[n/2:][:(r+1)/2], out[:])
+	}
 }
 
 // pairRows sets dst[j] = pair(r0[j], r1[j]), r1 nil meaning zeros
 // (pairRowsGo).
 func pairRows(dst []uint32, r0, r1 []float32) {
-	done := 0
-	if useBF16Asm && r1 != nil {
-		if n := len(r0) &^ 15; n > 0 {
-			_, _ = dst[n-1], r1[n-1]
-			pairRowsBF16(&dst[0], &r0[0], &r1[0], n)
-			done = n
+	if !useBF16Asm {
+		pairRowsGo(dst, r0, r1)
+		return
+	}
+	var zeros [16]float32
+	for len(r0) > 0 {
+		n := len(r0) &^ 15
+		if n == 0 { // the tail through zero-padded steps
+			var in0, in1 [16]float32
+			var out [16]uint32
+			copy(in0[:], r0)
+			if r1 != nil {
+				copy(in1[:], r1)
+			}
+			pairRowsBF16(&out[0], &in0[0], &in1[0], 16)
+			copy(dst[:len(r0)], out[:])
+			return
 		}
+		_ = dst[n-1]
+		if r1 == nil {
+			for j := 0; j < n; j += 16 { // rows of zeros: 16 at a time
+				pairRowsBF16(&dst[j], &r0[j], &zeros[0], 16)
+			}
+		} else {
+			_ = r1[n-1]
+			pairRowsBF16(&dst[0], &r0[0], &r1[0], n)
+			r1 = r1[n:]
+		}
+		dst, r0 = dst[n:], r0[n:]
 	}
-	if r1 != nil {
-		r1 = r1[done:]
-	}
-	pairRowsGo(dst[done:], r0[done:], r1)
 }

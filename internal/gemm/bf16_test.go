@@ -248,6 +248,13 @@ func TestBF16AsmMatchesGo(t *testing.T) {
 				t.Fatalf("pairRows n=%d: word %d = %#08x, Go %#08x (from %g, %g)", n, j, got[j], want[j], r0[j], r1[j])
 			}
 		}
+		pairRows(got, r0, nil) // an odd k's last row: zeros above
+		pairRowsGo(want, r0, nil)
+		for j := range got {
+			if got[j] != want[j] {
+				t.Fatalf("pairRows n=%d, no r1: word %d = %#08x, Go %#08x", n, j, got[j], want[j])
+			}
+		}
 		kp := (n + 1) / 2
 		got, want = got[:kp], make([]uint32, kp)
 		roundRow(got, r0)
