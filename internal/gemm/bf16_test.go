@@ -286,3 +286,36 @@ func ExampleSgemmBF16() {
 	fmt.Println(RoundBF16(1+0x1p-10), c[0] > 7)
 	// Output: 1 true
 }
+
+// TestSgemmBF16Concurrent runs products on several goroutines at once
+// (they share the pools of word matrices and packing buffers): each
+// result equals the same product run alone, bit for bit.
+func TestSgemmBF16Concurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const m, n, k = 70, 90, 150
+	a, _ := randMat(rng, m, k, 0)
+	b, _ := randMat(rng, n, k, 0)
+	want := make([]float32, m*n)
+	SgemmBF16(false, true, m, n, k, 1, a, k, b, k, 0, want, n)
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			c := make([]float32, m*n)
+			for range 20 {
+				SgemmBF16(false, true, m, n, k, 1, a, k, b, k, 0, c, n)
+				for i := range c {
+					if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+						errs <- fmt.Errorf("goroutine %d: C[%d] = %g, alone %g", g, i, c[i], want[i])
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
