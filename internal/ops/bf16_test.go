@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -225,4 +226,28 @@ func TestAttentionBF16(t *testing.T) {
 			require.InDelta(t, f32[i][j], bf[i][j], 0x1p-5*scale, "%s[%d]", name, j)
 		}
 	}
+}
+
+// UseBF16 switches a built (and differentiated) graph's products; a
+// value that bfloat16 cannot hold shows the rounding.
+func ExampleUseBF16() {
+	g := gorgonia.NewGraph()
+	x := gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(1, 2), gorgonia.WithName("x"),
+		gorgonia.WithValue(tensor.New(tensor.WithShape(1, 2), tensor.WithBacking([]float32{1, 1 + 0x1p-10}))))
+	w := gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(1, 2), gorgonia.WithName("w"),
+		gorgonia.WithValue(tensor.New(tensor.WithShape(1, 2), tensor.WithBacking([]float32{3, 4}))))
+	y, err := Linear(x, w, nil) // x·wᵀ
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("switched:", UseBF16(g))
+	m := gorgonia.NewTapeMachine(g)
+	defer m.Close()
+	if err := m.RunAll(); err != nil {
+		panic(err)
+	}
+	fmt.Println(y.Value().Data()) // 3·1 + 4·1, not 7.0039062
+	// Output:
+	// switched: 1
+	// [7]
 }
