@@ -97,6 +97,13 @@ type Args struct {
 	MetricForBestModel string `json:"metric_for_best_model,omitempty"`
 	GreaterIsBetter    bool   `json:"greater_is_better,omitempty"`
 
+	// BF16 runs the matrix products of training (forward and backward)
+	// with bfloat16 operands and float32 sums, where the CPU has AVX-512
+	// BF16 (Hugging Face's bf16); the weights, the optimizer, the norms,
+	// softmax, the loss, evaluation and the checkpoints stay float32.
+	// Elsewhere the run prints a note and stays float32.
+	BF16 bool `json:"bf16,omitempty"`
+
 	// Deprecated holds the deprecation lines of the old names a config
 	// file used (filled by the config readers); Run prints them.
 	Deprecated []string `json:"-"`
@@ -185,7 +192,7 @@ func (a Args) Engine(schedule Schedule) Config {
 		Steps: a.MaxSteps, Accumulate: a.GradientAccumulationSteps, ClipNorm: a.MaxGradNorm,
 		EvalEvery: a.EvalSteps, SaveEvery: a.SaveSteps, Dir: a.OutputDir, Seed: a.Seed,
 		AdamW: a.AdamW(), Schedule: schedule, LogEvery: a.LoggingSteps, LoadBestAtEnd: a.LoadBestModelAtEnd,
-		Scoring: Scoring{BestBy: a.MetricForBestModel, HigherIsBetter: a.GreaterIsBetter},
+		Scoring: Scoring{BestBy: a.MetricForBestModel, HigherIsBetter: a.GreaterIsBetter}, BF16: a.BF16,
 	}
 }
 

@@ -75,6 +75,12 @@ type Config struct {
 	// after Run is the best model, not the last (Hugging Face's
 	// load_best_model_at_end). Result.Best says which was loaded.
 	LoadBestAtEnd bool
+	// BF16 runs the training graphs' matrix products with bfloat16
+	// operands and float32 sums (ops.UseBF16), where the CPU has AVX-512
+	// BF16; elsewhere the run stays float32 and Run prints a note. The
+	// weights, the optimizer, the norms, softmax, the loss, the
+	// evaluation graphs and the checkpoints stay float32.
+	BF16 bool
 	Scoring
 }
 
@@ -197,10 +203,10 @@ func New(task Task, data Data, cfg Config) (*Trainer, error) {
 	}
 	t := &Trainer{cfg: cfg, task: task, data: data, best: math.Inf(1)}
 	var err error
-	if t.train, err = newGraphs(task, true, cfg.Seed); err != nil {
+	if t.train, err = newGraphs(task, true, cfg.Seed, cfg.BF16 && ops.BF16Native()); err != nil {
 		return nil, err
 	}
-	if t.eval, err = newGraphs(task, false, cfg.Seed); err != nil {
+	if t.eval, err = newGraphs(task, false, cfg.Seed, false); err != nil {
 		return nil, err
 	}
 	// A ShapedTask's graphs may each use a part of the store (a head one
@@ -240,7 +246,7 @@ func New(task Task, data Data, cfg Config) (*Trainer, error) {
 // lossFunc builds a task's loss on a graph (Task.Loss or ShapedTask.LossFor).
 type lossFunc func(g *layers.Graph) (*gorgonia.Node, func(Batch) error, error)
 
-func compile(s *layers.Store, training bool, seed uint64, build lossFunc) (*compiled, error) {
+func compile(s *layers.Store, training bool, seed uint64, bf16 bool, build lossFunc) (*compiled, error) {
 	var opts []layers.GraphOption
 	if training {
 		opts = append(opts, layers.Training(), layers.DropoutSeed(seed))
@@ -267,6 +273,9 @@ func compile(s *layers.Store, training bool, seed uint64, build lossFunc) (*comp
 		for i, n := range c.nodes {
 			gorgonia.Read(n, &c.grads[i])
 		}
+	}
+	if bf16 {
+		ops.UseBF16(g.ExprGraph)
 	}
 	// The engine adds the gradients into its sums right after each run,
 	// before any other graph of the store runs: they may share the pool.
@@ -372,6 +381,9 @@ func (t *Trainer) Run(ctx context.Context, progress io.Writer) (Result, error) {
 	}
 	if progress != nil {
 		fmt.Fprintln(progress, t.mem)
+		if t.cfg.BF16 && !ops.BF16Native() {
+			fmt.Fprintln(progress, bf16Note)
+		}
 	}
 	bar := newProgress(progress, t.cfg.Steps, t.step, t.cfg.LogEvery, t.cfg.Unit)
 	var res Result
@@ -736,7 +748,7 @@ func EvaluateContext(ctx context.Context, task Task, batches []Batch) (loss floa
 // scalars the task's graph reports (layers.Graph.Report), weighted by the
 // batches' targets: BERT's MLM and NSP losses and accuracies.
 func EvaluateReports(ctx context.Context, task Task, batches []Batch) (loss float64, targets int, reports map[string]float64, err error) {
-	gs, err := newGraphs(task, false, 0)
+	gs, err := newGraphs(task, false, 0, false)
 	if err != nil {
 		return 0, 0, nil, err
 	}
@@ -760,3 +772,7 @@ func scalarValue(v gorgonia.Value) (float64, error) {
 	}
 	return 0, fmt.Errorf("train: the loss is %T, want a float scalar", v)
 }
+
+// bf16Note is Run's line when Config.BF16 asks for bfloat16 products on
+// a CPU without AVX-512 BF16.
+const bf16Note = "bf16: this CPU has no AVX-512 BF16; training in float32"

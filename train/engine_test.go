@@ -194,8 +194,17 @@ func TestRunLearns(t *testing.T) {
 
 // Training 2N steps equals training N steps, being interrupted, and resuming
 // for N more in a new process: identical weights, bit for bit.
-func TestRunResumesExactly(t *testing.T) {
+func TestRunResumesExactly(t *testing.T) { runResumesExactly(t, func(*Config) {}) }
+
+// runResumesExactly is TestRunResumesExactly with set applied to every
+// run's configuration.
+func runResumesExactly(t *testing.T, set func(*Config)) {
 	const n = 10
+	toyConfig := func(dir string, steps int) Config {
+		c := toyConfig(dir, steps)
+		set(&c)
+		return c
+	}
 	whole := t.TempDir()
 	a := newToy(t, 1, 0.2)
 	tr, err := New(a, newToyData(3), toyConfig(whole, 2*n))
@@ -268,7 +277,7 @@ func TestAccumulationWeightsByTargets(t *testing.T) {
 	for i := 1; i < len(b.targets); i++ {
 		b.targets[i] = layers.IgnoreIndex // b has one target, a has 24
 	}
-	ev, err := compile(task.Store(), false, 0, task.Loss)
+	ev, err := compile(task.Store(), false, 0, false, task.Loss)
 	require.NoError(t, err)
 	la, err := ev.run(a)
 	require.NoError(t, err)

@@ -29,17 +29,18 @@ type graphs struct {
 	task     Task
 	training bool
 	seed     uint64
+	bf16     bool // products in bfloat16 (Config.BF16)
 	one      *compiled
 	byShape  map[string]*compiled
 }
 
-func newGraphs(task Task, training bool, seed uint64) (*graphs, error) {
-	gs := &graphs{task: task, training: training, seed: seed, byShape: map[string]*compiled{}}
+func newGraphs(task Task, training bool, seed uint64, bf16 bool) (*graphs, error) {
+	gs := &graphs{task: task, training: training, seed: seed, bf16: bf16, byShape: map[string]*compiled{}}
 	if _, ok := task.(ShapedTask); ok {
 		return gs, nil // compiled as the shapes come
 	}
 	var err error
-	gs.one, err = compile(task.Store(), training, seed, task.Loss)
+	gs.one, err = compile(task.Store(), training, seed, bf16, task.Loss)
 	return gs, err
 }
 
@@ -62,7 +63,7 @@ func (gs *graphs) shape(shape []int) (*compiled, error) {
 		return c, nil
 	}
 	task := gs.task.(ShapedTask)
-	c, err := compile(task.Store(), gs.training, gs.seed, func(g *layers.Graph) (*gorgonia.Node, func(Batch) error, error) {
+	c, err := compile(task.Store(), gs.training, gs.seed, gs.bf16, func(g *layers.Graph) (*gorgonia.Node, func(Batch) error, error) {
 		return task.LossFor(g, shape)
 	})
 	if err != nil {

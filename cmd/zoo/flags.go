@@ -210,6 +210,7 @@ func (f *cmdFlags) trainArgs(a *train.Args, initFrom *string, h argsHelp) {
 	f.alias("save-interval", "save-steps")
 	f.IntVar(&a.LoggingSteps, "logging-steps", a.LoggingSteps, "a plain log line every so many steps when the output is not a terminal (0: a twentieth of the run)")
 	f.Uint64Var(&a.Seed, "seed", a.Seed, "seed of initialisation, batches, noise and dropout")
+	f.BoolVar(&a.BF16, "bf16", a.BF16, "training's matrix products in bfloat16 with float32 sums, where the CPU has AVX-512 BF16 (else a note and float32); weights, optimizer and checkpoints stay float32")
 	f.BoolVar(&a.Resume, "resume", a.Resume, "continue from the run directory's latest checkpoint")
 	f.BoolVar(&a.OverwriteOutputDir, "overwrite-output-dir", a.OverwriteOutputDir, "start over in a run directory that holds a run: the old run is moved to DIR.old-<time>, never deleted")
 	f.alias("overwrite", "overwrite-output-dir")

@@ -35,6 +35,7 @@ func BatchedMatMul(a, b *gorgonia.Node, transA, transB bool) (*gorgonia.Node, er
 type bmmOp struct {
 	base
 	tA, tB bool
+	bf16   bool // products in bfloat16 (UseBF16)
 }
 
 // dims returns op(a) as (m, k) and op(b) as (k2, p).
@@ -71,17 +72,17 @@ func (op *bmmOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	m, k, _, p := op.dims(a.Shape(), b.Shape())
 	out := op.output(dt, tensor.Shape{n, m, p}, false)
 	if isFloat32(dt) {
-		bmmKernel(data[float32](a), data[float32](b), data[float32](out), n, m, k, p, op.tA, op.tB)
+		bmmKernel(op.bf16, data[float32](a), data[float32](b), data[float32](out), n, m, k, p, op.tA, op.tB)
 	} else {
-		bmmKernel(data[float64](a), data[float64](b), data[float64](out), n, m, k, p, op.tA, op.tB)
+		bmmKernel(false, data[float64](a), data[float64](b), data[float64](out), n, m, k, p, op.tA, op.tB)
 	}
 	return out, nil
 }
 
-func bmmKernel[T Float](a, b, c []T, n, m, k, p int, tA, tB bool) {
+func bmmKernel[T Float](bf16 bool, a, b, c []T, n, m, k, p int, tA, tB bool) {
 	parallel.For(n, m*k*p/16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			gemm(tA, tB, m, p, k, a[i*m*k:(i+1)*m*k], b[i*k*p:(i+1)*k*p], 0, c[i*m*p:(i+1)*m*p])
+			gemmAs(bf16, tA, tB, m, p, k, a[i*m*k:(i+1)*m*k], b[i*k*p:(i+1)*k*p], 0, c[i*m*p:(i+1)*m*p])
 		}
 	})
 }

@@ -89,6 +89,7 @@ type flashOp struct {
 	// in the same run.
 	wantLSE bool
 	lse     []float64
+	bf16    bool // tile products in bfloat16 (UseBF16), the gradient's too
 }
 
 func (op *flashOp) Type() hm.Type {
@@ -110,7 +111,7 @@ func (op *flashOp) InferShape(in ...gorgonia.DimSizer) (tensor.Shape, error) {
 // flashShape reads the problem's sizes off q, k, v and the mask (or nil).
 func (op *flashOp) flashShape(q, k, v, mask *tensor.Dense) flashShape {
 	p := flashShape{n: q.Shape()[0], tq: q.Shape()[1], tk: k.Shape()[1], d: q.Shape()[2], dv: v.Shape()[2],
-		scale: op.scale, causal: op.causal, offset: op.offset, heads: 1, group: q.Shape()[0] / max(k.Shape()[0], 1)}
+		scale: op.scale, causal: op.causal, offset: op.offset, heads: 1, group: q.Shape()[0] / max(k.Shape()[0], 1), bf16: op.bf16}
 	if mask != nil {
 		p.heads = p.n / mask.Shape()[0]
 	}

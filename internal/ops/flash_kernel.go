@@ -38,6 +38,7 @@ type flashShape struct {
 	scale            float64
 	causal           bool
 	offset           int
+	bf16             bool // float32 tile products in bfloat16 (UseBF16)
 }
 
 // limit is how many leading keys query i sees when only the first end keys
@@ -210,7 +211,7 @@ func flashForwardBlock[T Float](h *flashHead[T], out []T, lse []float64, i0, i1 
 	for j0 := 0; j0 < kEnd; j0 += flashBlockK {
 		kn := min(flashBlockK, kEnd-j0)
 		s := sc.s[:br*kn]
-		gemm(false, true, br, kn, d, qb, h.k[j0*d:(j0+kn)*d], 0, s) // S = Q_i K_jᵀ
+		gemmAs(p.bf16, false, true, br, kn, d, qb, h.k[j0*d:(j0+kn)*d], 0, s) // S = Q_i K_jᵀ
 		for r := range br {
 			row := s[r*kn : (r+1)*kn]
 			vis := min(max(lim[r]-j0, 0), kn)
@@ -238,7 +239,7 @@ func flashForwardBlock[T Float](h *flashHead[T], out []T, lse []float64, i0, i1 
 			mx[r] = mNew
 			l[r] += sum
 		}
-		gemm(false, false, br, dv, kn, s, h.v[j0*dv:(j0+kn)*dv], 1, ob) // O_i += P V_j
+		gemmAs(p.bf16, false, false, br, dv, kn, s, h.v[j0*dv:(j0+kn)*dv], 1, ob) // O_i += P V_j
 	}
 	for r := range br {
 		if l[r] == 0 { // the row sees no key: its context stays zero
@@ -349,10 +350,10 @@ func flashBackwardKV[T Float](h *flashHead[T], j0, bq, bk int, withDQ bool, p *f
 		i1 := min(i0+bq, p.tq)
 		pt, ds := flashTile(h, i0, i1, j0, kn, p, sc)
 		br := i1 - i0
-		gemm(true, false, kn, dv, br, pt, h.do[i0*dv:i1*dv], 1, h.dv[j0*dv:(j0+kn)*dv]) // dV_j += P_ijᵀ dO_i
-		gemm(true, false, kn, d, br, ds, h.q[i0*d:i1*d], 1, h.dk[j0*d:(j0+kn)*d])       // dK_j += dS_ijᵀ Q_i
+		gemmAs(p.bf16, true, false, kn, dv, br, pt, h.do[i0*dv:i1*dv], 1, h.dv[j0*dv:(j0+kn)*dv]) // dV_j += P_ijᵀ dO_i
+		gemmAs(p.bf16, true, false, kn, d, br, ds, h.q[i0*d:i1*d], 1, h.dk[j0*d:(j0+kn)*d])       // dK_j += dS_ijᵀ Q_i
 		if withDQ {
-			gemm(false, false, br, d, kn, ds, h.k[j0*d:(j0+kn)*d], 1, h.dq[i0*d:i1*d]) // dQ_i += dS_ij K_j
+			gemmAs(p.bf16, false, false, br, d, kn, ds, h.k[j0*d:(j0+kn)*d], 1, h.dq[i0*d:i1*d]) // dQ_i += dS_ij K_j
 		}
 	}
 }
@@ -364,7 +365,7 @@ func flashBackwardQ[T Float](h *flashHead[T], i0, i1, bk int, p *flashShape, sc 
 	for j0 := 0; j0 < lim; j0 += bk {
 		kn := min(bk, h.kEnd-j0) // the tile flashBackwardKV computes
 		_, ds := flashTile(h, i0, i1, j0, kn, p, sc)
-		gemm(false, false, br, d, kn, ds, h.k[j0*d:(j0+kn)*d], 1, h.dq[i0*d:i1*d])
+		gemmAs(p.bf16, false, false, br, d, kn, ds, h.k[j0*d:(j0+kn)*d], 1, h.dq[i0*d:i1*d])
 	}
 }
 
@@ -374,8 +375,8 @@ func flashBackwardQ[T Float](h *flashHead[T], i0, i1, bk int, p *flashShape, sc 
 func flashTile[T Float](h *flashHead[T], i0, i1, j0, kn int, p *flashShape, sc *flashScratch[T]) (pt, ds []T) {
 	br, d, dv := i1-i0, p.d, p.dv
 	pt, ds = sc.s[:br*kn], sc.t[:br*kn]
-	gemm(false, true, br, kn, d, h.q[i0*d:i1*d], h.k[j0*d:(j0+kn)*d], 0, pt)       // S
-	gemm(false, true, br, kn, dv, h.do[i0*dv:i1*dv], h.v[j0*dv:(j0+kn)*dv], 0, ds) // dP
+	gemmAs(p.bf16, false, true, br, kn, d, h.q[i0*d:i1*d], h.k[j0*d:(j0+kn)*d], 0, pt)       // S
+	gemmAs(p.bf16, false, true, br, kn, dv, h.do[i0*dv:i1*dv], h.v[j0*dv:(j0+kn)*dv], 0, ds) // dP
 	for r := range br {
 		i := i0 + r
 		prow, drow := pt[r*kn:(r+1)*kn], ds[r*kn:(r+1)*kn]

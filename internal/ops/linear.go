@@ -47,6 +47,7 @@ func Linear(x, w, b *gorgonia.Node) (*gorgonia.Node, error) {
 type linearOp struct {
 	base
 	xDims, wDims int
+	bf16         bool // products in bfloat16 (UseBF16)
 }
 
 func (op *linearOp) Type() hm.Type {
@@ -80,9 +81,9 @@ func (op *linearOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	shape[len(shape)-1] = outF
 	y := op.output(dt, shape, false)
 	if isFloat32(dt) {
-		linearFwd(data[float32](x), data[float32](w), biasOf[float32](ts), data[float32](y), n, in, outF)
+		linearFwd(op.bf16, data[float32](x), data[float32](w), biasOf[float32](ts), data[float32](y), n, in, outF)
 	} else {
-		linearFwd(data[float64](x), data[float64](w), biasOf[float64](ts), data[float64](y), n, in, outF)
+		linearFwd(false, data[float64](x), data[float64](w), biasOf[float64](ts), data[float64](y), n, in, outF)
 	}
 	return y, nil
 }
@@ -94,8 +95,8 @@ func biasOf[T Float](ts []*tensor.Dense) []T {
 	return data[T](ts[2])
 }
 
-func linearFwd[T Float](x, w, b, y []T, n, in, out int) {
-	if b32, ok := any(b).([]float32); ok && b32 != nil && in > 0 {
+func linearFwd[T Float](bf16 bool, x, w, b, y []T, n, in, out int) {
+	if b32, ok := any(b).([]float32); ok && b32 != nil && in > 0 && !bf16 {
 		// The bias goes into y inside the product, tile by tile: a pass
 		// of its own over y was 3% of a ViT training step.
 		sgemmBias(false, true, n, out, in, any(x).([]float32), in, any(w).([]float32), in, b32, any(y).([]float32), out)
@@ -108,7 +109,7 @@ func linearFwd[T Float](x, w, b, y []T, n, in, out int) {
 		}
 		beta = 1
 	}
-	gemm(false, true, n, out, in, x, w, beta, y)
+	gemmAs(bf16, false, true, n, out, in, x, w, beta, y)
 }
 
 func (op *linearOp) DiffWRT(n int) []bool {
@@ -121,11 +122,13 @@ func (op *linearOp) DiffWRT(n int) []bool {
 
 func (op *linearOp) SymDiff(in gorgonia.Nodes, out, grad *gorgonia.Node) (gorgonia.Nodes, error) {
 	x, w := in[0], in[1]
-	dx, err := gorgonia.ApplyOp(newMatGrad("LinearGradInput", x.Shape(), true, grad.Dims(), w.Dims()), grad, w)
+	gx, gw := newMatGrad("LinearGradInput", x.Shape(), true, grad.Dims(), w.Dims()), newMatGrad("LinearGradWeight", w.Shape(), false, grad.Dims(), x.Dims())
+	gx.bf16, gw.bf16 = op.bf16, op.bf16
+	dx, err := gorgonia.ApplyOp(gx, grad, w)
 	if err != nil {
 		return nil, fmt.Errorf("linear grad input: %w", err)
 	}
-	dw, err := gorgonia.ApplyOp(newMatGrad("LinearGradWeight", w.Shape(), false, grad.Dims(), x.Dims()), grad, x)
+	dw, err := gorgonia.ApplyOp(gw, grad, x)
 	if err != nil {
 		return nil, fmt.Errorf("linear grad weight: %w", err)
 	}
@@ -148,6 +151,7 @@ type matGradOp struct {
 	outShape          tensor.Shape
 	wrtInput          bool
 	dyDims, otherDims int
+	bf16              bool // products in bfloat16 (UseBF16)
 }
 
 func newMatGrad(name string, outShape tensor.Shape, wrtInput bool, dyDims, otherDims int) *matGradOp {
@@ -177,7 +181,7 @@ func (op *matGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	if op.wrtInput { // dx (n, in) = dy (n, out) · W (out, in)
 		in := other.Size() / outF
 		if isFloat32(dt) {
-			gemm(false, false, n, in, outF, data[float32](dy), data[float32](other), 0, data[float32](out))
+			gemmAs(op.bf16, false, false, n, in, outF, data[float32](dy), data[float32](other), 0, data[float32](out))
 		} else {
 			gemm(false, false, n, in, outF, data[float64](dy), data[float64](other), 0, data[float64](out))
 		}
@@ -186,7 +190,7 @@ func (op *matGradOp) Do(vs ...gorgonia.Value) (gorgonia.Value, error) {
 	// dW (out, in) = dyᵀ (out, n) · x (n, in)
 	in := other.Size() / n
 	if isFloat32(dt) {
-		gemm(true, false, outF, in, n, data[float32](dy), data[float32](other), 0, data[float32](out))
+		gemmAs(op.bf16, true, false, outF, in, n, data[float32](dy), data[float32](other), 0, data[float32](out))
 	} else {
 		gemm(true, false, outF, in, n, data[float64](dy), data[float64](other), 0, data[float64](out))
 	}

@@ -1,0 +1,242 @@
+package gemm
+
+import (
+	"math"
+	"sync"
+	"unsafe"
+)
+
+// Mixed-precision products: SgemmBF16 rounds op(A) and op(B) to bfloat16
+// and accumulates their products in float32, as a bf16 matrix unit does
+// (and as PyTorch's torch.autocast("cpu", dtype=torch.bfloat16) asks of
+// its kernels). The rounding happens while the operands are laid out for
+// the kernel: each operand becomes a matrix of 32-bit words, each word a
+// pair of bfloat16s of consecutive k (the low half the even k, the high
+// half the odd one, zero past an odd k), which is the operand layout of
+// the AVX-512 BF16 instruction VDPBF16PS. A word matrix is then an
+// ordinary float32 matrix with half the depth to the blocked driver
+// (driver.go): it is packed, blocked and shared out among the cores by
+// the same code, moved as float32 bits, never computed on. Only the
+// micro-kernel differs: kernelBF16AVX512 (bf16_amd64.s), which adds both
+// products of each pair into a float32 lane, or kernelBF16Go.
+//
+// The two ways round the same (roundBF16) and multiply the same: the
+// product of two bfloat16s is exact in float32, and each lane adds the odd
+// product, then the even one, each addition rounded to nearest even. Their
+// results differ only in the order the k steps are summed (the tiles
+// differ: 12×32 against 4×4) and in that VDPBF16PS flushes results
+// below float32's normal range to zero.
+
+// roundBF16 rounds f to the nearest bfloat16, ties to even, as
+// VCVTNE2PS2BF16 does: zeros and float32 subnormals become a zero of the
+// same sign, infinities stay, NaNs stay NaNs (quiet ones).
+func roundBF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	switch {
+	case u&0x7f800000 == 0: // zero or subnormal
+		return uint16(u>>16) & 0x8000
+	case u&0x7fffffff > 0x7f800000: // NaN
+		return uint16(u>>16) | 0x40
+	}
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}
+
+// RoundBF16 returns f rounded to the nearest bfloat16 (ties to even,
+// subnormals to zero, as SgemmBF16 rounds its operands), widened back to
+// float32: the value the bf16 product multiplies.
+func RoundBF16(f float32) float32 { return math.Float32frombits(uint32(roundBF16(f)) << 16) }
+
+// pairBF16 is the word holding lo (even k) and hi (odd k), rounded.
+func pairBF16(lo, hi float32) uint32 {
+	return uint32(roundBF16(lo)) | uint32(roundBF16(hi))<<16
+}
+
+// HasBF16 reports whether SgemmBF16 runs on the CPU's bf16 instructions
+// (AVX-512 BF16). Elsewhere it runs in portable Go, correct but many
+// times slower than Sgemm.
+func HasBF16() bool { return bf16Native }
+
+// SgemmBF16 is Sgemm (same arguments, semantics and panics) with op(A) and
+// op(B) rounded to bfloat16 (RoundBF16) and their products summed in
+// float32: C = alpha·bf16(op(A))·bf16(op(B)) + beta·C. alpha, beta and C
+// stay float32. It is safe for concurrent use, as Sgemm is.
+func SgemmBF16(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if alpha == 0 || k == 0 {
+		scale(m, n, beta, c, ldc)
+		return
+	}
+	sgemmBF16(activeBF16, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// sgemmBF16 is SgemmBF16 through kern (tests pick the Go one).
+func sgemmBF16(kern *kernel, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	kp := (k + 1) / 2
+	bufs := getPairBuffers()
+	defer putPairBuffers(bufs)
+	// A word matrix of op(A) keeps A's orientation: untransposed, m rows
+	// of kp words; transposed, kp rows of m words. Likewise op(B).
+	var pa, pb []float32
+	var lpa, lpb int
+	if tA {
+		pa, lpa = aligned(&bufs.a, kp*m), m
+		pairMatrix(pa, a, lda, k, m)
+	} else {
+		pa, lpa = aligned(&bufs.a, m*kp), kp
+		roundMatrix(pa, a, lda, m, k)
+	}
+	if tB {
+		pb, lpb = aligned(&bufs.b, n*kp), kp
+		roundMatrix(pb, b, ldb, n, k)
+	} else {
+		pb, lpb = aligned(&bufs.b, kp*n), n
+		pairMatrix(pb, b, ldb, k, n)
+	}
+	jb := job{tA: tA, tB: tB, m: m, n: n, k: kp, alpha: alpha, beta: beta,
+		a: pa, b: pb, c: c, lda: lpa, ldb: lpb, ldc: ldc, kern: kern}
+	jb.parallel()
+}
+
+// pairBuffers holds the word matrices of one product.
+type pairBuffers struct{ a, b []float32 }
+
+var freePairs = make(chan *pairBuffers, 4)
+
+func getPairBuffers() *pairBuffers {
+	select {
+	case b := <-freePairs:
+		return b
+	default:
+		return new(pairBuffers)
+	}
+}
+
+func putPairBuffers(b *pairBuffers) {
+	select {
+	case freePairs <- b:
+	default:
+	}
+}
+
+// words views a float32 slice as the uint32 words it holds.
+func words(s []float32) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
+}
+
+// roundWork is the floats from which the rounding is shared out among
+// the cores (two at most: it is a pass over memory).
+const roundWork = 1 << 16
+
+// roundMatrix writes the word matrix of rows×k matrix src (row stride ld,
+// k contiguous): dst row i, kp = ⌈k/2⌉ words, holds row i's pairs.
+func roundMatrix(dst, src []float32, ld, rows, k int) {
+	kp := (k + 1) / 2
+	split(rows, rows*k, func(lo, hi int) {
+		w := words(dst)
+		for i := lo; i < hi; i++ {
+			roundRow(w[i*kp:][:kp], src[i*ld:][:k])
+		}
+	})
+}
+
+// pairMatrix writes the word matrix of k×cols matrix src (row stride ld,
+// k strided): dst row p, cols words, holds rows 2p and 2p+1 interleaved
+// (row 2p+1 zero past an odd k).
+func pairMatrix(dst, src []float32, ld, k, cols int) {
+	kp := (k + 1) / 2
+	split(kp, k*cols, func(lo, hi int) {
+		w := words(dst)
+		for p := lo; p < hi; p++ {
+			r0 := src[2*p*ld:][:cols]
+			var r1 []float32
+			if 2*p+1 < k {
+				r1 = src[(2*p+1)*ld:][:cols]
+			}
+			pairRows(w[p*cols:][:cols], r0, r1)
+		}
+	})
+}
+
+// split runs f over [0, n) on two goroutines when work is large enough.
+func split(n, work int, f func(lo, hi int)) {
+	if work < roundWork || n < 2 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f(n/2, n)
+	}()
+	f(0, n/2)
+	wg.Wait()
+}
+
+// roundRowGo is roundRow in Go: dst[j] = pair(src[2j], src[2j+1]), the
+// last high half zero when len(src) is odd.
+func roundRowGo(dst []uint32, src []float32) {
+	n := len(src) / 2
+	for j := range n {
+		dst[j] = pairBF16(src[2*j], src[2*j+1])
+	}
+	if len(src)%2 == 1 {
+		dst[n] = uint32(roundBF16(src[2*n]))
+	}
+}
+
+// pairRowsGo is pairRows in Go: dst[j] = pair(r0[j], r1[j]), r1 nil
+// meaning zeros.
+func pairRowsGo(dst []uint32, r0, r1 []float32) {
+	if r1 == nil {
+		for j, v := range r0 {
+			dst[j] = uint32(roundBF16(v))
+		}
+		return
+	}
+	r1 = r1[:len(r0)]
+	for j, v := range r0 {
+		dst[j] = pairBF16(v, r1[j])
+	}
+}
+
+// bf16GoKernel is the portable 4×4 kernel over word panels.
+var bf16GoKernel = &kernel{name: "bf16-go", mr: 4, nr: 4, fn: kernelBF16Go}
+
+// kernelBF16Go is kernelGo over k steps of pairs: a step of A is 4 words
+// (the rows' pairs), of B 4 words (the columns'); each of the 16 sums
+// adds the odd product, then the even one, as VDPBF16PS does. Both
+// products are exact in float32 (8-bit significands), so only the
+// additions round.
+func kernelBF16Go(k int, a, b, c *float32, ldc int, alpha, beta float32) {
+	as := unsafe.Slice((*uint32)(unsafe.Pointer(a)), 4*k)
+	bs := unsafe.Slice((*uint32)(unsafe.Pointer(b)), 4*k)
+	var acc [4][4]float32
+	for p := 0; p < k; p++ {
+		ap := as[4*p : 4*p+4 : 4*p+4]
+		bp := bs[4*p : 4*p+4 : 4*p+4]
+		var blo, bhi [4]float32
+		for j, w := range bp {
+			blo[j] = math.Float32frombits(w << 16)
+			bhi[j] = math.Float32frombits(w &^ 0xffff)
+		}
+		for i, w := range ap {
+			alo := math.Float32frombits(w << 16)
+			ahi := math.Float32frombits(w &^ 0xffff)
+			row := &acc[i]
+			for j := range row {
+				s := row[j] + ahi*bhi[j]
+				row[j] = s + alo*blo[j]
+			}
+		}
+	}
+	cs := unsafe.Slice(c, 3*ldc+4)
+	for i := range acc {
+		r := acc[i]
+		storeRow(cs[i*ldc:i*ldc+4:i*ldc+4], alpha, beta, r[0], r[1], r[2], r[3])
+	}
+}

@@ -1,0 +1,78 @@
+package layers
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"gorgonia.org/gorgonia"
+
+	"github.com/d73a19ff/zoo/internal/ops"
+)
+
+// BenchmarkEncoderStepBF16 is BenchmarkEncoderStep's BERT-like and
+// ViT-like steps (forward + backward, no optimizer) in float32 and with
+// bf16 products (ops.UseBF16), interleaved a step of each per iteration
+// in alternating order, reporting each one's least ms and the median of
+// the paired ratios (f32 time / bf16 time).
+//
+//	go test ./layers -run '^$' -bench EncoderStepBF16 -benchtime 12x
+func BenchmarkEncoderStepBF16(b *testing.B) {
+	b.Run("bert_like_V1024_T128_d256_h4_L4_ff1024_B16", func(b *testing.B) {
+		const batch, t, v, d = 16, 128, 1024, 256
+		benchLossBF16(b, func(s *Store, g *Graph) (*gorgonia.Node, error) { return bertLike(s, g, batch, t, v, d) })
+	})
+	b.Run("vit_like_28x28x1_p4_d128_h4_L6_ff256_B64", func(b *testing.B) {
+		const batch = 64
+		benchLossBF16(b, func(s *Store, g *Graph) (*gorgonia.Node, error) { return vitLike(s, g, batch) })
+	})
+}
+
+func benchLossBF16(bn *testing.B, build func(s *Store, g *Graph) (*gorgonia.Node, error)) {
+	var ms [2]gorgonia.VM
+	for i := range ms {
+		s, err := NewStore(WithSeed(1), WithInitStd(0.02))
+		if err != nil {
+			bn.Fatal(err)
+		}
+		g := s.NewGraph(Training())
+		loss, err := build(s, g)
+		if err != nil {
+			bn.Fatal(err)
+		}
+		if _, err := gorgonia.Grad(loss, g.Learnables()...); err != nil {
+			bn.Fatal(err)
+		}
+		if i == 1 {
+			ops.UseBF16(g.ExprGraph)
+		}
+		ms[i] = gorgonia.NewTapeMachine(g.ExprGraph)
+		defer ms[i].Close()
+	}
+	step := func(m gorgonia.VM) time.Duration {
+		start := time.Now()
+		if err := m.RunAll(); err != nil {
+			bn.Fatal(err)
+		}
+		m.Reset()
+		return time.Since(start)
+	}
+	step(ms[0])
+	step(ms[1])
+	least := [2]time.Duration{1 << 62, 1 << 62}
+	var ratios []float64
+	bn.ResetTimer()
+	for i := 0; i < bn.N; i++ {
+		var d [2]time.Duration
+		for j := range 2 {
+			k := (j + i) % 2 // alternate which goes first
+			d[k] = step(ms[k])
+			least[k] = min(least[k], d[k])
+		}
+		ratios = append(ratios, float64(d[0])/float64(d[1]))
+	}
+	slices.Sort(ratios)
+	bn.ReportMetric(float64(least[0].Milliseconds()), "min-ms-f32")
+	bn.ReportMetric(float64(least[1].Milliseconds()), "min-ms-bf16")
+	bn.ReportMetric(ratios[len(ratios)/2], "median-speedup")
+}
