@@ -65,6 +65,8 @@ func TestBatchingEquivalence(t *testing.T) {
 	// whatever the timing. (Written before any request: the handlers'
 	// sends on the queue order it before the batchers read it.)
 	gate := make(chan struct{})
+	var open sync.Once
+	t.Cleanup(func() { open.Do(func() { close(gate) }) }) // before the servers close
 	for _, m := range s.models {
 		run := m.batch.run
 		m.batch.run = func(ctx context.Context, key int, texts []string) ([]any, error) {
@@ -95,16 +97,22 @@ func TestBatchingEquivalence(t *testing.T) {
 			got[i] = string(body)
 		})
 	}
-	queued := func() int {
-		n := 0
-		for _, m := range s.models {
-			n += len(m.batch.in)
+	queued := func() float64 { // requests submitted and not answered, all models
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		n := 0.0
+		for _, mf := range mfs {
+			if mf.GetName() == "zoo_serve_queue_depth" {
+				for _, m := range mf.GetMetric() {
+					n += m.GetGauge().GetValue()
+				}
+			}
 		}
 		return n
 	}
-	require.Eventually(t, func() bool { return queued() == len(calls)-len(s.models) }, time.Minute, time.Millisecond,
-		"every request but each model's first queued")
-	close(gate)
+	require.Eventually(t, func() bool { return queued() == float64(len(calls)) }, time.Minute, time.Millisecond,
+		"every request waits in its model's first batch or queued behind it")
+	open.Do(func() { close(gate) })
 	wg.Wait()
 	for i, c := range calls {
 		code, body, _ := post(t, alone+c.path, c.body)
