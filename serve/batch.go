@@ -25,10 +25,19 @@ type batchResult struct {
 }
 
 // batcher gathers the concurrent requests of one encoder model into
-// batches: the first request waits up to wait for others, until the batch
-// holds maxBatch texts, then run runs them as one call and each request
-// gets its own results back. One goroutine runs the batches in turn, so
-// the next batch gathers while one runs.
+// batches of at most maxBatch texts; run runs a batch as one call and each
+// request gets its own results back. One goroutine runs the batches in
+// turn, so the requests that arrive while one runs queue for the next.
+//
+// A request that finds the model idle (no batch running, none queued)
+// starts at once, with whatever else has queued by then: a lone client
+// never waits for company. A batch takes what queued while the last one
+// ran (as text-embeddings-inference does), and waits for more only under
+// load: when the last batch held several requests and ended less than
+// wait before this batch's first request came, this batch waits up to
+// wait (from then) for the last batch's clients to come back, ending as
+// soon as it holds as many requests as the last batch, or maxBatch texts.
+// wait <= 0 never waits.
 type batcher struct {
 	model    string
 	run      func(ctx context.Context, key int, texts []string) ([]any, error)
@@ -41,6 +50,10 @@ type batcher struct {
 	cancel   context.CancelFunc
 	stop     chan struct{}
 	stopped  chan struct{}
+
+	// The loop's own: the last batch's requests and when it ended.
+	lastReqs int
+	lastEnd  time.Time
 }
 
 func newBatcher(model string, cfg *Config, met *metrics, run func(ctx context.Context, key int, texts []string) ([]any, error)) *batcher {
@@ -99,6 +112,7 @@ func (b *batcher) loop() {
 			b.drain(pending)
 			return
 		}
+		start := time.Now()
 		batch, n := []*batchReq{first}, len(first.texts)
 		var keep []*batchReq
 		for _, r := range pending {
@@ -117,12 +131,22 @@ func (b *batcher) loop() {
 			pending = append(pending, r)
 			return r.key == first.key // the next one of this key would not fit
 		}
-		switch {
-		case n >= b.maxBatch:
-		case b.wait > 0:
+		// What queued while the last batch ran (or by now).
+		full := n >= b.maxBatch
+	drain:
+		for !full && len(pending) < b.maxQueue {
+			select {
+			case r := <-b.in:
+				full = add(r)
+			default:
+				break drain
+			}
+		}
+		// Under load, wait for the last batch's clients to come back.
+		if !full && b.wait > 0 && b.lastReqs > 1 && len(batch) < b.lastReqs && start.Sub(b.lastEnd) < b.wait {
 			timer := time.NewTimer(b.wait)
 		gather:
-			for len(pending) < b.maxQueue {
+			for len(batch) < b.lastReqs && len(pending) < b.maxQueue {
 				select {
 				case r := <-b.in:
 					if add(r) {
@@ -135,20 +159,10 @@ func (b *batcher) loop() {
 				}
 			}
 			timer.Stop()
-		default: // no wait: what queued while the last batch ran
-		drain:
-			for len(pending) < b.maxQueue {
-				select {
-				case r := <-b.in:
-					if add(r) {
-						break drain
-					}
-				default:
-					break drain
-				}
-			}
 		}
+		b.lastReqs = len(batch)
 		b.runBatch(batch)
+		b.lastEnd = time.Now()
 	}
 }
 

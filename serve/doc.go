@@ -13,9 +13,10 @@
 // `zoo serve` is a thin command over it.
 //
 // Encoder tasks (text and token classification, fill-mask, feature
-// extraction and embeddings) are batched dynamically: concurrent requests
-// for one model wait up to Config.BatchWait to be gathered into one
-// forward pass of at most Config.MaxBatch texts, then split back.
+// extraction and embeddings) are batched dynamically: a request that finds
+// its model idle runs at once, the requests that queue while a batch runs
+// share the next forward pass of at most Config.MaxBatch texts (under
+// load waiting up to Config.BatchWait for more), then are split back.
 // Generation is batched continuously: each generation model has one
 // decoding loop over a running batch of Config.MaxRunning rows
 // (layers.CausalBatch); a request's sequences join it between decoding

@@ -43,9 +43,15 @@ type Config struct {
 	// continuous batching of generation (each request then decodes on its
 	// own, at most MaxConcurrent at once).
 	MaxBatch int
-	// BatchWait is how long the first request of a batch waits for others
-	// (default 3ms); negative is no wait (a batch is what has queued
-	// while the last one ran).
+	// BatchWait bounds how long an encoder task's batch waits for more
+	// requests, under load only (default 3ms). A request that finds its
+	// model idle (no batch running, none queued) starts at once, and a
+	// batch takes what queued while the last one ran; a batch that starts
+	// less than BatchWait after a batch of several requests ended waits
+	// up to BatchWait for that batch's clients to come back, until it
+	// holds as many requests as that one or MaxBatch texts. Negative never
+	// waits. Generation's running batch steps once each running sequence
+	// has sent its token, or BatchWait after the first did.
 	BatchWait time.Duration
 	// MaxQueue is the most requests waiting per model (default 256); more
 	// are answered 429 with Retry-After.

@@ -38,9 +38,11 @@ zoo predict would (its config.json's head). Routes:
   GET  /metrics              Prometheus metrics
 
 Requests for the encoder tasks (classification, token classification,
-fill-mask, feature extraction) are batched: concurrent requests for one
-model wait up to --batch-wait to share a forward pass of up to
---max-batch texts. Generations are batched continuously: each joins the
+fill-mask, feature extraction) are batched: a request that finds its
+model idle runs at once, and those that queue while a batch runs share the
+next forward pass of up to --max-batch texts (under load, right after a
+batch of several requests, it waits up to --batch-wait for their clients
+to come back). Generations are batched continuously: each joins the
 model's running batch of --max-running sequences between decoding steps
 and leaves when it ends (--max-batch 1 turns both off). See
 docs/serving.md.`
@@ -60,7 +62,7 @@ func runServe(args []string, stdout io.Writer) error {
 	keyFile := f.String("api-key-file", "", "a file of API keys, one per line: requests must send Authorization: Bearer KEY (/health and /ready excepted)")
 	var cfg serve.Config
 	f.IntVar(&cfg.MaxBatch, "max-batch", 32, "the most texts of an encoder task per forward pass (1: no batching, of generation either)")
-	f.DurationVar(&cfg.BatchWait, "batch-wait", 3*time.Millisecond, "how long a batch's first request waits for others")
+	f.DurationVar(&cfg.BatchWait, "batch-wait", 3*time.Millisecond, "under load, the most an encoder batch waits for more requests (a request that finds its model idle runs at once); also the most a generation step waits for its slow sequences; negative: never")
 	f.IntVar(&cfg.MaxQueue, "max-queue", 256, "the most requests waiting per model; more are answered 429")
 	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", 2, "the most unbatched requests (QA, translation, images, beam search, generation with --max-batch 1) running at once per model")
 	f.IntVar(&cfg.MaxRunning, "max-running", 16, "the most sequences in a generation model's running batch (continuous batching)")
