@@ -91,7 +91,8 @@ func trainUses(t *testing.T, file string) map[string]bool {
 // objective, data and run skeleton that denoising pretraining defines,
 // pretrain's Seq2SeqTask, Seq2SeqData and Seq2SeqRecipe); a model family
 // never imports the pipelines; decode, handed a step function, imports no
-// graph code; model packages and train stay apart (modelsAndTrainApart).
+// graph code; serve, inference over the pipelines, imports no training
+// package; model packages and train stay apart (modelsAndTrainApart).
 func TestLayering(t *testing.T) {
 	imps := imports(t)
 	require.NotEmpty(t, imps["internal/ops"], "the walk found the repository")
@@ -107,6 +108,8 @@ func TestLayering(t *testing.T) {
 				require.NotEqual(t, "finetune", top, "pretrain imports %s: fine-tuning builds on pretraining, never the reverse", dep)
 			case strings.HasPrefix(dir, "models"):
 				require.NotContains(t, []string{"pretrain", "finetune", "cmd"}, top, "%s imports %s", dir, dep)
+			case dir == "serve":
+				require.NotContains(t, []string{"train", "pretrain", "finetune", "cmd"}, top, "serve is inference over the models' pipelines; it imports %s", dep)
 			}
 		}
 	}
