@@ -104,18 +104,7 @@ func (s *Server) hfTextClassification(ctx context.Context, m *model, inputs json
 	if _, ok := p["top_k"]; ok && !p.has("top_k") {
 		k = 0 // null: every label
 	}
-	texts, _, err := textsOf(inputs, "inputs", s.cfg.MaxInputs)
-	if err != nil {
-		return nil, err
-	}
-	truncate, err := p.bool("truncation", false)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.checkLength(texts, truncate, "inputs"); err != nil {
-		return nil, err
-	}
-	out, err := m.batch.submit(ctx, 0, texts)
+	out, _, err := s.submitInputs(ctx, m, inputs, p)
 	if err != nil {
 		return nil, err
 	}
@@ -139,18 +128,7 @@ func (s *Server) hfTokenClassification(ctx context.Context, m *model, inputs jso
 			return nil, unprocessable("parameters.aggregation_strategy", `parameters.aggregation_strategy must be "simple", the one zoo groups entities by`)
 		}
 	}
-	texts, single, err := textsOf(inputs, "inputs", s.cfg.MaxInputs)
-	if err != nil {
-		return nil, err
-	}
-	truncate, err := p.bool("truncation", false)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.checkLength(texts, truncate, "inputs"); err != nil {
-		return nil, err
-	}
-	out, err := m.batch.submit(ctx, 0, texts)
+	out, single, err := s.submitInputs(ctx, m, inputs, p)
 	if err != nil {
 		return nil, err
 	}
@@ -292,18 +270,7 @@ func (s *Server) hfFeatures(ctx context.Context, m *model, inputs json.RawMessag
 	if err := p.check(m.task, "truncation"); err != nil {
 		return nil, err
 	}
-	texts, single, err := textsOf(inputs, "inputs", s.cfg.MaxInputs)
-	if err != nil {
-		return nil, err
-	}
-	truncate, err := p.bool("truncation", false)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.checkLength(texts, truncate, "inputs"); err != nil {
-		return nil, err
-	}
-	out, err := m.batch.submit(ctx, 0, texts)
+	out, single, err := s.submitInputs(ctx, m, inputs, p)
 	if err != nil {
 		return nil, err
 	}
@@ -478,4 +445,24 @@ func (s *Server) classifyImage(w http.ResponseWriter, r *http.Request, m *model,
 	}
 	writeJSON(w, http.StatusOK, models.TopLabels(probs[0], m.image.Model.Labels, k))
 	return nil
+}
+
+// submitInputs is the encoder tasks' common path: the texts of "inputs"
+// (a string or a list; single when a string), parameters.truncation,
+// the length check, and one submission to the model's batcher; out holds
+// one result per text.
+func (s *Server) submitInputs(ctx context.Context, m *model, inputs json.RawMessage, p params) (out []any, single bool, err error) {
+	texts, single, err := textsOf(inputs, "inputs", s.cfg.MaxInputs)
+	if err != nil {
+		return nil, false, err
+	}
+	truncate, err := p.bool("truncation", false)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := m.checkLength(texts, truncate, "inputs"); err != nil {
+		return nil, false, err
+	}
+	out, err = m.batch.submit(ctx, 0, texts)
+	return out, single, err
 }
