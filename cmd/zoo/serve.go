@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
@@ -47,6 +48,19 @@ model's running batch of --max-running sequences between decoding steps
 and leaves when it ends (--max-batch 1 turns both off). See
 docs/serving.md.`
 
+// pprofMux serves net/http/pprof's handlers on a mux of its own (the
+// package registers them on http.DefaultServeMux, which zoo serve does not
+// use).
+func pprofMux() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("/debug/pprof/", pprof.Index)
+	m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return m
+}
+
 // stringList is a repeatable string flag.
 type stringList []string
 
@@ -75,6 +89,7 @@ func runServe(args []string, stdout io.Writer) error {
 	f.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a connection may take to send its headers")
 	shutdown := f.Duration("shutdown-timeout", 30*time.Second, "how long SIGINT/SIGTERM waits for the requests in flight before closing them")
 	logFormat := f.String("log-format", "text", "access log format on standard error: text or json")
+	pprofAddr := f.String("pprof", "", "also serve Go's profiles (net/http/pprof, /debug/pprof/) on this address, e.g. 127.0.0.1:6060; keep it on loopback: it has no API key")
 	if help, err := f.parse(args, stdout); help || err != nil {
 		return err
 	}
@@ -132,6 +147,16 @@ func runServe(args []string, stdout io.Writer) error {
 		return err
 	}
 	srv := s.HTTPServer(*addr)
+	if *pprofAddr != "" {
+		pl, err := net.Listen("tcp", *pprofAddr)
+		if err != nil {
+			return fmt.Errorf("--pprof: %w", err)
+		}
+		ps := &http.Server{Handler: pprofMux(), ReadHeaderTimeout: cfg.ReadHeaderTimeout}
+		defer ps.Close()
+		go func() { _ = ps.Serve(pl) }()
+		fmt.Fprintf(stdout, "zoo serve: profiles on http://%s/debug/pprof/\n", pl.Addr())
+	}
 	var names []string
 	for _, m := range s.Models() {
 		names = append(names, fmt.Sprintf("%s (%s)", m.Name, m.Task))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -51,7 +52,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	code := make(chan int, 1)
 	go func() {
 		code <- run([]string{"serve", "--checkpoint", "tiny=../../models/gpt/testdata/pipeline", "--checkpoint", "../../models/seq2seq/testdata/pipeline",
-			"--addr", "127.0.0.1:0", "--api-key-file", keys, "--log-format", "json"}, &out, &errb)
+			"--addr", "127.0.0.1:0", "--api-key-file", keys, "--log-format", "json", "--pprof", "127.0.0.1:0"}, &out, &errb)
 	}()
 	var addr string
 	require.Eventually(t, func() bool {
@@ -62,11 +63,27 @@ func TestServeGracefulShutdown(t *testing.T) {
 		return m != nil
 	}, 30*time.Second, 10*time.Millisecond, "stdout: %s; stderr: %s", &out, &errb)
 	require.Contains(t, out.String(), "tiny (text-generation), pipeline (translation)")
+	// --pprof: Go's profiles on their own listener, not on the API's.
+	m := regexp.MustCompile(`profiles on http://(\S+)/debug/pprof/`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	pprofAddr := m[1]
+	resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(b), "goroutine")
+	preq, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/debug/pprof/", nil)
+	preq.Header.Set("Authorization", "Bearer secret")
+	resp, err = http.DefaultClient.Do(preq)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "no profiles on the API's address")
 
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/completions",
 		strings.NewReader(`{"model": "tiny", "prompt": "one two three", "max_tokens": 4000, "stream": true}`))
 	req.Header.Set("Authorization", "Bearer secret")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -98,6 +115,8 @@ func TestServeGracefulShutdown(t *testing.T) {
 	require.Contains(t, errb.String(), `"route":"POST /v1/completions"`)
 	_, err = net.DialTimeout("tcp", addr, time.Second)
 	require.Error(t, err, "the port is closed")
+	_, err = net.DialTimeout("tcp", pprofAddr, time.Second)
+	require.Error(t, err, "the profiles' port is closed")
 }
 
 func TestServeUsage(t *testing.T) {

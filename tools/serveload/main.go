@@ -20,6 +20,8 @@
 //
 //	go run ./tools/serveload --bert DIR --embed DIR --gpt DIR [--duration 30s] [--concurrency 1,4,16,64]
 //	go run ./tools/serveload --bert DIR --embed DIR --gpt DIR --soak 30m [--soak-interval 1m] [--soak-concurrency 16]
+//	... --png FILE   # also draws the table (throughput and p99 against concurrency) or the soak's RSS
+//	go run ./tools/serveload --replot TABLE.md --png FILE   # draws a table printed before
 //	go run ./tools/serveload --tiny DIR ...   # writes untrained stand-ins there first (a smoke run, not a measurement)
 package main
 
@@ -51,6 +53,7 @@ type options struct {
 	soak, soakInterval          time.Duration
 	soakConcurrency             int
 	soakWarmup                  int
+	png, replot                 string
 }
 
 func main() {
@@ -78,6 +81,8 @@ func run(args []string, stdout io.Writer) error {
 	f.DurationVar(&o.soakInterval, "soak-interval", time.Minute, "the soak's RSS sampling interval")
 	f.IntVar(&o.soakConcurrency, "soak-concurrency", 16, "the soak's clients, split over the three models")
 	f.IntVar(&o.soakWarmup, "soak-warmup", 5, "samples left out of the soak's flatness summary (warm-up)")
+	f.StringVar(&o.replot, "replot", "", "only draw --png from this file, a table serveload printed before")
+	f.StringVar(&o.png, "png", "", "also draw the results to this PNG: throughput and p99 against concurrency, or the soak's RSS")
 	if err := f.Parse(args); err != nil {
 		return err
 	}
@@ -95,6 +100,20 @@ func run(args []string, stdout io.Writer) error {
 		o.modes = append(o.modes, strings.TrimSpace(m))
 	}
 	o.serveFlags = strings.Fields(*extra)
+	if o.replot != "" {
+		if o.png == "" {
+			return errors.New("--replot draws to --png FILE: give it")
+		}
+		b, err := os.ReadFile(o.replot)
+		if err != nil {
+			return err
+		}
+		ps, err := readTable(string(b))
+		if err != nil {
+			return fmt.Errorf("--replot %s: %w", o.replot, err)
+		}
+		return tablePNG(o.png, ps)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.tiny != "" {
@@ -140,6 +159,11 @@ func run(args []string, stdout io.Writer) error {
 		}
 	}
 	writeTable(stdout, rows, o)
+	if o.png != "" {
+		if err := tablePNG(o.png, points(rows)); err != nil {
+			return fmt.Errorf("--png: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,4 +55,56 @@ func TestRunFlags(t *testing.T) {
 	require.ErrorContains(t, run([]string{"--concurrency", "1,x"}, &b), "--concurrency")
 	require.ErrorContains(t, run([]string{"--modes", "maybe"}, &b), "--modes")
 	require.ErrorContains(t, run(nil, &b), "--bert")
+}
+
+// The pictures are written, and only as whole files.
+func TestPNGs(t *testing.T) {
+	dir := t.TempDir()
+	lat := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}
+	var rows []row
+	for _, wl := range []string{"BERT classification", "sentence embeddings", "GPT generation"} {
+		for _, mode := range []string{"on", "off"} {
+			for _, c := range []int{1, 4, 16} {
+				r := row{workload: wl, mode: mode, concurrency: c, result: result{requests: 10 * c, elapsed: time.Second, latencies: lat}}
+				if wl == "GPT generation" {
+					r.tokens = 320 * c
+				}
+				rows = append(rows, r)
+			}
+		}
+	}
+	o := options{duration: time.Second, concurrency: []int{1, 4, 16}, modes: []string{"on", "off"}, genTokens: 32}
+	p := filepath.Join(dir, "table.png")
+	require.NoError(t, tablePNG(p, points(rows)))
+	requirePNG(t, p)
+	// --replot reads the printed table back to the same points.
+	var b bytes.Buffer
+	writeTable(&b, rows, o)
+	back, err := readTable(b.String())
+	require.NoError(t, err)
+	require.Equal(t, points(rows), back)
+	tp := filepath.Join(dir, "table.md")
+	require.NoError(t, os.WriteFile(tp, b.Bytes(), 0o644))
+	require.NoError(t, run([]string{"--replot", tp, "--png", filepath.Join(dir, "replot.png")}, &b))
+	requirePNG(t, filepath.Join(dir, "replot.png"))
+	_, err = readTable("no table here")
+	require.ErrorContains(t, err, "no table rows")
+	require.ErrorContains(t, run([]string{"--replot", tp}, &b), "--png")
+	p = filepath.Join(dir, "soak.png")
+	require.NoError(t, soakPNG(p, []float64{0, 1, 2, 3}, []float64{100, 150, 151, 149}, 1))
+	requirePNG(t, p)
+	require.Error(t, soakPNG(filepath.Join(dir, "no", "such", "dir.png"), []float64{0}, []float64{1}, 0))
+	left, err := filepath.Glob(filepath.Join(dir, ".serveload-*"))
+	require.NoError(t, err)
+	require.Empty(t, left, "temporary files left behind")
+}
+
+func requirePNG(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	require.Greater(t, img.Bounds().Dx(), 500)
 }

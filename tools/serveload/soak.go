@@ -45,7 +45,7 @@ func soak(ctx context.Context, o options, w io.Writer) error {
 	fmt.Fprintf(w, "soak: %s of mixed load, %d clients, batching on; RSS of zoo serve (pid %d) every %s\n\n", o.soak, o.soakConcurrency, pid, o.soakInterval)
 	fmt.Fprintln(w, "| elapsed | RSS MiB | requests | errors |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|")
-	var rss []float64
+	var rss, minutes []float64
 	start := time.Now()
 	last := start
 	tick := time.NewTicker(o.soakInterval)
@@ -60,6 +60,7 @@ func soak(ctx context.Context, o options, w io.Writer) error {
 		n, bad := count(codes)
 		mu.Unlock()
 		rss = append(rss, float64(kb)/1024)
+		minutes = append(minutes, time.Since(start).Minutes())
 		last = time.Now()
 		fmt.Fprintf(w, "| %s | %.1f | %d | %d |\n", time.Since(start).Round(time.Second), float64(kb)/1024, n, bad)
 	}
@@ -93,6 +94,11 @@ func soak(ctx context.Context, o options, w io.Writer) error {
 			o.soakWarmup, after[0], med, after[len(after)-1], 100*(after[0]-med)/med, 100*(after[len(after)-1]-med)/med)
 	} else {
 		fmt.Fprintf(w, "RSS: %d samples, not more than the %d warm-up ones: no summary\n", len(rss), o.soakWarmup)
+	}
+	if o.png != "" && len(rss) > 0 {
+		if err := soakPNG(o.png, minutes, rss, o.soakWarmup); err != nil {
+			return fmt.Errorf("--png: %w", err)
+		}
 	}
 	return ctx.Err()
 }
