@@ -232,6 +232,10 @@ func savePlots(path string, plots [][]*plot.Plot, w, h vg.Length) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o644); err != nil { // CreateTemp's 0600 is for secrets, not pictures
+		tmp.Close()
+		return err
+	}
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(tmp); err != nil {
 		tmp.Close()
 		return err
