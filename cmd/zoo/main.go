@@ -10,10 +10,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/d73a19ff/zoo/internal/atomicfile"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -203,7 +205,39 @@ func run(args []string, stdout, errw io.Writer) int {
 	return 2
 }
 
-func main() { os.Exit(runWorld(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(profiled(os.Getenv("ZOO_CPUPROFILE"), os.Args[1:], os.Stdout, os.Stderr)) }
+
+// profiled runs the command, writing a CPU profile of the whole run to
+// path when it is not empty (ZOO_CPUPROFILE=FILE zoo pretrain gpt; then
+// go tool pprof FILE): any command, training included, without a flag of
+// its own. A profile that cannot be started is an error before the command
+// runs; the file is written atomically when it ends.
+func profiled(path string, args []string, stdout, errw io.Writer) int {
+	if path == "" {
+		return runWorld(args, stdout, errw)
+	}
+	code := 0
+	started := false
+	err := atomicfile.WriteFile(path, func(w io.Writer) error {
+		if err := pprof.StartCPUProfile(w); err != nil {
+			return err
+		}
+		started = true
+		code = runWorld(args, stdout, errw)
+		pprof.StopCPUProfile()
+		return nil
+	})
+	switch {
+	case err != nil && !started:
+		fmt.Fprintf(errw, "zoo: ZOO_CPUPROFILE=%s: %v\n", path, err)
+		return 2
+	case err != nil:
+		fmt.Fprintf(errw, "zoo: ZOO_CPUPROFILE=%s: %v\n", path, err)
+		return max(code, 1)
+	}
+	fmt.Fprintf(errw, "zoo: CPU profile in %s (go tool pprof %s)\n", path, path)
+	return code
+}
 
 // runWorld is run as one rank of a data-parallel job when an MPI launcher
 // started this process as one of several (mpirun -np 2 zoo pretrain …, a
