@@ -50,7 +50,9 @@ torch.autocast("cpu", dtype=torch.bfloat16) (PyTorch's own mixed precision:
 weights, gradients and AdamW stay float32; autocast's linear, matmul and
 bmm run in bf16, through oneDNN's avx512_core_bf16 kernels on torch 1.13
 where the CPU has AVX-512 BF16) and names it with a _bf16 suffix
-(BERTMiniPretrainStep_T128_B32_bf16, as zoo's bf16 row).
+(BERTMiniPretrainStep_T128_B32_bf16, as zoo's bf16 row). The LayerNorms'
+inputs are cast to float32 (float32_layernorms: torch 1.13's CPU
+layer_norm refuses the MLM head's bfloat16 one).
 
 Every benchmark: 3 warm-up iterations, then the median of at least --iters
 (default 10) timed ones.  seq/s = 32 / seconds.  cpu-ms/step is the process's
@@ -145,6 +147,18 @@ class ForSequenceClassification(nn.Module):
         return self.classifier(self.bert(ids, types, mask)[1])
 
 
+def float32_layernorms(model):
+    """Casts every LayerNorm's input to float32. torch 1.13's CPU autocast
+    leaves layer_norm alone, and its CPU kernel refuses a bfloat16 input with
+    float32 weights ("expected scalar type BFloat16 but found Float"): the
+    MLM head's LayerNorm(gelu(dense(x))) gets one (the encoder's LayerNorms
+    see float32 residual sums). Later PyTorch releases take mixed types and
+    compute in float32; zoo's LayerNorms are float32 too."""
+    for m in model.modules():
+        if isinstance(m, nn.LayerNorm):
+            m.register_forward_pre_hook(lambda mod, inp: (inp[0].float(),) + tuple(inp[1:]))
+
+
 def hf_init(model, std=0.02):
     """BertPreTrainedModel._init_weights: N(0, std) weights and embeddings,
     zero biases, LayerNorms 1 and 0, the padding row zero."""
@@ -226,6 +240,8 @@ def build_cases(gen, bf16=False):
 
     pre = ForPreTraining(MINI)
     hf_init(pre)
+    if bf16:
+        float32_layernorms(pre)
     pre.train()
     popt = torch.optim.AdamW(pre.parameters(), lr=1e-4, weight_decay=0.01)
     with torch.no_grad():  # both MLM variants are one loss
@@ -247,6 +263,8 @@ def build_cases(gen, bf16=False):
 
     cl = ForSequenceClassification(MINI)
     hf_init(cl)
+    if bf16:
+        float32_layernorms(cl)
     cl.train()
     copt = torch.optim.AdamW(cl.parameters(), lr=1e-4, weight_decay=0.01)
 
@@ -261,6 +279,8 @@ def build_cases(gen, bf16=False):
 
     ev = ForSequenceClassification(MINI)
     hf_init(ev)
+    if bf16:
+        float32_layernorms(ev)
     ev.eval()
 
     def classify_forward():
