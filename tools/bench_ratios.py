@@ -164,7 +164,7 @@ def main():
         for row in rows:
             print("| " + " | ".join(row) + " |")
     decode_limit(builds, torch)
-    bf16_speedups(builds, torch, names)
+    bf16_speedups(builds, torch, torch_cpu, names)
     # The main job's validation loss on each side (the issue's 1% bound);
     # a bf16 row also gives its change against the same side's float32 row.
     for go, pt, metric in PAIRS:
@@ -185,9 +185,12 @@ def main():
             print(line)
 
 
-def bf16_speedups(builds, torch, names):
+def bf16_speedups(builds, torch, torch_cpu, names):
     """Prints each side's float32 time over its bf16 time (above 1: bf16 is
-    faster) for the rows measured in both precisions."""
+    faster) for the rows measured in both precisions, in wall time and, where
+    both sides report it, in CPU time (steadier on a shared machine)."""
+    def ratio(f, h):
+        return "" if f is None or h is None else "%.2f×" % (f / h)
     rows = []
     for go, pt, metric in PAIRS:
         if not go.endswith("_bf16"):
@@ -196,14 +199,17 @@ def bf16_speedups(builds, torch, names):
         row = [pt32]
         row += ["%.2f×" % (torch[pt32] / torch[pt])] if pt in torch and pt32 in torch else [""]
         for b in names:
-            f, h = builds[b].get(go32, {}).get(metric), builds[b].get(go, {}).get(metric)
-            row += ["" if f is None or h is None else "%.2f×" % (f / h)]
+            row += [ratio(builds[b].get(go32, {}).get(metric), builds[b].get(go, {}).get(metric))]
+        row += [ratio(torch_cpu.get(pt32), torch_cpu.get(pt))]
+        for b in names:
+            row += [ratio(builds[b].get(go32, {}).get("cpu-ms/step"), builds[b].get(go, {}).get("cpu-ms/step"))]
         if any(row[1:]):
             rows.append(row)
     if rows:
         print()
-        print("| bf16 speed-up (f32 time / bf16 time) | PyTorch autocast | " + " | ".join("zoo %s" % b for b in names) + " |")
-        print("|---|---:|" + "---:|" * len(names))
+        print("| bf16 speed-up (f32 time / bf16 time) | PyTorch autocast | " + " | ".join("zoo %s" % b for b in names) +
+              " | PyTorch autocast, CPU time | " + " | ".join("zoo %s, CPU time" % b for b in names) + " |")
+        print("|---|---:|" + "---:|" * (2 * len(names) + 1))
         for row in rows:
             print("| " + " | ".join(row) + " |")
 
