@@ -8,6 +8,7 @@ import (
 
 	"gorgonia.org/gorgonia"
 
+	"github.com/d73a19ff/zoo/internal/ops"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models/vit"
 	"github.com/d73a19ff/zoo/train"
@@ -43,10 +44,16 @@ func benchPixels(n *gorgonia.Node, seed uint64) {
 
 // BenchmarkTrainStep is a whole training step of the Fashion preset:
 // forward, backward of the cross-entropy and an AdamW update with the
-// model's decay rule.
+// model's decay rule. The _bf16 rows have the graph's matrix products in
+// bf16 (ops.UseBF16, as the engine under --bf16), against
+// tools/pytorch/bench_vit.py --bf16 (torch.autocast) in tools/bench.sh bf16.
 func BenchmarkTrainStep(b *testing.B) {
-	for _, batch := range []int{64, 128} {
-		b.Run(fmt.Sprintf("vit-fashion/B%d", batch), func(b *testing.B) {
+	for _, row := range []struct {
+		batch int
+		bf16  bool
+	}{{64, false}, {128, false}, {64, true}, {128, true}} {
+		batch, sfx := row.batch, map[bool]string{false: "", true: "_bf16"}[row.bf16]
+		b.Run(fmt.Sprintf("vit-fashion/B%d%s", batch, sfx), func(b *testing.B) {
 			c := benchClassifier(b)
 			g := c.Store.NewGraph()
 			px, labels := g.Input("pixel_values", batch, 1, 28, 28), g.IntInput("labels", batch)
@@ -61,6 +68,9 @@ func BenchmarkTrainStep(b *testing.B) {
 			grads, err := gorgonia.Grad(loss, g.Learnables()...)
 			if err != nil {
 				b.Fatal(err)
+			}
+			if row.bf16 {
+				ops.UseBF16(g.ExprGraph)
 			}
 			vals := make([]gorgonia.Value, len(grads))
 			for i := range grads {

@@ -13,6 +13,19 @@
 #                                     recipe), every row in its own process on
 #                                     both sides for its peak RSS, interleaved;
 #                                     medians of rounds (default 3)
+#        tools/bench.sh bf16 [rounds] issue 40's bf16 rows: the GPT, BERT-Mini
+#                                     pretraining and ViT Fashion-MNIST steps
+#                                     and the main job, each in float32 and in
+#                                     bf16 (zoo: ops.UseBF16 / `pretrain gpt
+#                                     --bf16`; PyTorch: torch.autocast("cpu",
+#                                     dtype=torch.bfloat16), rows named _bf16),
+#                                     zoo and PyTorch interleaved row by row,
+#                                     every row in its own process (default 2
+#                                     rounds); the ratio table, then each
+#                                     side's bf16 speed-up and the main job's
+#                                     validation loss in both precisions
+#                                     (BF16_MAIN=0 skips the main job, about
+#                                     8 minutes a round)
 #        tools/bench.sh vit [rounds]  the ViT Fashion-MNIST rows only (training
 #                                     step B128 with AdamW, forward B256), zoo
 #                                     and PyTorch interleaved for rounds (default
@@ -49,12 +62,14 @@
 #        tools/bench.sh all [rounds] all of the above in one run (issue 14's table):
 #                                     the main job, each family's step,
 #                                     decoding and the long sweep, every row
-#                                     in its own process, pure Go and
+#                                     in its own process (with the bf16 rows
+#                                     of the bf16 mode), pure Go and
 #                                     -tags openblas (when libopenblas-dev is
 #                                     installed) and PyTorch interleaved row
 #                                     by row; time and peak RSS tables
 #                                     (default 1 round; ALL_MAIN=0 skips the
-#                                     main job, about 9 minutes a round)
+#                                     main job, in float32 and in bf16, about
+#                                     15 minutes a round)
 # LONG_ITERS (default 3) and DECODE_ITERS (default 3) set the timed iterations
 # per row of the long and decode modes (each also has one untimed warm-up).
 set -euo pipefail
@@ -146,30 +161,32 @@ interleaved() { # $1: rounds, $2: function printing one round; then the ratio ta
   echo "== zoo / PyTorch, medians of $1 interleaved rounds (below 1: zoo is faster or smaller)"
   python3 tools/bench_ratios.py < "$out"
 }
-mainrow() { # the main job once per build, then PyTorch's; training seconds as a Benchmark line
-  local tags zoo run
+mainrow() { # the main job once per build, then PyTorch's; training seconds as a Benchmark line.
+  # $1 "bf16": both sides in bf16 (zoo --bf16, PyTorch autocast), rows named _bf16.
+  local tags zoo run flag=() sfx=""
+  [ "${1:-}" = bf16 ] && flag=(--bf16) sfx=_bf16
   for tags in "${gobuilds[@]}"; do
     zoo=$bindir/zoo${tags:+.openblas}
     [ -x "$zoo" ] || go build $tags -o "$zoo" ./cmd/zoo
     run=$(mktemp -d -p "$bindir")
     echo "== Go ($(go version | cut -d' ' -f3), $(nproc) cores), $(buildname "$tags")"
-    OPENBLAS_NUM_THREADS=2 /usr/bin/time -f %M -o "$bindir/rss" "$zoo" pretrain gpt --run "$run/run" > "$run/log" 2>&1 || { tail "$run/log" >&2; echo "FAILED: main job $tags" >&2; }
-    python3 - "$run/run/metrics.jsonl" <<'PY' | withrss "$bindir/rss"
+    OPENBLAS_NUM_THREADS=2 /usr/bin/time -f %M -o "$bindir/rss" "$zoo" pretrain gpt --run "$run/run" "${flag[@]}" > "$run/log" 2>&1 || { tail "$run/log" >&2; echo "FAILED: main job $tags $sfx" >&2; }
+    python3 - "$run/run/metrics.jsonl" "$sfx" <<'PY' | withrss "$bindir/rss"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 secs = sum(r.get("seconds", 0) for r in rows)
 val = [r["val_loss"] for r in rows if "val_loss" in r]
-print(f"BenchmarkMainJob/gpt_opticks_{len(rows)}steps\t1\t{secs * 1e9:.0f} ns/op\t{secs * 1e3:.0f} ms/run\t{val[-1]:.4f} val_loss")
+print(f"BenchmarkMainJob/gpt_opticks_{len(rows)}steps{sys.argv[2]}\t1\t{secs * 1e9:.0f} ns/op\t{secs * 1e3:.0f} ms/run\t{val[-1]:.4f} val_loss")
 PY
     rm -rf "$run"
   done
-  (torchenv; /usr/bin/time -f %M -o "$bindir/pyrss" /usr/bin/python3 tools/pytorch/train_gpt_opticks.py --out "$bindir/ref.json" > "$bindir/reflog" 2>&1) || { tail "$bindir/reflog" >&2; echo "FAILED: train_gpt_opticks.py" >&2; }
-  python3 - "$bindir/ref.json" "$bindir/pyrss" <<'PY'
+  (torchenv; /usr/bin/time -f %M -o "$bindir/pyrss" /usr/bin/python3 tools/pytorch/train_gpt_opticks.py --out "$bindir/ref.json" "${flag[@]}" > "$bindir/reflog" 2>&1) || { tail "$bindir/reflog" >&2; echo "FAILED: train_gpt_opticks.py $sfx" >&2; }
+  python3 - "$bindir/ref.json" "$bindir/pyrss" "$sfx" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 t = d["timing"]
 print("| benchmark | ms/run | val_loss | peakRSS_MB |")
-print(f"| MainJob/gpt_opticks_{t['iters']}steps | {t['train_seconds'] * 1e3:.0f} | {d['final_val_loss']:.4f} | {int(open(sys.argv[2]).read().split()[-1]) // 1000} |")
+print(f"| MainJob/gpt_opticks_{t['iters']}steps{sys.argv[3]} | {t['train_seconds'] * 1e3:.0f} | {d['final_val_loss']:.4f} | {int(open(sys.argv[2]).read().split()[-1]) // 1000} |")
 PY
 }
 stepsround() { # each family's real training step, every row in its own process on both sides
@@ -182,9 +199,39 @@ stepsround() { # each family's real training step, every row in its own process 
   gorow finetune 'TrainStep/vit-fashion/B128$' 5
   torchrow bench_vit.py TrainStep/vit-fashion/B128
 }
+bf16steps() { # issue 40's bf16 rows of the steps: zoo's ops.UseBF16 against PyTorch's autocast
+  gorow models/gpt 'TrainStep$/^V512_T128_d256_h4_L4_ff1024_B16_bf16$' 5
+  torchrow bench_gpt.py --bf16 GPTTrainStep/
+  gorow models/bert 'BERTMiniPretrainStep_T128_B32_bf16$' 3
+  torchrow bench_bert.py --bf16 BERTMiniPretrainStep_T128_B32_bf16
+  gorow finetune 'TrainStep/vit-fashion/B128_bf16$' 5
+  torchrow bench_vit.py --bf16 TrainStep/vit-fashion/B128_bf16
+}
+bf16round() { # each step and the main job in float32 then bf16, zoo and PyTorch, row by row
+  gorow models/gpt 'TrainStep$/^V512_T128_d256_h4_L4_ff1024_B16$' 5
+  torchrow bench_gpt.py GPTTrainStep/
+  gorow models/gpt 'TrainStep$/^V512_T128_d256_h4_L4_ff1024_B16_bf16$' 5
+  torchrow bench_gpt.py --bf16 GPTTrainStep/
+  gorow models/bert 'BERTMiniPretrainStep_T128_B32$' 3
+  torchrow bench_bert.py BERTMiniPretrainStep_T128_B32
+  gorow models/bert 'BERTMiniPretrainStep_T128_B32_bf16$' 3
+  torchrow bench_bert.py --bf16 BERTMiniPretrainStep_T128_B32_bf16
+  gorow finetune 'TrainStep/vit-fashion/B128$' 5
+  torchrow bench_vit.py TrainStep/vit-fashion/B128
+  gorow finetune 'TrainStep/vit-fashion/B128_bf16$' 5
+  torchrow bench_vit.py --bf16 TrainStep/vit-fashion/B128_bf16
+  if [ "${BF16_MAIN:-1}" != 0 ]; then
+    mainrow
+    mainrow bf16
+  fi
+}
 allround() { # everything issue 14's table asks for, both builds, row by row
-  [ "${ALL_MAIN:-1}" = 0 ] || mainrow
+  if [ "${ALL_MAIN:-1}" != 0 ]; then
+    mainrow
+    mainrow bf16
+  fi
   stepsround
+  bf16steps
   decoderound
   longround
 }
@@ -265,6 +312,7 @@ go | torch | both | vit) ;;
 
 main) interleaved "${2:-2}" mainrow; exit 0 ;;
 steps) interleaved "${2:-3}" stepsround; exit 0 ;;
+bf16) interleaved "${2:-2}" bf16round; exit 0 ;;
 long) interleaved "${2:-3}" longround; exit 0 ;;
 decode) interleaved "${2:-3}" decoderound; exit 0 ;;
 llama) llamamode "${2:-2}"; exit 0 ;;
@@ -273,7 +321,7 @@ all)
   interleaved "${2:-1}" allround
   exit 0
   ;;
-*) echo "tools/bench.sh: unknown mode \"$what\": want go, torch, both, main, steps, vit, long, decode, llama or all" >&2; exit 2 ;;
+*) echo "tools/bench.sh: unknown mode \"$what\": want go, torch, both, main, steps, bf16, vit, long, decode, llama or all" >&2; exit 2 ;;
 esac
 if [ "$what" = both ]; then
   out=$(mktemp)

@@ -2,7 +2,11 @@
 """Reads the output of tools/bench.sh on stdin and prints one table of
 zoo / PyTorch time ratios (below 1 means zoo is faster). Plain Python 3: no
 torch needed. A benchmark seen several times (tools/bench.sh vit runs the
-two sides interleaved, round after round) counts with its median."""
+two sides interleaved, round after round) counts with its median.
+Rows named with a _bf16 suffix (tools/bench.sh bf16, all) are issue 40's
+bf16 rows: zoo's ops.UseBF16 products against PyTorch's
+torch.autocast("cpu", dtype=torch.bfloat16); a second table gives each
+side's float32/bf16 speed-up."""
 
 import re
 import statistics
@@ -40,6 +44,13 @@ PAIRS = [
     # (models/gpt, tools/pytorch/bench_gpt2_generate.py): tools/bench.sh decode.
     ("GenerateGPT2Small/P16_N64_B1", "GenerateGPT2Small/P16_N64_B1", "ms/token"),
 ]
+# Issue 40's bf16 rows (tools/bench.sh bf16, all): the float32 row's names
+# with a _bf16 suffix on both sides, zoo's graph products in bf16
+# (ops.UseBF16, `zoo pretrain gpt --bf16`) against PyTorch's autocast.
+BF16_ROWS = ["MainJob/gpt_opticks_2000steps", "TrainStep/V512_T128_d256_h4_L4_ff1024_B16",
+             "BERTMiniPretrainStep_T128_B32", "TrainStep/vit-fashion/B128"]
+PAIRS = [p for go, pt, metric in PAIRS for p in [(go, pt, metric)] + (
+    [(go + "_bf16", pt + "_bf16", metric)] if go in BF16_ROWS else [])]
 # The long-sequence sweep (layers, models/gpt, tools/pytorch/bench_long.py):
 # tools/bench.sh long. Same names on both sides.
 LONG_LENGTHS = (128, 256, 512, 1024, 2048)
@@ -153,12 +164,54 @@ def main():
         for row in rows:
             print("| " + " | ".join(row) + " |")
     decode_limit(builds, torch)
-    # The main job's validation loss on each side (the issue's 1% bound).
+    bf16_speedups(builds, torch, torch_cpu, names)
+    # The main job's validation loss on each side (the issue's 1% bound);
+    # a bf16 row also gives its change against the same side's float32 row.
     for go, pt, metric in PAIRS:
         if pt in torch_val:
+            def vs32(v, f32):
+                return "" if f32 is None else " (%+.2f%% against float32)" % (100 * (v / f32 - 1))
+            bf16 = pt.endswith("_bf16")
+            pt32, go32 = (pt[:-len("_bf16")], go[:-len("_bf16")]) if bf16 else (None, None)
+            v = statistics.median(torch_val[pt])
+            f = statistics.median(torch_val[pt32]) if bf16 and pt32 in torch_val else None
+            line = "validation loss of %s: PyTorch %.4f%s" % (pt, v, vs32(v, f))
+            for b in names:
+                if "val_loss" in builds[b].get(go, {}):
+                    v = builds[b][go]["val_loss"]
+                    f = builds[b].get(go32, {}).get("val_loss") if bf16 else None
+                    line += ", zoo %s %.4f%s" % (b, v, vs32(v, f))
             print()
-            print("validation loss of %s: PyTorch %.4f" % (pt, statistics.median(torch_val[pt])) + "".join(
-                ", zoo %s %.4f" % (b, builds[b][go]["val_loss"]) for b in names if "val_loss" in builds[b].get(go, {})))
+            print(line)
+
+
+def bf16_speedups(builds, torch, torch_cpu, names):
+    """Prints each side's float32 time over its bf16 time (above 1: bf16 is
+    faster) for the rows measured in both precisions, in wall time and, where
+    both sides report it, in CPU time (steadier on a shared machine)."""
+    def ratio(f, h):
+        return "" if f is None or h is None else "%.2f×" % (f / h)
+    rows = []
+    for go, pt, metric in PAIRS:
+        if not go.endswith("_bf16"):
+            continue
+        go32, pt32 = go[:-len("_bf16")], pt[:-len("_bf16")]
+        row = [pt32]
+        row += ["%.2f×" % (torch[pt32] / torch[pt])] if pt in torch and pt32 in torch else [""]
+        for b in names:
+            row += [ratio(builds[b].get(go32, {}).get(metric), builds[b].get(go, {}).get(metric))]
+        row += [ratio(torch_cpu.get(pt32), torch_cpu.get(pt))]
+        for b in names:
+            row += [ratio(builds[b].get(go32, {}).get("cpu-ms/step"), builds[b].get(go, {}).get("cpu-ms/step"))]
+        if any(row[1:]):
+            rows.append(row)
+    if rows:
+        print()
+        print("| bf16 speed-up (f32 time / bf16 time) | PyTorch autocast | " + " | ".join("zoo %s" % b for b in names) +
+              " | PyTorch autocast, CPU time | " + " | ".join("zoo %s, CPU time" % b for b in names) + " |")
+        print("|---|---:|" + "---:|" * (2 * len(names) + 1))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
 
 
 def decode_limit(builds, torch):

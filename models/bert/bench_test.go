@@ -6,6 +6,7 @@ import (
 
 	"gorgonia.org/gorgonia"
 
+	"github.com/d73a19ff/zoo/internal/ops"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/train"
 )
@@ -110,9 +111,19 @@ func runBench(b *testing.B, rows int, step func()) {
 // trainStep compiles one optimiser step of loss over g: forward, backward
 // and train.AdamW with its default config, as the engine does.
 func trainStep(b *testing.B, g *layers.Graph, loss *gorgonia.Node) (step func(), done func()) {
+	return trainStepAs(b, g, loss, false)
+}
+
+// trainStepAs is trainStep, with the graph's matrix products in bf16
+// (ops.UseBF16 after the gradients, as the engine under --bf16) when bf16
+// is set.
+func trainStepAs(b *testing.B, g *layers.Graph, loss *gorgonia.Node, bf16 bool) (step func(), done func()) {
 	grads, err := gorgonia.Grad(loss, g.Learnables()...)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if bf16 {
+		ops.UseBF16(g.ExprGraph)
 	}
 	vals := make([]gorgonia.Value, len(grads))
 	for i := range grads {
@@ -153,6 +164,14 @@ func BenchmarkBERTMiniPretrainStep_T128_B32(b *testing.B) {
 	benchPretrain(b, 0)
 }
 
+// BenchmarkBERTMiniPretrainStep_T128_B32_bf16 is the same step with the
+// graph's matrix products in bf16 (ops.UseBF16, as the engine under
+// --bf16), against tools/pytorch/bench_bert.py --bf16 (torch.autocast) in
+// tools/bench.sh bf16.
+func BenchmarkBERTMiniPretrainStep_T128_B32_bf16(b *testing.B) {
+	benchPretrainAs(b, 0, true)
+}
+
 // BenchmarkBERTMiniPretrainStepMaskedOnly_T128_B32 is the same step
 // through ForPreTraining.MaskedLoss, the pretraining pipeline's path
 // (Google's gather_indexes, max_predictions_per_seq 20 for T 128): the MLM
@@ -167,7 +186,10 @@ func BenchmarkBERTMiniPretrainStepMaskedOnly_T128_B32(b *testing.B) {
 // maxPred is 0, else MaskedLoss with B·maxPred slots, filled in order with
 // the labelled positions (flat b·T + t) and then padding (position 0,
 // label -100).
-func benchPretrain(b *testing.B, maxPred int) {
+func benchPretrain(b *testing.B, maxPred int) { benchPretrainAs(b, maxPred, false) }
+
+// benchPretrainAs is benchPretrain, with bf16 products when bf16 is set.
+func benchPretrainAs(b *testing.B, maxPred int, bf16 bool) {
 	const batch, t = 32, 128
 	cfg := benchMini()
 	p, err := NewForPreTraining(cfg, layers.WithSeed(1))
@@ -202,7 +224,7 @@ func benchPretrain(b *testing.B, maxPred int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	step, done := trainStep(b, g, out.Loss)
+	step, done := trainStepAs(b, g, out.Loss, bf16)
 	defer done()
 	runBench(b, batch, step)
 }

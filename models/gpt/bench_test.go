@@ -23,28 +23,36 @@ func benchConfig() Config {
 
 // BenchmarkTrainStep is a whole training step: forward, backward of the LM
 // loss and an AdamW update (as PyTorch's reference step), float32, dropout
-// off.
+// off. The _bf16 row is the same step with the graph's matrix products in
+// bf16 (ops.UseBF16, as the engine under --bf16), against
+// tools/pytorch/bench_gpt.py --bf16 (torch.autocast) in tools/bench.sh bf16.
 func BenchmarkTrainStep(b *testing.B) {
-	b.Run("V512_T128_d256_h4_L4_ff1024_B16", func(b *testing.B) {
-		const batch, t = 16, 128
-		ts, err := newTrainStep(benchConfig(), batch, t)
-		if err != nil {
-			b.Fatal(err)
+	for _, bf16 := range []bool{false, true} {
+		name, newStep := "V512_T128_d256_h4_L4_ff1024_B16", newTrainStep
+		if bf16 {
+			name, newStep = name+"_bf16", newTrainStepBF16
 		}
-		defer ts.close()
-		if err := ts.step(); err != nil { // warm-up: buffers are allocated once
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if err := ts.step(); err != nil {
+		b.Run(name, func(b *testing.B) {
+			const batch, t = 16, 128
+			ts, err := newStep(benchConfig(), batch, t)
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-		b.ReportMetric(float64(batch*t*b.N)/b.Elapsed().Seconds(), "tokens/s")
-		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/step")
-	})
+			defer ts.close()
+			if err := ts.step(); err != nil { // warm-up: buffers are allocated once
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := ts.step(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(batch*t*b.N)/b.Elapsed().Seconds(), "tokens/s")
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/step")
+		})
+	}
 }
 
 // BenchmarkTrainStepLong is BenchmarkTrainStep's step at lengths 128 to

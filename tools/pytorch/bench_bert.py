@@ -45,6 +45,15 @@ NSP labels alternating 0, 1.
   BERTMiniClassifyForward_T128_B32
       inference: eval + no_grad, the class scores (32, 2) of the batch.
 
+--bf16 runs every row with its forward and loss under
+torch.autocast("cpu", dtype=torch.bfloat16) (PyTorch's own mixed precision:
+weights, gradients and AdamW stay float32; autocast's linear, matmul and
+bmm run in bf16, through oneDNN's avx512_core_bf16 kernels on torch 1.13
+where the CPU has AVX-512 BF16) and names it with a _bf16 suffix
+(BERTMiniPretrainStep_T128_B32_bf16, as zoo's bf16 row). The LayerNorms'
+inputs are cast to float32 (float32_layernorms: torch 1.13's CPU
+layer_norm refuses the MLM head's bfloat16 one).
+
 Every benchmark: 3 warm-up iterations, then the median of at least --iters
 (default 10) timed ones.  seq/s = 32 / seconds.  cpu-ms/step is the process's
 CPU time (time.process_time, all threads) per timed iteration, as the Go
@@ -138,6 +147,18 @@ class ForSequenceClassification(nn.Module):
         return self.classifier(self.bert(ids, types, mask)[1])
 
 
+def float32_layernorms(model):
+    """Casts every LayerNorm's input to float32. torch 1.13's CPU autocast
+    leaves layer_norm alone, and its CPU kernel refuses a bfloat16 input with
+    float32 weights ("expected scalar type BFloat16 but found Float"): the
+    MLM head's LayerNorm(gelu(dense(x))) gets one (the encoder's LayerNorms
+    see float32 residual sums). Later PyTorch releases take mixed types and
+    compute in float32; zoo's LayerNorms are float32 too."""
+    for m in model.modules():
+        if isinstance(m, nn.LayerNorm):
+            m.register_forward_pre_hook(lambda mod, inp: (inp[0].float(),) + tuple(inp[1:]))
+
+
 def hf_init(model, std=0.02):
     """BertPreTrainedModel._init_weights: N(0, std) weights and embeddings,
     zero biases, LayerNorms 1 and 0, the padding row zero."""
@@ -204,7 +225,7 @@ def bench(fn, iters, warmup=3):
     return statistics.median(times), min(times), max(times), cpu
 
 
-def build_cases(gen):
+def build_cases(gen, bf16=False):
     V = MINI["vocab_size"]
     ids, types, mask, labels, nsp = make_batch(gen, V)
     real = int(mask.sum()) - 3 * B  # minus [CLS] and the two [SEP]s
@@ -212,9 +233,15 @@ def build_cases(gen):
     print("batch: %d labelled of %d real tokens (%.1f%%), %d padded rows" % (
         labelled, real, 100.0 * labelled / real, int((mask[:, -1] == 0).sum())))
     cases = []
+    sfx = "_bf16" if bf16 else ""
+
+    def autocast():
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
 
     pre = ForPreTraining(MINI)
     hf_init(pre)
+    if bf16:
+        float32_layernorms(pre)
     pre.train()
     popt = torch.optim.AdamW(pre.parameters(), lr=1e-4, weight_decay=0.01)
     with torch.no_grad():  # both MLM variants are one loss
@@ -224,43 +251,52 @@ def build_cases(gen):
 
     def pretrain_step(max_predictions):
         def step():
-            loss = pre(ids, types, mask, labels, nsp, max_predictions)
+            with autocast():
+                loss = pre(ids, types, mask, labels, nsp, max_predictions)
             popt.zero_grad(set_to_none=True)
             loss.backward()
             popt.step()
         return step
 
-    cases.append(("BERTMiniPretrainStep_T128_B32", pretrain_step(0)))
-    cases.append(("BERTMiniPretrainStepMaskedOnly_T128_B32", pretrain_step(MAX_PREDICTIONS)))
+    cases.append(("BERTMiniPretrainStep_T128_B32" + sfx, pretrain_step(0)))
+    cases.append(("BERTMiniPretrainStepMaskedOnly_T128_B32" + sfx, pretrain_step(MAX_PREDICTIONS)))
 
     cl = ForSequenceClassification(MINI)
     hf_init(cl)
+    if bf16:
+        float32_layernorms(cl)
     cl.train()
     copt = torch.optim.AdamW(cl.parameters(), lr=1e-4, weight_decay=0.01)
 
     def finetune_step():
-        loss = F.cross_entropy(cl(ids, types, mask), nsp)
+        with autocast():
+            loss = F.cross_entropy(cl(ids, types, mask), nsp)
         copt.zero_grad(set_to_none=True)
         loss.backward()
         copt.step()
 
-    cases.append(("BERTMiniFinetuneStep_T128_B32", finetune_step))
+    cases.append(("BERTMiniFinetuneStep_T128_B32" + sfx, finetune_step))
 
     ev = ForSequenceClassification(MINI)
     hf_init(ev)
+    if bf16:
+        float32_layernorms(ev)
     ev.eval()
 
     def classify_forward():
-        with torch.no_grad():
+        with torch.no_grad(), autocast():
             ev(ids, types, mask)
 
-    cases.append(("BERTMiniClassifyForward_T128_B32", classify_forward))
+    cases.append(("BERTMiniClassifyForward_T128_B32" + sfx, classify_forward))
     return cases
 
 
 def main():
     ap = argparse.ArgumentParser(description="PyTorch BERT-Mini CPU reference timings (float32)")
     ap.add_argument("--iters", type=int, default=10, help="timed iterations (>= 10)")
+    ap.add_argument("--bf16", action="store_true",
+                    help="forward and loss under torch.autocast(\"cpu\", dtype=torch.bfloat16); "
+                         "names get a _bf16 suffix")
     ap.add_argument("filter", nargs="?", default="", help="substring filter on benchmark names")
     args = ap.parse_args()
     iters = max(10, args.iters)
@@ -270,8 +306,9 @@ def main():
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(7)
 
-    print_environment("BERT-Mini, dropout off, warm-up 3, median of %d" % iters)
-    cases = build_cases(gen)
+    print_environment("BERT-Mini, dropout off%s, warm-up 3, median of %d" % (
+        ", autocast bf16" if args.bf16 else "", iters))
+    cases = build_cases(gen, args.bf16)
     print()
     print("| benchmark | ms/step | seq/s | min–max ms/iter | iters | cpu-ms/step |")
     print("|---|---:|---:|---:|---:|---:|")

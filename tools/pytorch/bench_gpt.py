@@ -27,6 +27,14 @@ iterations, then the median of at least --iters (default 10) timed ones.
                      (prefill included); both variants must emit the same
                      tokens, which the script asserts.
 
+--bf16 runs GPTTrainStep only, its forward and loss under
+torch.autocast("cpu", dtype=torch.bfloat16) (PyTorch's own mixed precision:
+the weights, their gradients and AdamW stay float32; autocast's linear,
+matmul and bmm take bf16 copies of their inputs and return bf16, which on
+torch 1.13 run through oneDNN's brgemm avx512_core_bf16 kernels where the
+CPU has AVX-512 BF16), named with a _bf16 suffix
+(GPTTrainStep/V512_T128_d256_h4_L4_ff1024_B16_bf16), as zoo's bf16 row.
+
 --activation gelu (exact erf GELU) is for comparison only: Debian's torch 1.13
 evaluates tanh with a scalar, single-threaded loop (~4.6 ms per 2M floats on
 the dev box), so gelu_new = 0.5x(1+tanh(...)) written out as HF does costs
@@ -74,7 +82,7 @@ def bench(fn, iters, warmup=3):
     return statistics.median(times), min(times), max(times)
 
 
-def build_cases(gen, activation):
+def build_cases(gen, activation, bf16=False):
     cases = []
     arch = "V%d_T%d_d%d_h%d_L%d_ff%d" % (V, T, D, H, L, FF)
     suffix = "" if activation == "gelu_new" else "_" + activation
@@ -87,14 +95,17 @@ def build_cases(gen, activation):
     y[torch.rand(B, T, generator=gen) < 0.1] = -100
 
     def train_step():
-        logits = model(x)
-        loss = F.cross_entropy(logits.view(-1, V), y.view(-1), ignore_index=-100)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = model(x)
+            loss = F.cross_entropy(logits.view(-1, V), y.view(-1), ignore_index=-100)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         return loss
 
-    cases.append(("GPTTrainStep/%s_B%d%s" % (arch, B, suffix), train_step, "step", B * T))
+    cases.append(("GPTTrainStep/%s_B%d%s%s" % (arch, B, suffix, "_bf16" if bf16 else ""), train_step, "step", B * T))
+    if bf16:  # the decoding rows stay float32
+        return cases
 
     # --- generation ----------------------------------------------------------
     gmodel = make_model(activation).eval()
@@ -123,6 +134,9 @@ def main():
     ap.add_argument("--iters", type=int, default=10, help="timed iterations (>= 10)")
     ap.add_argument("--activation", default="gelu_new", choices=("gelu_new", "gelu", "relu"),
                     help="MLP activation (GPT-2 uses gelu_new; other values add a name suffix)")
+    ap.add_argument("--bf16", action="store_true",
+                    help="the training step only, its forward and loss under torch.autocast(\"cpu\", "
+                         "dtype=torch.bfloat16); names get a _bf16 suffix")
     ap.add_argument("filter", nargs="?", default="", help="substring filter on benchmark names")
     args = ap.parse_args()
     iters = max(10, args.iters)
@@ -132,11 +146,12 @@ def main():
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1234)
 
-    print_environment("%s, warm-up 3, median of %d" % (args.activation, iters))
+    print_environment("%s%s, warm-up 3, median of %d" % (
+        args.activation, ", autocast bf16" if args.bf16 else "", iters))
     print()
     print("| benchmark | ms/step | ms/token | tokens/s | min–max ms/iter | iters |")
     print("|---|---:|---:|---:|---:|---:|")
-    cases = build_cases(gen, args.activation)
+    cases = build_cases(gen, args.activation, args.bf16)
     watch = ContentionWatch()
     for name, fn, unit, tokens in cases:
         if args.filter and args.filter not in name:

@@ -28,6 +28,13 @@ benchmark's.
   Forward/vit-fashion/B64, /B256
       inference: eval + no_grad, the class scores of the batch.
 
+--bf16 runs every row with its forward and loss under
+torch.autocast("cpu", dtype=torch.bfloat16) (PyTorch's own mixed precision:
+weights, gradients and AdamW stay float32; autocast's linear, conv, matmul
+and bmm run in bf16, through oneDNN's avx512_core_bf16 kernels on torch
+1.13 where the CPU has AVX-512 BF16) and names it with a _bf16 suffix
+(TrainStep/vit-fashion/B128_bf16, as zoo's bf16 row).
+
 Every benchmark: 3 warm-up iterations, then the median of --iters
 (default 10, at least 3) timed ones. images/s = B / seconds; cpu-ms/step is the
 process's CPU time per timed iteration (helpers shared with
@@ -90,8 +97,13 @@ class Classifier(ref.ViTForImageClassification):
         return self.classifier(self.vit(x, ref.Flags())[:, 0, :])
 
 
-def build_cases(gen):
+def build_cases(gen, bf16=False):
     cases = []
+    sfx = "_bf16" if bf16 else ""
+
+    def autocast():
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
+
     for b in (64, 128):
         m = Classifier(FASHION)
         hf_init(m)
@@ -101,11 +113,12 @@ def build_cases(gen):
         y = torch.arange(b) * 7 % 10
 
         def step(m=m, opt=opt, x=x, y=y):
-            loss = F.cross_entropy(m(x), y)
+            with autocast():
+                loss = F.cross_entropy(m(x), y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-        cases.append(("TrainStep/vit-fashion/B%d" % b, b, step))
+        cases.append(("TrainStep/vit-fashion/B%d%s" % (b, sfx), b, step))
     for b in (64, 256):
         m = Classifier(FASHION)
         hf_init(m)
@@ -113,15 +126,18 @@ def build_cases(gen):
         x = torch.randn(b, 1, 28, 28, generator=gen)
 
         def forward(m=m, x=x):
-            with torch.no_grad():
+            with torch.no_grad(), autocast():
                 m(x)
-        cases.append(("Forward/vit-fashion/B%d" % b, b, forward))
+        cases.append(("Forward/vit-fashion/B%d%s" % (b, sfx), b, forward))
     return cases
 
 
 def main():
     ap = argparse.ArgumentParser(description="PyTorch ViT (Fashion preset) CPU reference timings (float32)")
     ap.add_argument("--iters", type=int, default=10, help="timed iterations (>= 3)")
+    ap.add_argument("--bf16", action="store_true",
+                    help="forward and loss under torch.autocast(\"cpu\", dtype=torch.bfloat16); "
+                         "names get a _bf16 suffix")
     ap.add_argument("filter", nargs="?", default="", help="substring filter on benchmark names")
     args = ap.parse_args()
     iters = max(3, args.iters)
@@ -131,8 +147,9 @@ def main():
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(7)
 
-    print_environment("ViT Fashion preset, dropout off, warm-up 3, median of %d" % iters)
-    cases = build_cases(gen)
+    print_environment("ViT Fashion preset, dropout off%s, warm-up 3, median of %d" % (
+        ", autocast bf16" if args.bf16 else "", iters))
+    cases = build_cases(gen, args.bf16)
     print()
     print("| benchmark | ms/step | images/s | min–max ms/iter | iters | cpu-ms/step |")
     print("|---|---:|---:|---:|---:|---:|")

@@ -6,7 +6,7 @@ level, on Isaac Newton's *Opticks* (the text that ships with Go).
     OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE \\
         /usr/bin/python3 tools/pytorch/train_gpt_opticks.py \\
         [--text $(go env GOROOT)/src/testdata/Isaac.Newton-Opticks.txt] \\
-        [--out tools/pytorch/results/gpt_opticks_reference.json] [--max-iters N]
+        [--out tools/pytorch/results/gpt_opticks_reference.json] [--max-iters N] [--bf16]
 
 Writes a small JSON file (default tools/pytorch/results/gpt_opticks_reference.json)
 with the configuration, the loss curves, timings, two samples and the
@@ -43,6 +43,15 @@ Optimisation
   * Every iteration: zero_grad(set_to_none), forward, mean cross-entropy over
     the 12*64 positions, backward, clip_grad_norm_(params, 1.0), step.
     2000 iterations.
+
+bf16 (--bf16, zoo's `pretrain gpt --bf16`)
+  * Each training iteration's forward and loss run under
+    torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's own mixed
+    precision: the weights, their gradients, clipping and AdamW stay float32;
+    autocast's linear/matmul/bmm take bf16 copies of their inputs (oneDNN's
+    avx512_core_bf16 kernels on torch 1.13 where the CPU has AVX-512 BF16).
+    Evaluation and the samples stay float32, as zoo's evaluation graphs.
+    The default --out is then results/gpt_opticks_reference_bf16.json.
 
 Evaluation (deterministic; model.eval(), no_grad)
   * loss(split) = mean cross-entropy over every next-token prediction of the
@@ -194,10 +203,15 @@ def param_groups(model):
 def main():
     ap = argparse.ArgumentParser(description="nanoGPT char-level Opticks reference run (PyTorch)")
     ap.add_argument("--text", default=default_text_path())
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "gpt_opticks_reference.json"))
+    ap.add_argument("--out", default=None,
+                    help="default results/gpt_opticks_reference.json (_bf16.json with --bf16)")
     ap.add_argument("--max-iters", type=int, default=MAX_ITERS,
                     help="stop early (smoke test; the schedule stays the 2000-iteration one)")
+    ap.add_argument("--bf16", action="store_true",
+                    help="training forward and loss under torch.autocast(\"cpu\", dtype=torch.bfloat16)")
     args = ap.parse_args()
+    if args.out is None:
+        args.out = os.path.join(HERE, "results", "gpt_opticks_reference%s.json" % ("_bf16" if args.bf16 else ""))
     max_iters = min(args.max_iters, MAX_ITERS)
 
     torch.set_num_threads(THREADS)
@@ -205,7 +219,8 @@ def main():
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        print_environment("GPT Opticks training run, float32")
+        print_environment("GPT Opticks training run, %s" % (
+            "bf16 autocast (forward and loss), float32 weights" if args.bf16 else "float32"))
     env_lines = buf.getvalue().splitlines()
     print(buf.getvalue(), end="")
 
@@ -260,8 +275,9 @@ def main():
         if first_offsets is None:
             first_offsets = ix.tolist()
         x, y = train[ix.view(-1, 1) + off], train[ix.view(-1, 1) + 1 + off]
-        logits = model(x)
-        loss = F.cross_entropy(logits.view(-1, V), y.view(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            logits = model(x)
+            loss = F.cross_entropy(logits.view(-1, V), y.view(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
@@ -366,7 +382,9 @@ def main():
             val_tokens_scored=vtok, val_windows=vwin,
             train_head="first int(0.1 * len(train)) = %d tokens of the train split" % len(train_head),
             train_head_tokens_scored=ttok, train_head_windows=twin),
-        dtype="float32")
+        dtype=("bfloat16 autocast: training forward and loss under torch.autocast(\"cpu\", "
+               "dtype=torch.bfloat16); weights, gradients, AdamW, evaluation and samples float32"
+               if args.bf16 else "float32"))
 
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
