@@ -1,24 +1,25 @@
 package gemm
 
 import (
+	"fmt"
 	"math"
-	"sync"
 	"unsafe"
 )
 
 // Mixed-precision products: SgemmBF16 rounds op(A) and op(B) to bfloat16
 // and accumulates their products in float32, as a bf16 matrix unit does
 // (and as PyTorch's torch.autocast("cpu", dtype=torch.bfloat16) asks of
-// its kernels). The rounding happens while the operands are laid out for
-// the kernel: each operand becomes a matrix of 32-bit words, each word a
-// pair of bfloat16s of consecutive k (the low half the even k, the high
-// half the odd one, zero past an odd k), which is the operand layout of
-// the AVX-512 BF16 instruction VDPBF16PS. A word matrix is then an
-// ordinary float32 matrix with half the depth to the blocked driver
-// (driver.go): it is packed, blocked and shared out among the cores by
-// the same code, moved as float32 bits, never computed on. Only the
-// micro-kernel differs: kernelBF16AVX512 (bf16_amd64.s), which adds both
-// products of each pair into a float32 lane, or kernelBF16Go.
+// its kernels). The rounding happens while the operands are packed for
+// the kernel (bf16_pack.go): each step of a micro-panel holds 32-bit
+// words, each a pair of bfloat16s of consecutive k (the low half the even
+// k, the high half the odd one, zero past an odd k), which is the operand
+// layout of the AVX-512 BF16 instruction VDPBF16PS. To the blocked driver
+// (driver.go) the product is then an ordinary float32 one of half the
+// depth: it is blocked and shared out among the cores by the same code,
+// the packed words moved as float32 bits, never computed on. Only the
+// packing and the micro-kernel differ: kernelBF16AVX512 (bf16_amd64.s),
+// which adds both products of each pair into a float32 lane, or
+// kernelBF16Go.
 //
 // The two ways round the same (roundBF16) and multiply the same: the
 // product of two bfloat16s is exact in float32, and each lane adds the odd
@@ -73,108 +74,49 @@ func SgemmBF16(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b 
 	sgemmBF16(activeBF16, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// sgemmBF16 is SgemmBF16 through kern (tests pick the Go one).
-func sgemmBF16(kern *kernel, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	kp := (k + 1) / 2
-	bufs := getPairBuffers()
-	defer putPairBuffers(bufs)
-	// A word matrix of op(A) keeps A's orientation: untransposed, m rows
-	// of kp words; transposed, kp rows of m words. Likewise op(B).
-	var pa, pb []float32
-	var lpa, lpb int
-	if tA {
-		pa, lpa = aligned(&bufs.a, kp*m), m
-		pairMatrix(pa, a, lda, k, m)
-	} else {
-		pa, lpa = aligned(&bufs.a, m*kp), kp
-		roundMatrix(pa, a, lda, m, k)
+// SgemmBF16Bias is SgemmBias (same arguments, semantics and panics) with
+// op(A) and op(B) rounded to bfloat16 as SgemmBF16 rounds them: C =
+// bf16(op(A))·bf16(op(B)) + 1·biasᵀ, bias (n floats) added to every row
+// of C inside the product, tile by tile, as a linear layer's forward pass
+// needs. The result is bit for bit that of copying bias into every row of
+// C and calling SgemmBF16 with alpha 1 and beta 1. It is safe for
+// concurrent use.
+func SgemmBF16Bias(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, bias []float32, c []float32, ldc int) {
+	check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	if len(bias) < n {
+		panic(fmt.Sprintf("gemm: bias has %d floats for %d columns", len(bias), n))
 	}
-	if tB {
-		pb, lpb = aligned(&bufs.b, n*kp), kp
-		roundMatrix(pb, b, ldb, n, k)
-	} else {
-		pb, lpb = aligned(&bufs.b, kp*n), n
-		pairMatrix(pb, b, ldb, k, n)
+	if m == 0 || n == 0 {
+		return
 	}
-	jb := job{tA: tA, tB: tB, m: m, n: n, k: kp, alpha: alpha, beta: beta,
-		a: pa, b: pb, c: c, lda: lpa, ldb: lpb, ldc: ldc, kern: kern}
+	jb := bf16Job(activeBF16, tA, tB, m, n, k, 1, a, lda, b, ldb, 1, c, ldc)
+	if k == 0 {
+		for i := 0; i < m; i++ {
+			copy(c[i*ldc:][:n], bias)
+		}
+		return
+	}
+	jb.bias = bias[:n]
 	jb.parallel()
 }
 
-// pairBuffers holds the word matrices of one product.
-type pairBuffers struct{ a, b []float32 }
-
-var freePairs = make(chan *pairBuffers, 4)
-
-func getPairBuffers() *pairBuffers {
-	select {
-	case b := <-freePairs:
-		return b
-	default:
-		return new(pairBuffers)
-	}
+// sgemmBF16 is SgemmBF16 through kern (tests pick the Go one).
+func sgemmBF16(kern *kernel, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	jb := bf16Job(kern, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	jb.parallel()
 }
 
-func putPairBuffers(b *pairBuffers) {
-	select {
-	case freePairs <- b:
-	default:
-	}
+// bf16Job is the blocked driver's job for a bf16 product: a and b stay
+// float32 and are rounded as they are packed (bf16_pack.go), the driver
+// blocking and sharing out ⌈k/2⌉ steps of pairs.
+func bf16Job(kern *kernel, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) job {
+	return job{tA: tA, tB: tB, m: m, n: n, k: (k + 1) / 2, alpha: alpha, beta: beta,
+		a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc, kern: kern, bf16: true, kf: k}
 }
 
 // words views a float32 slice as the uint32 words it holds.
 func words(s []float32) []uint32 {
 	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
-}
-
-// roundWork is the floats from which the rounding is shared out among
-// the cores (two at most: it is a pass over memory).
-const roundWork = 1 << 16
-
-// roundMatrix writes the word matrix of rows×k matrix src (row stride ld,
-// k contiguous): dst row i, kp = ⌈k/2⌉ words, holds row i's pairs.
-func roundMatrix(dst, src []float32, ld, rows, k int) {
-	kp := (k + 1) / 2
-	split(rows, rows*k, func(lo, hi int) {
-		w := words(dst)
-		for i := lo; i < hi; i++ {
-			roundRow(w[i*kp:][:kp], src[i*ld:][:k])
-		}
-	})
-}
-
-// pairMatrix writes the word matrix of k×cols matrix src (row stride ld,
-// k strided): dst row p, cols words, holds rows 2p and 2p+1 interleaved
-// (row 2p+1 zero past an odd k).
-func pairMatrix(dst, src []float32, ld, k, cols int) {
-	kp := (k + 1) / 2
-	split(kp, k*cols, func(lo, hi int) {
-		w := words(dst)
-		for p := lo; p < hi; p++ {
-			r0 := src[2*p*ld:][:cols]
-			var r1 []float32
-			if 2*p+1 < k {
-				r1 = src[(2*p+1)*ld:][:cols]
-			}
-			pairRows(w[p*cols:][:cols], r0, r1)
-		}
-	})
-}
-
-// split runs f over [0, n) on two goroutines when work is large enough.
-func split(n, work int, f func(lo, hi int)) {
-	if work < roundWork || n < 2 {
-		f(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		f(n/2, n)
-	}()
-	f(0, n/2)
-	wg.Wait()
 }
 
 // roundRowGo is roundRow in Go: dst[j] = pair(src[2j], src[2j+1]), the

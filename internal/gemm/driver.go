@@ -25,10 +25,16 @@ type job struct {
 	// bias, when set (SgemmBias, with beta 1), is written into every row
 	// of C before the first rank-kb update, tile by tile.
 	bias []float32
+	// bf16, when set (SgemmBF16), makes a and b float32 matrices of depth
+	// kf that are rounded to bfloat16 pairs as they are packed
+	// (bf16_pack.go); k is then the depth in pairs, ⌈kf/2⌉.
+	bf16 bool
+	kf   int
 }
 
-// buffers holds one goroutine's packing space.
-type buffers struct{ a, b, tile []float32 }
+// buffers holds one goroutine's packing space (stage: the bf16 packing's
+// staging block).
+type buffers struct{ a, b, tile, stage []float32 }
 
 // freeBufs keeps packing buffers between calls. Unlike a sync.Pool it is not
 // emptied by the garbage collector, which the megabyte-sized buffers of large
@@ -114,17 +120,24 @@ func (jb *job) run(i0, i1, j0, j1 int) {
 		for ic := i0; ic < i1; ic += mc {
 			mb := min(mc, i1-ic)
 			full := 0 // rows of this block read in place
-			if direct {
+			switch {
+			case jb.bf16:
+				jb.packBF16A(pa, bufs, ic, mb, pc, kb)
+			case direct:
 				full = mb / mr * mr
 				if full < mb { // the last, partial micro-panel is packed
 					packA(pa, jb.a, jb.lda, jb.tA, ic+full, mb-full, pc, kb, mr)
 				}
-			} else {
+			default:
 				packA(pa, jb.a, jb.lda, jb.tA, ic, mb, pc, kb, mr)
 			}
 			for jc := j0; jc < j1; jc += nc {
 				nb := min(nc, j1-jc)
-				packB(pb, jb.b, jb.ldb, jb.tB, pc, kb, jc, nb, nr)
+				if jb.bf16 {
+					jb.packBF16B(pb, bufs, pc, kb, jc, nb)
+				} else {
+					packB(pb, jb.b, jb.ldb, jb.tB, pc, kb, jc, nb, nr)
+				}
 				var bias []float32
 				if pc == 0 {
 					bias = jb.bias
