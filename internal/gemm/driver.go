@@ -221,10 +221,17 @@ func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, pc, kb, full int, b
 
 // fillBias writes bias (one tile's columns) into rows rows of C from off.
 func (jb *job) fillBias(off int, bias []float32, rows int) {
-	if len(bias) == 16 { // the AVX2 tile: one array copy per row, no memmove call
+	switch len(bias) { // the AVX2 and AVX-512 tiles: one array copy per row, no memmove call
+	case 16:
 		v := *(*[16]float32)(bias)
 		for r := 0; r < rows; r++ {
 			*(*[16]float32)(jb.c[off+r*jb.ldc:]) = v
+		}
+		return
+	case 32:
+		v := *(*[32]float32)(bias)
+		for r := 0; r < rows; r++ {
+			*(*[32]float32)(jb.c[off+r*jb.ldc:]) = v
 		}
 		return
 	}
