@@ -497,6 +497,8 @@ TEXT ·pairPanelsBF16(SB), NOSPLIT, $0-72
 	JZ done_pairPanelsBF16
 	TESTQ R10, R10
 	JZ done_pairPanelsBF16
+	CMPQ R9, $64
+	JLE steps16_pairPanelsBF16
 steps_pairPanelsBF16:
 	MOVQ SI, AX
 	MOVQ DX, BX
@@ -531,6 +533,32 @@ panels_pairPanelsBF16:
 	ADDQ R9, DI
 	DECQ CX
 	JNZ steps_pairPanelsBF16
+	JMP done_pairPanelsBF16
+steps16_pairPanelsBF16:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ DI, R12
+	MOVQ R10, R13
+panels16_pairPanelsBF16:
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z (BX), K1, Z2
+	BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xe0 // VCVTNEPS2BF16 Z0, Y4
+	BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xf2 // VCVTNEPS2BF16 Z2, Y6
+	VPMOVZXWD Y4, Z4
+	VPMOVZXWD Y6, Z6
+	VPSLLD $16, Z6, Z6
+	VPORD Z6, Z4, Z4
+	VMOVDQU32 Z4, K3, (R12)
+	ADDQ R9, AX
+	ADDQ R9, BX
+	ADDQ R11, R12
+	DECQ R13
+	JNZ panels16_pairPanelsBF16
+	ADDQ R8, SI
+	ADDQ R8, DX
+	ADDQ R9, DI
+	DECQ CX
+	JNZ steps16_pairPanelsBF16
 done_pairPanelsBF16:
 	VZEROUPPER
 	RET
