@@ -100,7 +100,8 @@ func pairPanelsGo(dst, src []float32, ld, kb, w, n, ps int) {
 // pair(src[i0+q·w+r][2(p0+p)], src[i0+q·w+r][2(p0+p)+1]), the high half
 // zero past an odd k, the words of rows past n zero. The rows of a panel
 // are rounded, stageSteps words at a time, into bufs.stage (in L1), which
-// packTrans then transposes into the panel.
+// packTrans then transposes into the panel (a partial panel's missing rows
+// as zero rows of the stage, so that it takes the full panels' transpose).
 func packRoundTrans(dst []float32, bufs *buffers, src []float32, ld, k, i0, n, p0, kb, w, ps int) {
 	stage := aligned(&bufs.stage, w*stageLD)
 	sw := words(stage)
@@ -115,7 +116,10 @@ func packRoundTrans(dst []float32, bufs *buffers, src []float32, ld, k, i0, n, p
 				row := (i0 + q + r) * ld
 				roundRow(sw[r*stageLD:][:cn], src[row+f0:row+f1])
 			}
-			packTrans(panel[c0*w:], stage, stageLD, cn, w, valid, ps)
+			for r := valid; r < w; r++ { // a partial panel's missing rows: zeros, transposed as a full panel's
+				clear(sw[r*stageLD:][:cn])
+			}
+			packTrans(panel[c0*w:], stage, stageLD, cn, w, w, ps)
 		}
 	}
 }
