@@ -3,6 +3,7 @@ package gemm
 import (
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 )
 
@@ -97,13 +98,56 @@ func SgemmBF16Bias(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, 
 		return
 	}
 	jb.bias = bias[:n]
-	jb.parallel()
+	jb.runBF16()
 }
 
 // sgemmBF16 is SgemmBF16 through kern (tests pick the Go one).
 func sgemmBF16(kern *kernel, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	jb := bf16Job(kern, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	jb.runBF16()
+}
+
+// preRoundB is how many times the driver must pack op(B) before
+// runBF16 rounds B once beforehand instead of at each packing (0: never).
+var preRoundB = 3
+
+// runBF16 runs a bf16 job. op(A) is rounded as it is packed: the driver
+// packs each of its blocks once. op(B) is packed once per block of rows
+// of C that each goroutine computes, so where that is more than once
+// (preRoundB) B is first rounded into a word matrix of its own, shared by
+// the goroutines and packed as floats. The words are the same either way.
+func (jb *job) runBF16() {
+	if preRoundB > 0 && jb.packsOfB() >= preRoundB {
+		bufs := getPairBuffers()
+		defer putPairBuffers(bufs)
+		kp := jb.k
+		if jb.tB {
+			pb := aligned(&bufs.b, jb.n*kp)
+			roundMatrix(pb, jb.b, jb.ldb, jb.n, jb.kf)
+			jb.b, jb.ldb = pb, kp
+		} else {
+			pb := aligned(&bufs.b, kp*jb.n)
+			pairMatrix(pb, jb.b, jb.ldb, jb.kf, jb.n)
+			jb.b, jb.ldb = pb, jb.n
+		}
+		jb.bWords = true
+	}
 	jb.parallel()
+}
+
+// packsOfB is how many times the driver packs each block of op(B): once
+// per block of blockM rows of each goroutine's rows of C (shared out by
+// rows), or once per block of rows of C (by columns: each goroutine packs
+// its own columns).
+func (jb *job) packsOfB() int {
+	workers, byRows := jb.split()
+	mc := roundUp(blockM, jb.kern.mr)
+	if !byRows || workers <= 1 {
+		return (jb.m + mc - 1) / mc
+	}
+	units := (jb.m + jb.kern.mr - 1) / jb.kern.mr
+	rows := (units + workers - 1) / workers * jb.kern.mr // the largest share
+	return workers * ((rows + mc - 1) / mc)
 }
 
 // bf16Job is the blocked driver's job for a bf16 product: a and b stay
@@ -112,6 +156,78 @@ func sgemmBF16(kern *kernel, tA, tB bool, m, n, k int, alpha float32, a []float3
 func bf16Job(kern *kernel, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) job {
 	return job{tA: tA, tB: tB, m: m, n: n, k: (k + 1) / 2, alpha: alpha, beta: beta,
 		a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc, kern: kern, bf16: true, kf: k}
+}
+
+// pairBuffers holds a product's word matrices (runBF16's rounded B; the
+// two-pass reference in the tests rounds A into a too).
+type pairBuffers struct{ a, b []float32 }
+
+var freePairs = make(chan *pairBuffers, 4)
+
+func getPairBuffers() *pairBuffers {
+	select {
+	case b := <-freePairs:
+		return b
+	default:
+		return new(pairBuffers)
+	}
+}
+
+func putPairBuffers(b *pairBuffers) {
+	select {
+	case freePairs <- b:
+	default:
+	}
+}
+
+// roundWork is the floats from which the rounding is shared out among
+// the cores (two at most: it is a pass over memory).
+const roundWork = 1 << 16
+
+// roundMatrix writes the word matrix of rows×k matrix src (row stride ld,
+// k contiguous): dst row i, kp = ⌈k/2⌉ words, holds row i's pairs.
+func roundMatrix(dst, src []float32, ld, rows, k int) {
+	kp := (k + 1) / 2
+	split(rows, rows*k, func(lo, hi int) {
+		w := words(dst)
+		for i := lo; i < hi; i++ {
+			roundRow(w[i*kp:][:kp], src[i*ld:][:k])
+		}
+	})
+}
+
+// pairMatrix writes the word matrix of k×cols matrix src (row stride ld,
+// k strided): dst row p, cols words, holds rows 2p and 2p+1 interleaved
+// (row 2p+1 zero past an odd k).
+func pairMatrix(dst, src []float32, ld, k, cols int) {
+	kp := (k + 1) / 2
+	split(kp, k*cols, func(lo, hi int) {
+		w := words(dst)
+		for p := lo; p < hi; p++ {
+			r0 := src[2*p*ld:][:cols]
+			var r1 []float32
+			if 2*p+1 < k {
+				r1 = src[(2*p+1)*ld:][:cols]
+			}
+			pairRows(w[p*cols:][:cols], r0, r1)
+		}
+	})
+}
+
+// split runs f over [0, n) on two goroutines when work is large enough.
+func split(n, work int, f func(lo, hi int)) {
+	if work < roundWork || n < 2 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f(n/2, n)
+	}()
+	f(0, n/2)
+	wg.Wait()
 }
 
 // words views a float32 slice as the uint32 words it holds.

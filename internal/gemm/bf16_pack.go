@@ -42,6 +42,10 @@ func (jb *job) packBF16A(dst []float32, bufs *buffers, i0, mb, p0, kb int) {
 // dst as rounded micro-panels of width nr.
 func (jb *job) packBF16B(dst []float32, bufs *buffers, p0, kb, j0, nb int) {
 	nr := jb.kern.nr
+	if jb.bWords {
+		packB(dst, jb.b, jb.ldb, jb.tB, p0, kb, j0, nb, nr)
+		return
+	}
 	ps := panelStride(kb, nr)
 	if jb.tB { // op(B)[f][j] = b[j*ldb+f]
 		packRoundTrans(dst, bufs, jb.b, jb.ldb, jb.kf, j0, nb, p0, kb, nr, ps)

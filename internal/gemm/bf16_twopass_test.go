@@ -1,10 +1,12 @@
 package gemm
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
+	"slices"
 	"testing"
+	"time"
 )
 
 // sgemmBF16TwoPass is SgemmBF16 the way it was before rounding moved into
@@ -38,82 +40,12 @@ func sgemmBF16TwoPass(kern *kernel, tA, tB bool, m, n, k int, alpha float32, a [
 	jb.parallel()
 }
 
-// pairBuffers holds the word matrices of one product.
-type pairBuffers struct{ a, b []float32 }
-
-var freePairs = make(chan *pairBuffers, 4)
-
-func getPairBuffers() *pairBuffers {
-	select {
-	case b := <-freePairs:
-		return b
-	default:
-		return new(pairBuffers)
-	}
-}
-
-func putPairBuffers(b *pairBuffers) {
-	select {
-	case freePairs <- b:
-	default:
-	}
-}
-
-// roundWork is the floats from which the rounding is shared out among
-// the cores (two at most: it is a pass over memory).
-const roundWork = 1 << 16
-
-// roundMatrix writes the word matrix of rows×k matrix src (row stride ld,
-// k contiguous): dst row i, kp = ⌈k/2⌉ words, holds row i's pairs.
-func roundMatrix(dst, src []float32, ld, rows, k int) {
-	kp := (k + 1) / 2
-	split(rows, rows*k, func(lo, hi int) {
-		w := words(dst)
-		for i := lo; i < hi; i++ {
-			roundRow(w[i*kp:][:kp], src[i*ld:][:k])
-		}
-	})
-}
-
-// pairMatrix writes the word matrix of k×cols matrix src (row stride ld,
-// k strided): dst row p, cols words, holds rows 2p and 2p+1 interleaved
-// (row 2p+1 zero past an odd k).
-func pairMatrix(dst, src []float32, ld, k, cols int) {
-	kp := (k + 1) / 2
-	split(kp, k*cols, func(lo, hi int) {
-		w := words(dst)
-		for p := lo; p < hi; p++ {
-			r0 := src[2*p*ld:][:cols]
-			var r1 []float32
-			if 2*p+1 < k {
-				r1 = src[(2*p+1)*ld:][:cols]
-			}
-			pairRows(w[p*cols:][:cols], r0, r1)
-		}
-	})
-}
-
-// split runs f over [0, n) on two goroutines when work is large enough.
-func split(n, work int, f func(lo, hi int)) {
-	if work < roundWork || n < 2 {
-		f(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		f(n/2, n)
-	}()
-	f(0, n/2)
-	wg.Wait()
-}
-
 // TestSgemmBF16FusedMatchesTwoPass checks that rounding inside packing
 // gives the two-pass product's bits exactly: every transpose, odd k and
 // edges (bf16Cases), blocked and shared-out sizes, alpha and beta, each
-// bf16 kernel, with the assembly and the Go rounding; and SgemmBF16Bias
-// against copying the bias into C and calling SgemmBF16 with beta 1.
+// bf16 kernel, with the assembly and the Go rounding, op(B) rounded while
+// packed and beforehand (preRoundB); and SgemmBF16Bias's path against
+// copying the bias into C and calling the two-pass product with beta 1.
 func TestSgemmBF16FusedMatchesTwoPass(t *testing.T) {
 	cases := bf16Cases()
 	if !testing.Short() {
@@ -131,21 +63,23 @@ func TestSgemmBF16FusedMatchesTwoPass(t *testing.T) {
 	}
 	for _, asm := range asms {
 		for _, kern := range bf16Kernels() {
-			name := kern.name
-			if !asm {
-				name += "/go-rounding"
-			}
-			t.Run(name, func(t *testing.T) {
-				defer func(v bool) { useBF16Asm = v }(useBF16Asm)
-				useBF16Asm = asm
-				rng := rand.New(rand.NewPCG(11, 12))
-				for _, tc := range cases {
-					if kern == bf16GoKernel && tc.m*tc.n*tc.k > 1<<20 {
-						continue // the Go kernel is slow; the small cases cover it
-					}
-					t.Run(tc.String(), func(t *testing.T) { tc.checkFused(t, rng, kern) })
+			for _, pre := range []int{0, 1} { // B rounded while packed; B rounded beforehand
+				name := fmt.Sprintf("%s/preRoundB%d", kern.name, pre)
+				if !asm {
+					name += "/go-rounding"
 				}
-			})
+				t.Run(name, func(t *testing.T) {
+					defer func(v bool, p int) { useBF16Asm, preRoundB = v, p }(useBF16Asm, preRoundB)
+					useBF16Asm, preRoundB = asm, pre
+					rng := rand.New(rand.NewPCG(11, 12))
+					for _, tc := range cases {
+						if kern == bf16GoKernel && tc.m*tc.n*tc.k > 1<<20 {
+							continue // the Go kernel is slow; the small cases cover it
+						}
+						t.Run(tc.String(), func(t *testing.T) { tc.checkFused(t, rng, kern) })
+					}
+				})
+			}
 		}
 	}
 }
@@ -239,4 +173,82 @@ func TestSgemmBF16Bias(t *testing.T) {
 		}
 	}()
 	SgemmBF16Bias(false, true, 2, 3, 4, make([]float32, 8), 4, make([]float32, 12), 4, make([]float32, 2), make([]float32, 6), 3)
+}
+
+// BenchmarkBF16FusedVsTwoPass times SgemmBF16's product against
+// rounding every operand inside packing (fused-only: preRoundB 0) and
+// against the two-pass way, on BenchmarkSgemmBF16's shapes, interleaved
+// call by call so that a shared machine's load falls on all alike: least
+// ms per call of each, and the medians of the paired speed-ups over the
+// two-pass way.
+//
+//	go test ./internal/gemm -run '^$' -bench BF16FusedVsTwoPass -benchtime 20x
+func BenchmarkBF16FusedVsTwoPass(b *testing.B) {
+	type shape struct {
+		m, k, n, batch int
+		tts            []string
+	}
+	all := []string{"NT", "NN", "TN"}
+	for _, s := range []shape{
+		{4096, 256, 1024, 1, all}, {4096, 1024, 256, 1, all}, {4096, 256, 768, 1, all},
+		{4096, 256, 512, 1, all}, {6400, 128, 384, 1, all}, {6400, 512, 128, 1, all},
+		{128, 64, 128, 64, []string{"NT", "TN"}}, {128, 128, 64, 64, []string{"NN", "TN"}},
+		{50, 32, 50, 256, []string{"NT", "TN"}}, {50, 50, 32, 256, []string{"NN", "TN"}},
+	} {
+		for _, tt := range s.tts {
+			tA, tB := tt[0] == 'T', tt[1] == 'T'
+			lda, ldb := s.k, s.n
+			if tA {
+				lda = s.m
+			}
+			if tB {
+				ldb = s.k
+			}
+			a := randSlice(s.batch * s.m * s.k)
+			bb := randSlice(s.batch * s.k * s.n)
+			c := make([]float32, s.batch*s.m*s.n)
+			mk, kn, mn := s.m*s.k, s.k*s.n, s.m*s.n
+			run := func(f func(*kernel, bool, bool, int, int, int, float32, []float32, int, []float32, int, float32, []float32, int)) time.Duration {
+				t0 := time.Now()
+				for i := 0; i < s.batch; i++ {
+					f(activeBF16, tA, tB, s.m, s.n, s.k, 1, a[i*mk:(i+1)*mk], lda, bb[i*kn:(i+1)*kn], ldb, 0, c[i*mn:(i+1)*mn], s.n)
+				}
+				return time.Since(t0)
+			}
+			fusedOnly := func(kern *kernel, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+				defer func(v int) { preRoundB = v }(preRoundB)
+				preRoundB = 0
+				sgemmBF16(kern, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			}
+			ways := []func(*kernel, bool, bool, int, int, int, float32, []float32, int, []float32, int, float32, []float32, int){
+				sgemmBF16, fusedOnly, sgemmBF16TwoPass}
+			b.Run(fmt.Sprintf("%dx%dx%dx%d/%s", s.m, s.k, s.n, s.batch, tt), func(b *testing.B) {
+				for _, f := range ways {
+					run(f)
+				}
+				mins := []time.Duration{1 << 62, 1 << 62, 1 << 62}
+				var ratios [2][]float64
+				for i := 0; i < b.N; i++ {
+					var d [3]time.Duration
+					for j := range ways {
+						w := (i + j) % len(ways) // rotate the order
+						d[w] = run(ways[w])
+					}
+					for w := range d {
+						mins[w] = min(mins[w], d[w])
+					}
+					ratios[0] = append(ratios[0], float64(d[2])/float64(d[0]))
+					ratios[1] = append(ratios[1], float64(d[2])/float64(d[1]))
+				}
+				for i := range ratios {
+					slices.Sort(ratios[i])
+				}
+				b.ReportMetric(float64(mins[0].Microseconds())/1e3, "min-ms")
+				b.ReportMetric(float64(mins[1].Microseconds())/1e3, "min-ms-fused-only")
+				b.ReportMetric(float64(mins[2].Microseconds())/1e3, "min-ms-twopass")
+				b.ReportMetric(ratios[0][len(ratios[0])/2], "median-speedup")
+				b.ReportMetric(ratios[1][len(ratios[1])/2], "median-speedup-fused-only")
+			})
+		}
+	}
 }

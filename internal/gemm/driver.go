@@ -30,6 +30,9 @@ type job struct {
 	// (bf16_pack.go); k is then the depth in pairs, ⌈kf/2⌉.
 	bf16 bool
 	kf   int
+	// bWords says b already holds op(B)'s words (a bf16 job's B rounded
+	// beforehand, runBF16), packed as floats.
+	bWords bool
 }
 
 // buffers holds one goroutine's packing space (stage: the bf16 packing's
