@@ -10,6 +10,7 @@ import (
 
 	"gorgonia.org/gorgonia"
 
+	"github.com/d73a19ff/zoo/internal/ops"
 	"github.com/d73a19ff/zoo/layers"
 )
 
@@ -253,7 +254,7 @@ func (o *AdamW) update(s *slot, w operands, lr, bc1, bc2 float64, lo, hi int) {
 		c.decay = 1 - lr*o.cfg.WeightDecay
 	}
 	if w.p32 != nil {
-		update(w.p32[lo:hi], w.g32[lo:hi], s.m32[lo:hi], s.v32[lo:hi], c)
+		update32(w.p32[lo:hi], w.g32[lo:hi], s.m32[lo:hi], s.v32[lo:hi], c)
 	} else {
 		update(w.p64[lo:hi], w.g64[lo:hi], s.m64[lo:hi], s.v64[lo:hi], c)
 	}
@@ -289,6 +290,13 @@ func (s *slot) operands(g gorgonia.Value) (operands, error) {
 // Python before handing them to its kernels.
 type coeffs struct {
 	decay, beta1, beta2, eps, stepSize, bc2Sqrt float64
+}
+
+// update32 is update[float32] through the CPU's vector kernels
+// (ops.AdamW32), bit for bit.
+func update32(p, g, m, v []float32, c coeffs) {
+	ops.AdamW32(p, g, m, v, float32(c.decay), float32(c.beta1), float32(1-c.beta1), float32(c.beta2),
+		float32(1-c.beta2), float32(c.bc2Sqrt), float32(c.eps), float32(-c.stepSize))
 }
 
 // update is one AdamW step on one parameter, in the operation order of

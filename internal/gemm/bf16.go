@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"fmt"
 	"math"
 	"sync"
 	"unsafe"
@@ -9,16 +10,17 @@ import (
 // Mixed-precision products: SgemmBF16 rounds op(A) and op(B) to bfloat16
 // and accumulates their products in float32, as a bf16 matrix unit does
 // (and as PyTorch's torch.autocast("cpu", dtype=torch.bfloat16) asks of
-// its kernels). The rounding happens while the operands are laid out for
-// the kernel: each operand becomes a matrix of 32-bit words, each word a
-// pair of bfloat16s of consecutive k (the low half the even k, the high
-// half the odd one, zero past an odd k), which is the operand layout of
-// the AVX-512 BF16 instruction VDPBF16PS. A word matrix is then an
-// ordinary float32 matrix with half the depth to the blocked driver
-// (driver.go): it is packed, blocked and shared out among the cores by
-// the same code, moved as float32 bits, never computed on. Only the
-// micro-kernel differs: kernelBF16AVX512 (bf16_amd64.s), which adds both
-// products of each pair into a float32 lane, or kernelBF16Go.
+// its kernels). The rounding happens while the operands are packed for
+// the kernel (bf16_pack.go): each step of a micro-panel holds 32-bit
+// words, each a pair of bfloat16s of consecutive k (the low half the even
+// k, the high half the odd one, zero past an odd k), which is the operand
+// layout of the AVX-512 BF16 instruction VDPBF16PS. To the blocked driver
+// (driver.go) the product is then an ordinary float32 one of half the
+// depth: it is blocked and shared out among the cores by the same code,
+// the packed words moved as float32 bits, never computed on. Only the
+// packing and the micro-kernel differ: kernelBF16AVX512 (bf16_amd64.s),
+// which adds both products of each pair into a float32 lane, or
+// kernelBF16Go.
 //
 // The two ways round the same (roundBF16) and multiply the same: the
 // product of two bfloat16s is exact in float32, and each lane adds the odd
@@ -73,35 +75,91 @@ func SgemmBF16(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b 
 	sgemmBF16(activeBF16, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// SgemmBF16Bias is SgemmBias (same arguments, semantics and panics) with
+// op(A) and op(B) rounded to bfloat16 as SgemmBF16 rounds them: C =
+// bf16(op(A))·bf16(op(B)) + 1·biasᵀ, bias (n floats) added to every row
+// of C inside the product, tile by tile, as a linear layer's forward pass
+// needs. The result is bit for bit that of copying bias into every row of
+// C and calling SgemmBF16 with alpha 1 and beta 1. It is safe for
+// concurrent use.
+func SgemmBF16Bias(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, bias []float32, c []float32, ldc int) {
+	check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	if len(bias) < n {
+		panic(fmt.Sprintf("gemm: bias has %d floats for %d columns", len(bias), n))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	jb := bf16Job(activeBF16, tA, tB, m, n, k, 1, a, lda, b, ldb, 1, c, ldc)
+	if k == 0 {
+		for i := 0; i < m; i++ {
+			copy(c[i*ldc:][:n], bias)
+		}
+		return
+	}
+	jb.bias = bias[:n]
+	jb.runBF16()
+}
+
 // sgemmBF16 is SgemmBF16 through kern (tests pick the Go one).
 func sgemmBF16(kern *kernel, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	kp := (k + 1) / 2
-	bufs := getPairBuffers()
-	defer putPairBuffers(bufs)
-	// A word matrix of op(A) keeps A's orientation: untransposed, m rows
-	// of kp words; transposed, kp rows of m words. Likewise op(B).
-	var pa, pb []float32
-	var lpa, lpb int
-	if tA {
-		pa, lpa = aligned(&bufs.a, kp*m), m
-		pairMatrix(pa, a, lda, k, m)
-	} else {
-		pa, lpa = aligned(&bufs.a, m*kp), kp
-		roundMatrix(pa, a, lda, m, k)
+	jb := bf16Job(kern, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	jb.runBF16()
+}
+
+// preRoundB is how many times the driver must pack op(B) before
+// runBF16 rounds B once beforehand instead of at each packing (0: never).
+var preRoundB = 3
+
+// runBF16 runs a bf16 job. op(A) is rounded as it is packed: the driver
+// packs each of its blocks once. op(B) is packed once per block of rows
+// of C that each goroutine computes, so where that is more than once
+// (preRoundB) B is first rounded into a word matrix of its own, shared by
+// the goroutines and packed as floats. The words are the same either way.
+func (jb *job) runBF16() {
+	if preRoundB > 0 && jb.packsOfB() >= preRoundB {
+		bufs := getPairBuffers()
+		defer putPairBuffers(bufs)
+		kp := jb.k
+		if jb.tB {
+			pb := aligned(&bufs.b, jb.n*kp)
+			roundMatrix(pb, jb.b, jb.ldb, jb.n, jb.kf)
+			jb.b, jb.ldb = pb, kp
+		} else {
+			pb := aligned(&bufs.b, kp*jb.n)
+			pairMatrix(pb, jb.b, jb.ldb, jb.kf, jb.n)
+			jb.b, jb.ldb = pb, jb.n
+		}
+		jb.bWords = true
 	}
-	if tB {
-		pb, lpb = aligned(&bufs.b, n*kp), kp
-		roundMatrix(pb, b, ldb, n, k)
-	} else {
-		pb, lpb = aligned(&bufs.b, kp*n), n
-		pairMatrix(pb, b, ldb, k, n)
-	}
-	jb := job{tA: tA, tB: tB, m: m, n: n, k: kp, alpha: alpha, beta: beta,
-		a: pa, b: pb, c: c, lda: lpa, ldb: lpb, ldc: ldc, kern: kern}
 	jb.parallel()
 }
 
-// pairBuffers holds the word matrices of one product.
+// packsOfB is how many times the driver packs each block of op(B): once
+// per block of blockM rows of each goroutine's rows of C (shared out by
+// rows), or once per block of rows of C (by columns: each goroutine packs
+// its own columns).
+func (jb *job) packsOfB() int {
+	workers, byRows := jb.split()
+	mc := roundUp(blockM, jb.kern.mr)
+	if !byRows || workers <= 1 {
+		return (jb.m + mc - 1) / mc
+	}
+	units := (jb.m + jb.kern.mr - 1) / jb.kern.mr
+	rows := (units + workers - 1) / workers * jb.kern.mr // the largest share
+	return workers * ((rows + mc - 1) / mc)
+}
+
+// bf16Job is the blocked driver's job for a bf16 product: a and b stay
+// float32 and are rounded as they are packed (bf16_pack.go), the driver
+// blocking and sharing out ⌈k/2⌉ steps of pairs.
+func bf16Job(kern *kernel, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) job {
+	return job{tA: tA, tB: tB, m: m, n: n, k: (k + 1) / 2, alpha: alpha, beta: beta,
+		a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc, kern: kern, bf16: true, kf: k}
+}
+
+// pairBuffers holds a product's word matrices (runBF16's rounded B; the
+// two-pass reference in the tests rounds A into a too).
 type pairBuffers struct{ a, b []float32 }
 
 var freePairs = make(chan *pairBuffers, 4)
@@ -120,11 +178,6 @@ func putPairBuffers(b *pairBuffers) {
 	case freePairs <- b:
 	default:
 	}
-}
-
-// words views a float32 slice as the uint32 words it holds.
-func words(s []float32) []uint32 {
-	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
 }
 
 // roundWork is the floats from which the rounding is shared out among
@@ -175,6 +228,11 @@ func split(n, work int, f func(lo, hi int)) {
 	}()
 	f(0, n/2)
 	wg.Wait()
+}
+
+// words views a float32 slice as the uint32 words it holds.
+func words(s []float32) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
 }
 
 // roundRowGo is roundRow in Go: dst[j] = pair(src[2j], src[2j+1]), the

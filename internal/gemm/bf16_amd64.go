@@ -100,3 +100,31 @@ func pairRows(dst []uint32, r0, r1 []float32) {
 		dst, r0 = dst[n:], r0[n:]
 	}
 }
+
+// pairPanelsBF16 packs kb steps of panels micro-panels of width w ≤ 32
+// from pairs of rows (r1 = r0 + ld/2 in the source), rounding: see
+// bf16_gen.go.
+//
+//go:noescape
+func pairPanelsBF16(dst *uint32, r0, r1 *float32, ld, kb, w, panels, ps int, load, store uint32)
+
+// pairPanels packs kb steps of columns [0, n) of src (row stride ld) into
+// ⌈n/w⌉ micro-panels of width w, ps apart: word c of step p of panel q is
+// pair(src[2p][q·w+c], src[2p+1][q·w+c]), zero past n (pairPanelsGo).
+func pairPanels(dst, src []float32, ld, kb, w, n, ps int) {
+	if !useBF16Asm || w > 32 {
+		pairPanelsGo(dst, src, ld, kb, w, n, ps)
+		return
+	}
+	panels := (n + w - 1) / w
+	_ = dst[(panels-1)*ps+kb*w-1]
+	_ = src[(2*kb-1)*ld+n-1]
+	full := n / w
+	dw := words(dst)
+	if full > 0 {
+		pairPanelsBF16(&dw[0], &src[0], &src[ld], 2*ld, kb, w, full, ps, lanes(w), lanes(w))
+	}
+	if rem := n - full*w; rem > 0 {
+		pairPanelsBF16(&dw[full*ps], &src[full*w], &src[ld+full*w], 2*ld, kb, w, 1, ps, lanes(rem), lanes(w))
+	}
+}

@@ -11,7 +11,8 @@ import (
 // fused QKV 768) with the forward (NT), input-gradient (NN) and
 // weight-gradient (TN) transposes; the LM heads (vocabulary 512, GPT's
 // benchmark, and 30,522, BERT's); the ViT's 6400-patch layers; and the
-// attention's per-head products (T 128, head 64), 64 per batched call.
+// attention's per-head products (T 128, head 64), 64 per batched call;
+// and the ViT recipe's attention tiles (50 tokens, head 32), 256 per call.
 //
 //	go test ./internal/gemm -run '^$' -bench SgemmBF16 -benchtime 20x
 func BenchmarkSgemmBF16(b *testing.B) {
@@ -25,6 +26,7 @@ func BenchmarkSgemmBF16(b *testing.B) {
 		{4096, 256, 512, 1, all}, {4096, 256, 30522, 1, []string{"NT"}},
 		{6400, 128, 384, 1, all},
 		{128, 64, 128, 64, []string{"NT", "TN"}}, {128, 128, 64, 64, []string{"NN", "TN"}},
+		{50, 32, 50, 256, []string{"NT", "TN"}}, {50, 50, 32, 256, []string{"NN", "TN"}},
 	}
 	impls := []struct {
 		name string

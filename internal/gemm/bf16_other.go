@@ -15,3 +15,5 @@ var useBF16Asm = false
 
 func roundRow(dst []uint32, src []float32)    { roundRowGo(dst, src) }
 func pairRows(dst []uint32, r0, r1 []float32) { pairRowsGo(dst, r0, r1) }
+
+func pairPanels(dst, src []float32, ld, kb, w, n, ps int) { pairPanelsGo(dst, src, ld, kb, w, n, ps) }

@@ -287,8 +287,18 @@ func ExampleSgemmBF16() {
 	// Output: 7 7.0039062 1
 }
 
+func ExampleSgemmBF16Bias() {
+	x := []float32{1, 1 + 0x1p-10, 2, 0} // 2×2 inputs; 1+2⁻¹⁰ rounds to 1
+	w := []float32{3, 4, 1, -1}          // 2×2 weights, one output per row
+	bias := []float32{0.5, -0.5}
+	y := make([]float32, 4)
+	SgemmBF16Bias(false, true, 2, 2, 2, x, 2, w, 2, bias, y, 2) // y = x·wᵀ + bias
+	fmt.Println(y)
+	// Output: [7.5 -0.5 6.5 1.5]
+}
+
 // TestSgemmBF16Concurrent runs products on several goroutines at once
-// (they share the pools of word matrices and packing buffers): each
+// (they share the pool of packing buffers): each
 // result equals the same product run alone, bit for bit.
 func TestSgemmBF16Concurrent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))

@@ -25,10 +25,19 @@ type job struct {
 	// bias, when set (SgemmBias, with beta 1), is written into every row
 	// of C before the first rank-kb update, tile by tile.
 	bias []float32
+	// bf16, when set (SgemmBF16), makes a and b float32 matrices of depth
+	// kf that are rounded to bfloat16 pairs as they are packed
+	// (bf16_pack.go); k is then the depth in pairs, ⌈kf/2⌉.
+	bf16 bool
+	kf   int
+	// bWords says b already holds op(B)'s words (a bf16 job's B rounded
+	// beforehand, runBF16), packed as floats.
+	bWords bool
 }
 
-// buffers holds one goroutine's packing space.
-type buffers struct{ a, b, tile []float32 }
+// buffers holds one goroutine's packing space (stage: the bf16 packing's
+// staging block).
+type buffers struct{ a, b, tile, stage []float32 }
 
 // freeBufs keeps packing buffers between calls. Unlike a sync.Pool it is not
 // emptied by the garbage collector, which the megabyte-sized buffers of large
@@ -114,17 +123,24 @@ func (jb *job) run(i0, i1, j0, j1 int) {
 		for ic := i0; ic < i1; ic += mc {
 			mb := min(mc, i1-ic)
 			full := 0 // rows of this block read in place
-			if direct {
+			switch {
+			case jb.bf16:
+				jb.packBF16A(pa, bufs, ic, mb, pc, kb)
+			case direct:
 				full = mb / mr * mr
 				if full < mb { // the last, partial micro-panel is packed
 					packA(pa, jb.a, jb.lda, jb.tA, ic+full, mb-full, pc, kb, mr)
 				}
-			} else {
+			default:
 				packA(pa, jb.a, jb.lda, jb.tA, ic, mb, pc, kb, mr)
 			}
 			for jc := j0; jc < j1; jc += nc {
 				nb := min(nc, j1-jc)
-				packB(pb, jb.b, jb.ldb, jb.tB, pc, kb, jc, nb, nr)
+				if jb.bf16 {
+					jb.packBF16B(pb, bufs, pc, kb, jc, nb)
+				} else {
+					packB(pb, jb.b, jb.ldb, jb.tB, pc, kb, jc, nb, nr)
+				}
 				var bias []float32
 				if pc == 0 {
 					bias = jb.bias
@@ -208,10 +224,17 @@ func (jb *job) macro(pa, pb, tile []float32, ic, mb, jc, nb, pc, kb, full int, b
 
 // fillBias writes bias (one tile's columns) into rows rows of C from off.
 func (jb *job) fillBias(off int, bias []float32, rows int) {
-	if len(bias) == 16 { // the AVX2 tile: one array copy per row, no memmove call
+	switch len(bias) { // the AVX2 and AVX-512 tiles: one array copy per row, no memmove call
+	case 16:
 		v := *(*[16]float32)(bias)
 		for r := 0; r < rows; r++ {
 			*(*[16]float32)(jb.c[off+r*jb.ldc:]) = v
+		}
+		return
+	case 32:
+		v := *(*[32]float32)(bias)
+		for r := 0; r < rows; r++ {
+			*(*[32]float32)(jb.c[off+r*jb.ldc:]) = v
 		}
 		return
 	}

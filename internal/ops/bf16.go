@@ -70,3 +70,10 @@ func gemmAs[T Float](bf16, tA, tB bool, m, n, k int, a, b []T, beta T, c []T) {
 	}
 	kernels.SgemmBF16(tA, tB, m, n, k, 1, any(a).([]float32), lda, any(b).([]float32), ldb, float32(beta), c32, n)
 }
+
+// sgemmBF16Bias is sgemmBias with bf16 operands (gemm.SgemmBF16Bias): the
+// bias goes into each tile of C inside the product, bit for bit as a
+// bias copied into C and a bf16 product added with beta 1.
+func sgemmBF16Bias(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, bias, c []float32, ldc int) {
+	kernels.SgemmBF16Bias(tA, tB, m, n, k, a, lda, b, ldb, bias, c, ldc)
+}

@@ -96,10 +96,15 @@ func biasOf[T Float](ts []*tensor.Dense) []T {
 }
 
 func linearFwd[T Float](bf16 bool, x, w, b, y []T, n, in, out int) {
-	if b32, ok := any(b).([]float32); ok && b32 != nil && in > 0 && !bf16 {
+	if b32, ok := any(b).([]float32); ok && b32 != nil && in > 0 {
 		// The bias goes into y inside the product, tile by tile: a pass
 		// of its own over y was 3% of a ViT training step.
-		sgemmBias(false, true, n, out, in, any(x).([]float32), in, any(w).([]float32), in, b32, any(y).([]float32), out)
+		x32, w32, y32 := any(x).([]float32), any(w).([]float32), any(y).([]float32)
+		if bf16 {
+			sgemmBF16Bias(false, true, n, out, in, x32, in, w32, in, b32, y32, out)
+			return
+		}
+		sgemmBias(false, true, n, out, in, x32, in, w32, in, b32, y32, out)
 		return
 	}
 	var beta T

@@ -41,6 +41,9 @@ type vecImpl struct {
 	axpy func(x, y []float32, a float32)
 	// softmaxGrad sets out = scale·p·(dy − dot).
 	softmaxGrad func(p, dy, out []float32, scale, dot float32)
+	// adamw is one AdamW step on p with gradient g and moments m, v
+	// (adamwGo has the order of operations).
+	adamw func(p, g, m, v []float32, decay, b1, ob1, b2, ob2, bc2, eps, neg float32)
 	// gelu and geluTanh set out = GELU(x) and store Φ(x), resp. the tanh
 	// term, in keep (optional); the gradients read them back from kept
 	// (optional) or recompute them (see math32.go).
@@ -70,6 +73,7 @@ var goVec = &vecImpl{
 	affine:       affineGo,
 	axpy:         axpyGo,
 	softmaxGrad:  softmaxGradGo,
+	adamw:        adamwGo,
 	gelu:         geluForward32,
 	geluTanh:     geluTanhForward32,
 	geluGrad:     geluGrad32,
@@ -290,6 +294,35 @@ func vecAffine(x, out []float32, a, b float32) {
 func vecAxpy(x, y []float32, a float32) {
 	if n := len(x); n > 0 {
 		vk.axpy(x, y[:n], a)
+	}
+}
+
+// adamwGo is one AdamW step in the operation order of torch 1.13's
+// _single_tensor_adamw (train.AdamW's), in float32: every product and
+// quotient rounded on its own (the conversions keep a compiler from fusing
+// a multiply-add), the square root correctly rounded (float64's, rounded
+// once more to float32, is float32's: double rounding is innocuous for a
+// square root).
+func adamwGo(p, g, m, v []float32, decay, b1, ob1, b2, ob2, bc2, eps, neg float32) {
+	p, m, v = p[:len(g)], m[:len(g)], v[:len(g)]
+	for i, gi := range g {
+		m[i] = float32(m[i]*b1) + float32(ob1*gi)
+		v[i] = float32(v[i]*b2) + float32(float32(ob2*gi)*gi)
+		denom := float32(math.Sqrt(float64(v[i])))/bc2 + eps
+		p[i] = float32(p[i]*decay) + float32(neg*(m[i]/denom))
+	}
+}
+
+// AdamW32 is one AdamW step on a float32 parameter p (gradient g, moments
+// m and v, all of g's length), in train.AdamW's order of operations and
+// with its results bit for bit, through the CPU's vector kernels where it
+// has them: m = m·b1 + (1−b1)·g, v = v·b2 + ((1−b2)·g)·g, p = p·decay −
+// stepSize·m/(√v/bc2 + eps), each scalar passed already rounded to
+// float32 (ob1 = 1−b1, ob2 = 1−b2, neg = −stepSize, bc2 = √(1−b2ᵗ)). It
+// is safe for concurrent use on disjoint slices.
+func AdamW32(p, g, m, v []float32, decay, b1, ob1, b2, ob2, bc2, eps, neg float32) {
+	if n := len(g); n > 0 {
+		vk.adamw(p[:n], g, m[:n], v[:n], decay, b1, ob1, b2, ob2, bc2, eps, neg)
 	}
 }
 

@@ -41,6 +41,9 @@ func affineAVX2(x, out *float32, n int, a, b float32)
 func axpyAVX2(x, y *float32, n int, a float32)
 
 //go:noescape
+func adamwAVX2(p, grad, m, v *float32, n int, decay, b1, ob1, b2, ob2, bc2, eps, neg float32)
+
+//go:noescape
 func softmaxGradAVX2(p, dy, out *float32, n int, scale, dot float32)
 
 //go:noescape
@@ -95,6 +98,9 @@ func affineAVX512(x, out *float32, n int, a, b float32)
 func axpyAVX512(x, y *float32, n int, a float32)
 
 //go:noescape
+func adamwAVX512(p, grad, m, v *float32, n int, decay, b1, ob1, b2, ob2, bc2, eps, neg float32)
+
+//go:noescape
 func softmaxGradAVX512(p, dy, out *float32, n int, scale, dot float32)
 
 //go:noescape
@@ -139,6 +145,9 @@ var vecAVX2 = &vecImpl{
 	},
 	affine: func(x []float32, out []float32, a float32, b float32) { affineAVX2(&x[0], &out[0], len(x), a, b) },
 	axpy:   func(x []float32, y []float32, a float32) { axpyAVX2(&x[0], &y[0], len(x), a) },
+	adamw: func(p []float32, grad []float32, m []float32, v []float32, decay float32, b1 float32, ob1 float32, b2 float32, ob2 float32, bc2 float32, eps float32, neg float32) {
+		adamwAVX2(&p[0], &grad[0], &m[0], &v[0], len(p), decay, b1, ob1, b2, ob2, bc2, eps, neg)
+	},
 	softmaxGrad: func(p []float32, dy []float32, out []float32, scale float32, dot float32) {
 		softmaxGradAVX2(&p[0], &dy[0], &out[0], len(p), scale, dot)
 	},
@@ -182,6 +191,9 @@ var vecAVX512 = &vecImpl{
 	},
 	affine: func(x []float32, out []float32, a float32, b float32) { affineAVX512(&x[0], &out[0], len(x), a, b) },
 	axpy:   func(x []float32, y []float32, a float32) { axpyAVX512(&x[0], &y[0], len(x), a) },
+	adamw: func(p []float32, grad []float32, m []float32, v []float32, decay float32, b1 float32, ob1 float32, b2 float32, ob2 float32, bc2 float32, eps float32, neg float32) {
+		adamwAVX512(&p[0], &grad[0], &m[0], &v[0], len(p), decay, b1, ob1, b2, ob2, bc2, eps, neg)
+	},
 	softmaxGrad: func(p []float32, dy []float32, out []float32, scale float32, dot float32) {
 		softmaxGradAVX512(&p[0], &dy[0], &out[0], len(p), scale, dot)
 	},

@@ -205,6 +205,37 @@ var kernels = []*kernel{
 			}})
 			g.ret(k)
 		}},
+	{name: "adamw", params: "p, grad, m, v *float32, n int, decay, b1, ob1, b2, ob2, bc2, eps, neg float32",
+		doc: "One AdamW step in adamwGo's order, each product and quotient rounded (no FMA):\nm = m·b1 + ob1·grad, v = v·b2 + (ob2·grad)·grad, p = p·decay + neg·(m/(√v/bc2 + eps)).",
+		emit: func(g *gen, k *kernel, _ map[string]bool) {
+			c := g.broadcast("decay", "b1", "ob1", "b2", "ob2", "bc2", "eps", "neg")
+			decay, b1, ob1, b2, ob2, bc2, eps, neg := c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+			g.loop(loopSpec{unroll: 1, temps: 4, body: func(s *slot) {
+				t := s.t
+				s.load(k.ptr("grad"), t[0])
+				s.load(k.ptr("m"), t[1])
+				g.op("VMULPS %s, %s, %s", b1, t[1], t[1])
+				g.op("VMULPS %s, %s, %s", ob1, t[0], t[2])
+				g.op("VADDPS %s, %s, %s", t[2], t[1], t[1])
+				s.store(t[1], k.ptr("m"))
+				s.load(k.ptr("v"), t[2])
+				g.op("VMULPS %s, %s, %s", b2, t[2], t[2])
+				g.op("VMULPS %s, %s, %s", ob2, t[0], t[3])
+				g.op("VMULPS %s, %s, %s", t[0], t[3], t[3])
+				g.op("VADDPS %s, %s, %s", t[3], t[2], t[2])
+				s.store(t[2], k.ptr("v"))
+				g.op("VSQRTPS %s, %s", t[2], t[2])
+				g.op("VDIVPS %s, %s, %s", bc2, t[2], t[2])
+				g.op("VADDPS %s, %s, %s", eps, t[2], t[2])
+				g.op("VDIVPS %s, %s, %s", t[2], t[1], t[1])
+				g.op("VMULPS %s, %s, %s", neg, t[1], t[1])
+				s.load(k.ptr("p"), t[3])
+				g.op("VMULPS %s, %s, %s", decay, t[3], t[3])
+				g.op("VADDPS %s, %s, %s", t[1], t[3], t[3])
+				s.store(t[3], k.ptr("p"))
+			}})
+			g.ret(k)
+		}},
 	{name: "softmaxGrad", params: "p, dy, out *float32, n int, scale, dot float32", doc: "out = scale·p·(dy − dot).",
 		emit: func(g *gen, k *kernel, _ map[string]bool) {
 			c := g.broadcast("scale", "dot")
