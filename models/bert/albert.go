@@ -61,13 +61,13 @@ var albertVariant = &variant{
 // validateShared checks ALBERT's keys: embedding_size, num_hidden_groups
 // and inner_group_num positive and bounded, num_hidden_layers a multiple
 // of num_hidden_groups (transformers would otherwise split the layers
-// unevenly); every other model type must leave the groups 0 (and
-// embedding_size, but for an ELECTRA's: Validate checks it).
+// unevenly); every other model type must leave the groups 0 (Validate
+// checks embedding_size, ALBERT's and ELECTRA's alone).
 func (c Config) validateShared(v *variant) error {
 	if v != albertVariant {
-		if c.NumHiddenGroups != 0 || c.InnerGroupNum != 0 || (v != electraVariant && c.EmbeddingSize != 0) {
-			return fmt.Errorf("%s: embedding_size %d, num_hidden_groups %d, inner_group_num %d are ALBERT's; leave them 0 for a %s (or set model_type %q)",
-				v.family, c.EmbeddingSize, c.NumHiddenGroups, c.InnerGroupNum, v.name, AlbertModelType)
+		if c.NumHiddenGroups != 0 || c.InnerGroupNum != 0 {
+			return fmt.Errorf("%s: num_hidden_groups %d, inner_group_num %d are ALBERT's; leave them 0 for a %s (or set model_type %q)",
+				v.family, c.NumHiddenGroups, c.InnerGroupNum, v.name, AlbertModelType)
 		}
 		return nil
 	}

@@ -91,10 +91,13 @@ func TestAlbertConfig(t *testing.T) {
 	// ALBERT's fields on another model type are a mistake.
 	bc := Tiny()
 	bc.EmbeddingSize = 64
-	require.ErrorContains(t, bc.Validate(), `embedding_size 64: only an ALBERT or an ELECTRA (model_type "albert", "electra") has embeddings narrower`)
+	require.ErrorContains(t, bc.Validate(), `embedding_size 64: only an ALBERT or an ELECTRA (model_type "albert", "electra") has an embedding_size of its own`)
+	bc = Tiny()
+	bc.EmbeddingSize = bc.HiddenSize // even an equal one: one check, one message
+	require.ErrorContains(t, bc.Validate(), `only an ALBERT or an ELECTRA (model_type "albert", "electra") has an embedding_size of its own`)
 	bc = Tiny()
 	bc.NumHiddenGroups = 2
-	require.ErrorContains(t, bc.Validate(), "embedding_size 0, num_hidden_groups 2, inner_group_num 0 are ALBERT's")
+	require.ErrorContains(t, bc.Validate(), "num_hidden_groups 2, inner_group_num 0 are ALBERT's")
 	var nul Config // classifier_dropout_prob null: the token classifier's dropout is hidden_dropout_prob
 	require.NoError(t, json.Unmarshal([]byte(`{"model_type": "albert", "classifier_dropout_prob": null, "hidden_dropout_prob": 0.2}`), &nul))
 	require.Nil(t, nul.ClassifierDropout)

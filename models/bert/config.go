@@ -175,8 +175,8 @@ func (c Config) Validate() error {
 	}
 	if v == electraVariant {
 		sizes = append(sizes, models.Size{Field: "embedding_size", V: c.embeddingSize(), Max: models.MaxDim})
-	} else if v != albertVariant && c.EmbeddingSize != 0 && c.EmbeddingSize != c.HiddenSize {
-		return fmt.Errorf("%s: embedding_size %d: only an ALBERT or an ELECTRA (model_type %q, %q) has embeddings narrower than %s %d; leave it 0", v.family, c.EmbeddingSize, AlbertModelType, ElectraModelType, k("hidden_size"), c.HiddenSize)
+	} else if v != albertVariant && c.EmbeddingSize != 0 {
+		return fmt.Errorf("%s: embedding_size %d: only an ALBERT or an ELECTRA (model_type %q, %q) has an embedding_size of its own (embeddings narrower than %s %d); leave it 0", v.family, c.EmbeddingSize, AlbertModelType, ElectraModelType, k("hidden_size"), c.HiddenSize)
 	}
 	if v.noTokenTypes {
 		if c.TypeVocabSize != 0 {

@@ -159,7 +159,7 @@ func TestElectraConfig(t *testing.T) {
 	}
 	b2 := Tiny()
 	b2.EmbeddingSize = 64
-	require.ErrorContains(t, b2.Validate(), `embedding_size 64: only an ALBERT or an ELECTRA (model_type "albert", "electra") has embeddings narrower`)
+	require.ErrorContains(t, b2.Validate(), `embedding_size 64: only an ALBERT or an ELECTRA (model_type "albert", "electra") has an embedding_size of its own`)
 	_, err = NewElectraForPreTraining(Tiny())
 	require.ErrorContains(t, err, "has no replaced-token-detection head")
 	_, err = NewForPreTraining(small)
