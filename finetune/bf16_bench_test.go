@@ -1,12 +1,11 @@
 package finetune
 
 import (
-	"slices"
 	"testing"
-	"time"
 
 	"gorgonia.org/gorgonia"
 
+	"github.com/d73a19ff/zoo/internal/graphtest"
 	"github.com/d73a19ff/zoo/internal/ops"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/train"
@@ -28,7 +27,7 @@ func BenchmarkTrainStepBF16(b *testing.B) {
 		defer done32()
 		bf, doneBF := vitTrainStep(b, batch, true)
 		defer doneBF()
-		interleaveBF16(b, f32, bf)
+		graphtest.InterleaveBF16(b, f32, bf)
 	})
 }
 
@@ -76,39 +75,4 @@ func vitTrainStep(b *testing.B, batch int, bf16 bool) (step, done func()) {
 			b.Fatal(err)
 		}
 	}, func() { vm.Close() }
-}
-
-// interleaveBF16 times f32 and bf against each other: one warm-up step
-// each, then b.N iterations of one step each, in alternating order.
-func interleaveBF16(b *testing.B, f32, bf func()) {
-	f32()
-	bf()
-	var tf, tb time.Duration
-	var ratios []float64
-	minF, minB := time.Duration(1<<62), time.Duration(1<<62)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		first, second := f32, bf
-		if i%2 == 1 {
-			first, second = bf, f32
-		}
-		t0 := time.Now()
-		first()
-		t1 := time.Now()
-		second()
-		d1, d2 := t1.Sub(t0), time.Since(t1)
-		df, db := d1, d2
-		if i%2 == 1 {
-			df, db = d2, d1
-		}
-		tf, tb = tf+df, tb+db
-		minF, minB = min(minF, df), min(minB, db)
-		ratios = append(ratios, float64(df)/float64(db))
-	}
-	slices.Sort(ratios)
-	b.ReportMetric(float64(tf.Milliseconds())/float64(b.N), "ms/step-f32")
-	b.ReportMetric(float64(tb.Milliseconds())/float64(b.N), "ms/step-bf16")
-	b.ReportMetric(float64(minF.Milliseconds()), "min-ms-f32")
-	b.ReportMetric(float64(minB.Milliseconds()), "min-ms-bf16")
-	b.ReportMetric(ratios[len(ratios)/2], "median-speedup")
 }

@@ -8,10 +8,8 @@ import (
 
 	"gorgonia.org/gorgonia"
 
-	"github.com/d73a19ff/zoo/internal/ops"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/models/vit"
-	"github.com/d73a19ff/zoo/train"
 )
 
 // The benchmarks run the ViT Fashion preset (28×28×1, 4×4 patches, 6
@@ -54,48 +52,8 @@ func BenchmarkTrainStep(b *testing.B) {
 	}{{64, false}, {128, false}, {64, true}, {128, true}} {
 		batch, sfx := row.batch, map[bool]string{false: "", true: "_bf16"}[row.bf16]
 		b.Run(fmt.Sprintf("vit-fashion/B%d%s", batch, sfx), func(b *testing.B) {
-			c := benchClassifier(b)
-			g := c.Store.NewGraph()
-			px, labels := g.Input("pixel_values", batch, 1, 28, 28), g.IntInput("labels", batch)
-			benchPixels(px, 1)
-			for i := range labels.Value().Data().([]int) {
-				labels.Value().Data().([]int)[i] = (i * 7) % 10
-			}
-			loss, _, err := c.Loss(g, px, labels, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			grads, err := gorgonia.Grad(loss, g.Learnables()...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if row.bf16 {
-				ops.UseBF16(g.ExprGraph)
-			}
-			vals := make([]gorgonia.Value, len(grads))
-			for i := range grads {
-				gorgonia.Read(grads[i], &vals[i])
-			}
-			cfg := train.DefaultAdamWConfig()
-			cfg.Decay = c.Decay
-			opt, err := train.NewAdamW(g.Params(), cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			vm, err := g.Machine(layers.SharedOutputs()) // the engine's machine
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer vm.Close()
-			step := func() {
-				if err := vm.RunAll(); err != nil {
-					b.Fatal(err)
-				}
-				vm.Reset()
-				if err := opt.Step(vals, 1e-4); err != nil {
-					b.Fatal(err)
-				}
-			}
+			step, done := vitTrainStep(b, batch, row.bf16)
+			defer done()
 			step() // warm-up: buffers are allocated once
 			b.ReportAllocs()
 			b.ResetTimer()

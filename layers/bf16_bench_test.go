@@ -1,20 +1,20 @@
 package layers
 
 import (
-	"slices"
 	"testing"
-	"time"
 
 	"gorgonia.org/gorgonia"
 
+	"github.com/d73a19ff/zoo/internal/graphtest"
 	"github.com/d73a19ff/zoo/internal/ops"
 )
 
 // BenchmarkEncoderStepBF16 is BenchmarkEncoderStep's BERT-like and
 // ViT-like steps (forward + backward, no optimizer) in float32 and with
 // bf16 products (ops.UseBF16), interleaved a step of each per iteration
-// in alternating order, reporting each one's least ms and the median of
-// the paired ratios (f32 time / bf16 time).
+// in alternating order (graphtest.InterleaveBF16), reporting each one's
+// mean and least ms and the median of the paired ratios (f32 time / bf16
+// time).
 //
 //	go test ./layers -run '^$' -bench EncoderStepBF16 -benchtime 12x
 func BenchmarkEncoderStepBF16(b *testing.B) {
@@ -49,30 +49,13 @@ func benchLossBF16(bn *testing.B, build func(s *Store, g *Graph) (*gorgonia.Node
 		ms[i] = gorgonia.NewTapeMachine(g.ExprGraph)
 		defer ms[i].Close()
 	}
-	step := func(m gorgonia.VM) time.Duration {
-		start := time.Now()
-		if err := m.RunAll(); err != nil {
-			bn.Fatal(err)
+	step := func(m gorgonia.VM) func() {
+		return func() {
+			if err := m.RunAll(); err != nil {
+				bn.Fatal(err)
+			}
+			m.Reset()
 		}
-		m.Reset()
-		return time.Since(start)
 	}
-	step(ms[0])
-	step(ms[1])
-	least := [2]time.Duration{1 << 62, 1 << 62}
-	var ratios []float64
-	bn.ResetTimer()
-	for i := 0; i < bn.N; i++ {
-		var d [2]time.Duration
-		for j := range 2 {
-			k := (j + i) % 2 // alternate which goes first
-			d[k] = step(ms[k])
-			least[k] = min(least[k], d[k])
-		}
-		ratios = append(ratios, float64(d[0])/float64(d[1]))
-	}
-	slices.Sort(ratios)
-	bn.ReportMetric(float64(least[0].Milliseconds()), "min-ms-f32")
-	bn.ReportMetric(float64(least[1].Milliseconds()), "min-ms-bf16")
-	bn.ReportMetric(ratios[len(ratios)/2], "median-speedup")
+	graphtest.InterleaveBF16(bn, step(ms[0]), step(ms[1]))
 }

@@ -190,6 +190,15 @@ func benchPretrain(b *testing.B, maxPred int) { benchPretrainAs(b, maxPred, fals
 
 // benchPretrainAs is benchPretrain, with bf16 products when bf16 is set.
 func benchPretrainAs(b *testing.B, maxPred int, bf16 bool) {
+	step, done := pretrainStep(b, maxPred, bf16)
+	defer done()
+	runBench(b, 32, step)
+}
+
+// pretrainStep compiles benchPretrain's step on a (32, 128) batch (the
+// full MLM path when maxPred is 0, else MaskedLoss), with bf16 products
+// when bf16 is set.
+func pretrainStep(b *testing.B, maxPred int, bf16 bool) (step, done func()) {
 	const batch, t = 32, 128
 	cfg := benchMini()
 	p, err := NewForPreTraining(cfg, layers.WithSeed(1))
@@ -224,9 +233,7 @@ func benchPretrainAs(b *testing.B, maxPred int, bf16 bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	step, done := trainStepAs(b, g, out.Loss, bf16)
-	defer done()
-	runBench(b, batch, step)
+	return trainStepAs(b, g, out.Loss, bf16)
 }
 
 // BenchmarkBERTMiniFinetuneStep_T128_B32 is one fine-tuning step of

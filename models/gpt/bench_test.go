@@ -7,6 +7,7 @@ import (
 
 	"gorgonia.org/gorgonia"
 
+	"github.com/d73a19ff/zoo/internal/ops"
 	"github.com/d73a19ff/zoo/internal/peakrss"
 	"github.com/d73a19ff/zoo/layers"
 	"github.com/d73a19ff/zoo/train"
@@ -28,13 +29,13 @@ func benchConfig() Config {
 // tools/pytorch/bench_gpt.py --bf16 (torch.autocast) in tools/bench.sh bf16.
 func BenchmarkTrainStep(b *testing.B) {
 	for _, bf16 := range []bool{false, true} {
-		name, newStep := "V512_T128_d256_h4_L4_ff1024_B16", newTrainStep
+		name := "V512_T128_d256_h4_L4_ff1024_B16"
 		if bf16 {
-			name, newStep = name+"_bf16", newTrainStepBF16
+			name += "_bf16"
 		}
 		b.Run(name, func(b *testing.B) {
 			const batch, t = 16, 128
-			ts, err := newStep(benchConfig(), batch, t)
+			ts, err := newTrainStepAs(benchConfig(), batch, t, bf16)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -120,6 +121,13 @@ type trainStep struct {
 // and an AdamW optimizer (the package's defaults, learning rate 1e-4) for
 // a model of cfg (seed 1) on a batch (batch, t).
 func newTrainStep(cfg Config, batch, t int) (*trainStep, error) {
+	return newTrainStepAs(cfg, batch, t, false)
+}
+
+// newTrainStepAs is newTrainStep, with the graph's matrix products in bf16
+// (ops.UseBF16 after the gradients, as the engine under --bf16) when bf16
+// is set.
+func newTrainStepAs(cfg Config, batch, t int, bf16 bool) (*trainStep, error) {
 	m, err := New(cfg, layers.WithSeed(1))
 	if err != nil {
 		return nil, err
@@ -138,6 +146,9 @@ func newTrainStep(cfg Config, batch, t int) (*trainStep, error) {
 	grads, err := gorgonia.Grad(loss, g.Learnables()...)
 	if err != nil {
 		return nil, err
+	}
+	if bf16 {
+		ops.UseBF16(g.ExprGraph)
 	}
 	ts := &trainStep{vals: make([]gorgonia.Value, len(grads))}
 	for i := range grads {
