@@ -227,12 +227,11 @@ func profiled(path string, args []string, stdout, errw io.Writer) int {
 		pprof.StopCPUProfile()
 		return nil
 	})
-	switch {
-	case err != nil && !started:
+	if err != nil {
 		fmt.Fprintf(errw, "zoo: ZOO_CPUPROFILE=%s: %v\n", path, err)
-		return 2
-	case err != nil:
-		fmt.Fprintf(errw, "zoo: ZOO_CPUPROFILE=%s: %v\n", path, err)
+		if !started { // the command did not run
+			return 2
+		}
 		return max(code, 1)
 	}
 	fmt.Fprintf(errw, "zoo: CPU profile in %s (go tool pprof %s)\n", path, path)

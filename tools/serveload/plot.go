@@ -202,13 +202,10 @@ func soakPNG(path string, minutes, rss []float64, warmup int) error {
 	return savePlots(path, [][]*plot.Plot{{p}}, 8*vg.Inch, 5*vg.Inch)
 }
 
+// median is the middle of xs (the upper one of an even count), as the
+// soak's summary reports it.
 func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	for i := 1; i < len(s); i++ { // insertion sort: a few dozen samples
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	s := slices.Sorted(slices.Values(xs))
 	return s[len(s)/2]
 }
 

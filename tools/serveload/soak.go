@@ -87,11 +87,10 @@ func soak(ctx context.Context, o options, w io.Writer) error {
 		fmt.Fprintf(w, "- %s: %v\n", name, codes[name])
 	}
 	if len(rss) > o.soakWarmup {
-		after := slices.Clone(rss[o.soakWarmup:])
-		slices.Sort(after)
-		med := after[len(after)/2]
+		after := rss[o.soakWarmup:]
+		lo, hi, med := slices.Min(after), slices.Max(after), median(after)
 		fmt.Fprintf(w, "RSS after %d warm-up samples: min %.1f, median %.1f, max %.1f MiB: %+.1f%% / %+.1f%% around the median\n",
-			o.soakWarmup, after[0], med, after[len(after)-1], 100*(after[0]-med)/med, 100*(after[len(after)-1]-med)/med)
+			o.soakWarmup, lo, med, hi, 100*(lo-med)/med, 100*(hi-med)/med)
 	} else {
 		fmt.Fprintf(w, "RSS: %d samples, not more than the %d warm-up ones: no summary\n", len(rss), o.soakWarmup)
 	}
