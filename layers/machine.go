@@ -63,7 +63,7 @@ func (g *Graph) Machine(opts ...MachineOption) (*Machine, error) {
 		o(&cfg)
 	}
 	m := &Machine{pool: g.store.Pool()}
-	var vmOpts []gorgonia.VMOpt
+	vmOpts := []gorgonia.VMOpt{gorgonia.WithEngine(ops.MachineEngine())}
 	if !noPool {
 		prog, stats, err := m.pool.Plan(g.ExprGraph, cfg.plan...)
 		if err != nil {

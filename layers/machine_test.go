@@ -1,12 +1,15 @@
 package layers
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/d73a19ff/zoo/internal/ops"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -185,4 +188,33 @@ func TestDroppedMachinesAreCollected(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	require.EqualValues(t, 4, collected.Load(), "machines collected")
+}
+
+// The sums Gorgonia's autodiff adds (a gradient of a value used more than
+// once) run on all cores: their outputs, which the tape machine
+// allocates, carry ops.MachineEngine, whose Add is split over the cores
+// (tensor.Add dispatches on its first operand's engine; a chained sum's
+// first operand is the previous sum's output).
+func TestMachineSumsOnTheFastEngine(t *testing.T) {
+	s, err := NewStore(WithSeed(5))
+	require.NoError(t, err)
+	m := newPoolModel(t, s)
+	g, _ := m.graph(t, s, 2, 5, true, 1)
+	pm, err := g.Machine(SharedOutputs())
+	require.NoError(t, err)
+	require.NoError(t, pm.RunAll())
+	want := reflect.TypeOf(ops.MachineEngine())
+	sums := 0
+	for _, n := range g.ExprGraph.AllNodes() {
+		if fmt.Sprintf("%T", n.Op()) != "gorgonia.elemBinOp" || n.Value() == nil {
+			continue
+		}
+		v, ok := n.Value().(tensor.Tensor)
+		if !ok {
+			continue
+		}
+		sums++
+		require.Equal(t, want, reflect.TypeOf(v.Engine()), "%v", n)
+	}
+	require.Positive(t, sums, "the model has gradients summed by Gorgonia")
 }

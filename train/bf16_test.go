@@ -49,6 +49,7 @@ func TestRunLearnsBF16(t *testing.T) {
 		return
 	}
 	require.NotContains(t, progress, bf16Note)
+	require.Equal(t, ops.BF16Slow(), strings.Contains(progress, bf16SlowNote), "the note on a CPU where bf16 is slow, only there")
 	require.False(t, same, "the bf16 run's weights are not float32's")
 	w, err := os.ReadFile(filepath.Join(dir, CheckpointsDir, "final", layers.WeightsFile))
 	require.NoError(t, err)
@@ -80,4 +81,30 @@ func TestRunResumesExactlyBF16(t *testing.T) {
 func TestArgsBF16(t *testing.T) {
 	require.True(t, Args{BF16: true}.Engine(nil).BF16)
 	require.False(t, Args{}.Engine(nil).BF16)
+}
+
+// On a CPU whose bf16 products are no faster than float32's (Intel's with
+// AMX), a bf16 run says so in one line and stays bf16; a float32 run does
+// not.
+func TestRunNotesSlowBF16(t *testing.T) {
+	if !ops.BF16Native() {
+		t.Skip("no AVX-512 BF16: the run is float32 with bf16Note")
+	}
+	saved := bf16Slow
+	defer func() { bf16Slow = saved }()
+	bf16Slow = func() bool { return true }
+	for _, bf16 := range []bool{true, false} {
+		cfg := toyConfig(t.TempDir(), 6)
+		cfg.BF16 = bf16
+		tr, err := New(newToy(t, 1, 0.1), newToyData(1), cfg)
+		require.NoError(t, err)
+		var progress strings.Builder
+		_, err = tr.Run(context.Background(), &progress)
+		tr.Close()
+		require.NoError(t, err)
+		require.Equal(t, bf16, strings.Contains(progress.String(), bf16SlowNote), "bf16 %v: %s", bf16, progress.String())
+		if bf16 {
+			require.Equal(t, 1, strings.Count(progress.String(), "bf16:"), "one line")
+		}
+	}
 }

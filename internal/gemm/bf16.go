@@ -59,6 +59,11 @@ func pairBF16(lo, hi float32) uint32 {
 // times slower than Sgemm.
 func HasBF16() bool { return bf16Native }
 
+// BF16Slow reports a CPU whose native bf16 products are no faster than
+// float32's (Intel's with AMX: VDPBF16PS issues at half the FMA rate), so
+// that SgemmBF16 saves no time there.
+func BF16Slow() bool { return bf16HalfRate }
+
 // SgemmBF16 is Sgemm (same arguments, semantics and panics) with op(A) and
 // op(B) rounded to bfloat16 (RoundBF16) and their products summed in
 // float32: C = alpha·bf16(op(A))·bf16(op(B)) + beta·C. alpha, beta and C
@@ -136,18 +141,13 @@ func (jb *job) runBF16() {
 }
 
 // packsOfB is how many times the driver packs each block of op(B): once
-// per block of blockM rows of each goroutine's rows of C (shared out by
-// rows), or once per block of rows of C (by columns: each goroutine packs
-// its own columns).
+// per block of blockM rows of each band of rows of C that shares it.
 func (jb *job) packsOfB() int {
-	workers, byRows := jb.split()
+	pr, _ := jb.split()
 	mc := roundUp(blockM, jb.kern.mr)
-	if !byRows || workers <= 1 {
-		return (jb.m + mc - 1) / mc
-	}
 	units := (jb.m + jb.kern.mr - 1) / jb.kern.mr
-	rows := (units + workers - 1) / workers * jb.kern.mr // the largest share
-	return workers * ((rows + mc - 1) / mc)
+	rows := (units + pr - 1) / pr * jb.kern.mr // the largest band
+	return pr * ((rows + mc - 1) / mc)
 }
 
 // bf16Job is the blocked driver's job for a bf16 product: a and b stay

@@ -28,6 +28,14 @@ func pairRowsBF16(dst *uint32, r0, r1 *float32, n int)
 // word moves).
 var bf16Native = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512BF16
 
+// bf16HalfRate says the CPU has AMX (Intel, Sapphire Rapids on): there
+// VDPBF16PS issues on one port where VFMADD231PS issues on two, so the
+// bf16 kernel's two multiply-adds an instruction run at the float32 rate
+// at best. Measured on a 16-core Xeon with AMX-BF16: the GPT step 0.67–0.79×
+// float32's speed in bf16, the ViT step 0.71–0.79× (docs/speed.md). zoo
+// does not use AMX's tile instructions.
+var bf16HalfRate = bf16Native && cpu.X86.HasAMXBF16
+
 var bf16AVX512Kernel = &kernel{name: "bf16-avx512", mr: 12, nr: 32, fn: kernelBF16AVX512}
 
 // activeBF16 is the kernel SgemmBF16 uses.

@@ -5,6 +5,9 @@ package gemm
 // bf16Native is false here: the bf16 products run in Go.
 var bf16Native = false
 
+// bf16HalfRate is false here: there is no native bf16 path.
+var bf16HalfRate = false
+
 // activeBF16 is the kernel SgemmBF16 uses: the portable one.
 var activeBF16 = bf16GoKernel
 

@@ -285,52 +285,93 @@ func TestSgemmSplit(t *testing.T) {
 		t.Skip("needs GOMAXPROCS ≥ 2")
 	}
 	big := job{m: 2048, n: 768, k: 256, kern: active}
-	if w, _ := big.split(); w < 2 {
-		t.Errorf("2048×256×768 uses %d goroutines, want ≥ 2", w)
+	if r, c := big.split(); r*c < 2 {
+		t.Errorf("2048×256×768 uses %d×%d goroutines, want ≥ 2", r, c)
 	}
 	tall := job{m: 4, n: 8192, k: 1024, kern: active}
-	if w, byRows := tall.split(); w < 2 || byRows {
-		t.Errorf("4×1024×8192 uses %d goroutines by rows=%v, want ≥ 2 by columns", w, byRows)
+	if r, c := tall.split(); r*c < 2 || r != 1 {
+		t.Errorf("4×1024×8192 uses %d×%d goroutines, want ≥ 2 by columns", r, c)
 	}
 	head := job{m: 128, n: 128, k: 64, kern: active}
-	if w, _ := head.split(); w != 1 {
-		t.Errorf("128×64×128 uses %d goroutines, want 1", w)
+	if r, c := head.split(); r*c != 1 {
+		t.Errorf("128×64×128 uses %d×%d goroutines, want 1", r, c)
 	}
 }
 
-// TestSgemmPanics checks the argument checks.
-func TestSgemmPanics(t *testing.T) {
-	s := make([]float32, 100)
-	for name, f := range map[string]func(){
-		"negative": func() { Sgemm(false, false, -1, 2, 2, 1, s, 2, s, 2, 0, s, 2) },
-		"lda":      func() { Sgemm(false, false, 2, 2, 3, 1, s, 2, s, 2, 0, s, 2) },
-		"ldb":      func() { Sgemm(false, true, 2, 2, 3, 1, s, 3, s, 2, 0, s, 2) },
-		"ldc":      func() { Sgemm(false, false, 2, 3, 2, 1, s, 2, s, 3, 0, s, 2) },
-		"shortA":   func() { Sgemm(false, false, 20, 2, 10, 1, s, 10, s, 2, 0, s, 2) },
-		"shortC":   func() { Sgemm(false, false, 2, 60, 2, 1, s, 2, s, 60, 0, s, 60) },
-	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: no panic", name)
-				}
-			}()
-			f()
-		}()
-	}
-}
-
-// TestDgemm checks the float64 entry point on one product.
-func TestDgemm(t *testing.T) {
-	a := []float64{1, 2, 3, 4, 5, 6} // 2×3
-	b := []float64{1, 0, 0, 1, 1, 1} // 3×2
-	c := []float64{1, 1, 1, 1}       // 2×2
-	Dgemm(false, false, 2, 2, 3, 1, a, 3, b, 2, 2, c, 2)
-	want := []float64{6, 7, 12, 13}
-	for i := range c {
-		if c[i] != want[i] {
-			t.Fatalf("Dgemm = %v, want %v", c, want)
+// TestSgemmGrid checks the grid split on many cores: GOMAXPROCS 16 (on any
+// machine) shares the products of a GPT and a ViT step, their weight
+// gradients' few rows of tiles included, on grids of rows and columns,
+// and the results match the float64 products, with a bias and in bf16
+// too.
+func TestSgemmGrid(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
+	grids := map[[2]int]bool{}
+	for _, s := range [][3]int{{256, 256, 2048}, {128, 128, 6400}, {2048, 1024, 256}, {6400, 128, 128}, {64, 4000, 256}, {130, 70, 3000}} {
+		r, c := (&job{m: s[0], n: s[1], k: s[2], kern: active}).split()
+		if r*c > 16 {
+			t.Fatalf("%v: %d×%d goroutines on GOMAXPROCS 16", s, r, c)
 		}
+		grids[[2]int{min(r, 2), min(c, 2)}] = true
+	}
+	if !grids[[2]int{2, 2}] {
+		t.Errorf("no product was shared on a grid of ≥ 2 rows and ≥ 2 columns: %v", grids)
+	}
+	if r, c := (&job{m: 256, n: 256, k: 2048, kern: active}).split(); r*c < 12 {
+		t.Errorf("256×2048×256 on GOMAXPROCS 16: %d×%d goroutines, want ≥ 12", r, c)
+	}
+	saved := parallelWork
+	defer func() { parallelWork = saved }()
+	parallelWork = 1 << 12 // small products on grids too, to test edges cheaply
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, kern := range kernels() {
+		withKernel(t, kern, func(t *testing.T) {
+			for _, s := range [][3]int{{256, 256, 70}, {37, 200, 41}, {200, 37, 41}, {130, 70, 33}} {
+				for _, tA := range []bool{false, true} {
+					for _, tB := range []bool{false, true} {
+						gemmCase{tA: tA, tB: tB, m: s[0], n: s[1], k: s[2], alpha: 0.5, beta: -0.7, pad: 2}.check(t, rng)
+					}
+				}
+			}
+		})
+	}
+	t.Run("bias", TestSgemmBias)
+	t.Run("bf16", TestSgemmBF16)
+	t.Run("bf16-bias", TestSgemmBF16Bias)
+}
+
+// TestSgemmSplitK checks the products shared out by ranges of k: the cost
+// model picks them for the weight gradients of a ViT and a GPT step on 16
+// cores and never on 2 (where results stay those of one goroutine), and
+// forced on every blocked product, the sweep over transposes, alpha, beta,
+// strides and tile edges and the bias test match the float64 products.
+func TestSgemmSplitK(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
+	for _, s := range [][3]int{{128, 128, 6400}, {256, 256, 2048}} {
+		jb := &job{m: s[0], n: s[1], k: s[2], kern: active}
+		if pr, pc := jb.split(); jb.splitK(pr, pc) < 4 {
+			t.Errorf("%v on GOMAXPROCS 16: %d ranges of k, want ≥ 4", s, jb.splitK(pr, pc))
+		}
+	}
+	for _, s := range [][3]int{{2048, 1024, 256}, {6400, 128, 128}} {
+		jb := &job{m: s[0], n: s[1], k: s[2], kern: active}
+		if pr, pc := jb.split(); jb.splitK(pr, pc) != 1 {
+			t.Errorf("%v on GOMAXPROCS 16: %d ranges of k, want 1", s, jb.splitK(pr, pc))
+		}
+	}
+	runtime.GOMAXPROCS(2)
+	for _, s := range [][3]int{{128, 128, 6400}, {256, 256, 2048}, {1024, 256, 2048}} {
+		jb := &job{m: s[0], n: s[1], k: s[2], kern: active}
+		if pr, pc := jb.split(); jb.splitK(pr, pc) != 1 {
+			t.Errorf("%v on GOMAXPROCS 2: %d ranges of k, want 1", s, jb.splitK(pr, pc))
+		}
+	}
+	for _, ranges := range []int{2, 5} {
+		forceSplitK = ranges
+		t.Run(fmt.Sprint(ranges), func(t *testing.T) {
+			defer func() { forceSplitK = 0 }()
+			sweep(t)
+			TestSgemmBias(t)
+		})
 	}
 }
 

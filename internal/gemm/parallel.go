@@ -12,52 +12,209 @@ var (
 	parallelWork = 1 << 23 // m·n·k per goroutine below which no more are used
 )
 
-// parallel splits C into row bands (or column bands when C is short and
-// wide), aligned to the kernel's tile, and computes them on up to GOMAXPROCS
-// goroutines, the caller's included.
+// parallel splits C into a grid of blocks, rows × columns, aligned to the
+// kernel's tile, and computes them on up to GOMAXPROCS goroutines, the
+// caller's included.
 func (jb *job) parallel() {
-	workers, byRows := jb.split()
-	if workers <= 1 {
+	pr, pc := jb.split()
+	if ks := jb.splitK(pr, pc); ks > 1 {
+		jb.forkK(ks)
+		return
+	}
+	if pr*pc <= 1 {
 		jb.run(0, jb.m, 0, jb.n)
 		return
 	}
-	jb.fork(workers, byRows)
+	jb.fork(pr, pc)
 }
 
-// split returns how many goroutines compute the product and whether they
-// share out rows (else columns) of C. Goroutines that share rows each pack
-// all of op(B), so a wide B under a few dozen rows (a beam search's 64
-// rows times a vocabulary) is shared out by columns, each goroutine
-// packing its part of B.
-func (jb *job) split() (workers int, byRows bool) {
-	workers = min(runtime.GOMAXPROCS(0), jb.m*jb.n*jb.k/parallelWork)
-	mr, nr := jb.kern.mr, jb.kern.nr
-	byRows = jb.m >= jb.n || jb.m >= workers*16*mr
-	units := (jb.m + mr - 1) / mr
-	if !byRows {
-		units = (jb.n + nr - 1) / nr
+// packCost is the time to pack one float of A or B, in the time of one
+// of the kernel's multiply-adds (measured: packing is 10–16% of the
+// main job's products and the ViT step, whose goroutines each pack a
+// share of A and all of B).
+const packCost = 16
+
+// split returns the grid the product is shared out on: pr bands of rows
+// times pc bands of columns of C, one goroutine each. Each goroutine packs
+// its rows of op(A) and its columns of op(B), so the grid is the one whose
+// largest block costs least, counting its tiles' multiply-adds and the
+// packing of its bands: with many cores, row bands alone leave the
+// products with few rows of tiles unbalanced (a 256×256 weight gradient
+// is 22 rows of 12-row tiles: 16 goroutines would get one or two each,
+// every one packing all of op(B)), and a wide op(B) under a few dozen rows
+// (a beam search's 64 rows times a vocabulary) is shared out by columns.
+// The number of goroutines is bounded by the work, parallelWork each.
+func (jb *job) split() (pr, pc int) {
+	workers := min(runtime.GOMAXPROCS(0), jb.m*jb.n*jb.k/parallelWork)
+	if workers <= 1 {
+		return 1, 1
 	}
-	return max(1, min(workers, units)), byRows
+	mr, nr := jb.kern.mr, jb.kern.nr
+	um, un := (jb.m+mr-1)/mr, (jb.n+nr-1)/nr
+	pr, pc, best := 1, 1, -1
+	for r := 1; r <= min(workers, um); r++ {
+		c := min(workers/r, un)
+		tm, tn := (um+r-1)/r, (un+c-1)/c
+		cost := tm*tn*mr*nr + packCost*(tm*mr+tn*nr)
+		if best < 0 || cost < best {
+			pr, pc, best = r, c, cost
+		}
+	}
+	return pr, pc
 }
 
-// fork computes the bands on fresh goroutines and the last one on the
+// gridCost is the modelled time of the largest block of a pr×pc grid, in
+// multiply-adds: its tiles' work and the packing of its bands, over all of k.
+func (jb *job) gridCost(pr, pc int) int {
+	mr, nr := jb.kern.mr, jb.kern.nr
+	um, un := (jb.m+mr-1)/mr, (jb.n+nr-1)/nr
+	tm, tn := (um+pr-1)/pr, (un+pc-1)/pc
+	return (tm*tn*mr*nr + packCost*(tm*mr+tn*nr)) * jb.k
+}
+
+// Splitting the depth (splitK): a product whose C is small and whose k is
+// long (a weight gradient: 128×128 summed over the 6,400 positions of a
+// ViT batch) is shared out by ranges of k, each goroutine computing all of
+// C from its range into a buffer of its own, and the partial products are
+// then summed into C. It is used only from splitMinWorkers goroutines on,
+// so that on one or two cores every element of C is summed in the same
+// order as by one goroutine (and results do not change with GOMAXPROCS
+// there); from four on, results can differ in the last bits between
+// thread counts, as a BLAS's do.
+var (
+	splitMinWorkers = 4
+	splitMinDepth   = 128     // the shortest range of k a goroutine takes
+	splitMaxFloats  = 1 << 22 // the partial products' floats, all goroutines together
+)
+
+// splitK returns into how many ranges of k the product is shared out, or 1
+// when the grid pr×pc is at least as fast by the cost model (the ranges'
+// partial products cost a write and a read of C each).
+func (jb *job) splitK(pr, pc int) int {
+	if forceSplitK > 0 && !jb.bf16 {
+		return min(forceSplitK, jb.k)
+	}
+	if jb.bf16 || pr*pc < 2 {
+		return 1
+	}
+	w := min(runtime.GOMAXPROCS(0), jb.k/splitMinDepth, splitMaxFloats/(jb.m*jb.n))
+	if w < splitMinWorkers {
+		return 1
+	}
+	sub := *jb
+	sub.k = (jb.k + w - 1) / w
+	if sub.gridCost(1, 1)+2*jb.m*jb.n >= jb.gridCost(pr, pc) {
+		return 1
+	}
+	return w
+}
+
+// forceSplitK, when positive, makes every blocked float32 product split
+// its depth into that many ranges (at most k): tests set it.
+var forceSplitK = 0
+
+// splitBufs keeps the partial products' buffers between calls.
+var splitBufs = make(chan *[]float32, 2)
+
+// forkK computes C from w ranges of k, each into a partial product of its
+// own on a goroutine of its own (the caller's included), then sums them
+// into C with beta·C and the bias, sharing out the rows of C.
+func (jb job) forkK(w int) {
+	m, n := jb.m, jb.n
+	var bp *[]float32
+	select {
+	case bp = <-splitBufs:
+	default:
+		bp = new([]float32)
+	}
+	defer func() {
+		select {
+		case splitBufs <- bp:
+		default:
+		}
+	}()
+	parts := aligned(bp, w*m*n)
+	var wg sync.WaitGroup
+	wg.Add(w - 1)
+	for i := w - 1; i >= 0; i-- {
+		k0, k1 := jb.k*i/w, jb.k*(i+1)/w
+		sub := jb
+		sub.k, sub.beta, sub.bias = k1-k0, 0, nil
+		sub.c, sub.ldc = parts[i*m*n:][:m*n], n
+		if jb.tA {
+			sub.a = jb.a[k0*jb.lda:]
+		} else {
+			sub.a = jb.a[k0:]
+		}
+		if jb.tB {
+			sub.b = jb.b[k0:]
+		} else {
+			sub.b = jb.b[k0*jb.ldb:]
+		}
+		if i == 0 {
+			sub.run(0, m, 0, n)
+			break
+		}
+		go func() {
+			defer wg.Done()
+			sub.run(0, m, 0, n)
+		}()
+	}
+	wg.Wait()
+	var rw sync.WaitGroup
+	rw.Add(w)
+	for i := range w {
+		go func() {
+			defer rw.Done()
+			for r := m * i / w; r < m*(i+1)/w; r++ {
+				jb.sumRow(r, parts, w)
+			}
+		}()
+	}
+	rw.Wait()
+}
+
+// sumRow writes row r of C from the w partial products (each m×n, packed
+// in parts), beta·C and the bias: C is not read when beta is 0 or a bias
+// is set (SgemmBias: C = op(A)·op(B) + bias).
+func (jb *job) sumRow(r int, parts []float32, w int) {
+	m, n := jb.m, jb.n
+	dst := jb.c[r*jb.ldc:][:n]
+	first := parts[r*n:][:n]
+	switch {
+	case jb.bias != nil:
+		for j := range dst {
+			dst[j] = jb.bias[j] + first[j]
+		}
+	case jb.beta == 0:
+		copy(dst, first)
+	default:
+		for j := range dst {
+			dst[j] = jb.beta*dst[j] + first[j]
+		}
+	}
+	for i := 1; i < w; i++ {
+		src := parts[i*m*n+r*n:][:n]
+		for j := range dst {
+			dst[j] += src[j]
+		}
+	}
+}
+
+// fork computes the blocks on fresh goroutines and the last one on the
 // caller's. It takes the job by value so that only forked calls move it to
-// the heap. (Handing bands to long-lived workers over a channel avoided
+// the heap. (Handing blocks to long-lived workers over a channel avoided
 // these few small allocations but measured erratic here: the woken worker
 // often waited milliseconds for a processor.)
-func (jb job) fork(workers int, byRows bool) {
-	units, step, end := (jb.m+jb.kern.mr-1)/jb.kern.mr, jb.kern.mr, jb.m
-	if !byRows {
-		units, step, end = (jb.n+jb.kern.nr-1)/jb.kern.nr, jb.kern.nr, jb.n
-	}
+func (jb job) fork(pr, pc int) {
+	mr, nr := jb.kern.mr, jb.kern.nr
+	um, un := (jb.m+mr-1)/mr, (jb.n+nr-1)/nr
 	var wg sync.WaitGroup
-	wg.Add(workers - 1)
-	for w := workers - 1; w >= 0; w-- {
-		lo, hi := units*w/workers*step, min(units*(w+1)/workers*step, end)
-		i0, i1, j0, j1 := 0, jb.m, lo, hi
-		if byRows {
-			i0, i1, j0, j1 = lo, hi, 0, jb.n
-		}
+	wg.Add(pr*pc - 1)
+	for w := pr*pc - 1; w >= 0; w-- {
+		r, c := w/pc, w%pc
+		i0, i1 := um*r/pr*mr, min(um*(r+1)/pr*mr, jb.m)
+		j0, j1 := un*c/pc*nr, min(un*(c+1)/pc*nr, jb.n)
 		if w == 0 {
 			jb.run(i0, i1, j0, j1)
 			break

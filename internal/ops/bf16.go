@@ -49,6 +49,11 @@ func UseBF16(g *gorgonia.ExprGraph) int {
 // many times slower than float32, and a training run stays float32.
 func BF16Native() bool { return kernels.HasBF16() }
 
+// BF16Slow reports a CPU whose native bf16 products run no faster than
+// float32 (Intel CPUs with AMX): UseBF16 then changes the numbers and
+// saves no time.
+func BF16Slow() bool { return kernels.BF16Slow() }
+
 func (op *linearOp) useBF16()  { op.bf16 = true }
 func (op *matGradOp) useBF16() { op.bf16 = true }
 func (op *bmmOp) useBF16()     { op.bf16 = true }

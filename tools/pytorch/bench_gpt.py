@@ -132,6 +132,8 @@ def build_cases(gen, activation, bf16=False):
 def main():
     ap = argparse.ArgumentParser(description="PyTorch GPT CPU reference timings (float32)")
     ap.add_argument("--iters", type=int, default=10, help="timed iterations (>= 10)")
+    ap.add_argument("--threads", type=int, default=THREADS,
+                    help="torch.set_num_threads (default %(default)s, the 2-core box; the scaling table of docs/speed.md runs 1 to 16)")
     ap.add_argument("--activation", default="gelu_new", choices=("gelu_new", "gelu", "relu"),
                     help="MLP activation (GPT-2 uses gelu_new; other values add a name suffix)")
     ap.add_argument("--bf16", action="store_true",
@@ -141,7 +143,7 @@ def main():
     args = ap.parse_args()
     iters = max(10, args.iters)
 
-    torch.set_num_threads(THREADS)
+    torch.set_num_threads(args.threads)
     torch.set_default_dtype(torch.float32)
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1234)

@@ -135,6 +135,8 @@ def build_cases(gen, bf16=False):
 def main():
     ap = argparse.ArgumentParser(description="PyTorch ViT (Fashion preset) CPU reference timings (float32)")
     ap.add_argument("--iters", type=int, default=10, help="timed iterations (>= 3)")
+    ap.add_argument("--threads", type=int, default=THREADS,
+                    help="torch.set_num_threads (default %(default)s, the 2-core box; the scaling table of docs/speed.md runs 1 to 16)")
     ap.add_argument("--bf16", action="store_true",
                     help="forward and loss under torch.autocast(\"cpu\", dtype=torch.bfloat16); "
                          "names get a _bf16 suffix")
@@ -142,7 +144,7 @@ def main():
     args = ap.parse_args()
     iters = max(3, args.iters)
 
-    torch.set_num_threads(THREADS)
+    torch.set_num_threads(args.threads)
     torch.set_default_dtype(torch.float32)
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(7)
