@@ -80,9 +80,9 @@ zoo_run() { # threads binary filter benchtime package-dir [extra]
   echo "## threads $t"
   (cd "$d" && GOMAXPROCS=$t "$bin/$b.test" -test.run '^$' -test.bench "$f" -test.benchtime "$n" -test.cpu "$t" "$@") 2>&1
   if [ -n "$base" ] && [ -x "$base/$b.test" ]; then
-    echo "## threads $t"
-    (cd "$d" && GOMAXPROCS=$t "$base/$b.test" -test.run '^$' -test.bench "$f" -test.benchtime "$n" -test.cpu "$t") \
-      >>"$out/base-$(basename "$LOG")" 2>&1
+    { echo "## threads $t"
+      (cd "$d" && GOMAXPROCS=$t "$base/$b.test" -test.run '^$' -test.bench "$f" -test.benchtime "$n" -test.cpu "$t") 2>&1
+    } >>"$out/base-$LOG"
   fi
 }
 last=${threads##* }

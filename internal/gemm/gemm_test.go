@@ -337,6 +337,41 @@ func TestSgemmGrid(t *testing.T) {
 	t.Run("bias", TestSgemmBias)
 	t.Run("bf16", TestSgemmBF16)
 	t.Run("bf16-bias", TestSgemmBF16Bias)
+	parallelWork = saved
+	t.Run("bits", testGridBits)
+}
+
+// testGridBits checks that a grid split does not change a bit of the
+// result: without ranges of k, every element of C is summed in the order
+// one goroutine sums it, whatever the grid (rows, columns or both).
+func testGridBits(t *testing.T) {
+	savedMin := splitMinWorkers
+	defer func() { splitMinWorkers = savedMin }()
+	splitMinWorkers = 1 << 30
+	for _, s := range [][3]int{{256, 256, 2048}, {128, 128, 6400}, {2048, 768, 256}, {600, 330, 300}} {
+		m, n, k := s[0], s[1], s[2]
+		a, b, c := randSlice(m*k), randSlice(k*n), make([]float32, m*n)
+		grids := map[[2]int]bool{}
+		var want []float32
+		for _, procs := range []int{1, 2, 3, 5, 8, 16} {
+			runtime.GOMAXPROCS(procs)
+			r, cc := (&job{m: m, n: n, k: k, kern: active}).split()
+			grids[[2]int{r, cc}] = true
+			Sgemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n)
+			if procs == 1 {
+				want = append(want[:0], c...)
+				continue
+			}
+			for i := range c {
+				if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%v on GOMAXPROCS %d (grid %d×%d): C[%d] = %v, one goroutine gives %v", s, procs, r, cc, i, c[i], want[i])
+				}
+			}
+		}
+		if len(grids) < 3 {
+			t.Errorf("%v: the thread counts gave only the grids %v", s, grids)
+		}
+	}
 }
 
 // TestSgemmSplitK checks the products shared out by ranges of k: the cost
@@ -351,6 +386,9 @@ func TestSgemmSplitK(t *testing.T) {
 		if pr, pc := jb.split(); jb.splitK(pr, pc) < 4 {
 			t.Errorf("%v on GOMAXPROCS 16: %d ranges of k, want ≥ 4", s, jb.splitK(pr, pc))
 		}
+	}
+	if (&job{m: 12, n: 32, k: 1 << 18, kern: active}).splitK(1, 1) < 4 {
+		t.Error("a 12×32 C summed over 262,144 is not shared out by ranges of k")
 	}
 	for _, s := range [][3]int{{2048, 1024, 256}, {6400, 128, 128}} {
 		jb := &job{m: s[0], n: s[1], k: s[2], kern: active}

@@ -29,9 +29,9 @@ func (jb *job) parallel() {
 }
 
 // packCost is the time to pack one float of A or B, in the time of one
-// of the kernel's multiply-adds (measured: packing is 10–16% of the
-// main job's products and the ViT step, whose goroutines each pack a
-// share of A and all of B).
+// of the kernel's multiply-adds. It is chosen, not fitted: with it the
+// model gives packing the 10–16% of the time that profiles of the main
+// job's products and of the ViT step show.
 const packCost = 16
 
 // split returns the grid the product is shared out on: pr bands of rows
@@ -49,14 +49,12 @@ func (jb *job) split() (pr, pc int) {
 	if workers <= 1 {
 		return 1, 1
 	}
-	mr, nr := jb.kern.mr, jb.kern.nr
-	um, un := (jb.m+mr-1)/mr, (jb.n+nr-1)/nr
+	um := (jb.m + jb.kern.mr - 1) / jb.kern.mr
+	un := (jb.n + jb.kern.nr - 1) / jb.kern.nr
 	pr, pc, best := 1, 1, -1
 	for r := 1; r <= min(workers, um); r++ {
 		c := min(workers/r, un)
-		tm, tn := (um+r-1)/r, (un+c-1)/c
-		cost := tm*tn*mr*nr + packCost*(tm*mr+tn*nr)
-		if best < 0 || cost < best {
+		if cost := jb.gridCost(r, c); best < 0 || cost < best {
 			pr, pc, best = r, c, cost
 		}
 	}
@@ -77,9 +75,9 @@ func (jb *job) gridCost(pr, pc int) int {
 // ViT batch) is shared out by ranges of k, each goroutine computing all of
 // C from its range into a buffer of its own, and the partial products are
 // then summed into C. It is used only from splitMinWorkers goroutines on,
-// so that on one or two cores every element of C is summed in the same
-// order as by one goroutine (and results do not change with GOMAXPROCS
-// there); from four on, results can differ in the last bits between
+// so that on up to three every element of C is summed in the same order
+// as by one goroutine (results do not change with GOMAXPROCS there);
+// from four on, results can differ in the last bits between
 // thread counts, as a BLAS's do.
 var (
 	splitMinWorkers = 4
@@ -89,15 +87,17 @@ var (
 
 // splitK returns into how many ranges of k the product is shared out, or 1
 // when the grid pr×pc is at least as fast by the cost model (the ranges'
-// partial products cost a write and a read of C each).
+// partial products cost a write and a read of C each). Like the grid, the
+// ranges are bounded by the work, parallelWork each, so a C of one tile
+// with a very long k is shared out too.
 func (jb *job) splitK(pr, pc int) int {
 	if forceSplitK > 0 && !jb.bf16 {
 		return min(forceSplitK, jb.k)
 	}
-	if jb.bf16 || pr*pc < 2 {
+	if jb.bf16 {
 		return 1
 	}
-	w := min(runtime.GOMAXPROCS(0), jb.k/splitMinDepth, splitMaxFloats/(jb.m*jb.n))
+	w := min(runtime.GOMAXPROCS(0), jb.k/splitMinDepth, splitMaxFloats/(jb.m*jb.n), jb.m*jb.n*jb.k/parallelWork)
 	if w < splitMinWorkers {
 		return 1
 	}
