@@ -19,10 +19,15 @@
 #   ROWS="gpt bert vit gemm" which rows
 #   GPT_N=10x BERT_N=5x VIT_N=5x VIT_ITERS=5  zoo's -test.benchtime per row,
 #                          PyTorch's ViT iterations (GPT's and BERT's: 10)
+#   ROUNDS=1               rounds of the whole sweep (the tables show medians;
+#                          a shared or virtual machine needs several)
+#   PROFILES=1             CPU profiles of zoo's GPT and ViT steps at the
+#                          highest count, taken first (0: none)
 #   BF16_THREADS="2 16"    the thread counts of the GPT step's bf16 rows
 #                          (default 2 and the highest count; "" for none)
-# Prints the table last; every raw log and a CPU profile of zoo's GPT step
-# at the highest count are left in OUTDIR.
+# Prints the table last; every raw log and the CPU profiles are left in
+# OUTDIR. On a machine with a time limit, run it under timeout(1) and copy
+# OUTDIR's logs out afterwards: each log is written as its rows finish.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-/tmp/zoo-scaling}
@@ -86,8 +91,23 @@ zoo_run() { # threads binary filter benchtime package-dir [extra]
   fi
 }
 last=${threads##* }
+# CPU profiles of zoo's GPT and ViT steps at the highest count first, so
+# that a run cut short by a time limit still has them (go tool pprof
+# BINARY OUT/gpt-16.prof; the binaries are in OUT/bin).
+if [ "${PROFILES:-1}" = 1 ]; then
+  echo "== profiles at $last threads" >&2
+  case " $rows " in *" gpt "*)
+    base= LOG=zoo-prof.log zoo_run "$last" gpt '^BenchmarkTrainStep$/^V512_T128_d256_h4_L4_ff1024_B16$' 20x models/gpt \
+      -test.cpuprofile "$out/gpt-$last.prof" >>"$out/zoo-prof.log" ;;
+  esac
+  case " $rows " in *" vit "*)
+    base= LOG=zoo-prof.log zoo_run "$last" finetune '^BenchmarkTrainStep$/vit-fashion/^B128$' 10x finetune \
+      -test.cpuprofile "$out/vit-$last.prof" >>"$out/zoo-prof.log" ;;
+  esac
+fi
+for round in $(seq "${ROUNDS:-1}"); do
 for t in $threads; do
-  echo "== threads $t" >&2
+  echo "== round $round, threads $t" >&2
   case " $rows " in *" gpt "*)
     LOG=zoo-gpt.log zoo_run "$t" gpt '^BenchmarkTrainStep$/^V512_T128_d256_h4_L4_ff1024_B16$' "${GPT_N:-10x}" models/gpt >>"$out/zoo-gpt.log"
     torch_run "$t" bench_gpt.py GPTTrainStep --iters 10 >>"$out/torch-gpt.log" ;;
@@ -105,18 +125,13 @@ for t in $threads; do
   esac
   true
 done
+done
 case " $rows " in *" gpt "*)
   for t in ${BF16_THREADS-2 $last}; do # the GPT step in bf16 (ops.UseBF16 / torch.autocast)
     echo "== bf16, threads $t" >&2
     LOG=zoo-gpt.log zoo_run "$t" gpt '^BenchmarkTrainStep$/^V512_T128_d256_h4_L4_ff1024_B16_bf16$' 5x models/gpt >>"$out/zoo-gpt.log"
     torch_run "$t" bench_gpt.py GPTTrainStep --iters 10 --bf16 >>"$out/torch-gpt.log"
   done
-  echo "== profile at $last threads" >&2
-  base= LOG=zoo-prof.log zoo_run "$last" gpt '^BenchmarkTrainStep$/^V512_T128_d256_h4_L4_ff1024_B16$' 20x models/gpt \
-    -test.cpuprofile "$out/gpt-$last.prof" >>"$out/zoo-prof.log" ;;
-esac
-case " $rows " in *" vit "*)
-  base= LOG=zoo-prof.log zoo_run "$last" finetune '^BenchmarkTrainStep$/vit-fashion/^B128$' 10x finetune \
-    -test.cpuprofile "$out/vit-$last.prof" >>"$out/zoo-prof.log" ;;
+  ;;
 esac
 "$py" tools/scaling_table.py "$out" | tee "$out/table.md"
