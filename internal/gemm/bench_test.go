@@ -51,13 +51,7 @@ func BenchmarkSgemm(b *testing.B) {
 			}
 			for _, tt := range []string{"NN", "NT", "TN"} {
 				tA, tB := tt[0] == 'T', tt[1] == 'T'
-				lda, ldb := s.k, s.n
-				if tA {
-					lda = s.m
-				}
-				if tB {
-					ldb = s.k
-				}
+				lda, ldb := DenseStrides(tA, tB, s.m, s.n, s.k)
 				name := fmt.Sprintf("%s/%dx%dx%d", impl.name, s.m, s.k, s.n)
 				if batch > 1 {
 					name += fmt.Sprintf("x%d", batch)
@@ -106,10 +100,7 @@ func BenchmarkSgemmRows(b *testing.B) {
 				tB := tt[1] == 'T'
 				b.Run(fmt.Sprintf("%s/%dx%dx%d/%s", impl.name, s.m, s.k, s.n, tt), func(b *testing.B) {
 					a, bb, c := randSlice(s.m*s.k), randSlice(s.k*s.n), make([]float32, s.m*s.n)
-					ldb := s.n
-					if tB {
-						ldb = s.k
-					}
+					_, ldb := DenseStrides(false, tB, s.m, s.n, s.k)
 					b.ReportAllocs()
 					for b.Loop() {
 						impl.f(false, tB, s.m, s.n, s.k, 1, a, s.k, bb, ldb, 0, c, s.n)
@@ -137,13 +128,7 @@ func BenchmarkSgemmViT(b *testing.B) {
 		{50, 32, 50, 512, "NT"}, {50, 50, 32, 512, "NN"}, {50, 50, 32, 512, "TN"}} {
 		for _, tt := range []string{s.tt} {
 			tA, tB := tt[0] == 'T', tt[1] == 'T'
-			lda, ldb := s.k, s.n
-			if tA {
-				lda = s.m
-			}
-			if tB {
-				ldb = s.k
-			}
+			lda, ldb := DenseStrides(tA, tB, s.m, s.n, s.k)
 			batch := s.batch
 			b.Run(fmt.Sprintf("%dx%dx%dx%d/%s", s.m, s.k, s.n, batch, tt), func(b *testing.B) {
 				a := randSlice(batch * s.m * s.k)
@@ -175,13 +160,7 @@ func BenchmarkSgemmVocab(b *testing.B) {
 	}{{640, 256, 30522, "NT"}, {640, 30522, 256, "NN"}, {30522, 640, 256, "TN"},
 		{4096, 256, 30522, "NT"}, {4096, 30522, 256, "NN"}, {30522, 4096, 256, "TN"}} {
 		tA, tB := s.tt[0] == 'T', s.tt[1] == 'T'
-		lda, ldb := s.k, s.n
-		if tA {
-			lda = s.m
-		}
-		if tB {
-			ldb = s.k
-		}
+		lda, ldb := DenseStrides(tA, tB, s.m, s.n, s.k)
 		b.Run(fmt.Sprintf("%dx%dx%d/%s", s.m, s.k, s.n, s.tt), func(b *testing.B) {
 			a, bb, c := randSlice(s.m*s.k), randSlice(s.k*s.n), make([]float32, s.m*s.n)
 			for b.Loop() {

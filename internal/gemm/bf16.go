@@ -1,7 +1,6 @@
 package gemm
 
 import (
-	"fmt"
 	"math"
 	"sync"
 	"unsafe"
@@ -88,18 +87,13 @@ func SgemmBF16(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b 
 // C and calling SgemmBF16 with alpha 1 and beta 1. It is safe for
 // concurrent use.
 func SgemmBF16Bias(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, bias []float32, c []float32, ldc int) {
-	check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
-	if len(bias) < n {
-		panic(fmt.Sprintf("gemm: bias has %d floats for %d columns", len(bias), n))
-	}
+	checkBias(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc, len(bias))
 	if m == 0 || n == 0 {
 		return
 	}
 	jb := bf16Job(activeBF16, tA, tB, m, n, k, 1, a, lda, b, ldb, 1, c, ldc)
 	if k == 0 {
-		for i := 0; i < m; i++ {
-			copy(c[i*ldc:][:n], bias)
-		}
+		biasRows(c, ldc, m, bias[:n])
 		return
 	}
 	jb.bias = bias[:n]

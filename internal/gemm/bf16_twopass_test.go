@@ -197,13 +197,7 @@ func BenchmarkBF16FusedVsTwoPass(b *testing.B) {
 	} {
 		for _, tt := range s.tts {
 			tA, tB := tt[0] == 'T', tt[1] == 'T'
-			lda, ldb := s.k, s.n
-			if tA {
-				lda = s.m
-			}
-			if tB {
-				ldb = s.k
-			}
+			lda, ldb := DenseStrides(tA, tB, s.m, s.n, s.k)
 			a := randSlice(s.batch * s.m * s.k)
 			bb := randSlice(s.batch * s.k * s.n)
 			c := make([]float32, s.batch*s.m*s.n)

@@ -52,19 +52,14 @@ func Sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []fl
 // tile of C just before its first kernel call, while the tile is in cache,
 // instead of in a pass of its own over C.
 func SgemmBias(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, bias []float32, c []float32, ldc int) {
-	check(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
-	if len(bias) < n {
-		panic(fmt.Sprintf("gemm: bias has %d floats for %d columns", len(bias), n))
-	}
+	checkBias(tA, tB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc, len(bias))
 	if m == 0 || n == 0 {
 		return
 	}
 	jb := job{tA: tA, tB: tB, m: m, n: n, k: k, alpha: 1, beta: 1,
 		a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc, kern: active}
 	if k == 0 || m*n*k <= smallWork || m <= gemvRows {
-		for i := 0; i < m; i++ {
-			copy(c[i*ldc:][:n], bias)
-		}
+		biasRows(c, ldc, m, bias[:n])
 		if k > 0 {
 			Sgemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 1, c, ldc)
 		}
@@ -72,6 +67,35 @@ func SgemmBias(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb 
 	}
 	jb.bias = bias[:n]
 	jb.parallel()
+}
+
+// checkBias is check for the products with a bias (n floats at least).
+func checkBias(tA, tB bool, m, n, k, la, lda, lb, ldb, lc, ldc, lbias int) {
+	check(tA, tB, m, n, k, la, lda, lb, ldb, lc, ldc)
+	if lbias < n {
+		panic(fmt.Sprintf("gemm: bias has %d floats for %d columns", lbias, n))
+	}
+}
+
+// biasRows copies bias into each of the m rows of C.
+func biasRows(c []float32, ldc, m int, bias []float32) {
+	for i := 0; i < m; i++ {
+		copy(c[i*ldc:][:len(bias)], bias)
+	}
+}
+
+// DenseStrides returns the row strides of A and B stored densely for the
+// product of op(A), m×k, and op(B), k×n: lda is k, or m when A is stored
+// transposed (k×m); ldb is n, or k when B is stored transposed (n×k).
+func DenseStrides(tA, tB bool, m, n, k int) (lda, ldb int) {
+	lda, ldb = k, n
+	if tA {
+		lda = m
+	}
+	if tB {
+		ldb = k
+	}
+	return lda, ldb
 }
 
 // Dgemm is Sgemm for float64. Only tests use float64, so it is gonum's Dgemm.

@@ -31,13 +31,7 @@ func BenchmarkSgemmMainJob(b *testing.B) {
 				m, k, n = s.n, s.m, s.k
 			}
 			tA, tB := tt[0] == 'T', tt[1] == 'T'
-			lda, ldb := k, n
-			if tA {
-				lda = m
-			}
-			if tB {
-				ldb = k
-			}
+			lda, ldb := DenseStrides(tA, tB, m, n, k)
 			b.Run(fmt.Sprintf("%s_%dx%dx%d/%s", s.name, m, k, n, tt), func(b *testing.B) {
 				a, bb, c := randSlice(m*k), randSlice(k*n), make([]float32, m*n)
 				for b.Loop() {

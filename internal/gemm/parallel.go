@@ -162,11 +162,12 @@ func (jb job) forkK(w int) {
 	}
 	wg.Wait()
 	var rw sync.WaitGroup
-	rw.Add(w)
-	for i := range w {
+	bands := min(w, m)
+	rw.Add(bands)
+	for i := range bands {
 		go func() {
 			defer rw.Done()
-			for r := m * i / w; r < m*(i+1)/w; r++ {
+			for r := m * i / bands; r < m*(i+1)/bands; r++ {
 				jb.sumRow(r, parts, w)
 			}
 		}()

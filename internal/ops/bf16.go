@@ -66,13 +66,7 @@ func gemmAs[T Float](bf16, tA, tB bool, m, n, k int, a, b []T, beta T, c []T) {
 		gemm(tA, tB, m, n, k, a, b, beta, c)
 		return
 	}
-	lda, ldb := k, n
-	if tA {
-		lda = m
-	}
-	if tB {
-		ldb = k
-	}
+	lda, ldb := kernels.DenseStrides(tA, tB, m, n, k)
 	kernels.SgemmBF16(tA, tB, m, n, k, 1, any(a).([]float32), lda, any(b).([]float32), ldb, float32(beta), c32, n)
 }
 

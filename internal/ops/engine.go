@@ -6,52 +6,41 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// fastEngine is tensor's standard engine with Add spread over the cores.
+// fastEngine is Gorgonia's standard engine (the tape machine's default,
+// tensor's standard engine with Gorgonia's Transpose) with Add spread over
+// the cores.
 //
 // Gorgonia's autodiff sums the gradients of a node used more than once
 // (a residual stream, a tied embedding) with gorgonia.Add, which runs
 // tensor's Add on one core: 35 ms of a BERT-Mini pretraining step, the
-// 7.8 M-float word-embedding gradient most of it. Tensors made by this
-// package's ops carry this engine, so those sums dispatch here. Only the
-// forms the tape machine uses take the fast path (same-shape, contiguous,
-// unmasked float32 or float64, into a reuse tensor, incrementing it, or in
-// place); everything else, and every other operation, is the standard
-// engine's. Float addition is element by element, so the bits are the
-// same.
-type fastEngine struct{ tensor.StdEng }
+// 7.8 M-float word-embedding gradient most of it. tensor.Add dispatches on
+// its first operand's engine, so both the tensors this package's ops make
+// and the values a tape machine allocates itself (MachineEngine: the
+// outputs of Gorgonia's own ops, such as the first sum of a chained
+// (a + b) + c) carry this engine. Only the forms the tape machine uses
+// take the fast path (same-shape, contiguous, unmasked float32 or
+// float64, into a reuse tensor, incrementing it, or in place);
+// everything else, and every other operation, is the standard engine's.
+// Float addition is element by element, so the bits are the same.
+type fastEngine struct{ gorgonia.StandardEngine }
 
 // engine is the engine of every tensor this package allocates.
 var engine tensor.Engine = fastEngine{}
 
-// Add is tensor.StdEng.Add, on all cores for the tape machine's forms.
+// Add is the standard engine's Add, on all cores for the tape machine's
+// forms.
 func (e fastEngine) Add(a, b tensor.Tensor, opts ...tensor.FuncOpt) (tensor.Tensor, error) {
-	if out, ok := fastAdd(a, b, opts); ok {
-		return out, nil
-	}
-	return e.StdEng.Add(a, b, opts...)
-}
-
-// machineEngine is Gorgonia's standard engine (the tape machine's
-// default) with fastEngine's Add. The values a tape machine allocates
-// itself, the outputs of Gorgonia's own ops among them, carry the
-// machine's engine, and tensor.Add dispatches on its first operand's: the
-// gradient sums that Gorgonia's autodiff chains (a + b + c for a node
-// used three times: the first sum's output is the machine's) ran on one
-// core, about 2.4% of a GPT step on one core and so some 9% of it on 16.
-type machineEngine struct{ gorgonia.StandardEngine }
-
-// Add is gorgonia.StandardEngine's Add, on all cores for the tape
-// machine's forms.
-func (e machineEngine) Add(a, b tensor.Tensor, opts ...tensor.FuncOpt) (tensor.Tensor, error) {
 	if out, ok := fastAdd(a, b, opts); ok {
 		return out, nil
 	}
 	return e.StandardEngine.Add(a, b, opts...)
 }
 
-// MachineEngine is the engine for a tape machine (gorgonia.WithEngine):
-// Gorgonia's standard engine with Add spread over the cores.
-func MachineEngine() tensor.Engine { return machineEngine{} }
+// MachineEngine is the engine for a tape machine (gorgonia.WithEngine),
+// the one this package's tensors carry: without it the chained gradient
+// sums ran on one core, about 2.4% of a GPT step on one core and so some
+// 9% of it on 16.
+func MachineEngine() tensor.Engine { return engine }
 
 // fastAdd does a + b in parallel when it can, reporting whether it did.
 func fastAdd(a, b tensor.Tensor, opts []tensor.FuncOpt) (tensor.Tensor, bool) {

@@ -1,5 +1,7 @@
 package ops
 
+import kernels "github.com/d73a19ff/zoo/internal/gemm"
+
 // Every matrix product in the project goes through gemm, which calls sgemm
 // or dgemm: the pure-Go default (gemm_default.go) or, built with
 // -tags openblas, OpenBLAS through cgo (gemm_openblas.go).
@@ -21,13 +23,7 @@ func gemm[T Float](tA, tB bool, m, n, k int, a, b []T, beta T, c []T) {
 		}
 		return
 	}
-	lda, ldb := k, n
-	if tA {
-		lda = m
-	}
-	if tB {
-		ldb = k
-	}
+	lda, ldb := kernels.DenseStrides(tA, tB, m, n, k)
 	switch c := any(c).(type) {
 	case []float32:
 		sgemm(tA, tB, m, n, k, any(a).([]float32), lda, any(b).([]float32), ldb, float32(beta), c, n)

@@ -43,13 +43,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			if err := ts.step(); err != nil { // warm-up: buffers are allocated once
 				b.Fatal(err)
 			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := ts.step(); err != nil {
-					b.Fatal(err)
-				}
-			}
+			ts.time(b)
 			b.ReportMetric(float64(batch*t*b.N)/b.Elapsed().Seconds(), "tokens/s")
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/step")
 		})
@@ -90,13 +84,7 @@ func BenchmarkTrainStepLong(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := ts.step(); err != nil {
-					b.Fatal(err)
-				}
-			}
+			ts.time(b)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N), "ms/op")
 			b.ReportMetric(float64(batch*t*b.N)/b.Elapsed().Seconds(), "tokens/s")
 			if mb, ok := peakrss.MB(); ok {
@@ -173,6 +161,17 @@ func (ts *trainStep) step() error {
 }
 
 func (ts *trainStep) close() { ts.vm.Close() }
+
+// time runs b.N timed steps (the benchmarks' loop), after the warm-up.
+func (ts *trainStep) time(b *testing.B) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := ts.step(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
 
 // BenchmarkGenerate is greedy decoding of 112 tokens after a 16-token
 // prompt, batch 1, with and without the KV cache. The model keeps its
