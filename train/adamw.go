@@ -3,14 +3,13 @@ package train
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"gorgonia.org/gorgonia"
 
 	"github.com/d73a19ff/zoo/internal/ops"
+	"github.com/d73a19ff/zoo/internal/parallel"
 	"github.com/d73a19ff/zoo/layers"
 )
 
@@ -222,22 +221,10 @@ func (o *AdamW) Step(grads []gorgonia.Value, lr float64) error {
 			pieces = append(pieces, piece{i, lo, min(lo+adamwPiece, n)})
 		}
 	}
-	var wg sync.WaitGroup
-	next := make(chan piece, len(pieces))
-	for _, p := range pieces {
-		next <- p
-	}
-	close(next)
-	for range min(runtime.GOMAXPROCS(0), len(pieces)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range next {
-				o.update(o.slots[p.i], work[p.i], lr, bc1, bc2, p.lo, p.hi)
-			}
-		}()
-	}
-	wg.Wait()
+	parallel.Run(len(pieces), func(k int) {
+		p := pieces[k]
+		o.update(o.slots[p.i], work[p.i], lr, bc1, bc2, p.lo, p.hi)
+	})
 	return nil
 }
 

@@ -2,8 +2,9 @@ package gemm
 
 import (
 	"math"
-	"sync"
 	"unsafe"
+
+	"github.com/d73a19ff/zoo/internal/parallel"
 )
 
 // Mixed-precision products: SgemmBF16 rounds op(A) and op(B) to bfloat16
@@ -214,14 +215,7 @@ func split(n, work int, f func(lo, hi int)) {
 		f(0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		f(n/2, n)
-	}()
-	f(0, n/2)
-	wg.Wait()
+	parallel.Run(2, func(i int) { f(n*i/2, n*(i+1)/2) })
 }
 
 // words views a float32 slice as the uint32 words it holds.

@@ -2,14 +2,15 @@ package gemm
 
 import (
 	"runtime"
-	"sync"
+
+	"github.com/d73a19ff/zoo/internal/parallel"
 )
 
 // Products smaller than these run on the calling goroutine.
 var (
 	smallWork    = 100     // m·n·k at or below which the unpacked loop is used
 	gemvRows     = 6       // m at or below which rows are vector-matrix products
-	parallelWork = 1 << 23 // m·n·k per goroutine below which no more are used
+	parallelWork = 1 << 20 // m·n·k per goroutine below which no more are used
 )
 
 // parallel splits C into a grid of blocks, rows × columns, aligned to the
@@ -134,9 +135,7 @@ func (jb job) forkK(w int) {
 		}
 	}()
 	parts := aligned(bp, w*m*n)
-	var wg sync.WaitGroup
-	wg.Add(w - 1)
-	for i := w - 1; i >= 0; i-- {
+	parallel.Run(w, func(i int) {
 		k0, k1 := jb.k*i/w, jb.k*(i+1)/w
 		sub := jb
 		sub.k, sub.beta, sub.bias = k1-k0, 0, nil
@@ -151,28 +150,14 @@ func (jb job) forkK(w int) {
 		} else {
 			sub.b = jb.b[k0*jb.ldb:]
 		}
-		if i == 0 {
-			sub.run(0, m, 0, n)
-			break
-		}
-		go func() {
-			defer wg.Done()
-			sub.run(0, m, 0, n)
-		}()
-	}
-	wg.Wait()
-	var rw sync.WaitGroup
+		sub.run(0, m, 0, n)
+	})
 	bands := min(w, m)
-	rw.Add(bands)
-	for i := range bands {
-		go func() {
-			defer rw.Done()
-			for r := m * i / bands; r < m*(i+1)/bands; r++ {
-				jb.sumRow(r, parts, w)
-			}
-		}()
-	}
-	rw.Wait()
+	parallel.Run(bands, func(i int) {
+		for r := m * i / bands; r < m*(i+1)/bands; r++ {
+			jb.sumRow(r, parts, w)
+		}
+	})
 }
 
 // sumRow writes row r of C from the w partial products (each m×n, packed
@@ -202,28 +187,18 @@ func (jb *job) sumRow(r int, parts []float32, w int) {
 	}
 }
 
-// fork computes the blocks on fresh goroutines and the last one on the
-// caller's. It takes the job by value so that only forked calls move it to
-// the heap. (Handing blocks to long-lived workers over a channel avoided
-// these few small allocations but measured erratic here: the woken worker
-// often waited milliseconds for a processor.)
+// fork computes the blocks on the caller's goroutine and parallel's
+// workers, whoever is free first taking the next block. It takes the job
+// by value so that only forked calls move it to the heap. (Goroutines
+// started per call, as it used, ran on the second core only after it had
+// been woken, 50–100 µs on this VM: most of a 128-wide product's time.)
 func (jb job) fork(pr, pc int) {
 	mr, nr := jb.kern.mr, jb.kern.nr
 	um, un := (jb.m+mr-1)/mr, (jb.n+nr-1)/nr
-	var wg sync.WaitGroup
-	wg.Add(pr*pc - 1)
-	for w := pr*pc - 1; w >= 0; w-- {
+	parallel.Run(pr*pc, func(w int) {
 		r, c := w/pc, w%pc
 		i0, i1 := um*r/pr*mr, min(um*(r+1)/pr*mr, jb.m)
 		j0, j1 := un*c/pc*nr, min(un*(c+1)/pc*nr, jb.n)
-		if w == 0 {
-			jb.run(i0, i1, j0, j1)
-			break
-		}
-		go func() {
-			defer wg.Done()
-			jb.run(i0, i1, j0, j1)
-		}()
-	}
-	wg.Wait()
+		jb.run(i0, i1, j0, j1)
+	})
 }

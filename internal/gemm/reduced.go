@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/d73a19ff/zoo/internal/parallel"
 )
 
 // Format is how a Reduced matrix stores its weights.
@@ -326,16 +328,7 @@ func parallelRows(rows int, f func(i0, i1 int)) {
 			f(i0, min(i0+chunk, rows))
 		}
 	}
-	var wg sync.WaitGroup
-	wg.Add(workers - 1)
-	for w := 1; w < workers; w++ {
-		go func() {
-			defer wg.Done()
-			work()
-		}()
-	}
-	work()
-	wg.Wait()
+	parallel.Run(workers, func(int) { work() })
 }
 
 // minRowsPerWorker is the fewest rows worth a goroutine of their own.

@@ -151,16 +151,7 @@ func parallelUnits(n, cost int, work func(claim func() (int, bool))) {
 		u := int(next.Add(1)) - 1
 		return u, u < n
 	}
-	var wg sync.WaitGroup
-	wg.Add(workers - 1)
-	for range workers - 1 {
-		go func() {
-			defer wg.Done()
-			work(claim)
-		}()
-	}
-	work(claim)
-	wg.Wait()
+	parallel.Run(workers, func(int) { work(claim) })
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

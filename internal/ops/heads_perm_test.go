@@ -4,11 +4,11 @@ import "testing"
 
 // TestPermuteHeads checks the split (B, T, parts·h·d) → (B·h, T, d) of one
 // part against the index formula, and that merging undoes it, for head
-// widths with a whole-array move (32, 64) and without (3), at sizes that
+// widths with a whole-array move (16, 32, 64) and without (3), at sizes that
 // share the batches among goroutines.
 func TestPermuteHeads(t *testing.T) {
 	for _, tc := range []struct{ b, t, h, d, part, parts int }{
-		{2, 3, 2, 3, 0, 1}, {16, 50, 4, 32, 1, 3}, {3, 5, 2, 64, 2, 3}, {40, 20, 4, 64, 0, 1}, {1, 1, 1, 32, 0, 1},
+		{2, 3, 2, 3, 0, 1}, {16, 50, 4, 32, 1, 3}, {3, 5, 2, 64, 2, 3}, {40, 20, 4, 64, 0, 1}, {1, 1, 1, 32, 0, 1}, {128, 50, 4, 16, 2, 3},
 	} {
 		row := tc.parts * tc.h * tc.d
 		x := make([]float32, tc.b*tc.t*row)

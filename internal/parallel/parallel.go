@@ -2,10 +2,7 @@
 // kernels, the decoding code and the layers share.
 package parallel
 
-import (
-	"runtime"
-	"sync"
-)
+import "runtime"
 
 // MinWork is the smallest amount of work (in elements touched) worth a
 // goroutine: below it the work runs on the calling goroutine.
@@ -20,15 +17,8 @@ func For(n, cost int, f func(lo, hi int)) {
 		f(0, n)
 		return
 	}
-	var wg sync.WaitGroup
 	chunk := (n + workers - 1) / workers
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(lo, hi)
-		}()
-	}
-	wg.Wait()
+	Run((n+chunk-1)/chunk, func(w int) {
+		f(w*chunk, min((w+1)*chunk, n))
+	})
 }

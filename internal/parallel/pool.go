@@ -1,0 +1,205 @@
+package parallel
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Run calls f(i) for every i in [0, n) and returns when all the calls have
+// returned. The calls run on the calling goroutine and on the package's
+// workers, at most GOMAXPROCS at once; each index is claimed by whoever is
+// free first, so f must be safe to call concurrently for different i.
+//
+// Why workers that wait hot: a goroutine started for each piece of work
+// runs on another core only once the Go runtime has woken a thread there,
+// and on a virtual machine whose idle core is halted that takes 50–100 µs
+// (measured on this project's 2-core VM: two 90 µs halves forked with `go`
+// took as long as running both on one core). The products and loops of a
+// training step come every few microseconds, so the workers spin on
+// the next task for SpinTime after each one, as an OpenMP runtime's
+// threads do, yielding to other goroutines as they spin, and sleep only
+// after that. The caller always claims indices itself too, so Run never
+// waits for a worker to wake: a nested Run, or one while every worker is
+// busy, runs on the caller alone.
+func Run(n int, f func(i int)) {
+	switch {
+	case n <= 0:
+		return
+	case n == 1:
+		f(0)
+		return
+	}
+	helpers := min(n, runtime.GOMAXPROCS(0)) - 1
+	if helpers <= 0 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	t := &task{f: f, n: int64(n), fin: make(chan struct{})}
+	pool.publish(t, helpers)
+	t.work()
+	t.wait()
+}
+
+// SpinTime is how long an idle worker waits hot for the next task before
+// it sleeps. Tests and benchmarks set it; 0 makes workers sleep at once.
+var SpinTime = 200 * time.Microsecond
+
+type task struct {
+	f    func(int)
+	n    int64
+	next atomic.Int64 // the next index to claim
+	done atomic.Int64 // indices finished
+	fin  chan struct{}
+}
+
+// work claims and runs indices until none is left.
+func (t *task) work() {
+	for {
+		i := t.next.Add(1) - 1
+		if i >= t.n {
+			return
+		}
+		t.f(int(i))
+		if t.done.Add(1) == t.n {
+			close(t.fin)
+		}
+	}
+}
+
+// open reports whether the task has indices left to claim.
+func (t *task) open() bool { return t.next.Load() < t.n }
+
+// wait returns when every index has finished: the other indices are
+// running on workers that are on a core, so it spins a little first.
+func (t *task) wait() {
+	for i := 0; i < 64; i++ {
+		if t.done.Load() == t.n {
+			return
+		}
+		runtime.Gosched()
+	}
+	<-t.fin
+}
+
+var pool workers
+
+// workers is the package's set of worker goroutines: started as GOMAXPROCS
+// asks for them, never stopped (a sleeping one costs a goroutine).
+type workers struct {
+	mu   sync.Mutex
+	all  []*worker
+	cur  atomic.Pointer[task] // the newest task
+	size atomic.Int32         // how many workers may take tasks now
+}
+
+type worker struct {
+	id       int
+	sleeping atomic.Bool
+	wake     chan struct{}
+}
+
+// publish makes t the current task and wakes up to helpers sleeping
+// workers, starting workers up to GOMAXPROCS-1 if there are fewer.
+func (p *workers) publish(t *task, helpers int) {
+	want := runtime.GOMAXPROCS(0) - 1
+	p.size.Store(int32(want))
+	if len(p.snapshot()) < want {
+		p.grow(want)
+	}
+	p.cur.Store(t)
+	for _, w := range p.snapshot() {
+		if helpers == 0 || w.id >= want {
+			break
+		}
+		if w.sleeping.CompareAndSwap(true, false) {
+			w.wake <- struct{}{}
+			helpers--
+		}
+	}
+}
+
+var allWorkers atomic.Pointer[[]*worker]
+
+func (p *workers) snapshot() []*worker {
+	if s := allWorkers.Load(); s != nil {
+		return *s
+	}
+	return nil
+}
+
+func (p *workers) grow(want int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.all) < want {
+		w := &worker{id: len(p.all), wake: make(chan struct{}, 1)}
+		p.all = append(p.all, w)
+		go w.loop(p)
+	}
+	s := append([]*worker(nil), p.all...)
+	allWorkers.Store(&s)
+}
+
+// loop runs tasks: each newly published one it sees while it is awake,
+// then it spins for SpinTime and, if nothing came, sleeps until woken.
+func (w *worker) loop(p *workers) {
+	var last *task
+	for {
+		t := w.next(p, last)
+		last = t
+		t.work()
+	}
+}
+
+// next returns an open task other than last, waiting hot for up to
+// SpinTime and then asleep. A worker beyond GOMAXPROCS-1 (GOMAXPROCS was
+// lowered) only sleeps.
+func (w *worker) next(p *workers, last *task) *task {
+	fresh := func() *task {
+		if t := p.cur.Load(); t != last && t != nil && t.open() && w.id < int(p.size.Load()) {
+			return t
+		}
+		return nil
+	}
+	for {
+		if t := spin(fresh); t != nil {
+			return t
+		}
+		w.sleeping.Store(true)
+		if t := fresh(); t != nil {
+			if !w.sleeping.CompareAndSwap(true, false) {
+				<-w.wake // a publisher took the flag and is sending
+			}
+			return t
+		}
+		<-w.wake
+		// Woken for a task that may be done by now: then spin again for
+		// the next (the wake-up is the slow part, and the next task is
+		// likely close behind).
+		if t := fresh(); t != nil {
+			return t
+		}
+	}
+}
+
+// spin polls fresh for up to SpinTime, yielding the processor to other
+// goroutines every few microseconds.
+func spin(fresh func() *task) *task {
+	start := time.Now()
+	for i := 1; ; i++ {
+		if t := fresh(); t != nil {
+			return t
+		}
+		if i%256 == 0 {
+			if time.Since(start) >= SpinTime {
+				return nil
+			}
+			if i%1024 == 0 {
+				runtime.Gosched()
+			}
+		}
+	}
+}
