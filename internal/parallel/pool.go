@@ -18,7 +18,7 @@ import (
 // (measured on this project's 2-core VM: two 90 µs halves forked with `go`
 // took as long as running both on one core). The products and loops of a
 // training step come every few microseconds, so the workers spin on
-// the next task for SpinTime after each one, as an OpenMP runtime's
+// the next task for spinTime after each one, as an OpenMP runtime's
 // threads do, yielding to other goroutines as they spin, and sleep only
 // after that. The caller always claims indices itself too, so Run never
 // waits for a worker to wake: a nested Run, or one while every worker is
@@ -38,19 +38,23 @@ func Run(n int, f func(i int)) {
 		}
 		return
 	}
-	t := &task{f: f, n: int64(n), fin: make(chan struct{})}
+	t := &task{f: f, n: int64(n), fin: make(chan struct{}), seq: pool.seq.Add(1)}
 	pool.publish(t, helpers)
 	t.work()
 	t.wait()
+	pool.cur.CompareAndSwap(t, nil) // hold on to no closure (and the slices it holds) after Run
 }
 
-// SpinTime is how long an idle worker waits hot for the next task before
-// it sleeps. Tests and benchmarks set it; 0 makes workers sleep at once.
-var SpinTime = 200 * time.Microsecond
+// spinTime is how long an idle worker waits hot for the next task before
+// it sleeps, in nanoseconds. Tests set it; 0 makes workers sleep at once.
+var spinTime atomic.Int64
+
+func init() { spinTime.Store(int64(200 * time.Microsecond)) }
 
 type task struct {
 	f    func(int)
 	n    int64
+	seq  uint64       // which task this is: workers remember the last they ran by it
 	next atomic.Int64 // the next index to claim
 	done atomic.Int64 // indices finished
 	fin  chan struct{}
@@ -90,10 +94,11 @@ var pool workers
 // workers is the package's set of worker goroutines: started as GOMAXPROCS
 // asks for them, never stopped (a sleeping one costs a goroutine).
 type workers struct {
-	mu   sync.Mutex
-	all  []*worker
-	cur  atomic.Pointer[task] // the newest task
-	size atomic.Int32         // how many workers may take tasks now
+	mu   sync.Mutex                // held while workers are added
+	all  atomic.Pointer[[]*worker] // replaced, never changed, when workers are added
+	cur  atomic.Pointer[task]      // the newest task, nil once it has ended
+	seq  atomic.Uint64
+	size atomic.Int32 // how many workers may take tasks now
 }
 
 type worker struct {
@@ -107,11 +112,12 @@ type worker struct {
 func (p *workers) publish(t *task, helpers int) {
 	want := runtime.GOMAXPROCS(0) - 1
 	p.size.Store(int32(want))
-	if len(p.snapshot()) < want {
-		p.grow(want)
+	all := p.list()
+	if len(all) < want {
+		all = p.grow(want)
 	}
 	p.cur.Store(t)
-	for _, w := range p.snapshot() {
+	for _, w := range all {
 		if helpers == 0 || w.id >= want {
 			break
 		}
@@ -122,44 +128,44 @@ func (p *workers) publish(t *task, helpers int) {
 	}
 }
 
-var allWorkers atomic.Pointer[[]*worker]
-
-func (p *workers) snapshot() []*worker {
-	if s := allWorkers.Load(); s != nil {
+func (p *workers) list() []*worker {
+	if s := p.all.Load(); s != nil {
 		return *s
 	}
 	return nil
 }
 
-func (p *workers) grow(want int) {
+// grow starts workers until there are want, and returns them all.
+func (p *workers) grow(want int) []*worker {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for len(p.all) < want {
-		w := &worker{id: len(p.all), wake: make(chan struct{}, 1)}
-		p.all = append(p.all, w)
+	all := append([]*worker(nil), p.list()...)
+	for len(all) < want {
+		w := &worker{id: len(all), wake: make(chan struct{}, 1)}
+		all = append(all, w)
 		go w.loop(p)
 	}
-	s := append([]*worker(nil), p.all...)
-	allWorkers.Store(&s)
+	p.all.Store(&all)
+	return all
 }
 
 // loop runs tasks: each newly published one it sees while it is awake,
-// then it spins for SpinTime and, if nothing came, sleeps until woken.
+// then it spins for spinTime and, if nothing came, sleeps until woken.
 func (w *worker) loop(p *workers) {
-	var last *task
+	var last uint64
 	for {
 		t := w.next(p, last)
-		last = t
+		last = t.seq
 		t.work()
 	}
 }
 
 // next returns an open task other than last, waiting hot for up to
-// SpinTime and then asleep. A worker beyond GOMAXPROCS-1 (GOMAXPROCS was
+// spinTime and then asleep. A worker beyond GOMAXPROCS-1 (GOMAXPROCS was
 // lowered) only sleeps.
-func (w *worker) next(p *workers, last *task) *task {
+func (w *worker) next(p *workers, last uint64) *task {
 	fresh := func() *task {
-		if t := p.cur.Load(); t != last && t != nil && t.open() && w.id < int(p.size.Load()) {
+		if t := p.cur.Load(); t != nil && t.seq != last && t.open() && w.id < int(p.size.Load()) {
 			return t
 		}
 		return nil
@@ -185,7 +191,7 @@ func (w *worker) next(p *workers, last *task) *task {
 	}
 }
 
-// spin polls fresh for up to SpinTime, yielding the processor to other
+// spin polls fresh for up to spinTime, yielding the processor to other
 // goroutines every few microseconds.
 func spin(fresh func() *task) *task {
 	start := time.Now()
@@ -194,7 +200,7 @@ func spin(fresh func() *task) *task {
 			return t
 		}
 		if i%256 == 0 {
-			if time.Since(start) >= SpinTime {
+			if time.Since(start) >= time.Duration(spinTime.Load()) {
 				return nil
 			}
 			if i%1024 == 0 {

@@ -15,12 +15,12 @@ import (
 // processors and of callers at once, nested calls included, and whether
 // the workers are hot or asleep.
 func TestRunCoversOnce(t *testing.T) {
-	defer func(s time.Duration) { SpinTime = s }(SpinTime)
+	defer spinTime.Store(spinTime.Load())
 	for _, procs := range []int{1, 2, 4, 8} {
 		for _, spin := range []time.Duration{0, 200 * time.Microsecond} {
 			t.Run(fmt.Sprintf("procs%d_spin%v", procs, spin), func(t *testing.T) {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-				SpinTime = spin
+				spinTime.Store(int64(spin))
 				var callers sync.WaitGroup
 				for c := range 4 {
 					callers.Add(1)
@@ -69,6 +69,7 @@ func TestRunUsesWorkers(t *testing.T) {
 	})
 	require.EqualValues(t, 2, started.Load())
 	require.True(t, time.Now().Before(deadline), "the second piece never ran beside the first")
+	require.Nil(t, pool.cur.Load(), "the pool still holds the ended task's closure")
 }
 
 // BenchmarkRunHalves times two pieces of a given length (µs) run by Run
