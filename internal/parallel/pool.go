@@ -39,14 +39,22 @@ func Run(n int, f func(i int)) {
 		return
 	}
 	t := &task{f: f, n: int64(n), fin: make(chan struct{}), seq: pool.seq.Add(1)}
-	pool.publish(t, helpers)
+	prev := pool.publish(t, helpers)
 	t.work()
 	t.wait()
-	pool.cur.CompareAndSwap(t, nil) // hold on to no closure (and the slices it holds) after Run
+	// Put back the task this one displaced while it still has indices to
+	// hand out (the outer task of a nested Run: workers that come free
+	// join it again), else nothing, to hold on to no closure (and the
+	// slices it holds) after Run.
+	if prev == nil || !prev.open() {
+		prev = nil
+	}
+	pool.cur.CompareAndSwap(t, prev)
 }
 
 // spinTime is how long an idle worker waits hot for the next task before
-// it sleeps, in nanoseconds. Tests set it; 0 makes workers sleep at once.
+// it sleeps, in nanoseconds. Tests set it; 0 makes workers sleep almost
+// at once.
 var spinTime atomic.Int64
 
 func init() { spinTime.Store(int64(200 * time.Microsecond)) }
@@ -77,16 +85,13 @@ func (t *task) work() {
 // open reports whether the task has indices left to claim.
 func (t *task) open() bool { return t.next.Load() < t.n }
 
-// wait returns when every index has finished: the other indices are
-// running on workers that are on a core, so it spins a little first.
+// wait returns when every index has finished. The other indices are
+// running on workers that are on a core, so it polls first: a caller that
+// slept would be woken on a halted core, or wait for a worker's yield.
 func (t *task) wait() {
-	for i := 0; i < 64; i++ {
-		if t.done.Load() == t.n {
-			return
-		}
-		runtime.Gosched()
+	if !poll(func() bool { return t.done.Load() == t.n }) {
+		<-t.fin
 	}
-	<-t.fin
 }
 
 var pool workers
@@ -107,16 +112,17 @@ type worker struct {
 	wake     chan struct{}
 }
 
-// publish makes t the current task and wakes up to helpers sleeping
-// workers, starting workers up to GOMAXPROCS-1 if there are fewer.
-func (p *workers) publish(t *task, helpers int) {
+// publish makes t the current task, returning the one it displaced, and
+// wakes up to helpers sleeping workers, starting workers up to
+// GOMAXPROCS-1 if there are fewer.
+func (p *workers) publish(t *task, helpers int) (prev *task) {
 	want := runtime.GOMAXPROCS(0) - 1
 	p.size.Store(int32(want))
 	all := p.list()
 	if len(all) < want {
 		all = p.grow(want)
 	}
-	p.cur.Store(t)
+	prev = p.cur.Swap(t)
 	for _, w := range all {
 		if helpers == 0 || w.id >= want {
 			break
@@ -126,6 +132,7 @@ func (p *workers) publish(t *task, helpers int) {
 			helpers--
 		}
 	}
+	return prev
 }
 
 func (p *workers) list() []*worker {
@@ -170,8 +177,9 @@ func (w *worker) next(p *workers, last uint64) *task {
 		}
 		return nil
 	}
+	var t *task
 	for {
-		if t := spin(fresh); t != nil {
+		if poll(func() bool { t = fresh(); return t != nil }) {
 			return t
 		}
 		w.sleeping.Store(true)
@@ -191,21 +199,31 @@ func (w *worker) next(p *workers, last uint64) *task {
 	}
 }
 
-// spin polls fresh for up to spinTime, yielding the processor to other
-// goroutines every few microseconds.
-func spin(fresh func() *task) *task {
+// poll calls ready until it reports true, for up to spinTime, and says
+// whether it did; it yields the processor every yieldEvery: a goroutine
+// made ready while every processor is taken (a data loader's) waits until
+// some processor schedules, and a polling goroutine's yield is that
+// chance. Yielding more often would take the scheduler's lock millions of
+// times a second with many cores.
+func poll(ready func() bool) bool {
 	start := time.Now()
+	yielded := start
 	for i := 1; ; i++ {
-		if t := fresh(); t != nil {
-			return t
+		if ready() {
+			return true
 		}
 		if i%256 == 0 {
-			if time.Since(start) >= time.Duration(spinTime.Load()) {
-				return nil
+			now := time.Now()
+			if now.Sub(start) >= time.Duration(spinTime.Load()) {
+				return false
 			}
-			if i%1024 == 0 {
+			if now.Sub(yielded) >= yieldEvery {
 				runtime.Gosched()
+				yielded = now
 			}
 		}
 	}
 }
+
+// yieldEvery is how often a polling goroutine lets other goroutines run.
+const yieldEvery = 20 * time.Microsecond

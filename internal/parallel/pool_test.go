@@ -111,3 +111,21 @@ func busy(d time.Duration) {
 	for start := time.Now(); time.Since(start) < d; {
 	}
 }
+
+// A nested Run gives the pool back the task it displaced while that one
+// still has indices to hand out, so that workers coming free join it.
+func TestRunNestedRestoresOuter(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	var after *task
+	Run(10, func(i int) {
+		if i != 0 {
+			time.Sleep(2 * time.Millisecond) // keep the outer task open
+			return
+		}
+		Run(2, func(int) {})
+		after = pool.cur.Load()
+	})
+	require.NotNil(t, after, "the pool lost the outer task")
+	require.EqualValues(t, 10, after.n)
+	require.Nil(t, pool.cur.Load())
+}
